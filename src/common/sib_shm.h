@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Shared memory published by softibd: the fabric map.
+ *
+ * softibd owns and is the only writer of this map (a memfd handed to each
+ * client on HELLO).  Clients read it on the data path without any system
+ * call: port attributes, LID -> port, QPN -> owning inbox.  Entries that
+ * change while clients run (qp_owner, inbox gen) are single 64/32-bit
+ * atomics written with release and read with acquire; port attributes
+ * change under the seqlock `port_seq`.
+ *
+ * Changing any struct in this file changes SIB_ABI_VERSION (sib_ctl.h).
+ */
+#ifndef SIB_SHM_H
+#define SIB_SHM_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define SIB_SHM_MAGIC      0x53494246u /* "SIBF" */
+#define SIB_MAX_DEVICES    64          /* CA nodes (verbs devices) */
+#define SIB_MAX_PORTS      2           /* ports per CA */
+#define SIB_MAX_INBOXES    256         /* opened device contexts, fabric-wide */
+#define SIB_MAX_QPN        65536       /* QPNs 2..65535 are handed out */
+#define SIB_PKEY_TBL_LEN   16
+#define SIB_GID_TBL_LEN    1
+#define SIB_UNICAST_LIDS   0xC000      /* LIDs 1..0xBFFF are unicast */
+#define SIB_DEV_NAME_MAX   64
+
+/* One CA port, as the SMA of that port would report it (IBA 14.2.5.6). */
+struct sib_shm_port {
+	uint64_t port_guid;
+	uint64_t gid_prefix;       /* subnet prefix, host order */
+	uint16_t lid;              /* base LID, 0 = unassigned */
+	uint16_t sm_lid;
+	uint8_t lmc;
+	uint8_t state;             /* enum ibv_port_state */
+	uint8_t phys_state;        /* 5 = LinkUp */
+	uint8_t max_mtu;           /* enum ibv_mtu */
+	uint8_t active_mtu;
+	uint8_t active_width;      /* IBA encoding: 2 = 4X */
+	uint8_t active_speed;      /* IBA encoding: 1 = SDR */
+	uint8_t sm_sl;
+	uint8_t subnet_timeout;
+	uint8_t max_vl_num;
+	uint8_t init_type_reply;
+	uint8_t pad0;
+	uint32_t cap_flags;        /* PortInfo:CapabilityMask */
+	uint16_t pkey[SIB_PKEY_TBL_LEN];
+	_Atomic uint64_t bad_pkey_cntr;
+	_Atomic uint64_t qkey_viol_cntr;
+};
+
+/* One CA node: one verbs device (softib0, ...). */
+struct sib_shm_device {
+	char name[SIB_DEV_NAME_MAX];   /* verbs device name */
+	char node_desc[64];            /* NodeDescription */
+	uint64_t node_guid;
+	uint64_t sys_image_guid;
+	uint32_t vendor_id;
+	uint32_t vendor_part_id;
+	uint32_t hw_ver;
+	uint8_t num_ports;
+	uint8_t pad[7];
+	struct sib_shm_port ports[SIB_MAX_PORTS]; /* ports[0] is port 1 */
+};
+
+/* An inbox: the receive ring of one opened device context. */
+struct sib_shm_inbox_desc {
+	_Atomic uint32_t gen;  /* odd = live; bumped on open and close */
+	int32_t pid;           /* owner, for status */
+	uint32_t dev_index;
+	uint32_t pad;
+};
+
+/*
+ * QP ownership word (qp_owner[qpn]): 0 = free, else
+ *   bits 0..15  inbox index, bits 16..47 inbox gen, bits 48..55 dev index,
+ *   bit 63 valid.
+ */
+#define SIB_QPO_VALID        (1ull << 63)
+#define SIB_QPO_MAKE(inbox, gen, dev) \
+	(SIB_QPO_VALID | (uint64_t)(inbox) | ((uint64_t)(gen) << 16) | ((uint64_t)(dev) << 48))
+#define SIB_QPO_INBOX(w)     ((uint32_t)((w) & 0xffff))
+#define SIB_QPO_GEN(w)       ((uint32_t)(((w) >> 16) & 0xffffffffu))
+#define SIB_QPO_DEV(w)       ((uint32_t)(((w) >> 48) & 0xff))
+
+/* LID map entry (lid_map[lid]): 0 = no port, else (dev_index << 8 | port_num). */
+#define SIB_LIDM_MAKE(dev, port) ((uint16_t)(((dev) << 8) | (port)))
+
+struct sib_fabric_shm {
+	uint32_t magic;             /* SIB_SHM_MAGIC */
+	uint32_t abi_version;       /* SIB_ABI_VERSION */
+	uint32_t size;              /* bytes of this mapping */
+	uint32_t num_devices;
+	_Atomic uint32_t port_seq;  /* seqlock over ports[] and lid_map[] */
+	uint32_t pad;
+	uint64_t daemon_pid;
+	struct sib_shm_device devs[SIB_MAX_DEVICES];
+	struct sib_shm_inbox_desc inboxes[SIB_MAX_INBOXES];
+	_Atomic uint16_t lid_map[SIB_UNICAST_LIDS];
+	_Atomic uint64_t qp_owner[SIB_MAX_QPN];
+};
+
+#endif

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The fabric model of softibd: nodes (CAs and switches), their ports and the
+ * links between them, loaded from a topology file in the text format that
+ * ibnetdiscover prints and ibsim reads (subset documented in docs/topology.md).
+ *
+ * Pure data and parsing: no I/O besides reading the topology file, no locks.
+ */
+#ifndef SIB_FABRIC_H
+#define SIB_FABRIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* IBA NodeInfo:NodeType (IBA 1.4 vol 1, 14.2.5.3). */
+enum sib_node_type {
+	SIB_NODE_CA = 1,
+	SIB_NODE_SWITCH = 2,
+	SIB_NODE_ROUTER = 3,
+};
+
+struct sib_fab_node;
+
+struct sib_fab_port {
+	struct sib_fab_node *node;
+	uint8_t num;                 /* 0 = switch management port */
+	struct sib_fab_port *peer;   /* the other end of the link, or NULL */
+	uint64_t guid;               /* port GUID (CA ports; switch port 0) */
+	uint16_t lid;                /* base LID, 0 = none */
+	uint8_t lmc;
+};
+
+struct sib_fab_node {
+	enum sib_node_type type;
+	uint64_t node_guid;
+	uint64_t sys_image_guid;
+	uint32_t vendor_id;
+	uint32_t device_id;
+	char id[80];                 /* the quoted name in the file, e.g. "H-5eed000000000010" */
+	char desc[65];               /* NodeDescription (the `# "..."` comment) */
+	char dev_name[64];           /* CAs: verbs device name, softib0, softib1, ... */
+	uint8_t num_ports;
+	struct sib_fab_port *ports;  /* num_ports + 1 entries; [0] is port 0 */
+};
+
+struct sib_fabric {
+	struct sib_fab_node **nodes;
+	unsigned int n_nodes;
+	unsigned int n_cas;
+};
+
+/*
+ * Parse a topology text into *f (zeroed by the caller).  `origin` names the
+ * text in errors ("file.topo").  Returns 0, or -1 with a message
+ * "origin:line: what" in err.
+ */
+int sib_fabric_parse(struct sib_fabric *f, const char *text, const char *origin,
+		     char *err, size_t errlen);
+
+/* Read and parse a topology file.  Returns 0 or -1 with err set. */
+int sib_fabric_load_file(struct sib_fabric *f, const char *path, char *err, size_t errlen);
+
+/* The embedded default topology text: one 8-port switch, four 1-port CAs. */
+const char *sib_fabric_default_topology(void);
+
+/*
+ * Give LIDs to every switch (port 0) and every connected CA port, in file
+ * order starting at 1, as a subnet manager's first sweep would.
+ */
+void sib_fabric_assign_lids(struct sib_fabric *f);
+
+struct sib_fab_node *sib_fabric_find_guid(const struct sib_fabric *f, uint64_t node_guid);
+
+void sib_fabric_free(struct sib_fabric *f);
+
+#endif

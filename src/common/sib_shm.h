@@ -27,6 +27,15 @@
 #define SIB_UNICAST_LIDS   0xC000      /* LIDs 1..0xBFFF are unicast */
 #define SIB_DEV_NAME_MAX   64
 
+/*
+ * Inboxes: one memfd of SIB_INBOX_BYTES per opened device context, created
+ * zero-filled by softibd; all-zero is the valid empty ring (src/hca/ring.h).
+ */
+#define SIB_INBOX_SLOTS      1024u
+#define SIB_INBOX_SLOT_BYTES 4608u   /* one packet up to MTU 4096 + headers */
+#define SIB_INBOX_HDR_BYTES  4096u
+#define SIB_INBOX_BYTES      (SIB_INBOX_HDR_BYTES + SIB_INBOX_SLOTS * SIB_INBOX_SLOT_BYTES)
+
 /* One CA port, as the SMA of that port would report it (IBA 14.2.5.6). */
 struct sib_shm_port {
 	uint64_t port_guid;

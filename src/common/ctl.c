@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Control-socket helpers (see ctl.h): path rules, connect and autostart,
+ * framed send/recv with SCM_RIGHTS, the client round trip.
+ * Linked statically into the verbs library: no signal handlers, CLOEXEC on
+ * every fd, every child reaped, every wait bounded.  No locks; the sequence
+ * counter is atomic and callers serialize per fd.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/ctl.h"
+
+#define SUN_PATH_MAX sizeof(((struct sockaddr_un *)0)->sun_path)
+#define RX_FDS_MAX   8 /* fds accepted per message; the rest are closed */
+
+extern char **environ;
+
+static _Atomic uint32_t ctl_seq = 1;
+
+/* Body bytes per op; STATUS adds text.len on top of this. */
+static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
+	[SIB_CTL_HELLO] = sizeof(struct sib_ctl_hello),
+	[SIB_CTL_OPEN_DEVICE] = sizeof(struct sib_ctl_open_device),
+	[SIB_CTL_CLOSE_DEVICE] = sizeof(uint32_t),
+	[SIB_CTL_GET_INBOX] = sizeof(struct sib_ctl_get_inbox),
+	[SIB_CTL_CREATE_OBJ] = sizeof(struct sib_ctl_obj),
+	[SIB_CTL_DESTROY_OBJ] = sizeof(struct sib_ctl_obj),
+	[SIB_CTL_STATUS] = offsetof(struct sib_ctl_text, text),
+	[SIB_CTL_SHUTDOWN] = 0,
+};
+
+int sib_ctl_default_path(char *buf, size_t len)
+{
+	const char *env = getenv("SOFTIB_SOCKET");
+	int n;
+
+	if (env && *env)
+		n = snprintf(buf, len, "%s", env);
+	else if ((env = getenv("XDG_RUNTIME_DIR")) && *env)
+		n = snprintf(buf, len, "%s/softib.sock", env);
+	else
+		n = snprintf(buf, len, "/tmp/softib-%u/softib.sock", (unsigned int)getuid());
+	if (n < 0 || (size_t)n >= len || (size_t)n >= SUN_PATH_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int sib_ctl_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+size_t sib_ctl_msg_len(const struct sib_ctl_msg *msg)
+{
+	size_t len = sizeof(msg->hdr);
+	uint32_t tlen;
+
+	if (msg->hdr.op >= SIB_CTL_OP_MAX)
+		return len;
+	len += ctl_body_len[msg->hdr.op];
+	if (msg->hdr.op == SIB_CTL_STATUS) {
+		tlen = msg->u.text.len;
+		len += tlen < SIB_CTL_TEXT_MAX ? tlen : SIB_CTL_TEXT_MAX;
+	}
+	return len;
+}
+
+int sib_ctl_send(int fd, const struct sib_ctl_msg *msg, int pass_fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = { .iov_base = (void *)msg, .iov_len = sib_ctl_msg_len(msg) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	if (pass_fd >= 0) {
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.buf;
+		mh.msg_controllen = sizeof(cm.buf);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+	}
+	do
+		n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == iov.iov_len ? 0 : -EMSGSIZE;
+}
+
+int sib_ctl_recv(int fd, struct sib_ctl_msg *msg, int *recv_fd)
+{
+	union {
+		char buf[CMSG_SPACE(RX_FDS_MAX * sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(*msg) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cm.buf, .msg_controllen = sizeof(cm.buf),
+	};
+	struct cmsghdr *c;
+	int keep = -1, f;
+	size_t i, nfds;
+	ssize_t n;
+
+	memset(msg, 0, sizeof(*msg));
+	if (recv_fd)
+		*recv_fd = -1;
+	do
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfds; i++) {
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (recv_fd && keep < 0)
+				keep = f;
+			else
+				close(f);
+		}
+	}
+	if (mh.msg_flags & MSG_TRUNC) {
+		if (keep >= 0)
+			close(keep);
+		return -EMSGSIZE;
+	}
+	if (recv_fd)
+		*recv_fd = keep;
+	return (int)n;
+}
+
+/* Receive the reply to (op, seq): 0 or -errno; closes a passed fd on error. */
+static int ctl_recv_reply(int fd, struct sib_ctl_msg *msg, uint16_t op, uint32_t seq,
+			  int *recv_fd)
+{
+	int n = sib_ctl_recv(fd, msg, recv_fd);
+
+	if (n == 0)
+		return -ECONNRESET;
+	if (n < 0)
+		return n;
+	if ((size_t)n < sizeof(msg->hdr) || msg->hdr.magic != SIB_CTL_MAGIC ||
+	    msg->hdr.op != op || msg->hdr.seq != seq) {
+		if (recv_fd && *recv_fd >= 0) {
+			close(*recv_fd);
+			*recv_fd = -1;
+		}
+		return -EPROTO;
+	}
+	return 0;
+}
+
+int sib_ctl_call(int fd, struct sib_ctl_msg *msg, int *recv_fd)
+{
+	uint16_t op = msg->hdr.op;
+	uint32_t seq = atomic_fetch_add_explicit(&ctl_seq, 1, memory_order_relaxed);
+	int ret;
+
+	if (recv_fd)
+		*recv_fd = -1;
+	msg->hdr.magic = SIB_CTL_MAGIC;
+	msg->hdr.seq = seq;
+	msg->hdr.flags = 0;
+	msg->hdr.status = 0;
+	ret = sib_ctl_send(fd, msg, -1);
+	if (ret)
+		return ret;
+	return ctl_recv_reply(fd, msg, op, seq, recv_fd);
+}
+
+int sib_ctl_status(int fd, char **text)
+{
+	struct sib_ctl_msg msg = { .hdr.op = SIB_CTL_STATUS };
+	char *buf = NULL, *nbuf;
+	size_t len = 0, n;
+	uint32_t seq;
+	int ret;
+
+	*text = NULL;
+	ret = sib_ctl_call(fd, &msg, NULL);
+	seq = msg.hdr.seq;
+	while (!ret) {
+		if (msg.hdr.status) {
+			ret = -msg.hdr.status;
+			break;
+		}
+		n = msg.u.text.len < SIB_CTL_TEXT_MAX ? msg.u.text.len : SIB_CTL_TEXT_MAX;
+		nbuf = realloc(buf, len + n + 1);
+		if (!nbuf) {
+			ret = -ENOMEM;
+			break;
+		}
+		buf = nbuf;
+		memcpy(buf + len, msg.u.text.text, n);
+		len += n;
+		buf[len] = '\0';
+		if (!(msg.hdr.flags & SIB_CTL_F_MORE)) {
+			*text = buf;
+			return 0;
+		}
+		ret = ctl_recv_reply(fd, &msg, SIB_CTL_STATUS, seq, NULL);
+	}
+	free(buf);
+	return ret;
+}
+
+int sib_ctl_stop(int fd)
+{
+	struct sib_ctl_msg msg = { .hdr.op = SIB_CTL_SHUTDOWN };
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	int ret;
+
+	ret = sib_ctl_call(fd, &msg, NULL);
+	if (ret)
+		return ret;
+	if (msg.hdr.status)
+		return -msg.hdr.status;
+	for (;;) {
+		ret = poll(&pfd, 1, SIB_CTL_AUTOSTART_MS);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret <= 0)
+			return ret < 0 ? -errno : -ETIMEDOUT;
+		ret = sib_ctl_recv(fd, &msg, NULL);
+		if (ret <= 0)
+			return ret == 0 || ret == -ECONNRESET ? 0 : ret;
+	}
+}
+
+/* ---- autostart ---------------------------------------------------------- */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static bool exec_ok(const char *path)
+{
+	return access(path, X_OK) == 0;
+}
+
+/*
+ * Where softibd is: $SOFTIBD; else next to the object that holds this code
+ * (the verbs library in build/lib or an executable in build/bin):
+ * <dir>/../bin/softibd, then <dir>/softibd; else "softibd" from $PATH.
+ */
+static void find_softibd(char *buf, size_t len)
+{
+	const char *env = getenv("SOFTIBD");
+	char obj[PATH_MAX], *slash;
+	Dl_info info;
+	ssize_t n;
+
+	if (env && *env) {
+		snprintf(buf, len, "%s", env);
+		return;
+	}
+	obj[0] = '\0';
+	if (dladdr((void *)(uintptr_t)sib_ctl_open, &info) && info.dli_fname &&
+	    strchr(info.dli_fname, '/') && realpath(info.dli_fname, obj))
+		;
+	else if ((n = readlink("/proc/self/exe", obj, sizeof(obj) - 1)) > 0)
+		obj[n] = '\0';
+	else
+		obj[0] = '\0';
+	slash = strrchr(obj, '/');
+	if (slash) {
+		*slash = '\0';
+		snprintf(buf, len, "%s/../bin/softibd", obj);
+		if (exec_ok(buf))
+			return;
+		snprintf(buf, len, "%s/softibd", obj);
+		if (exec_ok(buf))
+			return;
+	}
+	snprintf(buf, len, "softibd");
+}
+
+/*
+ * Run `softibd --daemon --autostart --socket path` and reap it.  Its first
+ * process exits once the daemon listens (0), finds another daemon holding
+ * the lock (0), or fails (non-zero).  Returns 0 or -errno.
+ */
+static int spawn_softibd(const char *path, long long deadline)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT };
+	char exe[PATH_MAX];
+	char *argv[] = { exe, "--daemon", "--autostart", "--socket", (char *)path, NULL };
+	posix_spawnattr_t attr;
+	sigset_t none, defs;
+	pid_t pid, w;
+	int ret, st;
+	size_t i;
+
+	find_softibd(exe, sizeof(exe));
+	sigemptyset(&none);
+	sigemptyset(&defs);
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&defs, sigs[i]);
+	ret = posix_spawnattr_init(&attr);
+	if (ret)
+		return -ret;
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	posix_spawnattr_setsigmask(&attr, &none);
+	posix_spawnattr_setsigdefault(&attr, &defs);
+	ret = posix_spawnp(&pid, exe, NULL, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
+	if (ret)
+		return -ret;
+
+	for (;;) {
+		w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+		if (w < 0 && errno == ECHILD)
+			return 0; /* reaped by the application (SIGCHLD ignored) */
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		if (now_ms() >= deadline) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+				;
+			return -ETIMEDOUT;
+		}
+		sleep_ms(5);
+	}
+}
+
+static bool nobody_listens(int err)
+{
+	return err == -ENOENT || err == -ECONNREFUSED;
+}
+
+int sib_ctl_open(bool allow_autostart)
+{
+	const char *no = getenv("SOFTIB_NO_AUTOSTART");
+	long long deadline, next_spawn;
+	char path[SUN_PATH_MAX];
+	int fd, ret;
+
+	ret = sib_ctl_default_path(path, sizeof(path));
+	if (ret)
+		return ret;
+	fd = sib_ctl_connect(path);
+	if (fd >= 0 || !nobody_listens(fd) || !allow_autostart || (no && !strcmp(no, "1")))
+		return fd;
+
+	/*
+	 * A daemon that is idling out may still hold the lock when ours starts;
+	 * ours then exits quietly, so spawn again (at most every 250 ms) until
+	 * the socket answers or the deadline passes.
+	 */
+	deadline = now_ms() + SIB_CTL_AUTOSTART_MS;
+	next_spawn = 0;
+	for (;;) {
+		if (now_ms() >= next_spawn) {
+			ret = spawn_softibd(path, deadline);
+			if (ret)
+				return ret;
+			next_spawn = now_ms() + 250;
+		}
+		fd = sib_ctl_connect(path);
+		if (fd >= 0 || !nobody_listens(fd))
+			return fd;
+		if (now_ms() >= deadline)
+			return -ETIMEDOUT;
+		sleep_ms(10);
+	}
+}

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Per-connection contexts of softibd: command dispatch, the handle table of
+ * each connection, and the release of everything a connection held when it
+ * closes, however its process ended (seed 003, "Resource management").
+ * Single-threaded (the event loop).  A client's bytes are never trusted:
+ * every field is range-checked before use, and no reply blocks the loop.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "common/ctl.h"
+#include "daemon/softibd.h"
+
+#define INPUT_BURST 32 /* messages per wakeup, for fairness between clients */
+#define REPLIED     1  /* a handler that sent its replies itself */
+
+struct sibd_obj {
+	uint8_t type;          /* SIB_OBJ_*, or SIBD_OBJ_DEVICE */
+	uint32_t dev_index;
+	uint32_t dev_handle;   /* objects: the device they were created under */
+	uint32_t inbox;        /* devices */
+	uint32_t nchild;       /* devices: objects created under it */
+	uint32_t qpn;          /* QPs */
+};
+
+/* A reply the socket did not take yet; fd is our own dup, or -1. */
+struct sibd_out {
+	struct sibd_out *next;
+	int fd;
+	struct sib_ctl_msg msg;
+};
+
+typedef int (*sibd_cmd_fn)(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			   int *pass_fd);
+
+/* ---- output ------------------------------------------------------------- */
+
+/* Input while the socket takes our replies, output only once it stopped. */
+static void client_arm(struct sibd *d, struct sibd_client *c)
+{
+	struct epoll_event ev = {
+		.events = c->out_head ? EPOLLOUT : EPOLLIN,
+		.data.ptr = c,
+	};
+
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_MOD, c->fd, &ev) < 0) {
+		sibd_log("client pid %d: epoll_ctl: %s", (int)c->pid, strerror(errno));
+		c->dead = true;
+	}
+}
+
+/* Send a reply now, or queue it behind the ones the socket did not take. */
+static void client_reply(struct sibd *d, struct sibd_client *c, const struct sib_ctl_msg *m,
+			 int pass_fd)
+{
+	struct sibd_out *o;
+	int ret;
+
+	if (c->dead)
+		return;
+	if (!c->out_head) {
+		ret = sib_ctl_send(c->fd, m, pass_fd);
+		if (ret != -EAGAIN) {
+			if (ret) /* EPIPE, ECONNRESET: the client is gone */
+				c->dead = true;
+			return;
+		}
+	}
+	o = malloc(sizeof(*o));
+	if (!o) {
+		sibd_log("client pid %d: reply queue: %s", (int)c->pid, strerror(ENOMEM));
+		c->dead = true;
+		return;
+	}
+	o->next = NULL;
+	o->msg = *m;
+	o->fd = pass_fd >= 0 ? fcntl(pass_fd, F_DUPFD_CLOEXEC, 0) : -1;
+	if (pass_fd >= 0 && o->fd < 0) {
+		sibd_log("client pid %d: dup: %s", (int)c->pid, strerror(errno));
+		free(o);
+		c->dead = true;
+		return;
+	}
+	if (c->out_tail)
+		c->out_tail->next = o;
+	else
+		c->out_head = o;
+	c->out_tail = o;
+	if (o == c->out_head)
+		client_arm(d, c);
+}
+
+static void out_pop(struct sibd_client *c)
+{
+	struct sibd_out *o = c->out_head;
+
+	c->out_head = o->next;
+	if (!c->out_head)
+		c->out_tail = NULL;
+	if (o->fd >= 0)
+		close(o->fd);
+	free(o);
+}
+
+static void client_flush(struct sibd *d, struct sibd_client *c)
+{
+	int ret;
+
+	while (c->out_head && !c->dead) {
+		ret = sib_ctl_send(c->fd, &c->out_head->msg, c->out_head->fd);
+		if (ret == -EAGAIN)
+			return;
+		if (ret)
+			c->dead = true;
+		else
+			out_pop(c);
+	}
+	if (!c->dead)
+		client_arm(d, c);
+}
+
+/* ---- objects ------------------------------------------------------------ */
+
+static struct sibd_obj *lookup(struct sibd_client *c, uint32_t handle, bool device)
+{
+	struct sibd_obj *o = sib_ht_lookup(&c->ht, handle);
+
+	if (!o || (o->type == SIBD_OBJ_DEVICE) != device)
+		return NULL;
+	return o;
+}
+
+static void obj_destroy(struct sibd *d, struct sibd_client *c, uint32_t handle)
+{
+	struct sibd_obj *o = sib_ht_remove(&c->ht, handle), *dev;
+
+	if (o->type == SIB_OBJ_QP)
+		sibd_qpn_free(d, o->qpn);
+	dev = sib_ht_lookup(&c->ht, o->dev_handle);
+	dev->nchild--;
+	c->count[o->type]--;
+	free(o);
+}
+
+/* Close a device: first the objects under it, then its inbox. */
+static void dev_close(struct sibd *d, struct sibd_client *c, uint32_t handle)
+{
+	struct sibd_obj *dev = sib_ht_lookup(&c->ht, handle), *o;
+	uint32_t pos = 0, h;
+
+	while (dev->nchild && (o = sib_ht_next(&c->ht, &pos, &h)))
+		if (o->type != SIBD_OBJ_DEVICE && o->dev_handle == handle)
+			obj_destroy(d, c, h);
+	sib_ht_remove(&c->ht, handle);
+	sibd_inbox_free(d, dev->inbox);
+	c->count[SIBD_OBJ_DEVICE]--;
+	free(dev);
+}
+
+/* ---- commands ----------------------------------------------------------- */
+
+static int cmd_hello(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	struct sib_ctl_hello *h = &m->u.hello;
+
+	if (h->abi_version != SIB_ABI_VERSION) {
+		h->abi_version = SIB_ABI_VERSION;
+		return -EPROTO;
+	}
+	c->hello = true;
+	h->fabric_size = d->shm->size;
+	h->num_devices = d->shm->num_devices;
+	*pass_fd = d->shm_fd;
+	return 0;
+}
+
+static int cmd_open_device(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			   int *pass_fd)
+{
+	struct sib_ctl_open_device *od = &m->u.open;
+	struct sibd_obj *dev;
+	uint32_t handle;
+	int ret;
+
+	if (od->dev_index >= d->shm->num_devices)
+		return -ENODEV;
+	ret = sib_ht_reserve(&c->ht, &handle);
+	if (ret)
+		return ret;
+	dev = calloc(1, sizeof(*dev));
+	if (!dev) {
+		sib_ht_abort(&c->ht, handle);
+		return -ENOMEM;
+	}
+	ret = sibd_inbox_alloc(d, c, od->dev_index, &dev->inbox);
+	if (ret) {
+		free(dev);
+		sib_ht_abort(&c->ht, handle);
+		return ret;
+	}
+	dev->type = SIBD_OBJ_DEVICE;
+	dev->dev_index = od->dev_index;
+	sib_ht_publish(&c->ht, handle, dev);
+	c->count[SIBD_OBJ_DEVICE]++;
+
+	od->handle = handle;
+	od->inbox = dev->inbox;
+	od->inbox_gen = sibd_inbox_gen(d, dev->inbox);
+	od->inbox_size = SIB_INBOX_BYTES;
+	*pass_fd = d->inbox[dev->inbox].fd;
+	return 0;
+}
+
+static int cmd_close_device(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			    int *pass_fd)
+{
+	if (!lookup(c, m->u.handle, true))
+		return -EBADF;
+	dev_close(d, c, m->u.handle);
+	return 0;
+}
+
+static int cmd_get_inbox(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			 int *pass_fd)
+{
+	struct sib_ctl_get_inbox *gi = &m->u.get_inbox;
+	uint32_t gen;
+
+	if (gi->inbox >= SIB_MAX_INBOXES)
+		return -EINVAL;
+	gen = sibd_inbox_gen(d, gi->inbox);
+	if (d->inbox[gi->inbox].fd < 0 || !(gen & 1) || gen != gi->inbox_gen)
+		return -ESTALE;
+	gi->inbox_size = SIB_INBOX_BYTES;
+	*pass_fd = d->inbox[gi->inbox].fd;
+	return 0;
+}
+
+static bool qp_type_ok(uint32_t t)
+{
+	switch (t) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			  int *pass_fd)
+{
+	struct sib_ctl_obj *co = &m->u.obj;
+	struct sibd_obj *dev, *o;
+	uint32_t handle;
+	int ret;
+
+	if (co->type == 0 || co->type >= SIB_OBJ_TYPE_MAX)
+		return -EINVAL;
+	if (co->type == SIB_OBJ_QP && !qp_type_ok(co->qp_type))
+		return -EINVAL;
+	dev = lookup(c, co->dev_handle, true);
+	if (!dev)
+		return -EBADF;
+	ret = sib_ht_reserve(&c->ht, &handle);
+	if (ret)
+		return ret;
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		sib_ht_abort(&c->ht, handle);
+		return -ENOMEM;
+	}
+	o->type = (uint8_t)co->type;
+	o->dev_index = dev->dev_index;
+	o->dev_handle = co->dev_handle;
+	if (co->type == SIB_OBJ_QP) {
+		ret = sibd_qpn_alloc(d, dev->inbox, dev->dev_index, &o->qpn);
+		if (ret) {
+			free(o);
+			sib_ht_abort(&c->ht, handle);
+			return ret;
+		}
+	}
+	sib_ht_publish(&c->ht, handle, o);
+	dev->nchild++;
+	c->count[o->type]++;
+
+	co->handle = handle;
+	co->qpn = o->qpn;
+	return 0;
+}
+
+/* obj.type, when non-zero, must be the type the handle was created with. */
+static int cmd_destroy_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			   int *pass_fd)
+{
+	struct sib_ctl_obj *co = &m->u.obj;
+	struct sibd_obj *o = lookup(c, co->handle, false);
+
+	if (!o || (co->type && co->type != o->type))
+		return -EBADF;
+	obj_destroy(d, c, co->handle);
+	return 0;
+}
+
+/* The report in chunks of at most SIB_CTL_TEXT_MAX bytes, cut after a newline when possible. */
+static int cmd_status(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	size_t len, off = 0, n;
+	char *text, *nl;
+	int ret;
+
+	ret = sibd_status_text(d, &text, &len);
+	if (ret)
+		return ret;
+	do {
+		n = len - off;
+		if (n > SIB_CTL_TEXT_MAX) {
+			n = SIB_CTL_TEXT_MAX;
+			nl = memrchr(text + off, '\n', n);
+			if (nl)
+				n = (size_t)(nl - (text + off)) + 1;
+		}
+		memcpy(m->u.text.text, text + off, n);
+		m->u.text.len = (uint32_t)n;
+		off += n;
+		m->hdr.status = 0;
+		m->hdr.flags = off < len ? SIB_CTL_F_MORE : 0;
+		client_reply(d, c, m, -1);
+	} while (off < len);
+	free(text);
+	return REPLIED;
+}
+
+static int cmd_shutdown(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			int *pass_fd)
+{
+	sibd_log("shutdown requested by pid %d", (int)c->pid);
+	d->stop = true;
+	return 0;
+}
+
+static const struct sibd_cmd {
+	sibd_cmd_fn fn;
+	bool needs_hello;  /* only after a HELLO with our ABI */
+} sibd_cmds[SIB_CTL_OP_MAX] = {
+	[SIB_CTL_HELLO] = { cmd_hello, false },
+	[SIB_CTL_OPEN_DEVICE] = { cmd_open_device, true },
+	[SIB_CTL_CLOSE_DEVICE] = { cmd_close_device, true },
+	[SIB_CTL_GET_INBOX] = { cmd_get_inbox, true },
+	[SIB_CTL_CREATE_OBJ] = { cmd_create_obj, true },
+	[SIB_CTL_DESTROY_OBJ] = { cmd_destroy_obj, true },
+	[SIB_CTL_STATUS] = { cmd_status, false },
+	[SIB_CTL_SHUTDOWN] = { cmd_shutdown, false },
+};
+
+/*
+ * Check and run one message of n bytes (or -EMSGSIZE: longer than a
+ * message), then reply with the same op and seq.
+ */
+static void client_command(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int n)
+{
+	const struct sibd_cmd *cmd = NULL;
+	int pass_fd = -1, ret;
+
+	d->ctr.commands++;
+	if (n < (int)sizeof(m->hdr) || n == -EMSGSIZE)
+		ret = -EINVAL;
+	else if (m->hdr.magic != SIB_CTL_MAGIC)
+		ret = -EPROTO;
+	else if (m->hdr.op == 0 || m->hdr.op >= SIB_CTL_OP_MAX)
+		ret = -EINVAL;
+	else if (m->hdr.op != SIB_CTL_STATUS && (size_t)n < sib_ctl_msg_len(m))
+		ret = -EINVAL;
+	else if ((cmd = &sibd_cmds[m->hdr.op])->needs_hello && !c->hello)
+		ret = -EPROTO;
+	else
+		ret = cmd->fn(d, c, m, &pass_fd);
+
+	if (ret == -EINVAL || ret == -EPROTO || ret == -EBADF || ret == -ENODEV)
+		d->ctr.bad_commands++;
+	if (ret == REPLIED)
+		return;
+	m->hdr.magic = SIB_CTL_MAGIC;
+	m->hdr.flags = 0;
+	m->hdr.status = -ret;
+	client_reply(d, c, m, ret ? -1 : pass_fd);
+}
+
+/* Read and run messages until the socket is empty, a reply is queued, or INPUT_BURST. */
+static void client_input(struct sibd *d, struct sibd_client *c)
+{
+	struct sib_ctl_msg m;
+	int i, n;
+
+	for (i = 0; i < INPUT_BURST && !c->dead && !c->out_head && !d->stop; i++) {
+		n = sib_ctl_recv(c->fd, &m, NULL); /* fds sent to us are closed */
+		if (n == -EAGAIN)
+			return;
+		if (n == 0 || (n < 0 && n != -EMSGSIZE)) {
+			c->dead = true; /* closed, ECONNRESET */
+			return;
+		}
+		client_command(d, c, &m, n);
+	}
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sibd_client *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->fd = fd;
+	c->pid = pid;
+	sib_ht_init(&c->ht, SIBD_MAX_HANDLES);
+	ev.data.ptr = c;
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		sibd_log("client pid %d: epoll_ctl: %s", (int)pid, strerror(errno));
+		free(c);
+		return NULL;
+	}
+	c->prev = d->clients_tail;
+	if (d->clients_tail)
+		d->clients_tail->next = c;
+	else
+		d->clients = c;
+	d->clients_tail = c;
+	d->nclients++;
+	d->ctr.connections++;
+	return c;
+}
+
+void sibd_client_event(struct sibd *d, struct sibd_client *c, uint32_t events)
+{
+	if (events & EPOLLOUT)
+		client_flush(d, c);
+	if (events & EPOLLIN)
+		client_input(d, c);
+	if (events & (EPOLLHUP | EPOLLERR))
+		c->dead = true;
+	if (c->dead)
+		sibd_client_release(d, c);
+}
+
+/* Release everything the connection held (devices take their objects along), then it. */
+void sibd_client_release(struct sibd *d, struct sibd_client *c)
+{
+	struct sibd_obj *o;
+	uint32_t pos = 0, h;
+
+	while ((o = sib_ht_next(&c->ht, &pos, &h)))
+		if (o->type == SIBD_OBJ_DEVICE)
+			dev_close(d, c, h);
+	sib_ht_fini(&c->ht);
+	while (c->out_head)
+		out_pop(c);
+	epoll_ctl(d->ep_fd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		d->clients = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	else
+		d->clients_tail = c->prev;
+	if (--d->nclients == 0)
+		d->idle_since_ms = sibd_now_ms();
+	free(c);
+}

@@ -1,0 +1,637 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softibd: the process that plays kernel, firmware and switches for softib.
+ * This file owns the process: options, detaching with a readiness pipe, the
+ * single-instance lock, the control socket and the single-threaded epoll
+ * loop with idle exit.  Commands live in client.c, the fabric map in
+ * fabmap.c.  Nothing here blocks on a client; signals arrive via signalfd.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/ctl.h"
+#include "daemon/softibd.h"
+
+#ifndef SOFTIB_VERSION
+#define SOFTIB_VERSION    "0.1.0" /* project() version in CMakeLists.txt */
+#endif
+#define AUTOSTART_IDLE_S  30
+#define READY_TIMEOUT_MS  10000
+#define SETUP_OK          0
+#define SETUP_FAILED      1
+#define SETUP_RUNNING     2 /* another daemon holds the lock */
+
+static const char usage[] =
+"Usage: softibd [OPTION]...\n"
+"The softib fabric daemon: owns the simulated fabric, its ports, LIDs and QP\n"
+"numbers, and serves the control socket of the verbs library and tools.\n"
+"\n"
+"  -f, --foreground      stay in the foreground, log to stderr (the default)\n"
+"  -d, --daemon          detach; return once the socket listens (exit 0) or\n"
+"                        startup failed (exit 1); log to $SOFTIB_LOG or nowhere\n"
+"      --topology FILE   load the fabric from FILE (ibnetdiscover format)\n"
+"                        instead of the embedded default (one switch, 4 CAs)\n"
+"      --socket PATH     control socket; default $SOFTIB_SOCKET, else\n"
+"                        $XDG_RUNTIME_DIR/softib.sock, else\n"
+"                        /tmp/softib-<uid>/softib.sock\n"
+"      --idle-exit SECS  exit after SECS without any client (0 = never)\n"
+"      --autostart       started on demand by a client: exit 0 quietly if a\n"
+"                        daemon already runs; idle exit after $SOFTIB_IDLE_EXIT\n"
+"                        or 30 seconds unless --idle-exit is given\n"
+"      --status          print the status report of the running daemon\n"
+"      --stop            stop the running daemon\n"
+"  -h, --help            show this help\n"
+"      --version         show the version and the control ABI version\n"
+"\n"
+"Exit status: 0 on a clean exit (SIGTERM, SIGINT, SHUTDOWN, idle), 1 on errors\n"
+"or when another daemon already serves the socket (without --autostart).\n";
+
+enum {
+	OPT_TOPOLOGY = 256, OPT_SOCKET, OPT_IDLE, OPT_AUTOSTART, OPT_STATUS, OPT_STOP,
+	OPT_VERSION,
+};
+
+static const struct option long_opts[] = {
+	{ "foreground", no_argument, NULL, 'f' },
+	{ "daemon", no_argument, NULL, 'd' },
+	{ "topology", required_argument, NULL, OPT_TOPOLOGY },
+	{ "socket", required_argument, NULL, OPT_SOCKET },
+	{ "idle-exit", required_argument, NULL, OPT_IDLE },
+	{ "autostart", no_argument, NULL, OPT_AUTOSTART },
+	{ "status", no_argument, NULL, OPT_STATUS },
+	{ "stop", no_argument, NULL, OPT_STOP },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct options {
+	bool daemon, foreground, autostart, status, stop;
+	const char *socket;      /* NULL: sib_ctl_default_path() */
+	long long idle_s;        /* -1: not given */
+};
+
+static bool log_timestamps;
+
+void sibd_log(const char *fmt, ...)
+{
+	int saved = errno;
+	char stamp[32] = "";
+	struct tm tm;
+	va_list ap;
+	time_t t;
+
+	if (log_timestamps) {
+		t = time(NULL);
+		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S ", localtime_r(&t, &tm));
+	}
+	va_start(ap, fmt);
+	fprintf(stderr, "%ssoftibd[%d]: ", stamp, (int)getpid());
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+	errno = saved;
+}
+
+long long sibd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* ---- options and paths -------------------------------------------------- */
+
+static int parse_seconds(const char *s, long long *out)
+{
+	char *end;
+	long long v;
+
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > INT_MAX / 1000)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int parse_options(int argc, char **argv, struct options *o, struct sibd *d)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "fdh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'f': o->foreground = true; break;
+		case 'd': o->daemon = true; break;
+		case OPT_TOPOLOGY: d->topology = optarg; break;
+		case OPT_SOCKET: o->socket = optarg; break;
+		case OPT_IDLE:
+			if (parse_seconds(optarg, &o->idle_s)) {
+				fprintf(stderr, "softibd: --idle-exit: not a number of seconds: %s\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case OPT_AUTOSTART: o->autostart = true; break;
+		case OPT_STATUS: o->status = true; break;
+		case OPT_STOP: o->stop = true; break;
+		case 'h': fputs(usage, stdout); exit(0);
+		case OPT_VERSION:
+			printf("softibd %s (control ABI %u)\n", SOFTIB_VERSION, SIB_ABI_VERSION);
+			exit(0);
+		default:
+			fputs("Try 'softibd --help'.\n", stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "softibd: unexpected argument: %s\n", argv[optind]);
+		return -1;
+	}
+	if (o->daemon && o->foreground) {
+		fputs("softibd: --daemon and --foreground exclude each other\n", stderr);
+		return -1;
+	}
+	return 0;
+}
+
+/* Idle exit in ms, or -1: --idle-exit, else with --autostart $SOFTIB_IDLE_EXIT or 30 s. */
+static long long idle_ms(const struct options *o)
+{
+	const char *env = getenv("SOFTIB_IDLE_EXIT");
+	long long s = -1;
+
+	if (o->idle_s >= 0)
+		s = o->idle_s;
+	else if (o->autostart && !(env && *env && !parse_seconds(env, &s)))
+		s = AUTOSTART_IDLE_S;
+	return s > 0 ? s * 1000 : -1;
+}
+
+/* The socket path, absolute (the daemon leaves its cwd).  0 or -1 with a message. */
+static int socket_path(const struct options *o, char *buf, size_t len)
+{
+	char cwd[PATH_MAX], rel[PATH_MAX];
+	int n;
+
+	if (o->socket) {
+		n = snprintf(rel, sizeof(rel), "%s", o->socket);
+		if (n < 0 || (size_t)n >= sizeof(rel))
+			goto too_long;
+	} else if (sib_ctl_default_path(rel, sizeof(rel))) {
+		goto too_long;
+	}
+	if (rel[0] == '/' || o->status || o->stop) {
+		n = snprintf(buf, len, "%s", rel);
+	} else {
+		if (!getcwd(cwd, sizeof(cwd))) {
+			fprintf(stderr, "softibd: getcwd: %s\n", strerror(errno));
+			return -1;
+		}
+		n = snprintf(buf, len, "%s/%s", cwd, rel);
+	}
+	if (n > 0 && (size_t)n < len)
+		return 0;
+too_long:
+	fprintf(stderr, "softibd: socket path too long (at most %zu bytes)\n", len - 1);
+	return -1;
+}
+
+/*
+ * The directory of the default socket: create it 0700 if missing, and refuse
+ * one that another user owns or others can enter (/tmp is shared).
+ */
+static int private_dir(const char *sock)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", sock);
+	slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = '\0';
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		sibd_log("mkdir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (lstat(dir, &st) < 0) {
+		sibd_log("%s: %s", dir, strerror(errno));
+		return -1;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+		sibd_log("%s: not a private directory of uid %u (mode %03o, owner %u)", dir,
+			 (unsigned int)geteuid(), (unsigned int)(st.st_mode & 0777),
+			 (unsigned int)st.st_uid);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- client mode (--status, --stop) ------------------------------------- */
+
+static int client_mode(const struct options *o, const char *path)
+{
+	char *text;
+	int fd, ret;
+
+	fd = sib_ctl_connect(path);
+	if (fd < 0) {
+		if (fd == -ENOENT || fd == -ECONNREFUSED)
+			fprintf(stderr, "softibd is not running (no daemon on %s)\n", path);
+		else
+			fprintf(stderr, "softibd: connect %s: %s\n", path, strerror(-fd));
+		return 1;
+	}
+	if (o->status) {
+		ret = sib_ctl_status(fd, &text);
+		if (!ret) {
+			fputs(text, stdout);
+			free(text);
+		}
+	} else {
+		ret = sib_ctl_stop(fd);
+	}
+	close(fd);
+	if (ret) {
+		fprintf(stderr, "softibd: %s: %s\n", o->status ? "status" : "stop", strerror(-ret));
+		return 1;
+	}
+	return 0;
+}
+
+/* ---- detaching ---------------------------------------------------------- */
+
+/*
+ * Fork twice around setsid().  The first process waits (bounded) for one
+ * byte on the readiness pipe, the daemon's verdict on startup, and exits
+ * with it as its status.  Returns the pipe's write end in the daemon.
+ */
+static int detach(void)
+{
+	struct pollfd pfd;
+	int p[2], st;
+	pid_t pid;
+	char b;
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		fprintf(stderr, "softibd: pipe: %s\n", strerror(errno));
+		exit(1);
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "softibd: fork: %s\n", strerror(errno));
+		exit(1);
+	}
+	if (pid > 0) {
+		close(p[1]);
+		while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+			;
+		pfd.fd = p[0];
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, READY_TIMEOUT_MS) != 1 || read(p[0], &b, 1) != 1) {
+			fprintf(stderr, "softibd: the daemon did not become ready\n");
+			exit(1);
+		}
+		exit(b);
+	}
+	close(p[0]);
+	if (setsid() < 0)
+		_exit(1);
+	pid = fork();
+	if (pid < 0)
+		_exit(1);
+	if (pid > 0)
+		_exit(0);
+	return p[1];
+}
+
+/* Tell the waiting first process how to exit: 0 ready (or already running), 1 failed. */
+static void report_ready(int fd, int status)
+{
+	char b = (char)status;
+
+	if (fd < 0)
+		return;
+	if (write(fd, &b, 1) != 1)
+		sibd_log("readiness pipe: %s", strerror(errno));
+	close(fd);
+}
+
+/* After readiness: stdio to /dev/null, stderr to $SOFTIB_LOG if set. */
+static void daemon_stdio(void)
+{
+	const char *logf = getenv("SOFTIB_LOG");
+	int nul, lfd = -1;
+
+	nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (logf && *logf)
+		lfd = open(logf, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (nul >= 0) {
+		dup2(nul, STDIN_FILENO);
+		dup2(nul, STDOUT_FILENO);
+		dup2(lfd >= 0 ? lfd : nul, STDERR_FILENO);
+		close(nul);
+	}
+	if (lfd >= 0)
+		close(lfd);
+	log_timestamps = true;
+	if (chdir("/") < 0)
+		sibd_log("chdir /: %s", strerror(errno));
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+static unsigned int max_clients = SIBD_MAX_CLIENTS;
+
+/* Raise the fd limit; each client may hold its socket and a queued fd. */
+static void fd_limits(void)
+{
+	struct rlimit rl;
+	rlim_t spare;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	getrlimit(RLIMIT_NOFILE, &rl);
+	spare = rl.rlim_cur > SIB_MAX_INBOXES + 64 ? rl.rlim_cur - SIB_MAX_INBOXES - 64 : 0;
+	if (spare / 2 < max_clients)
+		max_clients = (unsigned int)(spare / 2);
+}
+
+static int setup_signals(struct sibd *d)
+{
+	sigset_t set;
+
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+	d->sig_fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (d->sig_fd < 0) {
+		sibd_log("signalfd: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* flock <socket>.lock: SETUP_OK, SETUP_RUNNING or SETUP_FAILED. */
+static int take_lock(struct sibd *d)
+{
+	char path[PATH_MAX];
+
+	snprintf(path, sizeof(path), "%s.lock", d->sock_path);
+	d->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (d->lock_fd < 0) {
+		sibd_log("lock %s: %s", path, strerror(errno));
+		return SETUP_FAILED;
+	}
+	if (flock(d->lock_fd, LOCK_EX | LOCK_NB) == 0)
+		return SETUP_OK;
+	if (errno == EWOULDBLOCK)
+		return SETUP_RUNNING;
+	sibd_log("flock %s: %s", path, strerror(errno));
+	return SETUP_FAILED;
+}
+
+/* Bind and listen, removing a stale socket first (we hold the lock). */
+static int setup_socket(struct sibd *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+
+	if (lstat(d->sock_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			sibd_log("%s exists and is not a socket", d->sock_path);
+			return -1;
+		}
+		if (unlink(d->sock_path) < 0) {
+			sibd_log("unlink stale %s: %s", d->sock_path, strerror(errno));
+			return -1;
+		}
+	}
+	strcpy(sa.sun_path, d->sock_path);
+	d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (d->listen_fd < 0) {
+		sibd_log("socket: %s", strerror(errno));
+		return -1;
+	}
+	if (bind(d->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		sibd_log("bind %s: %s", d->sock_path, strerror(errno));
+		return -1;
+	}
+	if (listen(d->listen_fd, 128) < 0) {
+		sibd_log("listen %s: %s", d->sock_path, strerror(errno));
+		unlink(d->sock_path);
+		return -1;
+	}
+	return 0;
+}
+
+static int setup_epoll(struct sibd *d)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	d->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->ep_fd < 0) {
+		sibd_log("epoll_create1: %s", strerror(errno));
+		return -1;
+	}
+	ev.data.ptr = &d->listen_fd;
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, d->listen_fd, &ev) < 0)
+		goto fail;
+	ev.data.ptr = &d->sig_fd;
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, d->sig_fd, &ev) < 0)
+		goto fail;
+	return 0;
+fail:
+	sibd_log("epoll_ctl: %s", strerror(errno));
+	return -1;
+}
+
+static int setup(struct sibd *d, bool default_path)
+{
+	int ret;
+
+	umask(077);
+	fd_limits();
+	if (setup_signals(d))
+		return SETUP_FAILED;
+	if (default_path && private_dir(d->sock_path))
+		return SETUP_FAILED;
+	ret = take_lock(d);
+	if (ret != SETUP_OK)
+		return ret;
+	if (sibd_fabric_load(d) || sibd_map_create(d) || setup_socket(d))
+		return SETUP_FAILED;
+	if (setup_epoll(d)) {
+		unlink(d->sock_path);
+		return SETUP_FAILED;
+	}
+	return SETUP_OK;
+}
+
+/* Undo setup() from wherever it stopped.  The socket goes first, the lock next. */
+static void teardown(struct sibd *d, bool listening)
+{
+	if (listening)
+		unlink(d->sock_path);
+	if (d->listen_fd >= 0)
+		close(d->listen_fd);
+	if (d->lock_fd >= 0)
+		close(d->lock_fd); /* the lock file stays: unlinking it would race */
+	while (d->clients)
+		sibd_client_release(d, d->clients);
+	sibd_map_destroy(d);
+	sib_fabric_free(&d->fab);
+	if (d->ep_fd >= 0)
+		close(d->ep_fd);
+	if (d->sig_fd >= 0)
+		close(d->sig_fd);
+}
+
+/* ---- event loop --------------------------------------------------------- */
+
+static void accept_clients(struct sibd *d)
+{
+	struct ucred cred;
+	socklen_t len;
+	int fd;
+
+	for (;;) {
+		fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ECONNABORTED || errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				sibd_log("accept: %s", strerror(errno));
+			return;
+		}
+		len = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+			sibd_log("SO_PEERCRED: %s", strerror(errno));
+			close(fd);
+			continue;
+		}
+		if (cred.uid != geteuid() && cred.uid != 0) {
+			sibd_log("refused pid %d: uid %u is not ours", (int)cred.pid,
+				 (unsigned int)cred.uid);
+			d->ctr.refused++;
+			close(fd);
+		} else if (d->nclients >= max_clients) {
+			sibd_log("refused pid %d: %u clients already", (int)cred.pid, d->nclients);
+			d->ctr.refused++;
+			close(fd);
+		} else if (!sibd_client_new(d, fd, cred.pid)) {
+			close(fd);
+		}
+	}
+}
+
+static void read_signal(struct sibd *d)
+{
+	struct signalfd_siginfo si;
+
+	while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+		sibd_log("%s, exiting", strsignal((int)si.ssi_signo));
+		d->stop = true;
+	}
+}
+
+static int run(struct sibd *d)
+{
+	struct epoll_event ev[64];
+	long long left;
+	int i, n, timeout;
+
+	while (!d->stop) {
+		timeout = -1;
+		if (d->idle_ms >= 0 && d->nclients == 0) {
+			left = d->idle_since_ms + d->idle_ms - sibd_now_ms();
+			if (left <= 0) {
+				sibd_log("no client for %lld s, exiting", d->idle_ms / 1000);
+				return 0;
+			}
+			timeout = left > INT_MAX ? INT_MAX : (int)left;
+		}
+		n = epoll_wait(d->ep_fd, ev, 64, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			sibd_log("epoll_wait: %s", strerror(errno));
+			return 1;
+		}
+		for (i = 0; i < n; i++) {
+			if (ev[i].data.ptr == &d->listen_fd)
+				accept_clients(d);
+			else if (ev[i].data.ptr == &d->sig_fd)
+				read_signal(d);
+			else
+				sibd_client_event(d, ev[i].data.ptr, ev[i].events);
+		}
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = { .idle_s = -1 };
+	struct sibd d = {
+		.lock_fd = -1, .listen_fd = -1, .ep_fd = -1, .sig_fd = -1, .shm_fd = -1,
+	};
+	int ready_fd = -1, ret;
+
+	if (parse_options(argc, argv, &o, &d))
+		return 1;
+	if (socket_path(&o, d.sock_path, sizeof(d.sock_path)))
+		return 1;
+	if (o.status || o.stop)
+		return client_mode(&o, d.sock_path);
+	d.idle_ms = idle_ms(&o);
+
+	if (o.daemon)
+		ready_fd = detach();
+	d.start_ms = d.idle_since_ms = sibd_now_ms();
+	ret = setup(&d, !o.socket && !getenv("SOFTIB_SOCKET"));
+	if (ret == SETUP_RUNNING && !o.autostart)
+		sibd_log("another softibd already serves %s", d.sock_path);
+	if (ret != SETUP_OK) {
+		teardown(&d, false);
+		ret = ret == SETUP_RUNNING && o.autostart ? 0 : 1;
+		report_ready(ready_fd, ret);
+		return ret;
+	}
+	sibd_log("listening on %s: %u devices, topology %s, idle exit %s", d.sock_path,
+		 d.shm->num_devices, d.topology ? d.topology : "default",
+		 d.idle_ms < 0 ? "never" : "on");
+	if (o.daemon) {
+		daemon_stdio();
+		report_ready(ready_fd, SETUP_OK);
+	}
+	ret = run(&d);
+	teardown(&d, true);
+	return ret;
+}

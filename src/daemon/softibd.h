@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * softibd internals shared by its files: the daemon state (struct sibd), the
+ * per-connection context (struct sibd_client), and the prototypes between
+ * softibd.c (process, socket, event loop), fabmap.c (the fabric map and the
+ * fabric-wide resources in it), client.c (commands) and status.c.
+ * Single-threaded: everything here belongs to the event loop; no locks.
+ */
+#ifndef SIB_DAEMON_SOFTIBD_H
+#define SIB_DAEMON_SOFTIBD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/un.h>
+
+#include "common/sib_ctl.h"
+#include "common/sib_shm.h"
+#include "daemon/fabric.h"
+#include "daemon/handle.h"
+
+#define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
+#define SIBD_MAX_HANDLES   65536   /* devices + objects per connection; then ENOMEM */
+#define SIBD_SM_LID        1       /* where the embedded SM will live */
+#define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */
+
+struct sibd_out;
+
+/* One connection: one context, as one open of /dev/infiniband/uverbsN. */
+struct sibd_client {
+	struct sibd_client *prev, *next;
+	int fd;
+	pid_t pid;                      /* SO_PEERCRED at accept */
+	bool hello;                     /* a HELLO with our ABI was seen */
+	bool dead;                      /* release once the current event is done */
+	struct sib_htable ht;           /* handles -> struct sibd_obj */
+	uint32_t count[SIB_OBJ_TYPE_MAX]; /* [SIBD_OBJ_DEVICE] = open devices */
+	struct sibd_out *out_head, *out_tail; /* replies the socket did not take yet */
+};
+
+/* A fabric-wide inbox slot (the shared part is shm->inboxes[i]). */
+struct sibd_inbox {
+	int fd;                         /* memfd, -1 = free */
+	struct sibd_client *owner;
+};
+
+struct sibd_counters {
+	uint64_t commands;
+	uint64_t bad_commands;          /* EINVAL, EPROTO, EBADF, ENODEV replies */
+	uint64_t connections;
+	uint64_t refused;               /* other uid, or too many clients */
+};
+
+struct sibd {
+	/* configuration */
+	const char *topology;           /* file, NULL = embedded default */
+	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	long long idle_ms;              /* < 0: never idle out */
+
+	/* fabric and its shared map (fabmap.c is the only writer) */
+	struct sib_fabric fab;
+	struct sib_fab_node *dev_node[SIB_MAX_DEVICES]; /* devs[i] -> its node */
+	int shm_fd;
+	struct sib_fabric_shm *shm;
+	struct sibd_inbox inbox[SIB_MAX_INBOXES];
+	uint32_t inbox_next, inboxes_used;
+	uint32_t qpn_next, qpns_used;
+
+	/* event loop (softibd.c) */
+	int lock_fd, listen_fd, ep_fd, sig_fd;
+	struct sibd_client *clients, *clients_tail;
+	unsigned int nclients;
+	long long start_ms, idle_since_ms;
+	bool stop;
+	struct sibd_counters ctr;
+};
+
+/* softibd.c */
+void sibd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+long long sibd_now_ms(void);
+
+/* fabmap.c */
+int sibd_fabric_load(struct sibd *d);
+int sibd_map_create(struct sibd *d);
+void sibd_map_destroy(struct sibd *d);
+int sibd_inbox_alloc(struct sibd *d, struct sibd_client *owner, uint32_t dev_index,
+		     uint32_t *inbox);
+void sibd_inbox_free(struct sibd *d, uint32_t inbox);
+uint32_t sibd_inbox_gen(const struct sibd *d, uint32_t inbox);
+int sibd_qpn_alloc(struct sibd *d, uint32_t inbox, uint32_t dev_index, uint32_t *qpn);
+void sibd_qpn_free(struct sibd *d, uint32_t qpn);
+
+/* client.c */
+struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid);
+void sibd_client_event(struct sibd *d, struct sibd_client *c, uint32_t events);
+void sibd_client_release(struct sibd *d, struct sibd_client *c);
+
+/* status.c */
+int sibd_status_text(struct sibd *d, char **text, size_t *len);
+
+#endif

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The STATUS report of softibd: one key=value line per daemon, device, port,
+ * client, then totals and counters.  The line shapes are an interface
+ * (tests and scripts parse them; docs/daemon.md): add keys or lines, never
+ * rename or reorder existing ones.  Reads daemon state only; single-threaded.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "daemon/softibd.h"
+
+static const char *const port_state_str[] = {
+	[0] = "NOP", [1] = "DOWN", [2] = "INIT", [3] = "ARMED", [4] = "ACTIVE",
+	[5] = "ACTIVE_DEFER",
+};
+
+/* PortPhysicalState, IBA 14.2.5.6 */
+static const char *const phys_state_str[] = {
+	[0] = "NoChange", [1] = "Sleep", [2] = "Polling", [3] = "Disabled",
+	[4] = "PortConfigurationTraining", [5] = "LinkUp", [6] = "LinkErrorRecovery",
+	[7] = "PhyTest",
+};
+
+#define STR(tbl, i) ((size_t)(i) < sizeof(tbl) / sizeof(tbl[0]) && tbl[i] ? tbl[i] : "unknown")
+
+static const char *width_str(uint8_t w)
+{
+	switch (w) {
+	case 1: return "1X";
+	case 2: return "4X";
+	case 4: return "8X";
+	case 8: return "12X";
+	case 16: return "2X";
+	default: return "unknown";
+	}
+}
+
+static const char *speed_str(uint8_t s)
+{
+	switch (s) {
+	case 1: return "SDR";
+	case 2: return "DDR";
+	case 4: return "QDR";
+	case 8: return "FDR10";
+	case 16: return "FDR";
+	case 32: return "EDR";
+	case 64: return "HDR";
+	case 128: return "NDR";
+	default: return "unknown";
+	}
+}
+
+static const char *guid_str(uint64_t g, char buf[20])
+{
+	snprintf(buf, 20, "%04x:%04x:%04x:%04x", (unsigned int)(g >> 48) & 0xffff,
+		 (unsigned int)(g >> 32) & 0xffff, (unsigned int)(g >> 16) & 0xffff,
+		 (unsigned int)g & 0xffff);
+	return buf;
+}
+
+static void print_port(FILE *f, const struct sib_shm_port *p, const struct sib_fab_port *fp,
+		       unsigned int num)
+{
+	char g[20];
+
+	fprintf(f, "  port num=%u state=%s phys=%s lid=%u sm_lid=%u lmc=%u mtu=%u width=%s"
+		" speed=%s guid=%s peer=",
+		num, STR(port_state_str, p->state), STR(phys_state_str, p->phys_state),
+		p->lid, p->sm_lid, p->lmc, p->active_mtu ? 128u << p->active_mtu : 0,
+		width_str(p->active_width), speed_str(p->active_speed), guid_str(p->port_guid, g));
+	if (fp->peer)
+		fprintf(f, "%s[%u]\n", fp->peer->node->id, fp->peer->num);
+	else
+		fprintf(f, "-\n");
+}
+
+static void print_counts(FILE *f, const uint32_t *n)
+{
+	fprintf(f, "devices=%u pd=%u mr=%u cq=%u qp=%u srq=%u ah=%u channel=%u\n",
+		n[SIBD_OBJ_DEVICE], n[SIB_OBJ_PD], n[SIB_OBJ_MR], n[SIB_OBJ_CQ], n[SIB_OBJ_QP],
+		n[SIB_OBJ_SRQ], n[SIB_OBJ_AH], n[SIB_OBJ_COMP_CHANNEL]);
+}
+
+/* The report as a malloc'd text of *len bytes.  0 or -ENOMEM. */
+int sibd_status_text(struct sibd *d, char **text, size_t *len)
+{
+	uint32_t total[SIB_OBJ_TYPE_MAX] = { 0 };
+	const struct sib_shm_device *dev;
+	const struct sibd_client *c;
+	unsigned int i, pn, t;
+	char g[20];
+	FILE *f;
+
+	f = open_memstream(text, len);
+	if (!f)
+		return -ENOMEM;
+	fprintf(f, "softibd pid=%d abi=%u socket=%s topology=%s clients=%u uptime=%lld\n",
+		(int)getpid(), SIB_ABI_VERSION, d->sock_path, d->topology ? d->topology : "default",
+		d->nclients, (sibd_now_ms() - d->start_ms) / 1000);
+	for (i = 0; i < d->shm->num_devices; i++) {
+		dev = &d->shm->devs[i];
+		fprintf(f, "device name=%s node_guid=%s ports=%u\n", dev->name,
+			guid_str(dev->node_guid, g), dev->num_ports);
+		for (pn = 1; pn <= dev->num_ports; pn++)
+			print_port(f, &dev->ports[pn - 1], &d->dev_node[i]->ports[pn], pn);
+	}
+	for (c = d->clients; c; c = c->next) {
+		fprintf(f, "client pid=%d ", (int)c->pid);
+		print_counts(f, c->count);
+		for (t = 0; t < SIB_OBJ_TYPE_MAX; t++)
+			total[t] += c->count[t];
+	}
+	fprintf(f, "totals ");
+	print_counts(f, total);
+	fprintf(f, "resources inboxes=%u max_inboxes=%u qpns=%u max_qpns=%u\n",
+		d->inboxes_used, SIB_MAX_INBOXES, d->qpns_used, SIB_MAX_QPN - 2);
+	fprintf(f, "counters bad_commands=%llu commands=%llu connections=%llu refused=%llu\n",
+		(unsigned long long)d->ctr.bad_commands, (unsigned long long)d->ctr.commands,
+		(unsigned long long)d->ctr.connections, (unsigned long long)d->ctr.refused);
+	if (fclose(f) != 0) {
+		free(*text);
+		*text = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion queue producer side (IBA 11.4.2): the engine adds work
+ * completions and raises the completion event when the CQ is armed.
+ * Called with the context's progress lock held; takes cq->lock.
+ */
+#include <unistd.h>
+
+#include "hca/hca.h"
+
+void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited)
+{
+	struct ibv_comp_channel *ch = cq->ibv.channel;
+	int armed;
+
+	pthread_spin_lock(&cq->lock);
+	if (cq->tail - cq->head >= cq->size) {
+		/* Overrun (IBA 11.4.2.1): the CQ is in error, tell the owner. */
+		bool first = !cq->overflow;
+
+		cq->overflow = true;
+		pthread_spin_unlock(&cq->lock);
+		if (first)
+			sib_async_event(to_sctx(cq->ibv.context), IBV_EVENT_CQ_ERR, &cq->ibv);
+		return;
+	}
+	cq->wc[cq->tail & (cq->size - 1)] = *wc;
+	cq->tail++;
+	pthread_spin_unlock(&cq->lock);
+
+	armed = atomic_load_explicit(&cq->armed, memory_order_acquire);
+	if (!armed || !ch)
+		return;
+	/* Solicited-only arming fires on solicited completions and errors. */
+	if (armed == SIB_CQ_ARM_SOLICITED && !solicited && wc->status == IBV_WC_SUCCESS)
+		return;
+	if (!atomic_compare_exchange_strong(&cq->armed, &armed, 0))
+		return;
+	{
+		struct ibv_cq *p = (struct ibv_cq *)&cq->ibv;
+		struct sib_comp_channel *sch = (struct sib_comp_channel *)ch;
+
+		atomic_fetch_add(&cq->events_reported, 1);
+		if (write(sch->wfd, &p, sizeof(p)) != sizeof(p))
+			atomic_fetch_sub(&cq->events_reported, 1);
+	}
+}

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine of a device context: consumes the inbox, dispatches packets to
+ * the responder or completer of the destination QP, runs every QP's
+ * requester and timers, and puts packets on the wire (peer inboxes).
+ *
+ * Progress is driven by whoever gets ctx->progress_lock: the application
+ * inside post/poll (inline, no wakeup needed while it polls), or the
+ * engine thread, which sleeps on the inbox futex when the application is
+ * not polling (DESIGN principle 3).  A kick that finds the lock taken sets
+ * `armed`, and the holder runs once more, so no wakeup is lost (STYLE 6.9).
+ */
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hca/hca.h"
+
+#define SIB_RX_BATCH      64            /* packets per inbox pass */
+#define SIB_NAP_NS        1000000       /* engine nap while the app polls */
+
+uint64_t sib_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- transmit ---- */
+
+/* Resolve the connected peer of qp to its inbox (IBA routing by DLID, then
+ * the destination CA's QPN demultiplexing, done here by the sender). */
+static struct sib_ring *dest_ring(struct sib_qp *qp)
+{
+	struct sib_dest *d = &qp->dest;
+	uint64_t w;
+	uint32_t inbox;
+
+	if (qp->dest_qpn >= SIB_MAX_QPN)
+		return NULL;
+	w = atomic_load_explicit(&sib_fabric->qp_owner[qp->dest_qpn], memory_order_acquire);
+	inbox = SIB_QPO_INBOX(w);
+	if (!(w & SIB_QPO_VALID) || inbox >= SIB_MAX_INBOXES)
+		return NULL;
+	if (atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != SIB_QPO_GEN(w))
+		return NULL;
+	if (d->ring && d->owner == w && d->dlid == qp->ah.dlid && d->dqpn == qp->dest_qpn)
+		return d->ring;
+
+	/* Slow path: check that the DLID leads to the CA that owns the QPN. */
+	uint16_t lm = qp->ah.dlid < SIB_UNICAST_LIDS ?
+		      atomic_load_explicit(&sib_fabric->lid_map[qp->ah.dlid], memory_order_acquire) : 0;
+	if (!lm || (uint32_t)(lm >> 8) != SIB_QPO_DEV(w))
+		return NULL;
+	d->ring = sib_peer_ring(inbox, SIB_QPO_GEN(w));
+	d->owner = w;
+	d->dlid = qp->ah.dlid;
+	d->dqpn = qp->dest_qpn;
+	return d->ring;
+}
+
+/*
+ * Start a packet to qp's peer: fills the LRH/GRH/BTH fields common to every
+ * packet of this QP into *h and returns the slot to build it in.
+ * NULL with *full set: the peer's ring is full (retry later).  NULL with
+ * *full clear: the peer is unreachable, the packet is lost on the wire.
+ */
+struct sib_ring_slot *sib_tx_begin(struct sib_qp *qp, struct iba_pkt *h, struct sib_ring **ring,
+				   uint64_t *ticket, bool *full)
+{
+	const struct sib_shm_device *sd = &sib_fabric->devs[qp->ctx->dev->index];
+	const struct sib_shm_port *port = &sd->ports[(qp->port_num ? qp->port_num : 1) - 1];
+	struct sib_ring_slot *s;
+
+	*full = false;
+	*ring = dest_ring(qp);
+	if (!*ring) {
+		qp->ctx->tx_no_dest++;
+		return NULL;
+	}
+	s = sib_ring_reserve(*ring, ticket);
+	if (!s) {
+		qp->ctx->tx_ring_full++;
+		*full = true;
+		return NULL;
+	}
+	memset(h, 0, sizeof(*h));
+	h->lrh.sl = qp->ah.sl;
+	h->lrh.dlid = qp->ah.dlid;
+	h->lrh.slid = port->lid | qp->ah.src_path_bits;
+	if (qp->ah.is_global) {
+		h->lrh.lnh = IBA_LNH_GLOBAL;
+		h->grh.ipver = IBA_GRH_IPVER;
+		h->grh.tclass = qp->ah.grh.traffic_class;
+		h->grh.flow_label = qp->ah.grh.flow_label;
+		h->grh.nxthdr = IBA_GRH_NXTHDR_IBA;
+		h->grh.hoplmt = qp->ah.grh.hop_limit;
+		uint64_t pfx = htobe64(port->gid_prefix), guid = htobe64(port->port_guid);
+		memcpy(h->grh.sgid, &pfx, 8);
+		memcpy(h->grh.sgid + 8, &guid, 8);
+		memcpy(h->grh.dgid, qp->ah.grh.dgid.raw, 16);
+	} else {
+		h->lrh.lnh = IBA_LNH_LOCAL;
+	}
+	h->bth.pkey = port->pkey[qp->pkey_index < SIB_PKEY_TBL_LEN ? qp->pkey_index : 0];
+	h->bth.dqpn = qp->dest_qpn;
+	s->src_inbox = qp->ctx->inbox_idx;
+	return s;
+}
+
+/* Finish the packet (pad, PktLen, ICRC, VCRC) and put it on the wire. */
+void sib_tx_end(struct sib_qp *qp, struct sib_ring *ring, struct sib_ring_slot *s, uint64_t ticket,
+		size_t hdr_len, size_t paylen)
+{
+	unsigned int flags = qp->ctx->vcrc ? IBA_HAS_VCRC : 0;
+	size_t len = iba_finish(s->data, hdr_len, paylen, flags);
+
+	if (!qp->ctx->vcrc) {
+		/* The shm link is memory: the VCRC bytes are present but not
+		 * computed (docs/transport.md, "link CRC"). */
+		s->data[len] = s->data[len + 1] = 0;
+		len += IBA_VCRC_BYTES;
+	}
+	if (sib_ring_publish(ring, s, ticket, (uint32_t)len, qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0))
+		sib_ring_wake(ring);
+}
+
+/* ---- receive ---- */
+
+static bool pkey_match(uint16_t a, uint16_t b)
+{
+	/* IBA 10.9.3: same low 15 bits, not invalid, at least one full member. */
+	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
+
+static void rx_packet(struct sib_context *ctx, struct sib_ring_slot *s)
+{
+	const struct sib_shm_device *sd = &sib_fabric->devs[ctx->dev->index];
+	unsigned int flags = IBA_CHECK_ICRC | IBA_HAS_VCRC;
+	struct iba_pkt pkt;
+	struct sib_qp *qp;
+	uint16_t lm;
+
+	if (s->flags & SIB_SLOT_F_VCRC)
+		flags |= IBA_CHECK_VCRC;
+	if (s->len > SIB_SLOT_DATA_BYTES || iba_decode(s->data, s->len, flags, &pkt) != IBA_OK)
+		goto bad;
+	/* Routed to one of our ports? */
+	lm = pkt.lrh.dlid < SIB_UNICAST_LIDS ?
+	     atomic_load_explicit(&sib_fabric->lid_map[pkt.lrh.dlid], memory_order_acquire) : 0;
+	if (!lm || (uint32_t)(lm >> 8) != ctx->dev->index)
+		goto misrouted;
+	qp = sib_qp_lookup(ctx, pkt.bth.dqpn);
+	if (!qp || qp->ibv.qp_base.qp_type != IBV_QPT_RC ||
+	    (pkt.bth.opcode & 0xe0) != IBA_TRANSPORT_RC || qp->port_num != (lm & 0xff))
+		goto misrouted;
+	if (!pkey_match(pkt.bth.pkey, sd->ports[qp->port_num - 1].pkey[qp->pkey_index]))
+		goto misrouted;
+	if (pkt.op->flags & IBA_OP_REQ)
+		sib_resp_packet(qp, &pkt);
+	else
+		sib_comp_packet(qp, &pkt);
+	return;
+bad:
+	ctx->rx_bad_packets++;
+	atomic_fetch_add_explicit(&ctx->inbox.hdr->dropped, 1, memory_order_relaxed);
+	return;
+misrouted:
+	ctx->rx_misrouted++;
+	atomic_fetch_add_explicit(&ctx->inbox.hdr->dropped, 1, memory_order_relaxed);
+}
+
+/* One pass over everything.  Returns true if it did any work. */
+static bool run_once(struct sib_context *ctx)
+{
+	struct sib_ring_slot *s;
+	uint64_t now = 0, next = 0;
+	bool did = false;
+
+	for (int n = 0; n < SIB_RX_BATCH && (s = sib_ring_peek(&ctx->inbox)); n++) {
+		rx_packet(ctx, s);
+		sib_ring_release(&ctx->inbox, s);
+		did = true;
+	}
+	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx) {
+		if (qp->state == IBV_QPS_ERR) {
+			if (qp->sq_tail != atomic_load_explicit(&qp->sq_head, memory_order_acquire) ||
+			    qp->rq_tail != atomic_load_explicit(&qp->rq_head, memory_order_acquire))
+				sib_qp_flush(qp);
+			continue;
+		}
+		if (qp->state < IBV_QPS_RTR)
+			continue;
+		sib_resp_run(qp);
+		if (qp->retry_deadline || qp->rnr_deadline) {
+			if (!now)
+				now = sib_now_ns();
+			sib_comp_timers(qp, now);
+		}
+		sib_req_run(qp);
+		if (qp->retry_deadline && (!next || qp->retry_deadline < next))
+			next = qp->retry_deadline;
+		if (qp->rnr_deadline && (!next || qp->rnr_deadline < next))
+			next = qp->rnr_deadline;
+	}
+	ctx->next_deadline = next;
+	return did;
+}
+
+void sib_progress(struct sib_context *ctx)
+{
+	for (;;) {
+		if (pthread_mutex_trylock(&ctx->progress_lock)) {
+			atomic_store_explicit(&ctx->armed, 1, memory_order_release);
+			return;
+		}
+		int rounds = 0;
+		do {
+			atomic_store_explicit(&ctx->armed, 0, memory_order_relaxed);
+		} while ((run_once(ctx) || atomic_load_explicit(&ctx->armed, memory_order_acquire)) &&
+			 ++rounds < 64);
+		pthread_mutex_unlock(&ctx->progress_lock);
+		/* A kick between our last pass and the unlock must not be lost. */
+		if (!atomic_load_explicit(&ctx->armed, memory_order_acquire))
+			return;
+	}
+}
+
+/* ---- the engine thread ---- */
+
+static void nap(struct sib_context *ctx, int64_t ns)
+{
+	uint32_t seq = atomic_load_explicit(&ctx->inbox.hdr->wake_seq, memory_order_acquire);
+	struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
+
+	syscall(SYS_futex, (uint32_t *)&ctx->inbox.hdr->wake_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
+}
+
+static void *engine_main(void *arg)
+{
+	struct sib_context *ctx = arg;
+	uint64_t seen = atomic_load(&ctx->poll_count);
+
+	while (!atomic_load(&ctx->stop)) {
+		uint64_t polls = atomic_load_explicit(&ctx->poll_count, memory_order_relaxed);
+
+		if (polls != seen && !atomic_load(&ctx->app_blocked)) {
+			/* The application polls and so drives progress itself.
+			 * Stay off the progress lock: on a busy machine a
+			 * preempted engine holding it would stall the poller. */
+			seen = polls;
+			nap(ctx, SIB_NAP_NS);
+			continue;
+		}
+		sib_progress(ctx);
+
+		uint64_t deadline = ctx->next_deadline;
+		int64_t timeout = -1;
+
+		if (deadline) {
+			uint64_t now = sib_now_ns();
+
+			if (deadline <= now)
+				continue;
+			timeout = (int64_t)(deadline - now);
+		}
+		if (atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != seen)
+			continue;
+		sib_ring_wait(&ctx->inbox, timeout);
+	}
+	return NULL;
+}
+
+int sib_engine_start(struct sib_context *ctx)
+{
+	int rc = pthread_create(&ctx->engine, NULL, engine_main, ctx);
+
+	if (rc)
+		return rc;
+	ctx->engine_started = true;
+	return 0;
+}
+
+void sib_engine_kick(struct sib_context *ctx)
+{
+	sib_ring_wake(&ctx->inbox);
+}
+
+void sib_engine_stop(struct sib_context *ctx)
+{
+	if (!ctx->engine_started)
+		return;
+	atomic_store(&ctx->stop, 1);
+	sib_ring_wake(&ctx->inbox);
+	pthread_join(ctx->engine, NULL);
+	ctx->engine_started = false;
+}

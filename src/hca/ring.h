@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Inbox ring: the "wire" between processes on one host.  One ring per opened
+ * device context lives in a memfd made by softibd (sib_shm.h); any process
+ * may produce packets into it, only the owning context consumes them.
+ *
+ * N.B. on ownership and ordering:
+ *  - `tail` is the producers' ticket counter, advanced by CAS only once the
+ *    slot for that ticket is known to be free, so a full ring (or a dead
+ *    consumer) never makes a producer wait: it gets -EAGAIN (IBA link-level
+ *    flow control: the sender holds the packet, nothing is dropped).
+ *  - slot->turn says whose the slot is: 2*lap = free for the producer of
+ *    that lap, 2*lap+1 = full for the consumer.  All-zero memory is the valid
+ *    empty ring.  Producers publish with a release store of turn; the single
+ *    consumer reads it with acquire.
+ *  - `head` is written only by the consumer, which must hold its context's
+ *    progress lock.
+ *  - `sleeping`/`wake_seq` let the consumer sleep on a futex; producers wake
+ *    it only when it announced sleep, so busy peers make no system call.
+ */
+#ifndef SIB_RING_H
+#define SIB_RING_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/sib_shm.h"
+
+#define SIB_CACHELINE 64
+
+struct sib_ring_hdr {
+	_Alignas(SIB_CACHELINE) _Atomic uint64_t tail;     /* producers */
+	_Alignas(SIB_CACHELINE) _Atomic uint64_t head;     /* consumer */
+	_Alignas(SIB_CACHELINE) _Atomic uint32_t sleeping; /* consumer waits on wake_seq */
+	_Atomic uint32_t wake_seq;
+	_Atomic uint64_t full_count;   /* producer found the ring full */
+	_Atomic uint64_t dropped;      /* consumer: malformed or misrouted */
+};
+
+#define SIB_SLOT_HDR_BYTES 64u
+#define SIB_SLOT_DATA_BYTES (SIB_INBOX_SLOT_BYTES - SIB_SLOT_HDR_BYTES)
+
+struct sib_ring_slot {
+	_Atomic uint32_t turn;
+	uint32_t len;                  /* packet bytes in data[] */
+	uint32_t flags;                /* SIB_SLOT_F_* */
+	uint32_t src_inbox;            /* producer's inbox, for traces */
+	uint8_t pad[SIB_SLOT_HDR_BYTES - 16];
+	uint8_t data[SIB_SLOT_DATA_BYTES];
+};
+
+#define SIB_SLOT_F_VCRC 0x1            /* data ends with a computed VCRC */
+
+_Static_assert(sizeof(struct sib_ring_hdr) <= SIB_INBOX_HDR_BYTES, "ring header fits");
+_Static_assert(sizeof(struct sib_ring_slot) == SIB_INBOX_SLOT_BYTES, "slot layout");
+
+/* A mapped inbox: header page followed by SIB_INBOX_SLOTS slots. */
+struct sib_ring {
+	struct sib_ring_hdr *hdr;
+	struct sib_ring_slot *slots;
+};
+
+static inline void sib_ring_attach(struct sib_ring *r, void *base)
+{
+	r->hdr = base;
+	r->slots = (struct sib_ring_slot *)((char *)base + SIB_INBOX_HDR_BYTES);
+}
+
+/*
+ * Producer: claim the next slot.  Returns the slot (write the packet into
+ * slot->data, then call sib_ring_publish) or NULL when the ring is full.
+ * Lock-free; safe from any thread of any process.
+ */
+static inline struct sib_ring_slot *sib_ring_reserve(struct sib_ring *r, uint64_t *ticket)
+{
+	uint64_t t = atomic_load_explicit(&r->hdr->tail, memory_order_relaxed);
+
+	for (;;) {
+		struct sib_ring_slot *s = &r->slots[t % SIB_INBOX_SLOTS];
+		uint32_t want = (uint32_t)(2 * (t / SIB_INBOX_SLOTS));
+		uint32_t turn = atomic_load_explicit(&s->turn, memory_order_acquire);
+
+		if (turn == want) {
+			if (atomic_compare_exchange_weak_explicit(&r->hdr->tail, &t, t + 1,
+								  memory_order_relaxed,
+								  memory_order_relaxed)) {
+				*ticket = t;
+				return s;
+			}
+			/* t was reloaded by the failed CAS */
+		} else if ((int32_t)(turn - want) < 0) {
+			atomic_fetch_add_explicit(&r->hdr->full_count, 1, memory_order_relaxed);
+			return NULL; /* previous lap not consumed yet: full */
+		} else {
+			t = atomic_load_explicit(&r->hdr->tail, memory_order_relaxed);
+		}
+	}
+}
+
+/*
+ * Producer: hand the slot to the consumer.  Returns true if the consumer
+ * announced that it sleeps, in which case the caller wakes it
+ * (sib_ring_wake, a futex system call).
+ */
+static inline bool sib_ring_publish(struct sib_ring *r, struct sib_ring_slot *s,
+				    uint64_t ticket, uint32_t len, uint32_t flags)
+{
+	s->len = len;
+	s->flags = flags;
+	atomic_store_explicit(&s->turn, (uint32_t)(2 * (ticket / SIB_INBOX_SLOTS) + 1),
+			      memory_order_seq_cst);
+	return atomic_load_explicit(&r->hdr->sleeping, memory_order_seq_cst) != 0;
+}
+
+/* Consumer (holds the progress lock): the oldest full slot, or NULL. */
+static inline struct sib_ring_slot *sib_ring_peek(struct sib_ring *r)
+{
+	uint64_t h = atomic_load_explicit(&r->hdr->head, memory_order_relaxed);
+	struct sib_ring_slot *s = &r->slots[h % SIB_INBOX_SLOTS];
+	uint32_t full = (uint32_t)(2 * (h / SIB_INBOX_SLOTS) + 1);
+
+	if (atomic_load_explicit(&s->turn, memory_order_acquire) != full)
+		return NULL;
+	return s;
+}
+
+/* Consumer: give the slot returned by sib_ring_peek back to producers. */
+static inline void sib_ring_release(struct sib_ring *r, struct sib_ring_slot *s)
+{
+	uint64_t h = atomic_load_explicit(&r->hdr->head, memory_order_relaxed);
+
+	atomic_store_explicit(&r->hdr->head, h + 1, memory_order_relaxed);
+	atomic_store_explicit(&s->turn, (uint32_t)(2 * (h / SIB_INBOX_SLOTS + 1)),
+			      memory_order_release);
+}
+
+/* Wake a consumer that sleeps in sib_ring_wait (futex, shared mapping). */
+void sib_ring_wake(struct sib_ring *r);
+
+/*
+ * Consumer: sleep until a producer publishes, someone calls sib_ring_wake,
+ * or timeout_ns passes (< 0: no timeout).  Announces the sleep so that
+ * producers wake it, re-checks the ring first so no wakeup is lost.
+ */
+void sib_ring_wait(struct sib_ring *r, int64_t timeout_ns);
+
+#endif

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Completion queues of the drop-in libibverbs: create (plain and _ex),
+ * destroy, poll (drives progress inline: no engine thread wakeup needed
+ * while the application polls), notify, and the ibv_cq_ex poll API.
+ * poll_cq and req_notify_cq never sleep and make no system call.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hca/hca.h"
+#include "verbs/export.h"
+#include "verbs/sib_verbs.h"
+
+int sib_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
+{
+	struct sib_cq *cq = to_scq(ibcq);
+	struct sib_context *ctx = to_sctx(ibcq->context);
+	int n = 0;
+
+	atomic_fetch_add_explicit(&ctx->poll_count, 1, memory_order_relaxed);
+	sib_progress(ctx);
+	if (num_entries <= 0)
+		return 0;
+	pthread_spin_lock(&cq->lock);
+	while (n < num_entries && cq->head != cq->tail) {
+		wc[n++] = cq->wc[cq->head & (cq->size - 1)];
+		cq->head++;
+	}
+	pthread_spin_unlock(&cq->lock);
+	return n;
+}
+
+int sib_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct sib_cq *cq = to_scq(ibcq);
+
+	atomic_store_explicit(&cq->armed, solicited_only ? SIB_CQ_ARM_SOLICITED : SIB_CQ_ARM_NEXT,
+			      memory_order_release);
+	return 0;
+}
+
+/* ---- ibv_cq_ex poll API (verbs.h ibv_start_poll etc.) ---- */
+
+static int cqx_next(struct ibv_cq_ex *ibcq)
+{
+	struct sib_cq *cq = (struct sib_cq *)ibcq;
+
+	if (cq->head == cq->tail)
+		return ENOENT;
+	cq->cur = cq->wc[cq->head & (cq->size - 1)];
+	cq->head++;
+	ibcq->wr_id = cq->cur.wr_id;
+	ibcq->status = cq->cur.status;
+	return 0;
+}
+
+static int cqx_start(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
+{
+	struct sib_cq *cq = (struct sib_cq *)ibcq;
+	int rc;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	atomic_fetch_add_explicit(&to_sctx(ibcq->context)->poll_count, 1, memory_order_relaxed);
+	sib_progress(to_sctx(ibcq->context));
+	pthread_spin_lock(&cq->lock);
+	rc = cqx_next(ibcq);
+	if (rc)
+		pthread_spin_unlock(&cq->lock);
+	return rc;
+}
+
+static void cqx_end(struct ibv_cq_ex *ibcq)
+{
+	pthread_spin_unlock(&((struct sib_cq *)ibcq)->lock);
+}
+
+#define CQX_READ(name, type, expr) \
+	static type cqx_read_##name(struct ibv_cq_ex *ibcq) \
+	{ \
+		struct ibv_wc *w = &((struct sib_cq *)ibcq)->cur; \
+		return (type)(expr); \
+	}
+CQX_READ(opcode, enum ibv_wc_opcode, w->opcode)
+CQX_READ(vendor_err, uint32_t, w->vendor_err)
+CQX_READ(byte_len, uint32_t, w->byte_len)
+CQX_READ(imm_data, __be32, w->imm_data)
+CQX_READ(qp_num, uint32_t, w->qp_num)
+CQX_READ(src_qp, uint32_t, w->src_qp)
+CQX_READ(wc_flags, unsigned int, w->wc_flags)
+CQX_READ(slid, uint32_t, w->slid)
+CQX_READ(sl, uint8_t, w->sl)
+CQX_READ(dlid_path_bits, uint8_t, w->dlid_path_bits)
+
+#define SIB_CQ_WC_FLAGS_SUPPORTED (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
+	IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | \
+	IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS)
+
+static struct sib_cq *cq_alloc(struct ibv_context *context, int cqe, struct ibv_comp_channel *channel,
+			       void *cq_context, uint64_t wc_flags)
+{
+	struct sib_context *ctx = to_sctx(context);
+	struct sib_cq *cq;
+	uint32_t size = 1;
+	int rc;
+
+	if (cqe < 1 || cqe > SIB_MAX_CQE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	while (size < (uint32_t)cqe + 1)
+		size <<= 1;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	cq->wc = calloc(size, sizeof(*cq->wc));
+	if (!cq->wc) {
+		rc = ENOMEM;
+		goto err;
+	}
+	rc = sib_obj_create(ctx->dev_handle, SIB_OBJ_CQ, 0, &cq->obj_handle, NULL);
+	if (rc)
+		goto err;
+	cq->size = size;
+	cq->wc_flags = wc_flags;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cq->ibv.context = context;
+	cq->ibv.channel = channel;
+	cq->ibv.cq_context = cq_context;
+	cq->ibv.handle = cq->obj_handle;
+	cq->ibv.cqe = (int)size - 1;
+	pthread_mutex_init(&cq->ibv.mutex, NULL);
+	pthread_cond_init(&cq->ibv.cond, NULL);
+	cq->ibv.start_poll = cqx_start;
+	cq->ibv.next_poll = cqx_next;
+	cq->ibv.end_poll = cqx_end;
+	cq->ibv.read_opcode = cqx_read_opcode;
+	cq->ibv.read_vendor_err = cqx_read_vendor_err;
+	cq->ibv.read_wc_flags = cqx_read_wc_flags;
+	if (wc_flags & IBV_WC_EX_WITH_BYTE_LEN)
+		cq->ibv.read_byte_len = cqx_read_byte_len;
+	if (wc_flags & IBV_WC_EX_WITH_IMM)
+		cq->ibv.read_imm_data = cqx_read_imm_data;
+	if (wc_flags & IBV_WC_EX_WITH_QP_NUM)
+		cq->ibv.read_qp_num = cqx_read_qp_num;
+	if (wc_flags & IBV_WC_EX_WITH_SRC_QP)
+		cq->ibv.read_src_qp = cqx_read_src_qp;
+	if (wc_flags & IBV_WC_EX_WITH_SLID)
+		cq->ibv.read_slid = cqx_read_slid;
+	if (wc_flags & IBV_WC_EX_WITH_SL)
+		cq->ibv.read_sl = cqx_read_sl;
+	if (wc_flags & IBV_WC_EX_WITH_DLID_PATH_BITS)
+		cq->ibv.read_dlid_path_bits = cqx_read_dlid_path_bits;
+	if (channel)
+		__atomic_add_fetch(&channel->refcnt, 1, __ATOMIC_RELAXED);
+	return cq;
+err:
+	free(cq->wc);
+	free(cq);
+	errno = rc;
+	return NULL;
+}
+
+SIB_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+					struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct sib_cq *cq = cq_alloc(context, cqe, channel, cq_context, IBV_WC_STANDARD_FLAGS);
+
+	return cq ? (struct ibv_cq *)&cq->ibv : NULL;
+}
+
+struct ibv_cq_ex *sib_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr)
+{
+	struct sib_cq *cq;
+
+	if (attr->comp_mask & ~(uint32_t)IBV_CQ_INIT_ATTR_MASK_FLAGS || attr->flags ||
+	    (attr->wc_flags & ~(uint64_t)SIB_CQ_WC_FLAGS_SUPPORTED)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	cq = cq_alloc(context, (int)attr->cqe, attr->channel, attr->cq_context, attr->wc_flags);
+	return cq ? &cq->ibv : NULL;
+}
+
+SIB_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct sib_cq *cq = to_scq(ibcq);
+	struct sib_context *ctx = to_sctx(ibcq->context);
+
+	if (atomic_load(&cq->usecnt))
+		return EBUSY;
+	/* As rdma-core: wait until every reported event was acknowledged. */
+	pthread_mutex_lock(&ibcq->mutex);
+	while (ibcq->comp_events_completed != atomic_load(&cq->events_reported))
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
+	/* No QP uses it (usecnt), so the engine cannot be pushing to it. */
+	pthread_mutex_lock(&ctx->progress_lock);
+	pthread_mutex_unlock(&ctx->progress_lock);
+	if (ibcq->channel)
+		__atomic_sub_fetch(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
+	sib_obj_destroy(cq->obj_handle);
+	pthread_spin_destroy(&cq->lock);
+	free(cq->wc);
+	free(cq);
+	return 0;
+}

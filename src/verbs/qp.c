@@ -1,0 +1,763 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Queue pairs of the drop-in libibverbs: create (plain and _ex with the
+ * ibv_wr_* send API), modify through the IBA state machine (check, then
+ * apply: qp_state.c's table decides, nothing changes on failure), query,
+ * destroy, and the post verbs.  Posting only queues WQEs and runs the
+ * engine inline when it is free: no system call, no sleep (seed 004).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hca/hca.h"
+#include "hca/qp_state.h"
+#include "verbs/export.h"
+#include "verbs/sib_verbs.h"
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static void qp_publish(struct sib_context *ctx, struct sib_qp *qp, uint32_t qpn)
+{
+	struct sib_qp **page;
+
+	pthread_mutex_lock(&ctx->progress_lock);
+	pthread_mutex_lock(&ctx->obj_lock);
+	page = ctx->qp_tbl[(qpn >> 8) & 0xff];
+	page[qpn & 0xff] = qp;
+	qp->next_in_ctx = ctx->qp_list;
+	ctx->qp_list = qp;
+	pthread_mutex_unlock(&ctx->obj_lock);
+	pthread_mutex_unlock(&ctx->progress_lock);
+}
+
+static void qp_unpublish(struct sib_context *ctx, struct sib_qp *qp)
+{
+	uint32_t qpn = qp->ibv.qp_base.qp_num;
+
+	pthread_mutex_lock(&ctx->progress_lock);
+	pthread_mutex_lock(&ctx->obj_lock);
+	ctx->qp_tbl[(qpn >> 8) & 0xff][qpn & 0xff] = NULL;
+	for (struct sib_qp **pp = &ctx->qp_list; *pp; pp = &(*pp)->next_in_ctx) {
+		if (*pp == qp) {
+			*pp = qp->next_in_ctx;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ctx->obj_lock);
+	pthread_mutex_unlock(&ctx->progress_lock);
+}
+
+struct sib_qp *sib_qp_lookup(struct sib_context *ctx, uint32_t qpn)
+{
+	struct sib_qp **page;
+
+	if (qpn >= SIB_MAX_QPN)
+		return NULL;
+	page = ctx->qp_tbl[qpn >> 8];
+	return page ? page[qpn & 0xff] : NULL;
+}
+
+static void qp_free(struct sib_qp *qp)
+{
+	free(qp->sq);
+	free(qp->sq_inline);
+	free(qp->rq);
+	free(qp->rd_res);
+	free(qp);
+}
+
+static void wr_api_init(struct sib_qp *qp, uint64_t ops);
+
+static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	struct sib_context *ctx = to_sctx(context);
+	struct ibv_qp_cap *cap = &attr->cap;
+	struct sib_qp *qp;
+	uint32_t qpn;
+	int rc = EINVAL;
+
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
+		goto fail;
+	if (attr->qp_type != IBV_QPT_RC) {
+		rc = EOPNOTSUPP; /* UC, UD, XRC come with their own issues */
+		goto fail;
+	}
+	if (!attr->send_cq || !attr->recv_cq)
+		goto fail;
+	if (attr->srq) {
+		rc = EOPNOTSUPP;
+		goto fail;
+	}
+	if (cap->max_send_wr > SIB_MAX_QP_WR || cap->max_recv_wr > SIB_MAX_QP_WR ||
+	    cap->max_send_sge > SIB_MAX_SGE || cap->max_recv_sge > SIB_MAX_SGE ||
+	    cap->max_inline_data > SIB_MAX_INLINE)
+		goto fail;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		rc = ENOMEM;
+		goto fail;
+	}
+	qp->ctx = ctx;
+	qp->sq_size = roundup_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
+	qp->rq_size = roundup_pow2(cap->max_recv_wr ? cap->max_recv_wr : 1);
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	qp->sq_inline = malloc((size_t)qp->sq_size * SIB_MAX_INLINE);
+	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+	qp->rd_res_size = SIB_MAX_RD_ATOMIC + 1;
+	qp->rd_res = calloc(qp->rd_res_size, sizeof(*qp->rd_res));
+	if (!qp->sq || !qp->sq_inline || !qp->rq || !qp->rd_res) {
+		rc = ENOMEM;
+		goto err_free;
+	}
+	pthread_mutex_lock(&ctx->obj_lock);
+	rc = 0;
+	for (unsigned int i = 0; i < 256 && !rc; i++)
+		if (!ctx->qp_tbl[i] && !(ctx->qp_tbl[i] = calloc(256, sizeof(struct sib_qp *))))
+			rc = ENOMEM;
+	pthread_mutex_unlock(&ctx->obj_lock);
+	if (rc)
+		goto err_free;
+	rc = sib_obj_create(ctx->dev_handle, SIB_OBJ_QP, attr->qp_type, &qp->obj_handle, &qpn);
+	if (rc)
+		goto err_free;
+	if (qpn >= SIB_MAX_QPN) {
+		rc = EPROTO;
+		goto err_obj;
+	}
+	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
+	pthread_spin_init(&qp->rq_lock, PTHREAD_PROCESS_PRIVATE);
+
+	cap->max_send_wr = qp->sq_size;
+	cap->max_recv_wr = qp->rq_size;
+	cap->max_send_sge = SIB_MAX_SGE;
+	cap->max_recv_sge = SIB_MAX_SGE;
+	cap->max_inline_data = SIB_MAX_INLINE;
+	qp->cap = *cap;
+	qp->sq_sig_all = attr->sq_sig_all ? 1 : 0;
+	qp->state = IBV_QPS_RESET;
+	qp->mtu = 256;
+	qp->path_mtu = IBV_MTU_256;
+
+	struct ibv_qp *b = &qp->ibv.qp_base;
+	b->context = context;
+	b->qp_context = attr->qp_context;
+	b->pd = attr->pd;
+	b->send_cq = attr->send_cq;
+	b->recv_cq = attr->recv_cq;
+	b->handle = qp->obj_handle;
+	b->qp_num = qpn;
+	b->state = IBV_QPS_RESET;
+	b->qp_type = attr->qp_type;
+	pthread_mutex_init(&b->mutex, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+		wr_api_init(qp, attr->send_ops_flags);
+
+	atomic_fetch_add(&((struct sib_pd *)attr->pd)->usecnt, 1);
+	atomic_fetch_add(&to_scq(attr->send_cq)->usecnt, 1);
+	atomic_fetch_add(&to_scq(attr->recv_cq)->usecnt, 1);
+	qp_publish(ctx, qp, qpn);
+	return b;
+
+err_obj:
+	sib_obj_destroy(qp->obj_handle);
+err_free:
+	qp_free(qp);
+fail:
+	errno = rc;
+	return NULL;
+}
+
+SIB_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex;
+	struct ibv_qp *qp;
+
+	memset(&ex, 0, sizeof(ex));
+	memcpy(&ex, attr, sizeof(*attr));
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = pd;
+	qp = qp_create(pd->context, &ex);
+	if (qp)
+		attr->cap = ex.cap;
+	return qp;
+}
+
+#define SIB_SEND_OPS_SUPPORTED (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
+	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ)
+
+struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
+	    attr->create_flags) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	    (attr->send_ops_flags & ~(uint64_t)SIB_SEND_OPS_SUPPORTED)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return qp_create(context, attr);
+}
+
+SIB_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct sib_qp *sqp = to_sqp(qp);
+
+	return sqp->ibv.wr_start ? &sqp->ibv : NULL;
+}
+
+SIB_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct sib_qp *qp = to_sqp(ibqp);
+	struct sib_context *ctx = qp->ctx;
+
+	qp_unpublish(ctx, qp);
+	sib_obj_destroy(qp->obj_handle);
+	atomic_fetch_sub(&((struct sib_pd *)ibqp->pd)->usecnt, 1);
+	atomic_fetch_sub(&to_scq(ibqp->send_cq)->usecnt, 1);
+	atomic_fetch_sub(&to_scq(ibqp->recv_cq)->usecnt, 1);
+	pthread_spin_destroy(&qp->sq_lock);
+	pthread_spin_destroy(&qp->rq_lock);
+	qp_free(qp);
+	return 0;
+}
+
+/* ---- modify: check everything, then apply (STYLE 6.6) ---- */
+
+static int check_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum ibv_qp_state next)
+{
+	const struct sib_shm_device *sd = &sib_fabric->devs[qp->ctx->dev->index];
+	uint8_t port = (mask & IBV_QP_PORT) ? a->port_num : qp->port_num;
+
+	if ((mask & IBV_QP_PORT) && (a->port_num < 1 || a->port_num > sd->num_ports))
+		return EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= SIB_PKEY_TBL_LEN)
+		return EINVAL;
+	if (mask & IBV_QP_PATH_MTU) {
+		if (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096)
+			return EINVAL;
+		if (port >= 1 && port <= sd->num_ports && a->path_mtu > sd->ports[port - 1].max_mtu)
+			return EINVAL;
+	}
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > SIB_MAX_RD_ATOMIC)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > SIB_MAX_RD_ATOMIC)
+		return EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) &&
+	    (a->qp_access_flags & ~(unsigned int)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+						  IBV_ACCESS_MW_BIND)))
+		return EINVAL;
+	if (mask & IBV_QP_AV) {
+		if (a->ah_attr.dlid == 0 || a->ah_attr.dlid >= SIB_UNICAST_LIDS)
+			return EINVAL; /* multicast DLIDs are for UD */
+		if (a->ah_attr.is_global && a->ah_attr.grh.sgid_index >= SIB_GID_TBL_LEN)
+			return EINVAL;
+		if (a->ah_attr.sl > 15)
+			return EINVAL;
+	}
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
+		return EINVAL;
+	if (next == IBV_QPS_RTR && !(port >= 1 && port <= sd->num_ports))
+		return EINVAL;
+	return 0;
+}
+
+/* Reset the transport state (IBA 10.3.1: RESET empties the queues, no completions). */
+static void qp_reset(struct sib_qp *qp)
+{
+	atomic_store(&qp->sq_head, 0);
+	qp->sq_tail = qp->sq_next = 0;
+	atomic_store(&qp->rq_head, 0);
+	qp->rq_tail = 0;
+	qp->req_offset = qp->req_pkts_since_ack = qp->reads_outstanding = 0;
+	qp->retry_deadline = qp->rnr_deadline = 0;
+	qp->resp_msn = 0;
+	qp->resp_in_send = qp->resp_in_write = qp->resp_have_rwqe = false;
+	qp->resp_offset = qp->resp_remaining = 0;
+	qp->resp_mr = NULL;
+	qp->resp_nak_seq_sent = qp->ack_pending = false;
+	qp->rd_res_head = qp->rd_res_tail = 0;
+	qp->flush_pending = qp->error_event_sent = qp->sqd_event_pending = false;
+	memset(&qp->dest, 0, sizeof(qp->dest));
+}
+
+static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum ibv_qp_state next)
+{
+	enum ibv_qp_state cur = qp->state;
+
+	if (mask & IBV_QP_PORT)
+		qp->port_num = a->port_num;
+	if (mask & IBV_QP_PKEY_INDEX)
+		qp->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		qp->access = a->qp_access_flags;
+	if (mask & IBV_QP_QKEY)
+		qp->qkey = a->qkey;
+	if (mask & IBV_QP_AV) {
+		qp->ah = a->ah_attr;
+		memset(&qp->dest, 0, sizeof(qp->dest));
+	}
+	if (mask & IBV_QP_ALT_PATH)
+		qp->alt_ah = a->alt_ah_attr;
+	if (mask & IBV_QP_PATH_MTU) {
+		qp->path_mtu = a->path_mtu;
+		qp->mtu = iba_mtu_bytes(a->path_mtu);
+	}
+	if (mask & IBV_QP_TIMEOUT)
+		qp->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		qp->retry_cnt = qp->retry_left = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		qp->rnr_retry = qp->rnr_left = a->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN)
+		qp->resp_epsn = a->rq_psn & 0xffffff;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		qp->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		qp->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_SQ_PSN)
+		qp->req_psn = qp->comp_psn = a->sq_psn & 0xffffff;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		qp->mig_state = a->path_mig_state;
+	if (mask & IBV_QP_DEST_QPN) {
+		qp->dest_qpn = a->dest_qp_num;
+		memset(&qp->dest, 0, sizeof(qp->dest));
+	}
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		qp->en_sqd_async_notify = a->en_sqd_async_notify;
+
+	if (next == cur)
+		return;
+	qp->state = next;
+	qp->ibv.qp_base.state = next;
+	switch (next) {
+	case IBV_QPS_RESET:
+		qp_reset(qp);
+		break;
+	case IBV_QPS_ERR:
+		sib_qp_flush(qp);
+		break;
+	case IBV_QPS_SQD:
+		qp->sqd_event_pending = qp->en_sqd_async_notify;
+		break;
+	default:
+		break;
+	}
+}
+
+SIB_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct sib_qp *qp = to_sqp(ibqp);
+	struct sib_context *ctx = qp->ctx;
+	enum ibv_qp_state cur, next;
+	int rc;
+
+	pthread_mutex_lock(&ctx->progress_lock);
+	cur = qp->state;
+	if ((attr_mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
+		rc = EINVAL;
+		goto out;
+	}
+	next = (attr_mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	if (!sib_qp_modify_is_ok(cur, next, ibqp->qp_type, attr_mask)) {
+		rc = EINVAL;
+		goto out;
+	}
+	rc = check_attr(qp, attr, attr_mask, next);
+	if (!rc)
+		apply_attr(qp, attr, attr_mask, next);
+out:
+	pthread_mutex_unlock(&ctx->progress_lock);
+	if (!rc)
+		sib_progress(ctx);
+	return rc;
+}
+
+SIB_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
+			    struct ibv_qp_init_attr *init)
+{
+	struct sib_qp *qp = to_sqp(ibqp);
+
+	memset(a, 0, sizeof(*a));
+	pthread_mutex_lock(&qp->ctx->progress_lock);
+	a->qp_state = qp->state;
+	a->cur_qp_state = qp->state;
+	a->path_mtu = qp->path_mtu;
+	a->path_mig_state = qp->mig_state;
+	a->qkey = qp->qkey;
+	a->rq_psn = qp->resp_epsn;
+	a->sq_psn = qp->req_psn;
+	a->dest_qp_num = qp->dest_qpn;
+	a->qp_access_flags = qp->access;
+	a->cap = qp->cap;
+	a->ah_attr = qp->ah;
+	a->alt_ah_attr = qp->alt_ah;
+	a->pkey_index = qp->pkey_index;
+	a->en_sqd_async_notify = qp->en_sqd_async_notify;
+	a->sq_draining = qp->state == IBV_QPS_SQD && qp->sq_tail != qp->sq_next;
+	a->max_rd_atomic = qp->max_rd_atomic;
+	a->max_dest_rd_atomic = qp->max_dest_rd_atomic;
+	a->min_rnr_timer = qp->min_rnr_timer;
+	a->port_num = qp->port_num;
+	a->timeout = qp->timeout;
+	a->retry_cnt = qp->retry_cnt;
+	a->rnr_retry = qp->rnr_retry;
+	pthread_mutex_unlock(&qp->ctx->progress_lock);
+	if (init) {
+		memset(init, 0, sizeof(*init));
+		init->qp_context = ibqp->qp_context;
+		init->send_cq = ibqp->send_cq;
+		init->recv_cq = ibqp->recv_cq;
+		init->srq = ibqp->srq;
+		init->cap = qp->cap;
+		init->qp_type = ibqp->qp_type;
+		init->sq_sig_all = qp->sq_sig_all;
+	}
+	return 0;
+}
+
+/* ---- posting ---- */
+
+/* Which WR opcodes an RC QP accepts (IBA 10.8.3; atomics need atomic_cap). */
+static bool rc_opcode_ok(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Fill one send WQE from a WR.  Caller holds sq_lock and checked room. */
+static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const struct ibv_send_wr *wr)
+{
+	uint64_t len = 0;
+
+	if (!rc_opcode_ok(wr->opcode) || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+		return EINVAL;
+	for (int i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	if (len > SIB_MAX_MSG_SZ)
+		return EINVAL;
+	memset(w, 0, offsetof(struct sib_swqe, sge));
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->send_flags = wr->send_flags;
+	w->imm_be = wr->imm_data;
+	w->remote_addr = wr->wr.rdma.remote_addr;
+	w->rkey = wr->wr.rdma.rkey;
+	w->length = (uint32_t)len;
+	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ) {
+		uint8_t *dst = qp->sq_inline + (size_t)slot * SIB_MAX_INLINE;
+
+		if (len > SIB_MAX_INLINE)
+			return EINVAL;
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
+			dst += wr->sg_list[i].length;
+		}
+		w->inline_data = qp->sq_inline + (size_t)slot * SIB_MAX_INLINE;
+		w->num_sge = 0;
+	} else {
+		w->num_sge = (uint32_t)wr->num_sge;
+		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+	}
+	return 0;
+}
+
+int sib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct sib_qp *qp = to_sqp(ibqp);
+	int rc = 0;
+
+	/* rxe: posting before RTS is an error; in ERR the WRs are flushed. */
+	if (qp->state < IBV_QPS_RTS && qp->state != IBV_QPS_ERR) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	pthread_spin_lock(&qp->sq_lock);
+	uint32_t head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
+	for (; wr; wr = wr->next) {
+		if (head - __atomic_load_n(&qp->sq_tail, __ATOMIC_ACQUIRE) >= qp->sq_size) {
+			rc = ENOMEM;
+			break;
+		}
+		uint32_t slot = head & (qp->sq_size - 1);
+		rc = swqe_fill(qp, &qp->sq[slot], slot, wr);
+		if (rc)
+			break;
+		head++;
+		atomic_store_explicit(&qp->sq_head, head, memory_order_release);
+	}
+	pthread_spin_unlock(&qp->sq_lock);
+	if (rc)
+		*bad_wr = wr;
+	sib_progress(qp->ctx);
+	return rc;
+}
+
+int sib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct sib_qp *qp = to_sqp(ibqp);
+	int rc = 0;
+
+	if (qp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	pthread_spin_lock(&qp->rq_lock);
+	uint32_t head = atomic_load_explicit(&qp->rq_head, memory_order_relaxed);
+	for (; wr; wr = wr->next) {
+		struct sib_rwqe *r;
+		uint64_t len = 0;
+
+		if (head - __atomic_load_n(&qp->rq_tail, __ATOMIC_ACQUIRE) >= qp->rq_size) {
+			rc = ENOMEM;
+			break;
+		}
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_recv_sge) {
+			rc = EINVAL;
+			break;
+		}
+		r = &qp->rq[head & (qp->rq_size - 1)];
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		r->wr_id = wr->wr_id;
+		r->num_sge = (uint32_t)wr->num_sge;
+		r->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
+		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		head++;
+		atomic_store_explicit(&qp->rq_head, head, memory_order_release);
+	}
+	pthread_spin_unlock(&qp->rq_lock);
+	if (rc)
+		*bad_wr = wr;
+	if (qp->state == IBV_QPS_ERR)
+		sib_progress(qp->ctx); /* flush what was just posted */
+	return rc;
+}
+
+/* ---- ibv_wr_* send API (verbs.h ibv_qp_ex) ----
+ * wr_start takes sq_lock; each wr_<op> opens one WQE, wr_set_* fill it,
+ * wr_complete publishes them all (or none after an error), wr_abort drops. */
+
+struct sib_wr_batch {
+	uint32_t head;     /* next slot */
+	int err;
+	bool open;         /* a WQE is being built at head */
+};
+
+static __thread struct sib_wr_batch wr_batch;
+
+static void wrx_start(struct ibv_qp_ex *ibqp)
+{
+	struct sib_qp *qp = (struct sib_qp *)ibqp;
+
+	pthread_spin_lock(&qp->sq_lock);
+	wr_batch.head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
+	wr_batch.err = 0;
+	wr_batch.open = false;
+}
+
+static struct sib_swqe *wrx_new(struct ibv_qp_ex *ibqp, enum ibv_wr_opcode op)
+{
+	struct sib_qp *qp = (struct sib_qp *)ibqp;
+	struct sib_swqe *w;
+
+	if (wr_batch.open)
+		wr_batch.head++;
+	wr_batch.open = false;
+	if (wr_batch.err)
+		return NULL;
+	if (wr_batch.head - __atomic_load_n(&qp->sq_tail, __ATOMIC_ACQUIRE) >= qp->sq_size) {
+		wr_batch.err = ENOMEM;
+		return NULL;
+	}
+	w = &qp->sq[wr_batch.head & (qp->sq_size - 1)];
+	memset(w, 0, offsetof(struct sib_swqe, sge));
+	w->wr_id = ibqp->wr_id;
+	w->send_flags = ibqp->wr_flags;
+	w->opcode = op;
+	w->signaled = qp->sq_sig_all || (ibqp->wr_flags & IBV_SEND_SIGNALED);
+	wr_batch.open = true;
+	return w;
+}
+
+static struct sib_swqe *wrx_cur(struct ibv_qp_ex *ibqp)
+{
+	struct sib_qp *qp = (struct sib_qp *)ibqp;
+
+	if (!wr_batch.open || wr_batch.err)
+		return NULL;
+	return &qp->sq[wr_batch.head & (qp->sq_size - 1)];
+}
+
+static void wrx_send(struct ibv_qp_ex *q) { wrx_new(q, IBV_WR_SEND); }
+
+static void wrx_send_imm(struct ibv_qp_ex *q, __be32 imm)
+{
+	struct sib_swqe *w = wrx_new(q, IBV_WR_SEND_WITH_IMM);
+
+	if (w)
+		w->imm_be = imm;
+}
+
+static void wrx_rdma(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr, __be32 imm)
+{
+	struct sib_swqe *w = wrx_new(q, op);
+
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = addr;
+		w->imm_be = imm;
+	}
+}
+
+static void wrx_rdma_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
+{
+	wrx_rdma(q, IBV_WR_RDMA_WRITE, rkey, addr, 0);
+}
+
+static void wrx_rdma_write_imm(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, __be32 imm)
+{
+	wrx_rdma(q, IBV_WR_RDMA_WRITE_WITH_IMM, rkey, addr, imm);
+}
+
+static void wrx_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
+{
+	wrx_rdma(q, IBV_WR_RDMA_READ, rkey, addr, 0);
+}
+
+static void wrx_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg)
+{
+	struct sib_qp *qp = (struct sib_qp *)q;
+	struct sib_swqe *w = wrx_cur(q);
+	uint64_t len = 0;
+
+	if (!w)
+		return;
+	if (n > qp->cap.max_send_sge) {
+		wr_batch.err = EINVAL;
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		len += sg[i].length;
+	if (len > SIB_MAX_MSG_SZ) {
+		wr_batch.err = EINVAL;
+		return;
+	}
+	memcpy(w->sge, sg, n * sizeof(*sg));
+	w->num_sge = (uint32_t)n;
+	w->length = (uint32_t)len;
+}
+
+static void wrx_set_sge(struct ibv_qp_ex *q, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct ibv_sge s = { .addr = addr, .length = length, .lkey = lkey };
+
+	wrx_set_sge_list(q, 1, &s);
+}
+
+static void wrx_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct ibv_data_buf *buf)
+{
+	struct sib_qp *qp = (struct sib_qp *)q;
+	struct sib_swqe *w = wrx_cur(q);
+	uint32_t slot = wr_batch.head & (qp->sq_size - 1);
+	uint8_t *dst = qp->sq_inline + (size_t)slot * SIB_MAX_INLINE;
+	size_t len = 0;
+
+	if (!w)
+		return;
+	for (size_t i = 0; i < n; i++)
+		len += buf[i].length;
+	if (len > SIB_MAX_INLINE || w->opcode == IBV_WR_RDMA_READ) {
+		wr_batch.err = EINVAL;
+		return;
+	}
+	w->inline_data = dst;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(dst, buf[i].addr, buf[i].length);
+		dst += buf[i].length;
+	}
+	w->num_sge = 0;
+	w->length = (uint32_t)len;
+}
+
+static void wrx_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
+{
+	struct ibv_data_buf b = { .addr = addr, .length = length };
+
+	wrx_set_inline_data_list(q, 1, &b);
+}
+
+static int wrx_complete(struct ibv_qp_ex *ibqp)
+{
+	struct sib_qp *qp = (struct sib_qp *)ibqp;
+	int rc = wr_batch.err;
+
+	if (wr_batch.open)
+		wr_batch.head++;
+	if (!rc)
+		atomic_store_explicit(&qp->sq_head, wr_batch.head, memory_order_release);
+	pthread_spin_unlock(&qp->sq_lock);
+	if (!rc)
+		sib_progress(qp->ctx);
+	return rc;
+}
+
+static void wrx_abort(struct ibv_qp_ex *ibqp)
+{
+	pthread_spin_unlock(&((struct sib_qp *)ibqp)->sq_lock);
+}
+
+static void wr_api_init(struct sib_qp *qp, uint64_t ops)
+{
+	struct ibv_qp_ex *x = &qp->ibv;
+
+	x->comp_mask = 0;
+	x->wr_start = wrx_start;
+	x->wr_complete = wrx_complete;
+	x->wr_abort = wrx_abort;
+	x->wr_set_sge = wrx_set_sge;
+	x->wr_set_sge_list = wrx_set_sge_list;
+	x->wr_set_inline_data = wrx_set_inline_data;
+	x->wr_set_inline_data_list = wrx_set_inline_data_list;
+	if (ops & IBV_QP_EX_WITH_SEND)
+		x->wr_send = wrx_send;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM)
+		x->wr_send_imm = wrx_send_imm;
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE)
+		x->wr_rdma_write = wrx_rdma_write;
+	if (ops & IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM)
+		x->wr_rdma_write_imm = wrx_rdma_write_imm;
+	if (ops & IBV_QP_EX_WITH_RDMA_READ)
+		x->wr_rdma_read = wrx_rdma_read;
+}

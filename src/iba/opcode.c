@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softib IBA opcode table: one const entry per BTH opcode (IBA 9.2;
+ * IBTA 1.5 FLUSH/ATOMIC_WRITE; XRC annex) with its extension headers and
+ * semantic bits, and the ETH lengths/offsets derived from the header bits.
+ * Stages test bits from here; they never list opcodes. No I/O, no state.
+ */
+#include "iba/iba.h"
+
+/* ETH sizes by IBA_HDR_* bit number. */
+static const uint8_t eth_bytes[IBA_HDR_COUNT] = {
+	[0] = IBA_RDETH_BYTES,
+	[1] = IBA_DETH_BYTES,
+	[2] = IBA_XRCETH_BYTES,
+	[3] = IBA_RETH_BYTES,
+	[4] = IBA_ATOMICETH_BYTES,
+	[5] = IBA_AETH_BYTES,
+	[6] = IBA_ATOMICACKETH_BYTES,
+	[7] = IBA_IMMDT_BYTES,
+	[8] = IBA_IETH_BYTES,
+	[9] = IBA_FETH_BYTES,
+};
+
+/* Wire order after the BTH (IBA 9.2; FETH before RETH per IBTA 1.5). */
+static const uint32_t eth_wire_order[IBA_HDR_COUNT] = {
+	IBA_HDR_RDETH, IBA_HDR_DETH, IBA_HDR_XRCETH, IBA_HDR_FETH,
+	IBA_HDR_RETH, IBA_HDR_ATOMICETH, IBA_HDR_AETH, IBA_HDR_ATOMICACKETH,
+	IBA_HDR_IMMDT, IBA_HDR_IETH,
+};
+
+/* Same sum as iba_hdrs_len(), as a constant expression for the table. */
+#define HLEN(h) \
+	(((h) & IBA_HDR_RDETH ? IBA_RDETH_BYTES : 0) + \
+	 ((h) & IBA_HDR_DETH ? IBA_DETH_BYTES : 0) + \
+	 ((h) & IBA_HDR_XRCETH ? IBA_XRCETH_BYTES : 0) + \
+	 ((h) & IBA_HDR_RETH ? IBA_RETH_BYTES : 0) + \
+	 ((h) & IBA_HDR_ATOMICETH ? IBA_ATOMICETH_BYTES : 0) + \
+	 ((h) & IBA_HDR_AETH ? IBA_AETH_BYTES : 0) + \
+	 ((h) & IBA_HDR_ATOMICACKETH ? IBA_ATOMICACKETH_BYTES : 0) + \
+	 ((h) & IBA_HDR_IMMDT ? IBA_IMMDT_BYTES : 0) + \
+	 ((h) & IBA_HDR_IETH ? IBA_IETH_BYTES : 0) + \
+	 ((h) & IBA_HDR_FETH ? IBA_FETH_BYTES : 0))
+
+/* One entry: index = transport prefix + operation, name = "T_OP". */
+#define OP(t, op, h, f) \
+	[IBA_TRANSPORT_##t | IBA_OPC_##op] = { \
+		.name = #t "_" #op, .hdrs = (h), .flags = (f), .eth_len = HLEN(h) }
+
+/* Header shorthands. */
+#define RDETH	IBA_HDR_RDETH
+#define DETH	IBA_HDR_DETH
+#define XRCETH	IBA_HDR_XRCETH
+#define RETH	IBA_HDR_RETH
+#define ATMETH	IBA_HDR_ATOMICETH
+#define AETH	IBA_HDR_AETH
+#define ATMACK	IBA_HDR_ATOMICACKETH
+#define IMMDT	IBA_HDR_IMMDT
+#define IETH	IBA_HDR_IETH
+#define FETH	IBA_HDR_FETH
+#define RDREQ	(RDETH | DETH)		/* RD request prefix */
+
+/* Semantic shorthands, one per operation family. */
+#define F_SEND		(IBA_OP_REQ | IBA_OP_SEND | IBA_OP_PAYLOAD | IBA_OP_RWR)
+#define F_SEND_FIRST	(F_SEND | IBA_OP_FIRST)
+#define F_SEND_MIDDLE	(F_SEND | IBA_OP_MIDDLE)
+#define F_SEND_LAST	(F_SEND | IBA_OP_LAST | IBA_OP_COMP)
+#define F_SEND_LAST_IMM	(F_SEND_LAST | IBA_OP_IMM)
+#define F_SEND_LAST_INV	(F_SEND_LAST | IBA_OP_INV)
+#define F_SEND_ONLY	(F_SEND | IBA_OP_ONLY | IBA_OP_COMP)
+#define F_SEND_ONLY_IMM	(F_SEND_ONLY | IBA_OP_IMM)
+#define F_SEND_ONLY_INV	(F_SEND_ONLY | IBA_OP_INV)
+#define F_WR		(IBA_OP_REQ | IBA_OP_WRITE | IBA_OP_PAYLOAD)
+#define F_WR_FIRST	(F_WR | IBA_OP_FIRST)
+#define F_WR_MIDDLE	(F_WR | IBA_OP_MIDDLE)
+#define F_WR_LAST	(F_WR | IBA_OP_LAST | IBA_OP_COMP)
+#define F_WR_LAST_IMM	(F_WR_LAST | IBA_OP_IMM | IBA_OP_RWR)
+#define F_WR_ONLY	(F_WR | IBA_OP_ONLY | IBA_OP_COMP)
+#define F_WR_ONLY_IMM	(F_WR_ONLY | IBA_OP_IMM | IBA_OP_RWR)
+#define F_READ		(IBA_OP_REQ | IBA_OP_READ | IBA_OP_ONLY | IBA_OP_COMP)
+#define F_RRESP		(IBA_OP_RESP | IBA_OP_READ_RESP | IBA_OP_PAYLOAD)
+#define F_ACK		(IBA_OP_RESP | IBA_OP_ACK | IBA_OP_ONLY)
+#define F_ATOMIC	(IBA_OP_REQ | IBA_OP_ATOMIC | IBA_OP_ONLY | IBA_OP_COMP)
+#define F_FLUSH		(IBA_OP_REQ | IBA_OP_FLUSH | IBA_OP_ONLY | IBA_OP_COMP)
+#define F_ATOMIC_WRITE	(IBA_OP_REQ | IBA_OP_ATOMIC_WRITE | IBA_OP_PAYLOAD | \
+			 IBA_OP_ONLY | IBA_OP_COMP)
+
+static const struct iba_opcode_info opcode_table[256] = {
+	/* RC */
+	OP(RC, SEND_FIRST,				0,		F_SEND_FIRST),
+	OP(RC, SEND_MIDDLE,				0,		F_SEND_MIDDLE),
+	OP(RC, SEND_LAST,				0,		F_SEND_LAST),
+	OP(RC, SEND_LAST_WITH_IMMEDIATE,		IMMDT,		F_SEND_LAST_IMM),
+	OP(RC, SEND_ONLY,				0,		F_SEND_ONLY),
+	OP(RC, SEND_ONLY_WITH_IMMEDIATE,		IMMDT,		F_SEND_ONLY_IMM),
+	OP(RC, RDMA_WRITE_FIRST,			RETH,		F_WR_FIRST),
+	OP(RC, RDMA_WRITE_MIDDLE,			0,		F_WR_MIDDLE),
+	OP(RC, RDMA_WRITE_LAST,				0,		F_WR_LAST),
+	OP(RC, RDMA_WRITE_LAST_WITH_IMMEDIATE,		IMMDT,		F_WR_LAST_IMM),
+	OP(RC, RDMA_WRITE_ONLY,				RETH,		F_WR_ONLY),
+	OP(RC, RDMA_WRITE_ONLY_WITH_IMMEDIATE,		RETH | IMMDT,	F_WR_ONLY_IMM),
+	OP(RC, RDMA_READ_REQUEST,			RETH,		F_READ),
+	OP(RC, RDMA_READ_RESPONSE_FIRST,		AETH,		F_RRESP | IBA_OP_FIRST),
+	OP(RC, RDMA_READ_RESPONSE_MIDDLE,		0,		F_RRESP | IBA_OP_MIDDLE),
+	OP(RC, RDMA_READ_RESPONSE_LAST,			AETH,		F_RRESP | IBA_OP_LAST),
+	OP(RC, RDMA_READ_RESPONSE_ONLY,			AETH,		F_RRESP | IBA_OP_ONLY),
+	OP(RC, ACKNOWLEDGE,				AETH,		F_ACK),
+	OP(RC, ATOMIC_ACKNOWLEDGE,			AETH | ATMACK,	F_ACK),
+	OP(RC, COMPARE_SWAP,				ATMETH,		F_ATOMIC),
+	OP(RC, FETCH_ADD,				ATMETH,		F_ATOMIC),
+	OP(RC, SEND_LAST_WITH_INVALIDATE,		IETH,		F_SEND_LAST_INV),
+	OP(RC, SEND_ONLY_WITH_INVALIDATE,		IETH,		F_SEND_ONLY_INV),
+	OP(RC, FLUSH,					FETH | RETH,	F_FLUSH),
+	OP(RC, ATOMIC_WRITE,				RETH,		F_ATOMIC_WRITE),
+
+	/* UC: sends and writes only */
+	OP(UC, SEND_FIRST,				0,		F_SEND_FIRST),
+	OP(UC, SEND_MIDDLE,				0,		F_SEND_MIDDLE),
+	OP(UC, SEND_LAST,				0,		F_SEND_LAST),
+	OP(UC, SEND_LAST_WITH_IMMEDIATE,		IMMDT,		F_SEND_LAST_IMM),
+	OP(UC, SEND_ONLY,				0,		F_SEND_ONLY),
+	OP(UC, SEND_ONLY_WITH_IMMEDIATE,		IMMDT,		F_SEND_ONLY_IMM),
+	OP(UC, RDMA_WRITE_FIRST,			RETH,		F_WR_FIRST),
+	OP(UC, RDMA_WRITE_MIDDLE,			0,		F_WR_MIDDLE),
+	OP(UC, RDMA_WRITE_LAST,				0,		F_WR_LAST),
+	OP(UC, RDMA_WRITE_LAST_WITH_IMMEDIATE,		IMMDT,		F_WR_LAST_IMM),
+	OP(UC, RDMA_WRITE_ONLY,				RETH,		F_WR_ONLY),
+	OP(UC, RDMA_WRITE_ONLY_WITH_IMMEDIATE,		RETH | IMMDT,	F_WR_ONLY_IMM),
+
+	/* RD: RDETH on everything, DETH on requests */
+	OP(RD, SEND_FIRST,				RDREQ,		F_SEND_FIRST),
+	OP(RD, SEND_MIDDLE,				RDREQ,		F_SEND_MIDDLE),
+	OP(RD, SEND_LAST,				RDREQ,		F_SEND_LAST),
+	OP(RD, SEND_LAST_WITH_IMMEDIATE,		RDREQ | IMMDT,	F_SEND_LAST_IMM),
+	OP(RD, SEND_ONLY,				RDREQ,		F_SEND_ONLY),
+	OP(RD, SEND_ONLY_WITH_IMMEDIATE,		RDREQ | IMMDT,	F_SEND_ONLY_IMM),
+	OP(RD, RDMA_WRITE_FIRST,			RDREQ | RETH,	F_WR_FIRST),
+	OP(RD, RDMA_WRITE_MIDDLE,			RDREQ,		F_WR_MIDDLE),
+	OP(RD, RDMA_WRITE_LAST,				RDREQ,		F_WR_LAST),
+	OP(RD, RDMA_WRITE_LAST_WITH_IMMEDIATE,		RDREQ | IMMDT,	F_WR_LAST_IMM),
+	OP(RD, RDMA_WRITE_ONLY,				RDREQ | RETH,	F_WR_ONLY),
+	OP(RD, RDMA_WRITE_ONLY_WITH_IMMEDIATE,		RDREQ | RETH | IMMDT, F_WR_ONLY_IMM),
+	OP(RD, RDMA_READ_REQUEST,			RDREQ | RETH,	F_READ),
+	OP(RD, RDMA_READ_RESPONSE_FIRST,		RDETH | AETH,	F_RRESP | IBA_OP_FIRST),
+	OP(RD, RDMA_READ_RESPONSE_MIDDLE,		RDETH,		F_RRESP | IBA_OP_MIDDLE),
+	OP(RD, RDMA_READ_RESPONSE_LAST,			RDETH | AETH,	F_RRESP | IBA_OP_LAST),
+	OP(RD, RDMA_READ_RESPONSE_ONLY,			RDETH | AETH,	F_RRESP | IBA_OP_ONLY),
+	OP(RD, ACKNOWLEDGE,				RDETH | AETH,	F_ACK),
+	OP(RD, ATOMIC_ACKNOWLEDGE,			RDETH | AETH | ATMACK, F_ACK),
+	OP(RD, COMPARE_SWAP,				RDREQ | ATMETH,	F_ATOMIC),
+	OP(RD, FETCH_ADD,				RDREQ | ATMETH,	F_ATOMIC),
+	OP(RD, RESYNC,					RDREQ,		IBA_OP_REQ | IBA_OP_ONLY),
+
+	/* UD */
+	OP(UD, SEND_ONLY,				DETH,		F_SEND_ONLY),
+	OP(UD, SEND_ONLY_WITH_IMMEDIATE,		DETH | IMMDT,	F_SEND_ONLY_IMM),
+
+	/* Congestion notification: 0x80 native (IBA A10), 0x81 RoCEv2 */
+	[IBA_TRANSPORT_CNP | IBA_OPC_CNP] = {
+		.name = "CNP", .flags = IBA_OP_CNP | IBA_OP_PAYLOAD },
+	[IBA_TRANSPORT_CNP | IBA_OPC_CNP_ROCE] = {
+		.name = "CNP_ROCE", .flags = IBA_OP_CNP | IBA_OP_PAYLOAD },
+
+	/* XRC: requests start with the XRCETH, responses carry none */
+	OP(XRC, SEND_FIRST,				XRCETH,		F_SEND_FIRST),
+	OP(XRC, SEND_MIDDLE,				XRCETH,		F_SEND_MIDDLE),
+	OP(XRC, SEND_LAST,				XRCETH,		F_SEND_LAST),
+	OP(XRC, SEND_LAST_WITH_IMMEDIATE,		XRCETH | IMMDT,	F_SEND_LAST_IMM),
+	OP(XRC, SEND_ONLY,				XRCETH,		F_SEND_ONLY),
+	OP(XRC, SEND_ONLY_WITH_IMMEDIATE,		XRCETH | IMMDT,	F_SEND_ONLY_IMM),
+	OP(XRC, RDMA_WRITE_FIRST,			XRCETH | RETH,	F_WR_FIRST),
+	OP(XRC, RDMA_WRITE_MIDDLE,			XRCETH,		F_WR_MIDDLE),
+	OP(XRC, RDMA_WRITE_LAST,			XRCETH,		F_WR_LAST),
+	OP(XRC, RDMA_WRITE_LAST_WITH_IMMEDIATE,		XRCETH | IMMDT,	F_WR_LAST_IMM),
+	OP(XRC, RDMA_WRITE_ONLY,			XRCETH | RETH,	F_WR_ONLY),
+	OP(XRC, RDMA_WRITE_ONLY_WITH_IMMEDIATE,		XRCETH | RETH | IMMDT, F_WR_ONLY_IMM),
+	OP(XRC, RDMA_READ_REQUEST,			XRCETH | RETH,	F_READ),
+	OP(XRC, RDMA_READ_RESPONSE_FIRST,		AETH,		F_RRESP | IBA_OP_FIRST),
+	OP(XRC, RDMA_READ_RESPONSE_MIDDLE,		0,		F_RRESP | IBA_OP_MIDDLE),
+	OP(XRC, RDMA_READ_RESPONSE_LAST,		AETH,		F_RRESP | IBA_OP_LAST),
+	OP(XRC, RDMA_READ_RESPONSE_ONLY,		AETH,		F_RRESP | IBA_OP_ONLY),
+	OP(XRC, ACKNOWLEDGE,				AETH,		F_ACK),
+	OP(XRC, ATOMIC_ACKNOWLEDGE,			AETH | ATMACK,	F_ACK),
+	OP(XRC, COMPARE_SWAP,				XRCETH | ATMETH, F_ATOMIC),
+	OP(XRC, FETCH_ADD,				XRCETH | ATMETH, F_ATOMIC),
+	OP(XRC, SEND_LAST_WITH_INVALIDATE,		XRCETH | IETH,	F_SEND_LAST_INV),
+	OP(XRC, SEND_ONLY_WITH_INVALIDATE,		XRCETH | IETH,	F_SEND_ONLY_INV),
+};
+
+const struct iba_opcode_info *iba_opcode_info(uint8_t opcode)
+{
+	return &opcode_table[opcode];
+}
+
+unsigned iba_eth_bytes(uint32_t hdr_bit)
+{
+	if (!hdr_bit || (hdr_bit & (hdr_bit - 1)) || hdr_bit >= (1u << IBA_HDR_COUNT))
+		return 0;
+	return eth_bytes[__builtin_ctz(hdr_bit)];
+}
+
+unsigned iba_hdrs_len(uint32_t hdrs)
+{
+	unsigned i, len = 0;
+
+	for (i = 0; i < IBA_HDR_COUNT; i++)
+		if (hdrs & (1u << i))
+			len += eth_bytes[i];
+	return len;
+}
+
+unsigned iba_eth_offset(uint8_t opcode, uint32_t hdr_bit)
+{
+	uint32_t hdrs = opcode_table[opcode].hdrs;
+	unsigned i, off = 0;
+
+	if (!hdr_bit || !(hdrs & hdr_bit) || (hdr_bit & (hdr_bit - 1)))
+		return IBA_ETH_NONE;
+	for (i = 0; i < IBA_HDR_COUNT; i++) {
+		uint32_t b = eth_wire_order[i];
+
+		if (b == hdr_bit)
+			return off;
+		if (hdrs & b)
+			off += eth_bytes[__builtin_ctz(b)];
+	}
+	return IBA_ETH_NONE;
+}

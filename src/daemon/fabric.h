@@ -11,6 +11,20 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+
+/* Limits of the parser (docs/topology.md). */
+#define SIB_FAB_MAX_NODES        4096
+#define SIB_FAB_MAX_NODE_PORTS   254       /* ports per node, 1..254 */
+#define SIB_FAB_MAX_TOTAL_PORTS  262144    /* sum over nodes of ports + 1 */
+#define SIB_FAB_MAX_LINE         4096      /* bytes per line, without EOL */
+#define SIB_FAB_MAX_FILE         (64u << 20)
+
+/* NodeInfo defaults when the file has no vendid=/devid= (docs/topology.md). */
+#define SIB_FAB_VENDOR_ID        0x5eed00  /* 24 bits; = the GUID prefix */
+#define SIB_FAB_CA_DEVICE_ID     0x0001
+#define SIB_FAB_SWITCH_DEVICE_ID 0x0002
+#define SIB_FAB_GUID_PREFIX      0x5eed000000000000ull
 
 /* IBA NodeInfo:NodeType (IBA 1.4 vol 1, 14.2.5.3). */
 enum sib_node_type {
@@ -72,5 +86,12 @@ void sib_fabric_assign_lids(struct sib_fabric *f);
 struct sib_fab_node *sib_fabric_find_guid(const struct sib_fabric *f, uint64_t node_guid);
 
 void sib_fabric_free(struct sib_fabric *f);
+
+/*
+ * Print the fabric in ibnetdiscover's format (nodes in fabric order, every
+ * link from both ends, current LIDs in the comments), such that parsing the
+ * output gives back the same fabric.  Returns 0, or -1 if the stream failed.
+ */
+int sib_fabric_write(const struct sib_fabric *f, FILE *out);
 
 #endif

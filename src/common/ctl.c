@@ -287,9 +287,12 @@ static void sleep_ms(long ms)
 		;
 }
 
-static bool exec_ok(const char *path)
+/* buf = dir + rel if that fits and is executable. */
+static bool exec_ok(char *buf, size_t len, const char *dir, const char *rel)
 {
-	return access(path, X_OK) == 0;
+	int n = snprintf(buf, len, "%s%s", dir, rel);
+
+	return n > 0 && (size_t)n < len && access(buf, X_OK) == 0;
 }
 
 /*
@@ -308,22 +311,16 @@ static void find_softibd(char *buf, size_t len)
 		snprintf(buf, len, "%s", env);
 		return;
 	}
-	obj[0] = '\0';
-	if (dladdr((void *)(uintptr_t)sib_ctl_open, &info) && info.dli_fname &&
-	    strchr(info.dli_fname, '/') && realpath(info.dli_fname, obj))
-		;
-	else if ((n = readlink("/proc/self/exe", obj, sizeof(obj) - 1)) > 0)
-		obj[n] = '\0';
-	else
-		obj[0] = '\0';
+	/* dladdr() names the main program by argv[0], which may lack a directory */
+	if (!dladdr((void *)(uintptr_t)sib_ctl_open, &info) || !info.dli_fname ||
+	    !strchr(info.dli_fname, '/') || !realpath(info.dli_fname, obj)) {
+		n = readlink("/proc/self/exe", obj, sizeof(obj) - 1);
+		obj[n > 0 ? n : 0] = '\0';
+	}
 	slash = strrchr(obj, '/');
 	if (slash) {
 		*slash = '\0';
-		snprintf(buf, len, "%s/../bin/softibd", obj);
-		if (exec_ok(buf))
-			return;
-		snprintf(buf, len, "%s/softibd", obj);
-		if (exec_ok(buf))
+		if (exec_ok(buf, len, obj, "/../bin/softibd") || exec_ok(buf, len, obj, "/softibd"))
 			return;
 	}
 	snprintf(buf, len, "softibd");

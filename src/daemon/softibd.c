@@ -603,6 +603,7 @@ int main(int argc, char **argv)
 		.lock_fd = -1, .listen_fd = -1, .ep_fd = -1, .sig_fd = -1, .shm_fd = -1,
 	};
 	int ready_fd = -1, ret;
+	char idle[32];
 
 	if (parse_options(argc, argv, &o, &d))
 		return 1;
@@ -624,13 +625,16 @@ int main(int argc, char **argv)
 		report_ready(ready_fd, ret);
 		return ret;
 	}
-	sibd_log("listening on %s: %u devices, topology %s, idle exit %s", d.sock_path,
-		 d.shm->num_devices, d.topology ? d.topology : "default",
-		 d.idle_ms < 0 ? "never" : "on");
 	if (o.daemon) {
-		daemon_stdio();
+		daemon_stdio(); /* from here on, the log is $SOFTIB_LOG or nothing */
 		report_ready(ready_fd, SETUP_OK);
 	}
+	if (d.idle_ms < 0)
+		snprintf(idle, sizeof(idle), "never");
+	else
+		snprintf(idle, sizeof(idle), "after %lld s", d.idle_ms / 1000);
+	sibd_log("listening on %s: %u devices, topology %s, idle exit %s", d.sock_path,
+		 d.shm->num_devices, d.topology ? d.topology : "default", idle);
 	ret = run(&d);
 	teardown(&d, true);
 	return ret;

@@ -1,0 +1,17 @@
+# SPDX-License-Identifier: MIT
+# softibd and the control socket helpers: test_ctl drives a real daemon
+# through src/common/ctl.c; daemon_cli runs the softibd and softib commands.
+if(TARGET softibd AND TARGET sib_common)
+  sib_unit_test(test_ctl
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ctl.c
+    LIBS sib_common)
+  target_include_directories(test_ctl PRIVATE ${IBVERBS_INCLUDE_DIR})
+  target_compile_definitions(test_ctl PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+  add_dependencies(test_ctl softibd)
+  if(TARGET softib)
+    add_test(NAME daemon_cli
+      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/daemon_cli.sh
+              $<TARGET_FILE:softibd> $<TARGET_FILE:softib>)
+    set_tests_properties(daemon_cli PROPERTIES TIMEOUT 60 LABELS integration)
+  endif()
+endif()

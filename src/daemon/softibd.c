@@ -285,6 +285,8 @@ static int client_mode(const struct options *o, const char *path)
  * Fork twice around setsid().  The first process waits (bounded) for one
  * byte on the readiness pipe, the daemon's verdict on startup, and exits
  * with it as its status.  Returns the pipe's write end in the daemon.
+ * fds above stdio inherited from whoever started us (an application that
+ * autostarted us) are closed first: a daemon must not keep their pipes open.
  */
 static int detach(void)
 {
@@ -293,6 +295,7 @@ static int detach(void)
 	pid_t pid;
 	char b;
 
+	close_range(3, ~0u, 0);
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		fprintf(stderr, "softibd: pipe: %s\n", strerror(errno));
 		exit(1);
@@ -572,6 +575,9 @@ static int run(struct sibd *d)
 		if (d->idle_ms >= 0 && d->nclients == 0) {
 			left = d->idle_since_ms + d->idle_ms - sibd_now_ms();
 			if (left <= 0) {
+				accept_clients(d); /* one that came in just now keeps us */
+				if (d->nclients)
+					continue;
 				sibd_log("no client for %lld s, exiting", d->idle_ms / 1000);
 				return 0;
 			}

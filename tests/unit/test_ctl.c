@@ -908,10 +908,11 @@ static void test_daemon_mode(void **state)
 
 static void test_autostart(void **state)
 {
-	char sock[160];
+	char sock[160], c;
+	struct pollfd pfd;
+	int fd, leak[2];
 	long long t0;
 	pid_t dpid;
-	int fd;
 
 	snprintf(sock, sizeof(sock), "%s/auto.sock", g.dir);
 	setenv("SOFTIB_SOCKET", sock, 1);
@@ -928,8 +929,14 @@ static void test_autostart(void **state)
 	unsetenv("SOFTIBD");
 
 	/* found next to this executable (build/bin), via dladdr() */
+	assert_int_equal(pipe(leak), 0); /* not CLOEXEC: the daemon must close it */
 	fd = sib_ctl_open(true);
 	assert_true(fd >= 0);
+	close(leak[1]);
+	pfd = (struct pollfd){ .fd = leak[0], .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, WAIT_MS), 1);
+	assert_int_equal(read(leak[0], &c, 1), 0); /* EOF: nobody else holds it */
+	close(leak[0]);
 	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	dpid = daemon_pid_of(fd);
 	track(dpid);

@@ -4,12 +4,8 @@
  * (status, stop).  Never starts a daemon: asking a stopped daemon for its
  * status must not start one.  Single-threaded; no state beyond one socket.
  */
-#include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "common/ctl.h"
 
@@ -31,28 +27,10 @@ static const char usage[] =
 "Exit status: 0 on success, 1 on errors or if softibd is not running,\n"
 "2 on usage errors.\n";
 
-static int connect_daemon(const char *path)
-{
-	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int fd;
-
-	fd = path ? sib_ctl_connect(path) : sib_ctl_open(false);
-	if (fd >= 0)
-		return fd;
-	if (!path && !sib_ctl_default_path(def, sizeof(def)))
-		path = def;
-	if (fd == -ENOENT || fd == -ECONNREFUSED)
-		fprintf(stderr, "softibd is not running (no daemon on %s)\n", path ? path : "?");
-	else
-		fprintf(stderr, "softib: connect %s: %s\n", path ? path : "?", strerror(-fd));
-	return -1;
-}
-
 int main(int argc, char **argv)
 {
 	const char *path = NULL, *cmd = NULL;
-	char *text;
-	int i, fd, ret;
+	int i;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -73,24 +51,7 @@ int main(int argc, char **argv)
 	if (!cmd || (strcmp(cmd, "status") && strcmp(cmd, "stop")))
 		goto bad_usage;
 
-	fd = connect_daemon(path);
-	if (fd < 0)
-		return 1;
-	if (!strcmp(cmd, "status")) {
-		ret = sib_ctl_status(fd, &text);
-		if (!ret) {
-			fputs(text, stdout);
-			free(text);
-		}
-	} else {
-		ret = sib_ctl_stop(fd);
-	}
-	close(fd);
-	if (ret) {
-		fprintf(stderr, "softib %s: %s\n", cmd, strerror(-ret));
-		return 1;
-	}
-	return 0;
+	return sib_ctl_tool(path, !strcmp(cmd, "stop"), "softib");
 
 bad_usage:
 	fputs("softib: expected a command: status or stop.  Try 'softib --help'.\n", stderr);

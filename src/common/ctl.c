@@ -45,6 +45,12 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_SHUTDOWN] = 0,
 };
 
+/* What connect() says when no daemon serves the path. */
+static bool nobody_listens(int err)
+{
+	return err == -ENOENT || err == -ECONNREFUSED;
+}
+
 int sib_ctl_default_path(char *buf, size_t len)
 {
 	const char *env = getenv("SOFTIB_SOCKET");
@@ -269,6 +275,44 @@ int sib_ctl_stop(int fd)
 	}
 }
 
+int sib_ctl_tool(const char *path, bool stop, const char *prog)
+{
+	char def[SUN_PATH_MAX], *text;
+	int fd, ret;
+
+	if (!path) {
+		ret = sib_ctl_default_path(def, sizeof(def));
+		if (ret) {
+			fprintf(stderr, "%s: socket path: %s\n", prog, strerror(-ret));
+			return 1;
+		}
+		path = def;
+	}
+	fd = sib_ctl_connect(path);
+	if (fd < 0) {
+		if (nobody_listens(fd))
+			fprintf(stderr, "softibd is not running (no daemon on %s)\n", path);
+		else
+			fprintf(stderr, "%s: connect %s: %s\n", prog, path, strerror(-fd));
+		return 1;
+	}
+	if (stop) {
+		ret = sib_ctl_stop(fd);
+	} else {
+		ret = sib_ctl_status(fd, &text);
+		if (!ret) {
+			fputs(text, stdout);
+			free(text);
+		}
+	}
+	close(fd);
+	if (ret) {
+		fprintf(stderr, "%s: %s: %s\n", prog, stop ? "stop" : "status", strerror(-ret));
+		return 1;
+	}
+	return 0;
+}
+
 /* ---- autostart ---------------------------------------------------------- */
 
 static long long now_ms(void)
@@ -374,11 +418,6 @@ static int spawn_softibd(const char *path, long long deadline)
 		}
 		sleep_ms(5);
 	}
-}
-
-static bool nobody_listens(int err)
-{
-	return err == -ENOENT || err == -ECONNREFUSED;
 }
 
 int sib_ctl_open(bool allow_autostart)

@@ -78,4 +78,12 @@ int sib_ctl_status(int fd, char **text);
  */
 int sib_ctl_stop(int fd);
 
+/*
+ * The body of `softib status|stop` and `softibd --status|--stop`: connect to
+ * path (NULL: the default socket; never autostarts), print the report on
+ * stdout or stop the daemon; errors on stderr prefixed with prog, and
+ * "softibd is not running" if nothing listens.  Returns an exit status, 0 or 1.
+ */
+int sib_ctl_tool(const char *path, bool stop, const char *prog);
+
 #endif

@@ -247,38 +247,6 @@ static int private_dir(const char *sock)
 	return 0;
 }
 
-/* ---- client mode (--status, --stop) ------------------------------------- */
-
-static int client_mode(const struct options *o, const char *path)
-{
-	char *text;
-	int fd, ret;
-
-	fd = sib_ctl_connect(path);
-	if (fd < 0) {
-		if (fd == -ENOENT || fd == -ECONNREFUSED)
-			fprintf(stderr, "softibd is not running (no daemon on %s)\n", path);
-		else
-			fprintf(stderr, "softibd: connect %s: %s\n", path, strerror(-fd));
-		return 1;
-	}
-	if (o->status) {
-		ret = sib_ctl_status(fd, &text);
-		if (!ret) {
-			fputs(text, stdout);
-			free(text);
-		}
-	} else {
-		ret = sib_ctl_stop(fd);
-	}
-	close(fd);
-	if (ret) {
-		fprintf(stderr, "softibd: %s: %s\n", o->status ? "status" : "stop", strerror(-ret));
-		return 1;
-	}
-	return 0;
-}
-
 /* ---- detaching ---------------------------------------------------------- */
 
 /*
@@ -616,7 +584,7 @@ int main(int argc, char **argv)
 	if (socket_path(&o, d.sock_path, sizeof(d.sock_path)))
 		return 1;
 	if (o.status || o.stop)
-		return client_mode(&o, d.sock_path);
+		return sib_ctl_tool(d.sock_path, o.stop, "softibd");
 	d.idle_ms = idle_ms(&o);
 
 	if (o.daemon)

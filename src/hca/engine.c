@@ -16,7 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "hca/hca.h"
+#include "hca/transport.h"
 
 #define SIB_RX_BATCH      64            /* packets per inbox pass */
 #define SIB_NAP_NS        1000000       /* engine nap while the app polls */
@@ -173,6 +173,40 @@ misrouted:
 	atomic_fetch_add_explicit(&ctx->inbox.hdr->dropped, 1, memory_order_relaxed);
 }
 
+/*
+ * Dead peer detection (softib, not IBA): the QP this RC QP is connected to
+ * no longer exists (its process died or destroyed it, and softibd freed the
+ * QPN).  A real requester only notices on its next send, by running out of
+ * retries; a QP that only waits for receives would wait forever.  softib
+ * gives the peer the time those retries would take, timeout * (retry_cnt +
+ * 1), then moves the QP to ERR: outstanding sends fail with RETRY_EXC_ERR,
+ * receives are flushed.  docs/transport.md.
+ */
+static bool peer_gone(const struct sib_qp *qp)
+{
+	return qp->dest_qpn >= SIB_MAX_QPN ||
+	       atomic_load_explicit(&sib_fabric->qp_owner[qp->dest_qpn], memory_order_acquire) !=
+	       qp->dest.owner;
+}
+
+static void peer_gone_timer(struct sib_qp *qp, uint64_t now)
+{
+	uint64_t wait = sib_ack_timeout_ns(qp->timeout) * (qp->retry_cnt + 1u);
+
+	if (!qp->timeout)
+		return; /* infinite ACK timeout: wait forever, as asked */
+	if (!qp->peer_gone_deadline) {
+		qp->peer_gone_deadline = now + wait;
+		return;
+	}
+	if (now < qp->peer_gone_deadline)
+		return;
+	qp->peer_gone_deadline = 0;
+	if (qp->sq_tail != qp->sq_next || qp->req_offset)
+		qp->sq[qp->sq_tail & (qp->sq_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
+	sib_qp_enter_error(qp);
+}
+
 /* One pass over everything.  Returns true if it did any work. */
 static bool run_once(struct sib_context *ctx)
 {
@@ -195,6 +229,11 @@ static bool run_once(struct sib_context *ctx)
 		if (qp->state < IBV_QPS_RTR)
 			continue;
 		sib_resp_run(qp);
+		if (qp->dest.owner && peer_gone(qp)) {
+			if (!now)
+				now = sib_now_ns();
+			peer_gone_timer(qp, now);
+		}
 		if (qp->retry_deadline || qp->rnr_deadline) {
 			if (!now)
 				now = sib_now_ns();
@@ -205,6 +244,8 @@ static bool run_once(struct sib_context *ctx)
 			next = qp->retry_deadline;
 		if (qp->rnr_deadline && (!next || qp->rnr_deadline < next))
 			next = qp->rnr_deadline;
+		if (qp->peer_gone_deadline && (!next || qp->peer_gone_deadline < next))
+			next = qp->peer_gone_deadline;
 	}
 	ctx->next_deadline = next;
 	return did;

@@ -214,6 +214,7 @@ struct sib_qp {
 	uint32_t rd_res_head, rd_res_tail; /* ring of max_dest_rd_atomic (+1) */
 	uint32_t rd_res_size;
 
+	uint64_t peer_gone_deadline;   /* connected peer QP vanished: ERR at this time */
 	bool flush_pending;            /* entered ERR: flush both queues */
 	bool error_event_sent;
 	bool sqd_event_pending;

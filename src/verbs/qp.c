@@ -298,7 +298,9 @@ static void qp_reset(struct sib_qp *qp)
 	qp->resp_nak_seq_sent = qp->ack_pending = false;
 	qp->rd_res_head = qp->rd_res_tail = 0;
 	qp->flush_pending = qp->error_event_sent = qp->sqd_event_pending = false;
+	qp->peer_gone_deadline = 0;
 	memset(&qp->dest, 0, sizeof(qp->dest));
+	qp->peer_gone_deadline = 0;
 }
 
 static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum ibv_qp_state next)
@@ -316,6 +318,7 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 	if (mask & IBV_QP_AV) {
 		qp->ah = a->ah_attr;
 		memset(&qp->dest, 0, sizeof(qp->dest));
+		qp->peer_gone_deadline = 0;
 	}
 	if (mask & IBV_QP_ALT_PATH)
 		qp->alt_ah = a->alt_ah_attr;
@@ -344,6 +347,7 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 	if (mask & IBV_QP_DEST_QPN) {
 		qp->dest_qpn = a->dest_qp_num;
 		memset(&qp->dest, 0, sizeof(qp->dest));
+		qp->peer_gone_deadline = 0;
 	}
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		qp->en_sqd_async_notify = a->en_sqd_async_notify;

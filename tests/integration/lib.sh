@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: MIT
+# Helpers for the integration tests: a private softibd per test (own socket
+# in a temp dir, stopped by PID on exit), free TCP ports on loopback, and
+# bounded waits.  Sourced by the test scripts; never waits without a limit.
+#
+# Environment from CTest: SIB_BIN (build/bin), SIB_LIB (build/lib),
+# SIB_SANITIZE (ON/OFF).
+
+set -u
+SIB_TMP=$(mktemp -d /tmp/softib-test.XXXXXX)
+SIB_PIDS=()
+export SOFTIB_SOCKET=$SIB_TMP/softib.sock
+export SOFTIB_NO_AUTOSTART=1
+export LD_LIBRARY_PATH=$SIB_LIB
+
+# Unmodified clients load an ASan-built libibverbs only if the runtime
+# comes first.  Their own leaks are not ours to report.
+if [ "${SIB_SANITIZE:-OFF}" = ON ]; then
+	SIB_PRELOAD=$(gcc -print-file-name=libasan.so)
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+else
+	SIB_PRELOAD=
+fi
+
+sib_cleanup() {
+	for p in "${SIB_PIDS[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${SIB_PIDS[@]}"; do
+		for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$p" 2>/dev/null
+	done
+	rm -rf "$SIB_TMP"
+}
+trap sib_cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+
+# Run an unmodified client against the build.
+client() {
+	LD_PRELOAD=$SIB_PRELOAD "$@"
+}
+
+# wait_until SECONDS COMMAND...: poll every 50 ms.
+wait_until() {
+	local limit=$(($1 * 20)); shift
+	for _ in $(seq "$limit"); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+start_daemon() {
+	"$SIB_BIN/softibd" --foreground --socket "$SOFTIB_SOCKET" "$@" >"$SIB_TMP/softibd.log" 2>&1 &
+	SIB_DAEMON_PID=$!
+	SIB_PIDS+=("$SIB_DAEMON_PID")
+	wait_until 10 test -S "$SOFTIB_SOCKET" || fail "softibd did not start: $(cat "$SIB_TMP/softibd.log")"
+}
+
+status() {
+	"$SIB_BIN/softib" status
+}
+
+# A TCP port on 127.0.0.1 that nothing listens on.
+free_port() {
+	local p
+	for _ in $(seq 100); do
+		p=$((20000 + RANDOM % 40000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}

@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: MIT
+# Integration tests of the drop-in libibverbs: unmodified Debian
+# ibverbs-utils binaries run through softib with LD_LIBRARY_PATH.
+if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
+  find_program(IBV_RC_PINGPONG ibv_rc_pingpong REQUIRED)
+  if(SOFTIB_SANITIZE)
+    set(sib_san ON)
+  else()
+    set(sib_san OFF)
+  endif()
+  set(SIB_ITEST_ENV
+    SIB_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}
+    SIB_LIB=${CMAKE_LIBRARY_OUTPUT_DIRECTORY}
+    SIB_SANITIZE=${sib_san})
+
+  function(sib_itest name script)
+    add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/${script} ${ARGN})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 180 LABELS integration
+      ENVIRONMENT "${SIB_ITEST_ENV}")
+  endfunction()
+
+  sib_itest(verbs_ibv_devices ibv_devices.sh)
+  sib_itest(verbs_no_daemon no_daemon.sh)
+  foreach(size 1 4096 65536 1048576)
+    sib_itest(verbs_rc_pingpong_s${size} rc_pingpong.sh -s ${size})
+    sib_itest(verbs_rc_pingpong_s${size}_events rc_pingpong.sh -s ${size} -e)
+  endforeach()
+  sib_itest(verbs_rc_pingpong_gid rc_pingpong.sh -g 0)
+  sib_itest(verbs_rc_pingpong_mtu4096 rc_pingpong.sh -s 65536 -m 4096)
+  sib_itest(verbs_rc_pingpong_new_send_api rc_pingpong.sh -N)
+  sib_itest(verbs_kill_server kill_server.sh)
+endif()

@@ -7,7 +7,7 @@
  */
 #include <endian.h>
 #include <string.h>
-#include <zlib.h>
+#include <isa-l/crc.h>
 
 #include "iba/iba.h"
 #include "iba/vcrc_table.h"
@@ -16,9 +16,14 @@
  * RoCEv2 ICRCs start with (the register value 0xDEBB20E3, complemented). */
 #define ICRC_FF8_SEED 0x2144df1cu
 
+/*
+ * The standard reflected CRC-32 (zlib's crc32(), same seed and chaining
+ * convention) from Intel ISA-L, which folds with PCLMULQDQ: about 12x
+ * zlib 1.2.13 on 4 KiB payloads (docs/iba.md).
+ */
 static uint32_t crc32_sz(uint32_t crc, const uint8_t *p, size_t len)
 {
-	return (uint32_t)crc32_z(crc, p, len);
+	return crc32_gzip_refl(crc, p, len);
 }
 
 /*

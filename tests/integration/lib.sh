@@ -61,6 +61,11 @@ start_daemon() {
 	wait_until 10 test -S "$SOFTIB_SOCKET" || fail "softibd did not start: $(cat "$SIB_TMP/softibd.log")"
 }
 
+# True while PID runs (a zombie waiting for its reaper does not count).
+alive() {
+	[ -r "/proc/$1/stat" ] && ! grep -Eq '^[0-9]+ \(.*\) Z ' "/proc/$1/stat"
+}
+
 status() {
 	"$SIB_BIN/softib" status
 }

@@ -16,5 +16,5 @@ pid=$("$SIB_BIN/softib" status | sed -n 's/^softibd pid=\([0-9]*\).*/\1/p')
 [ -n "$pid" ] || fail "no status from the autostarted daemon"
 SIB_PIDS+=("$pid")
 # It exits by itself once idle.
-wait_until 15 sh -c "! kill -0 $pid 2>/dev/null" || fail "autostarted softibd did not exit when idle"
+wait_until 15 eval "! alive $pid" || fail "autostarted softibd did not exit when idle"
 echo PASS

@@ -1,0 +1,26 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The main job on the embedded default fabric: unmodified ibv_devices,
+# ibv_devinfo and ibv_rc_pingpong (server on softib0, client on softib1)
+# run through softib.  softibd is started on demand by the verbs library on
+# a private socket and stopped at the end.  Usage: tools/demo.sh [BUILD_DIR]
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+tmp=$(mktemp -d /tmp/softib-demo.XXXXXX)
+export SOFTIB_SOCKET=$tmp/softib.sock
+export LD_LIBRARY_PATH=$build/lib
+trap '"$build/bin/softib" stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+
+echo "== ibv_devices"
+ibv_devices
+echo "== ibv_devinfo -d softib0"
+ibv_devinfo -d softib0
+echo "== ibv_rc_pingpong -s 65536 -m 4096 -n 1000: server on softib0, client on softib1"
+port=$((20000 + RANDOM % 40000))
+ibv_rc_pingpong -d softib0 -s 65536 -m 4096 -n 1000 -p "$port" >"$tmp/server.out" 2>&1 &
+server=$!
+sleep 0.5
+ibv_rc_pingpong -d softib1 -s 65536 -m 4096 -n 1000 -p "$port" 127.0.0.1
+wait "$server"
+echo "== softib status (after both programs exited)"
+"$build/bin/softib" status

@@ -19,7 +19,7 @@
 #include "hca/transport.h"
 
 #define SIB_RX_BATCH      64            /* packets per inbox pass */
-#define SIB_NAP_NS        1000000       /* engine nap while the app polls */
+#define SIB_NAP_NS        10000000      /* engine nap while the app polls */
 
 uint64_t sib_now_ns(void)
 {

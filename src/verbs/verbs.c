@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -76,6 +77,15 @@ int sib_context_init(struct sib_context *ctx)
 void sib_context_fini(struct sib_context *ctx)
 {
 	sib_engine_stop(ctx);
+	if (getenv("SOFTIB_STATS"))
+		fprintf(stderr,
+			"softib %s: rx_bad_packets=%llu rx_misrouted=%llu tx_no_dest=%llu tx_ring_full=%llu "
+			"inbox_dropped=%llu inbox_full=%llu\n",
+			ctx->dev->ibv.name, (unsigned long long)ctx->rx_bad_packets,
+			(unsigned long long)ctx->rx_misrouted, (unsigned long long)ctx->tx_no_dest,
+			(unsigned long long)ctx->tx_ring_full,
+			(unsigned long long)atomic_load(&ctx->inbox.hdr->dropped),
+			(unsigned long long)atomic_load(&ctx->inbox.hdr->full_count));
 	close(ctx->vctx.context.async_fd);
 	close(ctx->async_wfd);
 	for (unsigned int i = 0; i < 256; i++)

@@ -1,0 +1,42 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# softib against the machine: unmodified ibv_rc_pingpong through softib at
+# 64 B and 64 KiB (path MTU 4096, server on softib0, client on softib1, one
+# host), and single-thread memcpy bandwidth at 64 KiB, side by side.
+# Each ping-pong runs RUNS times (default 3) and the median run is shown:
+# on a small shared VM single runs vary with the host's scheduling.
+# Usage: bench/pingpong.sh [BUILD_DIR] [ITERS] [RUNS]
+set -euo pipefail
+build=$(cd "${1:-build}" && pwd)
+iters=${2:-20000}
+runs=${3:-3}
+tmp=$(mktemp -d /tmp/softib-bench.XXXXXX)
+export SOFTIB_SOCKET=$tmp/softib.sock SOFTIB_NO_AUTOSTART=1
+export LD_LIBRARY_PATH=$build/lib
+"$build/bin/softibd" --foreground --socket "$SOFTIB_SOCKET" >"$tmp/softibd.log" 2>&1 &
+daemon=$!
+trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$tmp"' EXIT
+for _ in $(seq 100); do [ -S "$SOFTIB_SOCKET" ] && break; sleep 0.05; done
+
+pingpong() { # SIZE -> "Mbit/s usec/iter"
+	local port=$((20000 + RANDOM % 40000))
+	ibv_rc_pingpong -d softib0 -s "$1" -m 4096 -n "$iters" -p "$port" >"$tmp/server.out" 2>&1 &
+	local server=$!
+	sleep 0.3
+	ibv_rc_pingpong -d softib1 -s "$1" -m 4096 -n "$iters" -p "$port" 127.0.0.1 >"$tmp/client.out"
+	wait "$server"
+	awk '/Mbit\/sec/ {mb=$(NF-1)} /usec\/iter/ {us=$(NF-1)} END {print mb, us}' "$tmp/client.out"
+}
+
+median() { # SIZE -> the median (by usec/iter) of $runs runs
+	for _ in $(seq "$runs"); do pingpong "$1"; done | sort -k2 -g | sed -n "$(((runs + 1) / 2))p"
+}
+
+read -r small_mb small_us < <(median 64)
+read -r big_mb big_us < <(median 65536)
+copy_mb=$("$build/bin/memcpy_bw" 65536 1 | awk '{print $(NF-1)}')
+
+printf '%-44s %14s %12s\n' "what ($(nproc) cores, $iters iterations, median of $runs)" "Mbit/s" "usec/iter"
+printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 64 (softib0 <-> softib1)" "$small_mb" "$small_us"
+printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 65536" "$big_mb" "$big_us"
+printf '%-44s %14s %12s\n' "memcpy 64 KiB, one thread" "$copy_mb" "-"

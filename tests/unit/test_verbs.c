@@ -1,0 +1,879 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The drop-in libibverbs against a private softibd: verbs misuse gets
+ * rdma-core's errno, and the RC transport's success and error paths
+ * (SEND/WRITE/READ, inline, unsignaled, REM_ACCESS, LOC_PROT, RNR, retry
+ * exceeded, flush, completion channel, backpressure), malformed packets
+ * dropped and counted, and no CPU used by idle contexts.  One process
+ * holds both ends (softib0 and softib1); packets still cross the inboxes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <infiniband/verbs.h>
+
+#include "common/ctl.h"
+#include "common/sib_ctl.h"
+#include "common/sib_shm.h"
+#include "hca/ring.h"
+#include "iba/iba.h"
+
+#define BUF_SIZE (4u << 20)
+
+static char tmpdir[64] = "/tmp/softib-verbs.XXXXXX";
+static pid_t daemon_pid;
+
+struct end {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	uint16_t lid;
+};
+
+struct pair {
+	struct end e[2];
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Poll one completion, failing the test after timeout_ms. */
+static void poll_one(struct ibv_cq *cq, struct ibv_wc *wc, unsigned int timeout_ms)
+{
+	uint64_t end = now_ms() + timeout_ms;
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0) {
+		if (now_ms() > end)
+			fail_msg("no completion within %u ms", timeout_ms);
+	}
+	assert_int_equal(n, 1);
+}
+
+static void expect_no_completion(struct ibv_cq *cq, unsigned int ms)
+{
+	struct ibv_wc wc;
+	uint64_t end = now_ms() + ms;
+
+	while (now_ms() < end)
+		assert_int_equal(ibv_poll_cq(cq, 1, &wc), 0);
+}
+
+static struct ibv_device *find_device(const char *name)
+{
+	static struct ibv_device **list;
+	int n;
+
+	if (!list)
+		list = ibv_get_device_list(&n);
+	assert_non_null(list);
+	for (int i = 0; list[i]; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			return list[i];
+	fail_msg("device %s not found", name);
+	return NULL;
+}
+
+static void end_open(struct end *e, const char *dev, int sq_sig_all, int qp_access)
+{
+	struct ibv_port_attr pa;
+	struct ibv_qp_init_attr ia = {
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4, .max_recv_sge = 4,
+			 .max_inline_data = 256 },
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = sq_sig_all,
+	};
+	(void)qp_access;
+
+	e->ctx = ibv_open_device(find_device(dev));
+	assert_non_null(e->ctx);
+	e->pd = ibv_alloc_pd(e->ctx);
+	assert_non_null(e->pd);
+	e->cq = ibv_create_cq(e->ctx, 256, NULL, NULL, 0);
+	assert_non_null(e->cq);
+	e->buf = aligned_alloc(4096, BUF_SIZE);
+	assert_non_null(e->buf);
+	memset(e->buf, 0, BUF_SIZE);
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	assert_non_null(e->mr);
+	ia.send_cq = ia.recv_cq = e->cq;
+	e->qp = ibv_create_qp(e->pd, &ia);
+	assert_non_null(e->qp);
+	assert_int_equal(ibv_query_port(e->ctx, 1, &pa), 0);
+	e->lid = pa.lid;
+}
+
+struct conn_opts {
+	enum ibv_mtu mtu;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	int access;
+	uint32_t force_dest_qpn; /* 0: the real peer */
+};
+
+static const struct conn_opts default_opts = {
+	.mtu = IBV_MTU_1024, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1,
+	.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+};
+
+static void qp_connect(struct end *self, const struct end *peer, const struct conn_opts *o)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.pkey_index = 0,
+		.port_num = 1,
+		.qp_access_flags = o->access,
+	};
+
+	assert_int_equal(ibv_modify_qp(self->qp, &a,
+				       IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = o->mtu;
+	a.dest_qp_num = o->force_dest_qpn ? o->force_dest_qpn : peer->qp->qp_num;
+	a.rq_psn = 0x123456;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = o->min_rnr_timer;
+	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.port_num = 1;
+	assert_int_equal(ibv_modify_qp(self->qp, &a,
+				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = o->timeout;
+	a.retry_cnt = o->retry_cnt;
+	a.rnr_retry = o->rnr_retry;
+	a.sq_psn = 0x123456;
+	a.max_rd_atomic = 4;
+	assert_int_equal(ibv_modify_qp(self->qp, &a,
+				       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+				       IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+}
+
+static void pair_open(struct pair *p, int sq_sig_all, const struct conn_opts *oa, const struct conn_opts *ob)
+{
+	end_open(&p->e[0], "softib0", sq_sig_all, 0);
+	end_open(&p->e[1], "softib1", sq_sig_all, 0);
+	qp_connect(&p->e[0], &p->e[1], oa ? oa : &default_opts);
+	qp_connect(&p->e[1], &p->e[0], ob ? ob : &default_opts);
+}
+
+static void end_close(struct end *e)
+{
+	assert_int_equal(ibv_destroy_qp(e->qp), 0);
+	assert_int_equal(ibv_dereg_mr(e->mr), 0);
+	assert_int_equal(ibv_destroy_cq(e->cq), 0);
+	assert_int_equal(ibv_dealloc_pd(e->pd), 0);
+	assert_int_equal(ibv_close_device(e->ctx), 0);
+	free(e->buf);
+}
+
+static void pair_close(struct pair *p)
+{
+	end_close(&p->e[0]);
+	end_close(&p->e[1]);
+}
+
+static void post_recv(struct end *e, uint64_t wr_id, uint32_t off, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)e->buf + off, .length = len, .lkey = e->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	assert_int_equal(ibv_post_recv(e->qp, &wr, &bad), 0);
+}
+
+static int post_send(struct end *e, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge *sge, int nsge,
+		     int flags, uint64_t raddr, uint32_t rkey, uint32_t imm)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = sge, .num_sge = nsge, .opcode = op, .send_flags = flags,
+		.imm_data = htobe32(imm),
+	}, *bad = NULL;
+	int rc;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	rc = ibv_post_send(e->qp, &wr, &bad);
+	if (rc)
+		assert_ptr_equal(bad, &wr);
+	return rc;
+}
+
+static enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	assert_int_equal(ibv_query_qp(qp, &a, IBV_QP_STATE, &ia), 0);
+	return a.qp_state;
+}
+
+/* ---- verbs misuse: rdma-core's errno ---- */
+
+static void test_misuse_errno(void **state)
+{
+	struct end e;
+	struct ibv_qp_attr a = { 0 };
+	struct ibv_qp_init_attr ia = { 0 };
+	struct ibv_port_attr pa;
+	union ibv_gid gid;
+	struct ibv_mr *mr;
+	struct ibv_sge sge;
+	uint8_t buf[64];
+
+	end_open(&e, "softib0", 1, 0);
+
+	/* reg_mr: remote write or atomic needs local write (ib_check_mr_access). */
+	errno = 0;
+	assert_null(ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_WRITE));
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_ATOMIC));
+	assert_int_equal(errno, EINVAL);
+	mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_REMOTE_READ);
+	assert_non_null(mr);
+	assert_int_equal(mr->lkey, mr->rkey);
+
+	/* PD and CQ in use. */
+	assert_int_equal(ibv_dealloc_pd(e.pd), EBUSY);
+	assert_int_equal(ibv_destroy_cq(e.cq), EBUSY);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+
+	/* Illegal transitions and masks: EINVAL, QP unchanged. */
+	a.qp_state = IBV_QPS_RTR;
+	assert_int_equal(ibv_modify_qp(e.qp, &a, IBV_QP_STATE), EINVAL);
+	assert_int_equal(qp_state(e.qp), IBV_QPS_RESET);
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	assert_int_equal(ibv_modify_qp(e.qp, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), EINVAL);
+	assert_int_equal(ibv_modify_qp(e.qp, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS |
+				       IBV_QP_PKEY_INDEX | IBV_QP_AV), EINVAL);
+	a.port_num = 9;
+	assert_int_equal(ibv_modify_qp(e.qp, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS |
+				       IBV_QP_PKEY_INDEX), EINVAL);
+	assert_int_equal(qp_state(e.qp), IBV_QPS_RESET);
+	a.port_num = 1;
+	assert_int_equal(ibv_modify_qp(e.qp, &a, IBV_QP_STATE | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS |
+				       IBV_QP_PKEY_INDEX), 0);
+	assert_int_equal(qp_state(e.qp), IBV_QPS_INIT);
+	a.qp_state = IBV_QPS_RTS;
+	assert_int_equal(ibv_modify_qp(e.qp, &a, IBV_QP_STATE), EINVAL);
+
+	/* Posting a send before RTS: EINVAL with *bad_wr set. */
+	sge.addr = (uintptr_t)e.buf;
+	sge.length = 8;
+	sge.lkey = e.mr->lkey;
+	assert_int_equal(post_send(&e, IBV_WR_SEND, 1, &sge, 1, IBV_SEND_SIGNALED, 0, 0, 0), EINVAL);
+
+	/* Bad QP capabilities; unsupported types. */
+	ia.send_cq = ia.recv_cq = e.cq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 1;
+	ia.cap.max_send_sge = 1000;
+	errno = 0;
+	assert_null(ibv_create_qp(e.pd, &ia));
+	assert_int_equal(errno, EINVAL);
+	ia.cap.max_send_sge = 1;
+	ia.send_cq = NULL;
+	errno = 0;
+	assert_null(ibv_create_qp(e.pd, &ia));
+	assert_int_equal(errno, EINVAL);
+
+	/* Queries out of range. */
+	assert_int_equal(ibv_query_port(e.ctx, 2, &pa), EINVAL);
+	assert_int_equal(ibv_query_gid(e.ctx, 1, 5, &gid), -1);
+	assert_int_equal(ibv_query_gid(e.ctx, 1, 0, &gid), 0);
+	assert_int_equal(gid.raw[0], 0xfe);
+	assert_int_equal(gid.raw[1], 0x80);
+	errno = 0;
+	assert_null(ibv_create_cq(e.ctx, 0, NULL, NULL, 0));
+	assert_int_equal(errno, EINVAL);
+	end_close(&e);
+}
+
+/* ---- data movement ---- */
+
+static void test_send_recv_multi_sge_imm(void **state)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge sge[3];
+	uint32_t len = 10000; /* 10 packets at MTU 1024 */
+
+	pair_open(&p, 0, NULL, NULL);
+	for (uint32_t i = 0; i < len; i++)
+		p.e[0].buf[i] = (uint8_t)(i * 7);
+	post_recv(&p.e[1], 77, 100000, 20000);
+	sge[0] = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 3000, p.e[0].mr->lkey };
+	sge[1] = (struct ibv_sge){ (uintptr_t)p.e[0].buf + 3000, 1, p.e[0].mr->lkey };
+	sge[2] = (struct ibv_sge){ (uintptr_t)p.e[0].buf + 3001, len - 3001, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND_WITH_IMM, 5, sge, 3, IBV_SEND_SIGNALED, 0, 0, 0xabcd), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 5);
+	assert_int_equal(wc.opcode, IBV_WC_SEND);
+	poll_one(p.e[1].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 77);
+	assert_int_equal(wc.opcode, IBV_WC_RECV);
+	assert_int_equal(wc.byte_len, len);
+	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
+	assert_int_equal(be32toh(wc.imm_data), 0xabcd);
+	assert_int_equal(wc.qp_num, p.e[1].qp->qp_num);
+	assert_int_equal(wc.src_qp, p.e[0].qp->qp_num);
+	assert_int_equal(wc.slid, p.e[0].lid);
+	assert_memory_equal(p.e[1].buf + 100000, p.e[0].buf, len);
+	pair_close(&p);
+}
+
+static void test_inline_unsignaled(void **state)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	char msg[64];
+
+	pair_open(&p, 0, NULL, NULL);
+	for (int i = 0; i < 8; i++)
+		post_recv(&p.e[1], 100 + i, (uint32_t)i * 64, 64);
+	for (int i = 0; i < 8; i++) {
+		snprintf(msg, sizeof(msg), "inline message %d", i);
+		sge = (struct ibv_sge){ (uintptr_t)msg, (uint32_t)strlen(msg) + 1, 0 /* ignored */ };
+		assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, (uint64_t)i, &sge, 1,
+					   IBV_SEND_INLINE | (i == 7 ? IBV_SEND_SIGNALED : 0), 0, 0, 0), 0);
+		memset(msg, 0, sizeof(msg)); /* inline: the data was copied at post time */
+	}
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 7); /* the unsignaled ones left no completion */
+	for (int i = 0; i < 8; i++) {
+		poll_one(p.e[1].cq, &wc, 5000);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 100 + (uint64_t)i);
+		snprintf(msg, sizeof(msg), "inline message %d", i);
+		assert_string_equal((char *)p.e[1].buf + i * 64, msg);
+	}
+	expect_no_completion(p.e[0].cq, 20);
+	pair_close(&p);
+}
+
+static void test_rdma_write_read(void **state)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	uint32_t len = 300000;
+
+	pair_open(&p, 1, NULL, NULL);
+	for (uint32_t i = 0; i < len; i++)
+		p.e[0].buf[i] = (uint8_t)(i ^ (i >> 8));
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, len, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_WRITE, 1, &sge, 1, 0,
+				   (uintptr_t)p.e[1].buf + 4096, p.e[1].mr->rkey, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RDMA_WRITE);
+	assert_memory_equal(p.e[1].buf + 4096, p.e[0].buf, len);
+	expect_no_completion(p.e[1].cq, 10); /* a plain WRITE consumes no receive */
+
+	/* READ it back into another place. */
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf + 1000000, len, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_READ, 2, &sge, 1, 0,
+				   (uintptr_t)p.e[1].buf + 4096, p.e[1].mr->rkey, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RDMA_READ);
+	assert_int_equal(wc.byte_len, len);
+	assert_memory_equal(p.e[0].buf + 1000000, p.e[0].buf, len);
+
+	/* WRITE_WITH_IMM consumes a receive and reports the length. */
+	post_recv(&p.e[1], 9, 0, 0);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 5000, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_WRITE_WITH_IMM, 3, &sge, 1, 0,
+				   (uintptr_t)p.e[1].buf + 2000000, p.e[1].mr->rkey, 42), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	poll_one(p.e[1].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	assert_int_equal(wc.wr_id, 9);
+	assert_int_equal(wc.byte_len, 5000);
+	assert_int_equal(be32toh(wc.imm_data), 42);
+	assert_memory_equal(p.e[1].buf + 2000000, p.e[0].buf, 5000);
+	pair_close(&p);
+}
+
+/* Many packets in flight: the peer inbox (1024 slots) fills and drains. */
+static void test_backpressure_large(void **state)
+{
+	struct conn_opts o = default_opts;
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	uint32_t len = 3u << 20; /* 12288 packets at MTU 256 */
+
+	o.mtu = IBV_MTU_256;
+	pair_open(&p, 1, &o, &o);
+	for (uint32_t i = 0; i < len; i++)
+		p.e[0].buf[i] = (uint8_t)(i * 13 + 1);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, len, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_WRITE, 1, &sge, 1, 0,
+				   (uintptr_t)p.e[1].buf, p.e[1].mr->rkey, 0), 0);
+	poll_one(p.e[0].cq, &wc, 20000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_memory_equal(p.e[1].buf, p.e[0].buf, len);
+	memset(p.e[0].buf, 0, len);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, len, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_READ, 2, &sge, 1, 0,
+				   (uintptr_t)p.e[1].buf, p.e[1].mr->rkey, 0), 0);
+	poll_one(p.e[0].cq, &wc, 20000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_memory_equal(p.e[1].buf, p.e[0].buf, len);
+	pair_close(&p);
+}
+
+/* ---- error paths ---- */
+
+static void test_remote_access_error(void **state)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+
+	pair_open(&p, 1, NULL, NULL);
+	post_recv(&p.e[1], 50, 0, 64);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
+	/* Out of the MR's bounds. */
+	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_WRITE, 1, &sge, 1, 0,
+				   (uintptr_t)p.e[1].buf + BUF_SIZE - 32, p.e[1].mr->rkey, 0), 0);
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(qp_state(p.e[0].qp), IBV_QPS_ERR);
+	/* The responder moved to ERR too and flushed its receive. */
+	poll_one(p.e[1].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 50);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(qp_state(p.e[1].qp), IBV_QPS_ERR);
+	pair_close(&p);
+
+	/* A bad R_Key, and a READ from an MR without REMOTE_READ. */
+	pair_open(&p, 1, NULL, NULL);
+	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_WRITE, 3, &sge, 1, 0,
+				   (uintptr_t)p.e[1].buf, p.e[1].mr->rkey ^ 0x100, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	pair_close(&p);
+
+	pair_open(&p, 1, NULL, NULL);
+	struct ibv_mr *ro = ibv_reg_mr(p.e[1].pd, p.e[1].buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(ro);
+	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_READ, 4, &sge, 1, 0,
+				   (uintptr_t)p.e[1].buf, ro->rkey, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(ibv_dereg_mr(ro), 0);
+	pair_close(&p);
+}
+
+static void test_local_protection_error(void **state)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+
+	pair_open(&p, 1, NULL, NULL);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey + 1 };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 1, &sge, 1, 0, 0, 0, 0), 0);
+	sge.lkey = p.e[0].mr->lkey;
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	assert_int_equal(qp_state(p.e[0].qp), IBV_QPS_ERR);
+	/* Posting in ERR is allowed and completes with a flush. */
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 3, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	pair_close(&p);
+}
+
+static void test_rnr(void **state)
+{
+	struct conn_opts o = default_opts;
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+
+	/* No receive posted, rnr_retry 2: RNR retry exceeded. */
+	o.rnr_retry = 2;
+	pair_open(&p, 1, &o, NULL);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 1, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_RNR_RETRY_EXC_ERR);
+	pair_close(&p);
+
+	/* rnr_retry 7 retries forever: a receive posted later is used. */
+	pair_open(&p, 1, NULL, NULL);
+	memcpy(p.e[0].buf, "late receive", 13);
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &sge, 1, 0, 0, 0, 0), 0);
+	expect_no_completion(p.e[0].cq, 30);
+	post_recv(&p.e[1], 8, 0, 64);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	poll_one(p.e[1].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_string_equal((char *)p.e[1].buf, "late receive");
+	pair_close(&p);
+}
+
+static void test_retry_exceeded(void **state)
+{
+	struct conn_opts o = default_opts;
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	uint64_t t0;
+
+	/* Connected to a QPN nobody owns: every packet is lost. */
+	o.force_dest_qpn = SIB_MAX_QPN - 7;
+	o.timeout = 8;    /* 1 ms */
+	o.retry_cnt = 3;
+	pair_open(&p, 1, &o, NULL);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
+	t0 = now_ms();
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 1, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+	assert_true(now_ms() - t0 >= 3); /* (retry_cnt + 1) timeouts of ~1 ms */
+	assert_int_equal(qp_state(p.e[0].qp), IBV_QPS_ERR);
+	pair_close(&p);
+}
+
+static void test_flush_on_error_and_reset(void **state)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	pair_open(&p, 1, NULL, NULL);
+	for (int i = 0; i < 5; i++)
+		post_recv(&p.e[1], 200 + (uint64_t)i, 0, 64);
+	assert_int_equal(ibv_modify_qp(p.e[1].qp, &a, IBV_QP_STATE), 0);
+	for (int i = 0; i < 5; i++) {
+		poll_one(p.e[1].cq, &wc, 5000);
+		assert_int_equal(wc.wr_id, 200 + (uint64_t)i);
+		assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	}
+	/* RESET empties the queues without completions. */
+	a.qp_state = IBV_QPS_RESET;
+	post_recv(&p.e[0], 300, 0, 64);
+	assert_int_equal(ibv_modify_qp(p.e[0].qp, &a, IBV_QP_STATE), 0);
+	expect_no_completion(p.e[0].cq, 10);
+	assert_int_equal(qp_state(p.e[0].qp), IBV_QPS_RESET);
+	pair_close(&p);
+}
+
+static void test_completion_channel(void **state)
+{
+	struct pair p;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq, *ev_cq;
+	void *ev_ctx;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	struct pollfd pfd;
+
+	pair_open(&p, 1, NULL, NULL);
+	ch = ibv_create_comp_channel(p.e[1].ctx);
+	assert_non_null(ch);
+	cq = ibv_create_cq(p.e[1].ctx, 16, (void *)0x1234, ch, 0);
+	assert_non_null(cq);
+	assert_int_equal(ibv_destroy_comp_channel(ch), EBUSY);
+	assert_int_equal(ibv_req_notify_cq(cq, 0), 0);
+	fcntl(ch->fd, F_SETFL, O_NONBLOCK);
+	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), -1);
+	assert_int_equal(errno, EAGAIN);
+
+	/* A second QP on softib1 whose receive CQ is the channel's CQ. */
+	struct ibv_qp_init_attr ia = {
+		.send_cq = p.e[1].cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct end e2 = p.e[1];
+	e2.qp = ibv_create_qp(p.e[1].pd, &ia);
+	assert_non_null(e2.qp);
+	struct ibv_qp *orig = p.e[0].qp;
+	struct ibv_qp_init_attr ia0 = {
+		.send_cq = p.e[0].cq, .recv_cq = p.e[0].cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct end e0 = p.e[0];
+	e0.qp = ibv_create_qp(p.e[0].pd, &ia0);
+	assert_non_null(e0.qp);
+	qp_connect(&e0, &e2, &default_opts);
+	qp_connect(&e2, &e0, &default_opts);
+	post_recv(&e2, 61, 0, 64);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&e0, IBV_WR_SEND, 60, &sge, 1, IBV_SEND_SIGNALED, 0, 0, 0), 0);
+
+	pfd.fd = ch->fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	assert_ptr_equal(ev_cq, cq);
+	assert_ptr_equal(ev_ctx, (void *)0x1234);
+	ibv_ack_cq_events(ev_cq, 1);
+	poll_one(cq, &wc, 1000);
+	assert_int_equal(wc.wr_id, 61);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 60);
+
+	assert_int_equal(ibv_destroy_qp(e0.qp), 0);
+	assert_int_equal(ibv_destroy_qp(e2.qp), 0);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+	(void)orig;
+	pair_close(&p);
+}
+
+/* ---- malformed and misrouted packets: dropped, counted, nothing lost ---- */
+
+static void test_malformed_packets(void **state)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
+	struct sib_fabric_shm *fab;
+	struct sib_ring ring;
+	int fd, mfd, ifd;
+	uint64_t w, dropped0;
+
+	pair_open(&p, 1, NULL, NULL);
+	fd = sib_ctl_open(false);
+	assert_true(fd >= 0);
+	m.u.hello.abi_version = SIB_ABI_VERSION;
+	m.u.hello.pid = getpid();
+	assert_int_equal(sib_ctl_call(fd, &m, &mfd), 0);
+	assert_int_equal(m.hdr.status, 0);
+	fab = mmap(NULL, m.u.hello.fabric_size, PROT_READ, MAP_SHARED, mfd, 0);
+	assert_true(fab != MAP_FAILED);
+	close(mfd);
+	w = atomic_load(&fab->qp_owner[p.e[1].qp->qp_num]);
+	assert_true(w & SIB_QPO_VALID);
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_GET_INBOX;
+	m.u.get_inbox.inbox = SIB_QPO_INBOX(w);
+	m.u.get_inbox.inbox_gen = SIB_QPO_GEN(w);
+	assert_int_equal(sib_ctl_call(fd, &m, &ifd), 0);
+	assert_int_equal(m.hdr.status, 0);
+	void *base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ifd, 0);
+	assert_true(base != MAP_FAILED);
+	close(ifd);
+	sib_ring_attach(&ring, base);
+	dropped0 = atomic_load(&ring.hdr->dropped);
+
+	/* A valid SEND_ONLY to softib1's QP, built by hand, then broken copies. */
+	struct iba_pkt h = { 0 };
+	uint8_t good[256];
+	size_t hl, len;
+
+	h.lrh.lnh = IBA_LNH_LOCAL;
+	h.lrh.dlid = p.e[1].lid;
+	h.lrh.slid = p.e[0].lid;
+	h.bth.opcode = IBA_OPC_SEND_ONLY;
+	h.bth.pkey = 0xffff;
+	h.bth.dqpn = p.e[1].qp->qp_num;
+	h.bth.psn = 0x654321; /* far from the expected PSN: would be NAKed if it were valid */
+	hl = iba_build_headers(good, &h);
+	memcpy(good + hl, "hello", 5);
+	len = iba_finish(good, hl, 5, 0);
+	good[len] = good[len + 1] = 0;
+	len += 2;
+
+	struct { const char *what; size_t len; void (*mangle)(uint8_t *); } cases[] = {
+		{ "truncated", 10, NULL },
+		{ "bad ICRC", len, NULL },
+		{ "random bytes", len, NULL },
+		{ "oversized length", SIB_SLOT_DATA_BYTES + 100, NULL },
+	};
+	int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
+	for (int i = 0; i < ncases; i++) {
+		uint64_t ticket = 0;
+		struct sib_ring_slot *s = sib_ring_reserve(&ring, &ticket);
+
+		assert_non_null(s);
+		memcpy(s->data, good, len);
+		if (i == 1)
+			s->data[hl + 1] ^= 0x40;              /* payload bit: ICRC no longer matches */
+		if (i == 2)
+			for (size_t j = 0; j < len; j++)
+				s->data[j] = (uint8_t)rand();
+		if (sib_ring_publish(&ring, s, ticket, (uint32_t)cases[i].len, 0))
+			sib_ring_wake(&ring);
+	}
+	/* Valid packets, but misrouted: wrong DLID, unknown QPN. */
+	for (int i = 0; i < 2; i++) {
+		uint64_t ticket = 0;
+		struct sib_ring_slot *s = sib_ring_reserve(&ring, &ticket);
+
+		assert_non_null(s);
+		h.lrh.dlid = i == 0 ? p.e[0].lid : p.e[1].lid;
+		h.bth.dqpn = i == 0 ? p.e[1].qp->qp_num : 0xabcdef;
+		hl = iba_build_headers(s->data, &h);
+		memcpy(s->data + hl, "hello", 5);
+		size_t l = iba_finish(s->data, hl, 5, 0);
+		s->data[l] = s->data[l + 1] = 0;
+		if (sib_ring_publish(&ring, s, ticket, (uint32_t)l + 2, 0))
+			sib_ring_wake(&ring);
+	}
+	/* All dropped and counted; the QP still works. */
+	uint64_t end = now_ms() + 5000;
+	while (atomic_load(&ring.hdr->dropped) < dropped0 + (uint64_t)ncases + 2) {
+		struct ibv_wc tmp;
+
+		ibv_poll_cq(p.e[1].cq, 1, &tmp);
+		if (now_ms() > end)
+			fail_msg("dropped %llu, want %llu",
+				 (unsigned long long)(atomic_load(&ring.hdr->dropped) - dropped0),
+				 (unsigned long long)ncases + 2);
+	}
+	post_recv(&p.e[1], 1, 0, 64);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	poll_one(p.e[1].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(qp_state(p.e[1].qp), IBV_QPS_RTS);
+
+	munmap(base, SIB_INBOX_BYTES);
+	munmap(fab, m.u.hello.fabric_size);
+	close(fd);
+	pair_close(&p);
+}
+
+/* Idle contexts with connected QPs sleep: no measurable CPU. */
+static void test_idle_uses_no_cpu(void **state)
+{
+	struct pair p;
+	struct timespec t0, t1;
+	struct timespec nap = { .tv_sec = 0, .tv_nsec = 500 * 1000 * 1000 };
+	double used;
+
+	pair_open(&p, 1, NULL, NULL);
+	post_recv(&p.e[0], 1, 0, 64);
+	post_recv(&p.e[1], 1, 0, 64);
+	nanosleep(&(struct timespec){ .tv_nsec = 50 * 1000 * 1000 }, NULL);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+	nanosleep(&nap, NULL);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+	used = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+	/* Two engine threads spinning would use ~1 s of CPU here. */
+	if (used > 0.05)
+		fail_msg("idle contexts used %.3f s of CPU in 0.5 s", used);
+	pair_close(&p);
+}
+
+/* ---- setup: a private softibd ---- */
+
+static int start_daemon(void **state)
+{
+	char sock[128];
+
+	assert_non_null(mkdtemp(tmpdir));
+	snprintf(sock, sizeof(sock), "%s/softib.sock", tmpdir);
+	setenv("SOFTIB_SOCKET", sock, 1);
+	setenv("SOFTIB_NO_AUTOSTART", "1", 1);
+	daemon_pid = fork();
+	if (daemon_pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		dup2(null, 2);
+		execl(SOFTIBD_PATH, "softibd", "--foreground", "--socket", sock, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 200; i++) {
+		struct stat st;
+
+		if (stat(sock, &st) == 0)
+			return 0;
+		usleep(25000);
+	}
+	return -1;
+}
+
+static int stop_daemon(void **state)
+{
+	char sock[128];
+	int st;
+
+	if (daemon_pid > 0) {
+		kill(daemon_pid, SIGTERM);
+		for (int i = 0; i < 100 && waitpid(daemon_pid, &st, WNOHANG) == 0; i++)
+			usleep(50000);
+		kill(daemon_pid, SIGKILL);
+		waitpid(daemon_pid, &st, 0);
+	}
+	snprintf(sock, sizeof(sock), "%s/softib.sock", tmpdir);
+	unlink(sock);
+	strcat(sock, ".lock");
+	unlink(sock);
+	rmdir(tmpdir);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_misuse_errno),
+		cmocka_unit_test(test_send_recv_multi_sge_imm),
+		cmocka_unit_test(test_inline_unsignaled),
+		cmocka_unit_test(test_rdma_write_read),
+		cmocka_unit_test(test_backpressure_large),
+		cmocka_unit_test(test_remote_access_error),
+		cmocka_unit_test(test_local_protection_error),
+		cmocka_unit_test(test_rnr),
+		cmocka_unit_test(test_retry_exceeded),
+		cmocka_unit_test(test_flush_on_error_and_reset),
+		cmocka_unit_test(test_completion_channel),
+		cmocka_unit_test(test_malformed_packets),
+		cmocka_unit_test(test_idle_uses_no_cpu),
+	};
+
+	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);
+}

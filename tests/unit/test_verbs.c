@@ -486,6 +486,7 @@ static void test_remote_access_error(void **state)
 
 	/* A bad R_Key, and a READ from an MR without REMOTE_READ. */
 	pair_open(&p, 1, NULL, NULL);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
 	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_WRITE, 3, &sge, 1, 0,
 				   (uintptr_t)p.e[1].buf, p.e[1].mr->rkey ^ 0x100, 0), 0);
 	poll_one(p.e[0].cq, &wc, 5000);
@@ -493,6 +494,7 @@ static void test_remote_access_error(void **state)
 	pair_close(&p);
 
 	pair_open(&p, 1, NULL, NULL);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
 	struct ibv_mr *ro = ibv_reg_mr(p.e[1].pd, p.e[1].buf, 4096, IBV_ACCESS_LOCAL_WRITE);
 	assert_non_null(ro);
 	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_READ, 4, &sge, 1, 0,
@@ -547,6 +549,7 @@ static void test_rnr(void **state)
 
 	/* rnr_retry 7 retries forever: a receive posted later is used. */
 	pair_open(&p, 1, NULL, NULL);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
 	memcpy(p.e[0].buf, "late receive", 13);
 	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &sge, 1, 0, 0, 0, 0), 0);
 	expect_no_completion(p.e[0].cq, 30);
@@ -689,7 +692,9 @@ static void test_malformed_packets(void **state)
 	m.u.hello.pid = getpid();
 	assert_int_equal(sib_ctl_call(fd, &m, &mfd), 0);
 	assert_int_equal(m.hdr.status, 0);
-	fab = mmap(NULL, m.u.hello.fabric_size, PROT_READ, MAP_SHARED, mfd, 0);
+	size_t fab_size = m.u.hello.fabric_size;
+
+	fab = mmap(NULL, fab_size, PROT_READ, MAP_SHARED, mfd, 0);
 	assert_true(fab != MAP_FAILED);
 	close(mfd);
 	w = atomic_load(&fab->qp_owner[p.e[1].qp->qp_num]);
@@ -781,7 +786,7 @@ static void test_malformed_packets(void **state)
 	assert_int_equal(qp_state(p.e[1].qp), IBV_QPS_RTS);
 
 	munmap(base, SIB_INBOX_BYTES);
-	munmap(fab, m.u.hello.fabric_size);
+	munmap(fab, fab_size);
 	close(fd);
 	pair_close(&p);
 }

@@ -158,6 +158,7 @@ void sib_comp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 		progress_made(qp);
 		break;
 	case IBA_AETH_RNR_NAK:
+		qp->ctx->rnr_naks++;
 		ack_upto(qp, iba_psn_add(psn, IBA_PSN_MASK));
 		update_comp_psn(qp, iba_psn_add(psn, IBA_PSN_MASK));
 		if (qp->rnr_left == 0) {
@@ -174,6 +175,7 @@ void sib_comp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 		ack_upto(qp, iba_psn_add(psn, IBA_PSN_MASK));
 		update_comp_psn(qp, iba_psn_add(psn, IBA_PSN_MASK));
 		if ((syn & IBA_AETH_VALUE_MASK) == IBA_NAK_PSN_SEQ) {
+			qp->ctx->seq_naks++;
 			if (qp->retry_left == 0) {
 				fail_oldest(qp, IBV_WC_RETRY_EXC_ERR);
 				break;
@@ -201,6 +203,7 @@ void sib_comp_timers(struct sib_qp *qp, uint64_t now)
 	qp->retry_deadline = 0;
 	if (!sq_outstanding(qp))
 		return;
+	qp->ctx->ack_timeouts++;
 	if (qp->retry_left == 0) {
 		fail_oldest(qp, IBV_WC_RETRY_EXC_ERR);
 		return;

@@ -10,9 +10,9 @@
  * not polling (DESIGN principle 3).  A kick that finds the lock taken sets
  * `armed`, and the holder runs once more, so no wakeup is lost (STYLE 6.9).
  */
-#include <linux/futex.h>
+#include <errno.h>
+#include <signal.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -87,6 +87,7 @@ struct sib_ring_slot *sib_tx_begin(struct sib_qp *qp, struct iba_pkt *h, struct 
 		*full = true;
 		return NULL;
 	}
+	atomic_store_explicit(&s->producer_pid, qp->ctx->pid, memory_order_relaxed);
 	memset(h, 0, sizeof(*h));
 	h->lrh.sl = qp->ah.sl;
 	h->lrh.dlid = qp->ah.dlid;
@@ -207,6 +208,41 @@ static void peer_gone_timer(struct sib_qp *qp, uint64_t now)
 	sib_qp_enter_error(qp);
 }
 
+#define SIB_STALL_NS 100000000ull /* 100 ms */
+
+/*
+ * The oldest inbox slot is reserved but unpublished.  After SIB_STALL_NS,
+ * if the producer that reserved it no longer exists, skip the slot: the
+ * packet was lost with its sender, and the ring must not stay wedged.  A
+ * producer that is merely slow (or whose PID is not known yet) is waited for.
+ */
+static void check_stall(struct sib_context *ctx, uint64_t *now)
+{
+	struct sib_ring_slot *s = sib_ring_stalled(&ctx->inbox);
+	uint64_t head = atomic_load_explicit(&ctx->inbox.hdr->head, memory_order_relaxed);
+	int32_t pid;
+
+	if (!s) {
+		ctx->stall_since = 0;
+		return;
+	}
+	if (!*now)
+		*now = sib_now_ns();
+	if (!ctx->stall_since || ctx->stall_head != head) {
+		ctx->stall_head = head;
+		ctx->stall_since = *now;
+		return;
+	}
+	if (*now - ctx->stall_since < SIB_STALL_NS)
+		return;
+	pid = atomic_load_explicit(&s->producer_pid, memory_order_relaxed);
+	if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
+		return;
+	sib_ring_release(&ctx->inbox, s);
+	ctx->rx_skipped_slots++;
+	ctx->stall_since = 0;
+}
+
 /* One pass over everything.  Returns true if it did any work. */
 static bool run_once(struct sib_context *ctx)
 {
@@ -219,6 +255,11 @@ static bool run_once(struct sib_context *ctx)
 		sib_ring_release(&ctx->inbox, s);
 		did = true;
 	}
+	/* A dead producer's slot: checked by the engine thread on every pass
+	 * and by pollers now and then (it touches the producers' cache line). */
+	if (!did && (ctx->stall_since || (++ctx->empty_passes & 1023) == 0 ||
+		     pthread_equal(pthread_self(), ctx->engine)))
+		check_stall(ctx, &now);
 	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx) {
 		if (qp->state == IBV_QPS_ERR) {
 			if (qp->sq_tail != atomic_load_explicit(&qp->sq_head, memory_order_acquire) ||
@@ -247,6 +288,8 @@ static bool run_once(struct sib_context *ctx)
 		if (qp->peer_gone_deadline && (!next || qp->peer_gone_deadline < next))
 			next = qp->peer_gone_deadline;
 	}
+	if (ctx->stall_since && (!next || ctx->stall_since + SIB_STALL_NS < next))
+		next = ctx->stall_since + SIB_STALL_NS;
 	ctx->next_deadline = next;
 	return did;
 }
@@ -272,28 +315,24 @@ void sib_progress(struct sib_context *ctx)
 
 /* ---- the engine thread ---- */
 
-static void nap(struct sib_context *ctx, int64_t ns)
-{
-	uint32_t seq = atomic_load_explicit(&ctx->inbox.hdr->wake_seq, memory_order_acquire);
-	struct timespec ts = { .tv_sec = ns / 1000000000, .tv_nsec = ns % 1000000000 };
-
-	syscall(SYS_futex, (uint32_t *)&ctx->inbox.hdr->wake_seq, FUTEX_WAIT, seq, &ts, NULL, 0);
-}
-
 static void *engine_main(void *arg)
 {
 	struct sib_context *ctx = arg;
 	uint64_t seen = atomic_load(&ctx->poll_count);
 
-	while (!atomic_load(&ctx->stop)) {
+	for (;;) {
+		/* Taken before every check below: a wake after it is not lost. */
+		uint32_t seq = sib_ring_wake_seq(&ctx->inbox);
 		uint64_t polls = atomic_load_explicit(&ctx->poll_count, memory_order_relaxed);
 
+		if (atomic_load(&ctx->stop))
+			break;
 		if (polls != seen && !atomic_load(&ctx->app_blocked)) {
 			/* The application polls and so drives progress itself.
 			 * Stay off the progress lock: on a busy machine a
 			 * preempted engine holding it would stall the poller. */
 			seen = polls;
-			nap(ctx, SIB_NAP_NS);
+			sib_ring_nap(&ctx->inbox, seq, SIB_NAP_NS);
 			continue;
 		}
 		sib_progress(ctx);
@@ -310,7 +349,7 @@ static void *engine_main(void *arg)
 		}
 		if (atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != seen)
 			continue;
-		sib_ring_wait(&ctx->inbox, timeout);
+		sib_ring_wait(&ctx->inbox, seq, timeout);
 	}
 	return NULL;
 }

@@ -249,8 +249,14 @@ struct sib_context {
 	uint64_t next_deadline;        /* earliest timer, 0 = none */
 	bool vcrc;                     /* compute/check VCRC on the shm link */
 
+	int32_t pid;                   /* getpid() at open: producers tag slots with it */
+	uint32_t empty_passes;         /* inbox found empty, for the stall check */
+	uint64_t stall_head;           /* inbox position seen stalled ... */
+	uint64_t stall_since;          /* ... since then (ns), 0 = not stalled */
+
 	/* counters (dropped and counted, never crash) */
-	uint64_t rx_bad_packets, rx_misrouted, tx_no_dest, tx_ring_full;
+	uint64_t rx_bad_packets, rx_misrouted, tx_no_dest, tx_ring_full, rx_skipped_slots;
+	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
 };
 
 static inline struct sib_context *to_sctx(struct ibv_context *c)

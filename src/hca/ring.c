@@ -22,19 +22,27 @@ void sib_ring_wake(struct sib_ring *r)
 	futex(&r->hdr->wake_seq, FUTEX_WAKE, 1, NULL);
 }
 
-void sib_ring_wait(struct sib_ring *r, int64_t timeout_ns)
+static void wait_seq(struct sib_ring *r, uint32_t seq, int64_t timeout_ns)
 {
-	uint32_t seq = atomic_load_explicit(&r->hdr->wake_seq, memory_order_seq_cst);
 	struct timespec ts, *tsp = NULL;
 
-	atomic_store_explicit(&r->hdr->sleeping, 1, memory_order_seq_cst);
-	if (!sib_ring_peek(r)) {
-		if (timeout_ns >= 0) {
-			ts.tv_sec = timeout_ns / 1000000000;
-			ts.tv_nsec = timeout_ns % 1000000000;
-			tsp = &ts;
-		}
-		futex(&r->hdr->wake_seq, FUTEX_WAIT, seq, tsp);
+	if (timeout_ns >= 0) {
+		ts.tv_sec = timeout_ns / 1000000000;
+		ts.tv_nsec = timeout_ns % 1000000000;
+		tsp = &ts;
 	}
+	futex(&r->hdr->wake_seq, FUTEX_WAIT, seq, tsp);
+}
+
+void sib_ring_wait(struct sib_ring *r, uint32_t seq, int64_t timeout_ns)
+{
+	atomic_store_explicit(&r->hdr->sleeping, 1, memory_order_seq_cst);
+	if (!sib_ring_peek(r))
+		wait_seq(r, seq, timeout_ns);
 	atomic_store_explicit(&r->hdr->sleeping, 0, memory_order_relaxed);
+}
+
+void sib_ring_nap(struct sib_ring *r, uint32_t seq, int64_t timeout_ns)
+{
+	wait_seq(r, seq, timeout_ns);
 }

@@ -17,6 +17,10 @@
  *    progress lock.
  *  - `sleeping`/`wake_seq` let the consumer sleep on a futex; producers wake
  *    it only when it announced sleep, so busy peers make no system call.
+ *  - A producer writes its PID into the slot right after reserving it.  A
+ *    producer killed before it publishes leaves the slot unpublished; the
+ *    consumer skips such a slot once its producer is known to be gone
+ *    (engine.c), so a peer's death never wedges the ring.
  */
 #ifndef SIB_RING_H
 #define SIB_RING_H
@@ -47,7 +51,8 @@ struct sib_ring_slot {
 	uint32_t len;                  /* packet bytes in data[] */
 	uint32_t flags;                /* SIB_SLOT_F_* */
 	uint32_t src_inbox;            /* producer's inbox, for traces */
-	uint8_t pad[SIB_SLOT_HDR_BYTES - 16];
+	_Atomic int32_t producer_pid;  /* set right after reserve, 0 once released */
+	uint8_t pad[SIB_SLOT_HDR_BYTES - 20];
 	uint8_t data[SIB_SLOT_DATA_BYTES];
 };
 
@@ -132,18 +137,45 @@ static inline void sib_ring_release(struct sib_ring *r, struct sib_ring_slot *s)
 	uint64_t h = atomic_load_explicit(&r->hdr->head, memory_order_relaxed);
 
 	atomic_store_explicit(&r->hdr->head, h + 1, memory_order_relaxed);
+	atomic_store_explicit(&s->producer_pid, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->turn, (uint32_t)(2 * (h / SIB_INBOX_SLOTS + 1)),
 			      memory_order_release);
+}
+
+/*
+ * Consumer: the oldest slot was reserved by a producer that has not
+ * published it (yet).  Returns that slot, or NULL if the ring is simply
+ * empty or its oldest slot is full.
+ */
+static inline struct sib_ring_slot *sib_ring_stalled(struct sib_ring *r)
+{
+	uint64_t h = atomic_load_explicit(&r->hdr->head, memory_order_relaxed);
+
+	if (atomic_load_explicit(&r->hdr->tail, memory_order_relaxed) == h || sib_ring_peek(r))
+		return NULL;
+	return &r->slots[h % SIB_INBOX_SLOTS];
 }
 
 /* Wake a consumer that sleeps in sib_ring_wait (futex, shared mapping). */
 void sib_ring_wake(struct sib_ring *r);
 
+/* Snapshot of the wake sequence: take it before checking whatever the
+ * caller waits for, and pass it to sib_ring_wait/sib_ring_nap. */
+static inline uint32_t sib_ring_wake_seq(struct sib_ring *r)
+{
+	return atomic_load_explicit(&r->hdr->wake_seq, memory_order_seq_cst);
+}
+
 /*
- * Consumer: sleep until a producer publishes, someone calls sib_ring_wake,
- * or timeout_ns passes (< 0: no timeout).  Announces the sleep so that
- * producers wake it, re-checks the ring first so no wakeup is lost.
+ * Consumer: sleep until a producer publishes, someone calls sib_ring_wake
+ * (after the `seq` snapshot was taken: no wakeup is lost), or timeout_ns
+ * passes (< 0: no timeout).  Announces the sleep so that producers wake it,
+ * and re-checks the ring after announcing.
  */
-void sib_ring_wait(struct sib_ring *r, int64_t timeout_ns);
+void sib_ring_wait(struct sib_ring *r, uint32_t seq, int64_t timeout_ns);
+
+/* Like sib_ring_wait, but producers are not asked to wake us: only
+ * sib_ring_wake or the timeout end it. */
+void sib_ring_nap(struct sib_ring *r, uint32_t seq, int64_t timeout_ns);
 
 #endif

@@ -59,6 +59,7 @@ int sib_context_init(struct sib_context *ctx)
 	pthread_mutex_init(&ctx->progress_lock, NULL);
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 	ctx->mr_next = 1;
+	ctx->pid = getpid();
 
 	if (pipe2(pfd, O_CLOEXEC))
 		return errno;
@@ -80,12 +81,15 @@ void sib_context_fini(struct sib_context *ctx)
 	if (getenv("SOFTIB_STATS"))
 		fprintf(stderr,
 			"softib %s: rx_bad_packets=%llu rx_misrouted=%llu tx_no_dest=%llu tx_ring_full=%llu "
-			"inbox_dropped=%llu inbox_full=%llu\n",
+			"rx_skipped_slots=%llu inbox_dropped=%llu inbox_full=%llu "
+			"ack_timeouts=%llu rnr_naks=%llu seq_naks=%llu\n",
 			ctx->dev->ibv.name, (unsigned long long)ctx->rx_bad_packets,
 			(unsigned long long)ctx->rx_misrouted, (unsigned long long)ctx->tx_no_dest,
-			(unsigned long long)ctx->tx_ring_full,
+			(unsigned long long)ctx->tx_ring_full, (unsigned long long)ctx->rx_skipped_slots,
 			(unsigned long long)atomic_load(&ctx->inbox.hdr->dropped),
-			(unsigned long long)atomic_load(&ctx->inbox.hdr->full_count));
+			(unsigned long long)atomic_load(&ctx->inbox.hdr->full_count),
+			(unsigned long long)ctx->ack_timeouts, (unsigned long long)ctx->rnr_naks,
+			(unsigned long long)ctx->seq_naks);
 	close(ctx->vctx.context.async_fd);
 	close(ctx->async_wfd);
 	for (unsigned int i = 0; i < 256; i++)

@@ -765,6 +765,19 @@ static void test_malformed_packets(void **state)
 		if (sib_ring_publish(&ring, s, ticket, (uint32_t)l + 2, 0))
 			sib_ring_wake(&ring);
 	}
+	/* A producer that dies between reserving a slot and publishing it:
+	 * the consumer skips the slot once that process is gone. */
+	pid_t dead = fork();
+
+	if (dead == 0)
+		_exit(0);
+	waitpid(dead, NULL, 0);
+	uint64_t stuck_ticket = 0;
+	struct sib_ring_slot *stuck = sib_ring_reserve(&ring, &stuck_ticket);
+
+	assert_non_null(stuck);
+	atomic_store(&stuck->producer_pid, dead);
+
 	/* All dropped and counted; the QP still works. */
 	uint64_t end = now_ms() + 5000;
 	while (atomic_load(&ring.hdr->dropped) < dropped0 + (uint64_t)ncases + 2) {
@@ -784,6 +797,7 @@ static void test_malformed_packets(void **state)
 	poll_one(p.e[1].cq, &wc, 5000);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(qp_state(p.e[1].qp), IBV_QPS_RTS);
+	assert_int_equal(atomic_load(&stuck->turn), 2 * (stuck_ticket / SIB_INBOX_SLOTS + 1));
 
 	munmap(base, SIB_INBOX_BYTES);
 	munmap(fab, fab_size);

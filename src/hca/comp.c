@@ -65,6 +65,9 @@ static void ack_upto(struct sib_qp *qp, uint32_t psn)
 {
 	struct sib_swqe *w;
 
+	if (iba_psn_diff(psn, qp->acked_psn) > 0)
+		qp->acked_psn = psn;
+
 	while ((w = sq_oldest(qp)) && w->state == SIB_SWQE_SENT && w->opcode != IBV_WR_RDMA_READ &&
 	       iba_psn_diff(iba_psn_add(w->first_psn, w->npsn - 1), psn) <= 0)
 		sib_sq_complete(qp, IBV_WC_SUCCESS);
@@ -89,7 +92,9 @@ static void progress_made(struct sib_qp *qp)
 	qp->retry_left = qp->retry_cnt;
 	qp->rnr_left = qp->rnr_retry;
 	qp->retry_deadline = 0;
-	if (sq_outstanding(qp) && qp->timeout)
+	/* Only PSNs on the wire need the ACK timer: a message held back by a
+	 * full peer inbox is not late. */
+	if (qp->comp_psn != qp->req_psn && qp->timeout)
 		qp->retry_deadline = sib_now_ns() + sib_ack_timeout_ns(qp->timeout);
 }
 
@@ -121,6 +126,12 @@ static void read_response(struct sib_qp *qp, const struct iba_pkt *pkt)
 		fail_oldest(qp, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
+	/* The sink MR may have been deregistered since the WQE started. */
+	if (sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
+			  IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS) {
+		fail_oldest(qp, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
 	sib_sge_copy_in(w->sge, w->num_sge, off, pkt->payload, pkt->paylen);
 	qp->read_rcvd++;
 	qp->comp_psn = iba_psn_add(psn, 1);
@@ -129,7 +140,9 @@ static void read_response(struct sib_qp *qp, const struct iba_pkt *pkt)
 		if (qp->reads_outstanding)
 			qp->reads_outstanding--;
 		sib_sq_complete(qp, IBV_WC_SUCCESS);
-		update_comp_psn(qp, psn);
+		/* ACKs for requests after the READ may have come first. */
+		ack_upto(qp, qp->acked_psn);
+		update_comp_psn(qp, iba_psn_diff(qp->acked_psn, psn) > 0 ? qp->acked_psn : psn);
 	}
 	progress_made(qp);
 }
@@ -244,8 +257,24 @@ void sib_qp_flush(struct sib_qp *qp)
 		__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
 	}
 	qp->resp_in_send = qp->resp_in_write = false;
-	qp->ack_pending = false;
+	/* A fatal NAK not yet on the wire is still owed (engine.c retries it). */
+	if (qp->ack_pending && (qp->ack_syndrome & IBA_AETH_TYPE_MASK) != IBA_AETH_NAK)
+		qp->ack_pending = false;
 	qp->rd_res_head = qp->rd_res_tail = 0;
+	qp->local_err = false;
+}
+
+void sib_comp_local_error(struct sib_qp *qp)
+{
+	/* Earlier WQEs complete first, in order (IBA 10.8.3.3). */
+	if (qp->local_err && qp->sq_tail == qp->local_err_idx)
+		sib_qp_enter_error(qp);
+}
+
+void sib_qp_async_event(struct sib_qp *qp, enum ibv_event_type type)
+{
+	atomic_fetch_add(&qp->events_reported, 1);
+	sib_async_event(qp->ctx, type, &qp->ibv.qp_base);
 }
 
 void sib_qp_enter_error(struct sib_qp *qp)

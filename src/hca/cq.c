@@ -20,15 +20,20 @@ void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited)
 
 		cq->overflow = true;
 		pthread_spin_unlock(&cq->lock);
-		if (first)
+		if (first) {
+			atomic_fetch_add(&cq->async_reported, 1);
 			sib_async_event(to_sctx(cq->ibv.context), IBV_EVENT_CQ_ERR, &cq->ibv);
+		}
 		return;
 	}
 	cq->wc[cq->tail & (cq->size - 1)] = *wc;
 	cq->tail++;
 	pthread_spin_unlock(&cq->lock);
 
-	armed = atomic_load_explicit(&cq->armed, memory_order_acquire);
+	/* Pairs with req_notify_cq's store: either we see the arm, or the
+	 * application's next poll sees this completion. */
+	atomic_thread_fence(memory_order_seq_cst);
+	armed = atomic_load_explicit(&cq->armed, memory_order_seq_cst);
 	if (!armed || !ch)
 		return;
 	/* Solicited-only arming fires on solicited completions and errors. */

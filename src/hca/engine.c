@@ -20,6 +20,7 @@
 
 #define SIB_RX_BATCH      64            /* packets per inbox pass */
 #define SIB_NAP_NS        10000000      /* engine nap while the app polls */
+#define SIB_TX_RETRY_NS   50000         /* retry a send blocked on a full inbox */
 
 uint64_t sib_now_ns(void)
 {
@@ -84,6 +85,7 @@ struct sib_ring_slot *sib_tx_begin(struct sib_qp *qp, struct iba_pkt *h, struct 
 	s = sib_ring_reserve(*ring, ticket);
 	if (!s) {
 		qp->ctx->tx_ring_full++;
+		qp->ctx->tx_blocked = true;
 		*full = true;
 		return NULL;
 	}
@@ -145,9 +147,12 @@ static void rx_packet(struct sib_context *ctx, struct sib_ring_slot *s)
 	struct sib_qp *qp;
 	uint16_t lm;
 
+	/* The slot is shared with an untrusted producer: read its length once. */
+	uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+
 	if (s->flags & SIB_SLOT_F_VCRC)
 		flags |= IBA_CHECK_VCRC;
-	if (s->len > SIB_SLOT_DATA_BYTES || iba_decode(s->data, s->len, flags, &pkt) != IBA_OK)
+	if (len > SIB_SLOT_DATA_BYTES || iba_decode(s->data, len, flags, &pkt) != IBA_OK)
 		goto bad;
 	/* Routed to one of our ports? */
 	lm = pkt.lrh.dlid < SIB_UNICAST_LIDS ?
@@ -260,8 +265,11 @@ static bool run_once(struct sib_context *ctx)
 	if (!did && (ctx->stall_since || (++ctx->empty_passes & 1023) == 0 ||
 		     pthread_equal(pthread_self(), ctx->engine)))
 		check_stall(ctx, &now);
+	ctx->tx_blocked = false;
 	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx) {
 		if (qp->state == IBV_QPS_ERR) {
+			if (qp->ack_pending) /* a fatal NAK still owed to the requester */
+				sib_resp_send_ack(qp, qp->ack_syndrome, qp->ack_psn);
 			if (qp->sq_tail != atomic_load_explicit(&qp->sq_head, memory_order_acquire) ||
 			    qp->rq_tail != atomic_load_explicit(&qp->rq_head, memory_order_acquire))
 				sib_qp_flush(qp);
@@ -281,6 +289,13 @@ static bool run_once(struct sib_context *ctx)
 			sib_comp_timers(qp, now);
 		}
 		sib_req_run(qp);
+		sib_comp_local_error(qp);
+		if (qp->state == IBV_QPS_SQD && qp->sqd_event_pending &&
+		    qp->sq_tail == qp->sq_next && !qp->req_offset) {
+			/* IBA 10.3.1: the send queue is drained. */
+			qp->sqd_event_pending = false;
+			sib_qp_async_event(qp, IBV_EVENT_SQ_DRAINED);
+		}
 		if (qp->retry_deadline && (!next || qp->retry_deadline < next))
 			next = qp->retry_deadline;
 		if (qp->rnr_deadline && (!next || qp->rnr_deadline < next))
@@ -290,30 +305,37 @@ static bool run_once(struct sib_context *ctx)
 	}
 	if (ctx->stall_since && (!next || ctx->stall_since + SIB_STALL_NS < next))
 		next = ctx->stall_since + SIB_STALL_NS;
+	if (ctx->tx_blocked) {
+		/* A peer's inbox was full: releasing slots wakes nobody, so
+		 * come back soon (IBA link-level flow control, polled). */
+		if (!now)
+			now = sib_now_ns();
+		if (!next || now + SIB_TX_RETRY_NS < next)
+			next = now + SIB_TX_RETRY_NS;
+	}
 	ctx->next_deadline = next;
 	return did;
 }
 
 void sib_progress(struct sib_context *ctx)
 {
-	for (;;) {
-		if (pthread_mutex_trylock(&ctx->progress_lock)) {
-			atomic_store_explicit(&ctx->armed, 1, memory_order_release);
-			return;
-		}
+	/* Say "run once more" before trying the lock, and re-check after
+	 * releasing it (with a full fence), so that either we run or the
+	 * holder sees the request: no kick is lost (STYLE 6.9). */
+	atomic_store_explicit(&ctx->armed, 1, memory_order_seq_cst);
+	while (pthread_mutex_trylock(&ctx->progress_lock) == 0) {
 		int rounds = 0;
+
 		do {
-			atomic_store_explicit(&ctx->armed, 0, memory_order_relaxed);
-		} while ((run_once(ctx) || atomic_load_explicit(&ctx->armed, memory_order_acquire)) &&
+			atomic_store_explicit(&ctx->armed, 0, memory_order_seq_cst);
+		} while ((run_once(ctx) || atomic_load_explicit(&ctx->armed, memory_order_seq_cst)) &&
 			 ++rounds < 64);
 		pthread_mutex_unlock(&ctx->progress_lock);
-		/* A kick between our last pass and the unlock must not be lost. */
-		if (!atomic_load_explicit(&ctx->armed, memory_order_acquire))
+		atomic_thread_fence(memory_order_seq_cst);
+		if (!atomic_load_explicit(&ctx->armed, memory_order_seq_cst))
 			return;
 	}
 }
-
-/* ---- the engine thread ---- */
 
 static void *engine_main(void *arg)
 {

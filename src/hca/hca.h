@@ -32,7 +32,8 @@
 #define SIB_MAX_QP_WR        16384
 #define SIB_MAX_CQE          (1 << 20)
 #define SIB_MAX_RD_ATOMIC    16
-#define SIB_MAX_MSG_SZ       0x80000000u /* 2 GiB, RETH DMALen limit (IBA 9.4.3) */
+#define SIB_MAX_MSG_SZ       0x40000000u /* 1 GiB: keeps a READ's PSNs inside the
+                                            2^23 window at MTU 256 (mlx5 reports the same) */
 #define SIB_MAX_UNACKED_PSNS 1024       /* requester window, PSNs */
 #define SIB_ACKREQ_EVERY     32         /* AckReq at least every N packets */
 #define SIB_MR_DIR           256
@@ -82,6 +83,7 @@ struct sib_cq {
 	bool overflow;
 	_Atomic int usecnt;            /* QPs on it: destroy gives EBUSY */
 	_Atomic uint32_t events_reported; /* channel events written */
+	_Atomic uint32_t async_reported;  /* CQ_ERR async events written */
 	/* ibv_cq_ex polling state */
 	struct ibv_wc cur;
 	uint64_t wc_flags;
@@ -215,6 +217,14 @@ struct sib_qp {
 	uint32_t rd_res_size;
 
 	uint64_t peer_gone_deadline;   /* connected peer QP vanished: ERR at this time */
+	bool local_err;                /* sq[local_err_idx] failed a local check */
+	uint32_t local_err_idx;
+	uint32_t acked_psn;            /* highest PSN an ACK covered (completer) */
+	_Atomic uint32_t events_reported; /* async events about this QP */
+	/* ibv_wr_* batch in progress (under sq_lock) */
+	uint32_t wr_head;
+	int wr_err;
+	bool wr_open;
 	bool flush_pending;            /* entered ERR: flush both queues */
 	bool error_event_sent;
 	bool sqd_event_pending;
@@ -247,6 +257,7 @@ struct sib_context {
 
 	int async_wfd;                 /* write end of the async event pipe */
 	uint64_t next_deadline;        /* earliest timer, 0 = none */
+	bool tx_blocked;               /* this pass found a peer inbox full */
 	bool vcrc;                     /* compute/check VCRC on the shm link */
 
 	int32_t pid;                   /* getpid() at open: producers tag slots with it */
@@ -292,10 +303,15 @@ void sib_resp_packet(struct sib_qp *qp, const struct iba_pkt *pkt);
 void sib_resp_run(struct sib_qp *qp);
 void sib_comp_packet(struct sib_qp *qp, const struct iba_pkt *pkt);
 void sib_comp_timers(struct sib_qp *qp, uint64_t now);
-/* Move to ERR (IBA 10.3.1): flush, async event.  Engine context. */
+/* Move to ERR (IBA 10.3.1) and flush both queues.  Completion errors carry
+ * the cause; no async event is raised (as rxe and mlx5).  Engine context. */
 void sib_qp_enter_error(struct sib_qp *qp);
 void sib_qp_flush(struct sib_qp *qp);
 /* Post an async event to the context's async fd. */
 void sib_async_event(struct sib_context *ctx, enum ibv_event_type type, void *element);
+/* An async event about a QP (counted for ibv_destroy_qp). */
+void sib_qp_async_event(struct sib_qp *qp, enum ibv_event_type type);
+/* Enter ERR once a WQE that failed locally reaches the head of the SQ. */
+void sib_comp_local_error(struct sib_qp *qp);
 
 #endif

@@ -34,6 +34,18 @@ static void arm_retry_timer(struct sib_qp *qp)
 		qp->retry_deadline = sib_now_ns() + sib_ack_timeout_ns(qp->timeout);
 }
 
+/*
+ * A local error on the WQE at sq_next (IBA 10.8.3.3): it will complete with
+ * `st` and the QP go to ERR once every earlier WQE has completed
+ * (sib_comp_local_error); the requester sends nothing more.
+ */
+static void local_error(struct sib_qp *qp, struct sib_swqe *w, enum ibv_wc_status st)
+{
+	w->status = st;
+	qp->local_err = true;
+	qp->local_err_idx = qp->sq_next;
+}
+
 /* Start a WQE: PSNs and local key checks.  False if it must wait. */
 static bool start_wqe(struct sib_qp *qp, struct sib_swqe *w)
 {
@@ -54,10 +66,7 @@ static bool start_wqe(struct sib_qp *qp, struct sib_swqe *w)
 	w->npsn = sib_msg_npsn(w->length, qp->mtu);
 	w->started = true;
 	if (st != IBV_WC_SUCCESS) {
-		/* Local protection error (IBA 10.8.3.3): the WQE fails, the
-		 * QP goes to ERR and everything else is flushed. */
-		w->status = st;
-		sib_qp_enter_error(qp);
+		local_error(qp, w, st);
 		return false;
 	}
 	return true;
@@ -107,6 +116,13 @@ static bool send_data(struct sib_qp *qp, struct sib_swqe *w, bool *last)
 
 	*last = left <= qp->mtu;
 	paylen = *last ? left : qp->mtu;
+	/* Keys are checked again for every packet: the application may have
+	 * deregistered (and unmapped) the memory since the WQE started. */
+	if (!w->inline_data && paylen &&
+	    sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0) != IBV_WC_SUCCESS) {
+		local_error(qp, w, IBV_WC_LOC_PROT_ERR);
+		return false;
+	}
 	s = sib_tx_begin(qp, &h, &ring, &ticket, &full);
 	if (!s && full)
 		return false;
@@ -144,7 +160,7 @@ void sib_req_run(struct sib_qp *qp)
 {
 	uint32_t head;
 
-	if ((qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) || qp->rnr_deadline)
+	if ((qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) || qp->rnr_deadline || qp->local_err)
 		return;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_acquire);
 	while (qp->sq_next != head && qp->state != IBV_QPS_ERR) {

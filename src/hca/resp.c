@@ -46,9 +46,25 @@ void sib_resp_send_ack(struct sib_qp *qp, uint8_t syndrome, uint32_t psn)
 	sib_tx_end(qp, ring, s, ticket, iba_build_headers(s->data, &h), 0);
 }
 
+static bool send_read_responses(struct sib_qp *qp);
+
+/* ACK a request.  Responses leave in PSN order: behind queued READ
+ * responses the ACK waits (sib_resp_run sends it after them). */
+static void ack(struct sib_qp *qp, uint32_t psn)
+{
+	if (qp->rd_res_tail != qp->rd_res_head) {
+		qp->ack_pending = true;
+		qp->ack_psn = psn;
+		qp->ack_syndrome = ack_syndrome(qp);
+		return;
+	}
+	sib_resp_send_ack(qp, ack_syndrome(qp), psn);
+}
+
 /* Class B/C/D responder errors: NAK, then the QP is in error (IBA 9.9.3). */
 static void fatal_nak(struct sib_qp *qp, uint8_t code, uint32_t psn, enum ibv_wc_status rwqe_status)
 {
+	(void)send_read_responses(qp); /* earlier READs are answered first */
 	sib_resp_send_ack(qp, IBA_AETH_NAK | code, psn);
 	qp->resp_err_status = rwqe_status;
 	sib_qp_enter_error(qp);
@@ -121,15 +137,15 @@ static void do_send(struct sib_qp *qp, const struct iba_pkt *pkt)
 			rnr_nak(qp, pkt->bth.psn);
 			return;
 		}
-		r = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
 		qp->resp_have_rwqe = true;
 		qp->resp_offset = 0;
-		if (sib_sge_check(qp->ctx, pd, r->sge, r->num_sge, IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS) {
-			fatal_nak(qp, IBA_NAK_REM_OP, pkt->bth.psn, IBV_WC_LOC_PROT_ERR);
-			return;
-		}
 	}
 	r = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+	/* Every packet: the MR may be gone since the message started. */
+	if (sib_sge_check(qp->ctx, pd, r->sge, r->num_sge, IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS) {
+		fatal_nak(qp, IBA_NAK_REM_OP, pkt->bth.psn, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
 	if (pkt->paylen > r->length - qp->resp_offset) {
 		fatal_nak(qp, IBA_NAK_INV_REQ, pkt->bth.psn, IBV_WC_LOC_LEN_ERR);
 		return;
@@ -145,7 +161,7 @@ static void do_send(struct sib_qp *qp, const struct iba_pkt *pkt)
 		qp->resp_in_send = true;
 	}
 	if (pkt->bth.ackreq)
-		sib_resp_send_ack(qp, ack_syndrome(qp), pkt->bth.psn);
+		ack(qp, pkt->bth.psn);
 }
 
 /* R_Key check for RETH-carrying requests (STYLE 6.8).  NULL mr with
@@ -212,7 +228,7 @@ static void do_write(struct sib_qp *qp, const struct iba_pkt *pkt)
 		qp->resp_in_write = true;
 	}
 	if (pkt->bth.ackreq)
-		sib_resp_send_ack(qp, ack_syndrome(qp), pkt->bth.psn);
+		ack(qp, pkt->bth.psn);
 }
 
 /* Queue READ responses (a responder resource, IBA 9.7.4.1.x).  A duplicate
@@ -234,8 +250,19 @@ static void do_read(struct sib_qp *qp, const struct iba_pkt *pkt, bool duplicate
 			fatal_nak(qp, IBA_NAK_REM_ACCESS, pkt->bth.psn, IBV_WC_REM_ACCESS_ERR);
 		return;
 	}
+	/* A duplicate of a READ whose responses are still queued: they will
+	 * go out anyway (rxe matches duplicates to their resource too). */
+	if (duplicate) {
+		for (uint32_t i = qp->rd_res_tail; i != qp->rd_res_head; i = (i + 1) % qp->rd_res_size) {
+			const struct sib_read_res *r = &qp->rd_res[i];
+			int32_t d = iba_psn_diff(pkt->bth.psn, r->first_psn);
+
+			if (d >= 0 && (uint32_t)d < sib_msg_npsn(r->len, qp->mtu))
+				return;
+		}
+	}
 	/* ACKs owed for earlier requests go first: responses stay in order. */
-	if (qp->ack_pending)
+	if (qp->ack_pending && qp->rd_res_tail == qp->rd_res_head)
 		sib_resp_send_ack(qp, qp->ack_syndrome, qp->ack_psn);
 	if (!duplicate) {
 		qp->resp_msn = iba_psn_add(qp->resp_msn, 1);
@@ -273,7 +300,7 @@ void sib_resp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 		if (f & IBA_OP_READ)
 			do_read(qp, pkt, true);
 		else if (pkt->bth.ackreq)
-			sib_resp_send_ack(qp, ack_syndrome(qp), iba_psn_add(qp->resp_epsn, IBA_PSN_MASK));
+			ack(qp, iba_psn_add(qp->resp_epsn, IBA_PSN_MASK));
 		return;
 	}
 	qp->resp_nak_seq_sent = false;

@@ -39,7 +39,8 @@ struct sib_ring_hdr {
 	_Alignas(SIB_CACHELINE) _Atomic uint64_t head;     /* consumer */
 	_Alignas(SIB_CACHELINE) _Atomic uint32_t sleeping; /* consumer waits on wake_seq */
 	_Atomic uint32_t wake_seq;
-	_Atomic uint64_t full_count;   /* producer found the ring full */
+	_Atomic uint64_t reserved0;    /* (was a shared full counter: producers
+	                                  now count a full ring locally) */
 	_Atomic uint64_t dropped;      /* consumer: malformed or misrouted */
 };
 
@@ -96,7 +97,6 @@ static inline struct sib_ring_slot *sib_ring_reserve(struct sib_ring *r, uint64_
 			}
 			/* t was reloaded by the failed CAS */
 		} else if ((int32_t)(turn - want) < 0) {
-			atomic_fetch_add_explicit(&r->hdr->full_count, 1, memory_order_relaxed);
 			return NULL; /* previous lap not consumed yet: full */
 		} else {
 			t = atomic_load_explicit(&r->hdr->tail, memory_order_relaxed);

@@ -37,44 +37,45 @@ int sib_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	struct sib_cq *cq = to_scq(ibcq);
 
 	atomic_store_explicit(&cq->armed, solicited_only ? SIB_CQ_ARM_SOLICITED : SIB_CQ_ARM_NEXT,
-			      memory_order_release);
+			      memory_order_seq_cst);
 	return 0;
 }
 
-/* ---- ibv_cq_ex poll API (verbs.h ibv_start_poll etc.) ---- */
+/* ---- ibv_cq_ex poll API (verbs.h ibv_start_poll etc.) ----
+ * cq->lock is taken per call, not across start..end: the application may
+ * post (which runs the engine, which pushes to this CQ) inside a batch,
+ * as rc_pingpong -t does.  The batch itself has one consumer by API rule. */
 
 static int cqx_next(struct ibv_cq_ex *ibcq)
 {
 	struct sib_cq *cq = (struct sib_cq *)ibcq;
+	int rc = ENOENT;
 
-	if (cq->head == cq->tail)
-		return ENOENT;
-	cq->cur = cq->wc[cq->head & (cq->size - 1)];
-	cq->head++;
-	ibcq->wr_id = cq->cur.wr_id;
-	ibcq->status = cq->cur.status;
-	return 0;
+	pthread_spin_lock(&cq->lock);
+	if (cq->head != cq->tail) {
+		cq->cur = cq->wc[cq->head & (cq->size - 1)];
+		cq->head++;
+		rc = 0;
+	}
+	pthread_spin_unlock(&cq->lock);
+	if (!rc) {
+		ibcq->wr_id = cq->cur.wr_id;
+		ibcq->status = cq->cur.status;
+	}
+	return rc;
 }
 
 static int cqx_start(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 {
-	struct sib_cq *cq = (struct sib_cq *)ibcq;
-	int rc;
-
 	if (attr->comp_mask)
 		return EINVAL;
 	atomic_fetch_add_explicit(&to_sctx(ibcq->context)->poll_count, 1, memory_order_relaxed);
 	sib_progress(to_sctx(ibcq->context));
-	pthread_spin_lock(&cq->lock);
-	rc = cqx_next(ibcq);
-	if (rc)
-		pthread_spin_unlock(&cq->lock);
-	return rc;
+	return cqx_next(ibcq);
 }
 
 static void cqx_end(struct ibv_cq_ex *ibcq)
 {
-	pthread_spin_unlock(&((struct sib_cq *)ibcq)->lock);
 }
 
 #define CQX_READ(name, type, expr) \
@@ -195,7 +196,8 @@ SIB_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 		return EBUSY;
 	/* As rdma-core: wait until every reported event was acknowledged. */
 	pthread_mutex_lock(&ibcq->mutex);
-	while (ibcq->comp_events_completed != atomic_load(&cq->events_reported))
+	while (ibcq->comp_events_completed != atomic_load(&cq->events_reported) ||
+	       ibcq->async_events_completed != atomic_load(&cq->async_reported))
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
 	/* No QP uses it (usecnt), so the engine cannot be pushing to it. */

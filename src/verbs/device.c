@@ -50,11 +50,14 @@ static size_t fabric_size;
 static struct sib_device *devices[SIB_MAX_DEVICES];
 static unsigned int num_devices;
 
-/* Peer inbox mappings, by inbox index (slow path fills, data path reads). */
+/* Peer inbox mappings, by inbox index (slow path fills, data path reads).
+ * A mapping and its sib_ring are never changed or freed once handed out:
+ * engines of other contexts may hold the pointer.  A new generation of an
+ * index gets a new mapping (the old one stays; it is bounded by how often
+ * peers come and go, and writes into a retired inbox harm no one). */
 static struct {
 	uint32_t gen;
-	void *base;
-	struct sib_ring ring;
+	struct sib_ring *ring;
 } peers[SIB_MAX_INBOXES];
 static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -547,8 +550,8 @@ struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen)
 	if (inbox >= SIB_MAX_INBOXES)
 		return NULL;
 	pthread_mutex_lock(&peers_lock);
-	if (peers[inbox].base && peers[inbox].gen == gen) {
-		r = &peers[inbox].ring;
+	if (peers[inbox].ring && peers[inbox].gen == gen) {
+		r = peers[inbox].ring;
 		goto out;
 	}
 	m.u.get_inbox.inbox = inbox;
@@ -559,12 +562,14 @@ struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen)
 	close(fd);
 	if (base == MAP_FAILED)
 		goto out;
-	/* An older mapping of this index stays mapped: a sender may still hold
-	 * its ring pointer; writes there are harmless (the inbox is retired). */
-	peers[inbox].base = base;
+	r = malloc(sizeof(*r));
+	if (!r) {
+		munmap(base, SIB_INBOX_BYTES);
+		goto out;
+	}
+	sib_ring_attach(r, base);
 	peers[inbox].gen = gen;
-	sib_ring_attach(&peers[inbox].ring, base);
-	r = &peers[inbox].ring;
+	peers[inbox].ring = r;
 out:
 	pthread_mutex_unlock(&peers_lock);
 	return r;

@@ -222,6 +222,11 @@ SIB_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct sib_qp *qp = to_sqp(ibqp);
 	struct sib_context *ctx = qp->ctx;
 
+	/* As rdma-core: every async event about the QP must be acknowledged. */
+	pthread_mutex_lock(&ibqp->mutex);
+	while (ibqp->events_completed != atomic_load(&qp->events_reported))
+		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
+	pthread_mutex_unlock(&ibqp->mutex);
 	qp_unpublish(ctx, qp);
 	sib_obj_destroy(qp->obj_handle);
 	atomic_fetch_sub(&((struct sib_pd *)ibqp->pd)->usecnt, 1);
@@ -298,6 +303,9 @@ static void qp_reset(struct sib_qp *qp)
 	qp->resp_nak_seq_sent = qp->ack_pending = false;
 	qp->rd_res_head = qp->rd_res_tail = 0;
 	qp->flush_pending = qp->error_event_sent = qp->sqd_event_pending = false;
+	qp->read_rcvd = 0;
+	qp->resp_err_status = IBV_WC_SUCCESS;
+	qp->local_err = false;
 	qp->peer_gone_deadline = 0;
 	memset(&qp->dest, 0, sizeof(qp->dest));
 	qp->peer_gone_deadline = 0;
@@ -338,8 +346,10 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 		qp->max_rd_atomic = a->max_rd_atomic;
 	if (mask & IBV_QP_MIN_RNR_TIMER)
 		qp->min_rnr_timer = a->min_rnr_timer;
-	if (mask & IBV_QP_SQ_PSN)
+	if (mask & IBV_QP_SQ_PSN) {
 		qp->req_psn = qp->comp_psn = a->sq_psn & 0xffffff;
+		qp->acked_psn = iba_psn_add(qp->req_psn, IBA_PSN_MASK);
+	}
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
 	if (mask & IBV_QP_PATH_MIG_STATE)
@@ -571,24 +581,18 @@ int sib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 
 /* ---- ibv_wr_* send API (verbs.h ibv_qp_ex) ----
  * wr_start takes sq_lock; each wr_<op> opens one WQE, wr_set_* fill it,
- * wr_complete publishes them all (or none after an error), wr_abort drops. */
-
-struct sib_wr_batch {
-	uint32_t head;     /* next slot */
-	int err;
-	bool open;         /* a WQE is being built at head */
-};
-
-static __thread struct sib_wr_batch wr_batch;
+ * wr_complete publishes them all (or none after an error), wr_abort drops.
+ * The batch state lives in the QP, under sq_lock (ibv_wr_post(3): one
+ * batch per QP at a time, batches on different QPs may interleave). */
 
 static void wrx_start(struct ibv_qp_ex *ibqp)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
 
 	pthread_spin_lock(&qp->sq_lock);
-	wr_batch.head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
-	wr_batch.err = 0;
-	wr_batch.open = false;
+	qp->wr_head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
+	qp->wr_err = 0;
+	qp->wr_open = false;
 }
 
 static struct sib_swqe *wrx_new(struct ibv_qp_ex *ibqp, enum ibv_wr_opcode op)
@@ -596,22 +600,22 @@ static struct sib_swqe *wrx_new(struct ibv_qp_ex *ibqp, enum ibv_wr_opcode op)
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
 	struct sib_swqe *w;
 
-	if (wr_batch.open)
-		wr_batch.head++;
-	wr_batch.open = false;
-	if (wr_batch.err)
+	if (qp->wr_open)
+		qp->wr_head++;
+	qp->wr_open = false;
+	if (qp->wr_err)
 		return NULL;
-	if (wr_batch.head - __atomic_load_n(&qp->sq_tail, __ATOMIC_ACQUIRE) >= qp->sq_size) {
-		wr_batch.err = ENOMEM;
+	if (qp->wr_head - __atomic_load_n(&qp->sq_tail, __ATOMIC_ACQUIRE) >= qp->sq_size) {
+		qp->wr_err = ENOMEM;
 		return NULL;
 	}
-	w = &qp->sq[wr_batch.head & (qp->sq_size - 1)];
+	w = &qp->sq[qp->wr_head & (qp->sq_size - 1)];
 	memset(w, 0, offsetof(struct sib_swqe, sge));
 	w->wr_id = ibqp->wr_id;
 	w->send_flags = ibqp->wr_flags;
 	w->opcode = op;
 	w->signaled = qp->sq_sig_all || (ibqp->wr_flags & IBV_SEND_SIGNALED);
-	wr_batch.open = true;
+	qp->wr_open = true;
 	return w;
 }
 
@@ -619,9 +623,9 @@ static struct sib_swqe *wrx_cur(struct ibv_qp_ex *ibqp)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
 
-	if (!wr_batch.open || wr_batch.err)
+	if (!qp->wr_open || qp->wr_err)
 		return NULL;
-	return &qp->sq[wr_batch.head & (qp->sq_size - 1)];
+	return &qp->sq[qp->wr_head & (qp->sq_size - 1)];
 }
 
 static void wrx_send(struct ibv_qp_ex *q) { wrx_new(q, IBV_WR_SEND); }
@@ -669,13 +673,13 @@ static void wrx_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge
 	if (!w)
 		return;
 	if (n > qp->cap.max_send_sge) {
-		wr_batch.err = EINVAL;
+		qp->wr_err = EINVAL;
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
 		len += sg[i].length;
 	if (len > SIB_MAX_MSG_SZ) {
-		wr_batch.err = EINVAL;
+		qp->wr_err = EINVAL;
 		return;
 	}
 	memcpy(w->sge, sg, n * sizeof(*sg));
@@ -694,7 +698,7 @@ static void wrx_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct
 {
 	struct sib_qp *qp = (struct sib_qp *)q;
 	struct sib_swqe *w = wrx_cur(q);
-	uint32_t slot = wr_batch.head & (qp->sq_size - 1);
+	uint32_t slot = qp->wr_head & (qp->sq_size - 1);
 	uint8_t *dst = qp->sq_inline + (size_t)slot * SIB_MAX_INLINE;
 	size_t len = 0;
 
@@ -703,7 +707,7 @@ static void wrx_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct
 	for (size_t i = 0; i < n; i++)
 		len += buf[i].length;
 	if (len > SIB_MAX_INLINE || w->opcode == IBV_WR_RDMA_READ) {
-		wr_batch.err = EINVAL;
+		qp->wr_err = EINVAL;
 		return;
 	}
 	w->inline_data = dst;
@@ -725,12 +729,12 @@ static void wrx_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
 static int wrx_complete(struct ibv_qp_ex *ibqp)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
-	int rc = wr_batch.err;
+	int rc = qp->wr_err;
 
-	if (wr_batch.open)
-		wr_batch.head++;
+	if (qp->wr_open)
+		qp->wr_head++;
 	if (!rc)
-		atomic_store_explicit(&qp->sq_head, wr_batch.head, memory_order_release);
+		atomic_store_explicit(&qp->sq_head, qp->wr_head, memory_order_release);
 	pthread_spin_unlock(&qp->sq_lock);
 	if (!rc)
 		sib_progress(qp->ctx);

@@ -81,13 +81,12 @@ void sib_context_fini(struct sib_context *ctx)
 	if (getenv("SOFTIB_STATS"))
 		fprintf(stderr,
 			"softib %s: rx_bad_packets=%llu rx_misrouted=%llu tx_no_dest=%llu tx_ring_full=%llu "
-			"rx_skipped_slots=%llu inbox_dropped=%llu inbox_full=%llu "
+			"rx_skipped_slots=%llu inbox_dropped=%llu "
 			"ack_timeouts=%llu rnr_naks=%llu seq_naks=%llu\n",
 			ctx->dev->ibv.name, (unsigned long long)ctx->rx_bad_packets,
 			(unsigned long long)ctx->rx_misrouted, (unsigned long long)ctx->tx_no_dest,
 			(unsigned long long)ctx->tx_ring_full, (unsigned long long)ctx->rx_skipped_slots,
 			(unsigned long long)atomic_load(&ctx->inbox.hdr->dropped),
-			(unsigned long long)atomic_load(&ctx->inbox.hdr->full_count),
 			(unsigned long long)ctx->ack_timeouts, (unsigned long long)ctx->rnr_naks,
 			(unsigned long long)ctx->seq_naks);
 	close(ctx->vctx.context.async_fd);

@@ -672,6 +672,195 @@ static void test_completion_channel(void **state)
 	pair_close(&p);
 }
 
+
+/* A SEND right behind a READ: its ACK must not overtake the READ's
+ * responses (timeout 0: a lost ACK would hang, not retry). */
+static void test_read_then_send_ordering(void **state)
+{
+	struct conn_opts o = default_opts;
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge rs, ss;
+
+	o.timeout = 0;
+	pair_open(&p, 1, &o, &o);
+	for (int round = 0; round < 20; round++) {
+		post_recv(&p.e[1], 500 + (uint64_t)round, 0, 64);
+		rs = (struct ibv_sge){ (uintptr_t)p.e[0].buf + 8192, 20000, p.e[0].mr->lkey };
+		ss = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
+		assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_READ, 1, &rs, 1, 0,
+					   (uintptr_t)p.e[1].buf + 65536, p.e[1].mr->rkey, 0), 0);
+		assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &ss, 1, 0, 0, 0, 0), 0);
+		poll_one(p.e[0].cq, &wc, 5000);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 1);
+		poll_one(p.e[0].cq, &wc, 5000);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, 2);
+		poll_one(p.e[1].cq, &wc, 5000);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	}
+	pair_close(&p);
+}
+
+/* A good WQE ahead of a failing one completes first (IBA 10.8.3.3). */
+static void test_local_error_completes_in_order(void **state)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge good, bad;
+
+	pair_open(&p, 1, NULL, NULL);
+	post_recv(&p.e[1], 1, 0, 64);
+	good = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
+	bad = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey ^ 0x300 };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 1, &good, 1, 0, 0, 0, 0), 0);
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &bad, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 2);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+	pair_close(&p);
+}
+
+/* ibv_wr_* batches on two QPs may interleave; posting inside an
+ * ibv_start_poll batch must not deadlock. */
+static void test_wr_api_and_cq_ex(void **state)
+{
+	struct end a, b;
+	struct ibv_cq_init_attr_ex cqa = { .cqe = 64, .wc_flags = IBV_WC_EX_WITH_BYTE_LEN };
+	struct ibv_qp_init_attr_ex qa = {
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE,
+	};
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_cq_ex *cqx;
+	struct ibv_qp *q2a, *q2b;
+	struct ibv_qp_ex *x1, *x2;
+	struct ibv_wc wc;
+	struct end a2, b2;
+
+	end_open(&a, "softib0", 1, 0);
+	end_open(&b, "softib1", 1, 0);
+	cqx = ibv_create_cq_ex(a.ctx, &cqa);
+	assert_non_null(cqx);
+	qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cqx);
+	qa.pd = a.pd;
+	ibv_destroy_qp(a.qp);
+	a.qp = ibv_create_qp_ex(a.ctx, &qa);
+	assert_non_null(a.qp);
+	q2a = ibv_create_qp_ex(a.ctx, &qa);
+	assert_non_null(q2a);
+	struct ibv_qp_init_attr ib = {
+		.send_cq = b.cq, .recv_cq = b.cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	q2b = ibv_create_qp(b.pd, &ib);
+	assert_non_null(q2b);
+	a2 = a;
+	a2.qp = q2a;
+	b2 = b;
+	b2.qp = q2b;
+	qp_connect(&a, &b, &default_opts);
+	qp_connect(&b, &a, &default_opts);
+	qp_connect(&a2, &b2, &default_opts);
+	qp_connect(&b2, &a2, &default_opts);
+	x1 = ibv_qp_to_qp_ex(a.qp);
+	x2 = ibv_qp_to_qp_ex(q2a);
+	assert_non_null(x1);
+	assert_non_null(x2);
+	assert_null(ibv_qp_to_qp_ex(b.qp)); /* created without the extension */
+
+	memcpy(a.buf, "via qp one", 11);
+	memcpy(a.buf + 100, "via qp two", 11);
+	post_recv(&b, 1, 0, 64);
+	post_recv(&b2, 2, 100, 64);
+	ibv_wr_start(x1);
+	ibv_wr_start(x2);
+	x1->wr_id = 11;
+	ibv_wr_send(x1);
+	x2->wr_id = 22;
+	ibv_wr_send(x2);
+	ibv_wr_set_sge(x1, a.mr->lkey, (uintptr_t)a.buf, 11);
+	ibv_wr_set_sge(x2, a.mr->lkey, (uintptr_t)a.buf + 100, 11);
+	x1->wr_id = 12;
+	ibv_wr_rdma_write(x1, b.mr->rkey, (uintptr_t)b.buf + 1000);
+	ibv_wr_set_sge(x1, a.mr->lkey, (uintptr_t)a.buf, 11);
+	assert_int_equal(ibv_wr_complete(x2), 0);
+	assert_int_equal(ibv_wr_complete(x1), 0);
+
+	/* Three completions; post another send while inside the poll batch. */
+	int got = 0;
+	uint64_t end = now_ms() + 5000;
+	while (got < 3) {
+		if (ibv_start_poll(cqx, &pa) == 0) {
+			do {
+				assert_int_equal(cqx->status, IBV_WC_SUCCESS);
+				got++;
+				if (got == 1) {
+					ibv_wr_start(x1);
+					x1->wr_id = 13;
+					ibv_wr_rdma_write(x1, b.mr->rkey, (uintptr_t)b.buf + 2000);
+					ibv_wr_set_sge(x1, a.mr->lkey, (uintptr_t)a.buf, 11);
+					assert_int_equal(ibv_wr_complete(x1), 0);
+				}
+			} while (ibv_next_poll(cqx) == 0);
+			ibv_end_poll(cqx);
+		}
+		assert_true(now_ms() < end);
+	}
+	poll_one(b.cq, &wc, 5000);
+	poll_one(b.cq, &wc, 5000);
+	assert_string_equal((char *)b.buf, "via qp one");
+	assert_string_equal((char *)b.buf + 100, "via qp two");
+	while (got < 4) {
+		if (ibv_start_poll(cqx, &pa) == 0) {
+			got++;
+			ibv_end_poll(cqx);
+		}
+		assert_true(now_ms() < end);
+	}
+	assert_string_equal((char *)b.buf + 1000, "via qp one");
+	assert_string_equal((char *)b.buf + 2000, "via qp one");
+
+	assert_int_equal(ibv_destroy_qp(q2a), 0);
+	assert_int_equal(ibv_destroy_qp(q2b), 0);
+	assert_int_equal(ibv_destroy_qp(a.qp), 0);
+	a.qp = ibv_create_qp(a.pd, &(struct ibv_qp_init_attr){ .send_cq = a.cq, .recv_cq = a.cq,
+		.qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
+		.max_recv_sge = 1 } });
+	assert_non_null(a.qp);
+	assert_int_equal(ibv_destroy_cq(ibv_cq_ex_to_cq(cqx)), 0);
+	end_close(&a);
+	end_close(&b);
+}
+
+/* RTS -> SQD with en_sqd_async_notify raises IBV_EVENT_SQ_DRAINED. */
+static void test_sqd_drained_event(void **state)
+{
+	struct pair p;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD, .en_sqd_async_notify = 1 };
+	struct ibv_async_event ev;
+	struct pollfd pfd;
+
+	pair_open(&p, 1, NULL, NULL);
+	assert_int_equal(ibv_modify_qp(p.e[0].qp, &a, IBV_QP_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY), 0);
+	pfd.fd = p.e[0].ctx->async_fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(ibv_get_async_event(p.e[0].ctx, &ev), 0);
+	assert_int_equal(ev.event_type, IBV_EVENT_SQ_DRAINED);
+	assert_ptr_equal(ev.element.qp, p.e[0].qp);
+	ibv_ack_async_event(&ev);
+	a.qp_state = IBV_QPS_RTS;
+	assert_int_equal(ibv_modify_qp(p.e[0].qp, &a, IBV_QP_STATE), 0);
+	pair_close(&p);
+}
+
 /* ---- malformed and misrouted packets: dropped, counted, nothing lost ---- */
 
 static void test_malformed_packets(void **state)
@@ -890,6 +1079,10 @@ int main(void)
 		cmocka_unit_test(test_retry_exceeded),
 		cmocka_unit_test(test_flush_on_error_and_reset),
 		cmocka_unit_test(test_completion_channel),
+		cmocka_unit_test(test_read_then_send_ordering),
+		cmocka_unit_test(test_local_error_completes_in_order),
+		cmocka_unit_test(test_wr_api_and_cq_ex),
+		cmocka_unit_test(test_sqd_drained_event),
 		cmocka_unit_test(test_malformed_packets),
 		cmocka_unit_test(test_idle_uses_no_cpu),
 	};

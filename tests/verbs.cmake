@@ -36,4 +36,9 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   sib_itest(verbs_rc_pingpong_mtu4096 rc_pingpong.sh -s 65536 -m 4096)
   sib_itest(verbs_rc_pingpong_new_send_api rc_pingpong.sh -N)
   sib_itest(verbs_kill_server kill_server.sh)
+
+  # perftest (Debian package perftest), unmodified, over RC.
+  foreach(tool ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat ib_read_lat)
+    sib_itest(perftest_${tool} perftest.sh ${tool})
+  endforeach()
 endif()

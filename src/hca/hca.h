@@ -36,6 +36,7 @@
                                             2^23 window at MTU 256 (mlx5 reports the same) */
 #define SIB_MAX_UNACKED_PSNS 1024       /* requester window, PSNs */
 #define SIB_ACKREQ_EVERY     32         /* AckReq at least every N packets */
+#define SIB_POLL_SPIN        256        /* empty polls between sched_yield()s */
 #define SIB_MR_DIR           256
 #define SIB_MR_PAGE          4096       /* MRs per directory page: 1M MRs */
 
@@ -84,6 +85,7 @@ struct sib_cq {
 	_Atomic int usecnt;            /* QPs on it: destroy gives EBUSY */
 	_Atomic uint32_t events_reported; /* channel events written */
 	_Atomic uint32_t async_reported;  /* CQ_ERR async events written */
+	uint32_t empty_polls;          /* poll_cq calls in a row that found nothing */
 	/* ibv_cq_ex polling state */
 	struct ibv_wc cur;
 	uint64_t wc_flags;

@@ -6,6 +6,7 @@
  * poll_cq and req_notify_cq never sleep and make no system call.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,6 +30,13 @@ int sib_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 		cq->head++;
 	}
 	pthread_spin_unlock(&cq->lock);
+	if (n)
+		cq->empty_polls = 0;
+	else if (++cq->empty_polls % SIB_POLL_SPIN == 0)
+		/* A software HCA's peer needs CPU time to answer: when there are
+		 * more spinners than cores, give it up now and then instead of
+		 * burning a whole time slice.  Never while completions flow. */
+		sched_yield();
 	return n;
 }
 

@@ -29,7 +29,7 @@ pingpong() { # SIZE -> "Mbit/s usec/iter"
 }
 
 median() { # SIZE -> the median (by usec/iter) of $runs runs
-	for _ in $(seq "$runs"); do pingpong "$1"; done | sort -k2 -g | sed -n "$(((runs + 1) / 2))p"
+	for _ in $(seq "$runs"); do pingpong "$1"; done | tee -a "$tmp/runs" | sort -k2 -g | sed -n "$(((runs + 1) / 2))p"
 }
 
 read -r small_mb small_us < <(median 64)
@@ -40,3 +40,4 @@ printf '%-44s %14s %12s\n' "what ($(nproc) cores, $iters iterations, median of $
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 64 (softib0 <-> softib1)" "$small_mb" "$small_us"
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 65536" "$big_mb" "$big_us"
 printf '%-44s %14s %12s\n' "memcpy 64 KiB, one thread" "$copy_mb" "-"
+[ -z "${BENCH_VERBOSE:-}" ] || { echo "every run (Mbit/s usec/iter):"; cat "$tmp/runs"; }

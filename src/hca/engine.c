@@ -11,6 +11,7 @@
  * `armed`, and the holder runs once more, so no wakeup is lost (STYLE 6.9).
  */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <time.h>
@@ -19,7 +20,9 @@
 #include "hca/transport.h"
 
 #define SIB_RX_BATCH      64            /* packets per inbox pass */
-#define SIB_NAP_NS        10000000      /* engine nap while the app polls */
+#define SIB_NAP_MIN_NS    50000         /* engine naps while the app polls and */
+#define SIB_NAP_MAX_NS    10000000      /* keeps up: 50 us doubling to 10 ms */
+#define SIB_CONSUME_LOOKS 64            /* looks for the app draining its inbox */
 #define SIB_TX_RETRY_NS   50000         /* retry a send blocked on a full inbox */
 
 uint64_t sib_now_ns(void)
@@ -337,10 +340,29 @@ void sib_progress(struct sib_context *ctx)
 	}
 }
 
+/*
+ * Is someone else (the application, inside poll/post) draining the inbox?
+ * True if it is empty, or if its head moves within a few looks; each look
+ * yields the CPU, which the consumer may need on a small machine.
+ */
+static bool app_consumes(struct sib_context *ctx)
+{
+	uint64_t h0 = atomic_load_explicit(&ctx->inbox.hdr->head, memory_order_relaxed);
+
+	for (int i = 0; i < SIB_CONSUME_LOOKS; i++) {
+		if (!sib_ring_peek(&ctx->inbox) ||
+		    atomic_load_explicit(&ctx->inbox.hdr->head, memory_order_relaxed) != h0)
+			return true;
+		sched_yield();
+	}
+	return false;
+}
+
 static void *engine_main(void *arg)
 {
 	struct sib_context *ctx = arg;
 	uint64_t seen = atomic_load(&ctx->poll_count);
+	int64_t nap_ns = SIB_NAP_MIN_NS;
 
 	for (;;) {
 		/* Taken before every check below: a wake after it is not lost. */
@@ -350,13 +372,21 @@ static void *engine_main(void *arg)
 		if (atomic_load(&ctx->stop))
 			break;
 		if (polls != seen && !atomic_load(&ctx->app_blocked)) {
-			/* The application polls and so drives progress itself.
-			 * Stay off the progress lock: on a busy machine a
-			 * preempted engine holding it would stall the poller. */
 			seen = polls;
-			sib_ring_nap(&ctx->inbox, seq, SIB_NAP_NS);
-			continue;
+			if (app_consumes(ctx)) {
+				/* The application polls and keeps up with its
+				 * inbox: it drives progress itself.  Stay off the
+				 * progress lock (a preempted engine holding it
+				 * would stall the poller) and out of the producers'
+				 * way (no wakeups asked for), for longer and longer. */
+				sib_ring_nap(&ctx->inbox, seq, nap_ns);
+				nap_ns = nap_ns * 2 < SIB_NAP_MAX_NS ? nap_ns * 2 : SIB_NAP_MAX_NS;
+				continue;
+			}
 		}
+		/* Nobody polls, or packets wait while the application polls
+		 * something else (its own memory, as ib_write_lat does). */
+		nap_ns = SIB_NAP_MIN_NS;
 		sib_progress(ctx);
 
 		uint64_t deadline = ctx->next_deadline;
@@ -369,8 +399,6 @@ static void *engine_main(void *arg)
 				continue;
 			timeout = (int64_t)(deadline - now);
 		}
-		if (atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != seen)
-			continue;
 		sib_ring_wait(&ctx->inbox, seq, timeout);
 	}
 	return NULL;

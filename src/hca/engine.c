@@ -67,32 +67,32 @@ static struct sib_ring *dest_ring(struct sib_qp *qp)
 }
 
 /*
- * Start a packet to qp's peer: fills the LRH/GRH/BTH fields common to every
- * packet of this QP into *h and returns the slot to build it in.
- * NULL with *full set: the peer's ring is full (retry later).  NULL with
- * *full clear: the peer is unreachable, the packet is lost on the wire.
+ * Start a packet to qp's peer.  Returns false if the peer's inbox is full
+ * (nothing reserved: retry later).  Otherwise tx->slot is the slot to build
+ * the packet in, with the LRH/GRH/BTH fields common to every packet of this
+ * QP in tx->h; or NULL if the peer is unreachable, so that the packet is
+ * lost on the wire (the caller carries on as if it had been sent).
  */
-struct sib_ring_slot *sib_tx_begin(struct sib_qp *qp, struct iba_pkt *h, struct sib_ring **ring,
-				   uint64_t *ticket, bool *full)
+bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 {
 	const struct sib_shm_device *sd = &sib_fabric->devs[qp->ctx->dev->index];
 	const struct sib_shm_port *port = &sd->ports[(qp->port_num ? qp->port_num : 1) - 1];
-	struct sib_ring_slot *s;
+	struct iba_pkt *h = &tx->h;
 
-	*full = false;
-	*ring = dest_ring(qp);
-	if (!*ring) {
+	tx->slot = NULL;
+	tx->ring = dest_ring(qp);
+	if (!tx->ring) {
 		qp->ctx->tx_no_dest++;
-		return NULL;
+		return true;
 	}
-	s = sib_ring_reserve(*ring, ticket);
-	if (!s) {
+	tx->slot = sib_ring_reserve(tx->ring, &tx->ticket);
+	if (!tx->slot) {
 		qp->ctx->tx_ring_full++;
 		qp->ctx->tx_blocked = true;
-		*full = true;
-		return NULL;
+		return false;
 	}
-	atomic_store_explicit(&s->producer_pid, qp->ctx->pid, memory_order_relaxed);
+	atomic_store_explicit(&tx->slot->producer_pid, qp->ctx->pid, memory_order_relaxed);
+	tx->slot->src_inbox = qp->ctx->inbox_idx;
 	memset(h, 0, sizeof(*h));
 	h->lrh.sl = qp->ah.sl;
 	h->lrh.dlid = qp->ah.dlid;
@@ -113,25 +113,29 @@ struct sib_ring_slot *sib_tx_begin(struct sib_qp *qp, struct iba_pkt *h, struct 
 	}
 	h->bth.pkey = port->pkey[qp->pkey_index < SIB_PKEY_TBL_LEN ? qp->pkey_index : 0];
 	h->bth.dqpn = qp->dest_qpn;
-	s->src_inbox = qp->ctx->inbox_idx;
-	return s;
+	return true;
 }
 
-/* Finish the packet (pad, PktLen, ICRC, VCRC) and put it on the wire. */
-void sib_tx_end(struct sib_qp *qp, struct sib_ring *ring, struct sib_ring_slot *s, uint64_t ticket,
-		size_t hdr_len, size_t paylen)
+uint8_t *sib_tx_headers(struct sib_tx *tx)
 {
+	tx->hdr_len = iba_build_headers(tx->slot->data, &tx->h);
+	return tx->slot->data + tx->hdr_len;
+}
+
+void sib_tx_end(struct sib_qp *qp, struct sib_tx *tx, size_t paylen)
+{
+	struct sib_ring_slot *s = tx->slot;
 	unsigned int flags = qp->ctx->vcrc ? IBA_HAS_VCRC : 0;
-	size_t len = iba_finish(s->data, hdr_len, paylen, flags);
+	size_t len = iba_finish(s->data, tx->hdr_len, paylen, flags);
 
 	if (!qp->ctx->vcrc) {
 		/* The shm link is memory: the VCRC bytes are present but not
-		 * computed (docs/transport.md, "link CRC"). */
+		 * computed (docs/transport.md). */
 		s->data[len] = s->data[len + 1] = 0;
 		len += IBA_VCRC_BYTES;
 	}
-	if (sib_ring_publish(ring, s, ticket, (uint32_t)len, qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0))
-		sib_ring_wake(ring);
+	if (sib_ring_publish(tx->ring, s, tx->ticket, (uint32_t)len, qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0))
+		sib_ring_wake(tx->ring);
 }
 
 /* ---- receive ---- */

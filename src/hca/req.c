@@ -76,23 +76,19 @@ static bool start_wqe(struct sib_qp *qp, struct sib_swqe *w)
 static bool send_read(struct sib_qp *qp, struct sib_swqe *w)
 {
 	uint32_t left = w->length - qp->req_offset;
-	struct sib_ring *ring;
-	struct sib_ring_slot *s;
-	struct iba_pkt h;
-	uint64_t ticket;
-	bool full;
+	struct sib_tx tx;
 
-	s = sib_tx_begin(qp, &h, &ring, &ticket, &full);
-	if (!s && full)
+	if (!sib_tx_begin(qp, &tx))
 		return false;
-	if (s) {
-		h.bth.opcode = IBA_OPC_RDMA_READ_REQUEST;
-		h.bth.psn = qp->req_psn;
-		h.bth.ackreq = 1;
-		h.reth.va = w->remote_addr + qp->req_offset;
-		h.reth.rkey = w->rkey;
-		h.reth.dmalen = left;
-		sib_tx_end(qp, ring, s, ticket, iba_build_headers(s->data, &h), 0);
+	if (tx.slot) {
+		tx.h.bth.opcode = IBA_OPC_RDMA_READ_REQUEST;
+		tx.h.bth.psn = qp->req_psn;
+		tx.h.bth.ackreq = 1;
+		tx.h.reth.va = w->remote_addr + qp->req_offset;
+		tx.h.reth.rkey = w->rkey;
+		tx.h.reth.dmalen = left;
+		sib_tx_headers(&tx);
+		sib_tx_end(qp, &tx, 0);
 	}
 	qp->req_psn = iba_psn_add(qp->req_psn, sib_msg_npsn(left, qp->mtu));
 	qp->reads_outstanding++;
@@ -108,11 +104,7 @@ static bool send_data(struct sib_qp *qp, struct sib_swqe *w, bool *last)
 	uint32_t off = qp->req_offset, left = w->length - off;
 	bool first = off == 0;
 	uint32_t paylen;
-	struct sib_ring *ring;
-	struct sib_ring_slot *s;
-	struct iba_pkt h;
-	uint64_t ticket;
-	bool full;
+	struct sib_tx tx;
 
 	*last = left <= qp->mtu;
 	paylen = *last ? left : qp->mtu;
@@ -123,32 +115,31 @@ static bool send_data(struct sib_qp *qp, struct sib_swqe *w, bool *last)
 		local_error(qp, w, IBV_WC_LOC_PROT_ERR);
 		return false;
 	}
-	s = sib_tx_begin(qp, &h, &ring, &ticket, &full);
-	if (!s && full)
+	if (!sib_tx_begin(qp, &tx))
 		return false;
 	if (++qp->req_pkts_since_ack >= SIB_ACKREQ_EVERY || *last)
 		qp->req_pkts_since_ack = 0;
-	if (s) {
+	if (tx.slot) {
 		int pos = first ? (*last ? POS_ONLY : POS_FIRST) : (*last ? POS_LAST : POS_MIDDLE);
-		size_t hl;
+		uint8_t *payload;
 
-		h.bth.opcode = rc_opcode[w->opcode][pos];
-		h.bth.psn = qp->req_psn;
-		h.bth.ackreq = qp->req_pkts_since_ack == 0;
-		h.bth.se = *last && (w->send_flags & IBV_SEND_SOLICITED) &&
-			   w->opcode != IBV_WR_RDMA_WRITE;
+		tx.h.bth.opcode = rc_opcode[w->opcode][pos];
+		tx.h.bth.psn = qp->req_psn;
+		tx.h.bth.ackreq = qp->req_pkts_since_ack == 0;
+		tx.h.bth.se = *last && (w->send_flags & IBV_SEND_SOLICITED) &&
+			      w->opcode != IBV_WR_RDMA_WRITE;
 		if (first && (w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
-			h.reth.va = w->remote_addr;
-			h.reth.rkey = w->rkey;
-			h.reth.dmalen = w->length;
+			tx.h.reth.va = w->remote_addr;
+			tx.h.reth.rkey = w->rkey;
+			tx.h.reth.dmalen = w->length;
 		}
-		h.immdt_be = w->imm_be;
-		hl = iba_build_headers(s->data, &h);
+		tx.h.immdt_be = w->imm_be;
+		payload = sib_tx_headers(&tx);
 		if (w->inline_data)
-			memcpy(s->data + hl, w->inline_data + off, paylen);
+			memcpy(payload, w->inline_data + off, paylen);
 		else
-			sib_sge_copy_out(w->sge, w->num_sge, off, s->data + hl, paylen);
-		sib_tx_end(qp, ring, s, ticket, hl, paylen);
+			sib_sge_copy_out(w->sge, w->num_sge, off, payload, paylen);
+		sib_tx_end(qp, &tx, paylen);
 	}
 	qp->req_psn = iba_psn_add(qp->req_psn, 1);
 	qp->req_offset += paylen;

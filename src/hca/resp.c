@@ -22,14 +22,9 @@ static uint8_t ack_syndrome(const struct sib_qp *qp)
 
 void sib_resp_send_ack(struct sib_qp *qp, uint8_t syndrome, uint32_t psn)
 {
-	struct sib_ring *ring;
-	struct sib_ring_slot *s;
-	struct iba_pkt h;
-	uint64_t ticket;
-	bool full;
+	struct sib_tx tx;
 
-	s = sib_tx_begin(qp, &h, &ring, &ticket, &full);
-	if (!s && full) {
+	if (!sib_tx_begin(qp, &tx)) {
 		/* Coalesce: a later ACK covers an earlier one (IBA 9.7.5.1.1). */
 		qp->ack_pending = true;
 		qp->ack_psn = psn;
@@ -37,13 +32,14 @@ void sib_resp_send_ack(struct sib_qp *qp, uint8_t syndrome, uint32_t psn)
 		return;
 	}
 	qp->ack_pending = false;
-	if (!s)
+	if (!tx.slot)
 		return;
-	h.bth.opcode = IBA_OPC_ACKNOWLEDGE;
-	h.bth.psn = psn;
-	h.aeth.syndrome = syndrome;
-	h.aeth.msn = qp->resp_msn;
-	sib_tx_end(qp, ring, s, ticket, iba_build_headers(s->data, &h), 0);
+	tx.h.bth.opcode = IBA_OPC_ACKNOWLEDGE;
+	tx.h.bth.psn = psn;
+	tx.h.aeth.syndrome = syndrome;
+	tx.h.aeth.msn = qp->resp_msn;
+	sib_tx_headers(&tx);
+	sib_tx_end(qp, &tx, 0);
 }
 
 static bool send_read_responses(struct sib_qp *qp);
@@ -335,31 +331,26 @@ static bool send_read_responses(struct sib_qp *qp)
 			uint32_t idx = (uint32_t)iba_psn_diff(res->psn, res->first_psn);
 			bool first = idx == 0, last = idx + 1 == npkt;
 			uint32_t paylen = last ? res->len - res->sent : qp->mtu;
-			struct sib_ring *ring;
-			struct sib_ring_slot *s;
-			struct iba_pkt h;
-			uint64_t ticket;
-			bool full;
+			struct sib_tx tx;
 
 			if (paylen && !res->mr)
 				break; /* MR deregistered: nothing more to send */
-			s = sib_tx_begin(qp, &h, &ring, &ticket, &full);
-			if (!s && full)
+			if (!sib_tx_begin(qp, &tx))
 				return false;
-			if (s) {
-				size_t hl;
+			if (tx.slot) {
+				uint8_t *payload;
 
-				h.bth.opcode = first ? (last ? IBA_OPC_RDMA_READ_RESPONSE_ONLY
-							     : IBA_OPC_RDMA_READ_RESPONSE_FIRST)
-						     : (last ? IBA_OPC_RDMA_READ_RESPONSE_LAST
-							     : IBA_OPC_RDMA_READ_RESPONSE_MIDDLE);
-				h.bth.psn = res->psn;
-				h.aeth.syndrome = ack_syndrome(qp);
-				h.aeth.msn = res->msn;
-				hl = iba_build_headers(s->data, &h);
+				tx.h.bth.opcode = first ? (last ? IBA_OPC_RDMA_READ_RESPONSE_ONLY
+								: IBA_OPC_RDMA_READ_RESPONSE_FIRST)
+							: (last ? IBA_OPC_RDMA_READ_RESPONSE_LAST
+								: IBA_OPC_RDMA_READ_RESPONSE_MIDDLE);
+				tx.h.bth.psn = res->psn;
+				tx.h.aeth.syndrome = ack_syndrome(qp);
+				tx.h.aeth.msn = res->msn;
+				payload = sib_tx_headers(&tx);
 				if (paylen)
-					memcpy(s->data + hl, sib_mr_ptr(res->mr, res->va + res->sent), paylen);
-				sib_tx_end(qp, ring, s, ticket, hl, paylen);
+					memcpy(payload, sib_mr_ptr(res->mr, res->va + res->sent), paylen);
+				sib_tx_end(qp, &tx, paylen);
 			}
 			res->sent += paylen;
 			res->psn = iba_psn_add(res->psn, 1);

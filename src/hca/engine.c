@@ -320,7 +320,7 @@ static bool run_once(struct sib_context *ctx)
 		if (!next || now + SIB_TX_RETRY_NS < next)
 			next = now + SIB_TX_RETRY_NS;
 	}
-	ctx->next_deadline = next;
+	atomic_store_explicit(&ctx->next_deadline, next, memory_order_relaxed);
 	return did;
 }
 
@@ -393,7 +393,7 @@ static void *engine_main(void *arg)
 		nap_ns = SIB_NAP_MIN_NS;
 		sib_progress(ctx);
 
-		uint64_t deadline = ctx->next_deadline;
+		uint64_t deadline = atomic_load_explicit(&ctx->next_deadline, memory_order_relaxed);
 		int64_t timeout = -1;
 
 		if (deadline) {

@@ -258,7 +258,7 @@ struct sib_context {
 	uint8_t mr_keygen;
 
 	int async_wfd;                 /* write end of the async event pipe */
-	uint64_t next_deadline;        /* earliest timer, 0 = none */
+	_Atomic uint64_t next_deadline; /* earliest timer, 0 = none (read by the engine thread) */
 	bool tx_blocked;               /* this pass found a peer inbox full */
 	bool vcrc;                     /* compute/check VCRC on the shm link */
 

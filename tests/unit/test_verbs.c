@@ -861,6 +861,106 @@ static void test_sqd_drained_event(void **state)
 	pair_close(&p);
 }
 
+
+/* Solicited-only arming fires on a solicited completion, not before. */
+static void test_notify_solicited(void **state)
+{
+	struct pair p;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	struct pollfd pfd;
+
+	pair_open(&p, 1, NULL, NULL);
+	/* Rebuild softib1's QP on a CQ with a channel. */
+	ch = ibv_create_comp_channel(p.e[1].ctx);
+	assert_non_null(ch);
+	struct ibv_cq *cq = ibv_create_cq(p.e[1].ctx, 16, NULL, ch, 0);
+	assert_non_null(cq);
+	assert_int_equal(ibv_destroy_qp(p.e[1].qp), 0);
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 8, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	p.e[1].qp = ibv_create_qp(p.e[1].pd, &ia);
+	assert_non_null(p.e[1].qp);
+	assert_int_equal(ibv_destroy_qp(p.e[0].qp), 0);
+	ia.send_cq = ia.recv_cq = p.e[0].cq;
+	p.e[0].qp = ibv_create_qp(p.e[0].pd, &ia);
+	assert_non_null(p.e[0].qp);
+	qp_connect(&p.e[0], &p.e[1], &default_opts);
+	qp_connect(&p.e[1], &p.e[0], &default_opts);
+	post_recv(&p.e[1], 1, 0, 64);
+	post_recv(&p.e[1], 2, 64, 64);
+	pfd.fd = ch->fd;
+	pfd.events = POLLIN;
+	assert_int_equal(ibv_req_notify_cq(cq, 1), 0);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 16, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 10, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(poll(&pfd, 1, 50), 0); /* not solicited: no event */
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 11, &sge, 1, IBV_SEND_SOLICITED, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	assert_ptr_equal(ev_cq, cq);
+	ibv_ack_cq_events(cq, 1);
+	poll_one(cq, &wc, 1000);
+	assert_int_equal(wc.wr_id, 1);
+	poll_one(cq, &wc, 1000);
+	assert_int_equal(wc.wr_id, 2);
+
+	/* Resize keeps queued completions, refuses to shrink below them. */
+	post_recv(&p.e[1], 3, 0, 64);
+	post_recv(&p.e[1], 4, 0, 64);
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 12, &sge, 1, 0, 0, 0, 0), 0);
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 13, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(ibv_resize_cq(cq, 200), 0);
+	assert_true(cq->cqe >= 200);
+	poll_one(cq, &wc, 1000);
+	assert_int_equal(wc.wr_id, 3);
+	poll_one(cq, &wc, 1000);
+	assert_int_equal(wc.wr_id, 4);
+	assert_int_equal(ibv_resize_cq(cq, 0), EINVAL);
+
+	assert_int_equal(ibv_destroy_qp(p.e[1].qp), 0);
+	p.e[1].qp = ibv_create_qp(p.e[1].pd, &(struct ibv_qp_init_attr){ .send_cq = p.e[1].cq,
+		.recv_cq = p.e[1].cq, .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 1,
+		.max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } });
+	assert_non_null(p.e[1].qp);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+	pair_close(&p);
+}
+
+/* An R_Key of another PD opens nothing (IBA 10.6.3.2: key, PD, access, bounds). */
+static void test_rkey_other_pd(void **state)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr2;
+
+	pair_open(&p, 1, NULL, NULL);
+	pd2 = ibv_alloc_pd(p.e[1].ctx);
+	assert_non_null(pd2);
+	mr2 = ibv_reg_mr(pd2, p.e[1].buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr2);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_RDMA_WRITE, 1, &sge, 1, 0,
+				   (uintptr_t)p.e[1].buf, mr2->rkey, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	assert_int_equal(ibv_dereg_mr(mr2), 0);
+	assert_int_equal(ibv_dealloc_pd(pd2), 0);
+	pair_close(&p);
+}
+
 /* ---- malformed and misrouted packets: dropped, counted, nothing lost ---- */
 
 static void test_malformed_packets(void **state)
@@ -1083,6 +1183,8 @@ int main(void)
 		cmocka_unit_test(test_local_error_completes_in_order),
 		cmocka_unit_test(test_wr_api_and_cq_ex),
 		cmocka_unit_test(test_sqd_drained_event),
+		cmocka_unit_test(test_notify_solicited),
+		cmocka_unit_test(test_rkey_other_pd),
 		cmocka_unit_test(test_malformed_packets),
 		cmocka_unit_test(test_idle_uses_no_cpu),
 	};

@@ -273,8 +273,7 @@ void sib_comp_local_error(struct sib_qp *qp)
 
 void sib_qp_async_event(struct sib_qp *qp, enum ibv_event_type type)
 {
-	atomic_fetch_add(&qp->events_reported, 1);
-	sib_async_event(qp->ctx, type, &qp->ibv.qp_base);
+	sib_async_event(qp->ctx, type, qp->ibv.qp_base.qp_num, qp->obj_handle);
 }
 
 void sib_qp_enter_error(struct sib_qp *qp)

@@ -20,10 +20,8 @@ void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited)
 
 		cq->overflow = true;
 		pthread_spin_unlock(&cq->lock);
-		if (first) {
-			atomic_fetch_add(&cq->async_reported, 1);
-			sib_async_event(to_sctx(cq->ibv.context), IBV_EVENT_CQ_ERR, &cq->ibv);
-		}
+		if (first)
+			sib_async_event(to_sctx(cq->ibv.context), IBV_EVENT_CQ_ERR, cq->reg_id, cq->reg_gen);
 		return;
 	}
 	cq->wc[cq->tail & (cq->size - 1)] = *wc;
@@ -42,11 +40,11 @@ void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited)
 	if (!atomic_compare_exchange_strong(&cq->armed, &armed, 0))
 		return;
 	{
-		struct ibv_cq *p = (struct ibv_cq *)&cq->ibv;
+		struct sib_comp_rec rec = { .cq_id = cq->reg_id, .cq_gen = cq->reg_gen };
 		struct sib_comp_channel *sch = (struct sib_comp_channel *)ch;
 
-		atomic_fetch_add(&cq->events_reported, 1);
-		if (write(sch->wfd, &p, sizeof(p)) != sizeof(p))
-			atomic_fetch_sub(&cq->events_reported, 1);
+		/* Non-blocking: a full pipe already holds events to wake the reader. */
+		if (write(sch->wfd, &rec, sizeof(rec)) != sizeof(rec))
+			return;
 	}
 }

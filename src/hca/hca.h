@@ -83,8 +83,9 @@ struct sib_cq {
 	_Atomic int armed;             /* 0, SIB_CQ_ARM_NEXT or SIB_CQ_ARM_SOLICITED */
 	bool overflow;
 	_Atomic int usecnt;            /* QPs on it: destroy gives EBUSY */
-	_Atomic uint32_t events_reported; /* channel events written */
-	_Atomic uint32_t async_reported;  /* CQ_ERR async events written */
+	uint32_t reg_id, reg_gen;      /* names the CQ in event records (verbs/cq.c) */
+	uint32_t events_reported;      /* completion events delivered (under the registry lock) */
+	uint32_t async_reported;       /* CQ_ERR async events delivered */
 	uint32_t empty_polls;          /* poll_cq calls in a row that found nothing */
 	/* ibv_cq_ex polling state */
 	struct ibv_wc cur;
@@ -222,7 +223,7 @@ struct sib_qp {
 	bool local_err;                /* sq[local_err_idx] failed a local check */
 	uint32_t local_err_idx;
 	uint32_t acked_psn;            /* highest PSN an ACK covered (completer) */
-	_Atomic uint32_t events_reported; /* async events about this QP */
+	_Atomic uint32_t events_reported; /* async events about this QP delivered */
 	/* ibv_wr_* batch in progress (under sq_lock) */
 	uint32_t wr_head;
 	int wr_err;
@@ -309,8 +310,23 @@ void sib_comp_timers(struct sib_qp *qp, uint64_t now);
  * the cause; no async event is raised (as rxe and mlx5).  Engine context. */
 void sib_qp_enter_error(struct sib_qp *qp);
 void sib_qp_flush(struct sib_qp *qp);
+/*
+ * Event records.  They name objects by id and generation, never by
+ * pointer: an object destroyed while its events wait in the pipe is
+ * skipped when they are read (rdma-core discards them the same way).
+ */
+struct sib_comp_rec {
+	uint32_t cq_id, cq_gen;
+};
+struct sib_async_rec {
+	uint32_t type;                 /* enum ibv_event_type */
+	uint32_t id;                   /* QPN, CQ registry id, or port number */
+	uint32_t gen;                  /* QP object handle, CQ registry generation */
+	uint32_t pad;
+};
+
 /* Post an async event to the context's async fd. */
-void sib_async_event(struct sib_context *ctx, enum ibv_event_type type, void *element);
+void sib_async_event(struct sib_context *ctx, enum ibv_event_type type, uint32_t id, uint32_t gen);
 /* An async event about a QP (counted for ibv_destroy_qp). */
 void sib_qp_async_event(struct sib_qp *qp, enum ibv_event_type type);
 /* Enter ERR once a WQE that failed locally reaches the head of the SQ. */

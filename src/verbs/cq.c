@@ -103,6 +103,78 @@ CQX_READ(slid, uint32_t, w->slid)
 CQX_READ(sl, uint8_t, w->sl)
 CQX_READ(dlid_path_bits, uint8_t, w->dlid_path_bits)
 
+/* ---- the CQ registry: event records name CQs by (id, generation) ---- */
+
+static pthread_mutex_t cq_reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct sib_cq *cq;
+	uint32_t gen;
+} *cq_reg;
+static uint32_t cq_reg_size;
+
+static int cq_register(struct sib_cq *cq)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&cq_reg_lock);
+	for (i = 0; i < cq_reg_size && cq_reg[i].cq; i++)
+		;
+	if (i == cq_reg_size) {
+		uint32_t n = cq_reg_size ? cq_reg_size * 2 : 64;
+		void *p = realloc(cq_reg, n * sizeof(*cq_reg));
+
+		if (!p) {
+			pthread_mutex_unlock(&cq_reg_lock);
+			return ENOMEM;
+		}
+		cq_reg = p;
+		memset(&cq_reg[cq_reg_size], 0, (n - cq_reg_size) * sizeof(*cq_reg));
+		cq_reg_size = n;
+	}
+	cq_reg[i].cq = cq;
+	cq_reg[i].gen++;
+	cq->reg_id = i;
+	cq->reg_gen = cq_reg[i].gen;
+	pthread_mutex_unlock(&cq_reg_lock);
+	return 0;
+}
+
+static void cq_unregister(struct sib_cq *cq)
+{
+	pthread_mutex_lock(&cq_reg_lock);
+	cq_reg[cq->reg_id].cq = NULL;
+	cq_reg[cq->reg_id].gen++;
+	pthread_mutex_unlock(&cq_reg_lock);
+}
+
+/* The CQ an event record names, counting the delivery; NULL if the CQ
+ * was destroyed since (the event is dropped, as rdma-core does). */
+struct sib_cq *sib_cq_deliver(uint32_t id, uint32_t gen, bool async)
+{
+	struct sib_cq *cq = NULL;
+
+	pthread_mutex_lock(&cq_reg_lock);
+	if (id < cq_reg_size && cq_reg[id].cq && cq_reg[id].gen == gen) {
+		cq = cq_reg[id].cq;
+		if (async)
+			cq->async_reported++;
+		else
+			cq->events_reported++;
+	}
+	pthread_mutex_unlock(&cq_reg_lock);
+	return cq;
+}
+
+static uint32_t cq_delivered(struct sib_cq *cq, bool async)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&cq_reg_lock);
+	n = async ? cq->async_reported : cq->events_reported;
+	pthread_mutex_unlock(&cq_reg_lock);
+	return n;
+}
+
 #define SIB_CQ_WC_FLAGS_SUPPORTED (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
 	IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | \
 	IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS)
@@ -134,6 +206,11 @@ static struct sib_cq *cq_alloc(struct ibv_context *context, int cqe, struct ibv_
 	rc = sib_obj_create(ctx->dev_handle, SIB_OBJ_CQ, 0, &cq->obj_handle, NULL);
 	if (rc)
 		goto err;
+	rc = cq_register(cq);
+	if (rc) {
+		sib_obj_destroy(cq->obj_handle);
+		goto err;
+	}
 	cq->size = size;
 	cq->wc_flags = wc_flags;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
@@ -202,10 +279,12 @@ SIB_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
 
 	if (atomic_load(&cq->usecnt))
 		return EBUSY;
-	/* As rdma-core: wait until every reported event was acknowledged. */
+	/* No more deliveries; events still queued are dropped when read.  As
+	 * rdma-core: wait until every delivered event was acknowledged. */
+	cq_unregister(cq);
 	pthread_mutex_lock(&ibcq->mutex);
-	while (ibcq->comp_events_completed != atomic_load(&cq->events_reported) ||
-	       ibcq->async_events_completed != atomic_load(&cq->async_reported))
+	while (ibcq->comp_events_completed != cq_delivered(cq, false) ||
+	       ibcq->async_events_completed != cq_delivered(cq, true))
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
 	/* No QP uses it (usecnt), so the engine cannot be pushing to it. */

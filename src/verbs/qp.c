@@ -222,12 +222,13 @@ SIB_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct sib_qp *qp = to_sqp(ibqp);
 	struct sib_context *ctx = qp->ctx;
 
-	/* As rdma-core: every async event about the QP must be acknowledged. */
+	/* Unpublish first (events still queued are dropped when read), then,
+	 * as rdma-core, wait until every delivered event was acknowledged. */
+	qp_unpublish(ctx, qp);
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != atomic_load(&qp->events_reported))
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
-	qp_unpublish(ctx, qp);
 	sib_obj_destroy(qp->obj_handle);
 	atomic_fetch_sub(&((struct sib_pd *)ibqp->pd)->usecnt, 1);
 	atomic_fetch_sub(&to_scq(ibqp->send_cq)->usecnt, 1);

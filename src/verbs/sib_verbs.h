@@ -6,6 +6,7 @@
 #ifndef SIB_VERBS_H
 #define SIB_VERBS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/sib_ctl.h"
@@ -26,6 +27,9 @@ int sib_ctl_rpc(struct sib_ctl_msg *m, int *recv_fd);
 int sib_obj_create(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type,
 		   uint32_t *handle, uint32_t *qpn);
 void sib_obj_destroy(uint32_t handle);
+
+/* cq.c: the CQ an event record names, counting the delivery; NULL if gone. */
+struct sib_cq *sib_cq_deliver(uint32_t id, uint32_t gen, bool async);
 
 /* Context setup done after the inbox is mapped (verbs.c).  0 or errno. */
 int sib_context_init(struct sib_context *ctx);

@@ -97,58 +97,73 @@ void sib_context_fini(struct sib_context *ctx)
 		free(ctx->mr_dir[i]);
 }
 
-/* ---- async events: one record per event on a pipe ---- */
+/* ---- async events: one sib_async_rec per event on a pipe ---- */
 
-struct sib_async_rec {
-	enum ibv_event_type type;
-	void *element;
-};
-
-void sib_async_event(struct sib_context *ctx, enum ibv_event_type type, void *element)
+void sib_async_event(struct sib_context *ctx, enum ibv_event_type type, uint32_t id, uint32_t gen)
 {
-	struct sib_async_rec r = { .type = type, .element = element };
+	struct sib_async_rec r = { .type = type, .id = id, .gen = gen };
 
 	/* Non-blocking: a consumer that never reads loses events, not progress. */
 	if (write(ctx->async_wfd, &r, sizeof(r)) != sizeof(r))
 		return;
 }
 
+static bool is_qp_event(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return true;
+	default:
+		return false;
+	}
+}
+
 SIB_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
+	struct sib_context *ctx = to_sctx(context);
 	struct sib_async_rec r;
-	ssize_t n = read(context->async_fd, &r, sizeof(r));
 
-	if (n != sizeof(r)) {
-		if (n >= 0)
-			errno = EIO;
-		return -1;
+	for (;;) {
+		ssize_t n = read(context->async_fd, &r, sizeof(r));
+
+		if (n != sizeof(r)) {
+			if (n >= 0)
+				errno = EIO;
+			return -1;
+		}
+		memset(event, 0, sizeof(*event));
+		event->event_type = r.type;
+		if (is_qp_event(r.type)) {
+			struct sib_qp *qp;
+
+			pthread_mutex_lock(&ctx->obj_lock);
+			qp = sib_qp_lookup(ctx, r.id);
+			if (qp && qp->obj_handle == r.gen)
+				atomic_fetch_add(&qp->events_reported, 1);
+			else
+				qp = NULL;
+			pthread_mutex_unlock(&ctx->obj_lock);
+			if (!qp)
+				continue; /* the QP was destroyed: drop its event */
+			event->element.qp = &qp->ibv.qp_base;
+		} else if (r.type == IBV_EVENT_CQ_ERR) {
+			struct sib_cq *cq = sib_cq_deliver(r.id, r.gen, true);
+
+			if (!cq)
+				continue;
+			event->element.cq = (struct ibv_cq *)&cq->ibv;
+		} else {
+			event->element.port_num = (int)r.id;
+		}
+		return 0;
 	}
-	memset(event, 0, sizeof(*event));
-	event->event_type = r.type;
-	switch (r.type) {
-	case IBV_EVENT_CQ_ERR:
-		event->element.cq = r.element;
-		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		event->element.srq = r.element;
-		break;
-	case IBV_EVENT_PORT_ACTIVE:
-	case IBV_EVENT_PORT_ERR:
-	case IBV_EVENT_LID_CHANGE:
-	case IBV_EVENT_PKEY_CHANGE:
-	case IBV_EVENT_SM_CHANGE:
-	case IBV_EVENT_CLIENT_REREGISTER:
-	case IBV_EVENT_GID_CHANGE:
-		event->element.port_num = (int)(uintptr_t)r.element;
-		break;
-	case IBV_EVENT_DEVICE_FATAL:
-		break;
-	default:
-		event->element.qp = r.element;
-		break;
-	}
-	return 0;
 }
 
 SIB_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
@@ -404,22 +419,26 @@ SIB_EXPORT int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 SIB_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq, void **cq_context)
 {
 	struct sib_context *ctx = to_sctx(channel->context);
-	struct ibv_cq *c;
+	struct sib_comp_rec rec;
+	struct sib_cq *c;
 	ssize_t n;
 
 	/* The app stops polling: let the engine sleep on the inbox futex
 	 * (woken by packets) instead of napping. */
 	atomic_store(&ctx->app_blocked, 1);
 	sib_engine_kick(ctx);
-	n = read(channel->fd, &c, sizeof(c));
+	do {
+		n = read(channel->fd, &rec, sizeof(rec));
+		c = n == sizeof(rec) ? sib_cq_deliver(rec.cq_id, rec.cq_gen, false) : NULL;
+	} while (n == sizeof(rec) && !c); /* events of destroyed CQs are dropped */
 	atomic_store(&ctx->app_blocked, 0);
-	if (n != sizeof(c)) {
+	if (!c) {
 		if (n >= 0)
 			errno = EIO;
 		return -1;
 	}
-	*cq = c;
-	*cq_context = c->cq_context;
+	*cq = (struct ibv_cq *)&c->ibv;
+	*cq_context = c->ibv.cq_context;
 	return 0;
 }
 

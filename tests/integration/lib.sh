@@ -70,6 +70,16 @@ status() {
 	"$SIB_BIN/softib" status
 }
 
+# True once something listens on TCP port $1 (IPv4 or IPv6), read from
+# /proc so that the check does not connect (a ping-pong server takes one
+# connection only).
+port_listening() {
+	local hex
+	hex=$(printf '%04X' "$1")
+	awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { found = 1 } END { exit !found }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
 # A TCP port on 127.0.0.1 that nothing listens on.
 free_port() {
 	local p

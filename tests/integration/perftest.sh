@@ -11,7 +11,7 @@ port=$(free_port) || fail "no free port"
 client timeout 120 "$tool" -d softib0 -p "$port" -n 500 "$@" >"$SIB_TMP/server.out" 2>&1 &
 srv=$!
 SIB_PIDS+=("$srv")
-sleep 0.5
+wait_until 30 port_listening "$port" || fail "server did not listen: $(cat "$SIB_TMP/server.out")"
 client timeout 120 "$tool" -d softib1 -p "$port" -n 500 "$@" 127.0.0.1 >"$SIB_TMP/client.out" 2>&1
 crc=$?
 wait "$srv"

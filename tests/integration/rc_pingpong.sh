@@ -9,7 +9,7 @@ port=$(free_port) || fail "no free port"
 client timeout 120 ibv_rc_pingpong -d softib0 -p "$port" -n 1000 "$@" >"$SIB_TMP/server.out" 2>&1 &
 srv=$!
 SIB_PIDS+=("$srv")
-sleep 0.3
+wait_until 30 port_listening "$port" || fail "server did not listen: $(cat "$SIB_TMP/server.out")"
 client timeout 120 ibv_rc_pingpong -d softib1 -p "$port" -n 1000 "$@" 127.0.0.1 >"$SIB_TMP/client.out" 2>&1
 crc=$?
 wait "$srv"

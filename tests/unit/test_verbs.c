@@ -927,12 +927,25 @@ static void test_notify_solicited(void **state)
 	assert_int_equal(wc.wr_id, 4);
 	assert_int_equal(ibv_resize_cq(cq, 0), EINVAL);
 
+	/* An event written but never read (rc_pingpong -e ends like this)
+	 * must not hold up ibv_destroy_cq, nor surface after it. */
+	assert_int_equal(ibv_req_notify_cq(cq, 0), 0);
+	post_recv(&p.e[1], 5, 0, 64);
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 14, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	poll_one(cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 5);
+	assert_int_equal(poll(&pfd, 1, 5000), 1); /* the event is in the pipe */
+
 	assert_int_equal(ibv_destroy_qp(p.e[1].qp), 0);
 	p.e[1].qp = ibv_create_qp(p.e[1].pd, &(struct ibv_qp_init_attr){ .send_cq = p.e[1].cq,
 		.recv_cq = p.e[1].cq, .qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 1,
 		.max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 } });
 	assert_non_null(p.e[1].qp);
 	assert_int_equal(ibv_destroy_cq(cq), 0);
+	fcntl(ch->fd, F_SETFL, O_NONBLOCK);
+	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), -1); /* dropped */
+	assert_int_equal(errno, EAGAIN);
 	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
 	pair_close(&p);
 }

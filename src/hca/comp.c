@@ -33,20 +33,22 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 void sib_sq_complete(struct sib_qp *qp, enum ibv_wc_status status)
 {
 	struct sib_swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
-
 	/* Errors complete even unsignaled WRs (IBA 10.7.3.1). */
-	if (w->signaled || status != IBV_WC_SUCCESS) {
-		struct ibv_wc wc = {
-			.wr_id = w->wr_id,
-			.status = status,
-			.opcode = wc_opcode(w->opcode),
-			.byte_len = status == IBV_WC_SUCCESS ? w->length : 0,
-			.qp_num = qp->ibv.qp_base.qp_num,
-		};
-		sib_cq_push(to_scq(qp->ibv.qp_base.send_cq), &wc, false);
-	}
+	bool cqe = w->signaled || status != IBV_WC_SUCCESS;
+	struct ibv_wc wc = {
+		.wr_id = w->wr_id,
+		.status = status,
+		.opcode = wc_opcode(w->opcode),
+		.byte_len = status == IBV_WC_SUCCESS ? w->length : 0,
+		.qp_num = qp->ibv.qp_base.qp_num,
+	};
+
 	w->state = SIB_SWQE_DONE;
+	/* Free the slot before the application can see the completion: it
+	 * may post again the moment it polls it (perftest keeps the SQ full). */
 	__atomic_store_n(&qp->sq_tail, qp->sq_tail + 1, __ATOMIC_RELEASE);
+	if (cqe)
+		sib_cq_push(to_scq(qp->ibv.qp_base.send_cq), &wc, false);
 }
 
 static bool sq_outstanding(const struct sib_qp *qp)
@@ -253,8 +255,8 @@ void sib_qp_flush(struct sib_qp *qp)
 		if (wc.status == IBV_WC_SUCCESS)
 			wc.status = IBV_WC_WR_FLUSH_ERR;
 		qp->resp_have_rwqe = false;
-		sib_cq_push(to_scq(qp->ibv.qp_base.recv_cq), &wc, false);
 		__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
+		sib_cq_push(to_scq(qp->ibv.qp_base.recv_cq), &wc, false);
 	}
 	qp->resp_in_send = qp->resp_in_write = false;
 	/* A fatal NAK not yet on the wire is still owed (engine.c retries it). */

@@ -37,6 +37,11 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   sib_itest(verbs_rc_pingpong_new_send_api rc_pingpong.sh -N)
   sib_itest(verbs_kill_server kill_server.sh)
 
+  # A fabric from an ibnetdiscover file: two switches, dual-port CAs.
+  sib_itest(verbs_rc_pingpong_2sw_topology rc_pingpong.sh -s 65536)
+  set_tests_properties(verbs_rc_pingpong_2sw_topology PROPERTIES ENVIRONMENT
+    "${SIB_ITEST_ENV};SIB_TOPOLOGY=${CMAKE_CURRENT_SOURCE_DIR}/data/ibnetdiscover-2sw.topo")
+
   # perftest (Debian package perftest), unmodified, over RC.
   foreach(tool ib_write_bw ib_read_bw ib_send_bw ib_send_lat ib_write_lat ib_read_lat)
     sib_itest(perftest_${tool} perftest.sh ${tool})

@@ -4,7 +4,7 @@
 # bounded waits.  Sourced by the test scripts; never waits without a limit.
 #
 # Environment from CTest: SIB_BIN (build/bin), SIB_LIB (build/lib),
-# SIB_SANITIZE (ON/OFF).
+# SIB_SANITIZE (ON/OFF), and optionally SIB_TOPOLOGY (a topology file).
 
 set -u
 SIB_TMP=$(mktemp -d /tmp/softib-test.XXXXXX)
@@ -55,7 +55,8 @@ wait_until() {
 }
 
 start_daemon() {
-	"$SIB_BIN/softibd" --foreground --socket "$SOFTIB_SOCKET" "$@" >"$SIB_TMP/softibd.log" 2>&1 &
+	"$SIB_BIN/softibd" --foreground --socket "$SOFTIB_SOCKET" \
+		${SIB_TOPOLOGY:+--topology "$SIB_TOPOLOGY"} "$@" >"$SIB_TMP/softibd.log" 2>&1 &
 	SIB_DAEMON_PID=$!
 	SIB_PIDS+=("$SIB_DAEMON_PID")
 	wait_until 10 test -S "$SOFTIB_SOCKET" || fail "softibd did not start: $(cat "$SIB_TMP/softibd.log")"

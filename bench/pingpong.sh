@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # softib against the machine: unmodified ibv_rc_pingpong through softib at
 # 64 B and 64 KiB (path MTU 4096, server on softib0, client on softib1, one
-# host), and single-thread memcpy bandwidth at 64 KiB, side by side.
+# host), single-thread memcpy bandwidth at 64 KiB, and the cache-line round
+# trip between two threads (how far apart the host put the CPUs), side by side.
 # Each ping-pong runs RUNS times (default 3) and the median run is shown:
 # on a small shared VM single runs vary with the host's scheduling.
 # Usage: bench/pingpong.sh [BUILD_DIR] [ITERS] [RUNS]
@@ -35,9 +36,11 @@ median() { # SIZE -> the median (by usec/iter) of $runs runs
 read -r small_mb small_us < <(median 64)
 read -r big_mb big_us < <(median 65536)
 copy_mb=$("$build/bin/memcpy_bw" 65536 1 | awk '{print $(NF-1)}')
+rtt_ns=$("$build/bin/cacheline_rtt" | awk '{print $1}')
 
 printf '%-44s %14s %12s\n' "what ($(nproc) cores, $iters iterations, median of $runs)" "Mbit/s" "usec/iter"
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 64 (softib0 <-> softib1)" "$small_mb" "$small_us"
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 65536" "$big_mb" "$big_us"
 printf '%-44s %14s %12s\n' "memcpy 64 KiB, one thread" "$copy_mb" "-"
+printf '%-44s %14s %12s\n' "cache-line round trip, two threads (ns)" "-" "$rtt_ns"
 [ -z "${BENCH_VERBOSE:-}" ] || { echo "every run (Mbit/s usec/iter):"; cat "$tmp/runs"; }

@@ -228,8 +228,6 @@ struct sib_qp {
 	uint32_t wr_head;
 	int wr_err;
 	bool wr_open;
-	bool flush_pending;            /* entered ERR: flush both queues */
-	bool error_event_sent;
 	bool sqd_event_pending;
 };
 

@@ -303,7 +303,7 @@ static void qp_reset(struct sib_qp *qp)
 	qp->resp_mr = NULL;
 	qp->resp_nak_seq_sent = qp->ack_pending = false;
 	qp->rd_res_head = qp->rd_res_tail = 0;
-	qp->flush_pending = qp->error_event_sent = qp->sqd_event_pending = false;
+	qp->sqd_event_pending = false;
 	qp->read_rcvd = 0;
 	qp->resp_err_status = IBV_WC_SUCCESS;
 	qp->local_err = false;

@@ -7,12 +7,7 @@
 # (docs/transport.md).  Repeated so that both cases are likely to be seen.
 . "$(dirname "$0")/lib.sh"
 start_daemon
-port=$(free_port) || fail "no free port"
-
-client timeout 60 ibv_rc_pingpong -d softib0 -p "$port" -n 100000000 -s 4096 >"$SIB_TMP/server.out" 2>&1 &
-srv=$!
-SIB_PIDS+=("$srv")
-wait_until 30 port_listening "$port" || fail "server did not listen: $(cat "$SIB_TMP/server.out")"
+start_server "$SIB_TMP/server.out" timeout 60 ibv_rc_pingpong -d softib0 -p PORT -n 100000000 -s 4096
 client timeout 60 ibv_rc_pingpong -d softib1 -p "$port" -n 100000000 -s 4096 127.0.0.1 >"$SIB_TMP/client.out" 2>&1 &
 cli=$!
 SIB_PIDS+=("$cli")

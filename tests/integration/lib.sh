@@ -81,15 +81,42 @@ port_listening() {
 		/proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
-# A TCP port on 127.0.0.1 that nothing listens on.
+# A TCP port that no socket on this host uses, below the ephemeral range
+# (so that no outgoing connection can take it meanwhile).
 free_port() {
-	local p
+	local p hex lo
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
 	for _ in $(seq 100); do
-		p=$((20000 + RANDOM % 40000))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+		p=$((10000 + RANDOM % (lo - 10000)))
+		hex=$(printf '%04X' "$p")
+		if ! awk -v p=":$hex" 'substr($2, length($2) - 4) == p { found = 1 } END { exit !found }' \
+			/proc/net/tcp /proc/net/tcp6 2>/dev/null; then
 			echo "$p"
 			return 0
 		fi
 	done
 	return 1
+}
+
+# start_server OUTFILE CMD...: run a client-server test's server on a free
+# port (substituted for the word PORT in CMD) and wait until it listens.
+# Another test may take the same port between our check and its bind: then
+# try another one.  Sets $port and $srv.
+server_ready() {
+	port_listening "$port" || ! alive "$srv"
+}
+
+start_server() {
+	local out=$1; shift
+	for _ in 1 2 3 4 5; do
+		port=$(free_port) || fail "no free port"
+		client "${@//PORT/$port}" >"$out" 2>&1 &
+		srv=$!
+		SIB_PIDS+=("$srv")
+		wait_until 30 server_ready
+		port_listening "$port" && return 0
+		wait "$srv" 2>/dev/null
+		grep -q "Couldn't listen" "$out" || break
+	done
+	fail "server did not listen: $(cat "$out")"
 }

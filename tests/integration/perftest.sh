@@ -6,12 +6,7 @@
 tool=$1; shift
 command -v "$tool" >/dev/null || fail "$tool not installed (Debian package perftest)"
 start_daemon
-port=$(free_port) || fail "no free port"
-
-client timeout 120 "$tool" -d softib0 -p "$port" -n 500 "$@" >"$SIB_TMP/server.out" 2>&1 &
-srv=$!
-SIB_PIDS+=("$srv")
-wait_until 30 port_listening "$port" || fail "server did not listen: $(cat "$SIB_TMP/server.out")"
+start_server "$SIB_TMP/server.out" timeout 120 "$tool" -d softib0 -p PORT -n 500 "$@"
 client timeout 120 "$tool" -d softib1 -p "$port" -n 500 "$@" 127.0.0.1 >"$SIB_TMP/client.out" 2>&1
 crc=$?
 wait "$srv"

@@ -4,12 +4,7 @@
 # client on softib1.  Arguments are passed to both sides (e.g. -s 4096 -e).
 . "$(dirname "$0")/lib.sh"
 start_daemon
-port=$(free_port) || fail "no free port"
-
-client timeout 120 ibv_rc_pingpong -d softib0 -p "$port" -n 1000 "$@" >"$SIB_TMP/server.out" 2>&1 &
-srv=$!
-SIB_PIDS+=("$srv")
-wait_until 30 port_listening "$port" || fail "server did not listen: $(cat "$SIB_TMP/server.out")"
+start_server "$SIB_TMP/server.out" timeout 120 ibv_rc_pingpong -d softib0 -p PORT -n 1000 "$@"
 client timeout 120 ibv_rc_pingpong -d softib1 -p "$port" -n 1000 "$@" 127.0.0.1 >"$SIB_TMP/client.out" 2>&1
 crc=$?
 wait "$srv"

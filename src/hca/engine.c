@@ -366,16 +366,20 @@ static void *engine_main(void *arg)
 {
 	struct sib_context *ctx = arg;
 	uint64_t seen = atomic_load(&ctx->poll_count);
+	uint64_t seen_notify = atomic_load(&ctx->notify_count);
 	int64_t nap_ns = SIB_NAP_MIN_NS;
 
 	for (;;) {
 		/* Taken before every check below: a wake after it is not lost. */
 		uint32_t seq = sib_ring_wake_seq(&ctx->inbox);
 		uint64_t polls = atomic_load_explicit(&ctx->poll_count, memory_order_relaxed);
+		uint64_t notifies = atomic_load_explicit(&ctx->notify_count, memory_order_seq_cst);
+		bool may_block = notifies != seen_notify || atomic_load(&ctx->app_blocked);
 
 		if (atomic_load(&ctx->stop))
 			break;
-		if (polls != seen && !atomic_load(&ctx->app_blocked)) {
+		seen_notify = notifies;
+		if (polls != seen && !may_block) {
 			seen = polls;
 			if (app_consumes(ctx)) {
 				/* The application polls and keeps up with its
@@ -383,7 +387,11 @@ static void *engine_main(void *arg)
 				 * progress lock (a preempted engine holding it
 				 * would stall the poller) and out of the producers'
 				 * way (no wakeups asked for), for longer and longer. */
-				sib_ring_nap(&ctx->inbox, seq, nap_ns);
+				atomic_store_explicit(&ctx->engine_napping, 1, memory_order_seq_cst);
+				/* An arm after the check above: do not nap. */
+				if (atomic_load_explicit(&ctx->notify_count, memory_order_seq_cst) == notifies)
+					sib_ring_nap(&ctx->inbox, seq, nap_ns);
+				atomic_store_explicit(&ctx->engine_napping, 0, memory_order_relaxed);
 				nap_ns = nap_ns * 2 < SIB_NAP_MAX_NS ? nap_ns * 2 : SIB_NAP_MAX_NS;
 				continue;
 			}

@@ -245,6 +245,8 @@ struct sib_context {
 	_Atomic int armed;             /* a kick arrived while progress ran */
 	_Atomic uint64_t poll_count;   /* bumped by poll_cq: the app drives progress */
 	_Atomic int app_blocked;       /* the app waits in get_cq_event */
+	_Atomic uint64_t notify_count; /* bumped by req_notify_cq: the app may block next */
+	_Atomic int engine_napping;    /* the engine naps without asking for wakeups */
 	_Atomic int stop;
 	pthread_t engine;
 	bool engine_started;

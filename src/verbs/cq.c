@@ -43,9 +43,16 @@ int sib_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 int sib_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct sib_cq *cq = to_scq(ibcq);
+	struct sib_context *ctx = to_sctx(ibcq->context);
 
 	atomic_store_explicit(&cq->armed, solicited_only ? SIB_CQ_ARM_SOLICITED : SIB_CQ_ARM_NEXT,
 			      memory_order_seq_cst);
+	/* An armed CQ means the application may go to sleep on the channel
+	 * (ibv_get_cq_event, or epoll on its fd as UCX does): the engine must
+	 * not nap through the packets that will raise the event. */
+	atomic_fetch_add_explicit(&ctx->notify_count, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&ctx->engine_napping, memory_order_seq_cst))
+		sib_engine_kick(ctx);
 	return 0;
 }
 

@@ -22,7 +22,8 @@
 #define SIB_RX_BATCH      64            /* packets per inbox pass */
 #define SIB_NAP_MIN_NS    50000         /* engine naps while the app polls and */
 #define SIB_NAP_MAX_NS    10000000      /* keeps up: 50 us doubling to 10 ms */
-#define SIB_CONSUME_LOOKS 64            /* looks for the app draining its inbox */
+#define SIB_POLLING_LOOK_NS 1000        /* how long to look for the app polling */
+#define SIB_IDLE_LOOK_NS  100000000     /* engine looks at connected QPs every 100 ms */
 #define SIB_TX_RETRY_NS   50000         /* retry a send blocked on a full inbox */
 
 uint64_t sib_now_ns(void)
@@ -134,8 +135,13 @@ void sib_tx_end(struct sib_qp *qp, struct sib_tx *tx, size_t paylen)
 		s->data[len] = s->data[len + 1] = 0;
 		len += IBA_VCRC_BYTES;
 	}
-	if (sib_ring_publish(tx->ring, s, tx->ticket, (uint32_t)len, qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0))
+	int rc = sib_ring_publish(tx->ring, s, tx->ticket, (uint32_t)len,
+				  qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0);
+
+	if (rc > 0)
 		sib_ring_wake(tx->ring);
+	else if (rc < 0)
+		qp->ctx->tx_no_dest++; /* the peer took us for dead: lost on the wire */
 }
 
 /* ---- receive ---- */
@@ -250,8 +256,8 @@ static void check_stall(struct sib_context *ctx, uint64_t *now)
 	pid = atomic_load_explicit(&s->producer_pid, memory_order_relaxed);
 	if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
 		return;
-	sib_ring_release(&ctx->inbox, s);
-	ctx->rx_skipped_slots++;
+	if (sib_ring_skip(&ctx->inbox, s))
+		ctx->rx_skipped_slots++;
 	ctx->stall_since = 0;
 }
 
@@ -321,6 +327,15 @@ static bool run_once(struct sib_context *ctx)
 			next = now + SIB_TX_RETRY_NS;
 	}
 	atomic_store_explicit(&ctx->next_deadline, next, memory_order_relaxed);
+	/* A timer set by the application's pass while the engine thread
+	 * sleeps past it: wake the engine, or nobody acts on the timer if the
+	 * application now blocks (in epoll, say). */
+	if (next && !pthread_equal(pthread_self(), ctx->engine)) {
+		uint64_t until = atomic_load_explicit(&ctx->engine_sleep_until, memory_order_seq_cst);
+
+		if (until && next < until)
+			sib_engine_kick(ctx);
+	}
 	return did;
 }
 
@@ -345,73 +360,79 @@ void sib_progress(struct sib_context *ctx)
 }
 
 /*
- * Is someone else (the application, inside poll/post) draining the inbox?
- * True if it is empty, or if its head moves within a few looks; each look
- * yields the CPU, which the consumer may need on a small machine.
+ * Is the application polling right now?  Its poll counter moves within a
+ * short spin (it runs on another CPU), or after we yield once (it shares
+ * ours).  One yield only: on a loaded machine each may cost a time slice.
  */
-static bool app_consumes(struct sib_context *ctx)
+static bool app_polling(struct sib_context *ctx)
 {
-	uint64_t h0 = atomic_load_explicit(&ctx->inbox.hdr->head, memory_order_relaxed);
+	uint64_t p0 = atomic_load_explicit(&ctx->poll_count, memory_order_relaxed);
+	uint64_t until = sib_now_ns() + SIB_POLLING_LOOK_NS;
 
-	for (int i = 0; i < SIB_CONSUME_LOOKS; i++) {
-		if (!sib_ring_peek(&ctx->inbox) ||
-		    atomic_load_explicit(&ctx->inbox.hdr->head, memory_order_relaxed) != h0)
+	do {
+		if (atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != p0)
 			return true;
-		sched_yield();
-	}
-	return false;
+	} while (sib_now_ns() < until);
+	sched_yield();
+	return atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != p0;
 }
 
 static void *engine_main(void *arg)
 {
 	struct sib_context *ctx = arg;
-	uint64_t seen = atomic_load(&ctx->poll_count);
 	uint64_t seen_notify = atomic_load(&ctx->notify_count);
 	int64_t nap_ns = SIB_NAP_MIN_NS;
 
 	for (;;) {
 		/* Taken before every check below: a wake after it is not lost. */
 		uint32_t seq = sib_ring_wake_seq(&ctx->inbox);
-		uint64_t polls = atomic_load_explicit(&ctx->poll_count, memory_order_relaxed);
 		uint64_t notifies = atomic_load_explicit(&ctx->notify_count, memory_order_seq_cst);
-		bool may_block = notifies != seen_notify || atomic_load(&ctx->app_blocked);
+		bool may_block = notifies != seen_notify || atomic_load(&ctx->app_blocked) > 0;
 
 		if (atomic_load(&ctx->stop))
 			break;
 		seen_notify = notifies;
-		if (polls != seen && !may_block) {
-			seen = polls;
-			if (app_consumes(ctx)) {
-				/* The application polls and keeps up with its
-				 * inbox: it drives progress itself.  Stay off the
-				 * progress lock (a preempted engine holding it
-				 * would stall the poller) and out of the producers'
-				 * way (no wakeups asked for), for longer and longer. */
-				atomic_store_explicit(&ctx->engine_napping, 1, memory_order_seq_cst);
-				/* An arm after the check above: do not nap. */
-				if (atomic_load_explicit(&ctx->notify_count, memory_order_seq_cst) == notifies)
-					sib_ring_nap(&ctx->inbox, seq, nap_ns);
-				atomic_store_explicit(&ctx->engine_napping, 0, memory_order_relaxed);
-				nap_ns = nap_ns * 2 < SIB_NAP_MAX_NS ? nap_ns * 2 : SIB_NAP_MAX_NS;
-				continue;
-			}
+		if (!may_block && app_polling(ctx)) {
+			/* The application polls, so it drives progress (and its
+			 * timers) itself.  Stay off the progress lock (a
+			 * preempted engine holding it would stall the poller)
+			 * and out of the producers' way (no wakeups asked for),
+			 * for longer and longer. */
+			atomic_store_explicit(&ctx->engine_napping, 1, memory_order_seq_cst);
+			/* An arm after the check above: do not nap. */
+			if (atomic_load_explicit(&ctx->notify_count, memory_order_seq_cst) == notifies)
+				sib_ring_nap(&ctx->inbox, seq, nap_ns);
+			atomic_store_explicit(&ctx->engine_napping, 0, memory_order_relaxed);
+			nap_ns = nap_ns * 2 < SIB_NAP_MAX_NS ? nap_ns * 2 : SIB_NAP_MAX_NS;
+			continue;
 		}
-		/* Nobody polls, or packets wait while the application polls
+		/* Nobody polls, or the application may block, or it polls
 		 * something else (its own memory, as ib_write_lat does). */
 		nap_ns = SIB_NAP_MIN_NS;
 		sib_progress(ctx);
 
 		uint64_t deadline = atomic_load_explicit(&ctx->next_deadline, memory_order_relaxed);
+		uint64_t now = sib_now_ns();
 		int64_t timeout = -1;
 
 		if (deadline) {
-			uint64_t now = sib_now_ns();
-
 			if (deadline <= now)
 				continue;
 			timeout = (int64_t)(deadline - now);
 		}
+		/* Connected QPs need a look now and then even when nothing
+		 * happens: nobody tells us that a peer died (dead peer
+		 * detection, docs/transport.md). */
+		if (atomic_load_explicit(&ctx->nqps, memory_order_relaxed) &&
+		    (timeout < 0 || timeout > SIB_IDLE_LOOK_NS))
+			timeout = SIB_IDLE_LOOK_NS;
+		/* Timers that the application's own passes set from now on
+		 * and that fall before this wake up the engine (run_once). */
+		atomic_store_explicit(&ctx->engine_sleep_until,
+				      timeout < 0 ? UINT64_MAX : now + (uint64_t)timeout,
+				      memory_order_seq_cst);
 		sib_ring_wait(&ctx->inbox, seq, timeout);
+		atomic_store_explicit(&ctx->engine_sleep_until, 0, memory_order_relaxed);
 	}
 	return NULL;
 }

@@ -244,9 +244,11 @@ struct sib_context {
 	pthread_mutex_t progress_lock;
 	_Atomic int armed;             /* a kick arrived while progress ran */
 	_Atomic uint64_t poll_count;   /* bumped by poll_cq: the app drives progress */
-	_Atomic int app_blocked;       /* the app waits in get_cq_event */
+	_Atomic int app_blocked;       /* threads of the app waiting in get_cq_event */
 	_Atomic uint64_t notify_count; /* bumped by req_notify_cq: the app may block next */
 	_Atomic int engine_napping;    /* the engine naps without asking for wakeups */
+	_Atomic uint64_t engine_sleep_until; /* ns; 0 = awake or napping (engine_main) */
+	_Atomic uint32_t nqps;         /* QPs in qp_list */
 	_Atomic int stop;
 	pthread_t engine;
 	bool engine_started;

@@ -37,6 +37,8 @@ static void wait_seq(struct sib_ring *r, uint32_t seq, int64_t timeout_ns)
 void sib_ring_wait(struct sib_ring *r, uint32_t seq, int64_t timeout_ns)
 {
 	atomic_store_explicit(&r->hdr->sleeping, 1, memory_order_seq_cst);
+	/* Store-load order against producers (publish, then read sleeping). */
+	atomic_thread_fence(memory_order_seq_cst);
 	if (!sib_ring_peek(r))
 		wait_seq(r, seq, timeout_ns);
 	atomic_store_explicit(&r->hdr->sleeping, 0, memory_order_relaxed);

@@ -105,17 +105,23 @@ static inline struct sib_ring_slot *sib_ring_reserve(struct sib_ring *r, uint64_
 }
 
 /*
- * Producer: hand the slot to the consumer.  Returns true if the consumer
- * announced that it sleeps, in which case the caller wakes it
- * (sib_ring_wake, a futex system call).
+ * Producer: hand the slot to the consumer.  Returns 1 if the consumer
+ * announced that it sleeps (the caller wakes it with sib_ring_wake, a
+ * futex system call), 0 otherwise, or -1 if the consumer had given the
+ * slot up for lost (sib_ring_skip: it took this producer for dead): the
+ * packet is lost, as on a wire, and the sender's retry timer recovers.
+ * The turn moves by CAS so that exactly one of publish and skip wins.
  */
-static inline bool sib_ring_publish(struct sib_ring *r, struct sib_ring_slot *s,
-				    uint64_t ticket, uint32_t len, uint32_t flags)
+static inline int sib_ring_publish(struct sib_ring *r, struct sib_ring_slot *s,
+				   uint64_t ticket, uint32_t len, uint32_t flags)
 {
+	uint32_t expect = (uint32_t)(2 * (ticket / SIB_INBOX_SLOTS));
+
 	s->len = len;
 	s->flags = flags;
-	atomic_store_explicit(&s->turn, (uint32_t)(2 * (ticket / SIB_INBOX_SLOTS) + 1),
-			      memory_order_seq_cst);
+	if (!atomic_compare_exchange_strong_explicit(&s->turn, &expect, expect + 1,
+						     memory_order_seq_cst, memory_order_relaxed))
+		return -1;
 	return atomic_load_explicit(&r->hdr->sleeping, memory_order_seq_cst) != 0;
 }
 
@@ -140,6 +146,23 @@ static inline void sib_ring_release(struct sib_ring *r, struct sib_ring_slot *s)
 	atomic_store_explicit(&s->producer_pid, 0, memory_order_relaxed);
 	atomic_store_explicit(&s->turn, (uint32_t)(2 * (h / SIB_INBOX_SLOTS + 1)),
 			      memory_order_release);
+}
+
+/*
+ * Consumer: give up the oldest slot, reserved but never published (its
+ * producer is dead).  False if the producer published it after all.
+ */
+static inline bool sib_ring_skip(struct sib_ring *r, struct sib_ring_slot *s)
+{
+	uint64_t h = atomic_load_explicit(&r->hdr->head, memory_order_relaxed);
+	uint32_t expect = (uint32_t)(2 * (h / SIB_INBOX_SLOTS));
+
+	if (!atomic_compare_exchange_strong_explicit(&s->turn, &expect, expect + 2,
+						     memory_order_seq_cst, memory_order_relaxed))
+		return false;
+	atomic_store_explicit(&s->producer_pid, 0, memory_order_relaxed);
+	atomic_store_explicit(&r->hdr->head, h + 1, memory_order_relaxed);
+	return true;
 }
 
 /*

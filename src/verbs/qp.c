@@ -34,6 +34,7 @@ static void qp_publish(struct sib_context *ctx, struct sib_qp *qp, uint32_t qpn)
 	page[qpn & 0xff] = qp;
 	qp->next_in_ctx = ctx->qp_list;
 	ctx->qp_list = qp;
+	atomic_fetch_add(&ctx->nqps, 1);
 	pthread_mutex_unlock(&ctx->obj_lock);
 	pthread_mutex_unlock(&ctx->progress_lock);
 }
@@ -48,6 +49,7 @@ static void qp_unpublish(struct sib_context *ctx, struct sib_qp *qp)
 	for (struct sib_qp **pp = &ctx->qp_list; *pp; pp = &(*pp)->next_in_ctx) {
 		if (*pp == qp) {
 			*pp = qp->next_in_ctx;
+			atomic_fetch_sub(&ctx->nqps, 1);
 			break;
 		}
 	}

@@ -425,13 +425,13 @@ SIB_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 
 	/* The app stops polling: let the engine sleep on the inbox futex
 	 * (woken by packets) instead of napping. */
-	atomic_store(&ctx->app_blocked, 1);
+	atomic_fetch_add(&ctx->app_blocked, 1);
 	sib_engine_kick(ctx);
 	do {
 		n = read(channel->fd, &rec, sizeof(rec));
 		c = n == sizeof(rec) ? sib_cq_deliver(rec.cq_id, rec.cq_gen, false) : NULL;
 	} while (n == sizeof(rec) && !c); /* events of destroyed CQs are dropped */
-	atomic_store(&ctx->app_blocked, 0);
+	atomic_fetch_sub(&ctx->app_blocked, 1);
 	if (!c) {
 		if (n >= 0)
 			errno = EIO;

@@ -974,6 +974,59 @@ static void test_rkey_other_pd(void **state)
 	pair_close(&p);
 }
 
+
+/* A retry timer set by post_send while the engine thread sleeps must still
+ * fire when the application then sleeps in poll() on the channel fd (as
+ * epoll-driven programs do) instead of in ibv_get_cq_event. */
+static void test_timer_fires_while_app_sleeps(void **state)
+{
+	struct conn_opts o = default_opts;
+	struct end a, b;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq, *ev_cq;
+	void *ev_ctx;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	struct pollfd pfd;
+
+	end_open(&a, "softib0", 1, 0);
+	end_open(&b, "softib1", 1, 0);
+	ch = ibv_create_comp_channel(a.ctx);
+	assert_non_null(ch);
+	cq = ibv_create_cq(a.ctx, 16, NULL, ch, 0);
+	assert_non_null(cq);
+	assert_int_equal(ibv_destroy_qp(a.qp), 0);
+	a.qp = ibv_create_qp(a.pd, &(struct ibv_qp_init_attr){ .send_cq = cq, .recv_cq = cq,
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 1, .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+		.max_send_sge = 1, .max_recv_sge = 1 } });
+	assert_non_null(a.qp);
+	o.force_dest_qpn = SIB_MAX_QPN - 9; /* nobody: every packet is lost */
+	o.timeout = 8;
+	o.retry_cnt = 2;
+	qp_connect(&a, &b, &o);
+	nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000 * 1000 }, NULL); /* engine asleep */
+	assert_int_equal(ibv_req_notify_cq(cq, 0), 0);
+	sge = (struct ibv_sge){ (uintptr_t)a.buf, 64, a.mr->lkey };
+	assert_int_equal(post_send(&a, IBV_WR_SEND, 1, &sge, 1, 0, 0, 0, 0), 0);
+	pfd.fd = ch->fd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
+	ibv_ack_cq_events(ev_cq, 1);
+	poll_one(cq, &wc, 1000);
+	assert_int_equal(wc.status, IBV_WC_RETRY_EXC_ERR);
+
+	assert_int_equal(ibv_destroy_qp(a.qp), 0);
+	a.qp = ibv_create_qp(a.pd, &(struct ibv_qp_init_attr){ .send_cq = a.cq, .recv_cq = a.cq,
+		.qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+		.max_send_sge = 1, .max_recv_sge = 1 } });
+	assert_non_null(a.qp);
+	assert_int_equal(ibv_destroy_cq(cq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
+	end_close(&a);
+	end_close(&b);
+}
+
 /* ---- malformed and misrouted packets: dropped, counted, nothing lost ---- */
 
 static void test_malformed_packets(void **state)
@@ -1198,6 +1251,7 @@ int main(void)
 		cmocka_unit_test(test_sqd_drained_event),
 		cmocka_unit_test(test_notify_solicited),
 		cmocka_unit_test(test_rkey_other_pd),
+		cmocka_unit_test(test_timer_fires_while_app_sleeps),
 		cmocka_unit_test(test_malformed_packets),
 		cmocka_unit_test(test_idle_uses_no_cpu),
 	};

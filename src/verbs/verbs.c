@@ -166,36 +166,25 @@ SIB_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async
 	}
 }
 
+/* Count acknowledged events and wake a destroy waiting for them (rdma-core). */
+static void ack_events(pthread_mutex_t *mutex, pthread_cond_t *cond, uint32_t *completed, unsigned int n)
+{
+	pthread_mutex_lock(mutex);
+	*completed += n;
+	pthread_cond_signal(cond);
+	pthread_mutex_unlock(mutex);
+}
+
 SIB_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 {
-	switch (event->event_type) {
-	case IBV_EVENT_CQ_ERR: {
+	if (event->event_type == IBV_EVENT_CQ_ERR) {
 		struct ibv_cq *cq = event->element.cq;
 
-		pthread_mutex_lock(&cq->mutex);
-		cq->async_events_completed++;
-		pthread_cond_signal(&cq->cond);
-		pthread_mutex_unlock(&cq->mutex);
-		break;
-	}
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED: {
+		ack_events(&cq->mutex, &cq->cond, &cq->async_events_completed, 1);
+	} else if (is_qp_event(event->event_type)) {
 		struct ibv_qp *qp = event->element.qp;
 
-		pthread_mutex_lock(&qp->mutex);
-		qp->events_completed++;
-		pthread_cond_signal(&qp->cond);
-		pthread_mutex_unlock(&qp->mutex);
-		break;
-	}
-	default:
-		break;
+		ack_events(&qp->mutex, &qp->cond, &qp->events_completed, 1);
 	}
 }
 
@@ -444,10 +433,7 @@ SIB_EXPORT int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq 
 
 SIB_EXPORT void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 {
-	pthread_mutex_lock(&cq->mutex);
-	cq->comp_events_completed += nevents;
-	pthread_cond_signal(&cq->cond);
-	pthread_mutex_unlock(&cq->mutex);
+	ack_events(&cq->mutex, &cq->cond, &cq->comp_events_completed, nevents);
 }
 
 /* ---- fork, rdma-core compatibility helpers ---- */

@@ -33,43 +33,39 @@ CODEC(immdt, IBA_IMMDT_FIELDS)
 CODEC(ieth, IBA_IETH_FIELDS)
 CODEC(feth, IBA_FETH_FIELDS)
 
-/* ETHs in wire order (FETH precedes RETH). Returns bytes consumed. */
+/* The ETHs in wire order (FETH precedes RETH): X(bit, name, bytes). */
+#define IBA_ETHS_IN_WIRE_ORDER(X) \
+	X(IBA_HDR_RDETH, rdeth, IBA_RDETH_BYTES) \
+	X(IBA_HDR_DETH, deth, IBA_DETH_BYTES) \
+	X(IBA_HDR_XRCETH, xrceth, IBA_XRCETH_BYTES) \
+	X(IBA_HDR_FETH, feth, IBA_FETH_BYTES) \
+	X(IBA_HDR_RETH, reth, IBA_RETH_BYTES) \
+	X(IBA_HDR_ATOMICETH, atomiceth, IBA_ATOMICETH_BYTES) \
+	X(IBA_HDR_AETH, aeth, IBA_AETH_BYTES) \
+	X(IBA_HDR_ATOMICACKETH, atomicacketh, IBA_ATOMICACKETH_BYTES) \
+	X(IBA_HDR_IMMDT, immdt, IBA_IMMDT_BYTES) \
+	X(IBA_HDR_IETH, ieth, IBA_IETH_BYTES)
+
+/* Decode the ETHs named by hdrs.  Returns bytes consumed. */
 static inline unsigned dec_eths(struct iba_pkt *p, const uint8_t *h, uint32_t hdrs)
 {
 	const uint8_t *h0 = h;
 
 #define STEP(bit, name, len) \
 	if (hdrs & (bit)) { dec_##name(p, h); h += (len); }
-	STEP(IBA_HDR_RDETH, rdeth, IBA_RDETH_BYTES)
-	STEP(IBA_HDR_DETH, deth, IBA_DETH_BYTES)
-	STEP(IBA_HDR_XRCETH, xrceth, IBA_XRCETH_BYTES)
-	STEP(IBA_HDR_FETH, feth, IBA_FETH_BYTES)
-	STEP(IBA_HDR_RETH, reth, IBA_RETH_BYTES)
-	STEP(IBA_HDR_ATOMICETH, atomiceth, IBA_ATOMICETH_BYTES)
-	STEP(IBA_HDR_AETH, aeth, IBA_AETH_BYTES)
-	STEP(IBA_HDR_ATOMICACKETH, atomicacketh, IBA_ATOMICACKETH_BYTES)
-	STEP(IBA_HDR_IMMDT, immdt, IBA_IMMDT_BYTES)
-	STEP(IBA_HDR_IETH, ieth, IBA_IETH_BYTES)
+	IBA_ETHS_IN_WIRE_ORDER(STEP)
 #undef STEP
 	return (unsigned)(h - h0);
 }
 
+/* Encode the ETHs named by hdrs.  Returns bytes written. */
 static inline unsigned enc_eths(const struct iba_pkt *p, uint8_t *h, uint32_t hdrs)
 {
 	uint8_t *h0 = h;
 
 #define STEP(bit, name, len) \
 	if (hdrs & (bit)) { enc_##name(p, h); h += (len); }
-	STEP(IBA_HDR_RDETH, rdeth, IBA_RDETH_BYTES)
-	STEP(IBA_HDR_DETH, deth, IBA_DETH_BYTES)
-	STEP(IBA_HDR_XRCETH, xrceth, IBA_XRCETH_BYTES)
-	STEP(IBA_HDR_FETH, feth, IBA_FETH_BYTES)
-	STEP(IBA_HDR_RETH, reth, IBA_RETH_BYTES)
-	STEP(IBA_HDR_ATOMICETH, atomiceth, IBA_ATOMICETH_BYTES)
-	STEP(IBA_HDR_AETH, aeth, IBA_AETH_BYTES)
-	STEP(IBA_HDR_ATOMICACKETH, atomicacketh, IBA_ATOMICACKETH_BYTES)
-	STEP(IBA_HDR_IMMDT, immdt, IBA_IMMDT_BYTES)
-	STEP(IBA_HDR_IETH, ieth, IBA_IETH_BYTES)
+	IBA_ETHS_IN_WIRE_ORDER(STEP)
 #undef STEP
 	return (unsigned)(h - h0);
 }

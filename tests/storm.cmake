@@ -7,7 +7,7 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   target_include_directories(storm_client PRIVATE ${IBVERBS_INCLUDE_DIR})
   target_link_libraries(storm_client PRIVATE ibverbs)
   if(SOFTIB_SANITIZE)
-    set(sib_storm_env "SIB_SANITIZE=ON;SIB_STORM_KILLS=300")
+    set(sib_storm_env "SIB_SANITIZE=ON;SIB_STORM_KILLS=300;SIB_STORM_RSS_KB=8192") # ASan quarantines freed memory
   else()
     set(sib_storm_env "SIB_SANITIZE=OFF;SIB_STORM_KILLS=600")
   endif()

@@ -13,6 +13,8 @@
 #include "common/fabric_view.h"
 #include "common/sib_ctl.h"
 
+struct sib_fabric_view sib_fview;
+
 int sib_fabric_check(const struct sib_fabric_shm *map, size_t size, uint32_t *num_devices)
 {
 	uint32_t n;

@@ -47,6 +47,13 @@ struct sib_fabric_view {
 };
 
 /*
+ * The process's view: attached by the verbs library on its first HELLO,
+ * never detached while the library is loaded (the HCA's data path holds
+ * pointers into it).  The HCA counts its receive drops in sib_fview.cntr.
+ */
+extern struct sib_fabric_view sib_fview;
+
+/*
  * Check a map of size bytes: magic, ABI version, the size it claims equals
  * size and covers struct sib_fabric_shm.  *num_devices (may be NULL) gets
  * num_devices clamped to SIB_MAX_DEVICES.  Returns 0 or -EPROTO.

@@ -42,9 +42,8 @@ _Static_assert(sizeof(struct ibv_cq_ex) == 288, "ibv_cq_ex");
  * _compat_ibv_port_attr of old binaries, up to and including `flags`. */
 #define SIB_COMPAT_PORT_ATTR_BYTES 48
 
-/* The fabric map, read-only (a store faults), and this process's port counters. */
-struct sib_fabric_view sib_fview;
-struct sib_fabric_shm *sib_fabric; /* = sib_fview.map, for the HCA's data path; never written */
+/* = sib_fview.map (common/fabric_view.h), for the HCA's data path; read-only */
+struct sib_fabric_shm *sib_fabric;
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -883,6 +883,44 @@ static void test_map_read_only(void **state)
 }
 
 /*
+ * Inboxes are the one shared memory clients write.  softibd never maps
+ * them: garbage over a client's own inbox and over a peer's it got with
+ * GET_INBOX leaves the daemon serving, and both are released as usual.
+ */
+static void test_inbox_garbage(void **state)
+{
+	struct sib_ctl_open_device a, b;
+	int fa = client(), fb = client(), ifd, gfd;
+	char *text;
+	void *p;
+
+	assert_int_equal(open_dev(fa, 0, &a, &ifd), 0);
+	assert_int_equal(open_dev(fb, 1, &b, NULL), 0);
+	assert_int_equal(get_inbox(fa, b.inbox, b.inbox_gen, &gfd), 0);
+	assert_true(gfd >= 0);
+	p = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ifd, 0);
+	assert_true(p != MAP_FAILED);
+	memset(p, 0xff, SIB_INBOX_BYTES);
+	munmap(p, SIB_INBOX_BYTES);
+	p = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, gfd, 0);
+	assert_true(p != MAP_FAILED);
+	memset(p, 0xa5, SIB_INBOX_BYTES);
+	munmap(p, SIB_INBOX_BYTES);
+	assert_int_equal(ftruncate(ifd, 0), -1); /* nor can it pull an inbox away */
+	close(ifd);
+	close(gfd);
+
+	text = status_text();
+	assert_non_null(find_line(text, "device name=softib0 "));
+	free(text);
+	assert_int_equal(close_dev(fb, b.handle), 0);
+	assert_int_equal(inbox_gen(b.inbox), b.inbox_gen + 1);
+	close(fb);
+	close(fa);
+	EVENTUALLY(inbox_gen(a.inbox) == a.inbox_gen + 1);
+}
+
+/*
  * The QPN allocator is bounded: when every QPN is given out, CREATE fails
  * with ENOSPC at once, and all come back when the connection goes.
  */
@@ -967,6 +1005,70 @@ static void test_other_uid_refused(void **state)
 	close(fd);
 	assert_int_equal(stop_child(pid), 0);
 	untrack(pid);
+}
+
+/* softibd -f --socket DIR/s.sock, expected to refuse DIR: exits 1 at once. */
+static void refuses_dir(const char *dir)
+{
+	char sock[200];
+	pid_t pid;
+
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	pid = spawn_softibd("-f", "--socket", sock, NULL);
+	assert_int_equal(wait_child(pid, WAIT_MS), 1 << 8);
+	assert_int_equal(access(sock, F_OK), -1);
+}
+
+/* The socket's directory, for any --socket: made 0700 if missing, refused if unsafe. */
+static void test_socket_dir(void **state)
+{
+	char dir[160], sock[200], other[160];
+	struct stat st;
+	pid_t pid;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/fresh", g.dir);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	pid = spawn_softibd("-f", "--socket", sock, NULL);
+	assert_true(wait_listening(sock, pid));
+	assert_int_equal(lstat(dir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(stop_child(pid), 0);
+
+	snprintf(dir, sizeof(dir), "%s/wide", g.dir);           /* group/other writable */
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chmod(dir, 0770), 0);
+	refuses_dir(dir);
+	assert_int_equal(chmod(dir, 0707), 0);
+	refuses_dir(dir);
+	assert_int_equal(chmod(dir, 0755), 0);                   /* readable is fine */
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	pid = spawn_softibd("-f", "--socket", sock, NULL);
+	assert_true(wait_listening(sock, pid));
+	assert_int_equal(stop_child(pid), 0);
+
+	snprintf(other, sizeof(other), "%s/link", g.dir);       /* a symlink to a good one */
+	assert_int_equal(symlink(dir, other), 0);
+	assert_int_equal(chmod(dir, 0700), 0);
+	refuses_dir(other);
+
+	snprintf(other, sizeof(other), "%s/file", g.dir);       /* not a directory */
+	fd = open(other, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	refuses_dir(other);
+
+	snprintf(other, sizeof(other), "%s/no/such", g.dir);    /* no parent */
+	refuses_dir(other);
+
+	if (geteuid() == 0) {                                    /* another owner */
+		snprintf(other, sizeof(other), "%s/theirs", g.dir);
+		assert_int_equal(mkdir(other, 0700), 0);
+		assert_int_equal(chown(other, 3999000124u, 3999000124u), 0);
+		refuses_dir(other);
+	}
 }
 
 static void test_second_daemon_refuses(void **state)
@@ -1133,8 +1235,10 @@ int main(void)
 		cmocka_unit_test(test_status_report),
 		cmocka_unit_test(test_cleanup_on_exit),
 		cmocka_unit_test(test_map_read_only),
+		cmocka_unit_test(test_inbox_garbage),
 		cmocka_unit_test(test_qpn_exhaustion),
 		cmocka_unit_test(test_other_uid_refused),
+		cmocka_unit_test(test_socket_dir),
 		cmocka_unit_test(test_second_daemon_refuses),
 		cmocka_unit_test(test_idle_exit),
 		cmocka_unit_test(test_sigterm_removes_socket),

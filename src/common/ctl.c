@@ -372,9 +372,10 @@ static void find_softibd(char *buf, size_t len)
 }
 
 /*
- * Run `softibd --daemon --autostart --socket path` and reap it.  Its first
+ * Run `exe --daemon --autostart --socket path` and reap it.  Its first
  * process exits once the daemon listens (0), finds another daemon holding
- * the lock (0), or fails (non-zero).  Returns 0 or -errno.
+ * the lock (0), or fails (non-zero; its wait status goes to *status).
+ * Returns 0, -EIO (it failed), -ETIMEDOUT or -errno of posix_spawn.
  */
 static int spawn_softibd(const char *exe, const char *path, long long deadline, int *status)
 {

@@ -1,12 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The client's read-only view of softibd's fabric map (sib_shm.h): attach a
- * map fd read-only and validate it (magic, ABI, size, device and port counts
- * clamped), and take bounded seqlock snapshots of a port.  Shared by the HCA,
- * the verbs library and the tools; DESIGN principle 6: nothing here writes
- * the map, and no loop over shared data is unbounded.  Counters a client
- * keeps about its own receive path live here, privately, not in the map.
- * No locks: the map is written only by softibd; the counters are atomics.
+ * The client's read-only view of softibd's fabric map (sib_shm.h): attach and
+ * validate it (magic, ABI, size; device and port counts clamped), bounded
+ * seqlock snapshots of a port, and the process-private port counters.  For the
+ * HCA, verbs and tools.  Must not write the map or loop unbounded over it
+ * (DESIGN principle 6).  No locks: softibd is the map's only writer.
  */
 #ifndef SIB_COMMON_FABRIC_VIEW_H
 #define SIB_COMMON_FABRIC_VIEW_H

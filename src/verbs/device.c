@@ -152,7 +152,7 @@ static int lib_connect(void)
 	rc = sib_ctl_call(fd, &m, &mfd);
 	if (rc < 0 || m.hdr.status || mfd < 0) {
 		rc = rc < 0 ? -rc : m.hdr.status ? m.hdr.status : EPROTO;
-		snprintf(why, sizeof(why), "softibd refused HELLO (our ABI %u, its %u): %s",
+		snprintf(why, sizeof(why), "HELLO to softibd failed (ABI %u; the daemon's %u): %s",
 			 SIB_ABI_VERSION, m.u.hello.abi_version, strerror(rc));
 		goto err;
 	}

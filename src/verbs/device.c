@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/ctl.h"
+#include "common/fabric_view.h"
 #include "common/sib_ctl.h"
 #include "hca/hca.h"
 #include "verbs/export.h"
@@ -41,12 +42,12 @@ _Static_assert(sizeof(struct ibv_cq_ex) == 288, "ibv_cq_ex");
  * _compat_ibv_port_attr of old binaries, up to and including `flags`. */
 #define SIB_COMPAT_PORT_ATTR_BYTES 48
 
+/* = sib_fview.map (common/fabric_view.h), for the HCA's data path; read-only */
 struct sib_fabric_shm *sib_fabric;
 
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctl_fd = -1;
-static size_t fabric_size;
 static struct sib_device *devices[SIB_MAX_DEVICES];
 static unsigned int num_devices;
 
@@ -121,39 +122,49 @@ static void init_device(struct sib_device *d, unsigned int index)
 		 "%s/class/infiniband/%s", ibv_get_sysfs_path(), sd->name);
 }
 
+/*
+ * Say once per process, on stderr as rdma-core prints its warnings, why
+ * there is no softib device; errno is left as err.
+ */
+static void warn_no_daemon(const char *why, int err)
+{
+	static atomic_bool said;
+
+	if (!atomic_exchange(&said, true))
+		fprintf(stderr, "libibverbs: Warning: softib: %s; no devices\n", why);
+	errno = err;
+}
+
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */
 static int lib_connect(void)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
+	char why[SIB_CTL_WHY_MAX];
 	int fd, mfd = -1, rc;
-	void *map;
 
-	fd = sib_ctl_open(true);
-	if (fd < 0)
+	fd = sib_ctl_open_why(true, why, sizeof(why));
+	if (fd < 0) {
+		warn_no_daemon(why, -fd);
 		return -fd;
+	}
 	m.u.hello.abi_version = SIB_ABI_VERSION;
 	m.u.hello.pid = getpid();
 	rc = sib_ctl_call(fd, &m, &mfd);
 	if (rc < 0 || m.hdr.status || mfd < 0) {
 		rc = rc < 0 ? -rc : m.hdr.status ? m.hdr.status : EPROTO;
+		snprintf(why, sizeof(why), "HELLO to softibd failed (ABI %u; the daemon's %u): %s",
+			 SIB_ABI_VERSION, m.u.hello.abi_version, strerror(rc));
 		goto err;
 	}
-	map = mmap(NULL, m.u.hello.fabric_size, PROT_READ, MAP_SHARED, mfd, 0);
+	rc = -sib_fabric_view_attach(&sib_fview, mfd, m.u.hello.fabric_size);
 	close(mfd);
 	mfd = -1;
-	if (map == MAP_FAILED) {
-		rc = errno;
+	if (rc) {
+		snprintf(why, sizeof(why), "fabric map of softibd: %s", strerror(rc));
 		goto err;
 	}
-	sib_fabric = map;
-	fabric_size = m.u.hello.fabric_size;
-	if (sib_fabric->magic != SIB_SHM_MAGIC || sib_fabric->abi_version != SIB_ABI_VERSION) {
-		munmap(map, fabric_size);
-		sib_fabric = NULL;
-		rc = EPROTO;
-		goto err;
-	}
-	num_devices = sib_fabric->num_devices < SIB_MAX_DEVICES ? sib_fabric->num_devices : SIB_MAX_DEVICES;
+	sib_fabric = (struct sib_fabric_shm *)sib_fview.map;
+	num_devices = sib_fview.num_devices;
 	for (unsigned int i = 0; i < num_devices; i++) {
 		if (!devices[i]) {
 			devices[i] = calloc(1, sizeof(*devices[i]));
@@ -172,6 +183,7 @@ err:
 	if (mfd >= 0)
 		close(mfd);
 	close(fd);
+	warn_no_daemon(why, rc);
 	return rc;
 }
 
@@ -233,21 +245,16 @@ static const struct sib_shm_port *get_port(struct ibv_context *ctx, uint8_t port
 {
 	const struct sib_shm_device *sd = &sib_fabric->devs[to_sctx(ctx)->dev->index];
 
-	if (port_num < 1 || port_num > sd->num_ports)
+	if (port_num < 1 || port_num > sib_fabric_num_ports(sd))
 		return NULL;
 	return &sd->ports[port_num - 1];
 }
 
-/* Read a port under the fabric seqlock. */
-static void read_port(const struct sib_shm_port *p, struct sib_shm_port *out)
+/* A consistent copy of a port: 0, EINVAL (no such port) or EAGAIN (fabric_view.h). */
+static int read_port(struct ibv_context *ctx, uint8_t port_num, struct sib_shm_port *out)
 {
-	uint32_t seq;
-
-	do {
-		seq = atomic_load_explicit(&sib_fabric->port_seq, memory_order_acquire);
-		memcpy(out, (const void *)p, sizeof(*out));
-		atomic_thread_fence(memory_order_acquire);
-	} while ((seq & 1) || seq != atomic_load_explicit(&sib_fabric->port_seq, memory_order_relaxed));
+	return -sib_fabric_port_read(sib_fview.map, sib_fview.num_devices,
+				     to_sctx(ctx)->dev->index, port_num, out);
 }
 
 static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
@@ -279,7 +286,7 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->atomic_cap = IBV_ATOMIC_NONE;
 	a->max_pkeys = SIB_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
-	a->phys_port_cnt = sd->num_ports;
+	a->phys_port_cnt = sib_fabric_num_ports(sd);
 }
 
 SIB_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)
@@ -309,12 +316,14 @@ static int sib_query_device_ex(struct ibv_context *context,
 
 static int fill_port_attr(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *a)
 {
-	const struct sib_shm_port *sp = get_port(context, port_num);
+	struct sib_port_counters *c;
 	struct sib_shm_port p;
+	int rc;
 
-	if (!sp)
-		return EINVAL;
-	read_port(sp, &p);
+	rc = read_port(context, port_num, &p);
+	if (rc)
+		return rc;
+	c = sib_fabric_view_cntr(&sib_fview, to_sctx(context)->dev->index, port_num);
 	memset(a, 0, sizeof(*a));
 	a->state = p.state;
 	a->max_mtu = p.max_mtu;
@@ -322,8 +331,9 @@ static int fill_port_attr(struct ibv_context *context, uint8_t port_num, struct 
 	a->gid_tbl_len = SIB_GID_TBL_LEN;
 	a->port_cap_flags = p.cap_flags;
 	a->max_msg_sz = SIB_MAX_MSG_SZ;
-	a->bad_pkey_cntr = (uint32_t)p.bad_pkey_cntr;
-	a->qkey_viol_cntr = (uint32_t)p.qkey_viol_cntr;
+	/* counted by this process's receive path (fabric_view.h) */
+	a->bad_pkey_cntr = (uint32_t)atomic_load_explicit(&c->bad_pkey, memory_order_relaxed);
+	a->qkey_viol_cntr = (uint32_t)atomic_load_explicit(&c->qkey_viol, memory_order_relaxed);
 	a->pkey_tbl_len = SIB_PKEY_TBL_LEN;
 	a->lid = p.lid;
 	a->sm_lid = p.sm_lid;
@@ -362,12 +372,10 @@ SIB_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 
 static int gid_of(struct ibv_context *context, uint8_t port_num, unsigned int index, union ibv_gid *gid)
 {
-	const struct sib_shm_port *sp = get_port(context, port_num);
 	struct sib_shm_port p;
 
-	if (!sp || index >= SIB_GID_TBL_LEN)
+	if (index >= SIB_GID_TBL_LEN || read_port(context, port_num, &p))
 		return EINVAL;
-	read_port(sp, &p);
 	gid->global.subnet_prefix = htobe64(p.gid_prefix);
 	gid->global.interface_id = htobe64(p.port_guid);
 	return 0;
@@ -406,7 +414,7 @@ SIB_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_
 
 	if (flags || entry_size < sizeof(struct ibv_gid_entry))
 		return -EINVAL;
-	for (unsigned int port = 1; port <= sd->num_ports; port++) {
+	for (unsigned int port = 1; port <= sib_fabric_num_ports(sd); port++) {
 		for (unsigned int i = 0; i < SIB_GID_TBL_LEN; i++) {
 			if (n >= max_entries)
 				return -EINVAL;

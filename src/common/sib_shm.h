@@ -114,4 +114,8 @@ struct sib_fabric_shm {
 	_Atomic uint64_t qp_owner[SIB_MAX_QPN];
 };
 
+/* This process's read-only view of the fabric map (common/shm.c): set by
+ * whoever maps it (the verbs library on HELLO, a test), read by the HCA. */
+extern struct sib_fabric_shm *sib_fabric;
+
 #endif

@@ -21,14 +21,12 @@
 #include "common/ctl.h"
 #include "common/fabric_view.h"
 #include "common/sib_ctl.h"
-#include "hca/hca.h"
+#include "hca/ring.h"
 #include "verbs/export.h"
 #include "verbs/sib_verbs.h"
 
 #undef ibv_query_port
 
-_Static_assert(__builtin_offsetof(struct sib_device, verbs_ops) == 664, "verbs_device.ops at +664");
-_Static_assert(sizeof(struct sib_device) >= 712, "device objects are at least verbs_device");
 _Static_assert(sizeof(struct verbs_context) == 648, "verbs_context size (sz)");
 _Static_assert(__builtin_offsetof(struct verbs_context, sz) == 312, "sz at ctx-8");
 _Static_assert(__builtin_offsetof(struct verbs_context, context) == 320, "context last");
@@ -38,17 +36,10 @@ _Static_assert(sizeof(struct ibv_device_attr_ex) == 400, "ibv_device_attr_ex");
 _Static_assert(sizeof(struct ibv_qp_ex) == 352, "ibv_qp_ex");
 _Static_assert(sizeof(struct ibv_cq_ex) == 288, "ibv_cq_ex");
 
-/* The exported ibv_query_port@@IBVERBS_1.1 fills this many bytes: the
- * _compat_ibv_port_attr of old binaries, up to and including `flags`. */
-#define SIB_COMPAT_PORT_ATTR_BYTES 48
-
-/* = sib_fview.map (common/fabric_view.h), for the HCA's data path; read-only */
-struct sib_fabric_shm *sib_fabric;
-
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctl_fd = -1;
-static struct sib_device *devices[SIB_MAX_DEVICES];
+static struct ibv_device *devices[SIB_MAX_DEVICES]; /* from the HCA's alloc_device */
 static unsigned int num_devices;
 
 /* Peer inbox mappings, by inbox index (slow path fills, data path reads).
@@ -106,19 +97,16 @@ void sib_obj_destroy(uint32_t handle)
 	(void)sib_ctl_rpc(&m, NULL);
 }
 
-static void init_device(struct sib_device *d, unsigned int index)
+/* The ibv_device names libibverbs fills from sysfs in rdma-core. */
+static void init_device(struct ibv_device *d, unsigned int index)
 {
 	const struct sib_shm_device *sd = &sib_fabric->devs[index];
 
-	memset(d, 0, sizeof(*d));
-	d->index = index;
-	d->ibv.node_type = IBV_NODE_CA;
-	d->ibv.transport_type = IBV_TRANSPORT_IB;
-	snprintf(d->ibv.name, sizeof(d->ibv.name), "%s", sd->name);
-	snprintf(d->ibv.dev_name, sizeof(d->ibv.dev_name), "uverbs%u", index);
-	snprintf(d->ibv.dev_path, sizeof(d->ibv.dev_path),
+	snprintf(d->name, sizeof(d->name), "%s", sd->name);
+	snprintf(d->dev_name, sizeof(d->dev_name), "uverbs%u", index);
+	snprintf(d->dev_path, sizeof(d->dev_path),
 		 "/sys/class/infiniband_verbs/uverbs%u", index);
-	snprintf(d->ibv.ibdev_path, sizeof(d->ibv.ibdev_path),
+	snprintf(d->ibdev_path, sizeof(d->ibdev_path),
 		 "%s/class/infiniband/%s", ibv_get_sysfs_path(), sd->name);
 }
 
@@ -134,6 +122,15 @@ static void warn_no_daemon(const char *why, int err)
 		fprintf(stderr, "libibverbs: Warning: softib: %s; no devices\n", why);
 	errno = err;
 }
+
+static struct sib_ring *verbs_peer_ring(uint32_t inbox, uint32_t gen);
+
+/* What the HCA gets from this library: softibd's registry and inboxes. */
+static const struct sib_hca_host verbs_host = {
+	.obj_create = sib_obj_create,
+	.obj_destroy = sib_obj_destroy,
+	.peer_ring = verbs_peer_ring,
+};
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */
 static int lib_connect(void)
@@ -167,7 +164,7 @@ static int lib_connect(void)
 	num_devices = sib_fview.num_devices;
 	for (unsigned int i = 0; i < num_devices; i++) {
 		if (!devices[i]) {
-			devices[i] = calloc(1, sizeof(*devices[i]));
+			devices[i] = sib_hca_device_ops.alloc_device(i);
 			if (!devices[i]) {
 				num_devices = i;
 				break;
@@ -175,6 +172,7 @@ static int lib_connect(void)
 		}
 		init_device(devices[i], i);
 	}
+	sib_hca_set_host(&verbs_host);
 	pthread_mutex_lock(&ctl_lock);
 	ctl_fd = fd;
 	pthread_mutex_unlock(&ctl_lock);
@@ -213,7 +211,7 @@ SIB_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 		return NULL;
 	}
 	for (unsigned int i = 0; i < n; i++)
-		list[i] = &devices[i]->ibv;
+		list[i] = devices[i];
 	if (num)
 		*num = (int)n;
 	return list;
@@ -231,19 +229,22 @@ SIB_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
 
 SIB_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	struct sib_device *d = (struct sib_device *)device;
-
-	return htobe64(sib_fabric->devs[d->index].node_guid);
+	return htobe64(sib_fabric->devs[sib_hca_device_ops.device_index(device)].node_guid);
 }
 
 SIB_EXPORT int ibv_get_device_index(struct ibv_device *device)
 {
-	return (int)((struct sib_device *)device)->index;
+	return (int)sib_hca_device_ops.device_index(device);
+}
+
+static const struct sib_shm_device *dev_of(struct ibv_context *ctx)
+{
+	return &sib_fabric->devs[sib_hca_device_ops.device_index(ctx->device)];
 }
 
 static const struct sib_shm_port *get_port(struct ibv_context *ctx, uint8_t port_num)
 {
-	const struct sib_shm_device *sd = &sib_fabric->devs[to_sctx(ctx)->dev->index];
+	const struct sib_shm_device *sd = dev_of(ctx);
 
 	if (port_num < 1 || port_num > sib_fabric_num_ports(sd))
 		return NULL;
@@ -254,120 +255,7 @@ static const struct sib_shm_port *get_port(struct ibv_context *ctx, uint8_t port
 static int read_port(struct ibv_context *ctx, uint8_t port_num, struct sib_shm_port *out)
 {
 	return -sib_fabric_port_read(sib_fview.map, sib_fview.num_devices,
-				     to_sctx(ctx)->dev->index, port_num, out);
-}
-
-static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
-{
-	const struct sib_shm_device *sd = &sib_fabric->devs[ctx->dev->index];
-
-	memset(a, 0, sizeof(*a));
-	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", SIB_FW_VERSION);
-	a->node_guid = htobe64(sd->node_guid);
-	a->sys_image_guid = htobe64(sd->sys_image_guid);
-	a->max_mr_size = UINT64_MAX;
-	a->page_size_cap = 0xfffff000;
-	a->vendor_id = sd->vendor_id;
-	a->vendor_part_id = sd->vendor_part_id;
-	a->hw_ver = sd->hw_ver;
-	a->max_qp = SIB_MAX_QPN - 2;
-	a->max_qp_wr = SIB_MAX_QP_WR;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT;
-	a->max_sge = SIB_MAX_SGE;
-	a->max_sge_rd = SIB_MAX_SGE;
-	a->max_cq = 1 << 16;
-	a->max_cqe = SIB_MAX_CQE;
-	a->max_mr = SIB_MR_DIR * SIB_MR_PAGE - 1;
-	a->max_pd = 1 << 16;
-	a->max_qp_rd_atom = SIB_MAX_RD_ATOMIC;
-	a->max_res_rd_atom = SIB_MAX_RD_ATOMIC * (SIB_MAX_QPN - 2);
-	a->max_qp_init_rd_atom = SIB_MAX_RD_ATOMIC;
-	a->atomic_cap = IBV_ATOMIC_NONE;
-	a->max_pkeys = SIB_PKEY_TBL_LEN;
-	a->local_ca_ack_delay = 15;
-	a->phys_port_cnt = sib_fabric_num_ports(sd);
-}
-
-SIB_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)
-{
-	fill_device_attr(to_sctx(context), device_attr);
-	return 0;
-}
-
-static int sib_query_device_ex(struct ibv_context *context,
-			       const struct ibv_query_device_ex_input *input,
-			       struct ibv_device_attr_ex *attr, size_t attr_size)
-{
-	struct ibv_device_attr_ex a;
-
-	if (input && input->comp_mask)
-		return EINVAL;
-	if (attr_size < sizeof(attr->orig_attr))
-		return EINVAL;
-	memset(&a, 0, sizeof(a));
-	fill_device_attr(to_sctx(context), &a.orig_attr);
-	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
-	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
-	if (attr_size > sizeof(a))
-		memset((char *)attr + sizeof(a), 0, attr_size - sizeof(a));
-	return 0;
-}
-
-static int fill_port_attr(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *a)
-{
-	struct sib_port_counters *c;
-	struct sib_shm_port p;
-	int rc;
-
-	rc = read_port(context, port_num, &p);
-	if (rc)
-		return rc;
-	c = sib_fabric_view_cntr(&sib_fview, to_sctx(context)->dev->index, port_num);
-	memset(a, 0, sizeof(*a));
-	a->state = p.state;
-	a->max_mtu = p.max_mtu;
-	a->active_mtu = p.active_mtu;
-	a->gid_tbl_len = SIB_GID_TBL_LEN;
-	a->port_cap_flags = p.cap_flags;
-	a->max_msg_sz = SIB_MAX_MSG_SZ;
-	/* counted by this process's receive path (fabric_view.h) */
-	a->bad_pkey_cntr = (uint32_t)atomic_load_explicit(&c->bad_pkey, memory_order_relaxed);
-	a->qkey_viol_cntr = (uint32_t)atomic_load_explicit(&c->qkey_viol, memory_order_relaxed);
-	a->pkey_tbl_len = SIB_PKEY_TBL_LEN;
-	a->lid = p.lid;
-	a->sm_lid = p.sm_lid;
-	a->lmc = p.lmc;
-	a->max_vl_num = p.max_vl_num;
-	a->sm_sl = p.sm_sl;
-	a->subnet_timeout = p.subnet_timeout;
-	a->init_type_reply = p.init_type_reply;
-	a->active_width = p.active_width;
-	a->active_speed = p.active_speed;
-	a->phys_state = p.phys_state;
-	a->link_layer = IBV_LINK_LAYER_INFINIBAND;
-	return 0;
-}
-
-/* vctx->query_port: the inline ibv_query_port of verbs.h passes its own size. */
-static int sib_query_port(struct ibv_context *context, uint8_t port_num,
-			  struct ibv_port_attr *port_attr, size_t port_attr_len)
-{
-	struct ibv_port_attr a;
-	int rc = fill_port_attr(context, port_num, &a);
-
-	if (rc)
-		return rc;
-	memcpy(port_attr, &a, port_attr_len < sizeof(a) ? port_attr_len : sizeof(a));
-	return 0;
-}
-
-/* ibv_query_port@@IBVERBS_1.1: old binaries pass the 48-byte compat struct. */
-SIB_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
-			      struct _compat_ibv_port_attr *port_attr)
-{
-	return sib_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
-			      SIB_COMPAT_PORT_ATTR_BYTES);
+				     sib_hca_device_ops.device_index(ctx->device), port_num, out);
 }
 
 static int gid_of(struct ibv_context *context, uint8_t port_num, unsigned int index, union ibv_gid *gid)
@@ -409,7 +297,7 @@ SIB_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 SIB_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
 					size_t max_entries, uint32_t flags, size_t entry_size)
 {
-	const struct sib_shm_device *sd = &sib_fabric->devs[to_sctx(context)->dev->index];
+	const struct sib_shm_device *sd = dev_of(context);
 	size_t n = 0;
 
 	if (flags || entry_size < sizeof(struct ibv_gid_entry))
@@ -479,20 +367,21 @@ SIB_EXPORT const char *ibv_get_sysfs_path(void)
 static int synth_sysfs(const char *dir, const char *file, char *buf, size_t size)
 {
 	char val[128];
-	struct sib_device *d = NULL;
+	struct ibv_device *d = NULL;
 
 	if (!sib_fabric)
 		return -1;
 	for (unsigned int i = 0; i < num_devices; i++)
-		if (!strcmp(dir, devices[i]->ibv.ibdev_path))
+		if (!strcmp(dir, devices[i]->ibdev_path))
 			d = devices[i];
 	if (!d)
 		return -1;
-	const struct sib_shm_device *sd = &sib_fabric->devs[d->index];
+	uint32_t index = sib_hca_device_ops.device_index(d);
+	const struct sib_shm_device *sd = &sib_fabric->devs[index];
 	uint64_t g = sd->node_guid;
 
 	if (!strcmp(file, "board_id"))
-		snprintf(val, sizeof(val), "SOFTIB_%04x", d->index);
+		snprintf(val, sizeof(val), "SOFTIB_%04x", index);
 	else if (!strcmp(file, "fw_ver"))
 		snprintf(val, sizeof(val), "%s", SIB_FW_VERSION);
 	else if (!strcmp(file, "hca_type"))
@@ -548,7 +437,7 @@ SIB_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 
 /* ---- peers ---- */
 
-struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen)
+static struct sib_ring *verbs_peer_ring(uint32_t inbox, uint32_t gen)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_GET_INBOX };
 	struct sib_ring *r = NULL;
@@ -587,9 +476,10 @@ out:
 
 SIB_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-	struct sib_device *d = (struct sib_device *)device;
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_OPEN_DEVICE };
-	struct sib_context *ctx;
+	struct sib_hca_attach at = { 0 };
+	struct ibv_context *ctx = NULL;
+	size_t size;
 	int fd, rc;
 
 	rc = sib_lib_init();
@@ -597,39 +487,43 @@ SIB_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = rc;
 		return NULL;
 	}
-	m.u.open.dev_index = d->index;
+	m.u.open.dev_index = sib_hca_device_ops.device_index(device);
 	rc = sib_ctl_rpc(&m, &fd);
 	if (rc || fd < 0) {
 		errno = rc ? rc : EPROTO;
 		return NULL;
 	}
-	ctx = calloc(1, sizeof(*ctx));
-	if (!ctx) {
-		rc = ENOMEM;
+	size = m.u.open.inbox_size;
+	if (size < SIB_INBOX_BYTES) {
+		rc = EPROTO;
 		goto err_close;
 	}
-	ctx->dev = d;
-	ctx->dev_handle = m.u.open.handle;
-	ctx->inbox_idx = m.u.open.inbox;
-	ctx->inbox_gen = m.u.open.inbox_gen;
-	ctx->inbox_size = m.u.open.inbox_size;
-	ctx->inbox_base = mmap(NULL, ctx->inbox_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	at.dev_handle = m.u.open.handle;
+	at.inbox_idx = m.u.open.inbox;
+	at.inbox_gen = m.u.open.inbox_gen;
+	at.inbox_base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	fd = -1;
-	if (ctx->inbox_base == MAP_FAILED) {
+	if (at.inbox_base == MAP_FAILED) {
 		rc = errno;
-		goto err_free;
+		goto err_close;
 	}
-	sib_ring_attach(&ctx->inbox, ctx->inbox_base);
-	rc = sib_context_init(ctx);
-	if (rc)
+	ctx = sib_hca_device_ops.alloc_context(device, &at);
+	if (!ctx) {
+		rc = errno;
 		goto err_unmap;
-	return &ctx->vctx.context;
+	}
+	rc = sib_verbs_set_ops(ctx, &sib_hca_ops);
+	if (rc)
+		goto err_free;
+	sib_verbs_priv(ctx)->inbox_base = at.inbox_base;
+	sib_verbs_priv(ctx)->inbox_size = size;
+	return ctx;
 
-err_unmap:
-	munmap(ctx->inbox_base, ctx->inbox_size);
 err_free:
-	free(ctx);
+	sib_hca_ops.free_context(ctx);
+err_unmap:
+	munmap(at.inbox_base, size);
 err_close:
 	if (fd >= 0)
 		close(fd);
@@ -642,21 +536,15 @@ err_close:
 
 SIB_EXPORT int ibv_close_device(struct ibv_context *context)
 {
-	struct sib_context *ctx = to_sctx(context);
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_CLOSE_DEVICE };
+	struct sib_verbs_priv *priv = sib_verbs_priv(context);
+	void *base = priv->inbox_base;
+	size_t size = priv->inbox_size;
 
-	sib_context_fini(ctx);
-	m.u.handle = ctx->dev_handle;
+	m.u.handle = sib_hca_device_ops.dev_handle(context);
+	sib_verbs_unset_ops(context);
+	sib_hca_ops.free_context(context);
 	(void)sib_ctl_rpc(&m, NULL);
-	munmap(ctx->inbox_base, ctx->inbox_size);
-	free(ctx);
+	munmap(base, size);
 	return 0;
-}
-
-void sib_device_ops_init(struct sib_context *ctx)
-{
-	ctx->vctx.query_port = sib_query_port;
-	ctx->vctx.query_device_ex = sib_query_device_ex;
-	ctx->vctx.context.ops._compat_query_device = ibv_query_device;
-	ctx->vctx.context.ops._compat_query_port = ibv_query_port;
 }

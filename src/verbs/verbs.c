@@ -59,6 +59,8 @@ int sib_context_init(struct sib_context *ctx)
 	pthread_mutex_init(&ctx->progress_lock, NULL);
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 	ctx->mr_next = 1;
+	if (sib_key_seed(ctx))
+		fprintf(stderr, "softib: getrandom failed (%s): memory keys are guessable\n", strerror(errno));
 	ctx->pid = getpid();
 
 	if (pipe2(pfd, O_CLOEXEC))
@@ -78,17 +80,19 @@ int sib_context_init(struct sib_context *ctx)
 void sib_context_fini(struct sib_context *ctx)
 {
 	sib_engine_stop(ctx);
-	if (getenv("SOFTIB_STATS"))
+	if (getenv("SOFTIB_STATS")) {
+		fprintf(stderr, "softib %s: rx_drop:", ctx->dev->ibv.name);
+		for (unsigned int i = 0; i < SIB_RX_DROP_COUNT; i++)
+			fprintf(stderr, " %s=%llu", sib_rx_drop_name(i), (unsigned long long)ctx->rx_drop[i]);
 		fprintf(stderr,
-			"softib %s: rx_bad_packets=%llu rx_misrouted=%llu tx_no_dest=%llu tx_ring_full=%llu "
-			"rx_skipped_slots=%llu inbox_dropped=%llu "
+			" tx_no_dest=%llu tx_ring_full=%llu rx_skipped_slots=%llu inbox_dropped=%llu "
 			"ack_timeouts=%llu rnr_naks=%llu seq_naks=%llu\n",
-			ctx->dev->ibv.name, (unsigned long long)ctx->rx_bad_packets,
-			(unsigned long long)ctx->rx_misrouted, (unsigned long long)ctx->tx_no_dest,
-			(unsigned long long)ctx->tx_ring_full, (unsigned long long)ctx->rx_skipped_slots,
+			(unsigned long long)ctx->tx_no_dest, (unsigned long long)ctx->tx_ring_full,
+			(unsigned long long)ctx->rx_skipped_slots,
 			(unsigned long long)atomic_load(&ctx->inbox.hdr->dropped),
 			(unsigned long long)ctx->ack_timeouts, (unsigned long long)ctx->rnr_naks,
 			(unsigned long long)ctx->seq_naks);
+	}
 	close(ctx->vctx.context.async_fd);
 	close(ctx->async_wfd);
 	for (unsigned int i = 0; i < 256; i++)
@@ -241,9 +245,11 @@ static int mr_publish(struct sib_context *ctx, struct sib_mr *mr)
 		}
 		if ((*page)[idx % SIB_MR_PAGE])
 			continue;
-		/* The key byte changes on every registration, so a stale key
-		 * for a reused index fails the (2) key check. */
-		mr->ibv.lkey = mr->ibv.rkey = idx << 8 | ctx->mr_keygen++;
+		/* An unpredictable key byte (hca/keys.c): keys cannot be
+		 * guessed, and a stale key for a reused index fails the (2)
+		 * key check but once in 256 (and indices are reused only
+		 * after mr_next has gone round). */
+		mr->ibv.lkey = mr->ibv.rkey = idx << 8 | sib_key_byte(ctx);
 		atomic_store_explicit((_Atomic(struct sib_mr *) *)&(*page)[idx % SIB_MR_PAGE], mr,
 				      memory_order_release);
 		rc = 0;
@@ -343,15 +349,8 @@ SIB_EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
 	pthread_mutex_lock(&ctx->obj_lock);
 	ctx->mr_dir[idx / SIB_MR_PAGE][idx % SIB_MR_PAGE] = NULL;
 	pthread_mutex_unlock(&ctx->obj_lock);
-	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx) {
-		if (qp->resp_mr == mr) {
-			qp->resp_mr = NULL;
-			qp->resp_in_write = false;
-		}
-		for (uint32_t i = 0; i < qp->rd_res_size; i++)
-			if (qp->rd_res[i].mr == mr)
-				qp->rd_res[i].mr = NULL;
-	}
+	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx)
+		sib_qp_transport_mr_gone(qp, mr);
 	pthread_mutex_unlock(&ctx->progress_lock);
 	atomic_fetch_sub(&((struct sib_pd *)ibmr->pd)->usecnt, 1);
 	sib_obj_destroy(mr->handle);

@@ -279,7 +279,12 @@ bool sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len, unsigne
 /* Name of a drop cause ("slid", ...), "unknown" out of range. */
 const char *sib_rx_drop_name(unsigned int why);
 /* Drops of one cause so far on a context (any thread; a relaxed read). */
-uint64_t sib_rx_drop_count(const struct sib_context *ctx, enum sib_rx_drop why);
+static inline uint64_t sib_rx_drop_count(const struct sib_context *ctx, enum sib_rx_drop why)
+{
+	if ((unsigned int)why >= SIB_RX_DROP_COUNT)
+		return 0;
+	return __atomic_load_n(&ctx->rx_drop[why], __ATOMIC_RELAXED);
+}
 /* A fresh key byte for an L_Key/R_Key (keys.c): unpredictable, seeded per
  * context from getrandom(2).  Caller holds obj_lock. */
 uint8_t sib_key_byte(struct sib_context *ctx);

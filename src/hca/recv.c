@@ -35,13 +35,6 @@ const char *sib_rx_drop_name(unsigned int why)
 	return why < SIB_RX_DROP_COUNT && drop_name[why] ? drop_name[why] : "unknown";
 }
 
-uint64_t sib_rx_drop_count(const struct sib_context *ctx, enum sib_rx_drop why)
-{
-	if ((unsigned int)why >= SIB_RX_DROP_COUNT)
-		return 0;
-	return __atomic_load_n(&ctx->rx_drop[why], __ATOMIC_RELAXED);
-}
-
 #define RX_OK SIB_RX_DROP_COUNT
 
 /* A packet on its way through the checks. */

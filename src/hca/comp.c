@@ -319,6 +319,7 @@ static enum comp_state error(struct comp_pass *p)
 static void comp_run(struct comp_pass *p, enum comp_state st)
 {
 	for (;;) {
+		SIB_STAGE_TRACE("comp", p->qp, comp_state_name[st]);
 		switch (st) {
 		case COMPST_CHECK_PSN:
 			st = check_psn(p);

@@ -209,6 +209,7 @@ void sib_req_run(struct sib_qp *qp)
 	enum req_state st = REQST_CHECK_QP;
 
 	for (;;) {
+		SIB_STAGE_TRACE("req", p.qp, req_state_name[st]);
 		switch (st) {
 		case REQST_CHECK_QP:
 			st = check_qp(&p);

@@ -466,6 +466,7 @@ void sib_resp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 	enum resp_state st = RESPST_CHK_PSN;
 
 	for (;;) {
+		SIB_STAGE_TRACE("resp", p.qp, resp_state_name[st]);
 		switch (st) {
 		case RESPST_CHK_PSN:
 			st = check_psn(&p);

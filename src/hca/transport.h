@@ -192,6 +192,18 @@ const struct sib_err_info *sib_err_info(enum sib_err_class ec);
  * are a remote operational error (iba-transport.md 3). */
 enum sib_err_class sib_err_from_nak(uint8_t code);
 
+/*
+ * Stage traces: a build with -DSIB_TRACE_STAGES (e.g. CMAKE_C_FLAGS) prints
+ * every state a stage machine enters on stderr; otherwise compiled out.
+ */
+#ifdef SIB_TRACE_STAGES
+#include <stdio.h>
+#define SIB_STAGE_TRACE(stage, qp, name) \
+	fprintf(stderr, "softib %s qp 0x%x: %s\n", (stage), (qp)->ibv.qp_base.qp_num, (name))
+#else
+#define SIB_STAGE_TRACE(stage, qp, name) ((void)0)
+#endif
+
 /* State names of the three stage machines, for traces; "unknown" out of range. */
 const char *sib_req_state_name(unsigned int st);
 const char *sib_resp_state_name(unsigned int st);

@@ -1363,6 +1363,105 @@ static void test_keys_unpredictable(void **state)
 	assert_true(step1 < 8);
 }
 
+/*
+ * The responder's error states, one row each: a request from the peer's
+ * path that breaks one rule.  Class B (PSN ahead, duplicate) leaves the QP
+ * working; the others NAK and move it to ERR, and the receive WQE in use
+ * completes with the class's status (transport.c's table), or flushes.
+ */
+struct resp_case {
+	const char *what;
+	uint8_t opcode;
+	int32_t psn_delta;             /* from the expected PSN */
+	uint32_t paylen;
+	bool first_before;             /* a full SEND_FIRST goes first (at ePSN) */
+	uint32_t dmalen;               /* RETH / AtomicETH */
+	uint32_t rwqe_len;
+	bool rwqe_bad_lkey;
+	enum ibv_qp_state state;       /* the responder QP afterwards */
+	int status;                    /* its RWQE's completion; -1: untouched */
+};
+
+static const struct resp_case resp_cases[] = {
+	{ "PSN ahead (class B)", IBA_OPC_SEND_ONLY, 5, 8, false, 0, 64, false, IBV_QPS_RTS, -1 },
+	{ "duplicate (C9-105)", IBA_OPC_SEND_ONLY, -1, 8, false, 0, 64, false, IBV_QPS_RTS, -1 },
+	{ "MIDDLE without FIRST", IBA_OPC_SEND_MIDDLE, 0, 1024, false, 0, 4096, false, IBV_QPS_ERR,
+	  IBV_WC_WR_FLUSH_ERR },
+	{ "ONLY inside a message", IBA_OPC_SEND_ONLY, 1, 8, true, 0, 4096, false, IBV_QPS_ERR,
+	  IBV_WC_REM_INV_REQ_ERR },
+	{ "FIRST shorter than the MTU", IBA_OPC_SEND_FIRST, 0, 10, false, 0, 4096, false, IBV_QPS_ERR,
+	  IBV_WC_REM_INV_REQ_ERR },
+	{ "SEND longer than the RWQE", IBA_OPC_SEND_ONLY, 0, 100, false, 0, 64, false, IBV_QPS_ERR,
+	  IBV_WC_LOC_LEN_ERR },
+	{ "atomic (not enabled)", IBA_OPC_COMPARE_SWAP, 0, 0, false, 8, 64, false, IBV_QPS_ERR,
+	  IBV_WC_WR_FLUSH_ERR },
+	{ "READ DMALen over the limit", IBA_OPC_RDMA_READ_REQUEST, 0, 0, false, 0x80000000u, 64, false,
+	  IBV_QPS_ERR, IBV_WC_WR_FLUSH_ERR },
+	{ "RWQE with a bad L_Key", IBA_OPC_SEND_ONLY, 0, 8, false, 0, 64, true, IBV_QPS_ERR,
+	  IBV_WC_LOC_PROT_ERR },
+};
+
+static void test_responder_errors(void **state)
+{
+	static uint8_t payload[1024];
+
+	for (size_t i = 0; i < sizeof(resp_cases) / sizeof(resp_cases[0]); i++) {
+		const struct resp_case *c = &resp_cases[i];
+		struct ibv_sge rsge, sge;
+		struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &rsge, .num_sge = 1 }, *bad;
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qia;
+		struct iba_pkt h = { 0 };
+		struct inbox_map m;
+		struct ibv_wc wc;
+		struct pair p;
+
+		pair_open(&p, 1, NULL, NULL);
+		inbox_map(&m, p.e[1].qp->qp_num);
+		rsge = (struct ibv_sge){ (uintptr_t)p.e[1].buf, c->rwqe_len,
+					 p.e[1].mr->lkey ^ (c->rwqe_bad_lkey ? 0x5a : 0) };
+		assert_int_equal(ibv_post_recv(p.e[1].qp, &rwr, &bad), 0);
+		assert_int_equal(ibv_query_qp(p.e[1].qp, &qa, IBV_QP_RQ_PSN, &qia), 0);
+		h.lrh.lnh = IBA_LNH_LOCAL;
+		h.lrh.dlid = p.e[1].lid;
+		h.lrh.slid = p.e[0].lid;
+		h.bth.pkey = 0xffff;
+		h.bth.dqpn = p.e[1].qp->qp_num;
+		h.bth.ackreq = 1;
+		if (c->first_before) {
+			h.bth.opcode = IBA_OPC_SEND_FIRST;
+			h.bth.psn = qa.rq_psn;
+			inject(&m, &h, payload, 1024);
+		}
+		h.bth.opcode = c->opcode;
+		h.bth.psn = (qa.rq_psn + (uint32_t)c->psn_delta) & IBA_PSN_MASK;
+		h.reth.va = (uintptr_t)p.e[1].buf;
+		h.reth.rkey = p.e[1].mr->rkey;
+		h.reth.dmalen = c->dmalen;
+		h.atomic.va = (uintptr_t)p.e[1].buf;
+		h.atomic.rkey = p.e[1].mr->rkey;
+		inject(&m, &h, payload, c->paylen);
+
+		if (c->status < 0) {
+			expect_no_completion(p.e[1].cq, 50);
+			/* The RWQE is still there for the real sender. */
+			sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 16, p.e[0].mr->lkey };
+			assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &sge, 1, 0, 0, 0, 0), 0);
+			poll_one(p.e[0].cq, &wc, 5000);
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		}
+		poll_one(p.e[1].cq, &wc, 5000);
+		if (wc.wr_id != 9 || (int)wc.status != (c->status < 0 ? IBV_WC_SUCCESS : c->status))
+			fail_msg("%s: RWQE wr_id %llu status %s", c->what, (unsigned long long)wc.wr_id,
+				 ibv_wc_status_str(wc.status));
+		if (qp_state(p.e[1].qp) != c->state)
+			fail_msg("%s: responder QP in state %d", c->what, qp_state(p.e[1].qp));
+		assert_int_equal(qp_state(p.e[0].qp), IBV_QPS_RTS);
+		inbox_unmap(&m);
+		pair_close(&p);
+	}
+}
+
 /* Idle contexts with connected QPs sleep: no measurable CPU. */
 static void test_idle_uses_no_cpu(void **state)
 {
@@ -1457,6 +1556,7 @@ int main(void)
 		cmocka_unit_test(test_timer_fires_while_app_sleeps),
 		cmocka_unit_test(test_malformed_packets),
 		cmocka_unit_test(test_forged_non_peer_lid),
+		cmocka_unit_test(test_responder_errors),
 		cmocka_unit_test(test_forged_non_peer_global),
 		cmocka_unit_test(test_keys_unpredictable),
 		cmocka_unit_test(test_idle_uses_no_cpu),

@@ -445,7 +445,8 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 {
 	uint64_t len = 0;
 
-	if (sib_wr_check(qp->ibv.qp_base.qp_type, wr->opcode) || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+	if (sib_wr_check(qp->ibv.qp_base.qp_type, wr->opcode) || wr->num_sge < 0 ||
+	    (uint32_t)wr->num_sge > qp->cap.max_send_sge)
 		return EINVAL;
 	for (int i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;

@@ -59,8 +59,9 @@ int sib_context_init(struct sib_context *ctx)
 	pthread_mutex_init(&ctx->progress_lock, NULL);
 	pthread_mutex_init(&ctx->obj_lock, NULL);
 	ctx->mr_next = 1;
-	if (sib_key_seed(ctx))
-		fprintf(stderr, "softib: getrandom failed (%s): memory keys are guessable\n", strerror(errno));
+	rc = sib_key_seed(ctx);
+	if (rc)
+		fprintf(stderr, "softib: getrandom failed (%s): memory keys are guessable\n", strerror(rc));
 	ctx->pid = getpid();
 
 	if (pipe2(pfd, O_CLOEXEC))

@@ -11,3 +11,8 @@ if(TARGET sib_hca)
   sib_unit_test(test_hca_loopback SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_loopback.c
     LIBS sib_hca sib_common sib_iba Threads::Threads)
 endif()
+if(TARGET sib_hca)
+  # The transport tables and key generator, without the verbs library.
+  sib_unit_test(test_hca_tables SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_tables.c
+    LIBS sib_hca sib_common sib_iba)
+endif()

@@ -1,44 +1,98 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * RC completer (IBA 9.7.5.1, 10.7.3): ACKs, NAKs and READ responses for
- * the requester.  Completes send WQEs strictly in order, places READ
- * response data, retries on PSN-sequence NAKs and ACK timeouts (retry_cnt),
- * waits out RNR NAKs (rnr_retry, 7 = forever), and moves the QP to ERR
- * with every outstanding WQE flushed when a retry budget runs out or the
- * responder reports a fatal error.  Engine context only.
+ * Completer (IBA 9.7.5.1, 10.7.3): ACKs, NAKs and READ responses for the
+ * requester, and its timers, as a state machine (STYLE 6.4): one function
+ * per state returning the next.  Completes send WQEs strictly in order,
+ * places READ response data, retries on PSN-sequence NAKs and ACK
+ * timeouts (retry_cnt), waits out RNR NAKs (rnr_retry, 7 = forever), and
+ * moves the QP to ERR with every outstanding WQE flushed when a retry
+ * budget runs out or the responder reports a fatal error (transport.c's
+ * class table gives the WC status).  Owns qp->comp.  Engine context only.
  */
 #include "hca/transport.h"
+#include "hca/wr.h"
 
-/* What the requester reports for a NAK code (iba-transport.md §3). */
-static const enum ibv_wc_status nak_status[] = {
-	[IBA_NAK_INV_REQ] = IBV_WC_REM_INV_REQ_ERR,
-	[IBA_NAK_REM_ACCESS] = IBV_WC_REM_ACCESS_ERR,
-	[IBA_NAK_REM_OP] = IBV_WC_REM_OP_ERR,
-	[IBA_NAK_INV_RD_REQ] = IBV_WC_REM_INV_RD_REQ_ERR,
+enum comp_state {
+	COMPST_CHECK_PSN,              /* an outstanding PSN at all? */
+	COMPST_CHECK_OPCODE,           /* READ response, ACK, or something else */
+	COMPST_READ,                   /* place a READ response packet */
+	COMPST_CHECK_ACK,              /* by AETH type: ACK, RNR NAK, NAK */
+	COMPST_ACK,                    /* complete SEND/WRITEs up to the PSN */
+	COMPST_PROGRESS,               /* forward progress: reload budgets, timer */
+	COMPST_RNR,                    /* RNR NAK: wait, then resend from the PSN */
+	COMPST_SEQ_NAK,                /* PSN sequence NAK: resend from the PSN */
+	COMPST_CHECK_TIMERS,           /* RNR wait over? ACK timeout? */
+	COMPST_TIMEOUT,                /* local ACK timeout: resend from the oldest PSN */
+	/* Errors (IBA 9.9.2 requester side): the oldest WQE completes with the
+	 * status, the rest flush, the QP goes to ERR. */
+	COMPST_ERR_NAK,                /* responder class A/C NAK: the class table's status */
+	COMPST_ERR_RETRY_EXC,          /* retry_cnt spent on timeouts or sequence NAKs */
+	COMPST_ERR_RNR_RETRY_EXC,      /* rnr_retry spent on RNR NAKs */
+	COMPST_ERR_BAD_RESP,           /* a READ response that does not fit its WQE */
+	COMPST_ERR_LOC_PROT,           /* a READ's sink buffers fail their L_Key check */
+	COMPST_ERROR,
+	COMPST_DONE,
+	COMPST_COUNT
 };
 
-static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
+static const char *const comp_state_name[COMPST_COUNT] = {
+	[COMPST_CHECK_PSN] = "CHECK_PSN",
+	[COMPST_CHECK_OPCODE] = "CHECK_OPCODE",
+	[COMPST_READ] = "READ",
+	[COMPST_CHECK_ACK] = "CHECK_ACK",
+	[COMPST_ACK] = "ACK",
+	[COMPST_PROGRESS] = "PROGRESS",
+	[COMPST_RNR] = "RNR",
+	[COMPST_SEQ_NAK] = "SEQ_NAK",
+	[COMPST_CHECK_TIMERS] = "CHECK_TIMERS",
+	[COMPST_TIMEOUT] = "TIMEOUT",
+	[COMPST_ERR_NAK] = "ERR_NAK",
+	[COMPST_ERR_RETRY_EXC] = "ERR_RETRY_EXC",
+	[COMPST_ERR_RNR_RETRY_EXC] = "ERR_RNR_RETRY_EXC",
+	[COMPST_ERR_BAD_RESP] = "ERR_BAD_RESP",
+	[COMPST_ERR_LOC_PROT] = "ERR_LOC_PROT",
+	[COMPST_ERROR] = "ERROR",
+	[COMPST_DONE] = "DONE",
+};
+
+/* The oldest WQE's status in each requester-side error state. */
+static const enum ibv_wc_status comp_err_status[COMPST_COUNT] = {
+	[COMPST_ERR_RETRY_EXC] = IBV_WC_RETRY_EXC_ERR,
+	[COMPST_ERR_RNR_RETRY_EXC] = IBV_WC_RNR_RETRY_EXC_ERR,
+	[COMPST_ERR_BAD_RESP] = IBV_WC_BAD_RESP_ERR,
+	[COMPST_ERR_LOC_PROT] = IBV_WC_LOC_PROT_ERR,
+};
+
+const char *sib_comp_state_name(unsigned int st)
 {
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	default:
-		return IBV_WC_SEND;
-	}
+	return st < COMPST_COUNT && comp_state_name[st] ? comp_state_name[st] : "unknown";
+}
+
+/* One packet (or timer check) going through the machine. */
+struct comp_pass {
+	struct sib_qp *qp;
+	const struct iba_pkt *pkt;     /* NULL for the timers */
+	uint64_t now;                  /* timers only */
+	enum ibv_wc_status status;     /* COMPST_ERROR: for the oldest WQE */
+};
+
+static bool is_read(const struct sib_swqe *w)
+{
+	const struct sib_wr_info *wi = sib_wr_info(w->opcode);
+
+	return wi && (wi->flags & SIB_WR_READ);
 }
 
 void sib_sq_complete(struct sib_qp *qp, enum ibv_wc_status status)
 {
 	struct sib_swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+	const struct sib_wr_info *wi = sib_wr_info(w->opcode);
 	/* Errors complete even unsignaled WRs (IBA 10.7.3.1). */
 	bool cqe = w->signaled || status != IBV_WC_SUCCESS;
 	struct ibv_wc wc = {
 		.wr_id = w->wr_id,
 		.status = status,
-		.opcode = wc_opcode(w->opcode),
+		.opcode = wi ? wi->wc_opcode : IBV_WC_SEND,
 		.byte_len = status == IBV_WC_SUCCESS ? w->length : 0,
 		.qp_num = qp->ibv.qp_base.qp_num,
 	};
@@ -51,14 +105,9 @@ void sib_sq_complete(struct sib_qp *qp, enum ibv_wc_status status)
 		sib_cq_push(to_scq(qp->ibv.qp_base.send_cq), &wc, false);
 }
 
-static bool sq_outstanding(const struct sib_qp *qp)
-{
-	return qp->sq_tail != qp->sq_next || qp->req_offset;
-}
-
 static struct sib_swqe *sq_oldest(struct sib_qp *qp)
 {
-	return sq_outstanding(qp) ? &qp->sq[qp->sq_tail & (qp->sq_size - 1)] : NULL;
+	return sib_sq_drained(qp) ? NULL : &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
 }
 
 /* Complete SEND/WRITE WQEs whose last PSN is <= psn.  Stops at a READ,
@@ -67,10 +116,9 @@ static void ack_upto(struct sib_qp *qp, uint32_t psn)
 {
 	struct sib_swqe *w;
 
-	if (iba_psn_diff(psn, qp->acked_psn) > 0)
-		qp->acked_psn = psn;
-
-	while ((w = sq_oldest(qp)) && w->state == SIB_SWQE_SENT && w->opcode != IBV_WR_RDMA_READ &&
+	if (iba_psn_diff(psn, qp->comp.acked_psn) > 0)
+		qp->comp.acked_psn = psn;
+	while ((w = sq_oldest(qp)) && w->state == SIB_SWQE_SENT && !is_read(w) &&
 	       iba_psn_diff(iba_psn_add(w->first_psn, w->npsn - 1), psn) <= 0)
 		sib_sq_complete(qp, IBV_WC_SUCCESS);
 }
@@ -81,150 +129,260 @@ static void update_comp_psn(struct sib_qp *qp, uint32_t acked)
 	struct sib_swqe *w = sq_oldest(qp);
 
 	if (!w)
-		qp->comp_psn = qp->req_psn;
-	else if (w->opcode == IBV_WR_RDMA_READ)
-		qp->comp_psn = iba_psn_add(w->first_psn, qp->read_rcvd);
-	else if (iba_psn_diff(iba_psn_add(acked, 1), qp->comp_psn) > 0)
-		qp->comp_psn = iba_psn_add(acked, 1);
+		qp->comp.psn = qp->req.psn;
+	else if (is_read(w))
+		qp->comp.psn = iba_psn_add(w->first_psn, qp->comp.read_rcvd);
+	else if (iba_psn_diff(iba_psn_add(acked, 1), qp->comp.psn) > 0)
+		qp->comp.psn = iba_psn_add(acked, 1);
+}
+
+/* A NAK or READ response for PSN p acknowledges everything before p. */
+static void ack_before(struct sib_qp *qp, uint32_t psn)
+{
+	uint32_t prev = iba_psn_add(psn, IBA_PSN_MASK);
+
+	ack_upto(qp, prev);
+	update_comp_psn(qp, prev);
+}
+
+static enum comp_state check_psn(struct comp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	uint32_t psn = p->pkt->bth.psn;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return COMPST_DONE;
+	/* Only PSNs that are outstanding mean anything; the rest are stale. */
+	if (iba_psn_diff(psn, qp->comp.psn) < 0 || iba_psn_diff(qp->req.psn, psn) <= 0)
+		return COMPST_DONE;
+	return COMPST_CHECK_OPCODE;
+}
+
+static enum comp_state check_opcode(struct comp_pass *p)
+{
+	if (p->pkt->op->flags & IBA_OP_READ_RESP)
+		return COMPST_READ;
+	if (p->pkt->bth.opcode == IBA_OPC_ACKNOWLEDGE)
+		return COMPST_CHECK_ACK;
+	return COMPST_DONE; /* atomic ACKs: atomics are not enabled (atomic_cap NONE) */
+}
+
+static enum comp_state do_read(struct comp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	const struct iba_pkt *pkt = p->pkt;
+	uint32_t psn = pkt->bth.psn, off;
+	bool last = pkt->op->flags & (IBA_OP_LAST | IBA_OP_ONLY);
+	struct sib_swqe *w;
+
+	/* A READ response implicitly ACKs every request before it. */
+	ack_upto(qp, iba_psn_add(psn, IBA_PSN_MASK));
+	w = sq_oldest(qp);
+	if (!w || !is_read(w) || w->state != SIB_SWQE_SENT ||
+	    psn != iba_psn_add(w->first_psn, qp->comp.read_rcvd))
+		return COMPST_DONE; /* duplicate or out of order: dropped, the timer recovers */
+	off = qp->comp.read_rcvd * qp->mtu;
+	if (pkt->paylen > w->length - off || (!last && pkt->paylen != qp->mtu) ||
+	    (last && off + pkt->paylen != w->length))
+		return COMPST_ERR_BAD_RESP;
+	/* The sink MR may have been deregistered since the WQE started. */
+	if (sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
+			  IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS)
+		return COMPST_ERR_LOC_PROT;
+	sib_sge_copy_in(w->sge, w->num_sge, off, pkt->payload, pkt->paylen);
+	qp->comp.read_rcvd++;
+	qp->comp.psn = iba_psn_add(psn, 1);
+	if (last) {
+		qp->comp.read_rcvd = 0;
+		if (qp->req.reads_outstanding)
+			qp->req.reads_outstanding--;
+		sib_sq_complete(qp, IBV_WC_SUCCESS);
+		/* ACKs for requests after the READ may have come first. */
+		ack_upto(qp, qp->comp.acked_psn);
+		update_comp_psn(qp, iba_psn_diff(qp->comp.acked_psn, psn) > 0 ? qp->comp.acked_psn : psn);
+	}
+	return COMPST_PROGRESS;
+}
+
+static enum comp_state check_ack(struct comp_pass *p)
+{
+	uint8_t syn = p->pkt->aeth.syndrome;
+
+	switch (syn & IBA_AETH_TYPE_MASK) {
+	case IBA_AETH_ACK:
+		return COMPST_ACK;
+	case IBA_AETH_RNR_NAK:
+		return COMPST_RNR;
+	case IBA_AETH_NAK:
+		return (syn & IBA_AETH_VALUE_MASK) == IBA_NAK_PSN_SEQ ? COMPST_SEQ_NAK : COMPST_ERR_NAK;
+	default:
+		return COMPST_DONE; /* reserved type: ignored */
+	}
+}
+
+static enum comp_state do_ack(struct comp_pass *p)
+{
+	ack_upto(p->qp, p->pkt->bth.psn);
+	update_comp_psn(p->qp, p->pkt->bth.psn);
+	return COMPST_PROGRESS;
 }
 
 /* Forward progress: reload the retry budgets, restart the ACK timer. */
-static void progress_made(struct sib_qp *qp)
+static enum comp_state progress(struct comp_pass *p)
 {
-	qp->retry_left = qp->retry_cnt;
-	qp->rnr_left = qp->rnr_retry;
-	qp->retry_deadline = 0;
+	struct sib_qp *qp = p->qp;
+
+	qp->comp.retry_left = qp->retry_cnt;
+	qp->comp.rnr_left = qp->rnr_retry;
+	qp->comp.retry_deadline = 0;
 	/* Only PSNs on the wire need the ACK timer: a message held back by a
 	 * full peer inbox is not late. */
-	if (qp->comp_psn != qp->req_psn && qp->timeout)
-		qp->retry_deadline = sib_now_ns() + sib_ack_timeout_ns(qp->timeout);
+	if (qp->comp.psn != qp->req.psn && qp->timeout)
+		qp->comp.retry_deadline = sib_now_ns() + sib_ack_timeout_ns(qp->timeout);
+	return COMPST_DONE;
 }
 
-static void fail_oldest(struct sib_qp *qp, enum ibv_wc_status status)
+static enum comp_state rnr(struct comp_pass *p)
 {
-	struct sib_swqe *w = sq_oldest(qp);
+	struct sib_qp *qp = p->qp;
+	uint32_t psn = p->pkt->bth.psn;
+
+	qp->ctx->rnr_naks++;
+	ack_before(qp, psn);
+	if (qp->comp.rnr_left == 0)
+		return COMPST_ERR_RNR_RETRY_EXC;
+	if (qp->rnr_retry != 7) /* 7 = retry forever */
+		qp->comp.rnr_left--;
+	sib_req_rewind(qp, psn);
+	qp->comp.retry_deadline = 0;
+	qp->comp.rnr_deadline = sib_now_ns() +
+				(uint64_t)iba_rnr_timer_us(p->pkt->aeth.syndrome & IBA_AETH_VALUE_MASK) * 1000;
+	return COMPST_DONE;
+}
+
+static enum comp_state seq_nak(struct comp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+
+	qp->ctx->seq_naks++;
+	ack_before(qp, p->pkt->bth.psn);
+	if (qp->comp.retry_left == 0)
+		return COMPST_ERR_RETRY_EXC;
+	qp->comp.retry_left--;
+	sib_req_rewind(qp, p->pkt->bth.psn);
+	qp->comp.retry_deadline = 0;
+	return COMPST_DONE;
+}
+
+static enum comp_state err_nak(struct comp_pass *p)
+{
+	ack_before(p->qp, p->pkt->bth.psn);
+	p->status = sib_err_info(sib_err_from_nak(p->pkt->aeth.syndrome & IBA_AETH_VALUE_MASK))->req_status;
+	return COMPST_ERROR;
+}
+
+static enum comp_state check_timers(struct comp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+
+	if (qp->comp.rnr_deadline && p->now >= qp->comp.rnr_deadline)
+		qp->comp.rnr_deadline = 0; /* the requester resends from the NAKed PSN */
+	if (!qp->comp.retry_deadline || p->now < qp->comp.retry_deadline)
+		return COMPST_DONE;
+	qp->comp.retry_deadline = 0;
+	return sib_sq_drained(qp) ? COMPST_DONE : COMPST_TIMEOUT;
+}
+
+static enum comp_state timeout(struct comp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+
+	qp->ctx->ack_timeouts++;
+	if (qp->comp.retry_left == 0)
+		return COMPST_ERR_RETRY_EXC;
+	qp->comp.retry_left--;
+	sib_req_rewind(qp, qp->comp.psn);
+	return COMPST_DONE;
+}
+
+/* The oldest WQE fails with p->status; the QP goes to ERR. */
+static enum comp_state error(struct comp_pass *p)
+{
+	struct sib_swqe *w = sq_oldest(p->qp);
 
 	if (w)
-		w->status = status;
-	sib_qp_enter_error(qp);
+		w->status = p->status;
+	sib_qp_enter_error(p->qp);
+	return COMPST_DONE;
 }
 
-static void read_response(struct sib_qp *qp, const struct iba_pkt *pkt)
+static void comp_run(struct comp_pass *p, enum comp_state st)
 {
-	uint32_t psn = pkt->bth.psn;
-	struct sib_swqe *w;
-	uint32_t off;
-
-	/* A READ response implicitly ACKs every request before it (C9-?). */
-	ack_upto(qp, iba_psn_add(psn, IBA_PSN_MASK));
-	w = sq_oldest(qp);
-	if (!w || w->opcode != IBV_WR_RDMA_READ || w->state != SIB_SWQE_SENT ||
-	    psn != iba_psn_add(w->first_psn, qp->read_rcvd))
-		return; /* duplicate or out of order: dropped, the timer recovers */
-	off = qp->read_rcvd * qp->mtu;
-	bool last = pkt->op->flags & (IBA_OP_LAST | IBA_OP_ONLY);
-	if (pkt->paylen > w->length - off || (!last && pkt->paylen != qp->mtu) ||
-	    (last && off + pkt->paylen != w->length)) {
-		fail_oldest(qp, IBV_WC_BAD_RESP_ERR);
-		return;
+	for (;;) {
+		SIB_STAGE_TRACE("comp", p->qp, comp_state_name[st]);
+		switch (st) {
+		case COMPST_CHECK_PSN:
+			st = check_psn(p);
+			break;
+		case COMPST_CHECK_OPCODE:
+			st = check_opcode(p);
+			break;
+		case COMPST_READ:
+			st = do_read(p);
+			break;
+		case COMPST_CHECK_ACK:
+			st = check_ack(p);
+			break;
+		case COMPST_ACK:
+			st = do_ack(p);
+			break;
+		case COMPST_PROGRESS:
+			st = progress(p);
+			break;
+		case COMPST_RNR:
+			st = rnr(p);
+			break;
+		case COMPST_SEQ_NAK:
+			st = seq_nak(p);
+			break;
+		case COMPST_CHECK_TIMERS:
+			st = check_timers(p);
+			break;
+		case COMPST_TIMEOUT:
+			st = timeout(p);
+			break;
+		case COMPST_ERR_NAK:
+			st = err_nak(p);
+			break;
+		case COMPST_ERR_RETRY_EXC:
+		case COMPST_ERR_RNR_RETRY_EXC:
+		case COMPST_ERR_BAD_RESP:
+		case COMPST_ERR_LOC_PROT:
+			p->status = comp_err_status[st];
+			st = COMPST_ERROR;
+			break;
+		case COMPST_ERROR:
+			st = error(p);
+			break;
+		case COMPST_DONE:
+		default:
+			return;
+		}
 	}
-	/* The sink MR may have been deregistered since the WQE started. */
-	if (sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
-			  IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS) {
-		fail_oldest(qp, IBV_WC_LOC_PROT_ERR);
-		return;
-	}
-	sib_sge_copy_in(w->sge, w->num_sge, off, pkt->payload, pkt->paylen);
-	qp->read_rcvd++;
-	qp->comp_psn = iba_psn_add(psn, 1);
-	if (last) {
-		qp->read_rcvd = 0;
-		if (qp->reads_outstanding)
-			qp->reads_outstanding--;
-		sib_sq_complete(qp, IBV_WC_SUCCESS);
-		/* ACKs for requests after the READ may have come first. */
-		ack_upto(qp, qp->acked_psn);
-		update_comp_psn(qp, iba_psn_diff(qp->acked_psn, psn) > 0 ? qp->acked_psn : psn);
-	}
-	progress_made(qp);
 }
 
 void sib_comp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 {
-	uint32_t psn = pkt->bth.psn;
-	uint8_t syn = pkt->aeth.syndrome;
+	struct comp_pass p = { .qp = qp, .pkt = pkt };
 
-	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
-		return;
-	/* Only PSNs that are outstanding mean anything; the rest are stale. */
-	if (iba_psn_diff(psn, qp->comp_psn) < 0 || iba_psn_diff(qp->req_psn, psn) <= 0)
-		return;
-	if (pkt->op->flags & IBA_OP_READ_RESP) {
-		read_response(qp, pkt);
-		return;
-	}
-	if (!(pkt->op->flags & IBA_OP_ACK) || pkt->bth.opcode != IBA_OPC_ACKNOWLEDGE)
-		return; /* atomics are not enabled (atomic_cap NONE) */
-
-	switch (syn & IBA_AETH_TYPE_MASK) {
-	case IBA_AETH_ACK:
-		ack_upto(qp, psn);
-		update_comp_psn(qp, psn);
-		progress_made(qp);
-		break;
-	case IBA_AETH_RNR_NAK:
-		qp->ctx->rnr_naks++;
-		ack_upto(qp, iba_psn_add(psn, IBA_PSN_MASK));
-		update_comp_psn(qp, iba_psn_add(psn, IBA_PSN_MASK));
-		if (qp->rnr_left == 0) {
-			fail_oldest(qp, IBV_WC_RNR_RETRY_EXC_ERR);
-			break;
-		}
-		if (qp->rnr_retry != 7)
-			qp->rnr_left--;
-		sib_req_rewind(qp, psn);
-		qp->retry_deadline = 0;
-		qp->rnr_deadline = sib_now_ns() + (uint64_t)iba_rnr_timer_us(syn & IBA_AETH_VALUE_MASK) * 1000;
-		break;
-	case IBA_AETH_NAK:
-		ack_upto(qp, iba_psn_add(psn, IBA_PSN_MASK));
-		update_comp_psn(qp, iba_psn_add(psn, IBA_PSN_MASK));
-		if ((syn & IBA_AETH_VALUE_MASK) == IBA_NAK_PSN_SEQ) {
-			qp->ctx->seq_naks++;
-			if (qp->retry_left == 0) {
-				fail_oldest(qp, IBV_WC_RETRY_EXC_ERR);
-				break;
-			}
-			qp->retry_left--;
-			sib_req_rewind(qp, psn);
-			qp->retry_deadline = 0;
-			break;
-		}
-		unsigned int code = syn & IBA_AETH_VALUE_MASK;
-		fail_oldest(qp, code < sizeof(nak_status) / sizeof(nak_status[0]) && nak_status[code] ?
-				nak_status[code] : IBV_WC_REM_OP_ERR);
-		break;
-	default:
-		break; /* reserved type: ignored */
-	}
+	comp_run(&p, COMPST_CHECK_PSN);
 }
 
 void sib_comp_timers(struct sib_qp *qp, uint64_t now)
 {
-	if (qp->rnr_deadline && now >= qp->rnr_deadline)
-		qp->rnr_deadline = 0; /* the requester resends from the NAKed PSN */
-	if (!qp->retry_deadline || now < qp->retry_deadline)
-		return;
-	qp->retry_deadline = 0;
-	if (!sq_outstanding(qp))
-		return;
-	qp->ctx->ack_timeouts++;
-	if (qp->retry_left == 0) {
-		fail_oldest(qp, IBV_WC_RETRY_EXC_ERR);
-		return;
-	}
-	qp->retry_left--;
-	sib_req_rewind(qp, qp->comp_psn);
+	struct comp_pass p = { .qp = qp, .now = now };
+
+	comp_run(&p, COMPST_CHECK_TIMERS);
 }
 
 void sib_qp_flush(struct sib_qp *qp)
@@ -237,39 +395,39 @@ void sib_qp_flush(struct sib_qp *qp)
 		sib_sq_complete(qp, w->started && w->status != IBV_WC_SUCCESS ? w->status
 									       : IBV_WC_WR_FLUSH_ERR);
 	}
-	qp->sq_next = qp->sq_tail;
-	qp->req_offset = 0;
-	qp->reads_outstanding = 0;
-	qp->read_rcvd = 0;
-	qp->retry_deadline = qp->rnr_deadline = 0;
+	qp->req.wqe = qp->sq_tail;
+	qp->req.offset = 0;
+	qp->req.reads_outstanding = 0;
+	qp->comp.read_rcvd = 0;
+	qp->comp.retry_deadline = qp->comp.rnr_deadline = 0;
 
 	head = atomic_load_explicit(&qp->rq_head, memory_order_acquire);
 	while (qp->rq_tail != head) {
 		struct sib_rwqe *r = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
 		struct ibv_wc wc = {
 			.wr_id = r->wr_id,
-			.status = qp->resp_have_rwqe ? qp->resp_err_status : IBV_WC_WR_FLUSH_ERR,
+			.status = qp->resp.have_rwqe ? qp->resp.err_status : IBV_WC_WR_FLUSH_ERR,
 			.opcode = IBV_WC_RECV,
 			.qp_num = qp->ibv.qp_base.qp_num,
 		};
 		if (wc.status == IBV_WC_SUCCESS)
 			wc.status = IBV_WC_WR_FLUSH_ERR;
-		qp->resp_have_rwqe = false;
+		qp->resp.have_rwqe = false;
 		__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
 		sib_cq_push(to_scq(qp->ibv.qp_base.recv_cq), &wc, false);
 	}
-	qp->resp_in_send = qp->resp_in_write = false;
-	/* A fatal NAK not yet on the wire is still owed (engine.c retries it). */
-	if (qp->ack_pending && (qp->ack_syndrome & IBA_AETH_TYPE_MASK) != IBA_AETH_NAK)
-		qp->ack_pending = false;
-	qp->rd_res_head = qp->rd_res_tail = 0;
-	qp->local_err = false;
+	qp->resp.in_send = qp->resp.in_write = false;
+	/* A fatal NAK not yet on the wire is still owed (sib_qp_transport_run). */
+	if (qp->resp.ack_pending && (qp->resp.ack_syndrome & IBA_AETH_TYPE_MASK) != IBA_AETH_NAK)
+		qp->resp.ack_pending = false;
+	qp->resp.rd_res_head = qp->resp.rd_res_tail = 0;
+	qp->req.local_err = false;
 }
 
 void sib_comp_local_error(struct sib_qp *qp)
 {
 	/* Earlier WQEs complete first, in order (IBA 10.8.3.3). */
-	if (qp->local_err && qp->sq_tail == qp->local_err_idx)
+	if (qp->req.local_err && qp->sq_tail == qp->req.local_err_idx)
 		sib_qp_enter_error(qp);
 }
 

@@ -146,50 +146,17 @@ void sib_tx_end(struct sib_qp *qp, struct sib_tx *tx, size_t paylen)
 
 /* ---- receive ---- */
 
-static bool pkey_match(uint16_t a, uint16_t b)
-{
-	/* IBA 10.9.3: same low 15 bits, not invalid, at least one full member. */
-	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
-}
-
+/* One inbox slot to the receive demux (recv.c); drops are counted there
+ * by cause and here in the inbox's shared drop counter. */
 static void rx_packet(struct sib_context *ctx, struct sib_ring_slot *s)
 {
-	const struct sib_shm_device *sd = &sib_fabric->devs[ctx->dev->index];
-	unsigned int flags = IBA_CHECK_ICRC | IBA_HAS_VCRC;
-	struct iba_pkt pkt;
-	struct sib_qp *qp;
-	uint16_t lm;
-
 	/* The slot is shared with an untrusted producer: read its length once. */
 	uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
 
-	if (s->flags & SIB_SLOT_F_VCRC)
-		flags |= IBA_CHECK_VCRC;
-	if (len > SIB_SLOT_DATA_BYTES || iba_decode(s->data, len, flags, &pkt) != IBA_OK)
-		goto bad;
-	/* Routed to one of our ports? */
-	lm = pkt.lrh.dlid < SIB_UNICAST_LIDS ?
-	     atomic_load_explicit(&sib_fabric->lid_map[pkt.lrh.dlid], memory_order_acquire) : 0;
-	if (!lm || (uint32_t)(lm >> 8) != ctx->dev->index)
-		goto misrouted;
-	qp = sib_qp_lookup(ctx, pkt.bth.dqpn);
-	if (!qp || qp->ibv.qp_base.qp_type != IBV_QPT_RC ||
-	    (pkt.bth.opcode & 0xe0) != IBA_TRANSPORT_RC || qp->port_num != (lm & 0xff))
-		goto misrouted;
-	if (!pkey_match(pkt.bth.pkey, sd->ports[qp->port_num - 1].pkey[qp->pkey_index]))
-		goto misrouted;
-	if (pkt.op->flags & IBA_OP_REQ)
-		sib_resp_packet(qp, &pkt);
-	else
-		sib_comp_packet(qp, &pkt);
-	return;
-bad:
-	ctx->rx_bad_packets++;
-	atomic_fetch_add_explicit(&ctx->inbox.hdr->dropped, 1, memory_order_relaxed);
-	return;
-misrouted:
-	ctx->rx_misrouted++;
-	atomic_fetch_add_explicit(&ctx->inbox.hdr->dropped, 1, memory_order_relaxed);
+	if (len > SIB_SLOT_DATA_BYTES)
+		len = 0; /* an impossible length: dropped as malformed */
+	if (!sib_recv(ctx, s->data, len, (s->flags & SIB_SLOT_F_VCRC) ? SIB_RX_VCRC : 0))
+		atomic_fetch_add_explicit(&ctx->inbox.hdr->dropped, 1, memory_order_relaxed);
 }
 
 /*
@@ -221,7 +188,7 @@ static void peer_gone_timer(struct sib_qp *qp, uint64_t now)
 	if (now < qp->peer_gone_deadline)
 		return;
 	qp->peer_gone_deadline = 0;
-	if (qp->sq_tail != qp->sq_next || qp->req_offset)
+	if (!sib_sq_drained(qp))
 		qp->sq[qp->sq_tail & (qp->sq_size - 1)].status = IBV_WC_RETRY_EXC_ERR;
 	sib_qp_enter_error(qp);
 }
@@ -280,40 +247,16 @@ static bool run_once(struct sib_context *ctx)
 		check_stall(ctx, &now);
 	ctx->tx_blocked = false;
 	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx) {
-		if (qp->state == IBV_QPS_ERR) {
-			if (qp->ack_pending) /* a fatal NAK still owed to the requester */
-				sib_resp_send_ack(qp, qp->ack_syndrome, qp->ack_psn);
-			if (qp->sq_tail != atomic_load_explicit(&qp->sq_head, memory_order_acquire) ||
-			    qp->rq_tail != atomic_load_explicit(&qp->rq_head, memory_order_acquire))
-				sib_qp_flush(qp);
-			continue;
-		}
-		if (qp->state < IBV_QPS_RTR)
-			continue;
-		sib_resp_run(qp);
-		if (qp->dest.owner && peer_gone(qp)) {
+		bool live = qp->state >= IBV_QPS_RTR && qp->state != IBV_QPS_ERR;
+
+		if (live && qp->dest.owner && peer_gone(qp)) {
 			if (!now)
 				now = sib_now_ns();
 			peer_gone_timer(qp, now);
 		}
-		if (qp->retry_deadline || qp->rnr_deadline) {
-			if (!now)
-				now = sib_now_ns();
-			sib_comp_timers(qp, now);
-		}
-		sib_req_run(qp);
-		sib_comp_local_error(qp);
-		if (qp->state == IBV_QPS_SQD && qp->sqd_event_pending &&
-		    qp->sq_tail == qp->sq_next && !qp->req_offset) {
-			/* IBA 10.3.1: the send queue is drained. */
-			qp->sqd_event_pending = false;
-			sib_qp_async_event(qp, IBV_EVENT_SQ_DRAINED);
-		}
-		if (qp->retry_deadline && (!next || qp->retry_deadline < next))
-			next = qp->retry_deadline;
-		if (qp->rnr_deadline && (!next || qp->rnr_deadline < next))
-			next = qp->rnr_deadline;
-		if (qp->peer_gone_deadline && (!next || qp->peer_gone_deadline < next))
+		sib_qp_transport_run(qp, &now, &next);
+		if (live && qp->state != IBV_QPS_ERR && qp->peer_gone_deadline &&
+		    (!next || qp->peer_gone_deadline < next))
 			next = qp->peer_gone_deadline;
 	}
 	if (ctx->stall_since && (!next || ctx->stall_since + SIB_STALL_NS < next))

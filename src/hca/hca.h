@@ -31,6 +31,9 @@
 #include "hca/mr_check.h"
 #include "hca/provider.h"
 #include "hca/ring.h"
+#define SIB_TRANSPORT_STATE_ONLY
+#include "hca/transport.h"             /* struct sib_req, sib_comp, sib_resp */
+#undef SIB_TRANSPORT_STATE_ONLY
 #include "iba/iba.h"
 
 #define SIB_MAX_SGE          16
@@ -170,7 +173,6 @@ struct sib_qp {
 	uint32_t sq_size;              /* power of 2 */
 	_Atomic uint32_t sq_head;      /* next free (posted count) */
 	uint32_t sq_tail;              /* oldest not completed */
-	uint32_t sq_next;              /* next WQE the requester starts */
 
 	/* receive queue */
 	pthread_spinlock_t rq_lock;
@@ -179,52 +181,13 @@ struct sib_qp {
 	_Atomic uint32_t rq_head;      /* posted */
 	uint32_t rq_tail;              /* consumed */
 
-	/* requester (IBA 9.7.4) */
-	uint32_t req_psn;              /* next PSN to send */
-	uint32_t req_offset;           /* bytes of sq[sq_next] already sent */
-	uint32_t req_pkts_since_ack;
-	uint32_t reads_outstanding;
-	uint32_t read_rcvd;            /* response packets placed for the READ at sq_tail */
+	/* transport state, one part per stage (transport.h) */
+	struct sib_req req;            /* requester, req.c */
+	struct sib_comp comp;          /* completer, comp.c */
+	struct sib_resp resp;          /* responder, resp.c */
 	struct sib_dest dest;
 
-	/* completer (IBA 9.7.5.x): timers in CLOCK_MONOTONIC ns */
-	uint32_t comp_psn;             /* oldest unacknowledged PSN */
-	uint8_t retry_left, rnr_left;
-	uint64_t retry_deadline;       /* 0 = no timer */
-	uint64_t rnr_deadline;         /* 0 = not waiting for an RNR timer */
-
-	/* responder (IBA 9.7.5) */
-	uint32_t resp_epsn;            /* expected PSN */
-	uint32_t resp_msn;
-	bool resp_in_send;             /* inside a multi-packet SEND */
-	bool resp_in_write;            /* inside a multi-packet RDMA WRITE */
-	bool resp_have_rwqe;           /* current SEND has taken an RWQE */
-	uint32_t resp_offset;          /* bytes placed of the current message */
-	uint64_t resp_va;              /* RDMA WRITE: next VA */
-	uint32_t resp_remaining;       /* RDMA WRITE: bytes left per RETH */
-	struct sib_mr *resp_mr;
-	bool resp_nak_seq_sent;        /* PSN sequence NAK sent, not recovered */
-	enum ibv_wc_status resp_err_status; /* for the RWQE in use when the QP failed */
-	/* pending ACK/NAK to send (coalesced) */
-	bool ack_pending;
-	uint32_t ack_psn;
-	uint8_t ack_syndrome;
-	/* pending RDMA READ responses (responder resources) */
-	struct sib_read_res {
-		uint64_t va;
-		uint32_t len, sent;    /* bytes */
-		uint32_t psn;          /* PSN of the next response packet */
-		uint32_t first_psn;
-		uint32_t msn;
-		struct sib_mr *mr;
-	} *rd_res;
-	uint32_t rd_res_head, rd_res_tail; /* ring of max_dest_rd_atomic (+1) */
-	uint32_t rd_res_size;
-
 	uint64_t peer_gone_deadline;   /* connected peer QP vanished: ERR at this time */
-	bool local_err;                /* sq[local_err_idx] failed a local check */
-	uint32_t local_err_idx;
-	uint32_t acked_psn;            /* highest PSN an ACK covered (completer) */
 	_Atomic uint32_t events_reported; /* async events about this QP delivered */
 	/* ibv_wr_* batch in progress (under sq_lock) */
 	uint32_t wr_head;
@@ -258,7 +221,8 @@ struct sib_context {
 	struct sib_objtab qps;         /* by QPN */
 	struct sib_objtab mrs;         /* by key index (key >> 8) */
 	struct sib_qp *qp_list;        /* the engine's schedule, under progress_lock */
-	_Atomic uint8_t mr_keygen;
+	_Atomic uint64_t key_ctr;      /* key-byte generator: counter and secret, */
+	uint64_t key_secret;           /* both seeded by getrandom (keys.c) */
 
 	int async_wfd;                 /* write end of the async event pipe */
 	_Atomic uint64_t next_deadline; /* earliest timer, 0 = none (read by the engine thread) */
@@ -271,7 +235,8 @@ struct sib_context {
 	uint64_t stall_since;          /* ... since then (ns), 0 = not stalled */
 
 	/* counters (dropped and counted, never crash) */
-	uint64_t rx_bad_packets, rx_misrouted, tx_no_dest, tx_ring_full, rx_skipped_slots;
+	uint64_t rx_drop[SIB_RX_DROP_COUNT]; /* receive demux drops by cause (recv.c) */
+	uint64_t tx_no_dest, tx_ring_full, rx_skipped_slots;
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
 };
 
@@ -313,7 +278,48 @@ int sib_cq_tab_init(void);
 /* Add a completion; raise the channel event if armed.  Engine context. */
 void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
 
-/* qp transport (req.c, resp.c, comp.c) */
+/* qp transport (recv.c, req.c, resp.c, comp.c) */
+/*
+ * The receive demux (recv.c, IBA 9.6 / 10.9.3 / C9 packet checks): decode
+ * len bytes at buf, check headers, QP, state, keys and source path, and
+ * hand the packet to its QP's responder or completer.  flags: SIB_RX_VCRC
+ * if the buffer ends with a computed VCRC.  Returns true if the packet was
+ * delivered, false if it was dropped (counted in ctx->rx_drop[]).
+ */
+#define SIB_RX_VCRC 0x1
+bool sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len, unsigned int flags);
+/* Name of a drop cause ("slid", ...), "unknown" out of range. */
+const char *sib_rx_drop_name(unsigned int why);
+/* Drops of one cause so far on a context (any thread; a relaxed read). */
+static inline uint64_t sib_rx_drop_count(const struct sib_context *ctx, enum sib_rx_drop why)
+{
+	if ((unsigned int)why >= SIB_RX_DROP_COUNT)
+		return 0;
+	return __atomic_load_n(&ctx->rx_drop[why], __ATOMIC_RELAXED);
+}
+/* A fresh key byte for an L_Key/R_Key (keys.c): unpredictable, seeded per
+ * context from getrandom(2).  Lock-free, any thread. */
+uint8_t sib_key_byte(struct sib_context *ctx);
+/* Seed ctx's key generator; 0 or an errno from getrandom. */
+int sib_key_seed(struct sib_context *ctx);
+/* Transport half of struct sib_qp (transport.c): allocate / free the
+ * responder resources (ENOMEM), reset to RESET state (IBA 10.3.1), apply
+ * the transport attributes of a modify (retry budgets, PSNs), and forget
+ * an MR being deregistered.  Callers hold progress_lock except for init/fini. */
+int sib_qp_transport_init(struct sib_qp *qp);
+void sib_qp_transport_fini(struct sib_qp *qp);
+void sib_qp_transport_reset(struct sib_qp *qp);
+void sib_qp_transport_modify(struct sib_qp *qp, const struct ibv_qp_attr *a, int mask);
+void sib_qp_transport_mr_gone(struct sib_qp *qp, const struct sib_mr *mr);
+/* Per-QP transport work of one engine pass (transport.c): responder
+ * output, timers, requester, local errors, SQ drained event.  *now is
+ * filled lazily; *next gets the earliest deadline. */
+void sib_qp_transport_run(struct sib_qp *qp, uint64_t *now, uint64_t *next);
+/* The requester has nothing started and unfinished (SQD drained). */
+static inline bool sib_sq_drained(const struct sib_qp *qp)
+{
+	return qp->sq_tail == qp->req.wqe && !qp->req.offset;
+}
 void sib_req_run(struct sib_qp *qp);
 void sib_resp_packet(struct sib_qp *qp, const struct iba_pkt *pkt);
 void sib_resp_run(struct sib_qp *qp);

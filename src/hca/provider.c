@@ -81,6 +81,9 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 	sib_ring_attach(&ctx->inbox, at->inbox_base);
 	ctx->vcrc = v && *v == '1';
 	ctx->pid = getpid();
+	rc = sib_key_seed(ctx);
+	if (rc)
+		fprintf(stderr, "softib: getrandom failed (%s): memory keys are guessable\n", strerror(rc));
 	c->device = device;
 	c->num_comp_vectors = 1;  /* any comp_vector is accepted (UCX passes CPU ids) */
 	pthread_mutex_init(&c->mutex, NULL);
@@ -121,17 +124,19 @@ static void sib_free_context(struct ibv_context *context)
 	struct sib_context *ctx = to_sctx(context);
 
 	sib_engine_stop(ctx);
-	if (getenv("SOFTIB_STATS"))
+	if (getenv("SOFTIB_STATS")) {
+		fprintf(stderr, "softib %s: rx_drop:", ctx->dev->ibv.name);
+		for (unsigned int i = 0; i < SIB_RX_DROP_COUNT; i++)
+			fprintf(stderr, " %s=%llu", sib_rx_drop_name(i), (unsigned long long)ctx->rx_drop[i]);
 		fprintf(stderr,
-			"softib %s: rx_bad_packets=%llu rx_misrouted=%llu tx_no_dest=%llu tx_ring_full=%llu "
-			"rx_skipped_slots=%llu inbox_dropped=%llu "
+			" tx_no_dest=%llu tx_ring_full=%llu rx_skipped_slots=%llu inbox_dropped=%llu "
 			"ack_timeouts=%llu rnr_naks=%llu seq_naks=%llu\n",
-			ctx->dev->ibv.name, (unsigned long long)ctx->rx_bad_packets,
-			(unsigned long long)ctx->rx_misrouted, (unsigned long long)ctx->tx_no_dest,
-			(unsigned long long)ctx->tx_ring_full, (unsigned long long)ctx->rx_skipped_slots,
+			(unsigned long long)ctx->tx_no_dest, (unsigned long long)ctx->tx_ring_full,
+			(unsigned long long)ctx->rx_skipped_slots,
 			(unsigned long long)atomic_load(&ctx->inbox.hdr->dropped),
 			(unsigned long long)ctx->ack_timeouts, (unsigned long long)ctx->rnr_naks,
 			(unsigned long long)ctx->seq_naks);
+	}
 	close(context->async_fd);
 	close(ctx->async_wfd);
 	sib_objtab_fini(&ctx->qps);
@@ -305,7 +310,7 @@ static struct ibv_mr *sib_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr->ibv.handle = mr->handle;
 	/* The key byte changes on every registration, so a stale key for a
 	 * reused index fails the (2) key check. */
-	mr->ibv.lkey = mr->ibv.rkey = SIB_OBJTAB_INDEX(h) << 8 | atomic_fetch_add(&ctx->mr_keygen, 1);
+	mr->ibv.lkey = mr->ibv.rkey = SIB_OBJTAB_INDEX(h) << 8 | sib_key_byte(ctx);
 	mr->range.pd = ibpd->handle;
 	mr->range.iova = iova;
 	mr->range.length = length;
@@ -332,15 +337,8 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
 	/* ... and clear it from transport state, which keeps MR pointers
 	 * between packets (a multi-packet WRITE, READ responses). */
 	pthread_mutex_lock(&ctx->progress_lock);
-	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx) {
-		if (qp->resp_mr == mr) {
-			qp->resp_mr = NULL;
-			qp->resp_in_write = false;
-		}
-		for (uint32_t i = 0; i < qp->rd_res_size; i++)
-			if (qp->rd_res[i].mr == mr)
-				qp->rd_res[i].mr = NULL;
-	}
+	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx)
+		sib_qp_transport_mr_gone(qp, mr);
 	pthread_mutex_unlock(&ctx->progress_lock);
 	atomic_fetch_sub(&((struct sib_pd *)ibmr->pd)->usecnt, 1);
 	sib_host->obj_destroy(mr->handle);

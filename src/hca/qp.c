@@ -15,6 +15,7 @@
 #include "common/fabric_view.h"
 #include "hca/hca.h"
 #include "hca/qp_state.h"
+#include "hca/wr.h"
 
 #define SIB_DESTROY_WAIT_NS 5000000000ull /* bound on waiting for in-flight users */
 
@@ -73,7 +74,7 @@ static void qp_free(struct sib_qp *qp)
 	free(qp->sq);
 	free(qp->sq_inline);
 	free(qp->rq);
-	free(qp->rd_res);
+	sib_qp_transport_fini(qp);
 	free(qp);
 }
 
@@ -115,9 +116,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
 	qp->sq_inline = malloc((size_t)qp->sq_size * SIB_MAX_INLINE);
 	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
-	qp->rd_res_size = SIB_MAX_RD_ATOMIC + 1;
-	qp->rd_res = calloc(qp->rd_res_size, sizeof(*qp->rd_res));
-	if (!qp->sq || !qp->sq_inline || !qp->rq || !qp->rd_res) {
+	if (!qp->sq || !qp->sq_inline || !qp->rq || sib_qp_transport_init(qp)) {
 		rc = ENOMEM;
 		goto err_free;
 	}
@@ -286,22 +285,11 @@ static int check_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum i
 static void qp_reset(struct sib_qp *qp)
 {
 	atomic_store(&qp->sq_head, 0);
-	qp->sq_tail = qp->sq_next = 0;
+	qp->sq_tail = 0;
 	atomic_store(&qp->rq_head, 0);
 	qp->rq_tail = 0;
-	qp->req_offset = qp->req_pkts_since_ack = qp->reads_outstanding = 0;
-	qp->retry_deadline = qp->rnr_deadline = 0;
-	qp->resp_msn = 0;
-	qp->resp_in_send = qp->resp_in_write = qp->resp_have_rwqe = false;
-	qp->resp_offset = qp->resp_remaining = 0;
-	qp->resp_mr = NULL;
-	qp->resp_nak_seq_sent = qp->ack_pending = false;
-	qp->rd_res_head = qp->rd_res_tail = 0;
+	sib_qp_transport_reset(qp);
 	qp->sqd_event_pending = false;
-	qp->read_rcvd = 0;
-	qp->resp_err_status = IBV_WC_SUCCESS;
-	qp->local_err = false;
-	qp->peer_gone_deadline = 0;
 	memset(&qp->dest, 0, sizeof(qp->dest));
 	qp->peer_gone_deadline = 0;
 }
@@ -332,19 +320,14 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 	if (mask & IBV_QP_TIMEOUT)
 		qp->timeout = a->timeout;
 	if (mask & IBV_QP_RETRY_CNT)
-		qp->retry_cnt = qp->retry_left = a->retry_cnt;
+		qp->retry_cnt = a->retry_cnt;
 	if (mask & IBV_QP_RNR_RETRY)
-		qp->rnr_retry = qp->rnr_left = a->rnr_retry;
-	if (mask & IBV_QP_RQ_PSN)
-		qp->resp_epsn = a->rq_psn & 0xffffff;
+		qp->rnr_retry = a->rnr_retry;
+	sib_qp_transport_modify(qp, a, mask);
 	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
 		qp->max_rd_atomic = a->max_rd_atomic;
 	if (mask & IBV_QP_MIN_RNR_TIMER)
 		qp->min_rnr_timer = a->min_rnr_timer;
-	if (mask & IBV_QP_SQ_PSN) {
-		qp->req_psn = qp->comp_psn = a->sq_psn & 0xffffff;
-		qp->acked_psn = iba_psn_add(qp->req_psn, IBA_PSN_MASK);
-	}
 	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
 	if (mask & IBV_QP_PATH_MIG_STATE)
@@ -416,8 +399,8 @@ int sib_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
 	a->path_mtu = qp->path_mtu;
 	a->path_mig_state = qp->mig_state;
 	a->qkey = qp->qkey;
-	a->rq_psn = qp->resp_epsn;
-	a->sq_psn = qp->req_psn;
+	a->rq_psn = qp->resp.epsn;
+	a->sq_psn = qp->req.psn;
 	a->dest_qp_num = qp->dest_qpn;
 	a->qp_access_flags = qp->access;
 	a->cap = qp->cap;
@@ -425,7 +408,7 @@ int sib_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
 	a->alt_ah_attr = qp->alt_ah;
 	a->pkey_index = qp->pkey_index;
 	a->en_sqd_async_notify = qp->en_sqd_async_notify;
-	a->sq_draining = qp->state == IBV_QPS_SQD && qp->sq_tail != qp->sq_next;
+	a->sq_draining = qp->state == IBV_QPS_SQD && !sib_sq_drained(qp);
 	a->max_rd_atomic = qp->max_rd_atomic;
 	a->max_dest_rd_atomic = qp->max_dest_rd_atomic;
 	a->min_rnr_timer = qp->min_rnr_timer;
@@ -449,27 +432,13 @@ int sib_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
 
 /* ---- posting ---- */
 
-/* Which WR opcodes an RC QP accepts (IBA 10.8.3; atomics need atomic_cap). */
-static bool rc_opcode_ok(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* Fill one send WQE from a WR.  Caller holds sq_lock and checked room. */
 static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const struct ibv_send_wr *wr)
 {
 	uint64_t len = 0;
 
-	if (!rc_opcode_ok(wr->opcode) || wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+	if (sib_wr_check(qp->ibv.qp_base.qp_type, wr->opcode) || wr->num_sge < 0 ||
+	    (uint32_t)wr->num_sge > qp->cap.max_send_sge)
 		return EINVAL;
 	for (int i = 0; i < wr->num_sge; i++)
 		len += wr->sg_list[i].length;

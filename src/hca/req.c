@@ -1,184 +1,251 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * RC requester (IBA 9.7.4, 9.5): turns send WQEs into request packets.
- * Segments at the path MTU, assigns PSNs (a READ reserves one PSN per
- * response packet), sets AckReq on the last packet of every message and
- * at least every SIB_ACKREQ_EVERY packets, keeps at most
- * SIB_MAX_UNACKED_PSNS PSNs and max_rd_atomic READs outstanding, and
- * stops without losing anything when the peer's inbox is full.
- * Engine context only.
+ * Requester (IBA 9.7.4, 9.5): turns send WQEs into request packets, as a
+ * state machine (STYLE 6.4): one function per state returning the next.
+ * Packet opcodes come from wr.c's [transport][WR opcode][position] table,
+ * so RC and UC share this path.  Segments at the path MTU, assigns PSNs (a
+ * READ reserves one PSN per response packet), sets AckReq on the last
+ * packet of every message and at least every SIB_ACKREQ_EVERY packets,
+ * keeps at most SIB_MAX_UNACKED_PSNS PSNs and max_rd_atomic READs
+ * outstanding, and stops without losing anything when the wire is full.
+ * Owns qp->req.  Engine context only (progress_lock held).
  */
 #include <string.h>
 
 #include "hca/transport.h"
+#include "hca/wr.h"
 
-enum { POS_FIRST, POS_MIDDLE, POS_LAST, POS_ONLY };
+enum req_state {
+	REQST_CHECK_QP,                /* does the QP send at all now? */
+	REQST_NEXT_WQE,                /* a WQE posted and not yet fully sent? */
+	REQST_CHECK_LIMITS,            /* SQD fence, PSN window, READ depth */
+	REQST_START_WQE,               /* PSNs and local key checks of a new WQE */
+	REQST_SEND_PACKET,             /* one packet of the WQE on the wire */
+	REQST_WQE_SENT,                /* every packet of the WQE is out */
+	/* Local errors (IBA 10.8.3.3, class "local" of 9.9.4): the WQE
+	 * completes with the error once every earlier WQE has completed, and
+	 * the QP goes to ERR (sib_comp_local_error); nothing more is sent. */
+	REQST_ERR_LOC_PROT,            /* an SGE fails its L_Key check: LOC_PROT_ERR */
+	REQST_ERR_LOC_QP_OP,           /* no packet exists for the WR on this transport */
+	REQST_DONE,
+	REQST_COUNT
+};
 
-/* Packet opcode by WR opcode and position in the message (STYLE 6.5);
- * UC uses the same operations with its own transport prefix. */
-static const uint8_t rc_opcode[][4] = {
-	[IBV_WR_SEND] = { IBA_OPC_SEND_FIRST, IBA_OPC_SEND_MIDDLE, IBA_OPC_SEND_LAST,
-			  IBA_OPC_SEND_ONLY },
-	[IBV_WR_SEND_WITH_IMM] = { IBA_OPC_SEND_FIRST, IBA_OPC_SEND_MIDDLE,
-				   IBA_OPC_SEND_LAST_WITH_IMMEDIATE, IBA_OPC_SEND_ONLY_WITH_IMMEDIATE },
-	[IBV_WR_RDMA_WRITE] = { IBA_OPC_RDMA_WRITE_FIRST, IBA_OPC_RDMA_WRITE_MIDDLE,
-				IBA_OPC_RDMA_WRITE_LAST, IBA_OPC_RDMA_WRITE_ONLY },
-	[IBV_WR_RDMA_WRITE_WITH_IMM] = { IBA_OPC_RDMA_WRITE_FIRST, IBA_OPC_RDMA_WRITE_MIDDLE,
-					 IBA_OPC_RDMA_WRITE_LAST_WITH_IMMEDIATE,
-					 IBA_OPC_RDMA_WRITE_ONLY_WITH_IMMEDIATE },
+static const char *const req_state_name[REQST_COUNT] = {
+	[REQST_CHECK_QP] = "CHECK_QP",
+	[REQST_NEXT_WQE] = "NEXT_WQE",
+	[REQST_CHECK_LIMITS] = "CHECK_LIMITS",
+	[REQST_START_WQE] = "START_WQE",
+	[REQST_SEND_PACKET] = "SEND_PACKET",
+	[REQST_WQE_SENT] = "WQE_SENT",
+	[REQST_ERR_LOC_PROT] = "ERR_LOC_PROT",
+	[REQST_ERR_LOC_QP_OP] = "ERR_LOC_QP_OP",
+	[REQST_DONE] = "DONE",
+};
+
+/* Name of a requester state, for traces. */
+const char *sib_req_state_name(unsigned int st)
+{
+	return st < REQST_COUNT && req_state_name[st] ? req_state_name[st] : "unknown";
+}
+
+/* One pass of the requester. */
+struct req_pass {
+	struct sib_qp *qp;
+	uint32_t head;                 /* sq_head seen at the start */
+	struct sib_swqe *w;            /* the WQE at qp->req.wqe */
 };
 
 static void arm_retry_timer(struct sib_qp *qp)
 {
-	if (!qp->retry_deadline && qp->timeout)
-		qp->retry_deadline = sib_now_ns() + sib_ack_timeout_ns(qp->timeout);
+	if (!qp->comp.retry_deadline && qp->timeout)
+		qp->comp.retry_deadline = sib_now_ns() + sib_ack_timeout_ns(qp->timeout);
 }
 
-/*
- * A local error on the WQE at sq_next (IBA 10.8.3.3): it will complete with
- * `st` and the QP go to ERR once every earlier WQE has completed
- * (sib_comp_local_error); the requester sends nothing more.
- */
-static void local_error(struct sib_qp *qp, struct sib_swqe *w, enum ibv_wc_status st)
+static enum req_state check_qp(struct req_pass *p)
 {
-	w->status = st;
-	qp->local_err = true;
-	qp->local_err_idx = qp->sq_next;
+	struct sib_qp *qp = p->qp;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return REQST_DONE;
+	if (qp->comp.rnr_deadline || qp->req.local_err)
+		return REQST_DONE; /* waiting out an RNR NAK, or a local error pending */
+	p->head = atomic_load_explicit(&qp->sq_head, memory_order_acquire);
+	return REQST_NEXT_WQE;
 }
 
-/* Start a WQE: PSNs and local key checks.  False if it must wait. */
-static bool start_wqe(struct sib_qp *qp, struct sib_swqe *w)
+static enum req_state next_wqe(struct req_pass *p)
 {
-	uint32_t pd = qp->ibv.qp_base.pd->handle;
+	struct sib_qp *qp = p->qp;
+
+	if (qp->req.wqe == p->head || qp->state == IBV_QPS_ERR)
+		return REQST_DONE;
+	p->w = &qp->sq[qp->req.wqe & (qp->sq_size - 1)];
+	return qp->req.offset ? REQST_SEND_PACKET : REQST_CHECK_LIMITS;
+}
+
+static enum req_state check_limits(struct req_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	const struct sib_wr_info *wi = sib_wr_info(p->w->opcode);
+
+	if (qp->state == IBV_QPS_SQD && !p->w->started)
+		return REQST_DONE; /* SQD: finish what is in flight, start nothing new */
+	if (iba_psn_diff(qp->req.psn, qp->comp.psn) >= SIB_MAX_UNACKED_PSNS)
+		return REQST_DONE;
+	if (wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) &&
+	    qp->req.reads_outstanding >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u))
+		return REQST_DONE;
+	return REQST_START_WQE;
+}
+
+static enum req_state start_wqe(struct req_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	struct sib_swqe *w = p->w;
+	const struct sib_wr_info *wi = sib_wr_info(w->opcode);
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 
-	if (qp->state == IBV_QPS_SQD && !w->started)
-		return false; /* SQD: finish what is in flight, start nothing new */
-	if (iba_psn_diff(qp->req_psn, qp->comp_psn) >= SIB_MAX_UNACKED_PSNS)
-		return false;
-	if (w->opcode == IBV_WR_RDMA_READ &&
-	    qp->reads_outstanding >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1))
-		return false;
 	if (!w->inline_data)
-		st = sib_sge_check(qp->ctx, pd, w->sge, w->num_sge,
-				   w->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0);
-	w->first_psn = qp->req_psn;
+		st = sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
+				   wi && (wi->flags & SIB_WR_READ) ? IBV_ACCESS_LOCAL_WRITE : 0);
+	w->first_psn = qp->req.psn;
 	w->npsn = sib_msg_npsn(w->length, qp->mtu);
 	w->started = true;
-	if (st != IBV_WC_SUCCESS) {
-		local_error(qp, w, st);
-		return false;
-	}
-	return true;
+	return st == IBV_WC_SUCCESS ? REQST_SEND_PACKET : REQST_ERR_LOC_PROT;
 }
 
-/* Send the READ request for what is left of w.  False if the wire is full. */
-static bool send_read(struct sib_qp *qp, struct sib_swqe *w)
+static enum sib_pos packet_pos(bool first, bool last)
 {
-	uint32_t left = w->length - qp->req_offset;
-	struct sib_tx tx;
-
-	if (!sib_tx_begin(qp, &tx))
-		return false;
-	if (tx.slot) {
-		tx.h.bth.opcode = IBA_OPC_RDMA_READ_REQUEST;
-		tx.h.bth.psn = qp->req_psn;
-		tx.h.bth.ackreq = 1;
-		tx.h.reth.va = w->remote_addr + qp->req_offset;
-		tx.h.reth.rkey = w->rkey;
-		tx.h.reth.dmalen = left;
-		sib_tx_headers(&tx);
-		sib_tx_end(qp, &tx, 0);
-	}
-	qp->req_psn = iba_psn_add(qp->req_psn, sib_msg_npsn(left, qp->mtu));
-	qp->reads_outstanding++;
-	qp->req_pkts_since_ack = 0;
-	arm_retry_timer(qp);
-	return true;
+	if (first)
+		return last ? SIB_POS_ONLY : SIB_POS_FIRST;
+	return last ? SIB_POS_LAST : SIB_POS_MIDDLE;
 }
 
-/* Send the next SEND/WRITE packet of w.  False if the wire is full;
- * *last says whether that was the message's last packet. */
-static bool send_data(struct sib_qp *qp, struct sib_swqe *w, bool *last)
+static enum req_state send_packet(struct req_pass *p)
 {
-	uint32_t off = qp->req_offset, left = w->length - off;
-	bool first = off == 0;
-	uint32_t paylen;
+	struct sib_qp *qp = p->qp;
+	struct sib_swqe *w = p->w;
+	const struct sib_wr_info *wi = sib_wr_info(w->opcode);
+	uint32_t off = qp->req.offset, left = w->length - off;
+	bool read, last, ackreq;
+	uint32_t paylen, hdrs;
 	struct sib_tx tx;
+	int opc;
 
-	*last = left <= qp->mtu;
-	paylen = *last ? left : qp->mtu;
+	if (!wi)
+		return REQST_ERR_LOC_QP_OP;
+	read = wi->flags & SIB_WR_READ;
+	last = read || left <= qp->mtu;
+	paylen = read ? 0 : (last ? left : qp->mtu);
+	opc = sib_wr_pkt_opcode(sib_qpt_transport(qp->ibv.qp_base.qp_type), w->opcode,
+				read ? SIB_POS_ONLY : packet_pos(off == 0, last));
+	if (opc < 0)
+		return REQST_ERR_LOC_QP_OP;
 	/* Keys are checked again for every packet: the application may have
 	 * deregistered (and unmapped) the memory since the WQE started. */
 	if (!w->inline_data && paylen &&
-	    sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0) != IBV_WC_SUCCESS) {
-		local_error(qp, w, IBV_WC_LOC_PROT_ERR);
-		return false;
-	}
+	    sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0) != IBV_WC_SUCCESS)
+		return REQST_ERR_LOC_PROT;
 	if (!sib_tx_begin(qp, &tx))
-		return false;
-	if (++qp->req_pkts_since_ack >= SIB_ACKREQ_EVERY || *last)
-		qp->req_pkts_since_ack = 0;
+		return REQST_DONE; /* the wire is full: the next pass resumes here */
+	if (read || ++qp->req.pkts_since_ack >= SIB_ACKREQ_EVERY || last)
+		qp->req.pkts_since_ack = 0;
+	ackreq = qp->req.pkts_since_ack == 0;
 	if (tx.slot) {
-		int pos = first ? (*last ? POS_ONLY : POS_FIRST) : (*last ? POS_LAST : POS_MIDDLE);
 		uint8_t *payload;
 
-		tx.h.bth.opcode = rc_opcode[w->opcode][pos];
-		tx.h.bth.psn = qp->req_psn;
-		tx.h.bth.ackreq = qp->req_pkts_since_ack == 0;
-		tx.h.bth.se = *last && (w->send_flags & IBV_SEND_SOLICITED) &&
-			      w->opcode != IBV_WR_RDMA_WRITE;
-		if (first && (w->opcode == IBV_WR_RDMA_WRITE || w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
-			tx.h.reth.va = w->remote_addr;
+		hdrs = iba_opcode_info((uint8_t)opc)->hdrs;
+		tx.h.bth.opcode = (uint8_t)opc;
+		tx.h.bth.psn = qp->req.psn;
+		tx.h.bth.ackreq = ackreq;
+		tx.h.bth.se = last && (w->send_flags & IBV_SEND_SOLICITED) && (wi->flags & SIB_WR_SOLICIT);
+		if (hdrs & IBA_HDR_RETH) {
+			tx.h.reth.va = w->remote_addr + off;
 			tx.h.reth.rkey = w->rkey;
-			tx.h.reth.dmalen = w->length;
+			tx.h.reth.dmalen = left;
 		}
-		tx.h.immdt_be = w->imm_be;
+		if (hdrs & IBA_HDR_IMMDT)
+			tx.h.immdt_be = w->imm_be;
 		payload = sib_tx_headers(&tx);
-		if (w->inline_data)
+		if (paylen && w->inline_data)
 			memcpy(payload, w->inline_data + off, paylen);
-		else
+		else if (paylen)
 			sib_sge_copy_out(w->sge, w->num_sge, off, payload, paylen);
 		sib_tx_end(qp, &tx, paylen);
 	}
-	qp->req_psn = iba_psn_add(qp->req_psn, 1);
-	qp->req_offset += paylen;
+	if (read) {
+		qp->req.psn = iba_psn_add(qp->req.psn, sib_msg_npsn(left, qp->mtu));
+		qp->req.reads_outstanding++;
+		qp->req.offset = w->length;
+	} else {
+		qp->req.psn = iba_psn_add(qp->req.psn, 1);
+		qp->req.offset += paylen;
+	}
 	arm_retry_timer(qp);
-	return true;
+	return last ? REQST_WQE_SENT : REQST_SEND_PACKET;
+}
+
+static enum req_state wqe_sent(struct req_pass *p)
+{
+	p->w->state = SIB_SWQE_SENT;
+	p->qp->req.offset = 0;
+	p->qp->req.wqe++;
+	return REQST_NEXT_WQE;
+}
+
+/* The WQE at req.wqe fails locally with `st` (see REQST_ERR_*). */
+static enum req_state local_error(struct req_pass *p, enum ibv_wc_status st)
+{
+	p->w->status = st;
+	p->qp->req.local_err = true;
+	p->qp->req.local_err_idx = p->qp->req.wqe;
+	return REQST_DONE;
 }
 
 void sib_req_run(struct sib_qp *qp)
 {
-	uint32_t head;
+	struct req_pass p = { .qp = qp };
+	enum req_state st = REQST_CHECK_QP;
 
-	if ((qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) || qp->rnr_deadline || qp->local_err)
-		return;
-	head = atomic_load_explicit(&qp->sq_head, memory_order_acquire);
-	while (qp->sq_next != head && qp->state != IBV_QPS_ERR) {
-		struct sib_swqe *w = &qp->sq[qp->sq_next & (qp->sq_size - 1)];
-		bool last = true;
-
-		if (qp->req_offset == 0 && !start_wqe(qp, w))
+	for (;;) {
+		SIB_STAGE_TRACE("req", p.qp, req_state_name[st]);
+		switch (st) {
+		case REQST_CHECK_QP:
+			st = check_qp(&p);
+			break;
+		case REQST_NEXT_WQE:
+			st = next_wqe(&p);
+			break;
+		case REQST_CHECK_LIMITS:
+			st = check_limits(&p);
+			break;
+		case REQST_START_WQE:
+			st = start_wqe(&p);
+			break;
+		case REQST_SEND_PACKET:
+			st = send_packet(&p);
+			break;
+		case REQST_WQE_SENT:
+			st = wqe_sent(&p);
+			break;
+		case REQST_ERR_LOC_PROT:
+			st = local_error(&p, IBV_WC_LOC_PROT_ERR);
+			break;
+		case REQST_ERR_LOC_QP_OP:
+			st = local_error(&p, IBV_WC_LOC_QP_OP_ERR);
+			break;
+		case REQST_DONE:
+		default:
 			return;
-		if (w->opcode == IBV_WR_RDMA_READ) {
-			if (!send_read(qp, w))
-				return;
-		} else {
-			do {
-				if (!send_data(qp, w, &last))
-					return;
-			} while (!last);
 		}
-		w->state = SIB_SWQE_SENT;
-		qp->req_offset = 0;
-		qp->sq_next++;
 	}
 }
 
 void sib_req_rewind(struct sib_qp *qp, uint32_t psn)
 {
 	/* The WQEs that may hold psn: those sent, plus a partly sent one. */
-	uint32_t end = qp->sq_next + (qp->req_offset ? 1 : 0);
+	uint32_t end = qp->req.wqe + (qp->req.offset ? 1 : 0);
 
 	for (uint32_t i = qp->sq_tail; i != end; i++) {
 		struct sib_swqe *w = &qp->sq[i & (qp->sq_size - 1)];
@@ -189,14 +256,18 @@ void sib_req_rewind(struct sib_qp *qp, uint32_t psn)
 		d = iba_psn_diff(psn, w->first_psn);
 		if (d < 0 || (uint32_t)d >= w->npsn)
 			continue;
-		/* READs from here on will be requested again. */
-		for (uint32_t j = i; j != qp->sq_next; j++)
-			if (qp->sq[j & (qp->sq_size - 1)].opcode == IBV_WR_RDMA_READ && qp->reads_outstanding)
-				qp->reads_outstanding--;
-		qp->sq_next = i;
-		qp->req_offset = (uint32_t)d * qp->mtu;
-		qp->req_psn = psn;
-		qp->req_pkts_since_ack = 0;
+		/* READs from here on will be requested again (a partly sent
+		 * WQE at req.wqe was counted out by the rewind into it). */
+		for (uint32_t j = i; j != qp->req.wqe; j++) {
+			const struct sib_wr_info *wi = sib_wr_info(qp->sq[j & (qp->sq_size - 1)].opcode);
+
+			if (wi && (wi->flags & SIB_WR_READ) && qp->req.reads_outstanding)
+				qp->req.reads_outstanding--;
+		}
+		qp->req.wqe = i;
+		qp->req.offset = (uint32_t)d * qp->mtu;
+		qp->req.psn = psn;
+		qp->req.pkts_since_ack = 0;
 		w->state = SIB_SWQE_POSTED;
 		return;
 	}

@@ -1,17 +1,100 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * RC responder (IBA 9.7.5, 9.7.4.1): request packets to data placement,
- * receive completions, ACKs, NAKs and RDMA READ responses.
+ * Responder (IBA 9.7.5, 9.7.4.1): request packets to data placement,
+ * receive completions, ACKs, NAKs and RDMA READ responses, as a state
+ * machine (STYLE 6.4): one function per state returning the next.
  *
- * Checks, in the order a packet meets them: QP state; PSN (duplicate:
- * re-ACK or re-read, C9-105; ahead: one PSN-sequence NAK); opcode sequence
- * and lengths (class B: NAK invalid request); receive WQE (RNR NAK, epsn
- * unchanged); R_Key, PD, access and bounds (class C: NAK remote access).
- * Fatal NAKs move the QP to ERR.  Engine context only.
+ * A packet meets, in order: PSN (duplicate: re-ACK or re-read, C9-105;
+ * ahead: one PSN-sequence NAK), opcode sequence, opcode enabled, resources
+ * (receive WQE or READ slot), lengths, keys, then execution.  Error states
+ * are named by the fault; each maps to an error class of transport.c's
+ * table, which says the NAK, the RWQE's status and whether the QP goes to
+ * ERR.  The demux (recv.c) has already checked headers, QP type, state,
+ * keys and source path.  Owns qp->resp.  Engine context only.
  */
 #include <string.h>
 
 #include "hca/transport.h"
+
+enum resp_state {
+	RESPST_CHK_PSN,
+	RESPST_CHK_OP_SEQ,
+	RESPST_CHK_OP_VALID,
+	RESPST_CHK_RESOURCE,
+	RESPST_CHK_LENGTH,
+	RESPST_CHK_KEYS,
+	RESPST_EXECUTE,
+	RESPST_COMPLETE,               /* a receive WQE completes */
+	RESPST_ACKNOWLEDGE,
+	RESPST_DUPLICATE,              /* C9-105: re-ACK SEND/WRITE, re-read READ */
+	/* Errors, by fault (IBA 9.9.3 responder classes): */
+	RESPST_ERR_PSN_OUT_OF_SEQ,     /* RC class B: PSN ahead of ePSN; NAK once, QP stays */
+	RESPST_ERR_RNR,                /* RC class B: no receive WQE; RNR NAK, ePSN unchanged */
+	RESPST_ERR_MISSING_FIRST,      /* RC class C: MIDDLE/LAST outside a message */
+	RESPST_ERR_MISSING_LAST,       /* RC class C: a new request inside a message */
+	RESPST_ERR_UNSUPPORTED_OPCODE, /* RC class C: opcode not enabled (access flags, atomics) */
+	RESPST_ERR_TOO_MANY_RD_ATOMIC, /* RC class C: no responder resource for a READ */
+	RESPST_ERR_LENGTH,             /* RC class C: payload or DMALen inconsistent */
+	RESPST_ERR_RKEY_VIOLATION,     /* RC class C: R_Key, PD, access or bounds (STYLE 6.8) */
+	RESPST_ERR_LOC_LEN,            /* RC class C: SEND longer than its receive WQE */
+	RESPST_ERR_RWQE_LKEY,          /* class A: the receive WQE's buffers fail their L_Key check */
+	RESPST_ERROR,                  /* apply the class: NAK, RWQE status, QP state */
+	RESPST_DONE,
+	RESPST_COUNT
+};
+
+static const char *const resp_state_name[RESPST_COUNT] = {
+	[RESPST_CHK_PSN] = "CHK_PSN",
+	[RESPST_CHK_OP_SEQ] = "CHK_OP_SEQ",
+	[RESPST_CHK_OP_VALID] = "CHK_OP_VALID",
+	[RESPST_CHK_RESOURCE] = "CHK_RESOURCE",
+	[RESPST_CHK_LENGTH] = "CHK_LENGTH",
+	[RESPST_CHK_KEYS] = "CHK_KEYS",
+	[RESPST_EXECUTE] = "EXECUTE",
+	[RESPST_COMPLETE] = "COMPLETE",
+	[RESPST_ACKNOWLEDGE] = "ACKNOWLEDGE",
+	[RESPST_DUPLICATE] = "DUPLICATE",
+	[RESPST_ERR_PSN_OUT_OF_SEQ] = "ERR_PSN_OUT_OF_SEQ",
+	[RESPST_ERR_RNR] = "ERR_RNR",
+	[RESPST_ERR_MISSING_FIRST] = "ERR_MISSING_FIRST",
+	[RESPST_ERR_MISSING_LAST] = "ERR_MISSING_LAST",
+	[RESPST_ERR_UNSUPPORTED_OPCODE] = "ERR_UNSUPPORTED_OPCODE",
+	[RESPST_ERR_TOO_MANY_RD_ATOMIC] = "ERR_TOO_MANY_RD_ATOMIC",
+	[RESPST_ERR_LENGTH] = "ERR_LENGTH",
+	[RESPST_ERR_RKEY_VIOLATION] = "ERR_RKEY_VIOLATION",
+	[RESPST_ERR_LOC_LEN] = "ERR_LOC_LEN",
+	[RESPST_ERR_RWQE_LKEY] = "ERR_RWQE_LKEY",
+	[RESPST_ERROR] = "ERROR",
+	[RESPST_DONE] = "DONE",
+};
+
+/* The error class of each error state (transport.c's table). */
+static const enum sib_err_class resp_err_class[RESPST_COUNT] = {
+	[RESPST_ERR_PSN_OUT_OF_SEQ] = SIB_EC_PSN_SEQ,
+	[RESPST_ERR_RNR] = SIB_EC_RNR,
+	[RESPST_ERR_MISSING_FIRST] = SIB_EC_INV_REQ,
+	[RESPST_ERR_MISSING_LAST] = SIB_EC_INV_REQ,
+	[RESPST_ERR_UNSUPPORTED_OPCODE] = SIB_EC_INV_REQ,
+	[RESPST_ERR_TOO_MANY_RD_ATOMIC] = SIB_EC_INV_REQ,
+	[RESPST_ERR_LENGTH] = SIB_EC_INV_REQ,
+	[RESPST_ERR_RKEY_VIOLATION] = SIB_EC_REM_ACCESS,
+	[RESPST_ERR_LOC_LEN] = SIB_EC_LOC_LEN,
+	[RESPST_ERR_RWQE_LKEY] = SIB_EC_LOC_PROT,
+};
+
+const char *sib_resp_state_name(unsigned int st)
+{
+	return st < RESPST_COUNT && resp_state_name[st] ? resp_state_name[st] : "unknown";
+}
+
+/* One request packet going through the machine. */
+struct resp_pass {
+	struct sib_qp *qp;
+	const struct iba_pkt *pkt;
+	uint32_t f;                    /* pkt->op->flags */
+	struct sib_mr *mr;             /* CHK_KEYS: the RETH's MR (NULL: zero length) */
+	enum sib_err_class ec;         /* the error being handled */
+};
 
 static uint8_t ack_syndrome(const struct sib_qp *qp)
 {
@@ -26,18 +109,18 @@ void sib_resp_send_ack(struct sib_qp *qp, uint8_t syndrome, uint32_t psn)
 
 	if (!sib_tx_begin(qp, &tx)) {
 		/* Coalesce: a later ACK covers an earlier one (IBA 9.7.5.1.1). */
-		qp->ack_pending = true;
-		qp->ack_psn = psn;
-		qp->ack_syndrome = syndrome;
+		qp->resp.ack_pending = true;
+		qp->resp.ack_psn = psn;
+		qp->resp.ack_syndrome = syndrome;
 		return;
 	}
-	qp->ack_pending = false;
+	qp->resp.ack_pending = false;
 	if (!tx.slot)
 		return;
 	tx.h.bth.opcode = IBA_OPC_ACKNOWLEDGE;
 	tx.h.bth.psn = psn;
 	tx.h.aeth.syndrome = syndrome;
-	tx.h.aeth.msn = qp->resp_msn;
+	tx.h.aeth.msn = qp->resp.msn;
 	sib_tx_headers(&tx);
 	sib_tx_end(qp, &tx, 0);
 }
@@ -48,22 +131,13 @@ static bool send_read_responses(struct sib_qp *qp);
  * responses the ACK waits (sib_resp_run sends it after them). */
 static void ack(struct sib_qp *qp, uint32_t psn)
 {
-	if (qp->rd_res_tail != qp->rd_res_head) {
-		qp->ack_pending = true;
-		qp->ack_psn = psn;
-		qp->ack_syndrome = ack_syndrome(qp);
+	if (qp->resp.rd_res_tail != qp->resp.rd_res_head) {
+		qp->resp.ack_pending = true;
+		qp->resp.ack_psn = psn;
+		qp->resp.ack_syndrome = ack_syndrome(qp);
 		return;
 	}
 	sib_resp_send_ack(qp, ack_syndrome(qp), psn);
-}
-
-/* Class B/C/D responder errors: NAK, then the QP is in error (IBA 9.9.3). */
-static void fatal_nak(struct sib_qp *qp, uint8_t code, uint32_t psn, enum ibv_wc_status rwqe_status)
-{
-	(void)send_read_responses(qp); /* earlier READs are answered first */
-	sib_resp_send_ack(qp, IBA_AETH_NAK | code, psn);
-	qp->resp_err_status = rwqe_status;
-	sib_qp_enter_error(qp);
 }
 
 static bool rq_empty(const struct sib_qp *qp)
@@ -71,97 +145,108 @@ static bool rq_empty(const struct sib_qp *qp)
 	return atomic_load_explicit(&qp->rq_head, memory_order_acquire) == qp->rq_tail;
 }
 
-static void rnr_nak(struct sib_qp *qp, uint32_t psn)
+static struct sib_rwqe *rq_cur(struct sib_qp *qp)
 {
-	sib_resp_send_ack(qp, IBA_AETH_RNR_NAK | (qp->min_rnr_timer & IBA_AETH_VALUE_MASK), psn);
-	/* Packets already in flight behind it are dropped silently until
-	 * the requester resends from psn. */
-	qp->resp_nak_seq_sent = true;
+	return &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
 }
 
-/* Complete the receive WQE at rq_tail (IBA 10.7.2). */
-static void rq_complete(struct sib_qp *qp, const struct iba_pkt *pkt, enum ibv_wc_opcode opcode,
-			uint32_t byte_len)
-{
-	struct sib_rwqe *r = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
-	struct ibv_wc wc = {
-		.wr_id = r->wr_id,
-		.status = IBV_WC_SUCCESS,
-		.opcode = opcode,
-		.byte_len = byte_len,
-		.qp_num = qp->ibv.qp_base.qp_num,
-		.src_qp = qp->dest_qpn,
-		.slid = pkt->lrh.slid,
-		.sl = pkt->lrh.sl,
-	};
+/* ---- checks ---- */
 
-	if (pkt->op->flags & IBA_OP_IMM) {
-		wc.wc_flags |= IBV_WC_WITH_IMM;
-		wc.imm_data = pkt->immdt_be;
-	}
-	qp->resp_have_rwqe = false;
-	__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
-	sib_cq_push(to_scq(qp->ibv.qp_base.recv_cq), &wc, pkt->bth.se);
+static enum resp_state check_psn(struct resp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	int32_t d = iba_psn_diff(p->pkt->bth.psn, qp->resp.epsn);
+
+	if (d > 0) /* out of sequence: one NAK until the sequence recovers */
+		return qp->resp.nak_seq_sent ? RESPST_DONE : RESPST_ERR_PSN_OUT_OF_SEQ;
+	if (d < 0)
+		return RESPST_DUPLICATE;
+	qp->resp.nak_seq_sent = false;
+	return RESPST_CHK_OP_SEQ;
 }
 
-/* Opcode sequence and packet length (C9-?: class B, invalid request). */
-static bool sequence_ok(const struct sib_qp *qp, const struct iba_pkt *pkt)
+static enum resp_state check_op_seq(struct resp_pass *p)
 {
-	uint32_t f = pkt->op->flags;
-	bool in_msg = (f & IBA_OP_SEND) ? qp->resp_in_send : qp->resp_in_write;
+	const struct sib_resp *r = &p->qp->resp;
 
-	if (f & (IBA_OP_FIRST | IBA_OP_ONLY)) {
-		if (qp->resp_in_send || qp->resp_in_write)
-			return false;
-	} else if (!in_msg) {
-		return false;
+	if (p->f & (IBA_OP_SEND | IBA_OP_WRITE)) {
+		bool in_msg = (p->f & IBA_OP_SEND) ? r->in_send : r->in_write;
+
+		if (p->f & (IBA_OP_FIRST | IBA_OP_ONLY))
+			return r->in_send || r->in_write ? RESPST_ERR_MISSING_LAST : RESPST_CHK_OP_VALID;
+		return in_msg ? RESPST_CHK_OP_VALID : RESPST_ERR_MISSING_FIRST;
 	}
-	if (f & (IBA_OP_FIRST | IBA_OP_MIDDLE))
-		return pkt->paylen == qp->mtu;
-	if (f & IBA_OP_LAST)
-		return pkt->paylen >= 1 && pkt->paylen <= qp->mtu;
-	return pkt->paylen <= qp->mtu;
+	if (r->in_send || r->in_write)
+		return RESPST_ERR_MISSING_LAST;
+	return RESPST_CHK_OP_VALID;
 }
 
-static void do_send(struct sib_qp *qp, const struct iba_pkt *pkt)
+static enum resp_state check_op_valid(struct resp_pass *p)
 {
-	uint32_t f = pkt->op->flags, pd = qp->ibv.qp_base.pd->handle;
-	struct sib_rwqe *r;
+	unsigned int access = p->qp->access;
 
-	if (f & (IBA_OP_FIRST | IBA_OP_ONLY)) {
-		if (rq_empty(qp)) {
-			rnr_nak(qp, pkt->bth.psn);
-			return;
-		}
-		qp->resp_have_rwqe = true;
-		qp->resp_offset = 0;
-	}
-	r = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
-	/* Every packet: the MR may be gone since the message started. */
-	if (sib_sge_check(qp->ctx, pd, r->sge, r->num_sge, IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS) {
-		fatal_nak(qp, IBA_NAK_REM_OP, pkt->bth.psn, IBV_WC_LOC_PROT_ERR);
-		return;
-	}
-	if (pkt->paylen > r->length - qp->resp_offset) {
-		fatal_nak(qp, IBA_NAK_INV_REQ, pkt->bth.psn, IBV_WC_LOC_LEN_ERR);
-		return;
-	}
-	sib_sge_copy_in(r->sge, r->num_sge, qp->resp_offset, pkt->payload, pkt->paylen);
-	qp->resp_offset += pkt->paylen;
-	qp->resp_epsn = iba_psn_add(qp->resp_epsn, 1);
-	if (f & (IBA_OP_LAST | IBA_OP_ONLY)) {
-		qp->resp_msn = iba_psn_add(qp->resp_msn, 1);
-		qp->resp_in_send = false;
-		rq_complete(qp, pkt, IBV_WC_RECV, qp->resp_offset);
-	} else {
-		qp->resp_in_send = true;
-	}
-	if (pkt->bth.ackreq)
-		ack(qp, pkt->bth.psn);
+	if (p->f & IBA_OP_SEND)
+		return RESPST_CHK_RESOURCE;
+	if (p->f & IBA_OP_WRITE)
+		return !(p->f & (IBA_OP_FIRST | IBA_OP_ONLY)) || (access & IBV_ACCESS_REMOTE_WRITE) ?
+		       RESPST_CHK_RESOURCE : RESPST_ERR_UNSUPPORTED_OPCODE;
+	if (p->f & IBA_OP_READ)
+		return access & IBV_ACCESS_REMOTE_READ ? RESPST_CHK_RESOURCE
+						       : RESPST_ERR_UNSUPPORTED_OPCODE;
+	/* Atomics and the rest are not enabled on this HCA (atomic_cap NONE). */
+	return RESPST_ERR_UNSUPPORTED_OPCODE;
 }
 
-/* R_Key check for RETH-carrying requests (STYLE 6.8).  NULL mr with
- * true means a zero-length request, which needs no valid R_Key. */
+static enum resp_state check_resource(struct resp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+
+	if (p->f & IBA_OP_READ) {
+		uint32_t next = (qp->resp.rd_res_head + 1) % qp->resp.rd_res_size;
+
+		return qp->max_dest_rd_atomic && next != qp->resp.rd_res_tail ? RESPST_CHK_LENGTH
+									      : RESPST_ERR_TOO_MANY_RD_ATOMIC;
+	}
+	if ((p->f & IBA_OP_SEND) && (p->f & (IBA_OP_FIRST | IBA_OP_ONLY))) {
+		if (rq_empty(qp))
+			return RESPST_ERR_RNR;
+		qp->resp.have_rwqe = true; /* a later error completes this RWQE */
+		qp->resp.offset = 0;
+	} else if ((p->f & IBA_OP_WRITE) && (p->f & IBA_OP_IMM) && rq_empty(qp)) {
+		return RESPST_ERR_RNR;
+	}
+	return RESPST_CHK_LENGTH;
+}
+
+static enum resp_state check_length(struct resp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	const struct iba_pkt *pkt = p->pkt;
+	uint32_t f = p->f, len = pkt->paylen;
+
+	if (f & (IBA_OP_SEND | IBA_OP_WRITE)) {
+		if ((f & (IBA_OP_FIRST | IBA_OP_MIDDLE)) && len != qp->mtu)
+			return RESPST_ERR_LENGTH;
+		if ((f & IBA_OP_LAST) && (len < 1 || len > qp->mtu))
+			return RESPST_ERR_LENGTH;
+		if ((f & IBA_OP_ONLY) && len > qp->mtu)
+			return RESPST_ERR_LENGTH;
+	}
+	if ((pkt->op->hdrs & IBA_HDR_RETH) && pkt->reth.dmalen > SIB_MAX_MSG_SZ)
+		return RESPST_ERR_LENGTH;
+	if (f & IBA_OP_WRITE) {
+		uint32_t left = (f & (IBA_OP_FIRST | IBA_OP_ONLY)) ? pkt->reth.dmalen : qp->resp.remaining;
+
+		if (len > left || ((f & (IBA_OP_LAST | IBA_OP_ONLY)) && len != left))
+			return RESPST_ERR_LENGTH;
+	}
+	if ((f & IBA_OP_SEND) && len > rq_cur(qp)->length - qp->resp.offset)
+		return RESPST_ERR_LOC_LEN;
+	return RESPST_CHK_KEYS;
+}
+
+/* R_Key checks of a RETH (STYLE 6.8: (1) index live, (2) key byte, (3) PD,
+ * (4) access, (6) range).  A zero-length request needs no valid R_Key. */
 static bool rkey_ok(struct sib_qp *qp, const struct iba_reth *reth, unsigned int need, struct sib_mr **out)
 {
 	struct sib_mr *mr;
@@ -177,154 +262,272 @@ static bool rkey_ok(struct sib_qp *qp, const struct iba_reth *reth, unsigned int
 	return true;
 }
 
-static void do_write(struct sib_qp *qp, const struct iba_pkt *pkt)
+static enum resp_state check_keys(struct resp_pass *p)
 {
-	uint32_t f = pkt->op->flags;
+	struct sib_qp *qp = p->qp;
+	uint32_t f = p->f;
 
-	if ((f & IBA_OP_IMM) && rq_empty(qp)) {
-		rnr_nak(qp, pkt->bth.psn);
-		return;
+	if (f & IBA_OP_SEND) {
+		/* Every packet: the MR may be gone since the message started. */
+		struct sib_rwqe *r = rq_cur(qp);
+
+		return sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, r->sge, r->num_sge,
+				     IBV_ACCESS_LOCAL_WRITE) == IBV_WC_SUCCESS ? RESPST_EXECUTE
+									      : RESPST_ERR_RWQE_LKEY;
 	}
-	if (f & (IBA_OP_FIRST | IBA_OP_ONLY)) {
-		if (!(qp->access & IBV_ACCESS_REMOTE_WRITE) || pkt->reth.dmalen > SIB_MAX_MSG_SZ) {
-			fatal_nak(qp, IBA_NAK_INV_REQ, pkt->bth.psn, IBV_WC_REM_INV_REQ_ERR);
-			return;
-		}
-		if (!rkey_ok(qp, &pkt->reth, IBV_ACCESS_REMOTE_WRITE, &qp->resp_mr)) {
-			fatal_nak(qp, IBA_NAK_REM_ACCESS, pkt->bth.psn, IBV_WC_REM_ACCESS_ERR);
-			return;
-		}
-		qp->resp_va = pkt->reth.va;
-		qp->resp_remaining = pkt->reth.dmalen;
-		qp->resp_offset = 0;
-	}
-	if (pkt->paylen > qp->resp_remaining ||
-	    ((f & (IBA_OP_LAST | IBA_OP_ONLY)) && pkt->paylen != qp->resp_remaining)) {
-		fatal_nak(qp, IBA_NAK_INV_REQ, pkt->bth.psn, IBV_WC_REM_INV_REQ_ERR);
-		return;
-	}
-	if (pkt->paylen) {
-		if (!qp->resp_mr) { /* deregistered under a running WRITE */
-			fatal_nak(qp, IBA_NAK_REM_ACCESS, pkt->bth.psn, IBV_WC_REM_ACCESS_ERR);
-			return;
-		}
-		memcpy(sib_mr_ptr(qp->resp_mr, qp->resp_va), pkt->payload, pkt->paylen);
-	}
-	qp->resp_va += pkt->paylen;
-	qp->resp_remaining -= pkt->paylen;
-	qp->resp_offset += pkt->paylen;
-	qp->resp_epsn = iba_psn_add(qp->resp_epsn, 1);
-	if (f & (IBA_OP_LAST | IBA_OP_ONLY)) {
-		qp->resp_msn = iba_psn_add(qp->resp_msn, 1);
-		qp->resp_in_write = false;
-		qp->resp_mr = NULL;
-		if (f & IBA_OP_IMM)
-			rq_complete(qp, pkt, IBV_WC_RECV_RDMA_WITH_IMM, qp->resp_offset);
-	} else {
-		qp->resp_in_write = true;
-	}
-	if (pkt->bth.ackreq)
-		ack(qp, pkt->bth.psn);
+	if (f & IBA_OP_READ)
+		return rkey_ok(qp, &p->pkt->reth, IBV_ACCESS_REMOTE_READ, &p->mr) ? RESPST_EXECUTE
+										  : RESPST_ERR_RKEY_VIOLATION;
+	if (f & (IBA_OP_FIRST | IBA_OP_ONLY))
+		return rkey_ok(qp, &p->pkt->reth, IBV_ACCESS_REMOTE_WRITE, &p->mr) ? RESPST_EXECUTE
+										   : RESPST_ERR_RKEY_VIOLATION;
+	/* A later WRITE packet: the MR was deregistered under the message. */
+	return p->pkt->paylen && !qp->resp.mr ? RESPST_ERR_RKEY_VIOLATION : RESPST_EXECUTE;
 }
 
-/* Queue READ responses (a responder resource, IBA 9.7.4.1.x).  A duplicate
- * READ is simply executed again from its RETH: reads are idempotent. */
-static void do_read(struct sib_qp *qp, const struct iba_pkt *pkt, bool duplicate)
+/* ---- execution ---- */
+
+static enum resp_state do_send(struct resp_pass *p)
 {
-	struct sib_read_res *res;
-	struct sib_mr *mr;
-	uint32_t next = (qp->rd_res_head + 1) % qp->rd_res_size;
+	struct sib_qp *qp = p->qp;
+	struct sib_rwqe *r = rq_cur(qp);
 
-	if (!(qp->access & IBV_ACCESS_REMOTE_READ) || !qp->max_dest_rd_atomic ||
-	    pkt->reth.dmalen > SIB_MAX_MSG_SZ || next == qp->rd_res_tail) {
-		if (!duplicate)
-			fatal_nak(qp, IBA_NAK_INV_REQ, pkt->bth.psn, IBV_WC_REM_INV_REQ_ERR);
-		return;
+	sib_sge_copy_in(r->sge, r->num_sge, qp->resp.offset, p->pkt->payload, p->pkt->paylen);
+	qp->resp.offset += p->pkt->paylen;
+	qp->resp.epsn = iba_psn_add(qp->resp.epsn, 1);
+	if (!(p->f & (IBA_OP_LAST | IBA_OP_ONLY))) {
+		qp->resp.in_send = true;
+		return RESPST_ACKNOWLEDGE;
 	}
-	if (!rkey_ok(qp, &pkt->reth, IBV_ACCESS_REMOTE_READ, &mr)) {
-		if (!duplicate)
-			fatal_nak(qp, IBA_NAK_REM_ACCESS, pkt->bth.psn, IBV_WC_REM_ACCESS_ERR);
-		return;
-	}
-	/* A duplicate of a READ whose responses are still queued: they will
-	 * go out anyway (rxe matches duplicates to their resource too). */
-	if (duplicate) {
-		for (uint32_t i = qp->rd_res_tail; i != qp->rd_res_head; i = (i + 1) % qp->rd_res_size) {
-			const struct sib_read_res *r = &qp->rd_res[i];
-			int32_t d = iba_psn_diff(pkt->bth.psn, r->first_psn);
+	qp->resp.msn = iba_psn_add(qp->resp.msn, 1);
+	qp->resp.in_send = false;
+	return RESPST_COMPLETE;
+}
 
-			if (d >= 0 && (uint32_t)d < sib_msg_npsn(r->len, qp->mtu))
-				return;
-		}
+static enum resp_state do_write(struct resp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	const struct iba_pkt *pkt = p->pkt;
+
+	if (p->f & (IBA_OP_FIRST | IBA_OP_ONLY)) {
+		qp->resp.mr = p->mr;
+		qp->resp.va = pkt->reth.va;
+		qp->resp.remaining = pkt->reth.dmalen;
+		qp->resp.offset = 0;
 	}
+	if (pkt->paylen)
+		memcpy(sib_mr_ptr(qp->resp.mr, qp->resp.va), pkt->payload, pkt->paylen);
+	qp->resp.va += pkt->paylen;
+	qp->resp.remaining -= pkt->paylen;
+	qp->resp.offset += pkt->paylen;
+	qp->resp.epsn = iba_psn_add(qp->resp.epsn, 1);
+	if (!(p->f & (IBA_OP_LAST | IBA_OP_ONLY))) {
+		qp->resp.in_write = true;
+		return RESPST_ACKNOWLEDGE;
+	}
+	qp->resp.msn = iba_psn_add(qp->resp.msn, 1);
+	qp->resp.in_write = false;
+	qp->resp.mr = NULL;
+	return (p->f & IBA_OP_IMM) ? RESPST_COMPLETE : RESPST_ACKNOWLEDGE;
+}
+
+/* Queue the READ's responses in a responder resource (IBA 9.7.4.1.5); the
+ * MSN counts the READ now (C9-148).  duplicate: a READ already executed
+ * once, executed again from its RETH (reads are idempotent). */
+static void queue_read(struct sib_qp *qp, const struct iba_pkt *pkt, struct sib_mr *mr, bool duplicate)
+{
+	struct sib_resp *r = &qp->resp;
+	struct sib_read_res *res = &r->rd_res[r->rd_res_head];
+
 	/* ACKs owed for earlier requests go first: responses stay in order. */
-	if (qp->ack_pending && qp->rd_res_tail == qp->rd_res_head)
-		sib_resp_send_ack(qp, qp->ack_syndrome, qp->ack_psn);
+	if (r->ack_pending && r->rd_res_tail == r->rd_res_head)
+		sib_resp_send_ack(qp, r->ack_syndrome, r->ack_psn);
 	if (!duplicate) {
-		qp->resp_msn = iba_psn_add(qp->resp_msn, 1);
-		qp->resp_epsn = iba_psn_add(qp->resp_epsn, sib_msg_npsn(pkt->reth.dmalen, qp->mtu));
+		r->msn = iba_psn_add(r->msn, 1);
+		r->epsn = iba_psn_add(r->epsn, sib_msg_npsn(pkt->reth.dmalen, qp->mtu));
 	}
-	res = &qp->rd_res[qp->rd_res_head];
 	res->va = pkt->reth.va;
 	res->len = pkt->reth.dmalen;
 	res->sent = 0;
 	res->psn = pkt->bth.psn;
 	res->first_psn = pkt->bth.psn;
-	res->msn = qp->resp_msn;
+	res->msn = r->msn;
 	res->mr = mr;
-	qp->rd_res_head = next;
+	r->rd_res_head = (r->rd_res_head + 1) % r->rd_res_size;
+}
+
+static enum resp_state execute(struct resp_pass *p)
+{
+	if (p->f & IBA_OP_SEND)
+		return do_send(p);
+	if (p->f & IBA_OP_WRITE)
+		return do_write(p);
+	queue_read(p->qp, p->pkt, p->mr, false);
+	return RESPST_DONE;
+}
+
+/* Complete the receive WQE at rq_tail (IBA 10.7.2). */
+static enum resp_state complete(struct resp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	const struct iba_pkt *pkt = p->pkt;
+	struct sib_rwqe *r = rq_cur(qp);
+	struct ibv_wc wc = {
+		.wr_id = r->wr_id,
+		.status = IBV_WC_SUCCESS,
+		.opcode = (p->f & IBA_OP_WRITE) ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+		.byte_len = qp->resp.offset,
+		.qp_num = qp->ibv.qp_base.qp_num,
+		.src_qp = qp->dest_qpn,
+		.slid = pkt->lrh.slid,
+		.sl = pkt->lrh.sl,
+	};
+
+	if (p->f & IBA_OP_IMM) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = pkt->immdt_be;
+	}
+	qp->resp.have_rwqe = false;
+	__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
+	sib_cq_push(to_scq(qp->ibv.qp_base.recv_cq), &wc, pkt->bth.se);
+	return RESPST_ACKNOWLEDGE;
+}
+
+static enum resp_state acknowledge(struct resp_pass *p)
+{
+	if (p->pkt->bth.ackreq)
+		ack(p->qp, p->pkt->bth.psn);
+	return RESPST_DONE;
+}
+
+/* C9-105: a duplicate SEND/WRITE is ACKed again with the last PSN done,
+ * never executed again.  A duplicate READ is read again, unless its
+ * responses are still queued (they go out anyway); one that fails its
+ * checks now is dropped (class D: no NAK for a duplicate). */
+static enum resp_state duplicate(struct resp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	const struct iba_pkt *pkt = p->pkt;
+	struct sib_resp *r = &qp->resp;
+	struct sib_mr *mr;
+
+	if (!(p->f & IBA_OP_READ)) {
+		if (pkt->bth.ackreq)
+			ack(qp, iba_psn_add(r->epsn, IBA_PSN_MASK));
+		return RESPST_DONE;
+	}
+	if (!(qp->access & IBV_ACCESS_REMOTE_READ) || !qp->max_dest_rd_atomic ||
+	    pkt->reth.dmalen > SIB_MAX_MSG_SZ || (r->rd_res_head + 1) % r->rd_res_size == r->rd_res_tail ||
+	    !rkey_ok(qp, &pkt->reth, IBV_ACCESS_REMOTE_READ, &mr))
+		return RESPST_DONE;
+	for (uint32_t i = r->rd_res_tail; i != r->rd_res_head; i = (i + 1) % r->rd_res_size) {
+		const struct sib_read_res *res = &r->rd_res[i];
+		int32_t d = iba_psn_diff(pkt->bth.psn, res->first_psn);
+
+		if (d >= 0 && (uint32_t)d < sib_msg_npsn(res->len, qp->mtu))
+			return RESPST_DONE;
+	}
+	queue_read(qp, pkt, mr, true);
+	return RESPST_DONE;
+}
+
+/* Apply an error class (transport.c): NAK, RWQE status, QP state. */
+static enum resp_state error(struct resp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	const struct sib_err_info *e = sib_err_info(p->ec);
+
+	switch (p->ec) {
+	case SIB_EC_PSN_SEQ:
+		qp->resp.nak_seq_sent = true;
+		sib_resp_send_ack(qp, e->syndrome, qp->resp.epsn);
+		break;
+	case SIB_EC_RNR:
+		sib_resp_send_ack(qp, e->syndrome | (qp->min_rnr_timer & IBA_AETH_VALUE_MASK),
+				  p->pkt->bth.psn);
+		/* Packets already in flight behind it are dropped silently
+		 * until the requester resends from this PSN. */
+		qp->resp.nak_seq_sent = true;
+		break;
+	default:
+		(void)send_read_responses(qp); /* earlier READs are answered first */
+		sib_resp_send_ack(qp, e->syndrome, p->pkt->bth.psn);
+		qp->resp.err_status = e->resp_status;
+		if (e->next_state == IBV_QPS_ERR)
+			sib_qp_enter_error(qp);
+		break;
+	}
+	return RESPST_DONE;
 }
 
 void sib_resp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 {
-	uint32_t f = pkt->op->flags;
-	int32_t d;
+	struct resp_pass p = { .qp = qp, .pkt = pkt, .f = pkt->op->flags };
+	enum resp_state st = RESPST_CHK_PSN;
 
-	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
-		return;
-	d = iba_psn_diff(pkt->bth.psn, qp->resp_epsn);
-	if (d > 0) {
-		/* Out of sequence: one NAK until the sequence recovers. */
-		if (!qp->resp_nak_seq_sent) {
-			qp->resp_nak_seq_sent = true;
-			sib_resp_send_ack(qp, IBA_AETH_NAK | IBA_NAK_PSN_SEQ, qp->resp_epsn);
-		}
-		return;
-	}
-	if (d < 0) {
-		/* Duplicate (C9-105): re-ACK, never re-execute a SEND/WRITE. */
-		if (f & IBA_OP_READ)
-			do_read(qp, pkt, true);
-		else if (pkt->bth.ackreq)
-			ack(qp, iba_psn_add(qp->resp_epsn, IBA_PSN_MASK));
-		return;
-	}
-	qp->resp_nak_seq_sent = false;
-	if (f & (IBA_OP_SEND | IBA_OP_WRITE)) {
-		if (!sequence_ok(qp, pkt)) {
-			fatal_nak(qp, IBA_NAK_INV_REQ, pkt->bth.psn, IBV_WC_REM_INV_REQ_ERR);
+	for (;;) {
+		SIB_STAGE_TRACE("resp", p.qp, resp_state_name[st]);
+		switch (st) {
+		case RESPST_CHK_PSN:
+			st = check_psn(&p);
+			break;
+		case RESPST_CHK_OP_SEQ:
+			st = check_op_seq(&p);
+			break;
+		case RESPST_CHK_OP_VALID:
+			st = check_op_valid(&p);
+			break;
+		case RESPST_CHK_RESOURCE:
+			st = check_resource(&p);
+			break;
+		case RESPST_CHK_LENGTH:
+			st = check_length(&p);
+			break;
+		case RESPST_CHK_KEYS:
+			st = check_keys(&p);
+			break;
+		case RESPST_EXECUTE:
+			st = execute(&p);
+			break;
+		case RESPST_COMPLETE:
+			st = complete(&p);
+			break;
+		case RESPST_ACKNOWLEDGE:
+			st = acknowledge(&p);
+			break;
+		case RESPST_DUPLICATE:
+			st = duplicate(&p);
+			break;
+		case RESPST_ERR_PSN_OUT_OF_SEQ:
+		case RESPST_ERR_RNR:
+		case RESPST_ERR_MISSING_FIRST:
+		case RESPST_ERR_MISSING_LAST:
+		case RESPST_ERR_UNSUPPORTED_OPCODE:
+		case RESPST_ERR_TOO_MANY_RD_ATOMIC:
+		case RESPST_ERR_LENGTH:
+		case RESPST_ERR_RKEY_VIOLATION:
+		case RESPST_ERR_LOC_LEN:
+		case RESPST_ERR_RWQE_LKEY:
+			p.ec = resp_err_class[st];
+			st = RESPST_ERROR;
+			break;
+		case RESPST_ERROR:
+			st = error(&p);
+			break;
+		case RESPST_DONE:
+		default:
 			return;
 		}
-		if (f & IBA_OP_SEND)
-			do_send(qp, pkt);
-		else
-			do_write(qp, pkt);
-	} else if (f & IBA_OP_READ) {
-		if (qp->resp_in_send || qp->resp_in_write)
-			fatal_nak(qp, IBA_NAK_INV_REQ, pkt->bth.psn, IBV_WC_REM_INV_REQ_ERR);
-		else
-			do_read(qp, pkt, false);
-	} else {
-		/* Atomics and other requests are not enabled on this HCA. */
-		fatal_nak(qp, IBA_NAK_INV_REQ, pkt->bth.psn, IBV_WC_REM_INV_REQ_ERR);
 	}
 }
 
 /* Send queued READ responses.  False if the wire is full. */
 static bool send_read_responses(struct sib_qp *qp)
 {
-	while (qp->rd_res_tail != qp->rd_res_head) {
-		struct sib_read_res *res = &qp->rd_res[qp->rd_res_tail];
+	struct sib_resp *r = &qp->resp;
+
+	while (r->rd_res_tail != r->rd_res_head) {
+		struct sib_read_res *res = &r->rd_res[r->rd_res_tail];
 		uint32_t npkt = sib_msg_npsn(res->len, qp->mtu);
 
 		while ((uint32_t)iba_psn_diff(res->psn, res->first_psn) < npkt) {
@@ -355,18 +558,20 @@ static bool send_read_responses(struct sib_qp *qp)
 			res->sent += paylen;
 			res->psn = iba_psn_add(res->psn, 1);
 		}
-		qp->rd_res_tail = (qp->rd_res_tail + 1) % qp->rd_res_size;
+		r->rd_res_tail = (r->rd_res_tail + 1) % r->rd_res_size;
 	}
 	return true;
 }
 
 void sib_resp_run(struct sib_qp *qp)
 {
-	if (qp->ack_pending && (qp->rd_res_tail == qp->rd_res_head ||
-				iba_psn_diff(qp->ack_psn, qp->rd_res[qp->rd_res_tail].psn) < 0))
-		sib_resp_send_ack(qp, qp->ack_syndrome, qp->ack_psn);
+	struct sib_resp *r = &qp->resp;
+
+	if (r->ack_pending && (r->rd_res_tail == r->rd_res_head ||
+			       iba_psn_diff(r->ack_psn, r->rd_res[r->rd_res_tail].psn) < 0))
+		sib_resp_send_ack(qp, r->ack_syndrome, r->ack_psn);
 	if (!send_read_responses(qp))
 		return;
-	if (qp->ack_pending)
-		sib_resp_send_ack(qp, qp->ack_syndrome, qp->ack_psn);
+	if (r->ack_pending)
+		sib_resp_send_ack(qp, r->ack_syndrome, r->ack_psn);
 }

@@ -1,10 +1,104 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared helpers of the RC transport stages (req.c, resp.c, comp.c):
- * putting packets on the wire, moving payload between packets and local
- * memory with the key checks of STYLE 6.8, and completing WQEs.
- * All of them run in engine context (progress_lock held).
+ * The transport stages of the software HCA (IBA vol. 1 ch. 9): the state
+ * each stage owns inside struct sib_qp (requester req.c, responder
+ * resp.c, completer comp.c), the receive demux's drop causes (recv.c), the
+ * error-class table, and the helpers the stages share.  Pure declarations:
+ * no I/O here.  Every function runs in engine context (progress_lock held)
+ * unless it says otherwise.
+ *
+ * hca.h includes the first part (stage state only) to lay out sib_qp;
+ * the rest needs hca.h and is seen by the stage files.
  */
+#ifndef SIB_TRANSPORT_STATE_H
+#define SIB_TRANSPORT_STATE_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct sib_mr;
+
+/* Requester (req.c, IBA 9.7.4): WQEs to request packets.  Owned by req.c;
+ * the completer rewinds it (sib_req_rewind) and reads wqe/offset/psn. */
+struct sib_req {
+	uint32_t wqe;                  /* SQ index of the next WQE to start or continue */
+	uint32_t psn;                  /* next PSN to send */
+	uint32_t offset;               /* bytes of sq[wqe] already sent */
+	uint32_t pkts_since_ack;       /* packets since the last AckReq */
+	uint32_t reads_outstanding;    /* READs sent and not completed */
+	bool local_err;                /* sq[local_err_idx] failed a local check */
+	uint32_t local_err_idx;
+};
+
+/* Completer (comp.c, IBA 9.7.5.1, 10.7.3): ACKs and responses to CQEs,
+ * retries.  Timers are CLOCK_MONOTONIC ns, 0 = not running. */
+struct sib_comp {
+	uint32_t psn;                  /* oldest PSN not yet acknowledged */
+	uint32_t acked_psn;            /* highest PSN an ACK covered */
+	uint32_t read_rcvd;            /* response packets placed for the READ at sq_tail */
+	uint8_t retry_left, rnr_left;  /* retry budgets (retry_cnt, rnr_retry) */
+	uint64_t retry_deadline;       /* local ACK timeout */
+	uint64_t rnr_deadline;         /* waiting out an RNR NAK */
+};
+
+/* A responder resource: a READ being answered (IBA 9.7.4.1.5). */
+struct sib_read_res {
+	uint64_t va;
+	uint32_t len, sent;            /* bytes */
+	uint32_t psn;                  /* PSN of the next response packet */
+	uint32_t first_psn;
+	uint32_t msn;
+	struct sib_mr *mr;
+};
+
+/* Responder (resp.c, IBA 9.7.5): request packets to placement, ACKs,
+ * NAKs and READ responses. */
+struct sib_resp {
+	uint32_t epsn;                 /* expected PSN */
+	uint32_t msn;                  /* message sequence number (24 bits) */
+	bool in_send;                  /* inside a multi-packet SEND */
+	bool in_write;                 /* inside a multi-packet RDMA WRITE */
+	bool have_rwqe;                /* the current SEND has taken an RWQE */
+	bool nak_seq_sent;             /* PSN sequence NAK sent, not recovered */
+	uint32_t offset;               /* bytes placed of the current message */
+	uint64_t va;                   /* RDMA WRITE: next VA */
+	uint32_t remaining;            /* RDMA WRITE: bytes left per RETH */
+	struct sib_mr *mr;             /* RDMA WRITE: target MR (NULL: deregistered) */
+	enum ibv_wc_status err_status; /* for the RWQE in use when the QP failed */
+	/* ACK/NAK owed, sent when the wire has room (coalesced) */
+	bool ack_pending;
+	uint32_t ack_psn;
+	uint8_t ack_syndrome;
+	/* READs being answered: ring of rd_res_size (max_dest_rd_atomic + 1) */
+	struct sib_read_res *rd_res;
+	uint32_t rd_res_head, rd_res_tail, rd_res_size;
+};
+
+/*
+ * Why the receive demux dropped a packet (recv.c), one per-context counter
+ * each (sib_context.rx_drop[]).  In the order of the checks.
+ */
+enum sib_rx_drop {
+	SIB_RX_DROP_MALFORMED = 0,     /* iba_decode: length, LNH, GRH, TVer, reserved opcode */
+	SIB_RX_DROP_CRC,               /* ICRC or VCRC mismatch */
+	SIB_RX_DROP_LVER,              /* LRH.LVer not 0 */
+	SIB_RX_DROP_DLID,              /* DLID is not one of this device's ports */
+	SIB_RX_DROP_DGID,              /* GRH.DGID is not the port's GID */
+	SIB_RX_DROP_QPN,               /* no such QP on this context */
+	SIB_RX_DROP_PORT,              /* the QP is bound to another port */
+	SIB_RX_DROP_TYPE,              /* opcode's transport is not the QP's */
+	SIB_RX_DROP_STATE,             /* QP state does not receive this packet */
+	SIB_RX_DROP_PKEY,              /* P_Key does not match the QP's */
+	SIB_RX_DROP_QKEY,              /* UD: Q_Key does not match the QP's */
+	SIB_RX_DROP_SLID,              /* connected QP: SLID is not the peer's path */
+	SIB_RX_DROP_SGID,              /* connected QP: GRH or SGID is not the peer's path */
+	SIB_RX_DROP_COUNT
+};
+
+#endif /* SIB_TRANSPORT_STATE_H */
+
+#ifndef SIB_TRANSPORT_STATE_ONLY
 #ifndef SIB_TRANSPORT_H
 #define SIB_TRANSPORT_H
 
@@ -66,4 +160,54 @@ void sib_req_rewind(struct sib_qp *qp, uint32_t psn);
 /* Send an ACK/NAK now if the wire has room, else leave it pending. */
 void sib_resp_send_ack(struct sib_qp *qp, uint8_t syndrome, uint32_t psn);
 
+/*
+ * Transport error classes (IBA 9.9): one row per outcome, shared by the
+ * responder (which NAKs and fails its RWQE) and the completer (which maps
+ * a NAK it receives back to the requester's WC status).
+ */
+enum sib_err_class {
+	SIB_EC_PSN_SEQ = 0,            /* RC class B: PSN sequence error */
+	SIB_EC_RNR,                    /* RC class B: receiver not ready */
+	SIB_EC_INV_REQ,                /* RC class C: invalid request */
+	SIB_EC_LOC_LEN,                /* RC class C: message longer than the RWQE */
+	SIB_EC_REM_ACCESS,             /* RC class C: R_Key violation */
+	SIB_EC_LOC_PROT,               /* class A: the RWQE's own buffers fail the L_Key check */
+	SIB_EC_REM_OP,                 /* class A: other responder-local failure */
+	SIB_EC_INV_RD_REQ,             /* RD only: invalid RD request */
+	SIB_EC_COUNT
+};
+
+struct sib_err_info {
+	const char *name;              /* for traces */
+	char iba_class;                /* IBA 9.9 class letter */
+	uint8_t syndrome;              /* AETH syndrome the responder sends */
+	enum ibv_wc_status resp_status;/* the responder's RWQE in use, if any */
+	enum ibv_wc_status req_status; /* the requester's WQE when the NAK arrives */
+	enum ibv_qp_state next_state;  /* the responder's QP: ERR, or UNKNOWN = unchanged */
+};
+
+/* Row of the class table; never NULL for a valid class. */
+const struct sib_err_info *sib_err_info(enum sib_err_class ec);
+/* The class a received NAK code (AETH value bits) reports; unknown codes
+ * are a remote operational error (iba-transport.md 3). */
+enum sib_err_class sib_err_from_nak(uint8_t code);
+
+/*
+ * Stage traces: a build with -DSIB_TRACE_STAGES (e.g. CMAKE_C_FLAGS) prints
+ * every state a stage machine enters on stderr; otherwise compiled out.
+ */
+#ifdef SIB_TRACE_STAGES
+#include <stdio.h>
+#define SIB_STAGE_TRACE(stage, qp, name) \
+	fprintf(stderr, "softib %s qp 0x%x: %s\n", (stage), (qp)->ibv.qp_base.qp_num, (name))
+#else
+#define SIB_STAGE_TRACE(stage, qp, name) ((void)0)
 #endif
+
+/* State names of the three stage machines, for traces; "unknown" out of range. */
+const char *sib_req_state_name(unsigned int st);
+const char *sib_resp_state_name(unsigned int st);
+const char *sib_comp_state_name(unsigned int st);
+
+#endif /* SIB_TRANSPORT_H */
+#endif /* SIB_TRANSPORT_STATE_ONLY */

@@ -29,6 +29,7 @@
 #include "common/ctl.h"
 #include "common/sib_ctl.h"
 #include "common/sib_shm.h"
+#include "hca/hca.h"
 #include "hca/ring.h"
 #include "iba/iba.h"
 
@@ -131,6 +132,7 @@ struct conn_opts {
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	int access;
 	uint32_t force_dest_qpn; /* 0: the real peer */
+	bool global;             /* the path has a GRH (DGID = the peer's GID 0) */
 };
 
 static const struct conn_opts default_opts = {
@@ -158,6 +160,11 @@ static void qp_connect(struct end *self, const struct end *peer, const struct co
 	a.min_rnr_timer = o->min_rnr_timer;
 	a.ah_attr.dlid = peer->lid;
 	a.ah_attr.port_num = 1;
+	if (o->global) {
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.hop_limit = 1;
+		assert_int_equal(ibv_query_gid(peer->ctx, 1, 0, &a.ah_attr.grh.dgid), 0);
+	}
 	assert_int_equal(ibv_modify_qp(self->qp, &a,
 				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
@@ -1027,43 +1034,85 @@ static void test_timer_fires_while_app_sleeps(void **state)
 	end_close(&b);
 }
 
-/* ---- malformed and misrouted packets: dropped, counted, nothing lost ---- */
+/* ---- malformed, misrouted and forged packets: dropped, counted, nothing lost ---- */
+
+/* A hand-made producer into the inbox that owns a QP, as any process of
+ * the same uid can be (HELLO, then GET_INBOX on the control socket). */
+struct inbox_map {
+	int fd;
+	struct sib_fabric_shm *fab;
+	size_t fab_size;
+	void *base;
+	struct sib_ring ring;
+};
+
+static void inbox_map(struct inbox_map *m, uint32_t qpn)
+{
+	struct sib_ctl_msg msg = { .hdr.op = SIB_CTL_HELLO };
+	int mfd, ifd;
+	uint64_t w;
+
+	m->fd = sib_ctl_open(false);
+	assert_true(m->fd >= 0);
+	msg.u.hello.abi_version = SIB_ABI_VERSION;
+	msg.u.hello.pid = getpid();
+	assert_int_equal(sib_ctl_call(m->fd, &msg, &mfd), 0);
+	assert_int_equal(msg.hdr.status, 0);
+	m->fab_size = msg.u.hello.fabric_size;
+	m->fab = mmap(NULL, m->fab_size, PROT_READ, MAP_SHARED, mfd, 0);
+	assert_true(m->fab != MAP_FAILED);
+	close(mfd);
+	w = atomic_load(&m->fab->qp_owner[qpn]);
+	assert_true(w & SIB_QPO_VALID);
+	memset(&msg, 0, sizeof(msg));
+	msg.hdr.op = SIB_CTL_GET_INBOX;
+	msg.u.get_inbox.inbox = SIB_QPO_INBOX(w);
+	msg.u.get_inbox.inbox_gen = SIB_QPO_GEN(w);
+	assert_int_equal(sib_ctl_call(m->fd, &msg, &ifd), 0);
+	assert_int_equal(msg.hdr.status, 0);
+	m->base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ifd, 0);
+	assert_true(m->base != MAP_FAILED);
+	close(ifd);
+	sib_ring_attach(&m->ring, m->base);
+}
+
+static void inbox_unmap(struct inbox_map *m)
+{
+	munmap(m->base, SIB_INBOX_BYTES);
+	munmap(m->fab, m->fab_size);
+	close(m->fd);
+}
+
+/* Build a packet from h and payload straight into the inbox and publish it. */
+static void inject(struct inbox_map *m, const struct iba_pkt *h, const void *payload, size_t paylen)
+{
+	uint64_t ticket = 0;
+	struct sib_ring_slot *s = sib_ring_reserve(&m->ring, &ticket);
+	size_t hl, l;
+
+	assert_non_null(s);
+	hl = iba_build_headers(s->data, h);
+	if (hl > IBA_MAX_HDR_BYTES || paylen > SIB_SLOT_DATA_BYTES - IBA_MAX_HDR_BYTES - 9)
+		fail_msg("packet too large for a slot");
+	memcpy(s->data + hl, payload, paylen);
+	l = iba_finish(s->data, hl, paylen, 0);
+	s->data[l] = s->data[l + 1] = 0;
+	if (sib_ring_publish(&m->ring, s, ticket, (uint32_t)l + 2, 0))
+		sib_ring_wake(&m->ring);
+}
 
 static void test_malformed_packets(void **state)
 {
 	struct pair p;
 	struct ibv_wc wc;
 	struct ibv_sge sge;
-	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
-	struct sib_fabric_shm *fab;
+	struct inbox_map m;
 	struct sib_ring ring;
-	int fd, mfd, ifd;
-	uint64_t w, dropped0;
+	uint64_t dropped0;
 
 	pair_open(&p, 1, NULL, NULL);
-	fd = sib_ctl_open(false);
-	assert_true(fd >= 0);
-	m.u.hello.abi_version = SIB_ABI_VERSION;
-	m.u.hello.pid = getpid();
-	assert_int_equal(sib_ctl_call(fd, &m, &mfd), 0);
-	assert_int_equal(m.hdr.status, 0);
-	size_t fab_size = m.u.hello.fabric_size;
-
-	fab = mmap(NULL, fab_size, PROT_READ, MAP_SHARED, mfd, 0);
-	assert_true(fab != MAP_FAILED);
-	close(mfd);
-	w = atomic_load(&fab->qp_owner[p.e[1].qp->qp_num]);
-	assert_true(w & SIB_QPO_VALID);
-	memset(&m, 0, sizeof(m));
-	m.hdr.op = SIB_CTL_GET_INBOX;
-	m.u.get_inbox.inbox = SIB_QPO_INBOX(w);
-	m.u.get_inbox.inbox_gen = SIB_QPO_GEN(w);
-	assert_int_equal(sib_ctl_call(fd, &m, &ifd), 0);
-	assert_int_equal(m.hdr.status, 0);
-	void *base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ifd, 0);
-	assert_true(base != MAP_FAILED);
-	close(ifd);
-	sib_ring_attach(&ring, base);
+	inbox_map(&m, p.e[1].qp->qp_num);
+	ring = m.ring;
 	dropped0 = atomic_load(&ring.hdr->dropped);
 
 	/* A valid SEND_ONLY to softib1's QP, built by hand, then broken copies. */
@@ -1107,18 +1156,9 @@ static void test_malformed_packets(void **state)
 	}
 	/* Valid packets, but misrouted: wrong DLID, unknown QPN. */
 	for (int i = 0; i < 2; i++) {
-		uint64_t ticket = 0;
-		struct sib_ring_slot *s = sib_ring_reserve(&ring, &ticket);
-
-		assert_non_null(s);
 		h.lrh.dlid = i == 0 ? p.e[0].lid : p.e[1].lid;
 		h.bth.dqpn = i == 0 ? p.e[1].qp->qp_num : 0xabcdef;
-		hl = iba_build_headers(s->data, &h);
-		memcpy(s->data + hl, "hello", 5);
-		size_t l = iba_finish(s->data, hl, 5, 0);
-		s->data[l] = s->data[l + 1] = 0;
-		if (sib_ring_publish(&ring, s, ticket, (uint32_t)l + 2, 0))
-			sib_ring_wake(&ring);
+		inject(&m, &h, "hello", 5);
 	}
 	/* A producer that dies between reserving a slot and publishing it:
 	 * the consumer skips the slot once that process is gone. */
@@ -1154,10 +1194,272 @@ static void test_malformed_packets(void **state)
 	assert_int_equal(qp_state(p.e[1].qp), IBV_QPS_RTS);
 	assert_int_equal(atomic_load(&stuck->turn), 2 * (stuck_ticket / SIB_INBOX_SLOTS + 1));
 
-	munmap(base, SIB_INBOX_BYTES);
-	munmap(fab, fab_size);
-	close(fd);
+	assert_int_equal(sib_rx_drop_count(to_sctx(p.e[1].ctx), SIB_RX_DROP_CRC), 1);
+	assert_int_equal(sib_rx_drop_count(to_sctx(p.e[1].ctx), SIB_RX_DROP_DLID), 1);
+	assert_int_equal(sib_rx_drop_count(to_sctx(p.e[1].ctx), SIB_RX_DROP_QPN), 1);
+	inbox_unmap(&m);
 	pair_close(&p);
+}
+
+/*
+ * A connected QP takes packets from its peer's path only (DESIGN principle
+ * 6): a well-formed SEND with the right DLID, QPN, P_Key and the expected
+ * PSN, from another SLID, or with a wrong SGID or GRH when the path is
+ * global, is dropped and counted by cause while the real connection goes
+ * on.  The same packet from the peer's path is accepted (the control).
+ */
+static void forged_from_non_peer(bool global)
+{
+	struct conn_opts o = default_opts;
+	struct pair p;
+	struct inbox_map m;
+	struct iba_pkt h = { 0 };
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	union ibv_gid g0, g1;
+	struct sib_context *c1;
+	uint64_t slid0, sgid0, end;
+	int n_slid = 0, n_sgid = 0;
+
+	o.global = global;
+	pair_open(&p, 1, &o, &o);
+	c1 = to_sctx(p.e[1].ctx);
+	slid0 = sib_rx_drop_count(c1, SIB_RX_DROP_SLID);
+	sgid0 = sib_rx_drop_count(c1, SIB_RX_DROP_SGID);
+	inbox_map(&m, p.e[1].qp->qp_num);
+	assert_int_equal(ibv_query_gid(p.e[0].ctx, 1, 0, &g0), 0);
+	assert_int_equal(ibv_query_gid(p.e[1].ctx, 1, 0, &g1), 0);
+	assert_int_equal(ibv_query_qp(p.e[1].qp, &qa, IBV_QP_RQ_PSN, &qia), 0);
+	post_recv(&p.e[1], 7, 0, 64);
+
+	/* The peer's packet, as softib0 would send it. */
+	h.lrh.lnh = global ? IBA_LNH_GLOBAL : IBA_LNH_LOCAL;
+	h.lrh.dlid = p.e[1].lid;
+	h.lrh.slid = p.e[0].lid;
+	h.grh.ipver = IBA_GRH_IPVER;
+	h.grh.nxthdr = IBA_GRH_NXTHDR_IBA;
+	h.grh.hoplmt = 1;
+	memcpy(h.grh.sgid, g0.raw, 16);
+	memcpy(h.grh.dgid, g1.raw, 16);
+	h.bth.opcode = IBA_OPC_SEND_ONLY;
+	h.bth.pkey = 0xffff;
+	h.bth.dqpn = p.e[1].qp->qp_num;
+	h.bth.psn = qa.rq_psn;
+	h.bth.ackreq = 1;
+
+	/* From another real port (softib1's own LID), and from nowhere. */
+	struct iba_pkt f = h;
+	f.lrh.slid = p.e[1].lid;
+	inject(&m, &f, "forged", 6);
+	f.lrh.slid = 0x1234;
+	inject(&m, &f, "forged", 6);
+	n_slid = 2;
+	/* The GRH: another SGID, or its presence not as the path says. */
+	f = h;
+	f.grh.sgid[15] ^= 0x5a;
+	f.lrh.lnh = IBA_LNH_GLOBAL;
+	if (global) {
+		inject(&m, &f, "forged", 6);
+		f = h;
+		f.lrh.lnh = IBA_LNH_LOCAL;
+		inject(&m, &f, "forged", 6);
+		n_sgid = 2;
+	} else {
+		f.grh.sgid[15] ^= 0x5a; /* even the right SGID: this path has no GRH */
+		inject(&m, &f, "forged", 6);
+		n_sgid = 1;
+	}
+	end = now_ms() + 5000;
+	while (sib_rx_drop_count(c1, SIB_RX_DROP_SLID) < slid0 + n_slid ||
+	       sib_rx_drop_count(c1, SIB_RX_DROP_SGID) < sgid0 + n_sgid) {
+		assert_int_equal(ibv_poll_cq(p.e[1].cq, 1, &wc), 0); /* nothing delivered */
+		if (now_ms() > end)
+			fail_msg("slid drops %llu, sgid drops %llu",
+				 (unsigned long long)(sib_rx_drop_count(c1, SIB_RX_DROP_SLID) - slid0),
+				 (unsigned long long)(sib_rx_drop_count(c1, SIB_RX_DROP_SGID) - sgid0));
+	}
+	assert_int_equal(sib_rx_drop_count(c1, SIB_RX_DROP_SLID), slid0 + n_slid);
+	assert_int_equal(sib_rx_drop_count(c1, SIB_RX_DROP_SGID), sgid0 + n_sgid);
+	expect_no_completion(p.e[1].cq, 20);
+
+	/* The real connection carries on, and the receive got the real data. */
+	memcpy(p.e[0].buf, "real", 4);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 4, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	poll_one(p.e[1].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.byte_len, 4);
+	assert_memory_equal(p.e[1].buf, "real", 4);
+	assert_int_equal(qp_state(p.e[1].qp), IBV_QPS_RTS);
+
+	/* Control: the same packet from the peer's path is taken. */
+	assert_int_equal(ibv_query_qp(p.e[1].qp, &qa, IBV_QP_RQ_PSN, &qia), 0);
+	post_recv(&p.e[1], 8, 0, 64);
+	h.bth.psn = qa.rq_psn;
+	inject(&m, &h, "forged", 6);
+	poll_one(p.e[1].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 8);
+	assert_memory_equal(p.e[1].buf, "forged", 6);
+	assert_int_equal(sib_rx_drop_count(c1, SIB_RX_DROP_SLID), slid0 + n_slid);
+	assert_int_equal(sib_rx_drop_count(c1, SIB_RX_DROP_SGID), sgid0 + n_sgid);
+
+	inbox_unmap(&m);
+	pair_close(&p);
+}
+
+static void test_forged_non_peer_lid(void **state)
+{
+	forged_from_non_peer(false);
+}
+
+static void test_forged_non_peer_global(void **state)
+{
+	forged_from_non_peer(true);
+}
+
+/* Key bytes are unpredictable: the first R_Key of fresh contexts differs
+ * (8 all equal: 2^-56 by chance), and successive keys are no sequence. */
+static void test_keys_unpredictable(void **state)
+{
+	uint8_t first[8], seq[16];
+	uint8_t buf[64];
+	int same = 0, step1 = 0;
+
+	for (int i = 0; i < 8; i++) {
+		struct ibv_context *ctx = ibv_open_device(find_device("softib0"));
+		struct ibv_pd *pd;
+		struct ibv_mr *mr;
+
+		assert_non_null(ctx);
+		pd = ibv_alloc_pd(ctx);
+		assert_non_null(pd);
+		mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ);
+		assert_non_null(mr);
+		first[i] = mr->rkey & 0xff;
+		if (i == 0) {
+			for (int j = 0; j < 16; j++) {
+				struct ibv_mr *m2 = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+
+				assert_non_null(m2);
+				seq[j] = m2->lkey & 0xff;
+				assert_int_equal(ibv_dereg_mr(m2), 0);
+			}
+		}
+		assert_int_equal(ibv_dereg_mr(mr), 0);
+		assert_int_equal(ibv_dealloc_pd(pd), 0);
+		assert_int_equal(ibv_close_device(ctx), 0);
+	}
+	for (int i = 1; i < 8; i++)
+		same += first[i] == first[0];
+	for (int j = 1; j < 16; j++)
+		step1 += (uint8_t)(seq[j - 1] + 1) == seq[j];
+	assert_true(same < 7);
+	assert_true(step1 < 8);
+}
+
+/*
+ * The responder's error states, one row each: a request from the peer's
+ * path that breaks one rule.  Class B (PSN ahead, duplicate) leaves the QP
+ * working; the others NAK and move it to ERR, and the receive WQE in use
+ * completes with the class's status (transport.c's table), or flushes.
+ */
+struct resp_case {
+	const char *what;
+	uint8_t opcode;
+	int32_t psn_delta;             /* from the expected PSN */
+	uint32_t paylen;
+	bool first_before;             /* a full SEND_FIRST goes first (at ePSN) */
+	uint32_t dmalen;               /* RETH / AtomicETH */
+	uint32_t rwqe_len;
+	bool rwqe_bad_lkey;
+	enum ibv_qp_state state;       /* the responder QP afterwards */
+	int status;                    /* its RWQE's completion; -1: untouched */
+};
+
+static const struct resp_case resp_cases[] = {
+	{ "PSN ahead (class B)", IBA_OPC_SEND_ONLY, 5, 8, false, 0, 64, false, IBV_QPS_RTS, -1 },
+	{ "duplicate (C9-105)", IBA_OPC_SEND_ONLY, -1, 8, false, 0, 64, false, IBV_QPS_RTS, -1 },
+	{ "MIDDLE without FIRST", IBA_OPC_SEND_MIDDLE, 0, 1024, false, 0, 4096, false, IBV_QPS_ERR,
+	  IBV_WC_WR_FLUSH_ERR },
+	{ "ONLY inside a message", IBA_OPC_SEND_ONLY, 1, 8, true, 0, 4096, false, IBV_QPS_ERR,
+	  IBV_WC_REM_INV_REQ_ERR },
+	{ "FIRST shorter than the MTU", IBA_OPC_SEND_FIRST, 0, 10, false, 0, 4096, false, IBV_QPS_ERR,
+	  IBV_WC_REM_INV_REQ_ERR },
+	{ "SEND longer than the RWQE", IBA_OPC_SEND_ONLY, 0, 100, false, 0, 64, false, IBV_QPS_ERR,
+	  IBV_WC_LOC_LEN_ERR },
+	{ "atomic (not enabled)", IBA_OPC_COMPARE_SWAP, 0, 0, false, 8, 64, false, IBV_QPS_ERR,
+	  IBV_WC_WR_FLUSH_ERR },
+	{ "READ DMALen over the limit", IBA_OPC_RDMA_READ_REQUEST, 0, 0, false, 0x80000000u, 64, false,
+	  IBV_QPS_ERR, IBV_WC_WR_FLUSH_ERR },
+	{ "RWQE with a bad L_Key", IBA_OPC_SEND_ONLY, 0, 8, false, 0, 64, true, IBV_QPS_ERR,
+	  IBV_WC_LOC_PROT_ERR },
+};
+
+static void test_responder_errors(void **state)
+{
+	static uint8_t payload[1024];
+
+	for (size_t i = 0; i < sizeof(resp_cases) / sizeof(resp_cases[0]); i++) {
+		const struct resp_case *c = &resp_cases[i];
+		struct ibv_sge rsge, sge;
+		struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &rsge, .num_sge = 1 }, *bad;
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qia;
+		struct iba_pkt h = { 0 };
+		struct inbox_map m;
+		struct ibv_wc wc;
+		struct pair p;
+
+		pair_open(&p, 1, NULL, NULL);
+		inbox_map(&m, p.e[1].qp->qp_num);
+		rsge = (struct ibv_sge){ (uintptr_t)p.e[1].buf, c->rwqe_len,
+					 p.e[1].mr->lkey ^ (c->rwqe_bad_lkey ? 0x5a : 0) };
+		assert_int_equal(ibv_post_recv(p.e[1].qp, &rwr, &bad), 0);
+		assert_int_equal(ibv_query_qp(p.e[1].qp, &qa, IBV_QP_RQ_PSN, &qia), 0);
+		h.lrh.lnh = IBA_LNH_LOCAL;
+		h.lrh.dlid = p.e[1].lid;
+		h.lrh.slid = p.e[0].lid;
+		h.bth.pkey = 0xffff;
+		h.bth.dqpn = p.e[1].qp->qp_num;
+		h.bth.ackreq = 1;
+		if (c->first_before) {
+			h.bth.opcode = IBA_OPC_SEND_FIRST;
+			h.bth.psn = qa.rq_psn;
+			inject(&m, &h, payload, 1024);
+		}
+		h.bth.opcode = c->opcode;
+		h.bth.psn = (qa.rq_psn + (uint32_t)c->psn_delta) & IBA_PSN_MASK;
+		h.reth.va = (uintptr_t)p.e[1].buf;
+		h.reth.rkey = p.e[1].mr->rkey;
+		h.reth.dmalen = c->dmalen;
+		h.atomic.va = (uintptr_t)p.e[1].buf;
+		h.atomic.rkey = p.e[1].mr->rkey;
+		inject(&m, &h, payload, c->paylen);
+
+		if (c->status < 0) {
+			expect_no_completion(p.e[1].cq, 50);
+			/* The RWQE is still there for the real sender. */
+			sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 16, p.e[0].mr->lkey };
+			assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &sge, 1, 0, 0, 0, 0), 0);
+			poll_one(p.e[0].cq, &wc, 5000);
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		}
+		poll_one(p.e[1].cq, &wc, 5000);
+		if (wc.wr_id != 9 || (int)wc.status != (c->status < 0 ? IBV_WC_SUCCESS : c->status))
+			fail_msg("%s: RWQE wr_id %llu status %s", c->what, (unsigned long long)wc.wr_id,
+				 ibv_wc_status_str(wc.status));
+		if (qp_state(p.e[1].qp) != c->state)
+			fail_msg("%s: responder QP in state %d", c->what, qp_state(p.e[1].qp));
+		assert_int_equal(qp_state(p.e[0].qp), IBV_QPS_RTS);
+		inbox_unmap(&m);
+		pair_close(&p);
+	}
 }
 
 /* Idle contexts with connected QPs sleep: no measurable CPU. */
@@ -1253,6 +1555,10 @@ int main(void)
 		cmocka_unit_test(test_rkey_other_pd),
 		cmocka_unit_test(test_timer_fires_while_app_sleeps),
 		cmocka_unit_test(test_malformed_packets),
+		cmocka_unit_test(test_forged_non_peer_lid),
+		cmocka_unit_test(test_responder_errors),
+		cmocka_unit_test(test_forged_non_peer_global),
+		cmocka_unit_test(test_keys_unpredictable),
 		cmocka_unit_test(test_idle_uses_no_cpu),
 	};
 

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The receive demux of a device context: every packet that arrives for it
+ * passes here (IBA 9.6 packet transport header validation, 10.9.3 P_Key,
+ * 9.7.x connected-QP source checks), in the manner of rxe's hdr_check,
+ * check_type_state, check_keys and check_addr, and is handed to its QP's
+ * responder (requests) or completer (responses and ACKs).  The bytes come
+ * from another process and are hostile: every check drops and counts by
+ * cause (ctx->rx_drop[]), nothing here may crash or wait.  Engine context
+ * (progress_lock held); no I/O.
+ */
+#include <string.h>
+
+#include "hca/transport.h"
+#include "hca/wr.h"
+
+static const char *const drop_name[SIB_RX_DROP_COUNT] = {
+	[SIB_RX_DROP_MALFORMED] = "malformed",
+	[SIB_RX_DROP_CRC] = "crc",
+	[SIB_RX_DROP_LVER] = "lver",
+	[SIB_RX_DROP_DLID] = "dlid",
+	[SIB_RX_DROP_DGID] = "dgid",
+	[SIB_RX_DROP_QPN] = "qpn",
+	[SIB_RX_DROP_PORT] = "port",
+	[SIB_RX_DROP_TYPE] = "type",
+	[SIB_RX_DROP_STATE] = "state",
+	[SIB_RX_DROP_PKEY] = "pkey",
+	[SIB_RX_DROP_QKEY] = "qkey",
+	[SIB_RX_DROP_SLID] = "slid",
+	[SIB_RX_DROP_SGID] = "sgid",
+};
+
+const char *sib_rx_drop_name(unsigned int why)
+{
+	return why < SIB_RX_DROP_COUNT && drop_name[why] ? drop_name[why] : "unknown";
+}
+
+#define RX_OK SIB_RX_DROP_COUNT
+
+/* A packet on its way through the checks. */
+struct rx {
+	struct sib_context *ctx;
+	struct iba_pkt pkt;
+	uint16_t lm;                   /* lid_map entry of the DLID: dev << 8 | port */
+	const struct sib_shm_port *port;
+	struct sib_qp *qp;
+};
+
+static uint16_t lid_map(uint16_t lid)
+{
+	return lid && lid < SIB_UNICAST_LIDS ?
+	       atomic_load_explicit(&sib_fabric->lid_map[lid], memory_order_acquire) : 0;
+}
+
+/* Headers: decode (lengths, LNH, CRCs, GRH, TVer, reserved opcodes),
+ * LRH version, DLID is one of our ports, DGID is that port's GID. */
+static enum sib_rx_drop hdr_check(struct rx *rx, const uint8_t *buf, uint32_t len, unsigned int flags)
+{
+	unsigned int dflags = IBA_CHECK_ICRC | IBA_HAS_VCRC;
+	unsigned int pn;
+	int rc;
+
+	if (flags & SIB_RX_VCRC)
+		dflags |= IBA_CHECK_VCRC;
+	rc = iba_decode(buf, len, dflags, &rx->pkt);
+	if (rc == IBA_ERR_ICRC || rc == IBA_ERR_VCRC)
+		return SIB_RX_DROP_CRC;
+	if (rc != IBA_OK)
+		return SIB_RX_DROP_MALFORMED;
+	if (rx->pkt.lrh.lver != 0)
+		return SIB_RX_DROP_LVER;
+	/* Unicast only until UD multicast exists; the permissive DLID is
+	 * QP0's, which lives in softibd. */
+	rx->lm = lid_map(rx->pkt.lrh.dlid);
+	pn = rx->lm & 0xff;
+	if (!rx->lm || (uint32_t)(rx->lm >> 8) != rx->ctx->dev->index || pn < 1 || pn > SIB_MAX_PORTS)
+		return SIB_RX_DROP_DLID;
+	rx->port = &sib_fabric->devs[rx->ctx->dev->index].ports[pn - 1];
+	if (rx->pkt.lrh.lnh == IBA_LNH_GLOBAL) {
+		uint64_t pfx = htobe64(rx->port->gid_prefix), guid = htobe64(rx->port->port_guid);
+
+		if (memcmp(rx->pkt.grh.dgid, &pfx, 8) || memcmp(rx->pkt.grh.dgid + 8, &guid, 8))
+			return SIB_RX_DROP_DGID;
+	}
+	return RX_OK;
+}
+
+/* The QP: exists here, on the DLID's port, of the opcode's transport, and
+ * in a state that takes this packet (requests from RTR on, responses
+ * only when sending: IBA 10.3.1). */
+static enum sib_rx_drop check_type_state(struct rx *rx)
+{
+	const struct iba_pkt *pkt = &rx->pkt;
+	struct sib_qp *qp = sib_qp_lookup(rx->ctx, pkt->bth.dqpn);
+	enum sib_transport tr;
+	enum ibv_qp_state s;
+
+	if (!qp)
+		return SIB_RX_DROP_QPN;
+	rx->qp = qp;
+	if (qp->port_num != (rx->lm & 0xff))
+		return SIB_RX_DROP_PORT;
+	tr = sib_qpt_transport(qp->ibv.qp_base.qp_type);
+	if (tr == SIB_TR_NONE || (pkt->bth.opcode & IBA_TRANSPORT_MASK) != sib_transport_prefix(tr))
+		return SIB_RX_DROP_TYPE;
+	s = qp->state;
+	if (pkt->op->flags & IBA_OP_REQ) {
+		if (s != IBV_QPS_RTR && s != IBV_QPS_RTS && s != IBV_QPS_SQD && s != IBV_QPS_SQE)
+			return SIB_RX_DROP_STATE;
+	} else if (s != IBV_QPS_RTS && s != IBV_QPS_SQD) {
+		return SIB_RX_DROP_STATE;
+	}
+	return RX_OK;
+}
+
+static bool pkey_match(uint16_t a, uint16_t b)
+{
+	/* IBA 10.9.3: same low 15 bits, not invalid, at least one full member. */
+	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
+
+/* P_Key against the QP's P_Key index (IBA 10.9.3), Q_Key for UD (10.2.4). */
+static enum sib_rx_drop check_keys(struct rx *rx)
+{
+	const struct sib_qp *qp = rx->qp;
+
+	if (!pkey_match(rx->pkt.bth.pkey, rx->port->pkey[qp->pkey_index < SIB_PKEY_TBL_LEN ?
+							  qp->pkey_index : 0]))
+		return SIB_RX_DROP_PKEY;
+	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD && (rx->pkt.op->hdrs & IBA_HDR_DETH) &&
+	    rx->pkt.deth.qkey != qp->qkey)
+		return SIB_RX_DROP_QKEY;
+	return RX_OK;
+}
+
+/*
+ * Connected QPs (RC, UC, XRC) take packets from their peer only: the SLID
+ * must be a LID of the port the QP's path leads to (its DLID, or another
+ * LID of the same port under LMC), and a GRH must be present exactly when
+ * the path is global, with the path's DGID as its SGID.  Otherwise anyone
+ * who learns a QPN and PSN could inject into the connection.
+ */
+static enum sib_rx_drop check_addr(struct rx *rx)
+{
+	const struct sib_qp *qp = rx->qp;
+	const struct iba_pkt *pkt = &rx->pkt;
+	enum ibv_qp_type t = qp->ibv.qp_base.qp_type;
+	bool global = pkt->lrh.lnh == IBA_LNH_GLOBAL;
+
+	if (t != IBV_QPT_RC && t != IBV_QPT_UC && t != IBV_QPT_XRC_SEND && t != IBV_QPT_XRC_RECV)
+		return RX_OK;
+	if (pkt->lrh.slid != qp->ah.dlid) {
+		uint16_t src = lid_map(pkt->lrh.slid);
+
+		if (!src || src != lid_map(qp->ah.dlid))
+			return SIB_RX_DROP_SLID;
+	}
+	if (global != !!qp->ah.is_global)
+		return SIB_RX_DROP_SGID;
+	if (global && memcmp(pkt->grh.sgid, qp->ah.grh.dgid.raw, 16))
+		return SIB_RX_DROP_SGID;
+	return RX_OK;
+}
+
+bool sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len, unsigned int flags)
+{
+	struct rx rx = { .ctx = ctx };
+	enum sib_rx_drop why;
+
+	if ((why = hdr_check(&rx, buf, len, flags)) != RX_OK ||
+	    (why = check_type_state(&rx)) != RX_OK ||
+	    (why = check_keys(&rx)) != RX_OK ||
+	    (why = check_addr(&rx)) != RX_OK) {
+		__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
+		return false;
+	}
+	if (rx.pkt.op->flags & IBA_OP_REQ)
+		sib_resp_packet(rx.qp, &rx.pkt);
+	else
+		sib_comp_packet(rx.qp, &rx.pkt);
+	return true;
+}

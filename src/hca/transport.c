@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The transport half of a QP: the lifecycle of the stage state (allocate,
+ * RESET, the transport attributes of a modify, MR deregistration), and
+ * one engine pass over a QP's stages (IBA 9.7, 10.3.1).  Callers hold
+ * progress_lock, except for init/fini, which run on a QP nobody else can
+ * see yet or any more.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hca/transport.h"
+
+int sib_qp_transport_init(struct sib_qp *qp)
+{
+	qp->resp.rd_res_size = SIB_MAX_RD_ATOMIC + 1;
+	qp->resp.rd_res = calloc(qp->resp.rd_res_size, sizeof(*qp->resp.rd_res));
+	return qp->resp.rd_res ? 0 : ENOMEM;
+}
+
+void sib_qp_transport_fini(struct sib_qp *qp)
+{
+	free(qp->resp.rd_res);
+	qp->resp.rd_res = NULL;
+}
+
+void sib_qp_transport_reset(struct sib_qp *qp)
+{
+	struct sib_read_res *rd_res = qp->resp.rd_res;
+	uint32_t rd_res_size = qp->resp.rd_res_size;
+	uint32_t sq_psn = qp->req.psn, rq_psn = qp->resp.epsn;
+
+	/* PSNs are attributes that RESET keeps until the next modify sets them. */
+	memset(&qp->req, 0, sizeof(qp->req));
+	memset(&qp->comp, 0, sizeof(qp->comp));
+	memset(&qp->resp, 0, sizeof(qp->resp));
+	qp->req.psn = qp->comp.psn = sq_psn;
+	qp->comp.acked_psn = iba_psn_add(sq_psn, IBA_PSN_MASK);
+	qp->comp.retry_left = qp->retry_cnt;
+	qp->comp.rnr_left = qp->rnr_retry;
+	qp->resp.epsn = rq_psn;
+	qp->resp.rd_res = rd_res;
+	qp->resp.rd_res_size = rd_res_size;
+	qp->resp.err_status = IBV_WC_SUCCESS;
+}
+
+void sib_qp_transport_modify(struct sib_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	if (mask & IBV_QP_RETRY_CNT)
+		qp->comp.retry_left = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		qp->comp.rnr_left = a->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN)
+		qp->resp.epsn = a->rq_psn & IBA_PSN_MASK;
+	if (mask & IBV_QP_SQ_PSN) {
+		qp->req.psn = qp->comp.psn = a->sq_psn & IBA_PSN_MASK;
+		qp->comp.acked_psn = iba_psn_add(qp->req.psn, IBA_PSN_MASK);
+	}
+}
+
+void sib_qp_transport_mr_gone(struct sib_qp *qp, const struct sib_mr *mr)
+{
+	if (qp->resp.mr == mr) {
+		qp->resp.mr = NULL;
+		qp->resp.in_write = false;
+	}
+	for (uint32_t i = 0; i < qp->resp.rd_res_size; i++)
+		if (qp->resp.rd_res[i].mr == mr)
+			qp->resp.rd_res[i].mr = NULL;
+}
+
+static void earliest(uint64_t *next, uint64_t t)
+{
+	if (t && (!*next || t < *next))
+		*next = t;
+}
+
+void sib_qp_transport_run(struct sib_qp *qp, uint64_t *now, uint64_t *next)
+{
+	if (qp->state == IBV_QPS_ERR) {
+		if (qp->resp.ack_pending) /* a fatal NAK still owed to the requester */
+			sib_resp_send_ack(qp, qp->resp.ack_syndrome, qp->resp.ack_psn);
+		if (qp->sq_tail != atomic_load_explicit(&qp->sq_head, memory_order_acquire) ||
+		    qp->rq_tail != atomic_load_explicit(&qp->rq_head, memory_order_acquire))
+			sib_qp_flush(qp);
+		return;
+	}
+	if (qp->state < IBV_QPS_RTR)
+		return;
+	sib_resp_run(qp);
+	if (qp->comp.retry_deadline || qp->comp.rnr_deadline) {
+		if (!*now)
+			*now = sib_now_ns();
+		sib_comp_timers(qp, *now);
+	}
+	sib_req_run(qp);
+	sib_comp_local_error(qp);
+	if (qp->state == IBV_QPS_SQD && qp->sqd_event_pending && sib_sq_drained(qp)) {
+		/* IBA 10.3.1: the send queue is drained. */
+		qp->sqd_event_pending = false;
+		sib_qp_async_event(qp, IBV_EVENT_SQ_DRAINED);
+	}
+	if (qp->state != IBV_QPS_ERR) {
+		earliest(next, qp->comp.retry_deadline);
+		earliest(next, qp->comp.rnr_deadline);
+	}
+}

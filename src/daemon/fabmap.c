@@ -101,15 +101,45 @@ static void copy_str(char *dst, size_t size, const char *src)
 	dst[n] = '\0';
 }
 
+/*
+ * Describe CA node n as devs[nd], its ports as the SMA reports them, and
+ * route its LIDs to it in lid_map[].  devs[nd].gen is left to the caller.
+ */
+void sibd_map_set_device(struct sibd *d, uint32_t nd, struct sib_fab_node *n)
+{
+	struct sib_fabric_shm *m = d->shm;
+	struct sib_shm_device *dev = &m->devs[nd];
+	struct sib_shm_port *p;
+	uint32_t lid, nlids;
+	unsigned int pn;
+
+	d->dev_node[nd] = n;
+	copy_str(dev->name, sizeof(dev->name), n->dev_name);
+	copy_str(dev->node_desc, sizeof(dev->node_desc), n->desc);
+	dev->node_guid = n->node_guid;
+	dev->sys_image_guid = n->sys_image_guid;
+	dev->vendor_id = n->vendor_id;
+	dev->vendor_part_id = n->device_id;
+	dev->num_ports = n->num_ports;
+	for (pn = 1; pn <= n->num_ports; pn++) {
+		p = &dev->ports[pn - 1];
+		port_init(p, &n->ports[pn]);
+		if (!p->lid)
+			continue;
+		nlids = 1u << p->lmc;
+		for (lid = p->lid; lid < p->lid + nlids && lid < SIB_UNICAST_LIDS; lid++)
+			atomic_store_explicit(&m->lid_map[lid], SIB_LIDM_MAKE(nd, pn),
+					      memory_order_relaxed);
+	}
+}
+
 /* Fill devs[], ports[] and lid_map[] from the fabric.  0 or -EINVAL (too big). */
 static int map_fill(struct sibd *d)
 {
 	struct sib_fabric_shm *m = d->shm;
-	struct sib_shm_device *dev;
 	struct sib_fab_node *n;
-	struct sib_shm_port *p;
-	uint32_t nd = 0, lid, nlids;
-	unsigned int i, pn;
+	uint32_t nd = 0;
+	unsigned int i;
 
 	for (i = 0; i < d->fab.n_nodes; i++) {
 		n = d->fab.nodes[i];
@@ -124,25 +154,8 @@ static int map_fill(struct sibd *d)
 				 n->id, n->num_ports, SIB_MAX_PORTS);
 			return -EINVAL;
 		}
-		dev = &m->devs[nd];
-		d->dev_node[nd] = n;
-		copy_str(dev->name, sizeof(dev->name), n->dev_name);
-		copy_str(dev->node_desc, sizeof(dev->node_desc), n->desc);
-		dev->node_guid = n->node_guid;
-		dev->sys_image_guid = n->sys_image_guid;
-		dev->vendor_id = n->vendor_id;
-		dev->vendor_part_id = n->device_id;
-		dev->num_ports = n->num_ports;
-		for (pn = 1; pn <= n->num_ports; pn++) {
-			p = &dev->ports[pn - 1];
-			port_init(p, &n->ports[pn]);
-			if (!p->lid)
-				continue;
-			nlids = 1u << p->lmc;
-			for (lid = p->lid; lid < p->lid + nlids && lid < SIB_UNICAST_LIDS; lid++)
-				atomic_store_explicit(&m->lid_map[lid], SIB_LIDM_MAKE(nd, pn),
-						      memory_order_relaxed);
-		}
+		sibd_map_set_device(d, nd, n);
+		atomic_store_explicit(&m->devs[nd].gen, 1, memory_order_relaxed); /* registered */
 		nd++;
 	}
 	m->num_devices = nd;

@@ -81,6 +81,10 @@ bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 	struct iba_pkt *h = &tx->h;
 
 	tx->slot = NULL;
+	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen, qp->port_num ? qp->port_num : 1)) {
+		qp->ctx->port_down_drops++; /* link down: lost on the wire */
+		return true;
+	}
 	tx->ring = dest_ring(qp);
 	if (!tx->ring) {
 		qp->ctx->tx_no_dest++;
@@ -172,6 +176,10 @@ static void rx_packet(struct sib_context *ctx, struct sib_ring_slot *s)
 	     atomic_load_explicit(&sib_fabric->lid_map[pkt.lrh.dlid], memory_order_acquire) : 0;
 	if (!lm || (uint32_t)(lm >> 8) != ctx->dev->index)
 		goto misrouted;
+	if (!sib_port_passes(ctx->dev->index, ctx->dev->gen, lm & 0xff)) {
+		ctx->port_down_drops++; /* arrived on a downed port: the link is down */
+		return;
+	}
 	qp = sib_qp_lookup(ctx, pkt.bth.dqpn);
 	if (!qp || qp->ibv.qp_base.qp_type != IBV_QPT_RC ||
 	    (pkt.bth.opcode & 0xe0) != IBA_TRANSPORT_RC || qp->port_num != (lm & 0xff))

@@ -7,7 +7,8 @@
  * Locking: lib_lock guards the one-time connection and the device array;
  * ctl_lock serializes round trips on the control socket.  Device objects
  * are never freed, so pointers stay stable across ibv_get_device_list calls
- * (librdmacm compares them).
+ * (librdmacm compares them); a device registered at run time in a reused
+ * slot gets a new object (softib device add|remove, docs/events.md).
  */
 #include <endian.h>
 #include <errno.h>
@@ -47,8 +48,7 @@ static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctl_fd = -1;
 static size_t fabric_size;
-static struct sib_device *devices[SIB_MAX_DEVICES];
-static unsigned int num_devices;
+static struct sib_device *devices[SIB_MAX_DEVICES]; /* the newest object per slot */
 
 /* Peer inbox mappings, by inbox index (slow path fills, data path reads).
  * A mapping and its sib_ring are never changed or freed once handed out:
@@ -105,12 +105,13 @@ void sib_obj_destroy(uint32_t handle)
 	(void)sib_ctl_rpc(&m, NULL);
 }
 
-static void init_device(struct sib_device *d, unsigned int index)
+static void init_device(struct sib_device *d, unsigned int index, uint32_t gen)
 {
 	const struct sib_shm_device *sd = &sib_fabric->devs[index];
 
 	memset(d, 0, sizeof(*d));
 	d->index = index;
+	d->gen = gen;
 	d->ibv.node_type = IBV_NODE_CA;
 	d->ibv.transport_type = IBV_TRANSPORT_IB;
 	snprintf(d->ibv.name, sizeof(d->ibv.name), "%s", sd->name);
@@ -153,17 +154,6 @@ static int lib_connect(void)
 		rc = EPROTO;
 		goto err;
 	}
-	num_devices = sib_fabric->num_devices < SIB_MAX_DEVICES ? sib_fabric->num_devices : SIB_MAX_DEVICES;
-	for (unsigned int i = 0; i < num_devices; i++) {
-		if (!devices[i]) {
-			devices[i] = calloc(1, sizeof(*devices[i]));
-			if (!devices[i]) {
-				num_devices = i;
-				break;
-			}
-		}
-		init_device(devices[i], i);
-	}
 	pthread_mutex_lock(&ctl_lock);
 	ctl_fd = fd;
 	pthread_mutex_unlock(&ctl_lock);
@@ -187,21 +177,51 @@ int sib_lib_init(void)
 	return rc;
 }
 
+/*
+ * The registered devices of the map, in slot order, into list; a slot whose
+ * generation changed gets a new object (the older stays reachable: contexts
+ * and applications may hold it).  lib_lock held.  Returns how many.
+ */
+static unsigned int devices_scan(struct ibv_device **list)
+{
+	uint32_t nd = atomic_load_explicit(&sib_fabric->num_devices, memory_order_acquire);
+	struct sib_device *d;
+	unsigned int n = 0;
+	uint32_t gen;
+
+	for (uint32_t i = 0; i < nd && i < SIB_MAX_DEVICES; i++) {
+		gen = atomic_load_explicit(&sib_fabric->devs[i].gen, memory_order_acquire);
+		if (!(gen & 1))
+			continue; /* unregistered */
+		if (!devices[i] || devices[i]->gen != gen) {
+			d = calloc(1, sizeof(*d));
+			if (!d)
+				continue;
+			init_device(d, i, gen);
+			d->older = devices[i];
+			devices[i] = d;
+		}
+		list[n++] = &devices[i]->ibv;
+	}
+	return n;
+}
+
 SIB_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 {
 	struct ibv_device **list;
 	unsigned int n = 0;
 
-	/* No daemon and no autostart: an empty list, like a host without HCAs. */
-	if (sib_lib_init() == 0)
-		n = num_devices;
-	list = calloc(n + 1, sizeof(*list));
+	list = calloc(SIB_MAX_DEVICES + 1, sizeof(*list));
 	if (!list) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (unsigned int i = 0; i < n; i++)
-		list[i] = &devices[i]->ibv;
+	/* No daemon and no autostart: an empty list, like a host without HCAs. */
+	if (sib_lib_init() == 0) {
+		pthread_mutex_lock(&lib_lock);
+		n = devices_scan(list);
+		pthread_mutex_unlock(&lib_lock);
+	}
 	if (num)
 		*num = (int)n;
 	return list;
@@ -284,6 +304,8 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 
 SIB_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)
 {
+	if (sib_ctx_fatal(to_sctx(context)))
+		return EIO; /* rdma-core after DEVICE_FATAL: the kernel answers EIO */
 	fill_device_attr(to_sctx(context), device_attr);
 	return 0;
 }
@@ -344,7 +366,7 @@ static int sib_query_port(struct ibv_context *context, uint8_t port_num,
 			  struct ibv_port_attr *port_attr, size_t port_attr_len)
 {
 	struct ibv_port_attr a;
-	int rc = fill_port_attr(context, port_num, &a);
+	int rc = sib_ctx_fatal(to_sctx(context)) ? EIO : fill_port_attr(context, port_num, &a);
 
 	if (rc)
 		return rc;
@@ -475,9 +497,11 @@ static int synth_sysfs(const char *dir, const char *file, char *buf, size_t size
 
 	if (!sib_fabric)
 		return -1;
-	for (unsigned int i = 0; i < num_devices; i++)
-		if (!strcmp(dir, devices[i]->ibv.ibdev_path))
+	pthread_mutex_lock(&lib_lock);
+	for (unsigned int i = 0; i < SIB_MAX_DEVICES; i++)
+		if (devices[i] && !strcmp(dir, devices[i]->ibv.ibdev_path))
 			d = devices[i];
+	pthread_mutex_unlock(&lib_lock);
 	if (!d)
 		return -1;
 	const struct sib_shm_device *sd = &sib_fabric->devs[d->index];
@@ -590,6 +614,7 @@ SIB_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	m.u.open.dev_index = d->index;
+	m.u.open.dev_gen = d->gen;
 	rc = sib_ctl_rpc(&m, &fd);
 	if (rc || fd < 0) {
 		errno = rc ? rc : EPROTO;
@@ -616,6 +641,11 @@ SIB_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	rc = sib_context_init(ctx);
 	if (rc)
 		goto err_unmap;
+	rc = sib_events_attach(ctx);
+	if (rc) {
+		sib_context_fini(ctx);
+		goto err_unmap;
+	}
 	return &ctx->vctx.context;
 
 err_unmap:
@@ -637,6 +667,7 @@ SIB_EXPORT int ibv_close_device(struct ibv_context *context)
 	struct sib_context *ctx = to_sctx(context);
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_CLOSE_DEVICE };
 
+	sib_events_detach(ctx);
 	sib_context_fini(ctx);
 	m.u.handle = ctx->dev_handle;
 	(void)sib_ctl_rpc(&m, NULL);

@@ -92,10 +92,16 @@ static struct sib_fab_port *free_switch_port(struct sibd *d)
 	return NULL;
 }
 
-/* A GUID above every node, system image and port GUID of the fabric; 0 if none is left. */
+/* Highest GUID handed out by DEVICE_ADD: a removed CA's GUIDs are never reused. */
+static uint64_t guid_given;
+
+/*
+ * need + 1 consecutive GUIDs above every node, system image and port GUID
+ * of the fabric and every one given before; returns the first, 0 if none.
+ */
 static uint64_t fresh_guid(const struct sibd *d, unsigned int need)
 {
-	uint64_t max = SIB_FAB_GUID_PREFIX;
+	uint64_t max = guid_given > SIB_FAB_GUID_PREFIX ? guid_given : SIB_FAB_GUID_PREFIX;
 	unsigned int i, p;
 
 	for (i = 0; i < d->fab.n_nodes; i++) {
@@ -212,6 +218,7 @@ int sibd_cmd_device_add(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	n = new_ca(d, dc->name, sw, guid, lid);
 	if (!n)
 		return -ENOMEM;
+	guid_given = guid + 1;
 
 	/* Fill the slot while its gen is even (nobody uses it), then publish. */
 	dev = &d->shm->devs[idx];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * `softib device add|remove NAME` and `softib port DEV PORT down|up`: the
+ * `softib device add|remove NAME`, `softib port DEV PORT down|up|lid|smlid`: the
  * device registry commands of softibd (docs/events.md).  One request and
  * one reply on a fresh connection; never starts a daemon.  Single-threaded.
  */
@@ -26,6 +26,7 @@ static const char *why(uint16_t op, int err)
 	case ENOSPC: return op == SIB_CTL_DEVICE_ADD ?
 			    "no free switch port, device slot, GUID or LID" : strerror(err);
 	case ENOLINK: return "the port has no link";
+	case EADDRINUSE: return "another port has that LID";
 	case EINVAL: return op == SIB_CTL_PORT_SET ? "bad device name or port number" :
 			    "bad device name (1-63 of A-Z a-z 0-9 _ - .)";
 	default: return strerror(err);
@@ -80,11 +81,26 @@ static int set_name(struct sib_ctl_msg *m, const char *name, const char *prog)
 	return 0;
 }
 
+/* A decimal number in [min, max] into *out.  0, or -1 with a message. */
+static int number(const char *s, long min, long max, uint32_t *out, const char *what,
+		  const char *prog)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 0);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "%s: not a %s: %s\n", prog, what, s);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
 int sib_tool_admin(const char *path, int argc, const char *const *argv, const char *prog)
 {
 	struct sib_ctl_msg m;
-	char *end;
-	long port;
 
 	memset(&m, 0, sizeof(m));
 	if (argc == 3 && !strcmp(argv[0], "device") &&
@@ -98,22 +114,28 @@ int sib_tool_admin(const char *path, int argc, const char *const *argv, const ch
 			printf("%s added (device index %u)\n", m.u.dev.name, m.u.dev.dev_index);
 		return 0;
 	}
-	if (argc == 4 && !strcmp(argv[0], "port") &&
-	    (!strcmp(argv[3], "down") || !strcmp(argv[3], "up"))) {
-		errno = 0;
-		port = strtol(argv[2], &end, 10);
-		if (errno || end == argv[2] || *end || port < 1 || port > 254) {
-			fprintf(stderr, "%s: not a port number: %s\n", prog, argv[2]);
+	if ((argc == 4 || argc == 5) && !strcmp(argv[0], "port")) {
+		if (argc == 4 && !strcmp(argv[3], "down"))
+			m.u.dev.action = SIB_PORT_DOWN;
+		else if (argc == 4 && !strcmp(argv[3], "up"))
+			m.u.dev.action = SIB_PORT_UP;
+		else if (argc == 5 && !strcmp(argv[3], "lid"))
+			m.u.dev.action = SIB_PORT_LID;
+		else if (argc == 5 && !strcmp(argv[3], "smlid"))
+			m.u.dev.action = SIB_PORT_SM_LID;
+		else
+			goto usage;
+		if (number(argv[2], 1, 254, &m.u.dev.port_num, "port number", prog) ||
+		    (argc == 5 && number(argv[4], 1, 0xbfff, &m.u.dev.value, "unicast LID", prog)))
 			return 2;
-		}
 		m.hdr.op = SIB_CTL_PORT_SET;
-		m.u.dev.port_num = (uint32_t)port;
-		m.u.dev.up = !strcmp(argv[3], "up");
 		if (set_name(&m, argv[1], prog))
 			return 2;
 		return run(path, &m, prog);
 	}
-	fprintf(stderr, "%s: expected 'device add|remove NAME' or 'port DEV PORT down|up'."
+usage:
+	fprintf(stderr, "%s: expected 'device add|remove NAME' or"
+		" 'port DEV PORT down|up|lid LID|smlid LID'."
 		"  Try '%s --help'.\n", prog, prog);
 	return 2;
 }

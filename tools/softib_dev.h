@@ -6,7 +6,7 @@
 #define SIB_TOOLS_SOFTIB_DEV_H
 
 /*
- * Run `device add|remove NAME` or `port DEV PORT down|up` (argv[0] is
+ * Run `device add|remove NAME` or `port DEV PORT down|up|lid N|smlid N` (argv[0] is
  * "device" or "port") against the daemon on path (NULL: the default socket).
  * Messages on stdout/stderr prefixed with prog.  Returns the exit status:
  * 0 done, 1 the daemon refused or is not running, 2 usage.

@@ -132,11 +132,21 @@ struct sib_ctl_event {
 	char name[64];        /* device name (SIB_DEV_NAME_MAX) */
 };
 
+/* What PORT_SET does to a port. */
+enum sib_port_action {
+	SIB_PORT_DOWN = 0,    /* PortState DOWN, PortPhysicalState Disabled */
+	SIB_PORT_UP,          /* ACTIVE, LinkUp (the port must have a LID) */
+	SIB_PORT_LID,         /* base LID := value (a free unicast LID) */
+	SIB_PORT_SM_LID,      /* SM LID := value (a unicast LID) */
+	SIB_PORT_ACTION_MAX,
+};
+
 /* DEVICE_ADD, DEVICE_REMOVE and PORT_SET (admin commands, no HELLO needed). */
 struct sib_ctl_dev_cmd {
 	char name[64];        /* in: device name, NUL-terminated */
 	uint32_t port_num;    /* in (PORT_SET): 1-based */
-	uint32_t up;          /* in (PORT_SET): 1 = up (ACTIVE), 0 = down */
+	uint32_t action;      /* in (PORT_SET): enum sib_port_action */
+	uint32_t value;       /* in (PORT_SET): the LID for SIB_PORT_LID / _SM_LID */
 	uint32_t dev_index;   /* out (DEVICE_ADD) */
 	uint32_t dev_gen;     /* out (DEVICE_ADD) */
 };
@@ -166,6 +176,6 @@ struct sib_ctl_msg {
 _Static_assert(sizeof(struct sib_ctl_hdr) == 16, "ctl header is ABI");
 _Static_assert(sizeof(struct sib_ctl_obj) == 24, "ctl obj is ABI");
 _Static_assert(sizeof(struct sib_ctl_event) == 88, "ctl event is ABI");
-_Static_assert(sizeof(struct sib_ctl_dev_cmd) == 80, "ctl dev cmd is ABI");
+_Static_assert(sizeof(struct sib_ctl_dev_cmd) == 84, "ctl dev cmd is ABI");
 
 #endif

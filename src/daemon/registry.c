@@ -312,23 +312,76 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	return 0;
 }
 
-/* ---- ports -------------------------------------------------------------- */
+/* ---- ports ------------------------------------------------------------- */
+
+/* Is lid (with 2^lmc - 1 above it) free of every port but self? */
+static bool lid_free(const struct sibd *d, uint32_t lid, const struct sib_fab_port *self)
+{
+	unsigned int i, p;
+
+	for (i = 0; i < d->fab.n_nodes; i++) {
+		const struct sib_fab_node *n = d->fab.nodes[i];
+
+		for (p = 0; p <= n->num_ports; p++) {
+			const struct sib_fab_port *pt = &n->ports[p];
+
+			if (pt != self && pt->lid && lid >= pt->lid && lid < pt->lid + (1u << pt->lmc))
+				return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Give a linked port a new base LID, as an SM's LID reassignment would: the
+ * old LIDs unroute (packets to them are lost), the new ones lead here.
+ * 0, EINVAL (not unicast, LMC range too high), EADDRINUSE.
+ */
+static int port_relid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t lid)
+{
+	struct sib_fab_port *fp = &d->dev_node[idx]->ports[pn];
+	struct sib_shm_port *p = &d->shm->devs[idx].ports[pn - 1];
+	uint32_t n = 1u << p->lmc, l;
+
+	if (lid == 0 || lid + n > SIB_UNICAST_LIDS)
+		return -EINVAL;
+	for (l = lid; l < lid + n; l++)
+		if (!lid_free(d, l, fp))
+			return -EADDRINUSE;
+	ports_write_begin(d);
+	for (l = p->lid; p->lid && l < p->lid + n && l < SIB_UNICAST_LIDS; l++)
+		atomic_store_explicit(&d->shm->lid_map[l], 0, memory_order_relaxed);
+	for (l = lid; l < lid + n; l++)
+		atomic_store_explicit(&d->shm->lid_map[l], SIB_LIDM_MAKE(idx, pn),
+				      memory_order_relaxed);
+	p->lid = (uint16_t)lid;
+	ports_write_end(d);
+	fp->lid = (uint16_t)lid;
+	return 0;
+}
 
 /*
  * PORT_SET: a port goes DOWN (PortPhysicalState Disabled) or back to ACTIVE
- * (LinkUp), keeping its LID, and every subscriber hears PORT_CHANGE.
- * EINVAL (name, port number), ENODEV, ENOLINK (up: the port has no link).
+ * (LinkUp), keeping its LID; or gets a new LID or SM LID.  Every subscriber
+ * hears PORT_CHANGE, LID_CHANGE or SM_CHANGE; a command that changes
+ * nothing says nothing.  EINVAL (name, port, action, LID), ENODEV, ENOLINK
+ * (the port has no link), EADDRINUSE (LID taken).
  */
 int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
 		      int *pass_fd)
 {
+	static const char *const what[SIB_PORT_ACTION_MAX] = {
+		[SIB_PORT_DOWN] = "down", [SIB_PORT_UP] = "up",
+		[SIB_PORT_LID] = "LID", [SIB_PORT_SM_LID] = "SM LID",
+	};
 	struct sib_ctl_dev_cmd *dc = &m->u.dev;
+	enum sib_event_type type = SIB_EV_PORT_CHANGE;
 	struct sib_shm_port *p;
 	uint8_t state;
-	int idx;
+	int idx, ret;
 
 	(void)pass_fd;
-	if (check_name(dc) || dc->up > 1)
+	if (check_name(dc) || dc->action >= SIB_PORT_ACTION_MAX)
 		return -EINVAL;
 	idx = find_dev(d, dc->name);
 	if (idx < 0)
@@ -336,17 +389,46 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	if (dc->port_num < 1 || dc->port_num > d->shm->devs[idx].num_ports)
 		return -EINVAL;
 	p = &d->shm->devs[idx].ports[dc->port_num - 1];
-	if (dc->up && !p->lid)
+	if (dc->action != SIB_PORT_DOWN && !d->dev_node[idx]->ports[dc->port_num].peer)
 		return -ENOLINK;
-	state = dc->up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
-	if (p->state == state)
-		return 0;
-	ports_write_begin(d);
-	port_set_state(p, state, dc->up ? PHYS_LINKUP : PHYS_DISABLED);
-	ports_write_end(d);
+	switch (dc->action) {
+	case SIB_PORT_DOWN:
+	case SIB_PORT_UP:
+		if (dc->action == SIB_PORT_UP && !p->lid)
+			return -ENOLINK;
+		state = dc->action == SIB_PORT_UP ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+		if (p->state == state)
+			return 0;
+		ports_write_begin(d);
+		port_set_state(p, state, state == IBV_PORT_ACTIVE ? PHYS_LINKUP : PHYS_DISABLED);
+		ports_write_end(d);
+		break;
+	case SIB_PORT_LID:
+		if (dc->value == p->lid)
+			return 0;
+		ret = port_relid(d, (uint32_t)idx, dc->port_num, dc->value);
+		if (ret)
+			return ret;
+		type = SIB_EV_LID_CHANGE;
+		break;
+	default: /* SIB_PORT_SM_LID */
+		if (dc->value == 0 || dc->value >= SIB_UNICAST_LIDS)
+			return -EINVAL;
+		if (dc->value == p->sm_lid)
+			return 0;
+		ports_write_begin(d);
+		p->sm_lid = (uint16_t)dc->value;
+		ports_write_end(d);
+		type = SIB_EV_SM_CHANGE;
+		break;
+	}
 	d->ctr.port_changes++;
-	sibd_log("%s port %u %s (pid %d)", dc->name, dc->port_num, dc->up ? "up" : "down",
-		 (int)c->pid);
-	sibd_event_port(d, SIB_EV_PORT_CHANGE, (uint32_t)idx, (uint8_t)dc->port_num);
+	if (dc->action >= SIB_PORT_LID)
+		sibd_log("%s port %u %s %u (pid %d)", dc->name, dc->port_num, what[dc->action],
+			 dc->value, (int)c->pid);
+	else
+		sibd_log("%s port %u %s (pid %d)", dc->name, dc->port_num, what[dc->action],
+			 (int)c->pid);
+	sibd_event_port(d, type, (uint32_t)idx, (uint8_t)dc->port_num);
 	return 0;
 }

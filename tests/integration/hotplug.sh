@@ -4,7 +4,7 @@
 # clients: `softib device add` gives a CA that ibv_devices lists and that
 # ibv_rc_pingpong runs on; `softib device remove` takes it out of new
 # processes' lists and releases everything; `softib port DEV 1 down|up` is
-# what ibv_devinfo reports.  docs/events.md.
+# what ibv_devinfo reports, and so are `lid` and `smlid`.  docs/events.md.
 . "$(dirname "$0")/lib.sh"
 start_daemon
 softib() { "$SIB_BIN/softib" "$@"; }
@@ -41,8 +41,13 @@ client timeout 20 ibv_devinfo -d softib2 | grep -q 'PORT_DOWN (1)' || fail "soft
 status | grep -q 'state=DOWN phys=Disabled' || fail "status: $(status)"
 softib port softib2 1 up || fail "port up"
 client timeout 20 ibv_devinfo -d softib2 | grep -q 'PORT_ACTIVE (4)' || fail "softib2 not up"
+softib port softib2 1 lid 200 || fail "port lid"
+client timeout 20 ibv_devinfo -d softib2 | grep -Eq 'port_lid:[[:space:]]+200$' || fail "LID not 200"
+softib port softib2 1 lid 2 2>/dev/null && fail "softib0's LID given twice"
+softib port softib2 1 smlid 9 || fail "port smlid"
+client timeout 20 ibv_devinfo -d softib2 | grep -Eq 'sm_lid:[[:space:]]+9$' || fail "SM LID not 9"
 softib port softib2 2 down 2>/dev/null && fail "port 2 of a 1-port CA accepted"
 softib port nosuch 1 down 2>/dev/null && fail "unknown device accepted"
-status | grep -Eq '^events .* devices_added=1 devices_removed=1 port_changes=2' || fail "counters: $(status)"
+status | grep -Eq '^events .* devices_added=1 devices_removed=1 port_changes=4' || fail "counters: $(status)"
 "$SIB_BIN/softib" --help | grep -q 'device add NAME' || fail "--help"
 echo PASS

@@ -61,7 +61,7 @@ static uint64_t now_ms(void)
 
 /* ---- the daemon's commands ---- */
 
-static int admin(uint16_t op, const char *name, uint32_t port, uint32_t up)
+static int admin(uint16_t op, const char *name, uint32_t port, uint32_t action, uint32_t value)
 {
 	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
 	struct sib_ctl_msg m = { .hdr.op = op };
@@ -71,7 +71,8 @@ static int admin(uint16_t op, const char *name, uint32_t port, uint32_t up)
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	snprintf(m.u.dev.name, sizeof(m.u.dev.name), "%s", name);
 	m.u.dev.port_num = port;
-	m.u.dev.up = up;
+	m.u.dev.action = action;
+	m.u.dev.value = value;
 	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
 	close(fd);
 	return m.hdr.status;
@@ -79,7 +80,7 @@ static int admin(uint16_t op, const char *name, uint32_t port, uint32_t up)
 
 static void port_set(const char *dev, int up)
 {
-	assert_int_equal(admin(SIB_CTL_PORT_SET, dev, 1, (uint32_t)up), 0);
+	assert_int_equal(admin(SIB_CTL_PORT_SET, dev, 1, up ? SIB_PORT_UP : SIB_PORT_DOWN, 0), 0);
 }
 
 /*
@@ -354,8 +355,47 @@ static void test_port_down_up(void **state)
 	end_close(&a);
 	end_close(&b);
 	assert_int_equal(ibv_close_device(other), 0);
-	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib0", 2, 0), EINVAL);
-	assert_int_equal(admin(SIB_CTL_PORT_SET, "nosuch", 1, 0), ENODEV);
+	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib0", 2, 0, 0), EINVAL);
+	assert_int_equal(admin(SIB_CTL_PORT_SET, "nosuch", 1, 0, 0), ENODEV);
+}
+
+/* LID and SM LID changes, as an SM would make them. */
+static void test_lid_sm_change(void **state)
+{
+	struct ibv_port_attr pa;
+	struct end a, b;
+
+	(void)state;
+	pair_open(&a, "softib3", &b, "softib0");
+	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib3", 1, SIB_PORT_LID, 100), 0);
+	expect_event(a.ctx, IBV_EVENT_LID_CHANGE);
+	expect_no_event(b.ctx, 50);
+	assert_int_equal(ibv_query_port(a.ctx, 1, &pa), 0);
+	assert_int_equal(pa.lid, 100);
+	assert_int_equal(pa.state, IBV_PORT_ACTIVE);
+	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib3", 1, SIB_PORT_LID, b.lid), EADDRINUSE);
+	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib3", 1, SIB_PORT_LID, 0xc000), EINVAL);
+	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib3", 1, SIB_PORT_SM_LID, 7), 0);
+	expect_event(a.ctx, IBV_EVENT_SM_CHANGE);
+	assert_int_equal(ibv_query_port(a.ctx, 1, &pa), 0);
+	assert_int_equal(pa.sm_lid, 7);
+	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib3", 1, 9, 0), EINVAL);
+
+	/* The old LID leads nowhere now: b's sends to it are lost. */
+	post_send(&b, 1);
+	expect_wc(&b, 1, IBV_WC_RETRY_EXC_ERR);
+	end_close(&b);
+	end_close(&a);
+	/* The new one carries traffic. */
+	pair_open(&a, "softib3", &b, "softib0");
+	assert_int_equal(a.lid, 100);
+	ping(&a, &b);
+	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib3", 1, SIB_PORT_LID, 5), 0);
+	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib3", 1, SIB_PORT_SM_LID, 1), 0);
+	expect_event(a.ctx, IBV_EVENT_LID_CHANGE);
+	expect_event(a.ctx, IBV_EVENT_SM_CHANGE);
+	end_close(&b);
+	end_close(&a);
 }
 
 /* ---- hot-plug ---- */
@@ -373,9 +413,9 @@ static void test_device_add_remove(void **state)
 
 	(void)state;
 	assert_null(find_device("hp0"));
-	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "hp0", 0, 0), 0);
-	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "hp0", 0, 0), EEXIST);
-	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "bad name", 0, 0), EINVAL);
+	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "hp0", 0, 0, 0), 0);
+	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "hp0", 0, 0, 0), EEXIST);
+	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "bad name", 0, 0, 0), EINVAL);
 
 	/* Listed now, with a LID of its own and its port ACTIVE; traffic works. */
 	pair_open(&a, "softib0", &h, "hp0");
@@ -390,8 +430,8 @@ static void test_device_add_remove(void **state)
 	/* Work outstanding on the CA when it goes. */
 	post_recv(&h, 31);
 	post_recv(&h, 32);
-	assert_int_equal(admin(SIB_CTL_DEVICE_REMOVE, "hp0", 0, 0), 0);
-	assert_int_equal(admin(SIB_CTL_DEVICE_REMOVE, "hp0", 0, 0), ENODEV);
+	assert_int_equal(admin(SIB_CTL_DEVICE_REMOVE, "hp0", 0, 0, 0), 0);
+	assert_int_equal(admin(SIB_CTL_DEVICE_REMOVE, "hp0", 0, 0, 0), ENODEV);
 
 	/* Every context on it gets DEVICE_FATAL; softib0's does not. */
 	expect_event(h.ctx, IBV_EVENT_DEVICE_FATAL);
@@ -434,12 +474,12 @@ static void test_device_add_remove(void **state)
 	assert_int_equal(status_value("totals", "devices"), 0);
 
 	/* Added again: a new registration, a new device object; it works. */
-	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "hp0", 0, 0), 0);
+	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "hp0", 0, 0, 0), 0);
 	pair_open(&a, "softib1", &h, "hp0");
 	ping(&a, &h);
 	end_close(&h);
 	end_close(&a);
-	assert_int_equal(admin(SIB_CTL_DEVICE_REMOVE, "hp0", 0, 0), 0);
+	assert_int_equal(admin(SIB_CTL_DEVICE_REMOVE, "hp0", 0, 0, 0), 0);
 	assert_int_equal(status_value("events", "devices_removed"), 2);
 }
 
@@ -594,7 +634,7 @@ static void test_event_storm(void **state)
 	for (flips = 0; flips < 2 * STORM_FLIPS; flips++) {
 		t = now_ms();
 		m.hdr.op = SIB_CTL_PORT_SET;
-		m.u.dev.up = (uint32_t)(flips & 1);
+		m.u.dev.action = (uint32_t)(flips & 1);
 		assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
 		assert_int_equal(m.hdr.status, 0);
 		worst = now_ms() - t > worst ? now_ms() - t : worst;
@@ -740,6 +780,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_port_down_up),
+		cmocka_unit_test(test_lid_sm_change),
 		cmocka_unit_test(test_device_add_remove),
 		cmocka_unit_test(test_cq_handler_one_thread),
 		cmocka_unit_test(test_event_storm),

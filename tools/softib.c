@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The softib command: talks to a running softibd over its control socket
- * (status, stop; device add|remove and port down|up in softib_dev.c).  Never starts a daemon: asking a stopped daemon for its
- * status must not start one.  Single-threaded; no state beyond one socket.
+ * (status, stop; device add|remove and port down|up in softib_dev.c).
+ * Never starts a daemon: asking a stopped daemon for its status must not
+ * start one.  Single-threaded; no state beyond one socket.
  */
 #include <stdio.h>
 #include <string.h>

@@ -15,3 +15,10 @@ if(TARGET softibd AND TARGET sib_common)
     set_tests_properties(daemon_cli PROPERTIES TIMEOUT 60 LABELS integration)
   endif()
 endif()
+
+# The client's read-only view of the fabric map: validation, bounded seqlock.
+if(TARGET sib_common)
+  sib_unit_test(test_fabric_view
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_fabric_view.c
+    LIBS sib_common Threads::Threads)
+endif()

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -376,22 +377,21 @@ static void find_softibd(char *buf, size_t len)
 }
 
 /*
- * Run `softibd --daemon --autostart --socket path` and reap it.  Its first
+ * Run `exe --daemon --autostart --socket path` and reap it.  Its first
  * process exits once the daemon listens (0), finds another daemon holding
- * the lock (0), or fails (non-zero).  Returns 0 or -errno.
+ * the lock (0), or fails (non-zero; its wait status goes to *status).
+ * Returns 0, -EIO (it failed), -ETIMEDOUT or -errno of posix_spawn.
  */
-static int spawn_softibd(const char *path, long long deadline)
+static int spawn_softibd(const char *exe, const char *path, long long deadline, int *status)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD, SIGQUIT };
-	char exe[PATH_MAX];
-	char *argv[] = { exe, "--daemon", "--autostart", "--socket", (char *)path, NULL };
+	char *argv[] = { (char *)exe, "--daemon", "--autostart", "--socket", (char *)path, NULL };
 	posix_spawnattr_t attr;
 	sigset_t none, defs;
 	pid_t pid, w;
 	int ret, st;
 	size_t i;
 
-	find_softibd(exe, sizeof(exe));
 	sigemptyset(&none);
 	sigemptyset(&defs);
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
@@ -409,8 +409,10 @@ static int spawn_softibd(const char *path, long long deadline)
 
 	for (;;) {
 		w = waitpid(pid, &st, WNOHANG);
-		if (w == pid)
+		if (w == pid) {
+			*status = st;
 			return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -EIO;
+		}
 		if (w < 0 && errno == ECHILD)
 			return 0; /* reaped by the application (SIGCHLD ignored) */
 		if (w < 0 && errno != EINTR)
@@ -425,19 +427,46 @@ static int spawn_softibd(const char *path, long long deadline)
 	}
 }
 
+/* Format the reason of a failed open into why (if any); returns err. */
+__attribute__((format(printf, 4, 5)))
+static int say_why(char *why, size_t len, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && len) {
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return err;
+}
+
 int sib_ctl_open(bool allow_autostart)
+{
+	return sib_ctl_open_why(allow_autostart, NULL, 0);
+}
+
+int sib_ctl_open_why(bool allow_autostart, char *why, size_t len)
 {
 	const char *no = getenv("SOFTIB_NO_AUTOSTART");
 	long long deadline, next_spawn;
-	char path[SUN_PATH_MAX];
-	int fd, ret;
+	char path[SUN_PATH_MAX], exe[PATH_MAX];
+	int fd, ret, st = 0;
 
 	ret = sib_ctl_default_path(path, sizeof(path));
 	if (ret)
-		return ret;
+		return say_why(why, len, ret, "control socket path: %s", strerror(-ret));
 	fd = sib_ctl_connect(path);
-	if (fd >= 0 || !nobody_listens(fd) || !allow_autostart || (no && !strcmp(no, "1")))
+	if (fd >= 0)
 		return fd;
+	if (!nobody_listens(fd))
+		return say_why(why, len, fd, "connect %s: %s", path, strerror(-fd));
+	if (!allow_autostart)
+		return say_why(why, len, fd, "no softibd listens on %s", path);
+	if (no && !strcmp(no, "1"))
+		return say_why(why, len, fd, "no softibd listens on %s and autostart is off "
+			       "(SOFTIB_NO_AUTOSTART=1)", path);
+	find_softibd(exe, sizeof(exe));
 
 	/*
 	 * A daemon that is idling out may still hold the lock when ours starts;
@@ -448,16 +477,28 @@ int sib_ctl_open(bool allow_autostart)
 	next_spawn = 0;
 	for (;;) {
 		if (now_ms() >= next_spawn) {
-			ret = spawn_softibd(path, deadline);
+			ret = spawn_softibd(exe, path, deadline, &st);
+			if (ret == -EIO)
+				return say_why(why, len, ret, "%s failed to start for %s (exit "
+					       "status %d); its message is above or in $SOFTIB_LOG",
+					       exe, path, WIFEXITED(st) ? WEXITSTATUS(st) : 128 +
+					       WTERMSIG(st));
+			if (ret == -ETIMEDOUT)
+				return say_why(why, len, ret, "%s did not become ready for %s "
+					       "within %d ms", exe, path, SIB_CTL_AUTOSTART_MS);
 			if (ret)
-				return ret;
+				return say_why(why, len, ret, "could not start softibd (%s): %s",
+					       exe, strerror(-ret));
 			next_spawn = now_ms() + 250;
 		}
 		fd = sib_ctl_connect(path);
-		if (fd >= 0 || !nobody_listens(fd))
+		if (fd >= 0)
 			return fd;
+		if (!nobody_listens(fd))
+			return say_why(why, len, fd, "connect %s: %s", path, strerror(-fd));
 		if (now_ms() >= deadline)
-			return -ETIMEDOUT;
+			return say_why(why, len, -ETIMEDOUT, "softibd (%s) started but %s did "
+				       "not answer within %d ms", exe, path, SIB_CTL_AUTOSTART_MS);
 		sleep_ms(10);
 	}
 }

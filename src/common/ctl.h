@@ -37,6 +37,19 @@ int sib_ctl_connect(const char *path);
  */
 int sib_ctl_open(bool allow_autostart);
 
+/* Room for the reason sib_ctl_open_why() gives. */
+#define SIB_CTL_WHY_MAX 512
+
+/*
+ * sib_ctl_open() that also says, on failure, why in one line without a
+ * trailing newline (the path tried, the step that failed, its error), for
+ * a caller to print: "no softibd listens on PATH and autostart is off
+ * (SOFTIB_NO_AUTOSTART=1)", "could not start softibd (EXE): ...", "softibd
+ * (EXE) failed to start for PATH; its message is above or in $SOFTIB_LOG",
+ * ...  why may be NULL.  Same return values as sib_ctl_open().
+ */
+int sib_ctl_open_why(bool allow_autostart, char *why, size_t len);
+
 /* Bytes of msg that carry meaning for its op (header + body; STATUS: + text.len). */
 size_t sib_ctl_msg_len(const struct sib_ctl_msg *msg);
 

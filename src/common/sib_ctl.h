@@ -15,7 +15,8 @@
 
 #include <stdint.h>
 
-#define SIB_ABI_VERSION 2u
+#define SIB_ABI_VERSION 3u /* 2: sealed read-only map, no counters in it; 3: device
+                               * generations, pushed events, registry commands */
 #define SIB_CTL_MAGIC   0x53494243u /* "SIBC" */
 
 /* Default socket path when SOFTIB_SOCKET is unset: $XDG_RUNTIME_DIR/softib.sock,

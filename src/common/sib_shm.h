@@ -3,11 +3,16 @@
  * Shared memory published by softibd: the fabric map.
  *
  * softibd owns and is the only writer of this map (a memfd handed to each
- * client on HELLO).  Clients read it on the data path without any system
- * call: port attributes, LID -> port, QPN -> owning inbox.  Entries that
- * change while clients run (qp_owner, inbox gen) are single 64/32-bit
- * atomics written with release and read with acquire; port attributes
- * change under the seqlock `port_seq`.
+ * client on HELLO).  It is sealed with F_SEAL_FUTURE_WRITE before any
+ * client sees it: clients can only map it PROT_READ, and a store faults in
+ * the storing process.  softibd keeps its own state privately and only
+ * writes it here; it never reads the map back (DESIGN principle 6).
+ * Clients read it on the data path without any system call: port
+ * attributes, LID -> port, QPN -> owning inbox.  Entries that change while
+ * clients run (qp_owner, inbox gen) are single 64/32-bit atomics written
+ * with release and read with acquire; port attributes change under the
+ * seqlock `port_seq`, read with a bounded number of tries
+ * (common/fabric_view.h).  Counters a client keeps are not in here.
  *
  * Changing any struct in this file changes SIB_ABI_VERSION (sib_ctl.h).
  */
@@ -57,8 +62,6 @@ struct sib_shm_port {
 	uint8_t pad0;
 	uint32_t cap_flags;        /* PortInfo:CapabilityMask */
 	uint16_t pkey[SIB_PKEY_TBL_LEN];
-	_Atomic uint64_t bad_pkey_cntr;
-	_Atomic uint64_t qkey_viol_cntr;
 };
 
 /* One CA node: one verbs device (softib0, ...). */
@@ -112,5 +115,9 @@ struct sib_fabric_shm {
 	_Atomic uint16_t lid_map[SIB_UNICAST_LIDS];
 	_Atomic uint64_t qp_owner[SIB_MAX_QPN];
 };
+
+/* This process's read-only view of the fabric map (common/shm.c): set by
+ * whoever maps it (the verbs library on HELLO, a test), read by the HCA. */
+extern struct sib_fabric_shm *sib_fabric;
 
 #endif

@@ -184,8 +184,8 @@ static int cmd_hello(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *
 		return -EPROTO;
 	}
 	c->hello = true;
-	h->fabric_size = d->shm->size;
-	h->num_devices = d->shm->num_devices;
+	h->fabric_size = (uint32_t)d->shm_size;
+	h->num_devices = d->num_devices;
 	*pass_fd = d->shm_fd;
 	return 0;
 }
@@ -198,9 +198,7 @@ static int cmd_open_device(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	uint32_t handle;
 	int ret;
 
-	if (!sibd_dev_present(d, od->dev_index) ||
-	    od->dev_gen != atomic_load_explicit(&d->shm->devs[od->dev_index].gen,
-						memory_order_relaxed))
+	if (!sibd_dev_present(d, od->dev_index) || od->dev_gen != d->devs[od->dev_index].gen)
 		return -ENODEV;
 	ret = sib_ht_reserve(&c->ht, &handle);
 	if (ret)

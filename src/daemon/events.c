@@ -80,19 +80,19 @@ void sibd_event_push(struct sibd *d, const struct sib_ctl_event *ev)
 }
 
 /*
- * Describe a port (or the whole device, port_num 0) as the map says it is
- * now, for an event of type about devs[dev_index].
+ * Describe a port (or the whole device, port_num 0) as softibd's own record
+ * (d->devs[]) says it is now, for an event of type about devs[dev_index].
  */
 void sibd_event_fill(struct sibd *d, struct sib_ctl_event *ev, enum sib_event_type type,
 		     uint32_t dev_index, uint8_t port_num)
 {
-	const struct sib_shm_device *dev = &d->shm->devs[dev_index];
+	const struct sib_shm_device *dev = &d->devs[dev_index];
 	const struct sib_shm_port *p;
 
 	memset(ev, 0, sizeof(*ev));
 	ev->type = type;
 	ev->dev_index = dev_index;
-	ev->dev_gen = atomic_load_explicit(&dev->gen, memory_order_relaxed);
+	ev->dev_gen = dev->gen;
 	ev->port_num = port_num;
 	memcpy(ev->name, dev->name, sizeof(ev->name));
 	ev->name[sizeof(ev->name) - 1] = '\0';

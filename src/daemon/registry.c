@@ -5,7 +5,9 @@
  * state set by hand (`softib device add|remove`, `softib port ... down|up`).
  * A device is usable from the moment its map entry turns odd until its
  * removal turns it even; removal releases everything clients held on it.
- * Writes the fabric map (ports under port_seq); single-threaded; no locks.
+ * Changes softibd's private state (struct sibd) first, then publishes it
+ * through fabmap.c's writers (ports and LIDs under port_seq); never reads
+ * the map back (DESIGN principle 6).  Single-threaded; no locks.
  */
 #include <errno.h>
 #include <infiniband/verbs.h>
@@ -21,18 +23,17 @@
 
 bool sibd_dev_present(const struct sibd *d, uint32_t dev_index)
 {
-	return dev_index < SIB_MAX_DEVICES &&
-	       dev_index < atomic_load_explicit(&d->shm->num_devices, memory_order_relaxed) &&
-	       (atomic_load_explicit(&d->shm->devs[dev_index].gen, memory_order_relaxed) & 1);
+	return dev_index < SIB_MAX_DEVICES && dev_index < d->num_devices &&
+	       (d->devs[dev_index].gen & 1);
 }
 
 /* Index of the present device called name, or -1. */
 static int find_dev(const struct sibd *d, const char *name)
 {
-	uint32_t i, n = atomic_load_explicit(&d->shm->num_devices, memory_order_relaxed);
+	uint32_t i;
 
-	for (i = 0; i < n && i < SIB_MAX_DEVICES; i++)
-		if (sibd_dev_present(d, i) && !strcmp(d->shm->devs[i].name, name))
+	for (i = 0; i < d->num_devices && i < SIB_MAX_DEVICES; i++)
+		if (sibd_dev_present(d, i) && !strcmp(d->devs[i].name, name))
 			return (int)i;
 	return -1;
 }
@@ -54,22 +55,10 @@ static int check_name(struct sib_ctl_dev_cmd *c)
 	return 0;
 }
 
-/* Port attributes change under the map's seqlock (readers retry, bounded). */
-static void ports_write_begin(struct sibd *d)
-{
-	atomic_fetch_add_explicit(&d->shm->port_seq, 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-}
-
-static void ports_write_end(struct sibd *d)
-{
-	atomic_fetch_add_explicit(&d->shm->port_seq, 1, memory_order_release);
-}
-
-/* The data path reads `state` alone (one atomic load per packet). */
+/* A private port's state; published by the caller (fabmap.c). */
 static void port_set_state(struct sib_shm_port *p, uint8_t state, uint8_t phys)
 {
-	__atomic_store_n(&p->state, state, __ATOMIC_RELEASE);
+	p->state = state;
 	p->phys_state = phys;
 }
 
@@ -133,7 +122,7 @@ static uint16_t fresh_lid(const struct sibd *d)
 					used[n->ports[p].lid + l] = 1;
 	}
 	for (l = 1; l < SIB_UNICAST_LIDS && !lid; l++)
-		if (!used[l] && !atomic_load_explicit(&d->shm->lid_map[l], memory_order_relaxed))
+		if (!used[l])
 			lid = (uint16_t)l;
 	free(used);
 	return lid;
@@ -142,12 +131,12 @@ static uint16_t fresh_lid(const struct sibd *d)
 /* The first never-used or unregistered devs[] slot, or -1. */
 static int free_dev_slot(const struct sibd *d)
 {
-	uint32_t i, n = atomic_load_explicit(&d->shm->num_devices, memory_order_relaxed);
+	uint32_t i;
 
-	for (i = 0; i < n && i < SIB_MAX_DEVICES; i++)
+	for (i = 0; i < d->num_devices && i < SIB_MAX_DEVICES; i++)
 		if (!sibd_dev_present(d, i))
 			return (int)i;
-	return n < SIB_MAX_DEVICES ? (int)n : -1;
+	return d->num_devices < SIB_MAX_DEVICES ? (int)d->num_devices : -1;
 }
 
 /* A single-port CA called name, cabled to sw, with LID lid: appended to the fabric. */
@@ -196,12 +185,10 @@ int sibd_cmd_device_add(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 			int *pass_fd)
 {
 	struct sib_ctl_dev_cmd *dc = &m->u.dev;
-	struct sib_shm_device *dev;
 	struct sib_fab_port *sw;
 	struct sib_fab_node *n;
 	uint64_t guid;
 	uint16_t lid;
-	uint32_t gen;
 	int idx;
 
 	(void)pass_fd;
@@ -220,21 +207,22 @@ int sibd_cmd_device_add(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 		return -ENOMEM;
 	guid_given = guid + 1;
 
-	/* Fill the slot while its gen is even (nobody uses it), then publish. */
-	dev = &d->shm->devs[idx];
-	ports_write_begin(d);
+	/* Our record first; then fill the map's slot while its gen is even
+	 * (nobody uses it), and only then make the gen odd. */
 	sibd_map_set_device(d, (uint32_t)idx, n);
-	ports_write_end(d);
-	gen = atomic_load_explicit(&dev->gen, memory_order_relaxed) + 1;
-	atomic_store_explicit(&dev->gen, gen, memory_order_release);
-	if ((uint32_t)idx >= atomic_load_explicit(&d->shm->num_devices, memory_order_relaxed))
-		atomic_store_explicit(&d->shm->num_devices, (uint32_t)idx + 1,
-				      memory_order_release);
+	d->devs[idx].gen++;
+	if ((uint32_t)idx >= d->num_devices)
+		d->num_devices = (uint32_t)idx + 1;
+	sibd_map_write_begin(d);
+	sibd_map_put_device(d, (uint32_t)idx);
+	sibd_map_put_routes(d, (uint32_t)idx, true);
+	sibd_map_write_end(d);
+	sibd_map_publish_gen(d, (uint32_t)idx);
 	d->ctr.devices_added++;
 	sibd_log("device %s added by pid %d: index %d, GUID 0x%016" PRIx64 ", LID %u, on %s[%u]",
 		 dc->name, (int)c->pid, idx, guid, lid, sw->node->id, sw->num);
 	dc->dev_index = (uint32_t)idx;
-	dc->dev_gen = gen;
+	dc->dev_gen = d->devs[idx].gen;
 	sibd_event_port(d, SIB_EV_DEVICE_ADD, (uint32_t)idx, 0);
 	return 0;
 }
@@ -278,8 +266,6 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	struct sib_shm_device *dev;
 	struct sib_ctl_event ev;
 	struct sibd_client *cl;
-	struct sib_shm_port *p;
-	uint32_t lid;
 	unsigned int pn;
 	int idx;
 
@@ -289,19 +275,19 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	idx = find_dev(d, dc->name);
 	if (idx < 0)
 		return -ENODEV;
-	dev = &d->shm->devs[idx];
+	dev = &d->devs[idx];
 	sibd_event_fill(d, &ev, SIB_EV_DEVICE_REMOVE, (uint32_t)idx, 0);
 
-	atomic_store_explicit(&dev->gen, ev.dev_gen + 1, memory_order_release);
-	ports_write_begin(d);
-	for (pn = 1; pn <= dev->num_ports; pn++) {
-		p = &dev->ports[pn - 1];
-		port_set_state(p, IBV_PORT_DOWN, PHYS_DISABLED);
-		for (lid = p->lid; p->lid && lid < p->lid + (1u << p->lmc) &&
-		     lid < SIB_UNICAST_LIDS; lid++)
-			atomic_store_explicit(&d->shm->lid_map[lid], 0, memory_order_relaxed);
-	}
-	ports_write_end(d);
+	/* Unregistered in our record, then in the map: gen even first, so the
+	 * data path stops before the ports go down and the LIDs unroute. */
+	dev->gen++;
+	sibd_map_publish_gen(d, (uint32_t)idx);
+	for (pn = 1; pn <= dev->num_ports && pn <= SIB_MAX_PORTS; pn++)
+		port_set_state(&dev->ports[pn - 1], IBV_PORT_DOWN, PHYS_DISABLED);
+	sibd_map_write_begin(d);
+	sibd_map_put_device(d, (uint32_t)idx);
+	sibd_map_put_routes(d, (uint32_t)idx, false);
+	sibd_map_write_end(d);
 	for (cl = d->clients; cl; cl = cl->next)
 		sibd_client_device_gone(d, cl, (uint32_t)idx);
 	drop_node(d, d->dev_node[idx]);
@@ -340,23 +326,21 @@ static bool lid_free(const struct sibd *d, uint32_t lid, const struct sib_fab_po
 static int port_relid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t lid)
 {
 	struct sib_fab_port *fp = &d->dev_node[idx]->ports[pn];
-	struct sib_shm_port *p = &d->shm->devs[idx].ports[pn - 1];
-	uint32_t n = 1u << p->lmc, l;
+	struct sib_shm_port *p = &d->devs[idx].ports[pn - 1];
+	uint32_t n = 1u << p->lmc, l, old = p->lid;
 
 	if (lid == 0 || lid + n > SIB_UNICAST_LIDS)
 		return -EINVAL;
 	for (l = lid; l < lid + n; l++)
 		if (!lid_free(d, l, fp))
 			return -EADDRINUSE;
-	ports_write_begin(d);
-	for (l = p->lid; p->lid && l < p->lid + n && l < SIB_UNICAST_LIDS; l++)
-		atomic_store_explicit(&d->shm->lid_map[l], 0, memory_order_relaxed);
-	for (l = lid; l < lid + n; l++)
-		atomic_store_explicit(&d->shm->lid_map[l], SIB_LIDM_MAKE(idx, pn),
-				      memory_order_relaxed);
 	p->lid = (uint16_t)lid;
-	ports_write_end(d);
 	fp->lid = (uint16_t)lid;
+	sibd_map_write_begin(d);
+	sibd_map_put_lids(d, old, n, 0);
+	sibd_map_put_lids(d, lid, n, SIB_LIDM_MAKE(idx, pn));
+	sibd_map_put_device(d, idx);
+	sibd_map_write_end(d);
 	return 0;
 }
 
@@ -386,9 +370,9 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	idx = find_dev(d, dc->name);
 	if (idx < 0)
 		return -ENODEV;
-	if (dc->port_num < 1 || dc->port_num > d->shm->devs[idx].num_ports)
+	if (dc->port_num < 1 || dc->port_num > d->devs[idx].num_ports)
 		return -EINVAL;
-	p = &d->shm->devs[idx].ports[dc->port_num - 1];
+	p = &d->devs[idx].ports[dc->port_num - 1];
 	if (dc->action != SIB_PORT_DOWN && !d->dev_node[idx]->ports[dc->port_num].peer)
 		return -ENOLINK;
 	switch (dc->action) {
@@ -399,9 +383,8 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 		state = dc->action == SIB_PORT_UP ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 		if (p->state == state)
 			return 0;
-		ports_write_begin(d);
 		port_set_state(p, state, state == IBV_PORT_ACTIVE ? PHYS_LINKUP : PHYS_DISABLED);
-		ports_write_end(d);
+		sibd_map_publish_device(d, (uint32_t)idx);
 		break;
 	case SIB_PORT_LID:
 		if (dc->value == p->lid)
@@ -416,9 +399,8 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 			return -EINVAL;
 		if (dc->value == p->sm_lid)
 			return 0;
-		ports_write_begin(d);
 		p->sm_lid = (uint16_t)dc->value;
-		ports_write_end(d);
+		sibd_map_publish_device(d, (uint32_t)idx);
 		type = SIB_EV_SM_CHANGE;
 		break;
 	}

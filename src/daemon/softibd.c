@@ -50,7 +50,10 @@ static const char usage[] =
 "                        instead of the embedded default (one switch, 4 CAs)\n"
 "      --socket PATH     control socket; default $SOFTIB_SOCKET, else\n"
 "                        $XDG_RUNTIME_DIR/softib.sock, else\n"
-"                        /tmp/softib-<uid>/softib.sock\n"
+"                        /tmp/softib-<uid>/softib.sock.  Its directory is\n"
+"                        created (0700) if missing; one that is a symlink,\n"
+"                        owned by another user or writable by group or\n"
+"                        others is refused (exit 1)\n"
 "      --idle-exit SECS  exit after SECS without any client (0 = never)\n"
 "      --autostart       started on demand by a client: exit 0 quietly if a\n"
 "                        daemon already runs; idle exit after $SOFTIB_IDLE_EXIT\n"
@@ -216,32 +219,46 @@ too_long:
 }
 
 /*
- * The directory of the default socket: create it 0700 if missing, and refuse
- * one that another user owns or others can enter (/tmp is shared).
+ * The socket's directory, for any socket path: create it (0700) if it is
+ * missing, and refuse one that others could use to hijack or replace our
+ * socket or lock (/tmp is shared): a symlink or not a directory, owned by
+ * another uid, or writable by group or others.  0, or -1 after one line on
+ * stderr saying what is wrong (exit status 1).
  */
 static int private_dir(const char *sock)
 {
 	char dir[PATH_MAX];
+	uid_t uid = geteuid();
 	struct stat st;
 	char *slash;
 
 	snprintf(dir, sizeof(dir), "%s", sock);
 	slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = '\0';
+	if (!slash)
+		return 0; /* socket_path() made it absolute */
+	slash[slash == dir] = '\0'; /* "/x.sock" lives in "/" */
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-		sibd_log("mkdir %s: %s", dir, strerror(errno));
+		sibd_log("cannot create the socket directory %s: %s", dir, strerror(errno));
 		return -1;
 	}
 	if (lstat(dir, &st) < 0) {
-		sibd_log("%s: %s", dir, strerror(errno));
+		sibd_log("socket directory %s: %s", dir, strerror(errno));
 		return -1;
 	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
-		sibd_log("%s: not a private directory of uid %u (mode %03o, owner %u)", dir,
-			 (unsigned int)geteuid(), (unsigned int)(st.st_mode & 0777),
-			 (unsigned int)st.st_uid);
+	if (S_ISLNK(st.st_mode) || !S_ISDIR(st.st_mode)) {
+		sibd_log("refusing socket directory %s: %s", dir,
+			 S_ISLNK(st.st_mode) ? "it is a symbolic link" : "not a directory");
+		return -1;
+	}
+	if (st.st_uid != uid) {
+		sibd_log("refusing socket directory %s: owned by uid %u, not by us (uid %u)", dir,
+			 (unsigned int)st.st_uid, (unsigned int)uid);
+		return -1;
+	}
+	if (st.st_mode & 022) {
+		sibd_log("refusing socket directory %s: writable by group or others (mode %04o); "
+			 "chmod go-w it or choose another --socket", dir,
+			 (unsigned int)(st.st_mode & 07777));
 		return -1;
 	}
 	return 0;
@@ -443,7 +460,7 @@ fail:
 	return -1;
 }
 
-static int setup(struct sibd *d, bool default_path)
+static int setup(struct sibd *d)
 {
 	int ret;
 
@@ -451,7 +468,7 @@ static int setup(struct sibd *d, bool default_path)
 	fd_limits();
 	if (setup_signals(d))
 		return SETUP_FAILED;
-	if (default_path && private_dir(d->sock_path))
+	if (private_dir(d->sock_path))
 		return SETUP_FAILED;
 	ret = take_lock(d);
 	if (ret != SETUP_OK)
@@ -590,7 +607,7 @@ int main(int argc, char **argv)
 	if (o.daemon)
 		ready_fd = detach();
 	d.start_ms = d.idle_since_ms = sibd_now_ms();
-	ret = setup(&d, !o.socket && !getenv("SOFTIB_SOCKET"));
+	ret = setup(&d);
 	if (ret == SETUP_RUNNING && !o.autostart)
 		sibd_log("another softibd already serves %s", d.sock_path);
 	if (ret != SETUP_OK) {
@@ -608,7 +625,7 @@ int main(int argc, char **argv)
 	else
 		snprintf(idle, sizeof(idle), "after %lld s", d.idle_ms / 1000);
 	sibd_log("listening on %s: %u devices, topology %s, idle exit %s", d.sock_path,
-		 d.shm->num_devices, d.topology ? d.topology : "default", idle);
+		 d.num_devices, d.topology ? d.topology : "default", idle);
 	ret = run(&d);
 	teardown(&d, true);
 	return ret;

@@ -49,10 +49,15 @@ struct sibd_client {
 	struct sibd_ev_sub ev;          /* pushed events (events.c) */
 };
 
-/* A fabric-wide inbox slot (the shared part is shm->inboxes[i]). */
+/*
+ * A fabric-wide inbox slot.  This is the authoritative record; fabmap.c
+ * copies gen, pid and dev_index into shm->inboxes[i] and never reads them back.
+ */
 struct sibd_inbox {
 	int fd;                         /* memfd, -1 = free */
 	struct sibd_client *owner;
+	uint32_t gen;                   /* odd = live; bumped on open and close */
+	uint32_t dev_index;
 };
 
 struct sibd_counters {
@@ -71,14 +76,26 @@ struct sibd {
 	char sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	long long idle_ms;              /* < 0: never idle out */
 
-	/* fabric and its shared map (fabmap.c is the only writer) */
+	/*
+	 * The fabric and its authoritative state, private to softibd: devices
+	 * and port attributes, inboxes, QPN allocation.  The shared map is
+	 * written from these (fabmap.c is its only writer) and never read back:
+	 * nothing a client does to the map can change what softibd believes.
+	 */
 	struct sib_fabric fab;
 	struct sib_fab_node *dev_node[SIB_MAX_DEVICES]; /* devs[i] -> its node */
-	int shm_fd;
-	struct sib_fabric_shm *shm;
+	uint32_t num_devices;
+	struct sib_shm_device devs[SIB_MAX_DEVICES];
 	struct sibd_inbox inbox[SIB_MAX_INBOXES];
 	uint32_t inbox_next, inboxes_used;
+	uint64_t qpn_bits[SIB_MAX_QPN / 64]; /* bit q set = QPN q given out */
 	uint32_t qpn_next, qpns_used;
+	uint32_t port_seq;              /* the map's seqlock count we last stored */
+
+	/* the shared map: sealed F_SEAL_FUTURE_WRITE, so only our mapping writes */
+	int shm_fd;
+	size_t shm_size;
+	struct sib_fabric_shm *shm;
 
 	/* event loop (softibd.c) */
 	int lock_fd, listen_fd, ep_fd, sig_fd;
@@ -96,8 +113,23 @@ long long sibd_now_ms(void);
 /* fabmap.c */
 int sibd_fabric_load(struct sibd *d);
 int sibd_map_create(struct sibd *d);
+void sibd_map_publish_ports(struct sibd *d);
 void sibd_map_destroy(struct sibd *d);
+/* Private state only: devs[nd] (all but gen) and dev_node[nd] from CA node n. */
 void sibd_map_set_device(struct sibd *d, uint32_t nd, struct sib_fab_node *n);
+/*
+ * Writers of the map from the private state (never read back).  put_*
+ * go between write_begin and write_end (the seqlock port_seq);
+ * publish_device is one such section for devs[idx]; publish_gen stores
+ * devs[idx].gen and num_devices with release, after the slot is filled.
+ */
+void sibd_map_write_begin(struct sibd *d);
+void sibd_map_write_end(struct sibd *d);
+void sibd_map_put_device(struct sibd *d, uint32_t idx);
+void sibd_map_put_lids(struct sibd *d, uint32_t lid, uint32_t n, uint16_t entry);
+void sibd_map_put_routes(struct sibd *d, uint32_t idx, bool route);
+void sibd_map_publish_device(struct sibd *d, uint32_t idx);
+void sibd_map_publish_gen(struct sibd *d, uint32_t idx);
 int sibd_inbox_alloc(struct sibd *d, struct sibd_client *owner, uint32_t dev_index,
 		     uint32_t *inbox);
 void sibd_inbox_free(struct sibd *d, uint32_t inbox);

@@ -100,10 +100,10 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 	fprintf(f, "softibd pid=%d abi=%u socket=%s topology=%s clients=%u uptime=%lld\n",
 		(int)getpid(), SIB_ABI_VERSION, d->sock_path, d->topology ? d->topology : "default",
 		d->nclients, (sibd_now_ms() - d->start_ms) / 1000);
-	for (i = 0; i < d->shm->num_devices; i++) {
+	for (i = 0; i < d->num_devices; i++) {
 		if (!sibd_dev_present(d, i))
 			continue; /* unregistered */
-		dev = &d->shm->devs[i];
+		dev = &d->devs[i];
 		fprintf(f, "device name=%s node_guid=%s ports=%u\n", dev->name,
 			guid_str(dev->node_guid, g), dev->num_ports);
 		for (pn = 1; pn <= dev->num_ports; pn++)

@@ -5,7 +5,9 @@
  * async events on every context of the device (IBA 11.6.3; as the kernel's
  * ib_dispatch_event reaches every open ucontext).  The thread blocks in
  * recv (no CPU when idle) and is the only deliverer, so no event is ever
- * raised from inside the verb that caused it (seed 004).  Locking: ev_lock
+ * raised from inside the verb that caused it (seed 004).  The connection
+ * comes from the host (sib_hca_host.subscribe); ports are re-read from the
+ * map only through the bounded seqlock reader.  Locking: ev_lock
  * guards the context list and every context's port cache; it is taken
  * before a context's progress_lock, never after.
  */
@@ -16,9 +18,8 @@
 #include <unistd.h>
 
 #include "common/ctl.h"
+#include "common/fabric_view.h"
 #include "hca/hca.h"
-
-#define SEQ_TRIES 10000 /* seqlock read attempts before giving up */
 
 static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sib_context *ev_ctxs;  /* registered contexts */
@@ -30,20 +31,6 @@ bool sib_ctx_fatal(struct sib_context *ctx)
 	return atomic_load_explicit(&ctx->ev.fatal, memory_order_acquire) != 0;
 }
 
-/* Copy a port of the map under its seqlock, bounded.  false if it kept changing. */
-static bool read_port(const struct sib_shm_port *p, struct sib_shm_port *out)
-{
-	uint32_t seq;
-
-	for (int i = 0; i < SEQ_TRIES; i++) {
-		seq = atomic_load_explicit(&sib_fabric->port_seq, memory_order_acquire);
-		memcpy(out, (const void *)p, sizeof(*out));
-		atomic_thread_fence(memory_order_acquire);
-		if (!(seq & 1) && seq == atomic_load_explicit(&sib_fabric->port_seq, memory_order_relaxed))
-			return true;
-	}
-	return false;
-}
 
 /*
  * DEVICE_FATAL (IBA 11.6.3.1, "CA catastrophic error"; rdma-core after a
@@ -105,8 +92,11 @@ static void ctx_resync(struct sib_context *ctx, bool baseline)
 		ctx_fatal(ctx); /* removed (and perhaps replaced) meanwhile */
 		return;
 	}
-	for (unsigned int pn = 1; pn <= sd->num_ports && pn <= SIB_MAX_PORTS; pn++) {
-		if (!read_port(&sd->ports[pn - 1], &p))
+	for (unsigned int pn = 1; pn <= sib_fabric_num_ports(sd); pn++) {
+		/* bounded (fabric_view.h); a port that kept changing is left as last
+		 * heard: the event that changed it is on its way or was counted lost */
+		if (sib_fabric_port_read(sib_fabric, SIB_MAX_DEVICES, ctx->dev->index,
+					 (uint8_t)pn, &p))
 			continue;
 		if (baseline) {
 			ctx->ev.state[pn - 1] = p.state;
@@ -184,24 +174,23 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
-/* Open the event connection and start the reader.  ev_lock held.  0 or errno. */
+/*
+ * Open the event connection (the host's subscribe hook) and start the
+ * reader.  ev_lock held.  0 or errno; 0 without a reader when the host
+ * pushes no events.
+ */
 static int reader_start(void)
 {
-	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_SUBSCRIBE };
 	sigset_t all, old;
 	pthread_attr_t attr;
 	pthread_t tid;
 	int fd, rc;
 
-	fd = sib_ctl_open(false); /* the daemon serving our control connection */
+	if (!sib_host || !sib_host->subscribe)
+		return 0;
+	fd = sib_host->subscribe();
 	if (fd < 0)
 		return -fd;
-	m.u.subscribe.abi_version = SIB_ABI_VERSION;
-	rc = sib_ctl_call(fd, &m, NULL);
-	if (rc || m.hdr.status) {
-		close(fd);
-		return rc ? -rc : m.hdr.status;
-	}
 	ev_fd = fd;
 	/* No application signal handler runs on our thread. */
 	sigfillset(&all);

@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The software HCA: verbs objects as the transport engine sees them.
+ * Private to src/hca (the layer above sees provider.h only).
  *
  * Locking (seed 004: verbs are reentrant, post/poll/notify never sleep):
  *  - ctx->progress_lock serializes the engine: whoever holds it (the engine
  *    thread or an application thread inside post/poll) consumes the inbox
  *    and runs requester, responder and completer for every QP of the context.
- *    Destroying a QP, CQ or MR takes it, so the engine never sees a freed
- *    object (unpublish under the lock, then free).
+ *    It also guards the engine's own QP schedule (qp_list) and the MR
+ *    pointers transport state keeps between packets.
+ *  - Object lifetime is the object tables' (common/objtab.h): QPs by QPN and
+ *    MRs by key index per context, CQs process-wide.  Destroy unpublishes,
+ *    then waits for references, then frees.
  *  - qp->sq_lock / qp->rq_lock protect the producer index of the SQ / RQ
  *    against concurrent posters; cq->lock protects the CQ ring.
  *  - Nothing here is shared with another process except the inbox rings and
@@ -22,9 +26,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/objtab.h"
 #include "common/sib_shm.h"
 #include "hca/events.h"
 #include "hca/mr_check.h"
+#include "hca/provider.h"
 #include "hca/ring.h"
 #include "iba/iba.h"
 
@@ -54,25 +60,19 @@ struct sib_device {
 	uint8_t verbs_private[40];     /* the rest of verbs_device */
 	uint32_t index;                /* in sib_fabric->devs[] */
 	uint32_t gen;                  /* sib_fabric->devs[index].gen when listed */
-	struct sib_device *older;      /* earlier device at this index (kept, never freed) */
 };
 
 /* Memory region: lkey == rkey == index << 8 | key byte (STYLE 6.8). */
 struct sib_mr {
 	struct ibv_mr ibv;
 	uint32_t handle;               /* softibd object handle */
+	uint64_t tab_handle;           /* in ctx->mrs */
 	struct sib_mr_range range;     /* PD handle, iova, length, access */
 };
 
 struct sib_pd {
 	struct ibv_pd ibv;
 	_Atomic int usecnt;            /* MRs and QPs on it: dealloc gives EBUSY */
-};
-
-struct sib_comp_channel {
-	struct ibv_comp_channel ibv;
-	int wfd;                       /* write end of the event pipe */
-	uint32_t handle;
 };
 
 /* Completion queue: a ring of ibv_wc under cq->lock. */
@@ -86,9 +86,9 @@ struct sib_cq {
 	_Atomic int armed;             /* 0, SIB_CQ_ARM_NEXT or SIB_CQ_ARM_SOLICITED */
 	bool overflow;
 	_Atomic int usecnt;            /* QPs on it: destroy gives EBUSY */
-	uint32_t reg_id, reg_gen;      /* names the CQ in event records (verbs/cq.c) */
-	uint32_t events_reported;      /* completion events delivered (under the registry lock) */
-	uint32_t async_reported;       /* CQ_ERR async events delivered */
+	uint32_t reg_id, reg_gen;      /* names the CQ in event records: sib_cq_tab handle */
+	_Atomic uint32_t events_reported; /* completion events delivered */
+	_Atomic uint32_t async_reported;  /* CQ_ERR async events delivered */
 	uint32_t empty_polls;          /* poll_cq calls in a row that found nothing */
 	_Atomic uint32_t in_handler;   /* sib_cq_push running: seed 004 says never twice */
 	_Atomic uint64_t handler_overlaps; /* pushes that found another one running */
@@ -146,6 +146,7 @@ struct sib_qp {
 	struct ibv_qp_ex ibv;          /* ibv_qp first */
 	struct sib_context *ctx;
 	uint32_t obj_handle;
+	uint64_t tab_handle;           /* in ctx->qps */
 	struct sib_qp *next_in_ctx;    /* context's QP list (under progress_lock) */
 
 	/* attributes (authoritative state is `state`; mirrored to ibv.qp_base.state) */
@@ -258,12 +259,10 @@ struct sib_context {
 	pthread_t engine;
 	bool engine_started;
 
-	pthread_mutex_t obj_lock;      /* QP table and MR table changes */
-	struct sib_qp **qp_tbl[256];   /* by QPN: [qpn >> 8][qpn & 255] */
-	struct sib_qp *qp_list;        /* under progress_lock */
-	struct sib_mr **mr_dir[SIB_MR_DIR];
-	uint32_t mr_next;              /* next MR index to try */
-	uint8_t mr_keygen;
+	struct sib_objtab qps;         /* by QPN */
+	struct sib_objtab mrs;         /* by key index (key >> 8) */
+	struct sib_qp *qp_list;        /* the engine's schedule, under progress_lock */
+	_Atomic uint8_t mr_keygen;
 
 	int async_wfd;                 /* write end of the async event pipe */
 	_Atomic uint64_t next_deadline; /* earliest timer, 0 = none (read by the engine thread) */
@@ -299,11 +298,22 @@ void sib_engine_stop(struct sib_context *ctx);
 void sib_progress(struct sib_context *ctx);
 /* Wake the engine thread (e.g. the app is about to block). */
 void sib_engine_kick(struct sib_context *ctx);
+/*
+ * Engine-context lookups (caller holds ctx->progress_lock): the live QP
+ * with this QPN, the live MR with this exact key, or NULL.  No reference is
+ * kept: destroy_qp takes the QP off the engine's schedule, and dereg_mr
+ * clears the MR from transport state, under the progress lock before they
+ * free.  Outside the engine use sib_objtab_get/put on ctx->qps / ctx->mrs.
+ */
 struct sib_qp *sib_qp_lookup(struct sib_context *ctx, uint32_t qpn);
 struct sib_mr *sib_mr_lookup(struct sib_context *ctx, uint32_t key);
-/* Map a peer inbox (slow path: asks softibd). NULL if it is gone. */
+/* Map a peer inbox through the host (slow path). NULL if it is gone. */
 struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen);
-extern struct sib_fabric_shm *sib_fabric;
+/* The process's host hooks (provider.c). */
+extern const struct sib_hca_host *sib_host;
+/* CQs by (reg_id, reg_gen): completion records name them (cq_ops.c). */
+extern struct sib_objtab sib_cq_tab;
+int sib_cq_tab_init(void);
 
 /* cq.c */
 /* Add a completion; raise the channel event if armed.  Engine context. */
@@ -319,21 +329,26 @@ void sib_comp_timers(struct sib_qp *qp, uint64_t now);
  * the cause; no async event is raised (as rxe and mlx5).  Engine context. */
 void sib_qp_enter_error(struct sib_qp *qp);
 void sib_qp_flush(struct sib_qp *qp);
-/*
- * Event records.  They name objects by id and generation, never by
- * pointer: an object destroyed while its events wait in the pipe is
- * skipped when they are read (rdma-core discards them the same way).
- */
-struct sib_comp_rec {
-	uint32_t cq_id, cq_gen;
-};
-struct sib_async_rec {
-	uint32_t type;                 /* enum ibv_event_type */
-	uint32_t id;                   /* QPN, CQ registry id, or port number */
-	uint32_t gen;                  /* QP object handle, CQ registry generation */
-	uint32_t pad;
-};
 
+/* Provider entry points (the sib_hca_ops table in provider.c). */
+struct ibv_qp *sib_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+int sib_destroy_qp(struct ibv_qp *qp);
+int sib_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+int sib_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init);
+int sib_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int sib_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+struct ibv_cq *sib_create_cq(struct ibv_context *context, int cqe,
+			     struct ibv_comp_channel *channel, int comp_vector);
+struct ibv_cq_ex *sib_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);
+int sib_destroy_cq(struct ibv_cq *cq);
+int sib_resize_cq(struct ibv_cq *cq, int cqe);
+int sib_poll_cq(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+int sib_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+struct ibv_cq *sib_cq_event(const struct sib_comp_rec *rec);
+/* The CQ a CQ_ERR record names, counting the delivery; NULL if gone. */
+struct sib_cq *sib_cq_async_deliver(uint32_t id, uint32_t gen);
 /* Post an async event to the context's async fd. */
 void sib_async_event(struct sib_context *ctx, enum ibv_event_type type, uint32_t id, uint32_t gen);
 /* An async event about a QP (counted for ibv_destroy_qp). */

@@ -14,16 +14,21 @@ enum ibv_wc_status sib_sge_check(struct sib_context *ctx, uint32_t pd, const str
 	for (uint32_t i = 0; i < num_sge; i++) {
 		const struct sib_mr *mr;
 		struct sib_mr_range local;
+		uint64_t h;
+		bool ok;
 
 		if (!sge[i].length)
 			continue;
-		mr = sib_mr_lookup(ctx, sge[i].lkey);          /* (1), (2) */
+		mr = sib_objtab_get_index(&ctx->mrs, sge[i].lkey >> 8, &h);
 		if (!mr)
-			return IBV_WC_LOC_PROT_ERR;
+			return IBV_WC_LOC_PROT_ERR;             /* (1) */
 		/* Local SGEs address the MR by virtual address, not iova. */
 		local = mr->range;
 		local.iova = (uintptr_t)mr->ibv.addr;
-		if (sib_mr_check(&local, pd, sge[i].addr, sge[i].length, need) != SIB_KEY_OK)
+		ok = mr->ibv.lkey == sge[i].lkey &&             /* (2) */
+		     sib_mr_check(&local, pd, sge[i].addr, sge[i].length, need) == SIB_KEY_OK;
+		sib_objtab_put(&ctx->mrs, h);
+		if (!ok)
 			return IBV_WC_LOC_PROT_ERR;             /* (3), (4), (6) */
 	}
 	return IBV_WC_SUCCESS;

@@ -20,15 +20,14 @@
 #include <unistd.h>
 
 #include "common/ctl.h"
+#include "common/fabric_view.h"
 #include "common/sib_ctl.h"
-#include "hca/hca.h"
+#include "hca/ring.h"
 #include "verbs/export.h"
 #include "verbs/sib_verbs.h"
 
 #undef ibv_query_port
 
-_Static_assert(__builtin_offsetof(struct sib_device, verbs_ops) == 664, "verbs_device.ops at +664");
-_Static_assert(sizeof(struct sib_device) >= 712, "device objects are at least verbs_device");
 _Static_assert(sizeof(struct verbs_context) == 648, "verbs_context size (sz)");
 _Static_assert(__builtin_offsetof(struct verbs_context, sz) == 312, "sz at ctx-8");
 _Static_assert(__builtin_offsetof(struct verbs_context, context) == 320, "context last");
@@ -38,17 +37,18 @@ _Static_assert(sizeof(struct ibv_device_attr_ex) == 400, "ibv_device_attr_ex");
 _Static_assert(sizeof(struct ibv_qp_ex) == 352, "ibv_qp_ex");
 _Static_assert(sizeof(struct ibv_cq_ex) == 288, "ibv_cq_ex");
 
-/* The exported ibv_query_port@@IBVERBS_1.1 fills this many bytes: the
- * _compat_ibv_port_attr of old binaries, up to and including `flags`. */
-#define SIB_COMPAT_PORT_ATTR_BYTES 48
-
-struct sib_fabric_shm *sib_fabric;
-
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctl_fd = -1;
-static size_t fabric_size;
-static struct sib_device *devices[SIB_MAX_DEVICES]; /* the newest object per slot */
+static struct ibv_device *devices[SIB_MAX_DEVICES]; /* the newest object per slot */
+
+/* Devices replaced in their slot: kept (contexts and applications may hold
+ * them), and reachable, so that they are not leaks.  Under lib_lock. */
+struct retired_device {
+	struct retired_device *next;
+	struct ibv_device *dev;
+};
+static struct retired_device *retired;
 
 /* Peer inbox mappings, by inbox index (slow path fills, data path reads).
  * A mapping and its sib_ring are never changed or freed once handed out:
@@ -105,55 +105,93 @@ void sib_obj_destroy(uint32_t handle)
 	(void)sib_ctl_rpc(&m, NULL);
 }
 
-static void init_device(struct sib_device *d, unsigned int index, uint32_t gen)
+/* The ibv_device names libibverbs fills from sysfs in rdma-core. */
+static void init_device(struct ibv_device *d, unsigned int index)
 {
 	const struct sib_shm_device *sd = &sib_fabric->devs[index];
 
-	memset(d, 0, sizeof(*d));
-	d->index = index;
-	d->gen = gen;
-	d->ibv.node_type = IBV_NODE_CA;
-	d->ibv.transport_type = IBV_TRANSPORT_IB;
-	snprintf(d->ibv.name, sizeof(d->ibv.name), "%s", sd->name);
-	snprintf(d->ibv.dev_name, sizeof(d->ibv.dev_name), "uverbs%u", index);
-	snprintf(d->ibv.dev_path, sizeof(d->ibv.dev_path),
+	snprintf(d->name, sizeof(d->name), "%s", sd->name);
+	snprintf(d->dev_name, sizeof(d->dev_name), "uverbs%u", index);
+	snprintf(d->dev_path, sizeof(d->dev_path),
 		 "/sys/class/infiniband_verbs/uverbs%u", index);
-	snprintf(d->ibv.ibdev_path, sizeof(d->ibv.ibdev_path),
+	snprintf(d->ibdev_path, sizeof(d->ibdev_path),
 		 "%s/class/infiniband/%s", ibv_get_sysfs_path(), sd->name);
 }
+
+/*
+ * Say once per process, on stderr as rdma-core prints its warnings, why
+ * there is no softib device; errno is left as err.
+ */
+static void warn_no_daemon(const char *why, int err)
+{
+	static atomic_bool said;
+
+	if (!atomic_exchange(&said, true))
+		fprintf(stderr, "libibverbs: Warning: softib: %s; no devices\n", why);
+	errno = err;
+}
+
+static struct sib_ring *verbs_peer_ring(uint32_t inbox, uint32_t gen);
+
+/*
+ * A second connection to the daemon serving ours, subscribed to every
+ * pushed event (docs/events.md), for the HCA's event reader.  fd or -errno.
+ */
+static int verbs_subscribe(void)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_SUBSCRIBE };
+	int fd, rc;
+
+	fd = sib_ctl_open(false);
+	if (fd < 0)
+		return fd;
+	m.u.subscribe.abi_version = SIB_ABI_VERSION;
+	rc = sib_ctl_call(fd, &m, NULL);
+	if (rc || m.hdr.status) {
+		close(fd);
+		return rc ? rc : -(int)m.hdr.status;
+	}
+	return fd;
+}
+
+/* What the HCA gets from this library: softibd's registry, inboxes and events. */
+static const struct sib_hca_host verbs_host = {
+	.obj_create = sib_obj_create,
+	.obj_destroy = sib_obj_destroy,
+	.peer_ring = verbs_peer_ring,
+	.subscribe = verbs_subscribe,
+};
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */
 static int lib_connect(void)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
+	char why[SIB_CTL_WHY_MAX];
 	int fd, mfd = -1, rc;
-	void *map;
 
-	fd = sib_ctl_open(true);
-	if (fd < 0)
+	fd = sib_ctl_open_why(true, why, sizeof(why));
+	if (fd < 0) {
+		warn_no_daemon(why, -fd);
 		return -fd;
+	}
 	m.u.hello.abi_version = SIB_ABI_VERSION;
 	m.u.hello.pid = getpid();
 	rc = sib_ctl_call(fd, &m, &mfd);
 	if (rc < 0 || m.hdr.status || mfd < 0) {
 		rc = rc < 0 ? -rc : m.hdr.status ? m.hdr.status : EPROTO;
+		snprintf(why, sizeof(why), "HELLO to softibd failed (ABI %u; the daemon's %u): %s",
+			 SIB_ABI_VERSION, m.u.hello.abi_version, strerror(rc));
 		goto err;
 	}
-	map = mmap(NULL, m.u.hello.fabric_size, PROT_READ, MAP_SHARED, mfd, 0);
+	rc = -sib_fabric_view_attach(&sib_fview, mfd, m.u.hello.fabric_size);
 	close(mfd);
 	mfd = -1;
-	if (map == MAP_FAILED) {
-		rc = errno;
+	if (rc) {
+		snprintf(why, sizeof(why), "fabric map of softibd: %s", strerror(rc));
 		goto err;
 	}
-	sib_fabric = map;
-	fabric_size = m.u.hello.fabric_size;
-	if (sib_fabric->magic != SIB_SHM_MAGIC || sib_fabric->abi_version != SIB_ABI_VERSION) {
-		munmap(map, fabric_size);
-		sib_fabric = NULL;
-		rc = EPROTO;
-		goto err;
-	}
+	sib_fabric = (struct sib_fabric_shm *)sib_fview.map;
+	sib_hca_set_host(&verbs_host);
 	pthread_mutex_lock(&ctl_lock);
 	ctl_fd = fd;
 	pthread_mutex_unlock(&ctl_lock);
@@ -162,6 +200,7 @@ err:
 	if (mfd >= 0)
 		close(mfd);
 	close(fd);
+	warn_no_daemon(why, rc);
 	return rc;
 }
 
@@ -179,29 +218,40 @@ int sib_lib_init(void)
 
 /*
  * The registered devices of the map, in slot order, into list; a slot whose
- * generation changed gets a new object (the older stays reachable: contexts
- * and applications may hold it).  lib_lock held.  Returns how many.
+ * generation changed gets a new object from the HCA (the older one is kept
+ * in `retired`).  lib_lock held.  Returns how many.
  */
 static unsigned int devices_scan(struct ibv_device **list)
 {
-	uint32_t nd = atomic_load_explicit(&sib_fabric->num_devices, memory_order_acquire);
-	struct sib_device *d;
+	struct retired_device *r;
+	struct ibv_device *d;
 	unsigned int n = 0;
-	uint32_t gen;
+	uint32_t nd, gen;
 
-	for (uint32_t i = 0; i < nd && i < SIB_MAX_DEVICES; i++) {
+	sib_fabric_view_refresh(&sib_fview);
+	nd = sib_fview.num_devices;
+	for (uint32_t i = 0; i < nd; i++) {
 		gen = atomic_load_explicit(&sib_fabric->devs[i].gen, memory_order_acquire);
 		if (!(gen & 1))
 			continue; /* unregistered */
-		if (!devices[i] || devices[i]->gen != gen) {
-			d = calloc(1, sizeof(*d));
-			if (!d)
+		if (!devices[i] || sib_hca_device_ops.device_gen(devices[i]) != gen) {
+			r = devices[i] ? malloc(sizeof(*r)) : NULL;
+			if (devices[i] && !r)
 				continue;
-			init_device(d, i, gen);
-			d->older = devices[i];
+			d = sib_hca_device_ops.alloc_device(i, gen);
+			if (!d) {
+				free(r);
+				continue;
+			}
+			init_device(d, i);
+			if (r) {
+				r->dev = devices[i];
+				r->next = retired;
+				retired = r;
+			}
 			devices[i] = d;
 		}
-		list[n++] = &devices[i]->ibv;
+		list[n++] = devices[i];
 	}
 	return n;
 }
@@ -239,157 +289,41 @@ SIB_EXPORT const char *ibv_get_device_name(struct ibv_device *device)
 
 SIB_EXPORT __be64 ibv_get_device_guid(struct ibv_device *device)
 {
-	struct sib_device *d = (struct sib_device *)device;
-
-	return htobe64(sib_fabric->devs[d->index].node_guid);
+	return htobe64(sib_fabric->devs[sib_hca_device_ops.device_index(device)].node_guid);
 }
 
 SIB_EXPORT int ibv_get_device_index(struct ibv_device *device)
 {
-	return (int)((struct sib_device *)device)->index;
+	return (int)sib_hca_device_ops.device_index(device);
+}
+
+static const struct sib_shm_device *dev_of(struct ibv_context *ctx)
+{
+	return &sib_fabric->devs[sib_hca_device_ops.device_index(ctx->device)];
 }
 
 static const struct sib_shm_port *get_port(struct ibv_context *ctx, uint8_t port_num)
 {
-	const struct sib_shm_device *sd = &sib_fabric->devs[to_sctx(ctx)->dev->index];
+	const struct sib_shm_device *sd = dev_of(ctx);
 
-	if (port_num < 1 || port_num > sd->num_ports)
+	if (port_num < 1 || port_num > sib_fabric_num_ports(sd))
 		return NULL;
 	return &sd->ports[port_num - 1];
 }
 
-/* Read a port under the fabric seqlock. */
-static void read_port(const struct sib_shm_port *p, struct sib_shm_port *out)
+/* A consistent copy of a port: 0, EINVAL (no such port) or EAGAIN (fabric_view.h). */
+static int read_port(struct ibv_context *ctx, uint8_t port_num, struct sib_shm_port *out)
 {
-	uint32_t seq;
-
-	do {
-		seq = atomic_load_explicit(&sib_fabric->port_seq, memory_order_acquire);
-		memcpy(out, (const void *)p, sizeof(*out));
-		atomic_thread_fence(memory_order_acquire);
-	} while ((seq & 1) || seq != atomic_load_explicit(&sib_fabric->port_seq, memory_order_relaxed));
-}
-
-static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
-{
-	const struct sib_shm_device *sd = &sib_fabric->devs[ctx->dev->index];
-
-	memset(a, 0, sizeof(*a));
-	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", SIB_FW_VERSION);
-	a->node_guid = htobe64(sd->node_guid);
-	a->sys_image_guid = htobe64(sd->sys_image_guid);
-	a->max_mr_size = UINT64_MAX;
-	a->page_size_cap = 0xfffff000;
-	a->vendor_id = sd->vendor_id;
-	a->vendor_part_id = sd->vendor_part_id;
-	a->hw_ver = sd->hw_ver;
-	a->max_qp = SIB_MAX_QPN - 2;
-	a->max_qp_wr = SIB_MAX_QP_WR;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT;
-	a->max_sge = SIB_MAX_SGE;
-	a->max_sge_rd = SIB_MAX_SGE;
-	a->max_cq = 1 << 16;
-	a->max_cqe = SIB_MAX_CQE;
-	a->max_mr = SIB_MR_DIR * SIB_MR_PAGE - 1;
-	a->max_pd = 1 << 16;
-	a->max_qp_rd_atom = SIB_MAX_RD_ATOMIC;
-	a->max_res_rd_atom = SIB_MAX_RD_ATOMIC * (SIB_MAX_QPN - 2);
-	a->max_qp_init_rd_atom = SIB_MAX_RD_ATOMIC;
-	a->atomic_cap = IBV_ATOMIC_NONE;
-	a->max_pkeys = SIB_PKEY_TBL_LEN;
-	a->local_ca_ack_delay = 15;
-	a->phys_port_cnt = sd->num_ports;
-}
-
-SIB_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)
-{
-	if (sib_ctx_fatal(to_sctx(context)))
-		return EIO; /* rdma-core after DEVICE_FATAL: the kernel answers EIO */
-	fill_device_attr(to_sctx(context), device_attr);
-	return 0;
-}
-
-static int sib_query_device_ex(struct ibv_context *context,
-			       const struct ibv_query_device_ex_input *input,
-			       struct ibv_device_attr_ex *attr, size_t attr_size)
-{
-	struct ibv_device_attr_ex a;
-
-	if (input && input->comp_mask)
-		return EINVAL;
-	if (attr_size < sizeof(attr->orig_attr))
-		return EINVAL;
-	memset(&a, 0, sizeof(a));
-	fill_device_attr(to_sctx(context), &a.orig_attr);
-	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
-	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
-	if (attr_size > sizeof(a))
-		memset((char *)attr + sizeof(a), 0, attr_size - sizeof(a));
-	return 0;
-}
-
-static int fill_port_attr(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *a)
-{
-	const struct sib_shm_port *sp = get_port(context, port_num);
-	struct sib_shm_port p;
-
-	if (!sp)
-		return EINVAL;
-	read_port(sp, &p);
-	memset(a, 0, sizeof(*a));
-	a->state = p.state;
-	a->max_mtu = p.max_mtu;
-	a->active_mtu = p.active_mtu;
-	a->gid_tbl_len = SIB_GID_TBL_LEN;
-	a->port_cap_flags = p.cap_flags;
-	a->max_msg_sz = SIB_MAX_MSG_SZ;
-	a->bad_pkey_cntr = (uint32_t)p.bad_pkey_cntr;
-	a->qkey_viol_cntr = (uint32_t)p.qkey_viol_cntr;
-	a->pkey_tbl_len = SIB_PKEY_TBL_LEN;
-	a->lid = p.lid;
-	a->sm_lid = p.sm_lid;
-	a->lmc = p.lmc;
-	a->max_vl_num = p.max_vl_num;
-	a->sm_sl = p.sm_sl;
-	a->subnet_timeout = p.subnet_timeout;
-	a->init_type_reply = p.init_type_reply;
-	a->active_width = p.active_width;
-	a->active_speed = p.active_speed;
-	a->phys_state = p.phys_state;
-	a->link_layer = IBV_LINK_LAYER_INFINIBAND;
-	return 0;
-}
-
-/* vctx->query_port: the inline ibv_query_port of verbs.h passes its own size. */
-static int sib_query_port(struct ibv_context *context, uint8_t port_num,
-			  struct ibv_port_attr *port_attr, size_t port_attr_len)
-{
-	struct ibv_port_attr a;
-	int rc = sib_ctx_fatal(to_sctx(context)) ? EIO : fill_port_attr(context, port_num, &a);
-
-	if (rc)
-		return rc;
-	memcpy(port_attr, &a, port_attr_len < sizeof(a) ? port_attr_len : sizeof(a));
-	return 0;
-}
-
-/* ibv_query_port@@IBVERBS_1.1: old binaries pass the 48-byte compat struct. */
-SIB_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
-			      struct _compat_ibv_port_attr *port_attr)
-{
-	return sib_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
-			      SIB_COMPAT_PORT_ATTR_BYTES);
+	return -sib_fabric_port_read(sib_fview.map, sib_fview.num_devices,
+				     sib_hca_device_ops.device_index(ctx->device), port_num, out);
 }
 
 static int gid_of(struct ibv_context *context, uint8_t port_num, unsigned int index, union ibv_gid *gid)
 {
-	const struct sib_shm_port *sp = get_port(context, port_num);
 	struct sib_shm_port p;
 
-	if (!sp || index >= SIB_GID_TBL_LEN)
+	if (index >= SIB_GID_TBL_LEN || read_port(context, port_num, &p))
 		return EINVAL;
-	read_port(sp, &p);
 	gid->global.subnet_prefix = htobe64(p.gid_prefix);
 	gid->global.interface_id = htobe64(p.port_guid);
 	return 0;
@@ -423,12 +357,12 @@ SIB_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 SIB_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
 					size_t max_entries, uint32_t flags, size_t entry_size)
 {
-	const struct sib_shm_device *sd = &sib_fabric->devs[to_sctx(context)->dev->index];
+	const struct sib_shm_device *sd = dev_of(context);
 	size_t n = 0;
 
 	if (flags || entry_size < sizeof(struct ibv_gid_entry))
 		return -EINVAL;
-	for (unsigned int port = 1; port <= sd->num_ports; port++) {
+	for (unsigned int port = 1; port <= sib_fabric_num_ports(sd); port++) {
 		for (unsigned int i = 0; i < SIB_GID_TBL_LEN; i++) {
 			if (n >= max_entries)
 				return -EINVAL;
@@ -493,22 +427,23 @@ SIB_EXPORT const char *ibv_get_sysfs_path(void)
 static int synth_sysfs(const char *dir, const char *file, char *buf, size_t size)
 {
 	char val[128];
-	struct sib_device *d = NULL;
+	struct ibv_device *d = NULL;
 
 	if (!sib_fabric)
 		return -1;
 	pthread_mutex_lock(&lib_lock);
 	for (unsigned int i = 0; i < SIB_MAX_DEVICES; i++)
-		if (devices[i] && !strcmp(dir, devices[i]->ibv.ibdev_path))
+		if (devices[i] && !strcmp(dir, devices[i]->ibdev_path))
 			d = devices[i];
 	pthread_mutex_unlock(&lib_lock);
 	if (!d)
 		return -1;
-	const struct sib_shm_device *sd = &sib_fabric->devs[d->index];
+	uint32_t index = sib_hca_device_ops.device_index(d);
+	const struct sib_shm_device *sd = &sib_fabric->devs[index];
 	uint64_t g = sd->node_guid;
 
 	if (!strcmp(file, "board_id"))
-		snprintf(val, sizeof(val), "SOFTIB_%04x", d->index);
+		snprintf(val, sizeof(val), "SOFTIB_%04x", index);
 	else if (!strcmp(file, "fw_ver"))
 		snprintf(val, sizeof(val), "%s", SIB_FW_VERSION);
 	else if (!strcmp(file, "hca_type"))
@@ -564,7 +499,7 @@ SIB_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 
 /* ---- peers ---- */
 
-struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen)
+static struct sib_ring *verbs_peer_ring(uint32_t inbox, uint32_t gen)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_GET_INBOX };
 	struct sib_ring *r = NULL;
@@ -603,9 +538,10 @@ out:
 
 SIB_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
-	struct sib_device *d = (struct sib_device *)device;
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_OPEN_DEVICE };
-	struct sib_context *ctx;
+	struct sib_hca_attach at = { 0 };
+	struct ibv_context *ctx = NULL;
+	size_t size;
 	int fd, rc;
 
 	rc = sib_lib_init();
@@ -613,45 +549,44 @@ SIB_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		errno = rc;
 		return NULL;
 	}
-	m.u.open.dev_index = d->index;
-	m.u.open.dev_gen = d->gen;
+	m.u.open.dev_index = sib_hca_device_ops.device_index(device);
+	m.u.open.dev_gen = sib_hca_device_ops.device_gen(device); /* never another CA in the slot */
 	rc = sib_ctl_rpc(&m, &fd);
 	if (rc || fd < 0) {
 		errno = rc ? rc : EPROTO;
 		return NULL;
 	}
-	ctx = calloc(1, sizeof(*ctx));
-	if (!ctx) {
-		rc = ENOMEM;
+	size = m.u.open.inbox_size;
+	if (size < SIB_INBOX_BYTES) {
+		rc = EPROTO;
 		goto err_close;
 	}
-	ctx->dev = d;
-	ctx->dev_handle = m.u.open.handle;
-	ctx->inbox_idx = m.u.open.inbox;
-	ctx->inbox_gen = m.u.open.inbox_gen;
-	ctx->inbox_size = m.u.open.inbox_size;
-	ctx->inbox_base = mmap(NULL, ctx->inbox_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	at.dev_handle = m.u.open.handle;
+	at.inbox_idx = m.u.open.inbox;
+	at.inbox_gen = m.u.open.inbox_gen;
+	at.inbox_base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	fd = -1;
-	if (ctx->inbox_base == MAP_FAILED) {
+	if (at.inbox_base == MAP_FAILED) {
 		rc = errno;
-		goto err_free;
+		goto err_close;
 	}
-	sib_ring_attach(&ctx->inbox, ctx->inbox_base);
-	rc = sib_context_init(ctx);
+	ctx = sib_hca_device_ops.alloc_context(device, &at);
+	if (!ctx) {
+		rc = errno;
+		goto err_unmap;
+	}
+	rc = sib_verbs_set_ops(ctx, &sib_hca_ops);
 	if (rc)
-		goto err_unmap;
-	rc = sib_events_attach(ctx);
-	if (rc) {
-		sib_context_fini(ctx);
-		goto err_unmap;
-	}
-	return &ctx->vctx.context;
+		goto err_free;
+	sib_verbs_priv(ctx)->inbox_base = at.inbox_base;
+	sib_verbs_priv(ctx)->inbox_size = size;
+	return ctx;
 
-err_unmap:
-	munmap(ctx->inbox_base, ctx->inbox_size);
 err_free:
-	free(ctx);
+	sib_hca_ops.free_context(ctx);
+err_unmap:
+	munmap(at.inbox_base, size);
 err_close:
 	if (fd >= 0)
 		close(fd);
@@ -664,22 +599,15 @@ err_close:
 
 SIB_EXPORT int ibv_close_device(struct ibv_context *context)
 {
-	struct sib_context *ctx = to_sctx(context);
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_CLOSE_DEVICE };
+	struct sib_verbs_priv *priv = sib_verbs_priv(context);
+	void *base = priv->inbox_base;
+	size_t size = priv->inbox_size;
 
-	sib_events_detach(ctx);
-	sib_context_fini(ctx);
-	m.u.handle = ctx->dev_handle;
+	m.u.handle = sib_hca_device_ops.dev_handle(context);
+	sib_verbs_unset_ops(context);
+	sib_hca_ops.free_context(context);
 	(void)sib_ctl_rpc(&m, NULL);
-	munmap(ctx->inbox_base, ctx->inbox_size);
-	free(ctx);
+	munmap(base, size);
 	return 0;
-}
-
-void sib_device_ops_init(struct sib_context *ctx)
-{
-	ctx->vctx.query_port = sib_query_port;
-	ctx->vctx.query_device_ex = sib_query_device_ex;
-	ctx->vctx.context.ops._compat_query_device = ibv_query_device;
-	ctx->vctx.context.ops._compat_query_port = ibv_query_port;
 }

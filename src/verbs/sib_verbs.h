@@ -6,13 +6,17 @@
 #ifndef SIB_VERBS_H
 #define SIB_VERBS_H
 
+#include <infiniband/verbs.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/sib_ctl.h"
-#include "hca/hca.h"
+#include "hca/provider.h"
 
-#define SIB_FW_VERSION "0.1.0"
+/* The exported ibv_query_port@@IBVERBS_1.1 fills this many bytes: the
+ * _compat_ibv_port_attr of old binaries, up to and including `flags`. */
+#define SIB_COMPAT_PORT_ATTR_BYTES 48
 
 /* libibverbs' sysfs helpers; driver.h (which declares them) is not installed. */
 const char *ibv_get_sysfs_path(void);
@@ -28,12 +32,23 @@ int sib_obj_create(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type
 		   uint32_t *handle, uint32_t *qpn);
 void sib_obj_destroy(uint32_t handle);
 
-/* cq.c: the CQ an event record names, counting the delivery; NULL if gone. */
-struct sib_cq *sib_cq_deliver(uint32_t id, uint32_t gen, bool async);
+/* What verbs keeps per context, behind verbs_context.priv (rdma-core's
+ * struct verbs_ex_private): the merged ops and the inbox mapping. */
+struct sib_verbs_priv {
+	struct sib_hca_ops ops;
+	void *inbox_base;
+	size_t inbox_size;
+};
 
-/* Context setup done after the inbox is mapped (verbs.c).  0 or errno. */
-int sib_context_init(struct sib_context *ctx);
-void sib_context_fini(struct sib_context *ctx);
-void sib_device_ops_init(struct sib_context *ctx);
+static inline struct sib_verbs_priv *sib_verbs_priv(struct ibv_context *context)
+{
+	return (struct sib_verbs_priv *)verbs_get_ctx(context)->priv;
+}
+
+/* ops.c: the context's ops (provider's, or the fallbacks). */
+const struct sib_hca_ops *sib_get_ops(struct ibv_context *context);
+/* Attach the provider's ops to a new context (verbs_set_ops).  0 or ENOMEM. */
+int sib_verbs_set_ops(struct ibv_context *context, const struct sib_hca_ops *ops);
+void sib_verbs_unset_ops(struct ibv_context *context);
 
 #endif

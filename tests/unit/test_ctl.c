@@ -815,6 +815,269 @@ static void test_cleanup_on_exit(void **state)
 	assert_int_equal(g.map->inboxes[child_inbox].pid, 0);
 }
 
+/*
+ * DESIGN principle 6: the map is read-only to clients.  The fd refuses a
+ * writable shared mapping, write(2) and mprotect to writable; a client that
+ * stores into its mapping dies of SIGSEGV alone, and softibd, which never
+ * reads the map back, keeps serving with its state intact.
+ */
+static void test_map_read_only(void **state)
+{
+	struct sib_ctl_open_device od;
+	struct sib_fabric_shm *w;
+	struct sib_ctl_obj o;
+	int fd = client(), mapfd, st, i;
+	char *text;
+	void *p;
+	pid_t pid;
+
+	assert_int_equal(hello(fd, &mapfd), 0);
+	assert_int_equal(fcntl(mapfd, F_GET_SEALS) & F_SEAL_FUTURE_WRITE, F_SEAL_FUTURE_WRITE);
+	errno = 0;
+	assert_true(mmap(NULL, g.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, mapfd, 0) ==
+		    MAP_FAILED);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(pwrite(mapfd, "x", 1, 0), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(fcntl(mapfd, F_ADD_SEALS, F_SEAL_WRITE), -1); /* sealed for good */
+	p = mmap(NULL, g.map_size, PROT_READ, MAP_SHARED, mapfd, 0);
+	assert_true(p != MAP_FAILED);
+	assert_int_equal(mprotect(p, 4096, PROT_READ | PROT_WRITE), -1);
+	assert_int_equal(errno, EACCES);
+
+	/* a private copy-on-write mapping may be scribbled on: nobody else sees it */
+	w = mmap(NULL, g.map_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, mapfd, 0);
+	assert_true(w != MAP_FAILED);
+	w->num_devices = 0xffffffff;
+	atomic_store(&w->port_seq, 1);
+	for (i = 0; i < SIB_MAX_QPN; i++)
+		atomic_store_explicit(&w->qp_owner[i], ~0ull, memory_order_relaxed);
+	munmap(w, g.map_size);
+	close(mapfd);
+
+	/* the three stores of issue 5, through the shared mapping: the writer faults */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		w = p;
+		signal(SIGSEGV, SIG_DFL); /* not cmocka's handler */
+		w->num_devices = 0xffffffff;
+		atomic_store(&w->port_seq, 1);
+		for (i = 0; i < SIB_MAX_QPN; i++)
+			atomic_store_explicit(&w->qp_owner[i], ~0ull, memory_order_relaxed);
+		_exit(0);
+	}
+	st = wait_child(pid, WAIT_MS);
+	assert_true(st >= 0);
+	assert_true(WIFSIGNALED(st));
+	assert_int_equal(WTERMSIG(st), SIGSEGV);
+	munmap(p, g.map_size);
+
+	/* softibd serves on, from its own state */
+	assert_int_equal(g.map->num_devices, 4);
+	assert_int_equal(atomic_load(&g.map->port_seq) & 1, 0);
+	text = status_text();
+	assert_non_null(find_line(text, "device name=softib3 "));
+	assert_null(find_line(text, "device name=softib4 "));
+	free(text);
+	assert_int_equal(open_dev(fd, 0, &od, NULL), 0);
+	assert_int_equal(create_obj(fd, SIB_OBJ_QP, od.handle, IBV_QPT_RC, &o), 0);
+	assert_true(o.qpn >= 2 && o.qpn < SIB_MAX_QPN);
+	assert_int_not_equal(qp_owner(o.qpn), 0);
+	close(fd);
+}
+
+/*
+ * Inboxes are the one shared memory clients write.  softibd never maps
+ * them: garbage over a client's own inbox and over a peer's it got with
+ * GET_INBOX leaves the daemon serving, and both are released as usual.
+ */
+static void test_inbox_garbage(void **state)
+{
+	struct sib_ctl_open_device a, b;
+	int fa = client(), fb = client(), ifd, gfd;
+	char *text;
+	void *p;
+
+	assert_int_equal(open_dev(fa, 0, &a, &ifd), 0);
+	assert_int_equal(open_dev(fb, 1, &b, NULL), 0);
+	assert_int_equal(get_inbox(fa, b.inbox, b.inbox_gen, &gfd), 0);
+	assert_true(gfd >= 0);
+	p = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ifd, 0);
+	assert_true(p != MAP_FAILED);
+	memset(p, 0xff, SIB_INBOX_BYTES);
+	munmap(p, SIB_INBOX_BYTES);
+	p = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, gfd, 0);
+	assert_true(p != MAP_FAILED);
+	memset(p, 0xa5, SIB_INBOX_BYTES);
+	munmap(p, SIB_INBOX_BYTES);
+	assert_int_equal(ftruncate(ifd, 0), -1); /* nor can it pull an inbox away */
+	close(ifd);
+	close(gfd);
+
+	text = status_text();
+	assert_non_null(find_line(text, "device name=softib0 "));
+	free(text);
+	assert_int_equal(close_dev(fb, b.handle), 0);
+	assert_int_equal(inbox_gen(b.inbox), b.inbox_gen + 1);
+	close(fb);
+	close(fa);
+	EVENTUALLY(inbox_gen(a.inbox) == a.inbox_gen + 1);
+}
+
+/*
+ * The QPN allocator is bounded: when every QPN is given out, CREATE fails
+ * with ENOSPC at once, and all come back when the connection goes.
+ */
+static long long qpns_used(void)
+{
+	char *text = status_text();
+	long long n = status_num(text, "resources ", "qpns");
+
+	free(text);
+	return n;
+}
+
+static void test_qpn_exhaustion(void **state)
+{
+	struct sib_ctl_open_device od;
+	struct sib_ctl_obj o;
+	long long t0, used0 = qpns_used();
+	int fd = client(), st = 0;
+	uint32_t n = 0;
+
+	assert_true(used0 >= 0);
+	assert_int_equal(open_dev(fd, 1, &od, NULL), 0);
+	while (n < SIB_MAX_QPN && (st = create_obj(fd, SIB_OBJ_QP, od.handle, IBV_QPT_RC, &o)) == 0)
+		n++;
+	assert_int_equal(st, ENOSPC);
+	assert_int_equal(n, SIB_MAX_QPN - 2 - used0);
+	t0 = now_ms();
+	assert_int_equal(create_obj(fd, SIB_OBJ_QP, od.handle, IBV_QPT_RC, &o), ENOSPC);
+	assert_true(now_ms() - t0 < 1000);
+	assert_int_equal(qpns_used(), SIB_MAX_QPN - 2);
+	close(fd);
+	EVENTUALLY(qpns_used() == used0);
+}
+
+/*
+ * Other uids are refused at the socket (SO_PEERCRED), even when the file
+ * system would let them connect.  Needs root to act as another uid.
+ */
+static void test_other_uid_refused(void **state)
+{
+	char dir[160], sock[200], *text;
+	uid_t uid = 3999000123u;
+	pid_t pid, child;
+	int fd, st;
+
+	if (geteuid() != 0)
+		skip();
+	snprintf(dir, sizeof(dir), "%s/peercred", g.dir);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(sock, sizeof(sock), "%s/p.sock", dir);
+	pid = spawn_softibd("-f", "--socket", sock, NULL);
+	track(pid);
+	assert_true(wait_listening(sock, pid));
+	/* open the way in the file system: only the daemon's check is left */
+	assert_int_equal(chmod(g.dir, 0711), 0);
+	assert_int_equal(chmod(dir, 0711), 0);
+	assert_int_equal(chmod(sock, 0777), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO,
+					 .u.hello.abi_version = SIB_ABI_VERSION };
+		struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
+
+		if (setresgid(uid, uid, uid) || setresuid(uid, uid, uid))
+			_exit(2);
+		fd = sib_ctl_connect(sock);
+		if (fd < 0)
+			_exit(3);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		/* refused: the daemon closes without an answer, before or
+		 * after our HELLO went out (EPIPE or ECONNRESET) */
+		st = sib_ctl_call(fd, &m, NULL);
+		_exit(st == -ECONNRESET || st == -EPIPE ? 0 : 4);
+	}
+	st = wait_child(child, WAIT_MS * 2);
+	chmod(g.dir, 0700);
+	assert_int_equal(st, 0);
+	fd = tconnect(sock);
+	assert_true(fd >= 0);
+	assert_int_equal(sib_ctl_status(fd, &text), 0);
+	assert_int_equal(status_num(text, "counters ", "refused"), 1);
+	free(text);
+	close(fd);
+	assert_int_equal(stop_child(pid), 0);
+	untrack(pid);
+}
+
+/* softibd -f --socket DIR/s.sock, expected to refuse DIR: exits 1 at once. */
+static void refuses_dir(const char *dir)
+{
+	char sock[200];
+	pid_t pid;
+
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	pid = spawn_softibd("-f", "--socket", sock, NULL);
+	assert_int_equal(wait_child(pid, WAIT_MS), 1 << 8);
+	assert_int_equal(access(sock, F_OK), -1);
+}
+
+/* The socket's directory, for any --socket: made 0700 if missing, refused if unsafe. */
+static void test_socket_dir(void **state)
+{
+	char dir[160], sock[200], other[160];
+	struct stat st;
+	pid_t pid;
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/fresh", g.dir);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	pid = spawn_softibd("-f", "--socket", sock, NULL);
+	assert_true(wait_listening(sock, pid));
+	assert_int_equal(lstat(dir, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(st.st_mode & 0777, 0700);
+	assert_int_equal(st.st_uid, geteuid());
+	assert_int_equal(stop_child(pid), 0);
+
+	snprintf(dir, sizeof(dir), "%s/wide", g.dir);           /* group/other writable */
+	assert_int_equal(mkdir(dir, 0700), 0);
+	assert_int_equal(chmod(dir, 0770), 0);
+	refuses_dir(dir);
+	assert_int_equal(chmod(dir, 0707), 0);
+	refuses_dir(dir);
+	assert_int_equal(chmod(dir, 0755), 0);                   /* readable is fine */
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	pid = spawn_softibd("-f", "--socket", sock, NULL);
+	assert_true(wait_listening(sock, pid));
+	assert_int_equal(stop_child(pid), 0);
+
+	snprintf(other, sizeof(other), "%s/link", g.dir);       /* a symlink to a good one */
+	assert_int_equal(symlink(dir, other), 0);
+	assert_int_equal(chmod(dir, 0700), 0);
+	refuses_dir(other);
+
+	snprintf(other, sizeof(other), "%s/file", g.dir);       /* not a directory */
+	fd = open(other, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	close(fd);
+	refuses_dir(other);
+
+	snprintf(other, sizeof(other), "%s/no/such", g.dir);    /* no parent */
+	refuses_dir(other);
+
+	if (geteuid() == 0) {                                    /* another owner */
+		snprintf(other, sizeof(other), "%s/theirs", g.dir);
+		assert_int_equal(mkdir(other, 0700), 0);
+		assert_int_equal(chown(other, 3999000124u, 3999000124u), 0);
+		refuses_dir(other);
+	}
+}
+
 static void test_second_daemon_refuses(void **state)
 {
 	pid_t pid;
@@ -978,6 +1241,11 @@ int main(void)
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_status_report),
 		cmocka_unit_test(test_cleanup_on_exit),
+		cmocka_unit_test(test_map_read_only),
+		cmocka_unit_test(test_inbox_garbage),
+		cmocka_unit_test(test_qpn_exhaustion),
+		cmocka_unit_test(test_other_uid_refused),
+		cmocka_unit_test(test_socket_dir),
 		cmocka_unit_test(test_second_daemon_refuses),
 		cmocka_unit_test(test_idle_exit),
 		cmocka_unit_test(test_sigterm_removes_socket),

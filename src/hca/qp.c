@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Queue pairs of the drop-in libibverbs: create (plain and _ex with the
- * ibv_wr_* send API), modify through the IBA state machine (check, then
- * apply: qp_state.c's table decides, nothing changes on failure), query,
- * destroy, and the post verbs.  Posting only queues WQEs and runs the
- * engine inline when it is free: no system call, no sleep (seed 004).
+ * Queue pairs of the software HCA (provider ops): create (plain and _ex
+ * with the ibv_wr_* send API), modify through the IBA state machine (IBA
+ * 10.3.1; check, then apply: qp_state.c's table decides, nothing changes on
+ * failure), query, destroy, and the post verbs.  Posting only queues WQEs
+ * and runs the engine inline when it is free: no system call, no sleep
+ * (seed 004).  QPs live in ctx->qps (objtab) by QPN; modify/query take
+ * the progress lock because the engine owns the transport fields.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fabric_view.h"
 #include "hca/hca.h"
 #include "hca/qp_state.h"
-#include "verbs/export.h"
-#include "verbs/sib_verbs.h"
+
+#define SIB_DESTROY_WAIT_NS 5000000000ull /* bound on waiting for in-flight users */
 
 static uint32_t roundup_pow2(uint32_t v)
 {
@@ -24,28 +27,25 @@ static uint32_t roundup_pow2(uint32_t v)
 	return p;
 }
 
-static void qp_publish(struct sib_context *ctx, struct sib_qp *qp, uint32_t qpn)
+/* Make the QP visible: by QPN to the receive path and event readers (the
+ * table now owns a reference), and to the engine's schedule. */
+static void qp_publish(struct sib_context *ctx, struct sib_qp *qp)
 {
-	struct sib_qp **page;
-
+	sib_objtab_publish(&ctx->qps, qp->tab_handle, qp);
 	pthread_mutex_lock(&ctx->progress_lock);
-	pthread_mutex_lock(&ctx->obj_lock);
-	page = ctx->qp_tbl[(qpn >> 8) & 0xff];
-	page[qpn & 0xff] = qp;
 	qp->next_in_ctx = ctx->qp_list;
 	ctx->qp_list = qp;
 	atomic_fetch_add(&ctx->nqps, 1);
-	pthread_mutex_unlock(&ctx->obj_lock);
 	pthread_mutex_unlock(&ctx->progress_lock);
 }
 
-static void qp_unpublish(struct sib_context *ctx, struct sib_qp *qp)
+/* Unpublish (lookups fail from here), take it off the engine's schedule,
+ * then wait for in-flight users.  0, or ETIMEDOUT: still in use, keep it. */
+static int qp_unpublish(struct sib_context *ctx, struct sib_qp *qp)
 {
-	uint32_t qpn = qp->ibv.qp_base.qp_num;
+	int rc = sib_objtab_destroy(&ctx->qps, qp->tab_handle, SIB_DESTROY_WAIT_NS);
 
 	pthread_mutex_lock(&ctx->progress_lock);
-	pthread_mutex_lock(&ctx->obj_lock);
-	ctx->qp_tbl[(qpn >> 8) & 0xff][qpn & 0xff] = NULL;
 	for (struct sib_qp **pp = &ctx->qp_list; *pp; pp = &(*pp)->next_in_ctx) {
 		if (*pp == qp) {
 			*pp = qp->next_in_ctx;
@@ -53,18 +53,19 @@ static void qp_unpublish(struct sib_context *ctx, struct sib_qp *qp)
 			break;
 		}
 	}
-	pthread_mutex_unlock(&ctx->obj_lock);
 	pthread_mutex_unlock(&ctx->progress_lock);
+	return rc;
 }
 
 struct sib_qp *sib_qp_lookup(struct sib_context *ctx, uint32_t qpn)
 {
-	struct sib_qp **page;
+	uint64_t h;
+	struct sib_qp *qp = sib_objtab_get_index(&ctx->qps, qpn, &h);
 
-	if (qpn >= SIB_MAX_QPN)
-		return NULL;
-	page = ctx->qp_tbl[qpn >> 8];
-	return page ? page[qpn & 0xff] : NULL;
+	/* Engine context: the schedule keeps it alive until we drop the lock. */
+	if (qp)
+		sib_objtab_put(&ctx->qps, h);
+	return qp;
 }
 
 static void qp_free(struct sib_qp *qp)
@@ -120,19 +121,16 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 		rc = ENOMEM;
 		goto err_free;
 	}
-	pthread_mutex_lock(&ctx->obj_lock);
-	rc = 0;
-	for (unsigned int i = 0; i < 256 && !rc; i++)
-		if (!ctx->qp_tbl[i] && !(ctx->qp_tbl[i] = calloc(256, sizeof(struct sib_qp *))))
-			rc = ENOMEM;
-	pthread_mutex_unlock(&ctx->obj_lock);
-	if (rc)
-		goto err_free;
-	rc = sib_obj_create(ctx->dev_handle, SIB_OBJ_QP, attr->qp_type, &qp->obj_handle, &qpn);
+	rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_QP, attr->qp_type, &qp->obj_handle, &qpn);
 	if (rc)
 		goto err_free;
 	if (qpn >= SIB_MAX_QPN) {
 		rc = EPROTO;
+		goto err_obj;
+	}
+	rc = sib_objtab_reserve_at(&ctx->qps, qpn, &qp->tab_handle);
+	if (rc) {
+		rc = rc == EEXIST ? EPROTO : rc; /* softibd handed out a live QPN */
 		goto err_obj;
 	}
 	pthread_spin_init(&qp->sq_lock, PTHREAD_PROCESS_PRIVATE);
@@ -167,11 +165,11 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	atomic_fetch_add(&((struct sib_pd *)attr->pd)->usecnt, 1);
 	atomic_fetch_add(&to_scq(attr->send_cq)->usecnt, 1);
 	atomic_fetch_add(&to_scq(attr->recv_cq)->usecnt, 1);
-	qp_publish(ctx, qp, qpn);
+	qp_publish(ctx, qp);
 	return b;
 
 err_obj:
-	sib_obj_destroy(qp->obj_handle);
+	sib_host->obj_destroy(qp->obj_handle);
 err_free:
 	qp_free(qp);
 fail:
@@ -179,7 +177,7 @@ fail:
 	return NULL;
 }
 
-SIB_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+struct ibv_qp *sib_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 {
 	struct ibv_qp_init_attr_ex ex;
 	struct ibv_qp *qp;
@@ -212,26 +210,20 @@ struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	return qp_create(context, attr);
 }
 
-SIB_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	struct sib_qp *sqp = to_sqp(qp);
-
-	return sqp->ibv.wr_start ? &sqp->ibv : NULL;
-}
-
-SIB_EXPORT int ibv_destroy_qp(struct ibv_qp *ibqp)
+int sib_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct sib_qp *qp = to_sqp(ibqp);
 	struct sib_context *ctx = qp->ctx;
 
 	/* Unpublish first (events still queued are dropped when read), then,
 	 * as rdma-core, wait until every delivered event was acknowledged. */
-	qp_unpublish(ctx, qp);
+	if (qp_unpublish(ctx, qp))
+		return EBUSY; /* a user never let go: leak it rather than free it */
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != atomic_load(&qp->events_reported))
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
-	sib_obj_destroy(qp->obj_handle);
+	sib_host->obj_destroy(qp->obj_handle);
 	atomic_fetch_sub(&((struct sib_pd *)ibqp->pd)->usecnt, 1);
 	atomic_fetch_sub(&to_scq(ibqp->send_cq)->usecnt, 1);
 	atomic_fetch_sub(&to_scq(ibqp->recv_cq)->usecnt, 1);
@@ -248,14 +240,14 @@ static int check_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum i
 	const struct sib_shm_device *sd = &sib_fabric->devs[qp->ctx->dev->index];
 	uint8_t port = (mask & IBV_QP_PORT) ? a->port_num : qp->port_num;
 
-	if ((mask & IBV_QP_PORT) && (a->port_num < 1 || a->port_num > sd->num_ports))
+	if ((mask & IBV_QP_PORT) && (a->port_num < 1 || a->port_num > sib_fabric_num_ports(sd)))
 		return EINVAL;
 	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index >= SIB_PKEY_TBL_LEN)
 		return EINVAL;
 	if (mask & IBV_QP_PATH_MTU) {
 		if (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096)
 			return EINVAL;
-		if (port >= 1 && port <= sd->num_ports && a->path_mtu > sd->ports[port - 1].max_mtu)
+		if (port >= 1 && port <= sib_fabric_num_ports(sd) && a->path_mtu > sd->ports[port - 1].max_mtu)
 			return EINVAL;
 	}
 	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
@@ -285,7 +277,7 @@ static int check_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum i
 	}
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
 		return EINVAL;
-	if (next == IBV_QPS_RTR && !(port >= 1 && port <= sd->num_ports))
+	if (next == IBV_QPS_RTR && !(port >= 1 && port <= sib_fabric_num_ports(sd)))
 		return EINVAL;
 	return 0;
 }
@@ -384,7 +376,7 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 	}
 }
 
-SIB_EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+int sib_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct sib_qp *qp = to_sqp(ibqp);
 	struct sib_context *ctx = qp->ctx;
@@ -414,7 +406,7 @@ out:
 	return rc;
 }
 
-SIB_EXPORT int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
+int sib_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
 			    struct ibv_qp_init_attr *init)
 {
 	struct sib_qp *qp = to_sqp(ibqp);

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Completion queues of the drop-in libibverbs: create (plain and _ex),
- * destroy, poll (drives progress inline: no engine thread wakeup needed
- * while the application polls), notify, and the ibv_cq_ex poll API.
- * poll_cq and req_notify_cq never sleep and make no system call.
+ * Completion queues of the software HCA (provider ops; IBA 11.4.2): create
+ * (plain and _ex), resize, destroy, poll (drives progress inline: no engine
+ * thread wakeup needed while the application polls), notify, and the
+ * ibv_cq_ex poll API.  poll_cq and req_notify_cq never sleep and make no
+ * system call.  CQs are named in event records by their sib_cq_tab handle
+ * (objtab: a destroyed CQ's records resolve to nothing).
  */
 #include <errno.h>
 #include <sched.h>
@@ -11,8 +13,9 @@
 #include <string.h>
 
 #include "hca/hca.h"
-#include "verbs/export.h"
-#include "verbs/sib_verbs.h"
+
+#define SIB_CQ_TAB_MAX (1u << 20)
+#define SIB_CQ_DESTROY_WAIT_NS 5000000000ull
 
 int sib_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 {
@@ -110,76 +113,53 @@ CQX_READ(slid, uint32_t, w->slid)
 CQX_READ(sl, uint8_t, w->sl)
 CQX_READ(dlid_path_bits, uint8_t, w->dlid_path_bits)
 
-/* ---- the CQ registry: event records name CQs by (id, generation) ---- */
+/* ---- the CQ table: event records name CQs by (index, generation) ---- */
 
-static pthread_mutex_t cq_reg_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-	struct sib_cq *cq;
-	uint32_t gen;
-} *cq_reg;
-static uint32_t cq_reg_size;
+struct sib_objtab sib_cq_tab;
+static pthread_once_t cq_tab_once = PTHREAD_ONCE_INIT;
+static int cq_tab_rc;
 
-static int cq_register(struct sib_cq *cq)
+static void cq_tab_setup(void)
 {
-	uint32_t i;
-
-	pthread_mutex_lock(&cq_reg_lock);
-	for (i = 0; i < cq_reg_size && cq_reg[i].cq; i++)
-		;
-	if (i == cq_reg_size) {
-		uint32_t n = cq_reg_size ? cq_reg_size * 2 : 64;
-		void *p = realloc(cq_reg, n * sizeof(*cq_reg));
-
-		if (!p) {
-			pthread_mutex_unlock(&cq_reg_lock);
-			return ENOMEM;
-		}
-		cq_reg = p;
-		memset(&cq_reg[cq_reg_size], 0, (n - cq_reg_size) * sizeof(*cq_reg));
-		cq_reg_size = n;
-	}
-	cq_reg[i].cq = cq;
-	cq_reg[i].gen++;
-	cq->reg_id = i;
-	cq->reg_gen = cq_reg[i].gen;
-	pthread_mutex_unlock(&cq_reg_lock);
-	return 0;
+	cq_tab_rc = sib_objtab_init(&sib_cq_tab, "cq", 0, SIB_CQ_TAB_MAX);
 }
 
-static void cq_unregister(struct sib_cq *cq)
+int sib_cq_tab_init(void)
 {
-	pthread_mutex_lock(&cq_reg_lock);
-	cq_reg[cq->reg_id].cq = NULL;
-	cq_reg[cq->reg_id].gen++;
-	pthread_mutex_unlock(&cq_reg_lock);
+	pthread_once(&cq_tab_once, cq_tab_setup);
+	return cq_tab_rc;
 }
 
-/* The CQ an event record names, counting the delivery; NULL if the CQ
+static uint64_t cq_handle(const struct sib_cq *cq)
+{
+	return (uint64_t)cq->reg_gen << 32 | cq->reg_id;
+}
+
+/* The CQ a completion record names, counting the delivery; NULL if the CQ
  * was destroyed since (the event is dropped, as rdma-core does). */
-struct sib_cq *sib_cq_deliver(uint32_t id, uint32_t gen, bool async)
+static struct sib_cq *cq_deliver(uint32_t id, uint32_t gen, bool async)
 {
-	struct sib_cq *cq = NULL;
+	uint64_t h = (uint64_t)gen << 32 | id;
+	struct sib_cq *cq = sib_objtab_get(&sib_cq_tab, h);
 
-	pthread_mutex_lock(&cq_reg_lock);
-	if (id < cq_reg_size && cq_reg[id].cq && cq_reg[id].gen == gen) {
-		cq = cq_reg[id].cq;
-		if (async)
-			cq->async_reported++;
-		else
-			cq->events_reported++;
-	}
-	pthread_mutex_unlock(&cq_reg_lock);
+	if (!cq)
+		return NULL;
+	atomic_fetch_add(async ? &cq->async_reported : &cq->events_reported, 1);
+	sib_objtab_put(&sib_cq_tab, h);
 	return cq;
 }
 
-static uint32_t cq_delivered(struct sib_cq *cq, bool async)
+struct ibv_cq *sib_cq_event(const struct sib_comp_rec *rec)
 {
-	uint32_t n;
+	struct sib_cq *cq = cq_deliver(rec->cq_id, rec->cq_gen, false);
 
-	pthread_mutex_lock(&cq_reg_lock);
-	n = async ? cq->async_reported : cq->events_reported;
-	pthread_mutex_unlock(&cq_reg_lock);
-	return n;
+	return cq ? (struct ibv_cq *)&cq->ibv : NULL;
+}
+
+/* CQ_ERR async records (provider.c). */
+struct sib_cq *sib_cq_async_deliver(uint32_t id, uint32_t gen)
+{
+	return cq_deliver(id, gen, true);
 }
 
 #define SIB_CQ_WC_FLAGS_SUPPORTED (IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | \
@@ -210,14 +190,21 @@ static struct sib_cq *cq_alloc(struct ibv_context *context, int cqe, struct ibv_
 		rc = ENOMEM;
 		goto err;
 	}
-	rc = sib_obj_create(ctx->dev_handle, SIB_OBJ_CQ, 0, &cq->obj_handle, NULL);
+	uint64_t h;
+
+	rc = sib_cq_tab_init();
 	if (rc)
 		goto err;
-	rc = cq_register(cq);
+	rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_CQ, 0, &cq->obj_handle, NULL);
+	if (rc)
+		goto err;
+	rc = sib_objtab_reserve(&sib_cq_tab, &h);
 	if (rc) {
-		sib_obj_destroy(cq->obj_handle);
+		sib_host->obj_destroy(cq->obj_handle);
 		goto err;
 	}
+	cq->reg_id = SIB_OBJTAB_INDEX(h);
+	cq->reg_gen = SIB_OBJTAB_GEN(h);
 	cq->size = size;
 	cq->wc_flags = wc_flags;
 	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
@@ -250,6 +237,7 @@ static struct sib_cq *cq_alloc(struct ibv_context *context, int cqe, struct ibv_
 		cq->ibv.read_dlid_path_bits = cqx_read_dlid_path_bits;
 	if (channel)
 		__atomic_add_fetch(&channel->refcnt, 1, __ATOMIC_RELAXED);
+	sib_objtab_publish(&sib_cq_tab, h, cq); /* built: events may name it now */
 	return cq;
 err:
 	free(cq->wc);
@@ -258,10 +246,11 @@ err:
 	return NULL;
 }
 
-SIB_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
-					struct ibv_comp_channel *channel, int comp_vector)
+/* rdma-core's create_cq op has no cq_context: ibv_create_cq sets it after. */
+struct ibv_cq *sib_create_cq(struct ibv_context *context, int cqe,
+			     struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct sib_cq *cq = cq_alloc(context, cqe, channel, cq_context, IBV_WC_STANDARD_FLAGS);
+	struct sib_cq *cq = cq_alloc(context, cqe, channel, NULL, IBV_WC_STANDARD_FLAGS);
 
 	return cq ? (struct ibv_cq *)&cq->ibv : NULL;
 }
@@ -279,29 +268,61 @@ struct ibv_cq_ex *sib_create_cq_ex(struct ibv_context *context, struct ibv_cq_in
 	return cq ? &cq->ibv : NULL;
 }
 
-SIB_EXPORT int ibv_destroy_cq(struct ibv_cq *ibcq)
+int sib_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct sib_cq *cq = to_scq(ibcq);
-	struct sib_context *ctx = to_sctx(ibcq->context);
 
+	/* No QP uses it (usecnt), so the engine cannot be pushing to it: a
+	 * QP's destroy waits until the engine let go of the QP. */
 	if (atomic_load(&cq->usecnt))
 		return EBUSY;
 	/* No more deliveries; events still queued are dropped when read.  As
 	 * rdma-core: wait until every delivered event was acknowledged. */
-	cq_unregister(cq);
+	if (sib_objtab_destroy(&sib_cq_tab, cq_handle(cq), SIB_CQ_DESTROY_WAIT_NS))
+		return EBUSY; /* an event reader never let go: leak, never free */
 	pthread_mutex_lock(&ibcq->mutex);
-	while (ibcq->comp_events_completed != cq_delivered(cq, false) ||
-	       ibcq->async_events_completed != cq_delivered(cq, true))
+	while (ibcq->comp_events_completed != atomic_load(&cq->events_reported) ||
+	       ibcq->async_events_completed != atomic_load(&cq->async_reported))
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
-	/* No QP uses it (usecnt), so the engine cannot be pushing to it. */
-	pthread_mutex_lock(&ctx->progress_lock);
-	pthread_mutex_unlock(&ctx->progress_lock);
 	if (ibcq->channel)
 		__atomic_sub_fetch(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
-	sib_obj_destroy(cq->obj_handle);
+	sib_host->obj_destroy(cq->obj_handle);
 	pthread_spin_destroy(&cq->lock);
 	free(cq->wc);
 	free(cq);
+	return 0;
+}
+
+/* IBA 11.2.5.3 Resize CQ: keeps queued completions; EINVAL if they do not fit. */
+int sib_resize_cq(struct ibv_cq *ibcq, int cqe)
+{
+	struct sib_cq *cq = to_scq(ibcq);
+	struct ibv_wc *nwc;
+	uint32_t size = 1, n;
+
+	if (cqe < 1 || cqe > SIB_MAX_CQE)
+		return EINVAL;
+	while (size < (uint32_t)cqe + 1)
+		size <<= 1;
+	nwc = calloc(size, sizeof(*nwc));
+	if (!nwc)
+		return ENOMEM;
+	pthread_spin_lock(&cq->lock);
+	n = cq->tail - cq->head;
+	if (n > size - 1) {
+		pthread_spin_unlock(&cq->lock);
+		free(nwc);
+		return EINVAL; /* fewer entries than completions queued */
+	}
+	for (uint32_t i = 0; i < n; i++)
+		nwc[i] = cq->wc[(cq->head + i) & (cq->size - 1)];
+	free(cq->wc);
+	cq->wc = nwc;
+	cq->size = size;
+	cq->head = 0;
+	cq->tail = n;
+	cq->ibv.cqe = (int)size - 1;
+	pthread_spin_unlock(&cq->lock);
 	return 0;
 }

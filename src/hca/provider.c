@@ -1,0 +1,496 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software HCA as a provider: its one const ops table (the shape of
+ * rdma-core's verbs_context_ops, sorted), devices and contexts, PDs, MRs
+ * (IBA 10.6; keys index << 8 | key byte, STYLE 6.8), the device and port
+ * queries, and the async event records (what uverbs does for a real
+ * provider).  It never calls the layer above; the host hooks come in
+ * through sib_hca_set_host.  Locking: objects in objtabs (hca.h); the
+ * progress lock only where transport state holds MR pointers.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/fabric_view.h"
+#include "hca/transport.h"
+
+#define SIB_DESTROY_WAIT_NS 5000000000ull
+
+const struct sib_hca_host *sib_host;
+
+void sib_hca_set_host(const struct sib_hca_host *host)
+{
+	sib_host = host;
+}
+
+struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen)
+{
+	return sib_host && sib_host->peer_ring ? sib_host->peer_ring(inbox, gen) : NULL;
+}
+
+/* ---- devices and contexts ---- */
+
+static struct ibv_device *sib_alloc_device(uint32_t index, uint32_t gen)
+{
+	struct sib_device *d = calloc(1, sizeof(*d));
+
+	if (!d) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->index = index;
+	d->gen = gen;
+	d->ibv.node_type = IBV_NODE_CA;
+	d->ibv.transport_type = IBV_TRANSPORT_IB;
+	return &d->ibv;
+}
+
+static uint32_t sib_device_index(struct ibv_device *device)
+{
+	return ((struct sib_device *)device)->index;
+}
+
+static uint32_t sib_device_gen(struct ibv_device *device)
+{
+	return ((struct sib_device *)device)->gen;
+}
+
+static struct ibv_context *sib_alloc_context(struct ibv_device *device,
+					     const struct sib_hca_attach *at)
+{
+	struct sib_context *ctx;
+	struct ibv_context *c;
+	const char *v = getenv("SOFTIB_VCRC");
+	int pfd[2], rc;
+
+	if (!sib_host || !sib_fabric) {
+		errno = ENODEV;
+		return NULL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c = &ctx->vctx.context;
+	ctx->dev = (struct sib_device *)device;
+	ctx->dev_handle = at->dev_handle;
+	ctx->inbox_idx = at->inbox_idx;
+	ctx->inbox_gen = at->inbox_gen;
+	ctx->inbox_base = at->inbox_base;
+	ctx->inbox_size = SIB_INBOX_BYTES;
+	sib_ring_attach(&ctx->inbox, at->inbox_base);
+	ctx->vcrc = v && *v == '1';
+	ctx->pid = getpid();
+	c->device = device;
+	c->num_comp_vectors = 1;  /* any comp_vector is accepted (UCX passes CPU ids) */
+	pthread_mutex_init(&c->mutex, NULL);
+	pthread_mutex_init(&ctx->progress_lock, NULL);
+
+	rc = sib_objtab_init(&ctx->qps, "qp", 2, SIB_MAX_QPN);
+	if (rc)
+		goto err_free;
+	rc = sib_objtab_init(&ctx->mrs, "mr", 1, SIB_MR_DIR * SIB_MR_PAGE);
+	if (rc)
+		goto err_qps;
+	if (pipe2(pfd, O_CLOEXEC)) {
+		rc = errno;
+		goto err_mrs;
+	}
+	c->async_fd = pfd[0];
+	ctx->async_wfd = pfd[1];
+	(void)fcntl(ctx->async_wfd, F_SETFL, O_NONBLOCK);
+	rc = sib_engine_start(ctx);
+	if (rc)
+		goto err_pipe;
+	rc = sib_events_attach(ctx); /* pushed port and device events (events.c) */
+	if (rc)
+		goto err_engine;
+	return c;
+err_engine:
+	sib_engine_stop(ctx);
+err_pipe:
+	close(pfd[0]);
+	close(pfd[1]);
+err_mrs:
+	sib_objtab_fini(&ctx->mrs);
+err_qps:
+	sib_objtab_fini(&ctx->qps);
+err_free:
+	free(ctx);
+	errno = rc;
+	return NULL;
+}
+
+static void sib_free_context(struct ibv_context *context)
+{
+	struct sib_context *ctx = to_sctx(context);
+
+	sib_events_detach(ctx); /* no event reaches it from now on */
+	sib_engine_stop(ctx);
+	if (getenv("SOFTIB_STATS"))
+		fprintf(stderr,
+			"softib %s: rx_bad_packets=%llu rx_misrouted=%llu tx_no_dest=%llu tx_ring_full=%llu "
+			"rx_skipped_slots=%llu inbox_dropped=%llu "
+			"ack_timeouts=%llu rnr_naks=%llu seq_naks=%llu\n",
+			ctx->dev->ibv.name, (unsigned long long)ctx->rx_bad_packets,
+			(unsigned long long)ctx->rx_misrouted, (unsigned long long)ctx->tx_no_dest,
+			(unsigned long long)ctx->tx_ring_full, (unsigned long long)ctx->rx_skipped_slots,
+			(unsigned long long)atomic_load(&ctx->inbox.hdr->dropped),
+			(unsigned long long)ctx->ack_timeouts, (unsigned long long)ctx->rnr_naks,
+			(unsigned long long)ctx->seq_naks);
+	close(context->async_fd);
+	close(ctx->async_wfd);
+	sib_objtab_fini(&ctx->qps);
+	sib_objtab_fini(&ctx->mrs);
+	free(ctx);
+}
+
+static uint32_t sib_dev_handle(struct ibv_context *context)
+{
+	return to_sctx(context)->dev_handle;
+}
+
+static void sib_app_blocking(struct ibv_context *context, int delta)
+{
+	struct sib_context *ctx = to_sctx(context);
+
+	/* Blocking: let the engine sleep on the inbox futex (woken by
+	 * packets) instead of napping. */
+	atomic_fetch_add(&ctx->app_blocked, delta);
+	if (delta > 0)
+		sib_engine_kick(ctx);
+}
+
+/* ---- async events: one sib_async_rec per event on a pipe ---- */
+
+void sib_async_event(struct sib_context *ctx, enum ibv_event_type type, uint32_t id, uint32_t gen)
+{
+	struct sib_async_rec r = { .type = type, .id = id, .gen = gen };
+
+	/* Non-blocking: a consumer that never reads loses events, not progress. */
+	if (write(ctx->async_wfd, &r, sizeof(r)) != sizeof(r))
+		return;
+}
+
+static bool is_qp_event(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool sib_async_decode(struct ibv_context *context, const struct sib_async_rec *r,
+			     struct ibv_async_event *event)
+{
+	struct sib_context *ctx = to_sctx(context);
+
+	memset(event, 0, sizeof(*event));
+	event->event_type = r->type;
+	if (is_qp_event(r->type)) {
+		uint64_t h;
+		struct sib_qp *qp = sib_objtab_get_index(&ctx->qps, r->id, &h);
+
+		if (!qp)
+			return false; /* the QP was destroyed: drop its event */
+		if (qp->obj_handle == r->gen)
+			atomic_fetch_add(&qp->events_reported, 1);
+		else
+			qp = NULL;    /* a later QP with the same QPN */
+		sib_objtab_put(&ctx->qps, h);
+		if (!qp)
+			return false;
+		event->element.qp = &qp->ibv.qp_base;
+	} else if (r->type == IBV_EVENT_CQ_ERR) {
+		struct sib_cq *cq = sib_cq_async_deliver(r->id, r->gen);
+
+		if (!cq)
+			return false;
+		event->element.cq = (struct ibv_cq *)&cq->ibv;
+	} else {
+		event->element.port_num = (int)r->id;
+	}
+	return true;
+}
+
+/* ---- protection domains ---- */
+
+static struct ibv_pd *sib_alloc_pd(struct ibv_context *context)
+{
+	struct sib_context *ctx = to_sctx(context);
+	struct sib_pd *pd = calloc(1, sizeof(*pd));
+	int rc;
+
+	if (!pd) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_PD, 0, &pd->ibv.handle, NULL);
+	if (rc) {
+		free(pd);
+		errno = rc;
+		return NULL;
+	}
+	pd->ibv.context = context;
+	return &pd->ibv;
+}
+
+/* EBUSY while MRs or QPs use it (the kernel's rule in rdma-core's stack). */
+static int sib_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct sib_pd *pd = (struct sib_pd *)ibpd;
+
+	if (atomic_load(&pd->usecnt))
+		return EBUSY;
+	sib_host->obj_destroy(pd->ibv.handle);
+	free(pd);
+	return 0;
+}
+
+/* ---- memory regions ---- */
+
+struct sib_mr *sib_mr_lookup(struct sib_context *ctx, uint32_t key)
+{
+	uint64_t h;
+	struct sib_mr *mr = sib_objtab_get_index(&ctx->mrs, key >> 8, &h);
+
+	if (!mr)
+		return NULL;
+	sib_objtab_put(&ctx->mrs, h);
+	/* (1) index live, (2) key byte matches */
+	return mr->ibv.lkey == key ? mr : NULL;
+}
+
+/* ib_uverbs_reg_mr's rules, then the MR; iova is what remote peers address. */
+static struct ibv_mr *sib_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
+				 uint64_t iova, int access_in)
+{
+	struct sib_context *ctx = to_sctx(ibpd->context);
+	struct sib_pd *pd = (struct sib_pd *)ibpd;
+	unsigned int access = (unsigned int)access_in & ~IBV_ACCESS_OPTIONAL_RANGE;
+	struct sib_mr *mr;
+	uint64_t h;
+	int rc;
+
+	rc = sib_mr_access_check(access);
+	if (!rc && (access & IBV_ACCESS_ON_DEMAND))
+		rc = EOPNOTSUPP; /* no ODP (device caps say so) */
+	if (!rc && (length == 0 || (uint64_t)length > UINT64_MAX - iova))
+		rc = EINVAL;
+	if (rc) {
+		errno = rc;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_MR, 0, &mr->handle, NULL);
+	if (rc)
+		goto err_free;
+	rc = sib_objtab_reserve(&ctx->mrs, &h);
+	if (rc) {
+		rc = rc == ENOSPC ? ENOMEM : rc;
+		goto err_obj;
+	}
+	mr->tab_handle = h;
+	mr->ibv.context = ibpd->context;
+	mr->ibv.pd = ibpd;
+	mr->ibv.addr = addr;
+	mr->ibv.length = length;
+	mr->ibv.handle = mr->handle;
+	/* The key byte changes on every registration, so a stale key for a
+	 * reused index fails the (2) key check. */
+	mr->ibv.lkey = mr->ibv.rkey = SIB_OBJTAB_INDEX(h) << 8 | atomic_fetch_add(&ctx->mr_keygen, 1);
+	mr->range.pd = ibpd->handle;
+	mr->range.iova = iova;
+	mr->range.length = length;
+	mr->range.access = access;
+	atomic_fetch_add(&pd->usecnt, 1);
+	sib_objtab_publish(&ctx->mrs, h, mr);
+	return &mr->ibv;
+err_obj:
+	sib_host->obj_destroy(mr->handle);
+err_free:
+	free(mr);
+	errno = rc;
+	return NULL;
+}
+
+static int sib_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct sib_context *ctx = to_sctx(ibmr->context);
+	struct sib_mr *mr = to_smr(ibmr);
+
+	/* Unpublish, wait for in-flight lookups ... */
+	if (sib_objtab_destroy(&ctx->mrs, mr->tab_handle, SIB_DESTROY_WAIT_NS))
+		return EBUSY;
+	/* ... and clear it from transport state, which keeps MR pointers
+	 * between packets (a multi-packet WRITE, READ responses). */
+	pthread_mutex_lock(&ctx->progress_lock);
+	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx) {
+		if (qp->resp_mr == mr) {
+			qp->resp_mr = NULL;
+			qp->resp_in_write = false;
+		}
+		for (uint32_t i = 0; i < qp->rd_res_size; i++)
+			if (qp->rd_res[i].mr == mr)
+				qp->rd_res[i].mr = NULL;
+	}
+	pthread_mutex_unlock(&ctx->progress_lock);
+	atomic_fetch_sub(&((struct sib_pd *)ibmr->pd)->usecnt, 1);
+	sib_host->obj_destroy(mr->handle);
+	free(mr);
+	return 0;
+}
+
+/* ---- queries ---- */
+
+static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
+{
+	const struct sib_shm_device *sd = &sib_fabric->devs[ctx->dev->index];
+
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", SIB_FW_VERSION);
+	a->node_guid = htobe64(sd->node_guid);
+	a->sys_image_guid = htobe64(sd->sys_image_guid);
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 0xfffff000;
+	a->vendor_id = sd->vendor_id;
+	a->vendor_part_id = sd->vendor_part_id;
+	a->hw_ver = sd->hw_ver;
+	a->max_qp = SIB_MAX_QPN - 2;
+	a->max_qp_wr = SIB_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT;
+	a->max_sge = SIB_MAX_SGE;
+	a->max_sge_rd = SIB_MAX_SGE;
+	a->max_cq = 1 << 16;
+	a->max_cqe = SIB_MAX_CQE;
+	a->max_mr = SIB_MR_DIR * SIB_MR_PAGE - 1;
+	a->max_pd = 1 << 16;
+	a->max_qp_rd_atom = SIB_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = SIB_MAX_RD_ATOMIC * (SIB_MAX_QPN - 2);
+	a->max_qp_init_rd_atom = SIB_MAX_RD_ATOMIC;
+	a->atomic_cap = IBV_ATOMIC_NONE;
+	a->max_pkeys = SIB_PKEY_TBL_LEN;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = sib_fabric_num_ports(sd);
+}
+
+/* Fills attr_size bytes (at least the ibv_device_attr part); EINVAL for
+ * input bits or a size softib does not know (rdma-core query_device_ex). */
+static int sib_query_device_ex(struct ibv_context *context,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr, size_t attr_size)
+{
+	struct ibv_device_attr_ex a;
+
+	if (input && input->comp_mask)
+		return EINVAL;
+	if (attr_size < sizeof(attr->orig_attr))
+		return EINVAL;
+	if (sib_ctx_fatal(to_sctx(context)))
+		return EIO; /* rdma-core after DEVICE_FATAL: the kernel answers EIO */
+	memset(&a, 0, sizeof(a));
+	fill_device_attr(to_sctx(context), &a.orig_attr);
+	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
+	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	if (attr_size > sizeof(a))
+		memset((char *)attr + sizeof(a), 0, attr_size - sizeof(a));
+	return 0;
+}
+
+/* The full struct ibv_port_attr: 0, EINVAL for a port the device lacks,
+ * EAGAIN when softibd's seqlock never settles (common/fabric_view.h), or
+ * EIO after DEVICE_FATAL (as rdma-core's kernel answers). */
+static int sib_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *a)
+{
+	uint32_t dev = to_sctx(context)->dev->index;
+	struct sib_port_counters *c;
+	struct sib_shm_port p;
+	int rc;
+
+	if (sib_ctx_fatal(to_sctx(context)))
+		return EIO;
+	rc = -sib_fabric_port_read(sib_fview.map, sib_fview.num_devices, dev, port_num, &p);
+	if (rc)
+		return rc;
+	c = sib_fabric_view_cntr(&sib_fview, dev, port_num);
+	memset(a, 0, sizeof(*a));
+	a->state = p.state;
+	a->max_mtu = p.max_mtu;
+	a->active_mtu = p.active_mtu;
+	a->gid_tbl_len = SIB_GID_TBL_LEN;
+	a->port_cap_flags = p.cap_flags;
+	a->max_msg_sz = SIB_MAX_MSG_SZ;
+	/* counted by this process's receive path (fabric_view.h) */
+	a->bad_pkey_cntr = (uint32_t)atomic_load_explicit(&c->bad_pkey, memory_order_relaxed);
+	a->qkey_viol_cntr = (uint32_t)atomic_load_explicit(&c->qkey_viol, memory_order_relaxed);
+	a->pkey_tbl_len = SIB_PKEY_TBL_LEN;
+	a->lid = p.lid;
+	a->sm_lid = p.sm_lid;
+	a->lmc = p.lmc;
+	a->max_vl_num = p.max_vl_num;
+	a->sm_sl = p.sm_sl;
+	a->subnet_timeout = p.subnet_timeout;
+	a->init_type_reply = p.init_type_reply;
+	a->active_width = p.active_width;
+	a->active_speed = p.active_speed;
+	a->phys_state = p.phys_state;
+	a->link_layer = IBV_LINK_LAYER_INFINIBAND;
+	return 0;
+}
+
+/* ---- the tables ---- */
+
+const struct sib_hca_ops sib_hca_ops = {
+	.alloc_pd = sib_alloc_pd,
+	.create_cq = sib_create_cq,
+	.create_cq_ex = sib_create_cq_ex,
+	.create_qp = sib_create_qp,
+	.create_qp_ex = sib_create_qp_ex,
+	.dealloc_pd = sib_dealloc_pd,
+	.dereg_mr = sib_dereg_mr,
+	.destroy_cq = sib_destroy_cq,
+	.destroy_qp = sib_destroy_qp,
+	.free_context = sib_free_context,
+	.modify_qp = sib_modify_qp,
+	.poll_cq = sib_poll_cq,
+	.post_recv = sib_post_recv,
+	.post_send = sib_post_send,
+	/* post_srq_recv: no SRQs yet (the fallback fails it) */
+	.query_device_ex = sib_query_device_ex,
+	.query_port = sib_query_port,
+	.query_qp = sib_query_qp,
+	.reg_mr = sib_reg_mr,
+	.req_notify_cq = sib_req_notify_cq,
+	.resize_cq = sib_resize_cq,
+};
+
+const struct sib_hca_device_ops sib_hca_device_ops = {
+	.alloc_device = sib_alloc_device,
+	.alloc_context = sib_alloc_context,
+	.async_event = sib_async_decode,
+	.cq_event = sib_cq_event,
+	.app_blocking = sib_app_blocking,
+	.dev_handle = sib_dev_handle,
+	.device_index = sib_device_index,
+	.device_gen = sib_device_gen,
+};

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The software HCA as a provider: everything the layer above (src/verbs,
+ * or a test) may call.  sib_hca_ops has the shape of rdma-core's
+ * `struct verbs_context_ops` (libibverbs/driver.h: same member names and
+ * signatures, sorted, only the ops softib implements; dereg_mr takes an
+ * ibv_mr because verbs_mr is private to rdma-core).  sib_hca_device_ops
+ * stands for verbs_device_ops plus what the kernel's uverbs does for a real
+ * provider: allocating devices and contexts, resolving event records.
+ * The HCA never calls the layer above: what it needs from outside (the
+ * fabric map, softibd's object registry, peer inboxes) comes in through
+ * `sib_fabric` (common/sib_shm.h) and struct sib_hca_host.
+ */
+#ifndef SIB_HCA_PROVIDER_H
+#define SIB_HCA_PROVIDER_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/sib_ctl.h"
+
+struct sib_ring;
+
+#define SIB_FW_VERSION "0.1.0"
+
+/* Keep sorted (as rdma-core's verbs_context_ops).  NULL: not implemented;
+ * the layer above substitutes a fallback that fails the documented way. */
+struct sib_hca_ops {
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
+	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
+				    struct ibv_comp_channel *channel, int comp_vector);
+	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
+					  struct ibv_cq_init_attr_ex *init_attr);
+	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
+				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
+	int (*dealloc_pd)(struct ibv_pd *pd);
+	int (*dereg_mr)(struct ibv_mr *mr);
+	int (*destroy_cq)(struct ibv_cq *cq);
+	int (*destroy_qp)(struct ibv_qp *qp);
+	void (*free_context)(struct ibv_context *context);
+	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *recv_wr,
+			     struct ibv_recv_wr **bad_recv_wr);
+	int (*query_device_ex)(struct ibv_context *context,
+			       const struct ibv_query_device_ex_input *input,
+			       struct ibv_device_attr_ex *attr, size_t attr_size);
+	int (*query_port)(struct ibv_context *context, uint8_t port_num,
+			  struct ibv_port_attr *port_attr);
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+			struct ibv_qp_init_attr *init_attr);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
+				 uint64_t hca_va, int access);
+	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
+};
+
+/*
+ * What the HCA needs from its host (the verbs library talks to softibd;
+ * a test fakes it).  Set once per process with sib_hca_set_host before the
+ * first context.  Each hook may be called from any thread; none is on the
+ * data path except peer_ring's first call for an inbox generation.
+ */
+struct sib_hca_host {
+	/* Register an object (resource tracking; QPs get a QPN).  0 or errno. */
+	int (*obj_create)(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type,
+			  uint32_t *handle, uint32_t *qpn);
+	void (*obj_destroy)(uint32_t handle);
+	/* The ring of inbox `inbox` at generation `gen`, mapped; NULL if it is
+	 * gone.  The ring stays valid for the life of the process. */
+	struct sib_ring *(*peer_ring)(uint32_t inbox, uint32_t gen);
+	/* A new connection on which softibd pushes events (SUBSCRIBE done,
+	 * docs/events.md): its fd, or -errno.  NULL: no pushed events (a test
+	 * host); contexts then only see the events their own engine raises. */
+	int (*subscribe)(void);
+};
+
+void sib_hca_set_host(const struct sib_hca_host *host);
+
+/* An opened device context's link to the fabric: its inbox, mapped by the
+ * caller (softibd's OPEN_DEVICE, or test memory), and softibd's handle. */
+struct sib_hca_attach {
+	uint32_t dev_handle;
+	uint32_t inbox_idx, inbox_gen;
+	void *inbox_base;               /* SIB_INBOX_BYTES, stays the caller's */
+};
+
+/*
+ * Event records on context->async_fd and on completion channel fds (the
+ * part the kernel plays for a real provider).  They name objects by id and
+ * generation, never by pointer: an object destroyed while its events wait
+ * in the pipe is skipped when they are read (rdma-core discards them too).
+ */
+struct sib_comp_rec {
+	uint32_t cq_id, cq_gen;
+};
+struct sib_async_rec {
+	uint32_t type;                 /* enum ibv_event_type */
+	uint32_t id;                   /* QPN, CQ table index, or port number */
+	uint32_t gen;                  /* QP object handle, CQ table generation */
+	uint32_t pad;
+};
+
+/* A completion channel: verbs creates it, the HCA writes sib_comp_rec
+ * records to wfd when an armed CQ gets a completion. */
+struct sib_comp_channel {
+	struct ibv_comp_channel ibv;
+	int wfd;                       /* write end of the event pipe */
+	uint32_t handle;
+};
+
+struct sib_hca_device_ops {
+	/* A device object for fabric map device `index` registered with
+	 * generation `gen` (odd; devs[index].gen, docs/events.md) (verbs_device
+	 * layout, research/abi.md 2.5); the caller fills the ibv_device names.
+	 * NULL and errno on failure.  Devices are never freed. */
+	struct ibv_device *(*alloc_device)(uint32_t index, uint32_t gen);
+	/* A context on an attached inbox; the engine thread runs.  The caller
+	 * then sets the verbs bookkeeping (ops, abi_compat).  NULL and errno. */
+	struct ibv_context *(*alloc_context)(struct ibv_device *device,
+					     const struct sib_hca_attach *attach);
+	/* Resolve an async record: fills event and counts the delivery
+	 * (destroy waits for the acks).  False: the object is gone, skip it. */
+	bool (*async_event)(struct ibv_context *context, const struct sib_async_rec *rec,
+			    struct ibv_async_event *event);
+	/* Resolve a completion record to its CQ, counting the delivery; NULL if
+	 * the CQ is gone. */
+	struct ibv_cq *(*cq_event)(const struct sib_comp_rec *rec);
+	/* The application is about to block (+1) in ibv_get_cq_event, or is
+	 * back (-1): the engine stops napping and serves the inbox itself. */
+	void (*app_blocking)(struct ibv_context *context, int delta);
+	/* softibd's OPEN_DEVICE handle of a context (for CLOSE_DEVICE). */
+	uint32_t (*dev_handle)(struct ibv_context *context);
+	/* The fabric map device index of a device. */
+	uint32_t (*device_index)(struct ibv_device *device);
+	/* The registration generation a device was allocated for. */
+	uint32_t (*device_gen)(struct ibv_device *device);
+};
+
+extern const struct sib_hca_ops sib_hca_ops;
+extern const struct sib_hca_device_ops sib_hca_device_ops;
+
+#endif

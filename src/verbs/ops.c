@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * rdma-core's bookkeeping around the provider's ops (libibverbs verbs.c,
+ * dummy_ops.c, verbs_set_ops): a fallback for every op that fails the
+ * documented way, attaching the HCA's table to a context (the inline
+ * post/poll entries point straight at the HCA's functions), and the
+ * exported verbs that call through it.  Never touches HCA fields or locks:
+ * only public verbs.h structs and src/hca/provider.h.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs/export.h"
+#include "verbs/sib_verbs.h"
+
+#define sib_container_of(p, type, member) ((type *)((char *)(p) - offsetof(type, member)))
+
+#undef ibv_query_port
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+/* ---- fallbacks (dummy_ops.c): int ops return EOPNOTSUPP, pointer ops
+ * set errno and return NULL, post ops also point *bad_wr at the WR ---- */
+
+static struct ibv_pd *dummy_alloc_pd(struct ibv_context *c) { errno = EOPNOTSUPP; return NULL; }
+static struct ibv_cq *dummy_create_cq(struct ibv_context *c, int cqe, struct ibv_comp_channel *ch, int v)
+{ errno = EOPNOTSUPP; return NULL; }
+static struct ibv_cq_ex *dummy_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a)
+{ errno = EOPNOTSUPP; return NULL; }
+static struct ibv_qp *dummy_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *a)
+{ errno = EOPNOTSUPP; return NULL; }
+static struct ibv_qp *dummy_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
+{ errno = EOPNOTSUPP; return NULL; }
+static int dummy_dealloc_pd(struct ibv_pd *pd) { return EOPNOTSUPP; }
+static int dummy_dereg_mr(struct ibv_mr *mr) { return EOPNOTSUPP; }
+static int dummy_destroy_cq(struct ibv_cq *cq) { return EOPNOTSUPP; }
+static int dummy_destroy_qp(struct ibv_qp *qp) { return EOPNOTSUPP; }
+static void dummy_free_context(struct ibv_context *c) { }
+static int dummy_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int m) { return EOPNOTSUPP; }
+static int dummy_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) { return EOPNOTSUPP; }
+static int dummy_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{ *bad = wr; return EOPNOTSUPP; }
+static int dummy_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{ *bad = wr; return EOPNOTSUPP; }
+static int dummy_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{ *bad = wr; return EOPNOTSUPP; }
+static int dummy_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+				 struct ibv_device_attr_ex *a, size_t sz) { return EOPNOTSUPP; }
+static int dummy_query_port(struct ibv_context *c, uint8_t p, struct ibv_port_attr *a) { return EOPNOTSUPP; }
+static int dummy_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int m, struct ibv_qp_init_attr *i)
+{ return EOPNOTSUPP; }
+static struct ibv_mr *dummy_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t va, int acc)
+{ errno = EOPNOTSUPP; return NULL; }
+static int dummy_req_notify_cq(struct ibv_cq *cq, int s) { return EOPNOTSUPP; }
+static int dummy_resize_cq(struct ibv_cq *cq, int cqe) { return EOPNOTSUPP; }
+
+static const struct sib_hca_ops dummy_ops = {
+	.alloc_pd = dummy_alloc_pd,
+	.create_cq = dummy_create_cq,
+	.create_cq_ex = dummy_create_cq_ex,
+	.create_qp = dummy_create_qp,
+	.create_qp_ex = dummy_create_qp_ex,
+	.dealloc_pd = dummy_dealloc_pd,
+	.dereg_mr = dummy_dereg_mr,
+	.destroy_cq = dummy_destroy_cq,
+	.destroy_qp = dummy_destroy_qp,
+	.free_context = dummy_free_context,
+	.modify_qp = dummy_modify_qp,
+	.poll_cq = dummy_poll_cq,
+	.post_recv = dummy_post_recv,
+	.post_send = dummy_post_send,
+	.post_srq_recv = dummy_post_srq_recv,
+	.query_device_ex = dummy_query_device_ex,
+	.query_port = dummy_query_port,
+	.query_qp = dummy_query_qp,
+	.reg_mr = dummy_reg_mr,
+	.req_notify_cq = dummy_req_notify_cq,
+	.resize_cq = dummy_resize_cq,
+};
+
+const struct sib_hca_ops *sib_get_ops(struct ibv_context *context)
+{
+	return &sib_verbs_priv(context)->ops;
+}
+
+/* vctx->query_port: the inline ibv_query_port of verbs.h passes its own size. */
+static int lib_query_port(struct ibv_context *context, uint8_t port_num,
+			  struct ibv_port_attr *port_attr, size_t port_attr_len)
+{
+	struct ibv_port_attr a;
+	int rc = sib_get_ops(context)->query_port(context, port_num, &a);
+
+	if (rc)
+		return rc;
+	memcpy(port_attr, &a, port_attr_len < sizeof(a) ? port_attr_len : sizeof(a));
+	return 0;
+}
+
+/* verbs_init_context + verbs_set_ops: copy the provider's non-NULL ops
+ * over the fallbacks and wire the inline entry points.  0 or ENOMEM. */
+int sib_verbs_set_ops(struct ibv_context *context, const struct sib_hca_ops *hca)
+{
+	struct verbs_context *vctx = sib_container_of(context, struct verbs_context, context);
+	struct sib_verbs_priv *priv = calloc(1, sizeof(*priv));
+	char *dst;
+	const char *src = (const char *)hca;
+	static const void *const null_op;
+
+	if (!priv)
+		return ENOMEM;
+	/* Every member is one function pointer: copy slot by slot (memcpy,
+	 * not a cast, so no aliasing rule is bent). */
+	priv->ops = dummy_ops;
+	dst = (char *)&priv->ops;
+	for (size_t off = 0; off < sizeof(*hca); off += sizeof(void (*)(void)))
+		if (memcmp(src + off, &null_op, sizeof(void (*)(void))))
+			memcpy(dst + off, src + off, sizeof(void (*)(void)));
+	vctx->priv = (struct verbs_ex_private *)priv;
+	context->cmd_fd = -1;
+	context->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	vctx->sz = sizeof(struct verbs_context);
+	/* Inlined into applications: the HCA's own functions, no extra hop. */
+	context->ops.poll_cq = priv->ops.poll_cq;
+	context->ops.req_notify_cq = priv->ops.req_notify_cq;
+	context->ops.post_send = priv->ops.post_send;
+	context->ops.post_recv = priv->ops.post_recv;
+	context->ops.post_srq_recv = priv->ops.post_srq_recv;
+	context->ops._compat_query_device = ibv_query_device;
+	context->ops._compat_query_port = ibv_query_port;
+	vctx->create_qp_ex = priv->ops.create_qp_ex;
+	vctx->create_cq_ex = priv->ops.create_cq_ex;
+	vctx->query_device_ex = priv->ops.query_device_ex;
+	vctx->query_port = lib_query_port;
+	return 0;
+}
+
+void sib_verbs_unset_ops(struct ibv_context *context)
+{
+	struct verbs_context *vctx = verbs_get_ctx(context);
+
+	free(vctx->priv);
+	vctx->priv = NULL;
+}
+
+/* ---- the exported verbs (rdma-core verbs.c) ---- */
+
+SIB_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	return sib_get_ops(context)->alloc_pd(context);
+}
+
+SIB_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	return sib_get_ops(pd->context)->dealloc_pd(pd);
+}
+
+/* rdma-core ibv_reg_mr_iova2; iova is what remote peers address. */
+SIB_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length,
+					   uint64_t iova, unsigned int access)
+{
+	struct ibv_mr *mr = sib_get_ops(pd->context)->reg_mr(pd, addr, length, iova, (int)access);
+
+	if (mr) {
+		mr->context = pd->context;
+		mr->pd = pd;
+		mr->addr = addr;
+		mr->length = length;
+	}
+	return mr;
+}
+
+SIB_EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+SIB_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+					  uint64_t iova, int access)
+{
+	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+}
+
+SIB_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	return sib_get_ops(mr->context)->dereg_mr(mr);
+}
+
+SIB_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+					struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct ibv_cq *cq = sib_get_ops(context)->create_cq(context, cqe, channel, comp_vector);
+
+	if (cq)
+		cq->cq_context = cq_context; /* verbs_init_cq's part */
+	return cq;
+}
+
+SIB_EXPORT int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	return sib_get_ops(cq->context)->resize_cq(cq, cqe);
+}
+
+SIB_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	return sib_get_ops(cq->context)->destroy_cq(cq);
+}
+
+SIB_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	return sib_get_ops(pd->context)->create_qp(pd, attr);
+}
+
+/* rdma-core: a QP made with create_qp_ex and send_ops_flags has the
+ * ibv_wr_* API; ibv_qp_ex starts with the ibv_qp (verbs.h layout). */
+SIB_EXPORT struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct ibv_qp_ex *x = sib_container_of(qp, struct ibv_qp_ex, qp_base);
+
+	return x->wr_start ? x : NULL;
+}
+
+/* rdma-core: qp->state follows only a successful transition. */
+SIB_EXPORT int ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	int rc = sib_get_ops(qp->context)->modify_qp(qp, attr, attr_mask);
+
+	if (!rc && (attr_mask & IBV_QP_STATE))
+		qp->state = attr->qp_state;
+	return rc;
+}
+
+SIB_EXPORT int ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+			    struct ibv_qp_init_attr *init_attr)
+{
+	int rc = sib_get_ops(qp->context)->query_qp(qp, attr, attr_mask, init_attr);
+
+	if (!rc && (attr_mask & IBV_QP_STATE))
+		qp->state = attr->qp_state;
+	return rc;
+}
+
+SIB_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	return sib_get_ops(qp->context)->destroy_qp(qp);
+}
+
+/* ibv_query_device@@IBVERBS_1.1: query_device_ex at the old struct's size. */
+SIB_EXPORT int ibv_query_device(struct ibv_context *context, struct ibv_device_attr *device_attr)
+{
+	return sib_get_ops(context)->query_device_ex(context, NULL,
+						     (struct ibv_device_attr_ex *)device_attr,
+						     sizeof(*device_attr));
+}
+
+/* ibv_query_port@@IBVERBS_1.1: old binaries pass the 48-byte compat struct. */
+SIB_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+			      struct _compat_ibv_port_attr *port_attr)
+{
+	return lib_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
+			      SIB_COMPAT_PORT_ATTR_BYTES);
+}

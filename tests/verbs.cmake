@@ -36,6 +36,7 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   sib_itest(verbs_rc_pingpong_mtu4096 rc_pingpong.sh -s 65536 -m 4096)
   sib_itest(verbs_rc_pingpong_new_send_api rc_pingpong.sh -N)
   sib_itest(verbs_kill_server kill_server.sh)
+  sib_itest(verbs_hotplug hotplug.sh)
 
   # A fabric from an ibnetdiscover file: two switches, dual-port CAs.
   sib_itest(verbs_rc_pingpong_2sw_topology rc_pingpong.sh -s 65536)

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * The softib command: talks to a running softibd over its control socket
- * (status, stop).  Never starts a daemon: asking a stopped daemon for its
- * status must not start one.  Single-threaded; no state beyond one socket.
+ * (status, stop; device add|remove and port down|up in softib_dev.c).
+ * Never starts a daemon: asking a stopped daemon for its status must not
+ * start one.  Single-threaded; no state beyond one socket.
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "common/ctl.h"
+#include "softib_dev.h"
 
 static const char usage[] =
 "Usage: softib [--socket PATH] COMMAND\n"
@@ -17,6 +19,21 @@ static const char usage[] =
 "  status          print the daemon's status report: devices, ports, clients,\n"
 "                  object counts and counters (docs/daemon.md)\n"
 "  stop            stop the daemon; returns once it has closed its socket\n"
+"  device add NAME     register a new single-port CA called NAME, cabled to a\n"
+"                      free switch port, with a fresh GUID and LID, port ACTIVE;\n"
+"                      processes started from now on list it (docs/events.md)\n"
+"  device remove NAME  unregister CA NAME: every context open on it gets\n"
+"                      IBV_EVENT_DEVICE_FATAL, its QPs go to the error state,\n"
+"                      peers' packets to it are lost; new processes no longer\n"
+"                      list it\n"
+"  port DEV PORT down|up\n"
+"                      take port PORT of CA DEV down (DOWN, Disabled: packets\n"
+"                      from and to it are lost) or back up (ACTIVE); every\n"
+"                      context of DEV gets IBV_EVENT_PORT_ERR / PORT_ACTIVE\n"
+"  port DEV PORT lid LID | smlid LID\n"
+"                      give the port a new base LID (a free unicast LID; packets\n"
+"                      to the old one are lost) or SM LID; every context of DEV\n"
+"                      gets IBV_EVENT_LID_CHANGE / IBV_EVENT_SM_CHANGE\n"
 "\n"
 "Options:\n"
 "  -s, --socket PATH  control socket (default: $SOFTIB_SOCKET, else\n"
@@ -29,8 +46,8 @@ static const char usage[] =
 
 int main(int argc, char **argv)
 {
-	const char *path = NULL, *cmd = NULL;
-	int i;
+	const char *path = NULL, *cmd, *args[8];
+	int i, nargs = 0;
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
@@ -42,18 +59,22 @@ int main(int argc, char **argv)
 			path = argv[i];
 		} else if (!strncmp(argv[i], "--socket=", 9)) {
 			path = argv[i] + 9;
-		} else if (!cmd && argv[i][0] != '-') {
-			cmd = argv[i];
+		} else if (argv[i][0] != '-' && nargs < 8) {
+			args[nargs++] = argv[i];
 		} else {
 			goto bad_usage;
 		}
 	}
-	if (!cmd || (strcmp(cmd, "status") && strcmp(cmd, "stop")))
+	cmd = nargs ? args[0] : NULL;
+	if (cmd && (!strcmp(cmd, "device") || !strcmp(cmd, "port")))
+		return sib_tool_admin(path, nargs, args, "softib");
+	if (nargs != 1 || (strcmp(cmd, "status") && strcmp(cmd, "stop")))
 		goto bad_usage;
 
 	return sib_ctl_tool(path, !strcmp(cmd, "stop"), "softib");
 
 bad_usage:
-	fputs("softib: expected a command: status or stop.  Try 'softib --help'.\n", stderr);
+	fputs("softib: expected a command: status, stop, device or port.  Try 'softib --help'.\n",
+	      stderr);
 	return 2;
 }

@@ -44,6 +44,11 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_DESTROY_OBJ] = sizeof(struct sib_ctl_obj),
 	[SIB_CTL_STATUS] = offsetof(struct sib_ctl_text, text),
 	[SIB_CTL_SHUTDOWN] = 0,
+	[SIB_CTL_SUBSCRIBE] = sizeof(struct sib_ctl_subscribe),
+	[SIB_CTL_EVENT] = sizeof(struct sib_ctl_event),
+	[SIB_CTL_DEVICE_ADD] = sizeof(struct sib_ctl_dev_cmd),
+	[SIB_CTL_DEVICE_REMOVE] = sizeof(struct sib_ctl_dev_cmd),
+	[SIB_CTL_PORT_SET] = sizeof(struct sib_ctl_dev_cmd),
 };
 
 /* What connect() says when no daemon serves the path. */

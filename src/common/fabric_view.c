@@ -49,6 +49,19 @@ int sib_fabric_view_attach(struct sib_fabric_view *v, int fd, size_t size)
 	return 0;
 }
 
+void sib_fabric_view_refresh(struct sib_fabric_view *v)
+{
+	uint32_t n;
+
+	if (!v->map)
+		return;
+	n = atomic_load_explicit(&v->map->num_devices, memory_order_acquire);
+	if (n > SIB_MAX_DEVICES)
+		n = SIB_MAX_DEVICES;
+	if (n > __atomic_load_n(&v->num_devices, __ATOMIC_RELAXED))
+		__atomic_store_n(&v->num_devices, n, __ATOMIC_RELEASE);
+}
+
 void sib_fabric_view_detach(struct sib_fabric_view *v)
 {
 	if (v->map)

@@ -65,6 +65,13 @@ int sib_fabric_check(const struct sib_fabric_shm *map, size_t size, uint32_t *nu
  */
 int sib_fabric_view_attach(struct sib_fabric_view *v, int fd, size_t size);
 
+/*
+ * Follow devices registered since attach (softib device add, docs/events.md):
+ * num_devices from the map again, clamped.  It only grows, as softibd's
+ * count of slots ever used does, so an index once valid stays valid.
+ */
+void sib_fabric_view_refresh(struct sib_fabric_view *v);
+
 /* Unmap the view (no-op if not attached). */
 void sib_fabric_view_detach(struct sib_fabric_view *v);
 

@@ -15,7 +15,8 @@
 
 #include <stdint.h>
 
-#define SIB_ABI_VERSION 2u /* 2: sealed read-only map, no counters in it */
+#define SIB_ABI_VERSION 3u /* 2: sealed read-only map, no counters in it; 3: device
+                               * generations, pushed events, registry commands */
 #define SIB_CTL_MAGIC   0x53494243u /* "SIBC" */
 
 /* Default socket path when SOFTIB_SOCKET is unset: $XDG_RUNTIME_DIR/softib.sock,
@@ -30,6 +31,11 @@ enum sib_ctl_op {
 	SIB_CTL_DESTROY_OBJ,
 	SIB_CTL_STATUS,        /* -> text report, in chunks */
 	SIB_CTL_SHUTDOWN,      /* stop the daemon (tests, `softib stop`) */
+	SIB_CTL_SUBSCRIBE,     /* this connection receives pushed EVENTs from now on */
+	SIB_CTL_EVENT,         /* daemon -> client, unsolicited (never a request) */
+	SIB_CTL_DEVICE_ADD,    /* `softib device add NAME`: -> dev index */
+	SIB_CTL_DEVICE_REMOVE, /* `softib device remove NAME` */
+	SIB_CTL_PORT_SET,      /* `softib port DEV PORT down|up` */
 	SIB_CTL_OP_MAX,
 };
 
@@ -64,6 +70,7 @@ struct sib_ctl_hello {
 
 struct sib_ctl_open_device {
 	uint32_t dev_index;   /* in: index in sib_fabric_shm.devs */
+	uint32_t dev_gen;     /* in: devs[].gen seen by the client, else ENODEV */
 	uint32_t handle;      /* out */
 	uint32_t inbox;       /* out: inbox index */
 	uint32_t inbox_gen;   /* out */
@@ -85,6 +92,66 @@ struct sib_ctl_obj {
 	uint32_t pad;
 };
 
+/*
+ * Pushed events (docs/events.md).  A connection that sent SUBSCRIBE gets one
+ * SIB_CTL_EVENT message per event, in order, with hdr.seq counting that
+ * connection's events from 1 (a gap never happens silently: lost events are
+ * reported by one SIB_EV_OVERFLOW).  The daemon never blocks on a subscriber:
+ * at most SIB_EV_QUEUE_MAX events wait for a slow one, the rest are dropped
+ * and counted.  MAD receives (later issues) will be SIB_EV_MAD with the MAD
+ * in a body after struct sib_ctl_event.
+ */
+enum sib_event_type {
+	SIB_EV_PORT_CHANGE = 1, /* PortState or PortPhysicalState changed */
+	SIB_EV_LID_CHANGE,      /* the port's base LID or LMC changed */
+	SIB_EV_SM_CHANGE,       /* the port's SM LID or SL changed */
+	SIB_EV_DEVICE_ADD,      /* a CA was registered (softib device add) */
+	SIB_EV_DEVICE_REMOVE,   /* a CA was unregistered: DEVICE_FATAL for its users */
+	SIB_EV_OVERFLOW,        /* `lost` events were dropped: re-read the fabric map */
+	SIB_EV_MAD,             /* reserved: a MAD receive (QP0/QP1) */
+	SIB_EV_TYPE_MAX,
+};
+
+#define SIB_EV_QUEUE_MAX 64 /* events queued in softibd per slow subscriber */
+
+struct sib_ctl_subscribe {
+	uint32_t abi_version; /* in: SIB_ABI_VERSION; out: the daemon's */
+	uint32_t mask;        /* in: 1 << SIB_EV_* wanted, 0 = all */
+};
+
+/* One pushed event; the port fields are the state after the change. */
+struct sib_ctl_event {
+	uint32_t type;        /* enum sib_event_type */
+	uint32_t dev_index;   /* index in sib_fabric_shm.devs */
+	uint32_t dev_gen;     /* devs[].gen of the device the event is about */
+	uint8_t port_num;     /* 1-based; 0 = the whole device */
+	uint8_t state;        /* enum ibv_port_state */
+	uint8_t phys_state;   /* PortPhysicalState (IBA 14.2.5.6) */
+	uint8_t lmc;
+	uint16_t lid, sm_lid;
+	uint32_t lost;        /* OVERFLOW: events dropped before this one */
+	char name[64];        /* device name (SIB_DEV_NAME_MAX) */
+};
+
+/* What PORT_SET does to a port. */
+enum sib_port_action {
+	SIB_PORT_DOWN = 0,    /* PortState DOWN, PortPhysicalState Disabled */
+	SIB_PORT_UP,          /* ACTIVE, LinkUp (the port must have a LID) */
+	SIB_PORT_LID,         /* base LID := value (a free unicast LID) */
+	SIB_PORT_SM_LID,      /* SM LID := value (a unicast LID) */
+	SIB_PORT_ACTION_MAX,
+};
+
+/* DEVICE_ADD, DEVICE_REMOVE and PORT_SET (admin commands, no HELLO needed). */
+struct sib_ctl_dev_cmd {
+	char name[64];        /* in: device name, NUL-terminated */
+	uint32_t port_num;    /* in (PORT_SET): 1-based */
+	uint32_t action;      /* in (PORT_SET): enum sib_port_action */
+	uint32_t value;       /* in (PORT_SET): the LID for SIB_PORT_LID / _SM_LID */
+	uint32_t dev_index;   /* out (DEVICE_ADD) */
+	uint32_t dev_gen;     /* out (DEVICE_ADD) */
+};
+
 #define SIB_CTL_TEXT_MAX 3072
 
 struct sib_ctl_text {
@@ -100,11 +167,16 @@ struct sib_ctl_msg {
 		struct sib_ctl_get_inbox get_inbox;
 		struct sib_ctl_obj obj;
 		struct sib_ctl_text text;
+		struct sib_ctl_subscribe subscribe;
+		struct sib_ctl_event event;
+		struct sib_ctl_dev_cmd dev;
 		uint32_t handle;
 	} u;
 };
 
 _Static_assert(sizeof(struct sib_ctl_hdr) == 16, "ctl header is ABI");
 _Static_assert(sizeof(struct sib_ctl_obj) == 24, "ctl obj is ABI");
+_Static_assert(sizeof(struct sib_ctl_event) == 88, "ctl event is ABI");
+_Static_assert(sizeof(struct sib_ctl_dev_cmd) == 84, "ctl dev cmd is ABI");
 
 #endif

@@ -48,7 +48,8 @@ struct sib_shm_port {
 	uint16_t lid;              /* base LID, 0 = unassigned */
 	uint16_t sm_lid;
 	uint8_t lmc;
-	uint8_t state;             /* enum ibv_port_state */
+	uint8_t state;             /* enum ibv_port_state; also read alone, atomically,
+	                              by the data path: only ACTIVE passes packets */
 	uint8_t phys_state;        /* 5 = LinkUp */
 	uint8_t max_mtu;           /* enum ibv_mtu */
 	uint8_t active_mtu;
@@ -73,7 +74,8 @@ struct sib_shm_device {
 	uint32_t vendor_part_id;
 	uint32_t hw_ver;
 	uint8_t num_ports;
-	uint8_t pad[7];
+	uint8_t pad[3];
+	_Atomic uint32_t gen;          /* odd = registered; bumped on add and remove */
 	struct sib_shm_port ports[SIB_MAX_PORTS]; /* ports[0] is port 1 */
 };
 
@@ -104,7 +106,7 @@ struct sib_fabric_shm {
 	uint32_t magic;             /* SIB_SHM_MAGIC */
 	uint32_t abi_version;       /* SIB_ABI_VERSION */
 	uint32_t size;              /* bytes of this mapping */
-	uint32_t num_devices;
+	_Atomic uint32_t num_devices; /* devs[] slots ever used; present ones have gen odd */
 	_Atomic uint32_t port_seq;  /* seqlock over ports[] and lid_map[] */
 	uint32_t pad;
 	uint64_t daemon_pid;

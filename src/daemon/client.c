@@ -27,6 +27,7 @@ struct sibd_obj {
 	uint32_t inbox;        /* devices */
 	uint32_t nchild;       /* devices: objects created under it */
 	uint32_t qpn;          /* QPs */
+	bool gone;             /* devices: unregistered; its objects are released */
 };
 
 /* A reply the socket did not take yet; fd is our own dup, or -1. */
@@ -87,6 +88,7 @@ static void client_reply(struct sibd *d, struct sibd_client *c, const struct sib
 		c->dead = true;
 		return;
 	}
+	c->out_len++;
 	if (c->out_tail)
 		c->out_tail->next = o;
 	else
@@ -96,11 +98,18 @@ static void client_reply(struct sibd *d, struct sibd_client *c, const struct sib
 		client_arm(d, c);
 }
 
+void sibd_client_send(struct sibd *d, struct sibd_client *c, const struct sib_ctl_msg *m,
+		      int pass_fd)
+{
+	client_reply(d, c, m, pass_fd);
+}
+
 static void out_pop(struct sibd_client *c)
 {
 	struct sibd_out *o = c->out_head;
 
 	c->out_head = o->next;
+	c->out_len--;
 	if (!c->out_head)
 		c->out_tail = NULL;
 	if (o->fd >= 0)
@@ -158,7 +167,8 @@ static void dev_close(struct sibd *d, struct sibd_client *c, uint32_t handle)
 		if (o->type != SIBD_OBJ_DEVICE && o->dev_handle == handle)
 			obj_destroy(d, c, h);
 	sib_ht_remove(&c->ht, handle);
-	sibd_inbox_free(d, dev->inbox);
+	if (!dev->gone)
+		sibd_inbox_free(d, dev->inbox);
 	c->count[SIBD_OBJ_DEVICE]--;
 	free(dev);
 }
@@ -188,7 +198,7 @@ static int cmd_open_device(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	uint32_t handle;
 	int ret;
 
-	if (od->dev_index >= d->num_devices)
+	if (!sibd_dev_present(d, od->dev_index) || od->dev_gen != d->devs[od->dev_index].gen)
 		return -ENODEV;
 	ret = sib_ht_reserve(&c->ht, &handle);
 	if (ret)
@@ -272,6 +282,8 @@ static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 	dev = lookup(c, co->dev_handle, true);
 	if (!dev)
 		return -EBADF;
+	if (dev->gone)
+		return -EIO; /* as uverbs after disassociation */
 	ret = sib_ht_reserve(&c->ht, &handle);
 	if (ret)
 		return ret;
@@ -362,6 +374,10 @@ static const struct sibd_cmd {
 	[SIB_CTL_DESTROY_OBJ] = { cmd_destroy_obj, true },
 	[SIB_CTL_STATUS] = { cmd_status, false },
 	[SIB_CTL_SHUTDOWN] = { cmd_shutdown, false },
+	[SIB_CTL_SUBSCRIBE] = { sibd_cmd_subscribe, false },
+	[SIB_CTL_DEVICE_ADD] = { sibd_cmd_device_add, false },
+	[SIB_CTL_DEVICE_REMOVE] = { sibd_cmd_device_remove, false },
+	[SIB_CTL_PORT_SET] = { sibd_cmd_port_set, false },
 };
 
 /*
@@ -378,8 +394,8 @@ static void client_command(struct sibd *d, struct sibd_client *c, struct sib_ctl
 		ret = -EINVAL;
 	else if (m->hdr.magic != SIB_CTL_MAGIC)
 		ret = -EPROTO;
-	else if (m->hdr.op == 0 || m->hdr.op >= SIB_CTL_OP_MAX)
-		ret = -EINVAL;
+	else if (m->hdr.op == 0 || m->hdr.op >= SIB_CTL_OP_MAX || !sibd_cmds[m->hdr.op].fn)
+		ret = -EINVAL; /* unknown, or not a request (EVENT) */
 	else if (m->hdr.op != SIB_CTL_STATUS && (size_t)n < sib_ctl_msg_len(m))
 		ret = -EINVAL;
 	else if ((cmd = &sibd_cmds[m->hdr.op])->needs_hello && !c->hello)
@@ -412,6 +428,28 @@ static void client_input(struct sibd *d, struct sibd_client *c)
 			return;
 		}
 		client_command(d, c, &m, n);
+	}
+}
+
+/*
+ * Device dev_index was unregistered (registry.c): every context of c on it
+ * loses its objects, QPNs and inbox now, as uverbs disassociates a ucontext;
+ * the device handle stays, answering EIO, until c closes it.
+ */
+void sibd_client_device_gone(struct sibd *d, struct sibd_client *c, uint32_t dev_index)
+{
+	struct sibd_obj *dev, *o;
+	uint32_t pos = 0, cpos, h, ch;
+
+	while ((dev = sib_ht_next(&c->ht, &pos, &h))) {
+		if (dev->type != SIBD_OBJ_DEVICE || dev->dev_index != dev_index || dev->gone)
+			continue;
+		cpos = 0;
+		while (dev->nchild && (o = sib_ht_next(&c->ht, &cpos, &ch)))
+			if (o->type != SIBD_OBJ_DEVICE && o->dev_handle == h)
+				obj_destroy(d, c, ch);
+		sibd_inbox_free(d, dev->inbox);
+		dev->gone = true;
 	}
 }
 

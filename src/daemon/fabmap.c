@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <infiniband/verbs.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,17 +107,34 @@ static void copy_str(char *dst, size_t size, const char *src)
 }
 
 /*
- * Build the private devs[] from the fabric, and write lid_map[] of the map.
- * 0 or -EINVAL (too big).
+ * Describe CA node n as the private devs[nd]: its ports as the SMA reports
+ * them.  devs[nd].gen is left to the caller; nothing is published.
  */
+void sibd_map_set_device(struct sibd *d, uint32_t nd, struct sib_fab_node *n)
+{
+	struct sib_shm_device *dev = &d->devs[nd];
+	unsigned int pn;
+
+	d->dev_node[nd] = n;
+	copy_str(dev->name, sizeof(dev->name), n->dev_name);
+	copy_str(dev->node_desc, sizeof(dev->node_desc), n->desc);
+	dev->node_guid = n->node_guid;
+	dev->sys_image_guid = n->sys_image_guid;
+	dev->vendor_id = n->vendor_id;
+	dev->vendor_part_id = n->device_id;
+	dev->hw_ver = 0;
+	dev->num_ports = n->num_ports;
+	memset(dev->ports, 0, sizeof(dev->ports));
+	for (pn = 1; pn <= n->num_ports; pn++)
+		port_init(&dev->ports[pn - 1], &n->ports[pn]);
+}
+
+/* Build the private devs[] from the fabric, all registered.  0 or -EINVAL (too big). */
 static int map_fill(struct sibd *d)
 {
-	struct sib_fabric_shm *m = d->shm;
-	struct sib_shm_device *dev;
 	struct sib_fab_node *n;
-	struct sib_shm_port *p;
-	uint32_t nd = 0, lid, nlids;
-	unsigned int i, pn;
+	uint32_t nd = 0;
+	unsigned int i;
 
 	for (i = 0; i < d->fab.n_nodes; i++) {
 		n = d->fab.nodes[i];
@@ -131,25 +149,8 @@ static int map_fill(struct sibd *d)
 				 n->id, n->num_ports, SIB_MAX_PORTS);
 			return -EINVAL;
 		}
-		dev = &d->devs[nd];
-		d->dev_node[nd] = n;
-		copy_str(dev->name, sizeof(dev->name), n->dev_name);
-		copy_str(dev->node_desc, sizeof(dev->node_desc), n->desc);
-		dev->node_guid = n->node_guid;
-		dev->sys_image_guid = n->sys_image_guid;
-		dev->vendor_id = n->vendor_id;
-		dev->vendor_part_id = n->device_id;
-		dev->num_ports = n->num_ports;
-		for (pn = 1; pn <= n->num_ports; pn++) {
-			p = &dev->ports[pn - 1];
-			port_init(p, &n->ports[pn]);
-			if (!p->lid)
-				continue;
-			nlids = 1u << p->lmc;
-			for (lid = p->lid; lid < p->lid + nlids && lid < SIB_UNICAST_LIDS; lid++)
-				atomic_store_explicit(&m->lid_map[lid], SIB_LIDM_MAKE(nd, pn),
-						      memory_order_relaxed);
-		}
+		sibd_map_set_device(d, nd, n);
+		d->devs[nd].gen = 1; /* registered */
 		nd++;
 	}
 	d->num_devices = nd;
@@ -157,21 +158,85 @@ static int map_fill(struct sibd *d)
 }
 
 /*
- * Copy the private devices and ports into the map under the seqlock: a
- * reader that overlaps sees an odd or changed port_seq and tries again
- * (a bounded number of times, fabric_view.h).
+ * The seqlock port_seq around writes of ports[] and lid_map[]: a reader that
+ * overlaps sees an odd or changed port_seq and tries again (a bounded number
+ * of times, fabric_view.h).  The count is kept privately (d->port_seq).
  */
+void sibd_map_write_begin(struct sibd *d)
+{
+	atomic_store_explicit(&d->shm->port_seq, ++d->port_seq, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+}
+
+void sibd_map_write_end(struct sibd *d)
+{
+	atomic_store_explicit(&d->shm->port_seq, ++d->port_seq, memory_order_release);
+}
+
+/* Copy the private devs[idx] into the map, all but gen.  Inside write_begin/end. */
+void sibd_map_put_device(struct sibd *d, uint32_t idx)
+{
+	struct sib_shm_device *dst = &d->shm->devs[idx];
+	const struct sib_shm_device *src = &d->devs[idx];
+
+	memcpy(dst, src, offsetof(struct sib_shm_device, gen));
+	memcpy(dst->ports, src->ports, sizeof(dst->ports));
+}
+
+/* lid_map[lid .. lid + n - 1] = entry (0: unrouted), clipped to unicast.  Inside begin/end. */
+void sibd_map_put_lids(struct sibd *d, uint32_t lid, uint32_t n, uint16_t entry)
+{
+	uint32_t l;
+
+	for (l = lid; l && l < lid + n && l < SIB_UNICAST_LIDS; l++)
+		atomic_store_explicit(&d->shm->lid_map[l], entry, memory_order_relaxed);
+}
+
+/* Route (or unroute) every LID of devs[idx]'s ports, as the private state has them. */
+void sibd_map_put_routes(struct sibd *d, uint32_t idx, bool route)
+{
+	const struct sib_shm_device *dev = &d->devs[idx];
+	const struct sib_shm_port *p;
+	unsigned int pn;
+
+	for (pn = 1; pn <= dev->num_ports && pn <= SIB_MAX_PORTS; pn++) {
+		p = &dev->ports[pn - 1];
+		sibd_map_put_lids(d, p->lid, 1u << p->lmc, route ? SIB_LIDM_MAKE(idx, pn) : 0);
+	}
+}
+
+/*
+ * Publish devs[idx].gen and num_devices (release): a reader that sees the
+ * gen odd sees the slot filled (put it before), one that sees it even skips it.
+ */
+void sibd_map_publish_gen(struct sibd *d, uint32_t idx)
+{
+	atomic_store_explicit(&d->shm->devs[idx].gen, d->devs[idx].gen, memory_order_release);
+	atomic_store_explicit(&d->shm->num_devices, d->num_devices, memory_order_release);
+}
+
+/* Publish one device: its attributes and ports under the seqlock. */
+void sibd_map_publish_device(struct sibd *d, uint32_t idx)
+{
+	sibd_map_write_begin(d);
+	sibd_map_put_device(d, idx);
+	sibd_map_write_end(d);
+}
+
+/* Publish every device, its LID routes and its generation (at start). */
 void sibd_map_publish_ports(struct sibd *d)
 {
-	struct sib_fabric_shm *m = d->shm;
-	uint32_t seq = atomic_load_explicit(&m->port_seq, memory_order_relaxed);
+	uint32_t i;
 
-	/* our own mapping is the only writable one: seq is what we last stored */
-	atomic_store_explicit(&m->port_seq, seq + 1, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	memcpy(m->devs, d->devs, sizeof(m->devs));
-	m->num_devices = d->num_devices;
-	atomic_store_explicit(&m->port_seq, seq + 2, memory_order_release);
+	sibd_map_write_begin(d);
+	for (i = 0; i < d->num_devices; i++) {
+		sibd_map_put_device(d, i);
+		if (d->devs[i].gen & 1)
+			sibd_map_put_routes(d, i, true);
+	}
+	sibd_map_write_end(d);
+	for (i = 0; i < d->num_devices; i++)
+		sibd_map_publish_gen(d, i);
 }
 
 /* A memfd of size bytes that can still be sealed; -errno on failure. */

@@ -26,6 +26,15 @@
 
 struct sibd_out;
 
+/* A connection's subscription to pushed events (events.c owns it). */
+struct sibd_ev_sub {
+	bool on;                        /* SUBSCRIBE seen */
+	uint32_t mask;                  /* 1 << SIB_EV_* wanted */
+	uint32_t seq;                   /* hdr.seq of the last event queued */
+	uint32_t lost;                  /* dropped since the last OVERFLOW marker */
+	uint64_t dropped;               /* dropped in all */
+};
+
 /* One connection: one context, as one open of /dev/infiniband/uverbsN. */
 struct sibd_client {
 	struct sibd_client *prev, *next;
@@ -36,6 +45,8 @@ struct sibd_client {
 	struct sib_htable ht;           /* handles -> struct sibd_obj */
 	uint32_t count[SIB_OBJ_TYPE_MAX]; /* [SIBD_OBJ_DEVICE] = open devices */
 	struct sibd_out *out_head, *out_tail; /* replies the socket did not take yet */
+	uint32_t out_len;               /* messages in that queue */
+	struct sibd_ev_sub ev;          /* pushed events (events.c) */
 };
 
 /*
@@ -54,6 +65,9 @@ struct sibd_counters {
 	uint64_t bad_commands;          /* EINVAL, EPROTO, EBADF, ENODEV replies */
 	uint64_t connections;
 	uint64_t refused;               /* other uid, or too many clients */
+	uint64_t events;                /* events queued to subscribers */
+	uint64_t events_dropped;        /* not queued: the subscriber was too slow */
+	uint64_t devices_added, devices_removed, port_changes;
 };
 
 struct sibd {
@@ -76,6 +90,7 @@ struct sibd {
 	uint32_t inbox_next, inboxes_used;
 	uint64_t qpn_bits[SIB_MAX_QPN / 64]; /* bit q set = QPN q given out */
 	uint32_t qpn_next, qpns_used;
+	uint32_t port_seq;              /* the map's seqlock count we last stored */
 
 	/* the shared map: sealed F_SEAL_FUTURE_WRITE, so only our mapping writes */
 	int shm_fd;
@@ -100,6 +115,21 @@ int sibd_fabric_load(struct sibd *d);
 int sibd_map_create(struct sibd *d);
 void sibd_map_publish_ports(struct sibd *d);
 void sibd_map_destroy(struct sibd *d);
+/* Private state only: devs[nd] (all but gen) and dev_node[nd] from CA node n. */
+void sibd_map_set_device(struct sibd *d, uint32_t nd, struct sib_fab_node *n);
+/*
+ * Writers of the map from the private state (never read back).  put_*
+ * go between write_begin and write_end (the seqlock port_seq);
+ * publish_device is one such section for devs[idx]; publish_gen stores
+ * devs[idx].gen and num_devices with release, after the slot is filled.
+ */
+void sibd_map_write_begin(struct sibd *d);
+void sibd_map_write_end(struct sibd *d);
+void sibd_map_put_device(struct sibd *d, uint32_t idx);
+void sibd_map_put_lids(struct sibd *d, uint32_t lid, uint32_t n, uint16_t entry);
+void sibd_map_put_routes(struct sibd *d, uint32_t idx, bool route);
+void sibd_map_publish_device(struct sibd *d, uint32_t idx);
+void sibd_map_publish_gen(struct sibd *d, uint32_t idx);
 int sibd_inbox_alloc(struct sibd *d, struct sibd_client *owner, uint32_t dev_index,
 		     uint32_t *inbox);
 void sibd_inbox_free(struct sibd *d, uint32_t inbox);
@@ -111,6 +141,28 @@ void sibd_qpn_free(struct sibd *d, uint32_t qpn);
 struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid);
 void sibd_client_event(struct sibd *d, struct sibd_client *c, uint32_t events);
 void sibd_client_release(struct sibd *d, struct sibd_client *c);
+
+void sibd_client_send(struct sibd *d, struct sibd_client *c, const struct sib_ctl_msg *m,
+		      int pass_fd);
+void sibd_client_device_gone(struct sibd *d, struct sibd_client *c, uint32_t dev_index);
+
+/* events.c: pushed events (docs/events.md) */
+int sibd_cmd_subscribe(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+		       int *pass_fd);
+void sibd_event_push(struct sibd *d, const struct sib_ctl_event *ev);
+void sibd_event_fill(struct sibd *d, struct sib_ctl_event *ev, enum sib_event_type type,
+		     uint32_t dev_index, uint8_t port_num);
+void sibd_event_port(struct sibd *d, enum sib_event_type type, uint32_t dev_index,
+		     uint8_t port_num);
+
+/* registry.c: devices and ports at run time */
+bool sibd_dev_present(const struct sibd *d, uint32_t dev_index);
+int sibd_cmd_device_add(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			int *pass_fd);
+int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			   int *pass_fd);
+int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+		      int *pass_fd);
 
 /* status.c */
 int sibd_status_text(struct sibd *d, char **text, size_t *len);

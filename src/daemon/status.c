@@ -101,6 +101,8 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 		(int)getpid(), SIB_ABI_VERSION, d->sock_path, d->topology ? d->topology : "default",
 		d->nclients, (sibd_now_ms() - d->start_ms) / 1000);
 	for (i = 0; i < d->num_devices; i++) {
+		if (!sibd_dev_present(d, i))
+			continue; /* unregistered */
 		dev = &d->devs[i];
 		fprintf(f, "device name=%s node_guid=%s ports=%u\n", dev->name,
 			guid_str(dev->node_guid, g), dev->num_ports);
@@ -110,6 +112,10 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 	for (c = d->clients; c; c = c->next) {
 		fprintf(f, "client pid=%d ", (int)c->pid);
 		print_counts(f, c->count);
+		if (c->ev.on)
+			fprintf(f, "subscriber pid=%d queued=%u events=%u dropped=%llu\n",
+				(int)c->pid, c->out_len, c->ev.seq,
+				(unsigned long long)c->ev.dropped);
 		for (t = 0; t < SIB_OBJ_TYPE_MAX; t++)
 			total[t] += c->count[t];
 	}
@@ -120,6 +126,11 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 	fprintf(f, "counters bad_commands=%llu commands=%llu connections=%llu refused=%llu\n",
 		(unsigned long long)d->ctr.bad_commands, (unsigned long long)d->ctr.commands,
 		(unsigned long long)d->ctr.connections, (unsigned long long)d->ctr.refused);
+	fprintf(f, "events queued=%llu dropped=%llu devices_added=%llu devices_removed=%llu"
+		" port_changes=%llu\n",
+		(unsigned long long)d->ctr.events, (unsigned long long)d->ctr.events_dropped,
+		(unsigned long long)d->ctr.devices_added, (unsigned long long)d->ctr.devices_removed,
+		(unsigned long long)d->ctr.port_changes);
 	if (fclose(f) != 0) {
 		free(*text);
 		*text = NULL;

@@ -8,9 +8,26 @@
 
 #include "hca/hca.h"
 
+static void cq_push(struct sib_cq *cq, struct ibv_comp_channel *ch, const struct ibv_wc *wc,
+		    bool solicited);
+
 void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	struct ibv_comp_channel *ch = cq->ibv.channel;
+
+	/* Seed 004: one CQ's completion handling never on two threads at once
+	 * (progress_lock makes it so).  Checked on every push, without a locked
+	 * instruction; counted, for tests. */
+	if (atomic_load_explicit(&cq->in_handler, memory_order_relaxed))
+		atomic_fetch_add_explicit(&cq->handler_overlaps, 1, memory_order_relaxed);
+	atomic_store_explicit(&cq->in_handler, 1, memory_order_relaxed);
+	cq_push(cq, ch, wc, solicited);
+	atomic_store_explicit(&cq->in_handler, 0, memory_order_relaxed);
+}
+
+static void cq_push(struct sib_cq *cq, struct ibv_comp_channel *ch, const struct ibv_wc *wc,
+		    bool solicited)
+{
 	int armed;
 
 	pthread_spin_lock(&cq->lock);

@@ -81,6 +81,11 @@ bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 	struct iba_pkt *h = &tx->h;
 
 	tx->slot = NULL;
+	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen,
+			     qp->port_num ? qp->port_num : 1)) {
+		qp->ctx->port_down_drops++; /* link down: lost on the wire */
+		return true;
+	}
 	tx->ring = dest_ring(qp);
 	if (!tx->ring) {
 		qp->ctx->tx_no_dest++;

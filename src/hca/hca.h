@@ -28,6 +28,7 @@
 
 #include "common/objtab.h"
 #include "common/sib_shm.h"
+#include "hca/events.h"
 #include "hca/mr_check.h"
 #include "hca/provider.h"
 #include "hca/ring.h"
@@ -61,6 +62,7 @@ struct sib_device {
 	void *verbs_ops;               /* +664: always NULL */
 	uint8_t verbs_private[40];     /* the rest of verbs_device */
 	uint32_t index;                /* in sib_fabric->devs[] */
+	uint32_t gen;                  /* sib_fabric->devs[index].gen when listed */
 };
 
 /* Memory region: lkey == rkey == index << 8 | key byte (STYLE 6.8). */
@@ -91,6 +93,8 @@ struct sib_cq {
 	_Atomic uint32_t events_reported; /* completion events delivered */
 	_Atomic uint32_t async_reported;  /* CQ_ERR async events delivered */
 	uint32_t empty_polls;          /* poll_cq calls in a row that found nothing */
+	_Atomic uint32_t in_handler;   /* sib_cq_push running: seed 004 says never twice */
+	_Atomic uint64_t handler_overlaps; /* pushes that found another one running */
 	/* ibv_cq_ex polling state */
 	struct ibv_wc cur;
 	uint64_t wc_flags;
@@ -238,6 +242,8 @@ struct sib_context {
 	uint64_t rx_drop[SIB_RX_DROP_COUNT]; /* receive demux drops by cause (recv.c) */
 	uint64_t tx_no_dest, tx_ring_full, rx_skipped_slots;
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
+	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
+	struct sib_ctx_events ev;      /* pushed events (events.c) */
 };
 
 static inline struct sib_context *to_sctx(struct ibv_context *c)

@@ -35,7 +35,7 @@ struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen)
 
 /* ---- devices and contexts ---- */
 
-static struct ibv_device *sib_alloc_device(uint32_t index)
+static struct ibv_device *sib_alloc_device(uint32_t index, uint32_t gen)
 {
 	struct sib_device *d = calloc(1, sizeof(*d));
 
@@ -44,6 +44,7 @@ static struct ibv_device *sib_alloc_device(uint32_t index)
 		return NULL;
 	}
 	d->index = index;
+	d->gen = gen;
 	d->ibv.node_type = IBV_NODE_CA;
 	d->ibv.transport_type = IBV_TRANSPORT_IB;
 	return &d->ibv;
@@ -52,6 +53,11 @@ static struct ibv_device *sib_alloc_device(uint32_t index)
 static uint32_t sib_device_index(struct ibv_device *device)
 {
 	return ((struct sib_device *)device)->index;
+}
+
+static uint32_t sib_device_gen(struct ibv_device *device)
+{
+	return ((struct sib_device *)device)->gen;
 }
 
 static struct ibv_context *sib_alloc_context(struct ibv_device *device,
@@ -105,7 +111,12 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 	rc = sib_engine_start(ctx);
 	if (rc)
 		goto err_pipe;
+	rc = sib_events_attach(ctx); /* pushed port and device events (events.c) */
+	if (rc)
+		goto err_engine;
 	return c;
+err_engine:
+	sib_engine_stop(ctx);
 err_pipe:
 	close(pfd[0]);
 	close(pfd[1]);
@@ -123,6 +134,7 @@ static void sib_free_context(struct ibv_context *context)
 {
 	struct sib_context *ctx = to_sctx(context);
 
+	sib_events_detach(ctx); /* no event reaches it from now on */
 	sib_engine_stop(ctx);
 	if (getenv("SOFTIB_STATS")) {
 		fprintf(stderr, "softib %s: rx_drop:", ctx->dev->ibv.name);
@@ -392,6 +404,8 @@ static int sib_query_device_ex(struct ibv_context *context,
 		return EINVAL;
 	if (attr_size < sizeof(attr->orig_attr))
 		return EINVAL;
+	if (sib_ctx_fatal(to_sctx(context)))
+		return EIO; /* rdma-core after DEVICE_FATAL: the kernel answers EIO */
 	memset(&a, 0, sizeof(a));
 	fill_device_attr(to_sctx(context), &a.orig_attr);
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
@@ -401,8 +415,9 @@ static int sib_query_device_ex(struct ibv_context *context,
 	return 0;
 }
 
-/* The full struct ibv_port_attr: 0, EINVAL for a port the device lacks, or
- * EAGAIN when softibd's seqlock never settles (common/fabric_view.h). */
+/* The full struct ibv_port_attr: 0, EINVAL for a port the device lacks,
+ * EAGAIN when softibd's seqlock never settles (common/fabric_view.h), or
+ * EIO after DEVICE_FATAL (as rdma-core's kernel answers). */
 static int sib_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *a)
 {
 	uint32_t dev = to_sctx(context)->dev->index;
@@ -410,6 +425,8 @@ static int sib_query_port(struct ibv_context *context, uint8_t port_num, struct 
 	struct sib_shm_port p;
 	int rc;
 
+	if (sib_ctx_fatal(to_sctx(context)))
+		return EIO;
 	rc = -sib_fabric_port_read(sib_fview.map, sib_fview.num_devices, dev, port_num, &p);
 	if (rc)
 		return rc;
@@ -473,4 +490,5 @@ const struct sib_hca_device_ops sib_hca_device_ops = {
 	.app_blocking = sib_app_blocking,
 	.dev_handle = sib_dev_handle,
 	.device_index = sib_device_index,
+	.device_gen = sib_device_gen,
 };

@@ -74,6 +74,10 @@ struct sib_hca_host {
 	/* The ring of inbox `inbox` at generation `gen`, mapped; NULL if it is
 	 * gone.  The ring stays valid for the life of the process. */
 	struct sib_ring *(*peer_ring)(uint32_t inbox, uint32_t gen);
+	/* A new connection on which softibd pushes events (SUBSCRIBE done,
+	 * docs/events.md): its fd, or -errno.  NULL: no pushed events (a test
+	 * host); contexts then only see the events their own engine raises. */
+	int (*subscribe)(void);
 };
 
 void sib_hca_set_host(const struct sib_hca_host *host);
@@ -111,10 +115,11 @@ struct sib_comp_channel {
 };
 
 struct sib_hca_device_ops {
-	/* A device object for fabric map device `index` (verbs_device layout,
-	 * research/abi.md 2.5); the caller fills the ibv_device names.  NULL
-	 * and errno on failure.  Devices are never freed. */
-	struct ibv_device *(*alloc_device)(uint32_t index);
+	/* A device object for fabric map device `index` registered with
+	 * generation `gen` (odd; devs[index].gen, docs/events.md) (verbs_device
+	 * layout, research/abi.md 2.5); the caller fills the ibv_device names.
+	 * NULL and errno on failure.  Devices are never freed. */
+	struct ibv_device *(*alloc_device)(uint32_t index, uint32_t gen);
 	/* A context on an attached inbox; the engine thread runs.  The caller
 	 * then sets the verbs bookkeeping (ops, abi_compat).  NULL and errno. */
 	struct ibv_context *(*alloc_context)(struct ibv_device *device,
@@ -133,6 +138,8 @@ struct sib_hca_device_ops {
 	uint32_t (*dev_handle)(struct ibv_context *context);
 	/* The fabric map device index of a device. */
 	uint32_t (*device_index)(struct ibv_device *device);
+	/* The registration generation a device was allocated for. */
+	uint32_t (*device_gen)(struct ibv_device *device);
 };
 
 extern const struct sib_hca_ops sib_hca_ops;

@@ -366,6 +366,8 @@ int sib_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	enum ibv_qp_state cur, next;
 	int rc;
 
+	if (sib_ctx_fatal(ctx))
+		return EIO; /* rdma-core after DEVICE_FATAL: the kernel answers EIO */
 	pthread_mutex_lock(&ctx->progress_lock);
 	cur = qp->state;
 	if ((attr_mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
@@ -392,6 +394,8 @@ int sib_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
 {
 	struct sib_qp *qp = to_sqp(ibqp);
 
+	if (sib_ctx_fatal(qp->ctx))
+		return EIO; /* as ibv_modify_qp */
 	memset(a, 0, sizeof(*a));
 	pthread_mutex_lock(&qp->ctx->progress_lock);
 	a->qp_state = qp->state;

@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "hca/events.h"
 #include "hca/transport.h"
 #include "hca/wr.h"
 
@@ -19,6 +20,7 @@ static const char *const drop_name[SIB_RX_DROP_COUNT] = {
 	[SIB_RX_DROP_CRC] = "crc",
 	[SIB_RX_DROP_LVER] = "lver",
 	[SIB_RX_DROP_DLID] = "dlid",
+	[SIB_RX_DROP_LINK_DOWN] = "link_down",
 	[SIB_RX_DROP_DGID] = "dgid",
 	[SIB_RX_DROP_QPN] = "qpn",
 	[SIB_RX_DROP_PORT] = "port",
@@ -75,6 +77,10 @@ static enum sib_rx_drop hdr_check(struct rx *rx, const uint8_t *buf, uint32_t le
 	pn = rx->lm & 0xff;
 	if (!rx->lm || (uint32_t)(rx->lm >> 8) != rx->ctx->dev->index || pn < 1 || pn > SIB_MAX_PORTS)
 		return SIB_RX_DROP_DLID;
+	if (!sib_port_passes(rx->ctx->dev->index, rx->ctx->dev->gen, pn)) {
+		rx->ctx->port_down_drops++; /* the link is down: lost, as on a wire */
+		return SIB_RX_DROP_LINK_DOWN;
+	}
 	rx->port = &sib_fabric->devs[rx->ctx->dev->index].ports[pn - 1];
 	if (rx->pkt.lrh.lnh == IBA_LNH_GLOBAL) {
 		uint64_t pfx = htobe64(rx->port->gid_prefix), guid = htobe64(rx->port->port_guid);

@@ -84,6 +84,7 @@ enum sib_rx_drop {
 	SIB_RX_DROP_CRC,               /* ICRC or VCRC mismatch */
 	SIB_RX_DROP_LVER,              /* LRH.LVer not 0 */
 	SIB_RX_DROP_DLID,              /* DLID is not one of this device's ports */
+	SIB_RX_DROP_LINK_DOWN,         /* arrived on a port that is down, or a removed device */
 	SIB_RX_DROP_DGID,              /* GRH.DGID is not the port's GID */
 	SIB_RX_DROP_QPN,               /* no such QP on this context */
 	SIB_RX_DROP_PORT,              /* the QP is bound to another port */

@@ -7,7 +7,8 @@
  * Locking: lib_lock guards the one-time connection and the device array;
  * ctl_lock serializes round trips on the control socket.  Device objects
  * are never freed, so pointers stay stable across ibv_get_device_list calls
- * (librdmacm compares them).
+ * (librdmacm compares them); a device registered at run time in a reused
+ * slot gets a new object (softib device add|remove, docs/events.md).
  */
 #include <endian.h>
 #include <errno.h>
@@ -39,8 +40,15 @@ _Static_assert(sizeof(struct ibv_cq_ex) == 288, "ibv_cq_ex");
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctl_fd = -1;
-static struct ibv_device *devices[SIB_MAX_DEVICES]; /* from the HCA's alloc_device */
-static unsigned int num_devices;
+static struct ibv_device *devices[SIB_MAX_DEVICES]; /* the newest object per slot */
+
+/* Devices replaced in their slot: kept (contexts and applications may hold
+ * them), and reachable, so that they are not leaks.  Under lib_lock. */
+struct retired_device {
+	struct retired_device *next;
+	struct ibv_device *dev;
+};
+static struct retired_device *retired;
 
 /* Peer inbox mappings, by inbox index (slow path fills, data path reads).
  * A mapping and its sib_ring are never changed or freed once handed out:
@@ -125,11 +133,33 @@ static void warn_no_daemon(const char *why, int err)
 
 static struct sib_ring *verbs_peer_ring(uint32_t inbox, uint32_t gen);
 
-/* What the HCA gets from this library: softibd's registry and inboxes. */
+/*
+ * A second connection to the daemon serving ours, subscribed to every
+ * pushed event (docs/events.md), for the HCA's event reader.  fd or -errno.
+ */
+static int verbs_subscribe(void)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_SUBSCRIBE };
+	int fd, rc;
+
+	fd = sib_ctl_open(false);
+	if (fd < 0)
+		return fd;
+	m.u.subscribe.abi_version = SIB_ABI_VERSION;
+	rc = sib_ctl_call(fd, &m, NULL);
+	if (rc || m.hdr.status) {
+		close(fd);
+		return rc ? rc : -(int)m.hdr.status;
+	}
+	return fd;
+}
+
+/* What the HCA gets from this library: softibd's registry, inboxes and events. */
 static const struct sib_hca_host verbs_host = {
 	.obj_create = sib_obj_create,
 	.obj_destroy = sib_obj_destroy,
 	.peer_ring = verbs_peer_ring,
+	.subscribe = verbs_subscribe,
 };
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */
@@ -161,17 +191,6 @@ static int lib_connect(void)
 		goto err;
 	}
 	sib_fabric = (struct sib_fabric_shm *)sib_fview.map;
-	num_devices = sib_fview.num_devices;
-	for (unsigned int i = 0; i < num_devices; i++) {
-		if (!devices[i]) {
-			devices[i] = sib_hca_device_ops.alloc_device(i);
-			if (!devices[i]) {
-				num_devices = i;
-				break;
-			}
-		}
-		init_device(devices[i], i);
-	}
 	sib_hca_set_host(&verbs_host);
 	pthread_mutex_lock(&ctl_lock);
 	ctl_fd = fd;
@@ -197,21 +216,62 @@ int sib_lib_init(void)
 	return rc;
 }
 
+/*
+ * The registered devices of the map, in slot order, into list; a slot whose
+ * generation changed gets a new object from the HCA (the older one is kept
+ * in `retired`).  lib_lock held.  Returns how many.
+ */
+static unsigned int devices_scan(struct ibv_device **list)
+{
+	struct retired_device *r;
+	struct ibv_device *d;
+	unsigned int n = 0;
+	uint32_t nd, gen;
+
+	sib_fabric_view_refresh(&sib_fview);
+	nd = sib_fview.num_devices;
+	for (uint32_t i = 0; i < nd; i++) {
+		gen = atomic_load_explicit(&sib_fabric->devs[i].gen, memory_order_acquire);
+		if (!(gen & 1))
+			continue; /* unregistered */
+		if (!devices[i] || sib_hca_device_ops.device_gen(devices[i]) != gen) {
+			r = devices[i] ? malloc(sizeof(*r)) : NULL;
+			if (devices[i] && !r)
+				continue;
+			d = sib_hca_device_ops.alloc_device(i, gen);
+			if (!d) {
+				free(r);
+				continue;
+			}
+			init_device(d, i);
+			if (r) {
+				r->dev = devices[i];
+				r->next = retired;
+				retired = r;
+			}
+			devices[i] = d;
+		}
+		list[n++] = devices[i];
+	}
+	return n;
+}
+
 SIB_EXPORT struct ibv_device **ibv_get_device_list(int *num)
 {
 	struct ibv_device **list;
 	unsigned int n = 0;
 
-	/* No daemon and no autostart: an empty list, like a host without HCAs. */
-	if (sib_lib_init() == 0)
-		n = num_devices;
-	list = calloc(n + 1, sizeof(*list));
+	list = calloc(SIB_MAX_DEVICES + 1, sizeof(*list));
 	if (!list) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	for (unsigned int i = 0; i < n; i++)
-		list[i] = devices[i];
+	/* No daemon and no autostart: an empty list, like a host without HCAs. */
+	if (sib_lib_init() == 0) {
+		pthread_mutex_lock(&lib_lock);
+		n = devices_scan(list);
+		pthread_mutex_unlock(&lib_lock);
+	}
 	if (num)
 		*num = (int)n;
 	return list;
@@ -371,9 +431,11 @@ static int synth_sysfs(const char *dir, const char *file, char *buf, size_t size
 
 	if (!sib_fabric)
 		return -1;
-	for (unsigned int i = 0; i < num_devices; i++)
-		if (!strcmp(dir, devices[i]->ibdev_path))
+	pthread_mutex_lock(&lib_lock);
+	for (unsigned int i = 0; i < SIB_MAX_DEVICES; i++)
+		if (devices[i] && !strcmp(dir, devices[i]->ibdev_path))
 			d = devices[i];
+	pthread_mutex_unlock(&lib_lock);
 	if (!d)
 		return -1;
 	uint32_t index = sib_hca_device_ops.device_index(d);
@@ -488,6 +550,7 @@ SIB_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	m.u.open.dev_index = sib_hca_device_ops.device_index(device);
+	m.u.open.dev_gen = sib_hca_device_ops.device_gen(device); /* never another CA in the slot */
 	rc = sib_ctl_rpc(&m, &fd);
 	if (rc || fd < 0) {
 		errno = rc ? rc : EPROTO;

@@ -225,7 +225,11 @@ static int client(void)
 static int open_dev(int fd, uint32_t idx, struct sib_ctl_open_device *od, int *inbox_fd)
 {
 	struct sib_ctl_msg m = { .u.open.dev_index = idx };
-	int rfd, st = call(fd, &m, SIB_CTL_OPEN_DEVICE, &rfd);
+	int rfd, st;
+
+	if (idx < SIB_MAX_DEVICES) /* the registration the client saw in the map */
+		m.u.open.dev_gen = atomic_load(&g.map->devs[idx].gen);
+	st = call(fd, &m, SIB_CTL_OPEN_DEVICE, &rfd);
 
 	*od = m.u.open;
 	if (inbox_fd)
@@ -767,7 +771,8 @@ static void test_cleanup_on_exit(void **state)
 		if (fd < 0 || sib_ctl_call(fd, &m, NULL) || m.hdr.status)
 			_exit(1);
 		for (i = 0; i < 2; i++) {
-			m = (struct sib_ctl_msg){ .hdr.op = SIB_CTL_OPEN_DEVICE, .u.open.dev_index = 1 };
+			m = (struct sib_ctl_msg){ .hdr.op = SIB_CTL_OPEN_DEVICE, .u.open.dev_index = 1,
+						  .u.open.dev_gen = 1 };
 			if (sib_ctl_call(fd, &m, NULL) || m.hdr.status)
 				_exit(1);
 		}

@@ -94,6 +94,7 @@ static void fabric_setup(void)
 		snprintf(d->name, sizeof(d->name), "loop%u", i);
 		d->node_guid = 0x1000 + i;
 		d->num_ports = 1;
+		atomic_store(&d->gen, 1); /* registered (docs/events.md) */
 		p->port_guid = 0x2000 + i;
 		p->gid_prefix = 0xfe80000000000000ull;
 		p->lid = (uint16_t)(1 + i);
@@ -119,7 +120,7 @@ static int setup(void **state)
 		struct side *s = &sides[i];
 		struct sib_hca_attach at = { .dev_handle = i, .inbox_idx = i, .inbox_gen = 1,
 					     .inbox_base = inbox_mem[i] };
-		struct ibv_device *dev = devices[i] ? devices[i] : sib_hca_device_ops.alloc_device(i);
+		struct ibv_device *dev = devices[i] ? devices[i] : sib_hca_device_ops.alloc_device(i, 1);
 		struct ibv_qp_init_attr qa = { 0 };
 
 		assert_non_null(dev);

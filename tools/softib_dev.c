@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `softib device add|remove NAME`, `softib port DEV PORT down|up|lid|smlid`: the
+ * device registry commands of softibd (docs/events.md).  One request and
+ * one reply on a fresh connection; never starts a daemon.  Single-threaded.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "common/ctl.h"
+#include "softib_dev.h"
+
+#define REPLY_TIMEOUT_S 10
+
+/* What an errno means for each command, where strerror() would mislead. */
+static const char *why(uint16_t op, int err)
+{
+	switch (err) {
+	case EEXIST: return "a device of that name exists";
+	case ENODEV: return "no such device";
+	case ENOSPC: return op == SIB_CTL_DEVICE_ADD ?
+			    "no free switch port, device slot, GUID or LID" : strerror(err);
+	case ENOLINK: return "the port has no link";
+	case EADDRINUSE: return "another port has that LID";
+	case EINVAL: return op == SIB_CTL_PORT_SET ? "bad device name or port number" :
+			    "bad device name (1-63 of A-Z a-z 0-9 _ - .)";
+	default: return strerror(err);
+	}
+}
+
+/* Send m to the daemon on path (NULL: the default socket).  0, or 1 with a message. */
+static int run(const char *path, struct sib_ctl_msg *m, const char *prog)
+{
+	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
+	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	uint16_t op = m->hdr.op;
+	int fd, ret;
+
+	if (!path) {
+		ret = sib_ctl_default_path(def, sizeof(def));
+		if (ret) {
+			fprintf(stderr, "%s: socket path: %s\n", prog, strerror(-ret));
+			return 1;
+		}
+		path = def;
+	}
+	fd = sib_ctl_connect(path);
+	if (fd < 0) {
+		if (fd == -ENOENT || fd == -ECONNREFUSED)
+			fprintf(stderr, "softibd is not running (no daemon on %s)\n", path);
+		else
+			fprintf(stderr, "%s: connect %s: %s\n", prog, path, strerror(-fd));
+		return 1;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ret = sib_ctl_call(fd, m, NULL);
+	close(fd);
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", prog, strerror(-ret));
+		return 1;
+	}
+	if (m->hdr.status) {
+		fprintf(stderr, "%s: %s: %s\n", prog, m->u.dev.name, why(op, m->hdr.status));
+		return 1;
+	}
+	return 0;
+}
+
+static int set_name(struct sib_ctl_msg *m, const char *name, const char *prog)
+{
+	if (strlen(name) >= sizeof(m->u.dev.name)) {
+		fprintf(stderr, "%s: device name too long: %s\n", prog, name);
+		return -1;
+	}
+	strcpy(m->u.dev.name, name);
+	return 0;
+}
+
+/* A decimal number in [min, max] into *out.  0, or -1 with a message. */
+static int number(const char *s, long min, long max, uint32_t *out, const char *what,
+		  const char *prog)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 0);
+	if (errno || end == s || *end || v < min || v > max) {
+		fprintf(stderr, "%s: not a %s: %s\n", prog, what, s);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int sib_tool_admin(const char *path, int argc, const char *const *argv, const char *prog)
+{
+	struct sib_ctl_msg m;
+
+	memset(&m, 0, sizeof(m));
+	if (argc == 3 && !strcmp(argv[0], "device") &&
+	    (!strcmp(argv[1], "add") || !strcmp(argv[1], "remove"))) {
+		m.hdr.op = argv[1][0] == 'a' ? SIB_CTL_DEVICE_ADD : SIB_CTL_DEVICE_REMOVE;
+		if (set_name(&m, argv[2], prog))
+			return 2;
+		if (run(path, &m, prog))
+			return 1;
+		if (m.hdr.op == SIB_CTL_DEVICE_ADD)
+			printf("%s added (device index %u)\n", m.u.dev.name, m.u.dev.dev_index);
+		return 0;
+	}
+	if ((argc == 4 || argc == 5) && !strcmp(argv[0], "port")) {
+		if (argc == 4 && !strcmp(argv[3], "down"))
+			m.u.dev.action = SIB_PORT_DOWN;
+		else if (argc == 4 && !strcmp(argv[3], "up"))
+			m.u.dev.action = SIB_PORT_UP;
+		else if (argc == 5 && !strcmp(argv[3], "lid"))
+			m.u.dev.action = SIB_PORT_LID;
+		else if (argc == 5 && !strcmp(argv[3], "smlid"))
+			m.u.dev.action = SIB_PORT_SM_LID;
+		else
+			goto usage;
+		if (number(argv[2], 1, 254, &m.u.dev.port_num, "port number", prog) ||
+		    (argc == 5 && number(argv[4], 1, 0xbfff, &m.u.dev.value, "unicast LID", prog)))
+			return 2;
+		m.hdr.op = SIB_CTL_PORT_SET;
+		if (set_name(&m, argv[1], prog))
+			return 2;
+		return run(path, &m, prog);
+	}
+usage:
+	fprintf(stderr, "%s: expected 'device add|remove NAME' or"
+		" 'port DEV PORT down|up|lid LID|smlid LID'."
+		"  Try '%s --help'.\n", prog, prog);
+	return 2;
+}

@@ -20,7 +20,8 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   endfunction()
 
   # The library's own behaviour, through its public API, against a private softibd.
-  foreach(t test_verbs)
+  # test_verbs_conform: comp_vector, ibv_rereg_mr, capability flags and counters.
+  foreach(t test_verbs test_verbs_conform)
     sib_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
       ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
       LIBS ibverbs sib_common sib_hca sib_iba)

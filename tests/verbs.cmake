@@ -20,11 +20,15 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   endfunction()
 
   # The library's own behaviour, through its public API, against a private softibd.
-  sib_unit_test(test_verbs SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_verbs.c
-    LIBS ibverbs sib_common sib_hca sib_iba)
-  target_compile_definitions(test_verbs PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
-  add_dependencies(test_verbs softibd)
-  set_tests_properties(test_verbs PROPERTIES TIMEOUT 120)
+  # test_verbs_conform: comp_vector, ibv_rereg_mr, capability flags and counters.
+  foreach(t test_verbs test_verbs_conform)
+    sib_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
+      LIBS ibverbs sib_common sib_hca sib_iba)
+    target_compile_definitions(${t} PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+    add_dependencies(${t} softibd)
+    set_tests_properties(${t} PROPERTIES TIMEOUT 120)
+  endforeach()
 
   sib_itest(verbs_ibv_devices ibv_devices.sh)
   sib_itest(verbs_no_daemon no_daemon.sh)

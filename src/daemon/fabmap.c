@@ -25,13 +25,16 @@
 #define GID_PREFIX_DEFAULT 0xfe80000000000000ull
 
 /*
- * PortInfo:CapabilityMask of a CA port, as an HCA without an SM reports it:
- * traps, SL-to-VL mapping, SystemImageGUID, CM and client reregistration.
- * IsSM (bit 1) belongs to the port where an SM runs, set by that SM.
+ * PortInfo:CapabilityMask of a CA port (IBA 14.2.5.6): only what is true.
+ * IsSystemImageGUIDSupported: SystemImageGUID is set.  Not claimed until
+ * the agents exist: IsCommunicationManagementSupported (no CM answers on
+ * QP1; librdmacm and ibv_rc_pingpong need none), IsTrapSupported and
+ * IsSLMappingSupported (no SMA on QP0 to send traps or serve the
+ * SLtoVLMappingTable), IsClientReregistrationSupported (no SM to ask it,
+ * IBV_EVENT_CLIENT_REREGISTER never comes).  IsSM (bit 1) belongs to the
+ * port where an SM runs, set by that SM.
  */
-#define CA_PORT_CAP_FLAGS \
-	(IBV_PORT_TRAP_SUP | IBV_PORT_SL_MAP_SUP | IBV_PORT_SYS_IMAGE_GUID_SUP | \
-	 IBV_PORT_CM_SUP | IBV_PORT_CLIENT_REG_SUP)
+#define CA_PORT_CAP_FLAGS IBV_PORT_SYS_IMAGE_GUID_SUP
 
 #define PHYS_POLLING   2 /* PortPhysicalState */
 #define PHYS_LINKUP    5

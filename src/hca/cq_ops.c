@@ -166,15 +166,17 @@ struct sib_cq *sib_cq_async_deliver(uint32_t id, uint32_t gen)
 	IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP | IBV_WC_EX_WITH_SLID | \
 	IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS)
 
+/* comp_vector is unsigned as in uverbs, so a negative int is out of range
+ * too: EINVAL unless below num_comp_vectors (ib_uverbs_create_cq). */
 static struct sib_cq *cq_alloc(struct ibv_context *context, int cqe, struct ibv_comp_channel *channel,
-			       void *cq_context, uint64_t wc_flags)
+			       uint32_t comp_vector, void *cq_context, uint64_t wc_flags)
 {
 	struct sib_context *ctx = to_sctx(context);
 	struct sib_cq *cq;
 	uint32_t size = 1;
 	int rc;
 
-	if (cqe < 1 || cqe > SIB_MAX_CQE) {
+	if (cqe < 1 || cqe > SIB_MAX_CQE || comp_vector >= (uint32_t)context->num_comp_vectors) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -250,7 +252,8 @@ err:
 struct ibv_cq *sib_create_cq(struct ibv_context *context, int cqe,
 			     struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct sib_cq *cq = cq_alloc(context, cqe, channel, NULL, IBV_WC_STANDARD_FLAGS);
+	struct sib_cq *cq = cq_alloc(context, cqe, channel, (uint32_t)comp_vector, NULL,
+				     IBV_WC_STANDARD_FLAGS);
 
 	return cq ? (struct ibv_cq *)&cq->ibv : NULL;
 }
@@ -264,7 +267,8 @@ struct ibv_cq_ex *sib_create_cq_ex(struct ibv_context *context, struct ibv_cq_in
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	cq = cq_alloc(context, (int)attr->cqe, attr->channel, attr->cq_context, attr->wc_flags);
+	cq = cq_alloc(context, (int)attr->cqe, attr->channel, attr->comp_vector, attr->cq_context,
+		      attr->wc_flags);
 	return cq ? &cq->ibv : NULL;
 }
 

@@ -311,7 +311,7 @@ int sib_key_seed(struct sib_context *ctx);
 /* Transport half of struct sib_qp (transport.c): allocate / free the
  * responder resources (ENOMEM), reset to RESET state (IBA 10.3.1), apply
  * the transport attributes of a modify (retry budgets, PSNs), and forget
- * an MR being deregistered.  Callers hold progress_lock except for init/fini. */
+ * an MR being deregistered or reregistered.  Callers hold progress_lock except for init/fini. */
 int sib_qp_transport_init(struct sib_qp *qp);
 void sib_qp_transport_fini(struct sib_qp *qp);
 void sib_qp_transport_reset(struct sib_qp *qp);

@@ -2,11 +2,12 @@
 /*
  * The software HCA as a provider: its one const ops table (the shape of
  * rdma-core's verbs_context_ops, sorted), devices and contexts, PDs, MRs
- * (IBA 10.6; keys index << 8 | key byte, STYLE 6.8), the device and port
- * queries, and the async event records (what uverbs does for a real
- * provider).  It never calls the layer above; the host hooks come in
- * through sib_hca_set_host.  Locking: objects in objtabs (hca.h); the
- * progress lock only where transport state holds MR pointers.
+ * (IBA 10.6: register, reregister, deregister; keys index << 8 | key byte,
+ * STYLE 6.8), the device and port queries, and the async event records
+ * (what uverbs does for a real provider).  It never calls the layer above;
+ * the host hooks come in through sib_hca_set_host.  Locking: objects in
+ * objtabs (hca.h); the progress lock only where transport state holds MR
+ * pointers.
  */
 #include <endian.h>
 #include <errno.h>
@@ -34,6 +35,14 @@ struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen)
 }
 
 /* ---- devices and contexts ---- */
+
+/* CPUs the system may run (sysconf _SC_NPROCESSORS_CONF), at least 1. */
+static int sib_num_comp_vectors(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_CONF);
+
+	return n < 1 ? 1 : n > 65536 ? 65536 : (int)n;
+}
 
 static struct ibv_device *sib_alloc_device(uint32_t index, uint32_t gen)
 {
@@ -91,7 +100,11 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 	if (rc)
 		fprintf(stderr, "softib: getrandom failed (%s): memory keys are guessable\n", strerror(rc));
 	c->device = device;
-	c->num_comp_vectors = 1;  /* any comp_vector is accepted (UCX passes CPU ids) */
+	/* One per configured CPU, as rxe (num_possible_cpus): UCX 1.13 passes a
+	 * CPU id as comp_vector (the lowest of the worker's CPU mask, 0 by
+	 * default; later UCX takes it modulo num_comp_vectors).  create_cq
+	 * rejects comp_vector >= this with EINVAL (ib_uverbs_create_cq). */
+	c->num_comp_vectors = sib_num_comp_vectors();
 	pthread_mutex_init(&c->mutex, NULL);
 	pthread_mutex_init(&ctx->progress_lock, NULL);
 
@@ -358,6 +371,77 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
 	return 0;
 }
 
+/*
+ * ib_uverbs_rereg_mr's rules and the provider's part of ibv_rereg_mr:
+ * flags 0 EINVAL, flags outside TRANSLATION | PD | ACCESS EOPNOTSUPP;
+ * CHANGE_ACCESS: ib_check_mr_access (EINVAL; ON_DEMAND EOPNOTSUPP, no ODP);
+ * CHANGE_PD: a PD of the MR's context, else EINVAL; CHANGE_TRANSLATION:
+ * [addr, addr + length) non-empty and not wrapping, else EINVAL, and the
+ * iova becomes addr (libibverbs passes hca_va = addr).  Everything is
+ * checked before anything changes: on failure the MR is as it was.
+ * The L_Key and R_Key stay the same (as rxe, and mlx5 when it can rewrite
+ * the mkey in place): the index and key byte keep naming this MR, so the
+ * application need not send peers a new R_Key.  softib has no memory
+ * windows, so no MW can depend on the MR.  The change is made under the
+ * progress lock, and the responder forgets its cached pointer to this MR
+ * (as on dereg): a WRITE or READ in flight against the old translation,
+ * access or PD fails its next packet with an R_Key violation instead of
+ * touching memory the application may have freed.  The PD's usecnt moves
+ * with CHANGE_PD (new +1 first, then old -1, as uverbs).
+ */
+static int sib_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
+			size_t length, int access_in)
+{
+	struct sib_context *ctx = to_sctx(ibmr->context);
+	struct sib_mr *mr = to_smr(ibmr);
+	struct sib_pd *old_pd = (struct sib_pd *)ibmr->pd, *new_pd = NULL;
+	struct sib_mr_range r = mr->range;
+	unsigned int access;
+	int rc;
+
+	if (!flags)
+		return EINVAL;
+	if ((unsigned int)flags & ~(unsigned int)IBV_REREG_MR_FLAGS_SUPPORTED)
+		return EOPNOTSUPP;
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+		access = (unsigned int)access_in & ~IBV_ACCESS_OPTIONAL_RANGE;
+		rc = sib_mr_access_check(access);
+		if (!rc && (access & IBV_ACCESS_ON_DEMAND))
+			rc = EOPNOTSUPP;
+		if (rc)
+			return rc;
+		r.access = access;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		if (!ibpd || ibpd->context != ibmr->context)
+			return EINVAL;
+		new_pd = (struct sib_pd *)ibpd;
+		r.pd = ibpd->handle;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		if (!length || (uint64_t)length > UINT64_MAX - (uintptr_t)addr)
+			return EINVAL;
+		r.iova = (uintptr_t)addr;
+		r.length = length;
+	}
+	if (new_pd)
+		atomic_fetch_add(&new_pd->usecnt, 1);
+	pthread_mutex_lock(&ctx->progress_lock);
+	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx)
+		sib_qp_transport_mr_gone(qp, mr);
+	mr->range = r;
+	if (new_pd)
+		mr->ibv.pd = ibpd;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->ibv.addr = addr;
+		mr->ibv.length = length;
+	}
+	pthread_mutex_unlock(&ctx->progress_lock);
+	if (new_pd)
+		atomic_fetch_sub(&old_pd->usecnt, 1);
+	return 0;
+}
+
 /* ---- queries ---- */
 
 static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
@@ -375,8 +459,13 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->hw_ver = sd->hw_ver;
 	a->max_qp = SIB_MAX_QPN - 2;
 	a->max_qp_wr = SIB_MAX_QP_WR;
+	/* Each one true: the responder sends RNR NAKs; sys_image_guid is set;
+	 * softibd pushes port events; SQD->SQD may change the port (qp.c);
+	 * the receive demux counts P_Key and Q_Key violations per port
+	 * (recv.c, query_port's bad_pkey_cntr / qkey_viol_cntr). */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT;
+			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT |
+			      IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR;
 	a->max_sge = SIB_MAX_SGE;
 	a->max_sge_rd = SIB_MAX_SGE;
 	a->max_cq = 1 << 16;
@@ -479,6 +568,7 @@ const struct sib_hca_ops sib_hca_ops = {
 	.query_qp = sib_query_qp,
 	.reg_mr = sib_reg_mr,
 	.req_notify_cq = sib_req_notify_cq,
+	.rereg_mr = sib_rereg_mr,
 	.resize_cq = sib_resize_cq,
 };
 

@@ -57,6 +57,10 @@ struct sib_hca_ops {
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+	/* rdma-core's rereg_mr (takes the ibv_mr, as dereg_mr): 0 or an errno
+	 * value; on failure the MR is unchanged. */
+	int (*rereg_mr)(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+			size_t length, int access);
 	int (*resize_cq)(struct ibv_cq *cq, int cqe);
 };
 

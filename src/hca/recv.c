@@ -11,6 +11,7 @@
  */
 #include <string.h>
 
+#include "common/fabric_view.h"
 #include "hca/events.h"
 #include "hca/transport.h"
 #include "hca/wr.h"
@@ -125,17 +126,35 @@ static bool pkey_match(uint16_t a, uint16_t b)
 	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
 }
 
-/* P_Key against the QP's P_Key index (IBA 10.9.3), Q_Key for UD (10.2.4). */
+/* Count a key violation in the port's counter (PortInfo:P_KeyViolations,
+ * Q_KeyViolations; ibv_port_attr bad_pkey_cntr / qkey_viol_cntr).  The
+ * counters are this process's (fabric_view.h); absent when no view is
+ * attached (an HCA test without a daemon). */
+static void count_key_violation(const struct rx *rx, bool pkey)
+{
+	struct sib_port_counters *c = sib_fabric_view_cntr(&sib_fview, rx->ctx->dev->index,
+							   (uint8_t)(rx->lm & 0xff));
+
+	if (c)
+		atomic_fetch_add_explicit(pkey ? &c->bad_pkey : &c->qkey_viol, 1, memory_order_relaxed);
+}
+
+/* P_Key against the QP's P_Key index (IBA 10.9.3), Q_Key for UD (10.2.4);
+ * each violation is also counted on the port. */
 static enum sib_rx_drop check_keys(struct rx *rx)
 {
 	const struct sib_qp *qp = rx->qp;
 
 	if (!pkey_match(rx->pkt.bth.pkey, rx->port->pkey[qp->pkey_index < SIB_PKEY_TBL_LEN ?
-							  qp->pkey_index : 0]))
+							  qp->pkey_index : 0])) {
+		count_key_violation(rx, true);
 		return SIB_RX_DROP_PKEY;
+	}
 	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD && (rx->pkt.op->hdrs & IBA_HDR_DETH) &&
-	    rx->pkt.deth.qkey != qp->qkey)
+	    rx->pkt.deth.qkey != qp->qkey) {
+		count_key_violation(rx, false);
 		return SIB_RX_DROP_QKEY;
+	}
 	return RX_OK;
 }
 

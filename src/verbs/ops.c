@@ -54,6 +54,8 @@ static int dummy_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int m, struc
 static struct ibv_mr *dummy_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t va, int acc)
 { errno = EOPNOTSUPP; return NULL; }
 static int dummy_req_notify_cq(struct ibv_cq *cq, int s) { return EOPNOTSUPP; }
+static int dummy_rereg_mr(struct ibv_mr *mr, int f, struct ibv_pd *pd, void *a, size_t l, int acc)
+{ return EOPNOTSUPP; }
 static int dummy_resize_cq(struct ibv_cq *cq, int cqe) { return EOPNOTSUPP; }
 
 static const struct sib_hca_ops dummy_ops = {
@@ -77,6 +79,7 @@ static const struct sib_hca_ops dummy_ops = {
 	.query_qp = dummy_query_qp,
 	.reg_mr = dummy_reg_mr,
 	.req_notify_cq = dummy_req_notify_cq,
+	.rereg_mr = dummy_rereg_mr,
 	.resize_cq = dummy_resize_cq,
 };
 
@@ -185,6 +188,40 @@ SIB_EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t 
 SIB_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	return sib_get_ops(mr->context)->dereg_mr(mr);
+}
+
+/*
+ * rdma-core ibv_rereg_mr (libibverbs verbs.c): libibverbs' own input checks
+ * give IBV_REREG_MR_ERR_INPUT with errno EINVAL (flags outside
+ * IBV_REREG_MR_FLAGS_SUPPORTED, CHANGE_TRANSLATION with a NULL addr or a
+ * zero length, access bits without CHANGE_ACCESS); a provider failure is
+ * IBV_REREG_MR_ERR_CMD with errno its error.  There are no fork ranges to
+ * move: softib pins nothing.  On success the bookkeeping follows: mr->pd,
+ * mr->addr and mr->length.
+ */
+SIB_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+			    size_t length, int access)
+{
+	int rc;
+
+	if (((unsigned int)flags & ~(unsigned int)IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (!length || !addr)) ||
+	    (access && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	rc = sib_get_ops(mr->context)->rereg_mr(mr, flags, pd, addr, length, access);
+	if (rc) {
+		errno = rc;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		mr->pd = pd;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->addr = addr;
+		mr->length = length;
+	}
+	return 0;
 }
 
 SIB_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,

@@ -10,8 +10,6 @@
  *   - int verbs documented as "0 or the errno value" (destroy/modify/query,
  *     mcast, ECE): return EOPNOTSUPP, and set errno to it too;
  *   - ibv_init_ah_from_wc ("0 or -1"): -1 with errno = EOPNOTSUPP;
- *   - ibv_rereg_mr: IBV_REREG_MR_ERR_INPUT ("old MR is still valid") with
- *     errno = EOPNOTSUPP, as rdma-core does for a provider without rereg;
  *   - ibv_resolve_eth_l2_from_gid: negative errno (-ENOSYS), as rdma-core
  *     built without neighbour resolution;
  *   - unimport (void): nothing to release, softib never imports objects.
@@ -107,13 +105,6 @@ SIB_EXPORT struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, 
 					    uint64_t iova, int fd, int access)
 {
 	return fail_null();
-}
-
-SIB_EXPORT int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
-			    size_t length, int access)
-{
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
 }
 
 /* ---- ECE (IBVERBS_1.10) -------------------------------------------- */

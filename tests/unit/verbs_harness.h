@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The harness of the verbs tests through the built library (verbs_harness.c):
+ * a private softibd (start_daemon/stop_daemon as cmocka group setup and
+ * teardown), one RC end per device and a connected pair, posting and
+ * bounded polling, and forged packets injected into a QP's inbox.
+ */
+#ifndef SIB_TESTS_VERBS_HARNESS_H
+#define SIB_TESTS_VERBS_HARNESS_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <infiniband/verbs.h>
+
+#include "common/ctl.h"
+#include "common/sib_ctl.h"
+#include "common/sib_shm.h"
+#include "hca/ring.h"
+#include "iba/iba.h"
+
+#define BUF_SIZE (4u << 20)
+
+/* One end: a context with a PD, a CQ, an RC QP and a BUF_SIZE buffer
+ * registered for local write and remote read/write. */
+struct end {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	uint16_t lid;
+};
+
+struct pair {
+	struct end e[2];
+};
+
+/* How qp_connect takes a QP to RTS. */
+struct conn_opts {
+	enum ibv_mtu mtu;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	int access;
+	uint32_t force_dest_qpn; /* 0: the real peer */
+	bool global;             /* the path has a GRH (DGID = the peer's GID 0) */
+};
+
+/* A hand-made producer into the inbox that owns a QP, as any process of
+ * the same uid can be (HELLO, then GET_INBOX on the control socket). */
+struct inbox_map {
+	int fd;
+	struct sib_fabric_shm *fab;
+	size_t fab_size;
+	void *base;
+	struct sib_ring ring;
+};
+
+extern const struct conn_opts default_opts;
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+uint64_t now_ms(void);
+/* Poll one completion, failing the test after timeout_ms. */
+void poll_one(struct ibv_cq *cq, struct ibv_wc *wc, unsigned int timeout_ms);
+/* Fail if a completion arrives within ms. */
+void expect_no_completion(struct ibv_cq *cq, unsigned int ms);
+struct ibv_device *find_device(const char *name);
+void end_open(struct end *e, const char *dev, int sq_sig_all, int qp_access);
+void end_close(struct end *e);
+/* INIT, RTR, RTS towards peer. */
+void qp_connect(struct end *self, const struct end *peer, const struct conn_opts *o);
+/* e[0] on softib0 and e[1] on softib1, connected (NULL options: default_opts). */
+void pair_open(struct pair *p, int sq_sig_all, const struct conn_opts *oa, const struct conn_opts *ob);
+void pair_close(struct pair *p);
+/* A receive of len bytes at buf + off. */
+void post_recv(struct end *e, uint64_t wr_id, uint32_t off, uint32_t len);
+/* One send WR; ibv_post_send's result (*bad_wr checked on failure). */
+int post_send(struct end *e, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_sge *sge, int nsge,
+	      int flags, uint64_t raddr, uint32_t rkey, uint32_t imm);
+enum ibv_qp_state qp_state(struct ibv_qp *qp);
+/* Map the inbox of the process that owns qpn, through softibd. */
+void inbox_map(struct inbox_map *m, uint32_t qpn);
+void inbox_unmap(struct inbox_map *m);
+/* Build a packet from h and payload straight into the inbox and publish it. */
+void inject(struct inbox_map *m, const struct iba_pkt *h, const void *payload, size_t paylen);
+/* cmocka group setup/teardown: a private softibd on a socket in a fresh
+ * temporary directory (SOFTIB_SOCKET), stopped by PID. */
+int start_daemon(void **state);
+int stop_daemon(void **state);
+
+#endif

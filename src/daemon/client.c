@@ -31,10 +31,14 @@ struct sibd_obj {
 };
 
 /* A reply the socket did not take yet; fd is our own dup, or -1. */
+/* A queued message: only the sib_ctl_msg_len() bytes that go out (an event
+ * is ~100 bytes, not the 3 KiB of the union), so that a subscriber that
+ * never reads pins little memory in softibd. */
 struct sibd_out {
 	struct sibd_out *next;
 	int fd;
-	struct sib_ctl_msg msg;
+	size_t len;
+	_Alignas(struct sib_ctl_msg) unsigned char bytes[];
 };
 
 typedef int (*sibd_cmd_fn)(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
@@ -73,14 +77,17 @@ static void client_reply(struct sibd *d, struct sibd_client *c, const struct sib
 			return;
 		}
 	}
-	o = malloc(sizeof(*o));
+	size_t len = sib_ctl_msg_len(m);
+
+	o = malloc(sizeof(*o) + len);
 	if (!o) {
 		sibd_log("client pid %d: reply queue: %s", (int)c->pid, strerror(ENOMEM));
 		c->dead = true;
 		return;
 	}
 	o->next = NULL;
-	o->msg = *m;
+	o->len = len;
+	memcpy(o->bytes, m, len);
 	o->fd = pass_fd >= 0 ? fcntl(pass_fd, F_DUPFD_CLOEXEC, 0) : -1;
 	if (pass_fd >= 0 && o->fd < 0) {
 		sibd_log("client pid %d: dup: %s", (int)c->pid, strerror(errno));
@@ -122,7 +129,9 @@ static void client_flush(struct sibd *d, struct sibd_client *c)
 	int ret;
 
 	while (c->out_head && !c->dead) {
-		ret = sib_ctl_send(c->fd, &c->out_head->msg, c->out_head->fd);
+		/* sib_ctl_send reads no further than sib_ctl_msg_len() bytes */
+		ret = sib_ctl_send(c->fd, (const struct sib_ctl_msg *)c->out_head->bytes,
+				   c->out_head->fd);
 		if (ret == -EAGAIN)
 			return;
 		if (ret)

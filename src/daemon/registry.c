@@ -329,8 +329,8 @@ static int port_relid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t lid)
 	struct sib_shm_port *p = &d->devs[idx].ports[pn - 1];
 	uint32_t n = 1u << p->lmc, l, old = p->lid;
 
-	if (lid == 0 || lid + n > SIB_UNICAST_LIDS)
-		return -EINVAL;
+	if (lid == 0 || lid >= SIB_UNICAST_LIDS || n > SIB_UNICAST_LIDS - lid)
+		return -EINVAL; /* overflow-safe: lid comes from a client */
 	for (l = lid; l < lid + n; l++)
 		if (!lid_free(d, l, fp))
 			return -EADDRINUSE;

@@ -356,9 +356,14 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
 	struct sib_context *ctx = to_sctx(ibmr->context);
 	struct sib_mr *mr = to_smr(ibmr);
 
-	/* Unpublish, wait for in-flight lookups ... */
-	if (sib_objtab_destroy(&ctx->mrs, mr->tab_handle, SIB_DESTROY_WAIT_NS))
-		return EBUSY;
+	/* Unpublish, wait for in-flight lookups ...  ENOENT: not ours (a
+	 * stale MR); ETIMEDOUT: a user never let go: the MR is unreachable
+	 * all the same, so finish the deregistration and leak only its memory
+	 * (an EBUSY here would pin the PD forever). */
+	int rc = sib_objtab_destroy(&ctx->mrs, mr->tab_handle, SIB_DESTROY_WAIT_NS);
+
+	if (rc == ENOENT)
+		return EINVAL;
 	/* ... and clear it from transport state, which keeps MR pointers
 	 * between packets (a multi-packet WRITE, READ responses). */
 	pthread_mutex_lock(&ctx->progress_lock);
@@ -367,7 +372,8 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
 	pthread_mutex_unlock(&ctx->progress_lock);
 	atomic_fetch_sub(&((struct sib_pd *)ibmr->pd)->usecnt, 1);
 	sib_host->obj_destroy(mr->handle);
-	free(mr);
+	if (!rc)
+		free(mr);
 	return 0;
 }
 

@@ -33,7 +33,7 @@ worker() {
 		# a simple command: the background child execs the client itself
 		LD_PRELOAD=$SIB_PRELOAD "$STORM_CLIENT" $(((w + i) % 4)) >/dev/null 2>>"$SIB_TMP/client.err" &
 		pid=$!
-		sleep "0.0$((RANDOM % 40))"
+		sleep "$(printf '0.%03d' $((RANDOM % 40)))"
 		kill -KILL "$pid" 2>/dev/null
 		wait "$pid" 2>/dev/null
 		[ $? = 137 ] || echo "client $pid ended by itself" >>"$SIB_TMP/client.err"

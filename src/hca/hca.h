@@ -24,7 +24,7 @@
 
 #include "common/sib_shm.h"
 #include "hca/mr_check.h"
-#include "hca/ring.h"
+#include "link/link.h"
 #include "iba/iba.h"
 
 #define SIB_MAX_SGE          16
@@ -237,7 +237,8 @@ struct sib_context {
 	struct sib_device *dev;
 	uint32_t dev_handle;           /* softibd OPEN_DEVICE handle */
 	uint32_t inbox_idx, inbox_gen;
-	struct sib_ring inbox;
+	struct sib_ring inbox;         /* our inbox as producers see it (wakeups) */
+	struct sib_link link;          /* every packet in and out (engine.c, src/link) */
 	void *inbox_base;
 	size_t inbox_size;
 
@@ -266,9 +267,8 @@ struct sib_context {
 	bool vcrc;                     /* compute/check VCRC on the shm link */
 
 	int32_t pid;                   /* getpid() at open: producers tag slots with it */
-	uint32_t empty_passes;         /* inbox found empty, for the stall check */
-	uint64_t stall_head;           /* inbox position seen stalled ... */
-	uint64_t stall_since;          /* ... since then (ns), 0 = not stalled */
+	uint32_t empty_passes;         /* inbox found empty, for the link's housekeeping */
+	uint64_t link_next;            /* when the link wants its housekeeping (ns), 0 = idle */
 
 	/* counters (dropped and counted, never crash) */
 	uint64_t rx_bad_packets, rx_misrouted, tx_no_dest, tx_ring_full, rx_skipped_slots;

@@ -29,7 +29,7 @@
 #include "common/ctl.h"
 #include "common/sib_ctl.h"
 #include "common/sib_shm.h"
-#include "hca/ring.h"
+#include "link/ring.h"
 #include "iba/iba.h"
 
 #define BUF_SIZE (4u << 20)
@@ -1093,7 +1093,7 @@ static void test_malformed_packets(void **state)
 	int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
 	for (int i = 0; i < ncases; i++) {
 		uint64_t ticket = 0;
-		struct sib_ring_slot *s = sib_ring_reserve(&ring, &ticket);
+		struct sib_ring_slot *s = sib_ring_reserve(&ring, getpid(), &ticket);
 
 		assert_non_null(s);
 		memcpy(s->data, good, len);
@@ -1102,13 +1102,13 @@ static void test_malformed_packets(void **state)
 		if (i == 2)
 			for (size_t j = 0; j < len; j++)
 				s->data[j] = (uint8_t)rand();
-		if (sib_ring_publish(&ring, s, ticket, (uint32_t)cases[i].len, 0))
+		if (sib_ring_publish(&ring, s, ticket, getpid(), (uint32_t)cases[i].len, 0))
 			sib_ring_wake(&ring);
 	}
 	/* Valid packets, but misrouted: wrong DLID, unknown QPN. */
 	for (int i = 0; i < 2; i++) {
 		uint64_t ticket = 0;
-		struct sib_ring_slot *s = sib_ring_reserve(&ring, &ticket);
+		struct sib_ring_slot *s = sib_ring_reserve(&ring, getpid(), &ticket);
 
 		assert_non_null(s);
 		h.lrh.dlid = i == 0 ? p.e[0].lid : p.e[1].lid;
@@ -1117,7 +1117,7 @@ static void test_malformed_packets(void **state)
 		memcpy(s->data + hl, "hello", 5);
 		size_t l = iba_finish(s->data, hl, 5, 0);
 		s->data[l] = s->data[l + 1] = 0;
-		if (sib_ring_publish(&ring, s, ticket, (uint32_t)l + 2, 0))
+		if (sib_ring_publish(&ring, s, ticket, getpid(), (uint32_t)l + 2, 0))
 			sib_ring_wake(&ring);
 	}
 	/* A producer that dies between reserving a slot and publishing it:
@@ -1128,10 +1128,10 @@ static void test_malformed_packets(void **state)
 		_exit(0);
 	waitpid(dead, NULL, 0);
 	uint64_t stuck_ticket = 0;
-	struct sib_ring_slot *stuck = sib_ring_reserve(&ring, &stuck_ticket);
+	/* The claim names the (dead) producer in the same atomic step. */
+	struct sib_ring_slot *stuck = sib_ring_reserve(&ring, dead, &stuck_ticket);
 
 	assert_non_null(stuck);
-	atomic_store(&stuck->producer_pid, dead);
 
 	/* All dropped and counted; the QP still works. */
 	uint64_t end = now_ms() + 5000;
@@ -1152,7 +1152,7 @@ static void test_malformed_packets(void **state)
 	poll_one(p.e[1].cq, &wc, 5000);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(qp_state(p.e[1].qp), IBV_QPS_RTS);
-	assert_int_equal(atomic_load(&stuck->turn), 2 * (stuck_ticket / SIB_INBOX_SLOTS + 1));
+	assert_int_equal(SIB_SLOT_TURN(atomic_load(&stuck->state)), 2 * (stuck_ticket / SIB_INBOX_SLOTS + 1));
 
 	munmap(base, SIB_INBOX_BYTES);
 	munmap(fab, fab_size);

@@ -22,7 +22,7 @@ static void drop_oldest(struct sib_ring_rx *c, struct sib_ring_slot *s)
 {
 	uint32_t next = sib_ring_turn(c->head) + 2;
 
-	c->head++;
+	__atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELAXED);
 	atomic_store_explicit(&s->state, SIB_SLOT_STATE(next, 0), memory_order_release);
 	atomic_store_explicit(&c->r.hdr->head, c->head, memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->r.hdr->dropped, 1, memory_order_relaxed);
@@ -111,7 +111,7 @@ bool sib_ring_check(struct sib_ring_rx *c, uint64_t now, uint64_t *next_ns)
 	if (!atomic_compare_exchange_strong_explicit(&s->state, &st, SIB_SLOT_STATE(want + 2, 0),
 						     memory_order_seq_cst, memory_order_relaxed))
 		return true; /* published (or scribbled on) meanwhile: peek decides */
-	c->head++;
+	__atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELAXED);
 	atomic_store_explicit(&c->r.hdr->head, c->head, memory_order_relaxed);
 	c->skipped++;
 	return true;
@@ -145,7 +145,8 @@ void sib_ring_wait(struct sib_ring_rx *c, uint32_t seq, int64_t timeout_ns)
 	atomic_store_explicit(&c->r.hdr->sleeping, 1, memory_order_seq_cst);
 	/* Store-load order against producers (publish, then read sleeping). */
 	atomic_thread_fence(memory_order_seq_cst);
-	if (!sib_ring_peek(c))
+	/* Read-only: the owner's lock is not held here. */
+	if (!sib_ring_ready(c))
 		wait_seq(&c->r, seq, timeout_ns);
 	atomic_store_explicit(&c->r.hdr->sleeping, 0, memory_order_relaxed);
 }

@@ -92,7 +92,7 @@ struct sib_ring {
 /* The consumer's private state.  Never in shared memory. */
 struct sib_ring_rx {
 	struct sib_ring r;
-	uint64_t head;                 /* next slot to consume: the truth */
+	uint64_t head;                 /* next slot to consume: the truth (owner writes) */
 	uint64_t stall_head;           /* oldest slot seen claimed ... */
 	uint64_t stall_state;          /* ... in this state ... */
 	uint64_t stall_since;          /* ... since then (ns); 0 = not stalled */
@@ -206,12 +206,26 @@ static inline struct sib_ring_slot *sib_ring_peek(struct sib_ring_rx *c)
 	return sib_ring_garbage(c, s);
 }
 
+/*
+ * Any thread, without the owner's lock (sib_ring_wait): is a published
+ * packet waiting at the consumer's position?  Read-only; the answer may be
+ * stale by the time it returns.
+ */
+static inline bool sib_ring_ready(const struct sib_ring_rx *c)
+{
+	uint64_t h = __atomic_load_n(&c->head, __ATOMIC_RELAXED);
+	const struct sib_ring_slot *s = &c->r.slots[h % SIB_INBOX_SLOTS];
+
+	return SIB_SLOT_TURN(atomic_load_explicit(&s->state, memory_order_acquire)) == sib_ring_turn(h) + 1;
+}
+
 /* Consumer: give the slot returned by sib_ring_peek back to producers. */
 static inline void sib_ring_release(struct sib_ring_rx *c, struct sib_ring_slot *s)
 {
 	uint32_t next = sib_ring_turn(c->head) + 2;
 
-	c->head++;
+	/* Atomic only for sib_ring_ready's sake: the owner is the one writer. */
+	__atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELAXED);
 	atomic_store_explicit(&s->state, SIB_SLOT_STATE(next, 0), memory_order_release);
 	atomic_store_explicit(&c->r.hdr->head, c->head, memory_order_relaxed);
 }
@@ -239,7 +253,8 @@ static inline uint32_t sib_ring_wake_seq(struct sib_ring *r)
 }
 
 /*
- * Consumer: sleep until a producer publishes, someone calls sib_ring_wake
+ * Consumer (any thread of the owner; read-only, so the owner's lock need
+ * not be held): sleep until a producer publishes, someone calls sib_ring_wake
  * (after the `seq` snapshot was taken: no wakeup is lost), or timeout_ns
  * passes (< 0: no timeout).  Announces the sleep so that producers wake it,
  * and re-checks the ring after announcing.

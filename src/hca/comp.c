@@ -186,11 +186,17 @@ void sib_comp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 		qp->retry_deadline = 0;
 		qp->rnr_deadline = sib_now_ns() + (uint64_t)iba_rnr_timer_us(syn & IBA_AETH_VALUE_MASK) * 1000;
 		break;
-	case IBA_AETH_NAK:
+	case IBA_AETH_NAK: {
+		uint32_t before = qp->comp_psn;
+
 		ack_upto(qp, iba_psn_add(psn, IBA_PSN_MASK));
 		update_comp_psn(qp, iba_psn_add(psn, IBA_PSN_MASK));
 		if ((syn & IBA_AETH_VALUE_MASK) == IBA_NAK_PSN_SEQ) {
 			qp->ctx->seq_naks++;
+			/* The NAK acknowledged the PSNs before it: forward
+			 * progress reloads the retry budget, as an ACK does. */
+			if (qp->comp_psn != before)
+				qp->retry_left = qp->retry_cnt;
 			if (qp->retry_left == 0) {
 				fail_oldest(qp, IBV_WC_RETRY_EXC_ERR);
 				break;
@@ -204,6 +210,7 @@ void sib_comp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 		fail_oldest(qp, code < sizeof(nak_status) / sizeof(nak_status[0]) && nak_status[code] ?
 				nak_status[code] : IBV_WC_REM_OP_ERR);
 		break;
+	}
 	default:
 		break; /* reserved type: ignored */
 	}

@@ -244,6 +244,9 @@ static void link_tick(struct sib_context *ctx, uint64_t *now)
 	if (!*now)
 		*now = sib_now_ns();
 	ctx->link_next = sib_link_tick(&ctx->link, *now);
+	sib_link_report(&ctx->link, SIB_LC_TR_ACK_TIMEOUTS, ctx->ack_timeouts);
+	sib_link_report(&ctx->link, SIB_LC_TR_SEQ_NAKS, ctx->seq_naks);
+	sib_link_report(&ctx->link, SIB_LC_TR_RNR_NAKS, ctx->rnr_naks);
 }
 
 /* One pass over everything.  Returns true if it did any work. */
@@ -464,6 +467,11 @@ void sib_engine_stop(struct sib_context *ctx)
 	pthread_join(ctx->engine, NULL);
 	ctx->engine_started = false;
 	pthread_mutex_lock(&ctx->progress_lock);
+	{
+		uint64_t now = 0;
+
+		link_tick(ctx, &now); /* the last counters, for status */
+	}
 	sib_link_close(&ctx->link);
 	pthread_mutex_unlock(&ctx->progress_lock);
 }

@@ -31,6 +31,9 @@ const char *const sib_link_counter_name[SIB_LC_MAX] = {
 	[SIB_LC_RX_STALLED] = "rx_stalled_skips",
 	[SIB_LC_CAPTURED] = "captured",
 	[SIB_LC_CAP_MISSED] = "capture_missed",
+	[SIB_LC_TR_ACK_TIMEOUTS] = "ack_timeouts",
+	[SIB_LC_TR_SEQ_NAKS] = "seq_naks",
+	[SIB_LC_TR_RNR_NAKS] = "rnr_naks",
 };
 
 uint64_t sib_link_now_ns(void)

@@ -45,6 +45,11 @@ enum sib_link_counter {
 	SIB_LC_RX_STALLED,      /* inbox slot claimed, never published: skipped by age */
 	SIB_LC_CAPTURED,        /* packets written to the capture */
 	SIB_LC_CAP_MISSED,      /* packets the capture could not take (full/error) */
+	/* Reported by the transport above, for the same status line
+	 * (sib_link_report): requester retransmissions by cause. */
+	SIB_LC_TR_ACK_TIMEOUTS, /* local ACK timeouts */
+	SIB_LC_TR_SEQ_NAKS,     /* PSN sequence error NAKs received */
+	SIB_LC_TR_RNR_NAKS,     /* RNR NAKs received */
 	SIB_LC_MAX
 };
 
@@ -208,6 +213,12 @@ static inline void sib_link_recv_done(struct sib_link *l)
 uint64_t sib_link_tick(struct sib_link *l, uint64_t now);
 /* Only the wrappers' held packets (called on every engine pass when slow). */
 uint64_t sib_link_flush(struct sib_link *l, uint64_t now);
+
+/* The transport's own counters, shown with the link's (not per packet). */
+static inline void sib_link_report(struct sib_link *l, enum sib_link_counter c, uint64_t v)
+{
+	atomic_store_explicit(&l->stats->c[c], v, memory_order_relaxed);
+}
 
 /* Wake the receiver behind dest. */
 static inline void sib_link_wake(void *dest)

@@ -43,6 +43,9 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_DESTROY_OBJ] = sizeof(struct sib_ctl_obj),
 	[SIB_CTL_STATUS] = offsetof(struct sib_ctl_text, text),
 	[SIB_CTL_SHUTDOWN] = 0,
+	[SIB_CTL_LINK_CAPTURE] = offsetof(struct sib_ctl_link, spec),
+	[SIB_CTL_GET_CAPTURE] = offsetof(struct sib_ctl_link, spec),
+	[SIB_CTL_LINK_FAULTS] = sizeof(struct sib_ctl_link),
 };
 
 /* What connect() says when no daemon serves the path. */

@@ -30,6 +30,9 @@ enum sib_ctl_op {
 	SIB_CTL_DESTROY_OBJ,
 	SIB_CTL_STATUS,        /* -> text report, in chunks */
 	SIB_CTL_SHUTDOWN,      /* stop the daemon (tests, `softib stop`) */
+	SIB_CTL_LINK_CAPTURE,  /* arm a capture ring on ports: -> its memfd (`softib capture`) */
+	SIB_CTL_GET_CAPTURE,   /* map an armed capture ring: -> memfd (clients' links) */
+	SIB_CTL_LINK_FAULTS,   /* set or clear a port's faults (`softib fault`) */
 	SIB_CTL_OP_MAX,
 };
 
@@ -85,6 +88,17 @@ struct sib_ctl_obj {
 	uint32_t pad;
 };
 
+/* LINK_CAPTURE, GET_CAPTURE, LINK_FAULTS (docs/link.md). */
+#define SIB_CTL_LINK_ALL   0xffffffffu /* dev_index: every device */
+#define SIB_CTL_SPEC_MAX   256
+struct sib_ctl_link {
+	uint32_t dev_index;   /* in: index in sib_fabric_shm.devs, or SIB_CTL_LINK_ALL */
+	uint32_t port;        /* in: port number, 0 = every port */
+	uint32_t cap;         /* out (LINK_CAPTURE), in (GET_CAPTURE): SIB_LINK_CAP_MAKE word */
+	uint32_t ring_size;   /* out: bytes of the capture ring memfd */
+	char spec[SIB_CTL_SPEC_MAX]; /* in (LINK_FAULTS): SOFTIB_FAULTS syntax, "off" = none */
+};
+
 #define SIB_CTL_TEXT_MAX 3072
 
 struct sib_ctl_text {
@@ -100,6 +114,7 @@ struct sib_ctl_msg {
 		struct sib_ctl_get_inbox get_inbox;
 		struct sib_ctl_obj obj;
 		struct sib_ctl_text text;
+		struct sib_ctl_link link;
 		uint32_t handle;
 	} u;
 };

@@ -264,10 +264,11 @@ static bool run_once(struct sib_context *ctx)
 		sib_link_recv_done(&ctx->link);
 		did = true;
 	}
-	/* Housekeeping: by the engine thread on every idle pass, by pollers
-	 * now and then or when it asked for a time. */
-	if (!did && (ctx->link_next || (++ctx->empty_passes & 1023) == 0 ||
-		     pthread_equal(pthread_self(), ctx->engine)))
+	/* Housekeeping: every 1024 passes (what softibd pushed is seen even
+	 * under steady traffic), by the engine thread on every idle pass, and
+	 * when it asked for a time. */
+	if ((++ctx->empty_passes & 1023) == 0 ||
+	    (!did && (ctx->link_next || pthread_equal(pthread_self(), ctx->engine))))
 		link_tick(ctx, &now);
 	if (__builtin_expect(ctx->link.slow, 0)) {
 		uint64_t t;
@@ -440,7 +441,7 @@ static void *engine_main(void *arg)
 int sib_engine_start(struct sib_context *ctx)
 {
 	int rc = sib_link_open(&ctx->link, ctx->inbox_base, ctx->pid, ctx->inbox_idx,
-			       &sib_fabric->devs[ctx->dev->index]);
+			       &sib_fabric->devs[ctx->dev->index], sib_fabric->link[ctx->dev->index]);
 
 	if (rc)
 		return rc;

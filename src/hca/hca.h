@@ -267,7 +267,7 @@ struct sib_context {
 	bool vcrc;                     /* compute/check VCRC on the shm link */
 
 	int32_t pid;                   /* getpid() at open: producers tag slots with it */
-	uint32_t empty_passes;         /* inbox found empty, for the link's housekeeping */
+	uint32_t empty_passes;         /* engine passes, for the link's housekeeping */
 	uint64_t link_next;            /* when the link wants its housekeeping (ns), 0 = idle */
 
 	/* counters (dropped and counted, never crash) */

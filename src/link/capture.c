@@ -6,6 +6,7 @@
  * does not; ../shared/research/iba-vectors/).  The packet is stored as on
  * the wire, LRH..ICRC then the VCRC (IBA 7.8), computed here if the link
  * did not.  Written with libpcap.  Never called on the fast path.
+ * Also the file writer of `softib capture` (tools/linkcmd.c).
  * Locking: one mutex per file (contexts of a process share it).
  */
 #include <errno.h>
@@ -68,6 +69,38 @@ static void read_sel(struct sib_capture_sel *sel)
 		sel->port = (uint8_t)strtoul(port, NULL, 0);
 }
 
+struct sib_capture *sib_capture_open(const char *path, int *err)
+{
+	struct sib_capture *c = calloc(1, sizeof(*c));
+
+	*err = 0;
+	if (!c) {
+		*err = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	c->pcap = pcap_open_dead(DLT_ERF, 65535);
+	if (!c->pcap) {
+		*err = ENOMEM;
+		goto fail;
+	}
+	errno = 0;
+	c->dump = pcap_dump_open(c->pcap, path);
+	if (!c->dump) {
+		*err = errno ? errno : EIO;
+		fprintf(stderr, "softib: capture: %s\n", pcap_geterr(c->pcap));
+		goto fail;
+	}
+	c->refs = 1;
+	return c;
+fail:
+	if (c->pcap)
+		pcap_close(c->pcap);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return NULL;
+}
+
 struct sib_capture *sib_capture_from_env(struct sib_capture_sel *sel, int *err)
 {
 	const char *spec = getenv("SOFTIB_CAPTURE");
@@ -82,39 +115,13 @@ struct sib_capture *sib_capture_from_env(struct sib_capture_sel *sel, int *err)
 	if (cap_proc) {
 		cap_proc->refs++;
 		c = cap_proc;
-		goto out;
+	} else {
+		*err = expand_path(spec, path, sizeof(path));
+		if (!*err)
+			c = cap_proc = sib_capture_open(path, err);
 	}
-	*err = expand_path(spec, path, sizeof(path));
-	if (*err)
-		goto fail;
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		*err = ENOMEM;
-		goto fail;
-	}
-	pthread_mutex_init(&c->lock, NULL);
-	c->pcap = pcap_open_dead(DLT_ERF, 65535);
-	if (!c->pcap) {
-		*err = ENOMEM;
-		goto fail;
-	}
-	c->dump = pcap_dump_open(c->pcap, path);
-	if (!c->dump) {
-		*err = errno ? errno : EIO;
-		fprintf(stderr, "softib: SOFTIB_CAPTURE: %s\n", pcap_geterr(c->pcap));
-		goto fail;
-	}
-	c->refs = 1;
-	cap_proc = c;
-out:
 	pthread_mutex_unlock(&cap_lock);
 	return c;
-fail:
-	if (c && c->pcap)
-		pcap_close(c->pcap);
-	free(c);
-	pthread_mutex_unlock(&cap_lock);
-	return NULL;
 }
 
 void sib_capture_put(struct sib_capture *c)
@@ -135,17 +142,24 @@ void sib_capture_put(struct sib_capture *c)
 
 bool sib_capture_packet(struct sib_capture *c, const uint8_t *pkt, uint32_t len, bool vcrc)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return sib_capture_packet_at(c, pkt, len, vcrc, &ts);
+}
+
+bool sib_capture_packet_at(struct sib_capture *c, const uint8_t *pkt, uint32_t len, bool vcrc,
+			   const struct timespec *ts)
+{
 	uint8_t rec[ERF_HDR_BYTES + SIB_SLOT_DATA_BYTES];
 	struct pcap_pkthdr ph;
-	struct timespec ts;
 	uint64_t erf_ts;
 	bool ok;
 
 	if (len > SIB_SLOT_DATA_BYTES)
 		len = SIB_SLOT_DATA_BYTES;
-	clock_gettime(CLOCK_REALTIME, &ts);
 	/* ERF timestamp: little-endian 32.32 fixed point seconds. */
-	erf_ts = (uint64_t)ts.tv_sec << 32 | (((uint64_t)ts.tv_nsec << 32) / 1000000000u);
+	erf_ts = (uint64_t)ts->tv_sec << 32 | (((uint64_t)ts->tv_nsec << 32) / 1000000000u);
 	for (int i = 0; i < 8; i++)
 		rec[i] = (uint8_t)(erf_ts >> (8 * i));
 	rec[8] = ERF_TYPE_INFINIBAND;
@@ -162,8 +176,8 @@ bool sib_capture_packet(struct sib_capture *c, const uint8_t *pkt, uint32_t len,
 		rec[ERF_HDR_BYTES + len - 2] = (uint8_t)v;       /* least significant byte first */
 		rec[ERF_HDR_BYTES + len - 1] = (uint8_t)(v >> 8);
 	}
-	ph.ts.tv_sec = ts.tv_sec;
-	ph.ts.tv_usec = ts.tv_nsec / 1000;
+	ph.ts.tv_sec = ts->tv_sec;
+	ph.ts.tv_usec = ts->tv_nsec / 1000;
 	ph.caplen = ph.len = ERF_HDR_BYTES + len;
 	pthread_mutex_lock(&c->lock);
 	ok = !c->failed;

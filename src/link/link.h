@@ -112,6 +112,7 @@ struct sib_link {
 	int32_t pid;                   /* names our claims in peers' inboxes */
 	uint32_t src_inbox;
 	const struct sib_shm_device *dev; /* our ports' LIDs, for rx port selection */
+	const struct sib_shm_link_port *cfg; /* softibd's per-port settings, or NULL */
 };
 
 /* Counter update by the owner (single writer: no locked instruction). */
@@ -124,12 +125,14 @@ static inline void sib_link_count(struct sib_link *l, enum sib_link_counter c, u
 
 /*
  * Open the link of a context over its inbox mapping: the shm ring, plus
- * the wrappers that $SOFTIB_CAPTURE / $SOFTIB_FAULTS ask for this device
+ * the wrappers that $SOFTIB_CAPTURE / $SOFTIB_FAULTS ask for this device,
+ * and those softibd pushes through `cfg` (its SIB_MAX_PORTS entries of the
+ * fabric map's link area; NULL: none), looked at now and by sib_link_tick
  * (docs/link.md).  Returns 0 or a positive errno (EINVAL: a malformed
  * variable, also reported on stderr; or the capture file's open error).
  */
 int sib_link_open(struct sib_link *l, void *inbox_base, int32_t pid, uint32_t src_inbox,
-		  const struct sib_shm_device *dev);
+		  const struct sib_shm_device *dev, const struct sib_shm_link_port *cfg);
 /* Send what the wrappers still hold (best effort), flush the capture, free. */
 void sib_link_close(struct sib_link *l);
 

@@ -62,7 +62,9 @@ struct sib_ring_slot {
 	uint32_t len;                  /* packet bytes in data[] */
 	uint32_t flags;                /* SIB_SLOT_F_* */
 	uint32_t src_inbox;            /* producer's inbox, for traces */
-	uint8_t pad[SIB_SLOT_HDR_BYTES - 20];
+	uint32_t pad0;
+	uint64_t stamp;                /* capture rings: CLOCK_REALTIME ns when captured */
+	uint8_t pad[SIB_SLOT_HDR_BYTES - 32];
 	uint8_t data[SIB_SLOT_DATA_BYTES];
 };
 

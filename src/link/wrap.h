@@ -9,6 +9,7 @@
 #define SIB_LINK_WRAP_H
 
 #include <stdio.h>
+#include <time.h>
 
 #include "link/link.h"
 
@@ -69,14 +70,27 @@ uint64_t sib_faults_flush(struct sib_link *l, struct sib_faults *f, uint64_t now
 /* ---- the wrapper ---- */
 
 struct sib_link_wrap {
-	struct sib_capture *cap;       /* NULL: no capture */
+	/* from the environment ($SOFTIB_CAPTURE, $SOFTIB_FAULTS) */
+	struct sib_capture *cap;       /* NULL: no capture file */
 	struct sib_capture_sel cap_sel;
 	bool cap_dev;                  /* this device is selected */
-	struct sib_faults *faults;     /* NULL: no faults */
-	uint8_t fault_port;            /* 0 = every port */
-	bool faults_dev;               /* this device is selected */
 	bool cap_dirty;
+	bool env_faults;               /* faults[] came from $SOFTIB_FAULTS */
+	struct sib_faults_cfg env_cfg;
+	/* per port (index port - 1) */
+	struct sib_faults *faults[SIB_MAX_PORTS]; /* NULL: none on that port */
+	/* pushed by softibd through the fabric map (sib_shm_link_port) */
+	uint32_t cap_word[SIB_MAX_PORTS];          /* armed ring seen, 0 = none */
+	void *cap_base[SIB_MAX_PORTS];             /* its mapping, NULL if unmapped */
+	struct sib_ring cap_ring[SIB_MAX_PORTS];
+	uint32_t fault_seq[SIB_MAX_PORTS];         /* fault config seen */
 };
+
+/* Open a capture file (libpcap, ERF records); NULL with *err set. */
+struct sib_capture *sib_capture_open(const char *path, int *err);
+/* Like sib_capture_packet, with the capture time given (CLOCK_REALTIME). */
+bool sib_capture_packet_at(struct sib_capture *c, const uint8_t *pkt, uint32_t len, bool vcrc,
+			   const struct timespec *ts);
 
 /* Put one packet on the base link now: reserve, copy, capture, publish,
  * wake.  -EAGAIN if the destination is full (nothing sent). (link.c) */

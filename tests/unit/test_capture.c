@@ -161,8 +161,8 @@ static void test_capture_roundtrip(void **state)
 	setenv("SOFTIB_CAPTURE", path, 1);
 	setenv("SOFTIB_CAPTURE_DEV", "softib1", 1); /* only b: its receive side */
 	unsetenv("SOFTIB_FAULTS");
-	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da), 0);
-	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db), 0);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
 	assert_false(a.slow);       /* not selected: the fast path */
 	assert_true(b.slow);
 	traffic(&a, &b, 20);
@@ -206,9 +206,9 @@ static void test_capture_sees_corruption(void **state)
 	setenv("SOFTIB_CAPTURE", path, 1);
 	setenv("SOFTIB_CAPTURE_DEV", "softib0", 1);
 	setenv("SOFTIB_FAULTS", "seed=5,corrupt=1,dev=softib0", 1);
-	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da), 0);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
 	unsetenv("SOFTIB_FAULTS");
-	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db), 0);
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
 	traffic(&a, &b, 10);
 	assert_int_equal(atomic_load(&a.stats->c[SIB_LC_CORRUPT]), 10);
 	sib_link_close(&a);
@@ -234,10 +234,10 @@ static void test_bad_fault_spec(void **state)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		setenv("SOFTIB_FAULTS", bad[i], 1);
-		assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da), EINVAL);
+		assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), EINVAL);
 	}
 	setenv("SOFTIB_FAULTS", "seed=1,loss=0,dup=0.5,reorder=0.25,corrupt=0,delay_us=10,down=0,port=1", 1);
-	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da), 0);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
 	assert_true(a.slow);
 	sib_link_close(&a);
 	unsetenv("SOFTIB_FAULTS");

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * The softib command: talks to a running softibd over its control socket
- * (status, stop).  Never starts a daemon: asking a stopped daemon for its
- * status must not start one.  Single-threaded; no state beyond one socket.
+ * (status, stop, capture, fault).  Never starts a daemon: asking a stopped
+ * daemon for its status must not start one.  Single-threaded; no state
+ * beyond one socket (capture: plus its ring and file, tools/linkcmd.c).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "common/ctl.h"
+#include "linkcmd.h"
 
 static const char usage[] =
 "Usage: softib [--socket PATH] COMMAND\n"
@@ -17,6 +19,15 @@ static const char usage[] =
 "  status          print the daemon's status report: devices, ports, clients,\n"
 "                  object counts and counters (docs/daemon.md)\n"
 "  stop            stop the daemon; returns once it has closed its socket\n"
+"  capture -w FILE [-d DEV] [-p PORT] [-c COUNT]\n"
+"                  write every packet that crosses the port (default: every\n"
+"                  port of every device) to FILE, a pcap file tshark decodes\n"
+"                  as InfiniBand; programs already running are captured too.\n"
+"                  Stops on Ctrl-C/SIGTERM or after COUNT packets (docs/link.md)\n"
+"  fault DEV|all PORT|all SPEC|off\n"
+"                  inject faults on a port of running programs, SPEC as in\n"
+"                  SOFTIB_FAULTS, e.g. seed=1,loss=0.01,corrupt=0.01,down=0;\n"
+"                  off removes them (docs/link.md)\n"
 "\n"
 "Options:\n"
 "  -s, --socket PATH  control socket (default: $SOFTIB_SOCKET, else\n"
@@ -44,6 +55,11 @@ int main(int argc, char **argv)
 			path = argv[i] + 9;
 		} else if (!cmd && argv[i][0] != '-') {
 			cmd = argv[i];
+			/* capture and fault take the rest of the line. */
+			if (!strcmp(cmd, "capture"))
+				return sib_tool_capture(path, argc - i - 1, argv + i + 1);
+			if (!strcmp(cmd, "fault"))
+				return sib_tool_fault(path, argc - i - 1, argv + i + 1);
 		} else {
 			goto bad_usage;
 		}
@@ -54,6 +70,6 @@ int main(int argc, char **argv)
 	return sib_ctl_tool(path, !strcmp(cmd, "stop"), "softib");
 
 bad_usage:
-	fputs("softib: expected a command: status or stop.  Try 'softib --help'.\n", stderr);
+	fputs("softib: expected a command: status, stop, capture or fault.  Try 'softib --help'.\n", stderr);
 	return 2;
 }

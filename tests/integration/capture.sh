@@ -7,6 +7,9 @@
 #     exact expected sequence.
 #  2. ib_write_bw with SOFTIB_CAPTURE on the client: RDMA WRITE ONLY with
 #     the RETH the server advertised (VA, R_Key, DMA length), then ACKs.
+#  3. `softib capture -d softib0 -p 1 -c N` started before the programs
+#     (which know nothing of it): the same sequence as 1; and a capture of
+#     every port stopped with SIGINT.
 # Every record's ICRC and VCRC are recomputed (test_capture --check).
 # Exit 77 (skipped) only if tshark is not installed.
 . "$(dirname "$0")/lib.sh"
@@ -34,14 +37,30 @@ field() { # FILE local|remote KEY
 	[ -n "$v" ] && printf '%d\n' "$v"
 }
 
-pingpong_case() { # SIZE PACKETS_PER_MESSAGE [ARGS...]
-	local size=$1 npkt=$2; shift 2
-	local iters=4 cap=$SIB_TMP/pp-$size.pcap
-	start_server "$SIB_TMP/server.out" timeout 60 env SOFTIB_CAPTURE="$cap" \
+pingpong_case() { # env|tool SIZE PACKETS_PER_MESSAGE [ARGS...]
+	local how=$1 size=$2 npkt=$3; shift 3
+	local iters=4 cap=$SIB_TMP/pp-$how-$size.pcap tool=
+	local -a capenv=(env)
+	if [ "$how" = env ]; then
+		capenv=(env SOFTIB_CAPTURE="$cap")
+	else
+		# Through softibd, for programs that do not know: 4 packets per
+		# iteration and packet of a message.
+		"$SIB_BIN/softib" capture -w "$cap" -d softib0 -p 1 -c $((iters * 2 * (npkt + 1))) \
+			2>"$SIB_TMP/tool.err" &
+		tool=$!
+		SIB_PIDS+=("$tool")
+		wait_until 10 grep -q capturing "$SIB_TMP/tool.err" || fail "softib capture: $(cat "$SIB_TMP/tool.err")"
+	fi
+	start_server "$SIB_TMP/server.out" timeout 60 "${capenv[@]}" \
 		ibv_rc_pingpong -d softib0 -p PORT -n $iters -s "$size" "$@"
 	client timeout 60 ibv_rc_pingpong -d softib1 -p "$port" -n $iters -s "$size" "$@" 127.0.0.1 \
 		>"$SIB_TMP/client.out" 2>&1 || fail "client: $(cat "$SIB_TMP/client.out")"
 	wait "$srv" || fail "server: $(cat "$SIB_TMP/server.out")"
+	if [ -n "$tool" ]; then
+		wait_until 10 sh -c "! kill -0 $tool 2>/dev/null" || fail "softib capture did not stop after its count"
+		wait "$tool" || fail "softib capture: $(cat "$SIB_TMP/tool.err")"
+	fi
 	local so=$SIB_TMP/server.out sqpn spsn cqpn cpsn
 	sqpn=$(field "$so" local QPN) && spsn=$(field "$so" local PSN) &&
 		cqpn=$(field "$so" remote QPN) && cpsn=$(field "$so" remote PSN) ||
@@ -66,13 +85,33 @@ pingpong_case() { # SIZE PACKETS_PER_MESSAGE [ARGS...]
 		infiniband.aeth.syndrome infiniband.aeth.msn |
 		awk '{ syn = $4 == "" ? "-" : ($4 < 32 ? "ACK" : "NAK" $4); msn = $5 == "" ? "-" : $5
 		       print $1, $2, $3, syn, msn }' >"$SIB_TMP/got"
-	diff -u "$SIB_TMP/want" "$SIB_TMP/got" || fail "ibv_rc_pingpong -s $size: decoded sequence differs"
-	"$SIB_BIN/test_capture" --check "$cap" || fail "ibv_rc_pingpong -s $size: bad ICRC/VCRC in the capture"
-	echo "ibv_rc_pingpong -s $size: $(wc -l <"$SIB_TMP/got") packets as expected"
+	diff -u "$SIB_TMP/want" "$SIB_TMP/got" || fail "ibv_rc_pingpong -s $size ($how): decoded sequence differs"
+	"$SIB_BIN/test_capture" --check "$cap" || fail "ibv_rc_pingpong -s $size ($how): bad ICRC/VCRC"
+	echo "ibv_rc_pingpong -s $size ($how capture): $(wc -l <"$SIB_TMP/got") packets as expected"
 }
 
-pingpong_case 64 1
-pingpong_case 2500 3 -m 1024
+pingpong_case env 64 1
+pingpong_case env 2500 3 -m 1024
+pingpong_case tool 64 1
+pingpong_case tool 2500 3 -m 1024
+
+# softib capture of every port, stopped by SIGINT: each packet twice (leaving
+# one port, arriving at the other), a valid file, ports disarmed after.
+"$SIB_BIN/softib" capture -w "$SIB_TMP/all.pcap" 2>"$SIB_TMP/tool.err" &
+tool=$!
+SIB_PIDS+=("$tool")
+wait_until 10 grep -q capturing "$SIB_TMP/tool.err" || fail "softib capture: $(cat "$SIB_TMP/tool.err")"
+status | grep -q '^link_port dev=softib1 port=1 capture=1' || fail "not armed: $(status)"
+start_server "$SIB_TMP/server.out" timeout 60 ibv_rc_pingpong -d softib0 -p PORT -n 3 -s 64
+client timeout 60 ibv_rc_pingpong -d softib1 -p "$port" -n 3 -s 64 127.0.0.1 >"$SIB_TMP/client.out" 2>&1 ||
+	fail "client: $(cat "$SIB_TMP/client.out")"
+wait "$srv" || fail "server: $(cat "$SIB_TMP/server.out")"
+kill -INT "$tool"
+wait "$tool" || fail "softib capture after SIGINT: $(cat "$SIB_TMP/tool.err")"
+grep -q '24 packets captured' "$SIB_TMP/tool.err" || fail "every port, both ends: $(cat "$SIB_TMP/tool.err")"
+"$SIB_BIN/test_capture" --check "$SIB_TMP/all.pcap" || fail "softib capture (all): bad ICRC/VCRC"
+status | grep -q '^link_port' && fail "still armed after the capture ended: $(status)"
+echo "softib capture of every port: $(grep captured "$SIB_TMP/tool.err")"
 
 # ib_write_bw: the client writes, its capture shows the RETH.
 n=5 size=4096 cap=$SIB_TMP/wbw.pcap

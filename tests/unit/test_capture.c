@@ -5,7 +5,8 @@
  * (IBA 7.8).  Unit mode: packets sent and received through two links over
  * plain memory (no hca, no verbs), with SOFTIB_CAPTURE set; also a link
  * whose faults corrupt every packet, whose capture must then show bad
- * ICRCs.  Check mode, for the integration tests:
+ * ICRCs; and each fault of the fault wrapper on its own.  Check mode, for
+ * the integration tests:
  *   test_capture --check FILE   every record valid; prints "records=N".
  */
 #include <pcap/pcap.h>
@@ -22,6 +23,7 @@
 
 #include "iba/iba.h"
 #include "link/link.h"
+#include "link/wrap.h"
 
 struct check {
 	unsigned int records, icrc_bad, vcrc_bad, erf_bad;
@@ -224,6 +226,119 @@ static void test_capture_sees_corruption(void **state)
 	free(mb);
 }
 
+/* Receive everything waiting at b: the PSNs in arrival order. */
+static unsigned int drain(struct sib_link *b, uint32_t *psn, unsigned int max)
+{
+	unsigned int n = 0;
+	const uint8_t *p;
+	uint32_t len, flags;
+
+	while ((p = sib_link_recv(b, &len, &flags))) {
+		struct iba_pkt pkt;
+
+		if (n < max && iba_decode(p, len, IBA_CHECK_ICRC | IBA_HAS_VCRC, &pkt) == IBA_OK)
+			psn[n++] = pkt.bth.psn;
+		sib_link_recv_done(b);
+	}
+	return n;
+}
+
+/* One packet a -> b (PSN psn), not flushed. */
+static void send_one(struct sib_link *a, struct sib_link *b, uint32_t psn)
+{
+	struct sib_link_tx tx;
+
+	assert_int_equal(sib_link_reserve(a, &b->rx.r, 1, &tx), 0);
+	assert_int_equal(sib_link_send(a, &tx, build(tx.data, false, psn, 8), 0), 0);
+}
+
+/* Each fault on its own, at probability 1, does exactly what it says. */
+static void test_each_fault(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3), db = fake_dev("softib1", 2);
+	void *ma = inbox(), *mb = inbox();
+	struct sib_link a, b;
+	uint32_t psn[16];
+
+	unsetenv("SOFTIB_CAPTURE");
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
+	assert_false(b.slow);
+
+	setenv("SOFTIB_FAULTS", "loss=1", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	send_one(&a, &b, 1);
+	assert_int_equal(drain(&b, psn, 16), 0);
+	assert_int_equal(atomic_load(&a.stats->c[SIB_LC_LOSS]), 1);
+	sib_link_close(&a);
+
+	setenv("SOFTIB_FAULTS", "down=1", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	send_one(&a, &b, 1);
+	assert_int_equal(drain(&b, psn, 16), 0);
+	assert_int_equal(atomic_load(&a.stats->c[SIB_LC_DOWN]), 1);
+	sib_link_close(&a);
+
+	setenv("SOFTIB_FAULTS", "dup=1", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	send_one(&a, &b, 7);
+	assert_int_equal(drain(&b, psn, 16), 2);
+	assert_int_equal(psn[0], 7);
+	assert_int_equal(psn[1], 7);
+	sib_link_close(&a);
+
+	/* Reorder: every other packet is held back behind the next one. */
+	setenv("SOFTIB_FAULTS", "reorder=1", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	for (uint32_t i = 1; i <= 4; i++)
+		send_one(&a, &b, i);
+	assert_int_equal(drain(&b, psn, 16), 4);
+	assert_int_equal(psn[0], 2);
+	assert_int_equal(psn[1], 1);
+	assert_int_equal(psn[2], 4);
+	assert_int_equal(psn[3], 3);
+	/* A held packet with nothing behind it leaves after 1 ms. */
+	send_one(&a, &b, 5);
+	assert_int_equal(drain(&b, psn, 16), 0);
+	assert_true(sib_link_flush(&a, sib_link_now_ns()) > 0);
+	usleep(2000);
+	(void)sib_link_flush(&a, sib_link_now_ns());
+	assert_int_equal(drain(&b, psn, 16), 1);
+	assert_int_equal(psn[0], 5);
+	sib_link_close(&a);
+
+	/* Delay: nothing before the due time, everything after, in order. */
+	setenv("SOFTIB_FAULTS", "delay_us=20000", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	uint64_t t0 = sib_link_now_ns();
+
+	send_one(&a, &b, 1);
+	send_one(&a, &b, 2);
+	uint64_t due = sib_link_flush(&a, sib_link_now_ns());
+
+	assert_true(due >= t0 + 20000000ull);
+	assert_int_equal(drain(&b, psn, 16), 0);
+	while (sib_link_now_ns() < due)
+		usleep(1000);
+	assert_int_equal(sib_link_flush(&a, sib_link_now_ns()), 0);
+	assert_int_equal(drain(&b, psn, 16), 2);
+	assert_int_equal(psn[0], 1);
+	assert_int_equal(psn[1], 2);
+	sib_link_close(&a);
+
+	/* Only the selected port is faulted: port 2 traffic takes the fast path. */
+	setenv("SOFTIB_FAULTS", "loss=1,port=2", 1);
+	da.num_ports = 2;
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	send_one(&a, &b, 9);
+	assert_int_equal(drain(&b, psn, 16), 1);
+	sib_link_close(&a);
+
+	unsetenv("SOFTIB_FAULTS");
+	sib_link_close(&b);
+	free(ma);
+	free(mb);
+}
+
 /* A malformed SOFTIB_FAULTS fails the open with EINVAL. */
 static void test_bad_fault_spec(void **state)
 {
@@ -250,6 +365,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_capture_roundtrip),
 		cmocka_unit_test(test_capture_sees_corruption),
 		cmocka_unit_test(test_bad_fault_spec),
+		cmocka_unit_test(test_each_fault),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--check")) {

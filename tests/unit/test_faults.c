@@ -31,7 +31,7 @@
 #define RQ_DEPTH   64u
 #define WINDOW     32u          /* sends in flight */
 #define WRITE_BYTES (1u << 20)
-#define BUF_BYTES  (RQ_DEPTH * MSG_BYTES + 2 * WRITE_BYTES)
+#define BUF_BYTES  ((RQ_DEPTH * MSG_BYTES + 2 * WRITE_BYTES + 4095) & ~4095u) /* aligned_alloc: whole pages */
 
 static char tmpdir[64] = "/tmp/softib-faults.XXXXXX";
 static pid_t daemon_pid;

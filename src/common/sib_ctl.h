@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#define SIB_ABI_VERSION 1u
+#define SIB_ABI_VERSION 2u  /* 2: link area in the fabric map, LINK_* ops */
 #define SIB_CTL_MAGIC   0x53494243u /* "SIBC" */
 
 /* Default socket path when SOFTIB_SOCKET is unset: $XDG_RUNTIME_DIR/softib.sock,

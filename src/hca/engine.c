@@ -266,19 +266,11 @@ static bool run_once(struct sib_context *ctx)
 	}
 	/* Housekeeping: every 1024 passes (what softibd pushed is seen even
 	 * under steady traffic), by the engine thread on every idle pass, and
-	 * when it asked for a time. */
+	 * once the time it asked for has come. */
 	if ((++ctx->empty_passes & 1023) == 0 ||
-	    (!did && (ctx->link_next || pthread_equal(pthread_self(), ctx->engine))))
+	    (!did && (pthread_equal(pthread_self(), ctx->engine) ||
+		      (ctx->link_next && (now = sib_now_ns()) >= ctx->link_next))))
 		link_tick(ctx, &now);
-	if (__builtin_expect(ctx->link.slow, 0)) {
-		uint64_t t;
-
-		if (!now)
-			now = sib_now_ns();
-		t = sib_link_flush(&ctx->link, now);
-		if (t && (!next || t < next))
-			next = t;
-	}
 	ctx->tx_blocked = false;
 	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx) {
 		if (qp->state == IBV_QPS_ERR) {
@@ -319,6 +311,17 @@ static bool run_once(struct sib_context *ctx)
 	}
 	if (ctx->link_next && (!next || ctx->link_next < next))
 		next = ctx->link_next;
+	/* Packets a wrapper holds (faults: delay, reorder, a full peer), after
+	 * this pass queued more: when they are due is a timer too. */
+	if (__builtin_expect(ctx->link.slow, 0)) {
+		uint64_t t;
+
+		if (!now)
+			now = sib_now_ns();
+		t = sib_link_flush(&ctx->link, now);
+		if (t && (!next || t < next))
+			next = t;
+	}
 	if (ctx->tx_blocked) {
 		/* A peer's inbox was full: releasing slots wakes nobody, so
 		 * come back soon (IBA link-level flow control, polled). */

@@ -81,11 +81,32 @@ bool sib_ring_check(struct sib_ring_rx *c, uint64_t now, uint64_t *next_ns)
 		c->stall_since = 0;
 		if (t == c->head || atomic_load_explicit(&s->state, memory_order_acquire) != st)
 			return false;
-		if (atomic_compare_exchange_strong_explicit(&c->r.hdr->tail, &t, c->head,
-							    memory_order_acq_rel, memory_order_relaxed)) {
-			c->bad_tail++;
-			atomic_fetch_add_explicit(&c->r.hdr->dropped, 1, memory_order_relaxed);
+		c->bad_tail++;
+		atomic_fetch_add_explicit(&c->r.hdr->dropped, 1, memory_order_relaxed);
+		if (t - c->head <= SIB_INBOX_SLOTS) {
+			/* Ahead within a lap: producers may have published
+			 * behind the hole already.  Step over the unclaimed
+			 * slots up to the first used one, so that what they
+			 * sent stays in order. */
+			for (uint32_t n = 0; n < SIB_INBOX_SLOTS && c->head != t; n++) {
+				uint32_t w = sib_ring_turn(c->head);
+				uint64_t free_st = SIB_SLOT_STATE(w, 0);
+
+				s = &c->r.slots[c->head % SIB_INBOX_SLOTS];
+				if (!atomic_compare_exchange_strong_explicit(&s->state, &free_st,
+									     SIB_SLOT_STATE(w + 2, 0),
+									     memory_order_acq_rel,
+									     memory_order_relaxed))
+					break; /* claimed, published or garbage: peek decides */
+				__atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELAXED);
+			}
+			atomic_store_explicit(&c->r.hdr->head, c->head, memory_order_relaxed);
+			return true;
 		}
+		/* Behind us or more than a lap ahead: nothing was published
+		 * there (producers found "full"); claim from our head again. */
+		atomic_compare_exchange_strong_explicit(&c->r.hdr->tail, &t, c->head, memory_order_acq_rel,
+							memory_order_relaxed);
 		return true;
 	}
 	/* Claimed, not published: measure its age on our own clock (the slot

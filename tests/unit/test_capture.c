@@ -148,33 +148,64 @@ static void *inbox(void)
 	return p;
 }
 
+/* Two links a (softib0) and b (softib1) over plain memory, capturing to a
+ * temporary file: the device `capdev`, and faults `faults` on a only. */
+struct fixture {
+	char path[32];
+	struct sib_shm_device da, db;
+	struct sib_link a, b;
+	void *ma, *mb;
+};
+
+static void fixture_open(struct fixture *f, const char *capdev, const char *faults)
+{
+	int fd;
+
+	snprintf(f->path, sizeof(f->path), "/tmp/softib-capture-XXXXXX");
+	fd = mkstemp(f->path);
+	assert_true(fd >= 0);
+	close(fd);
+	f->da = fake_dev("softib0", 3);
+	f->db = fake_dev("softib1", 2);
+	f->ma = inbox();
+	f->mb = inbox();
+	setenv("SOFTIB_CAPTURE", f->path, 1);
+	setenv("SOFTIB_CAPTURE_DEV", capdev, 1);
+	if (faults)
+		setenv("SOFTIB_FAULTS", faults, 1);
+	else
+		unsetenv("SOFTIB_FAULTS");
+	assert_int_equal(sib_link_open(&f->a, f->ma, 1000, 0, &f->da, NULL), 0);
+	unsetenv("SOFTIB_FAULTS");
+	assert_int_equal(sib_link_open(&f->b, f->mb, 1001, 1, &f->db, NULL), 0);
+}
+
+/* Close both links (the file is complete then) and read it back. */
+static void fixture_close(struct fixture *f, struct check *ck)
+{
+	sib_link_close(&f->a);
+	sib_link_close(&f->b);
+	unsetenv("SOFTIB_CAPTURE");
+	unsetenv("SOFTIB_CAPTURE_DEV");
+	assert_int_equal(check_file(f->path, ck), 0);
+	unlink(f->path);
+	free(f->ma);
+	free(f->mb);
+}
+
 static void test_capture_roundtrip(void **state)
 {
-	char path[] = "/tmp/softib-capture-XXXXXX";
-	int fd = mkstemp(path);
-	struct sib_shm_device da = fake_dev("softib0", 3), db = fake_dev("softib1", 2);
-	struct sib_link a, b;
-	void *ma = inbox(), *mb = inbox();
+	struct fixture f;
 	struct check ck;
 	uint8_t want[256];
 
-	assert_true(fd >= 0);
-	close(fd);
-	setenv("SOFTIB_CAPTURE", path, 1);
-	setenv("SOFTIB_CAPTURE_DEV", "softib1", 1); /* only b: its receive side */
-	unsetenv("SOFTIB_FAULTS");
-	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
-	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
-	assert_false(a.slow);       /* not selected: the fast path */
-	assert_true(b.slow);
-	traffic(&a, &b, 20);
-	/* And b -> a: b's transmit side. */
-	traffic(&b, &a, 5);
-	assert_int_equal(atomic_load(&b.stats->c[SIB_LC_CAPTURED]), 25);
-	sib_link_close(&a);
-	sib_link_close(&b);
-
-	assert_int_equal(check_file(path, &ck), 0);
+	fixture_open(&f, "softib1", NULL); /* only b: both of its directions */
+	assert_false(f.a.slow);            /* not selected: the fast path */
+	assert_true(f.b.slow);
+	traffic(&f.a, &f.b, 20);
+	traffic(&f.b, &f.a, 5);
+	assert_int_equal(atomic_load(&f.b.stats->c[SIB_LC_CAPTURED]), 25);
+	fixture_close(&f, &ck);
 	assert_int_equal(ck.records, 25);
 	assert_int_equal(ck.erf_bad, 0);
 	assert_int_equal(ck.icrc_bad, 0);
@@ -187,43 +218,22 @@ static void test_capture_roundtrip(void **state)
 	want[len - 1] = (uint8_t)(v >> 8);
 	assert_int_equal(ck.first_len, len);
 	assert_memory_equal(ck.first, want, len);
-	unlink(path);
-	free(ma);
-	free(mb);
 }
 
 /* Faults corrupt after the ICRC: the capture (taken on the wire, after the
  * faults) shows every packet with a bad ICRC, and a good VCRC. */
 static void test_capture_sees_corruption(void **state)
 {
-	char path[] = "/tmp/softib-capture-XXXXXX";
-	int fd = mkstemp(path);
-	struct sib_shm_device da = fake_dev("softib0", 3), db = fake_dev("softib1", 2);
-	struct sib_link a, b;
-	void *ma = inbox(), *mb = inbox();
+	struct fixture f;
 	struct check ck;
 
-	assert_true(fd >= 0);
-	close(fd);
-	setenv("SOFTIB_CAPTURE", path, 1);
-	setenv("SOFTIB_CAPTURE_DEV", "softib0", 1);
-	setenv("SOFTIB_FAULTS", "seed=5,corrupt=1,dev=softib0", 1);
-	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
-	unsetenv("SOFTIB_FAULTS");
-	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
-	traffic(&a, &b, 10);
-	assert_int_equal(atomic_load(&a.stats->c[SIB_LC_CORRUPT]), 10);
-	sib_link_close(&a);
-	sib_link_close(&b);
-	assert_int_equal(check_file(path, &ck), 0);
+	fixture_open(&f, "softib0", "seed=5,corrupt=1");
+	traffic(&f.a, &f.b, 10);
+	assert_int_equal(atomic_load(&f.a.stats->c[SIB_LC_CORRUPT]), 10);
+	fixture_close(&f, &ck);
 	assert_int_equal(ck.records, 10);
 	assert_int_equal(ck.icrc_bad, 10);
 	assert_int_equal(ck.vcrc_bad, 0);
-	unsetenv("SOFTIB_CAPTURE");
-	unsetenv("SOFTIB_CAPTURE_DEV");
-	unlink(path);
-	free(ma);
-	free(mb);
 }
 
 /* Receive everything waiting at b: the PSNs in arrival order. */

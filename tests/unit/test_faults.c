@@ -316,7 +316,9 @@ static int start_daemon(void **state)
 
 		dup2(null, 1);
 		dup2(null, 2);
-		execl(SOFTIBD_PATH, "softibd", "--foreground", "--socket", sock, (char *)NULL);
+		/* --idle-exit: a test that aborts leaves no daemon behind for long. */
+		execl(SOFTIBD_PATH, "softibd", "--foreground", "--idle-exit", "30", "--socket", sock,
+		      (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 200; i++) {

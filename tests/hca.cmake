@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: MIT
-# src/hca/ pieces that stand alone: the inbox ring.
-if(TARGET sib_hca)
+# src/link/ on its own: the inbox ring.
+if(TARGET sib_link)
   sib_unit_test(test_ring SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ring.c
-    LIBS sib_hca Threads::Threads)
+    LIBS sib_link Threads::Threads)
 endif()
 
 # The transport stages over a loopback link (two in-memory inboxes, a fabric

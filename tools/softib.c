@@ -1,15 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * The softib command: talks to a running softibd over its control socket
- * (status, stop; device add|remove and port down|up in softib_dev.c).
- * Never starts a daemon: asking a stopped daemon for its status must not
- * start one.  Single-threaded; no state beyond one socket.
+ * (status, stop; device add|remove and port down|up in softib_dev.c;
+ * capture and fault in linkcmd.c).  Never starts a daemon: asking a
+ * stopped daemon for its status must not start one.  Single-threaded; no
+ * state beyond one socket (capture: plus its ring and file).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "common/ctl.h"
 #include "softib_dev.h"
+#include "linkcmd.h"
 
 static const char usage[] =
 "Usage: softib [--socket PATH] COMMAND\n"
@@ -34,6 +36,15 @@ static const char usage[] =
 "                      give the port a new base LID (a free unicast LID; packets\n"
 "                      to the old one are lost) or SM LID; every context of DEV\n"
 "                      gets IBV_EVENT_LID_CHANGE / IBV_EVENT_SM_CHANGE\n"
+"  capture -w FILE [-d DEV] [-p PORT] [-c COUNT]\n"
+"                  write every packet that crosses the port (default: every\n"
+"                  port of every device) to FILE, a pcap file tshark decodes\n"
+"                  as InfiniBand; programs already running are captured too.\n"
+"                  Stops on Ctrl-C/SIGTERM or after COUNT packets (docs/link.md)\n"
+"  fault DEV|all PORT|all SPEC|off\n"
+"                  inject faults on a port of running programs, SPEC as in\n"
+"                  SOFTIB_FAULTS, e.g. seed=1,loss=0.01,corrupt=0.01,down=0;\n"
+"                  off removes them (docs/link.md)\n"
 "\n"
 "Options:\n"
 "  -s, --socket PATH  control socket (default: $SOFTIB_SOCKET, else\n"
@@ -59,6 +70,12 @@ int main(int argc, char **argv)
 			path = argv[i];
 		} else if (!strncmp(argv[i], "--socket=", 9)) {
 			path = argv[i] + 9;
+		} else if (!nargs && argv[i][0] != '-' &&
+			   (!strcmp(argv[i], "capture") || !strcmp(argv[i], "fault"))) {
+			/* capture and fault take the rest of the line. */
+			if (!strcmp(argv[i], "capture"))
+				return sib_tool_capture(path, argc - i - 1, argv + i + 1);
+			return sib_tool_fault(path, argc - i - 1, argv + i + 1);
 		} else if (argv[i][0] != '-' && nargs < 8) {
 			args[nargs++] = argv[i];
 		} else {
@@ -74,7 +91,7 @@ int main(int argc, char **argv)
 	return sib_ctl_tool(path, !strcmp(cmd, "stop"), "softib");
 
 bad_usage:
-	fputs("softib: expected a command: status, stop, device or port.  Try 'softib --help'.\n",
-	      stderr);
+	fputs("softib: expected a command: status, stop, device, port, capture or fault.  "
+	      "Try 'softib --help'.\n", stderr);
 	return 2;
 }

@@ -49,6 +49,9 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_DEVICE_ADD] = sizeof(struct sib_ctl_dev_cmd),
 	[SIB_CTL_DEVICE_REMOVE] = sizeof(struct sib_ctl_dev_cmd),
 	[SIB_CTL_PORT_SET] = sizeof(struct sib_ctl_dev_cmd),
+	[SIB_CTL_LINK_CAPTURE] = offsetof(struct sib_ctl_link, spec),
+	[SIB_CTL_GET_CAPTURE] = offsetof(struct sib_ctl_link, spec),
+	[SIB_CTL_LINK_FAULTS] = sizeof(struct sib_ctl_link),
 };
 
 /* What connect() says when no daemon serves the path. */

@@ -15,8 +15,9 @@
 
 #include <stdint.h>
 
-#define SIB_ABI_VERSION 3u /* 2: sealed read-only map, no counters in it; 3: device
-                               * generations, pushed events, registry commands */
+#define SIB_ABI_VERSION 4u /* 2: sealed read-only map, no counters in it; 3: device
+                               * generations, pushed events, registry commands;
+                               * 4: link area in the fabric map, LINK_* ops */
 #define SIB_CTL_MAGIC   0x53494243u /* "SIBC" */
 
 /* Default socket path when SOFTIB_SOCKET is unset: $XDG_RUNTIME_DIR/softib.sock,
@@ -36,6 +37,9 @@ enum sib_ctl_op {
 	SIB_CTL_DEVICE_ADD,    /* `softib device add NAME`: -> dev index */
 	SIB_CTL_DEVICE_REMOVE, /* `softib device remove NAME` */
 	SIB_CTL_PORT_SET,      /* `softib port DEV PORT down|up` */
+	SIB_CTL_LINK_CAPTURE,  /* arm a capture ring on ports: -> its memfd (`softib capture`) */
+	SIB_CTL_GET_CAPTURE,   /* map an armed capture ring: -> memfd (clients' links) */
+	SIB_CTL_LINK_FAULTS,   /* set or clear a port's faults (`softib fault`) */
 	SIB_CTL_OP_MAX,
 };
 
@@ -152,6 +156,17 @@ struct sib_ctl_dev_cmd {
 	uint32_t dev_gen;     /* out (DEVICE_ADD) */
 };
 
+/* LINK_CAPTURE, GET_CAPTURE, LINK_FAULTS (docs/link.md). */
+#define SIB_CTL_LINK_ALL   0xffffffffu /* dev_index: every device */
+#define SIB_CTL_SPEC_MAX   256
+struct sib_ctl_link {
+	uint32_t dev_index;   /* in: index in sib_fabric_shm.devs, or SIB_CTL_LINK_ALL */
+	uint32_t port;        /* in: port number, 0 = every port */
+	uint32_t cap;         /* out (LINK_CAPTURE), in (GET_CAPTURE): SIB_LINK_CAP_MAKE word */
+	uint32_t ring_size;   /* out: bytes of the capture ring memfd */
+	char spec[SIB_CTL_SPEC_MAX]; /* in (LINK_FAULTS): SOFTIB_FAULTS syntax, "off" = none */
+};
+
 #define SIB_CTL_TEXT_MAX 3072
 
 struct sib_ctl_text {
@@ -170,6 +185,7 @@ struct sib_ctl_msg {
 		struct sib_ctl_subscribe subscribe;
 		struct sib_ctl_event event;
 		struct sib_ctl_dev_cmd dev;
+		struct sib_ctl_link link;
 		uint32_t handle;
 	} u;
 };

@@ -34,7 +34,7 @@
 
 /*
  * Inboxes: one memfd of SIB_INBOX_BYTES per opened device context, created
- * zero-filled by softibd; all-zero is the valid empty ring (src/hca/ring.h).
+ * zero-filled by softibd; all-zero is the valid empty ring (src/link/ring.h).
  */
 #define SIB_INBOX_SLOTS      1024u
 #define SIB_INBOX_SLOT_BYTES 4608u   /* one packet up to MTU 4096 + headers */
@@ -102,6 +102,30 @@ struct sib_shm_inbox_desc {
 /* LID map entry (lid_map[lid]): 0 = no port, else (dev_index << 8 | port_num). */
 #define SIB_LIDM_MAKE(dev, port) ((uint16_t)(((dev) << 8) | (port)))
 
+/*
+ * Link configuration softibd pushes to clients (docs/link.md), one entry per
+ * CA port, written only by softibd (src/daemon/linkcfg.c), read by each
+ * context's link now and then (never per packet).
+ *  cap: a capture ring armed for this port, SIB_LINK_CAP_MAKE(session, gen);
+ *       0 = none.  Clients map it with SIB_CTL_GET_CAPTURE and copy every
+ *       packet crossing the port into it.
+ *  fault_*: the port's faults under the seqlock fault_seq (odd while
+ *       softibd writes; 0 = never set); fault_flags 0 = no faults.
+ */
+#define SIB_LINK_CAP_MAKE(session, gen) ((((uint32_t)(session) + 1) << 24) | ((gen) & 0xffffffu))
+#define SIB_LINK_CAP_SESSION(w)         (((w) >> 24) - 1)
+#define SIB_LINK_FAULT_ACTIVE 0x1
+#define SIB_LINK_FAULT_DOWN   0x2
+
+struct sib_shm_link_port {
+	_Atomic uint32_t cap;
+	_Atomic uint32_t fault_seq;
+	_Atomic uint64_t fault_seed;
+	_Atomic uint32_t fault_ppm[4];  /* loss, dup, reorder, corrupt: per million packets */
+	_Atomic uint32_t fault_delay_us;
+	_Atomic uint32_t fault_flags;   /* SIB_LINK_FAULT_* */
+};
+
 struct sib_fabric_shm {
 	uint32_t magic;             /* SIB_SHM_MAGIC */
 	uint32_t abi_version;       /* SIB_ABI_VERSION */
@@ -114,6 +138,7 @@ struct sib_fabric_shm {
 	struct sib_shm_inbox_desc inboxes[SIB_MAX_INBOXES];
 	_Atomic uint16_t lid_map[SIB_UNICAST_LIDS];
 	_Atomic uint64_t qp_owner[SIB_MAX_QPN];
+	struct sib_shm_link_port link[SIB_MAX_DEVICES][SIB_MAX_PORTS]; /* keep last */
 };
 
 /* This process's read-only view of the fabric map (common/shm.c): set by

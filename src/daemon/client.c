@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "common/ctl.h"
+#include "daemon/linkcfg.h"
 #include "daemon/softibd.h"
 
 #define INPUT_BURST 32 /* messages per wakeup, for fairness between clients */
@@ -387,6 +388,9 @@ static const struct sibd_cmd {
 	[SIB_CTL_DEVICE_ADD] = { sibd_cmd_device_add, false },
 	[SIB_CTL_DEVICE_REMOVE] = { sibd_cmd_device_remove, false },
 	[SIB_CTL_PORT_SET] = { sibd_cmd_port_set, false },
+	[SIB_CTL_LINK_CAPTURE] = { sibd_link_capture, true },   /* linkcfg.c */
+	[SIB_CTL_GET_CAPTURE] = { sibd_link_get_capture, true },
+	[SIB_CTL_LINK_FAULTS] = { sibd_link_faults, true },
 };
 
 /*
@@ -513,6 +517,7 @@ void sibd_client_release(struct sibd *d, struct sibd_client *c)
 		if (o->type == SIBD_OBJ_DEVICE)
 			dev_close(d, c, h);
 	sib_ht_fini(&c->ht);
+	sibd_link_client_gone(d, c);
 	while (c->out_head)
 		out_pop(c);
 	epoll_ctl(d->ep_fd, EPOLL_CTL_DEL, c->fd, NULL);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "daemon/linkcfg.h"
 #include "daemon/softibd.h"
 
 static const char *const port_state_str[] = {
@@ -123,6 +124,7 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 	print_counts(f, total);
 	fprintf(f, "resources inboxes=%u max_inboxes=%u qpns=%u max_qpns=%u\n",
 		d->inboxes_used, SIB_MAX_INBOXES, d->qpns_used, SIB_MAX_QPN - 2);
+	sibd_link_status(d, f);
 	fprintf(f, "counters bad_commands=%llu commands=%llu connections=%llu refused=%llu\n",
 		(unsigned long long)d->ctr.bad_commands, (unsigned long long)d->ctr.commands,
 		(unsigned long long)d->ctr.connections, (unsigned long long)d->ctr.refused);

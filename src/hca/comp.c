@@ -264,8 +264,15 @@ static enum comp_state seq_nak(struct comp_pass *p)
 {
 	struct sib_qp *qp = p->qp;
 
+	uint32_t before = qp->comp.psn;
+
 	qp->ctx->seq_naks++;
 	ack_before(qp, p->pkt->bth.psn);
+	/* The NAK acknowledged the PSNs before it (IBA 9.7.5.2.2): forward
+	 * progress reloads the retry budget, as an ACK does; else a long
+	 * transfer under loss runs out of retries while it moves. */
+	if (qp->comp.psn != before)
+		qp->comp.retry_left = qp->retry_cnt;
 	if (qp->comp.retry_left == 0)
 		return COMPST_ERR_RETRY_EXC;
 	qp->comp.retry_left--;

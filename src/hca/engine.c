@@ -2,7 +2,8 @@
 /*
  * The engine of a device context: consumes the inbox, dispatches packets to
  * the responder or completer of the destination QP, runs every QP's
- * requester and timers, and puts packets on the wire (peer inboxes).
+ * requester and timers, and puts packets on the wire: every packet leaves
+ * through sib_link_send and arrives through sib_link_recv (src/link).
  *
  * Progress is driven by whoever gets ctx->progress_lock: the application
  * inside post/poll (inline, no wakeup needed while it polls), or the
@@ -79,6 +80,7 @@ bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 	const struct sib_shm_device *sd = &sib_fabric->devs[qp->ctx->dev->index];
 	const struct sib_shm_port *port = &sd->ports[(qp->port_num ? qp->port_num : 1) - 1];
 	struct iba_pkt *h = &tx->h;
+	struct sib_ring *dest;
 
 	tx->slot = NULL;
 	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen,
@@ -86,19 +88,17 @@ bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 		qp->ctx->port_down_drops++; /* link down: lost on the wire */
 		return true;
 	}
-	tx->ring = dest_ring(qp);
-	if (!tx->ring) {
+	dest = dest_ring(qp);
+	if (!dest) {
 		qp->ctx->tx_no_dest++;
 		return true;
 	}
-	tx->slot = sib_ring_reserve(tx->ring, &tx->ticket);
-	if (!tx->slot) {
+	if (sib_link_reserve(&qp->ctx->link, dest, qp->port_num ? qp->port_num : 1, &tx->lt)) {
 		qp->ctx->tx_ring_full++;
 		qp->ctx->tx_blocked = true;
 		return false;
 	}
-	atomic_store_explicit(&tx->slot->producer_pid, qp->ctx->pid, memory_order_relaxed);
-	tx->slot->src_inbox = qp->ctx->inbox_idx;
+	tx->slot = tx->lt.data;
 	memset(h, 0, sizeof(*h));
 	h->lrh.sl = qp->ah.sl;
 	h->lrh.dlid = qp->ah.dlid;
@@ -124,44 +124,44 @@ bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 
 uint8_t *sib_tx_headers(struct sib_tx *tx)
 {
-	tx->hdr_len = iba_build_headers(tx->slot->data, &tx->h);
-	return tx->slot->data + tx->hdr_len;
+	tx->hdr_len = iba_build_headers(tx->slot, &tx->h);
+	return tx->slot + tx->hdr_len;
 }
 
 void sib_tx_end(struct sib_qp *qp, struct sib_tx *tx, size_t paylen)
 {
-	struct sib_ring_slot *s = tx->slot;
+	uint8_t *p = tx->slot;
 	unsigned int flags = qp->ctx->vcrc ? IBA_HAS_VCRC : 0;
-	size_t len = iba_finish(s->data, tx->hdr_len, paylen, flags);
+	size_t len = iba_finish(p, tx->hdr_len, paylen, flags);
 
 	if (!qp->ctx->vcrc) {
 		/* The shm link is memory: the VCRC bytes are present but not
 		 * computed (docs/transport.md). */
-		s->data[len] = s->data[len + 1] = 0;
+		p[len] = p[len + 1] = 0;
 		len += IBA_VCRC_BYTES;
 	}
-	int rc = sib_ring_publish(tx->ring, s, tx->ticket, (uint32_t)len,
-				  qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0);
-
-	if (rc > 0)
-		sib_ring_wake(tx->ring);
-	else if (rc < 0)
+	/* The one exit of every packet (src/link). */
+	if (sib_link_send(&qp->ctx->link, &tx->lt, (uint32_t)len, qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0))
 		qp->ctx->tx_no_dest++; /* the peer took us for dead: lost on the wire */
 }
 
 /* ---- receive ---- */
 
-/* One inbox slot to the receive demux (recv.c); drops are counted there
- * by cause and here in the inbox's shared drop counter. */
-static void rx_packet(struct sib_context *ctx, struct sib_ring_slot *s)
+/* One packet from the link (len and sflags were read once from the shared
+ * slot by sib_link_recv) to the receive demux (recv.c); drops are counted
+ * there by cause, in the link's counters and in the inbox's drop counter. */
+static void rx_packet(struct sib_context *ctx, const uint8_t *data, uint32_t len, uint32_t sflags)
 {
-	/* The slot is shared with an untrusted producer: read its length once. */
-	uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+	enum sib_rx_drop why;
 
 	if (len > SIB_SLOT_DATA_BYTES)
 		len = 0; /* an impossible length: dropped as malformed */
-	if (!sib_recv(ctx, s->data, len, (s->flags & SIB_SLOT_F_VCRC) ? SIB_RX_VCRC : 0))
-		atomic_fetch_add_explicit(&ctx->inbox.hdr->dropped, 1, memory_order_relaxed);
+	why = sib_recv(ctx, data, len, (sflags & SIB_SLOT_F_VCRC) ? SIB_RX_VCRC : 0);
+	if (why == SIB_RX_DELIVERED)
+		return;
+	/* Damaged on the way (IBA 9.8.x: ICRC failures are silently dropped). */
+	sib_link_count(&ctx->link, why == SIB_RX_DROP_CRC ? SIB_LC_RX_ICRC : SIB_LC_RX_BAD, 1);
+	atomic_fetch_add_explicit(&ctx->inbox.hdr->dropped, 1, memory_order_relaxed);
 }
 
 /*
@@ -198,58 +198,44 @@ static void peer_gone_timer(struct sib_qp *qp, uint64_t now)
 	sib_qp_enter_error(qp);
 }
 
-#define SIB_STALL_NS 100000000ull /* 100 ms */
-
 /*
- * The oldest inbox slot is reserved but unpublished.  After SIB_STALL_NS,
- * if the producer that reserved it no longer exists, skip the slot: the
- * packet was lost with its sender, and the ring must not stay wedged.  A
- * producer that is merely slow (or whose PID is not known yet) is waited for.
+ * The link's housekeeping (src/link): a stalled inbox slot (its producer
+ * killed or stopped between claim and publish) is skipped by age, garbage
+ * is dropped, capture buffers are flushed.  Not per packet: it touches the
+ * producers' cache line.
  */
-static void check_stall(struct sib_context *ctx, uint64_t *now)
+static void link_tick(struct sib_context *ctx, uint64_t *now)
 {
-	struct sib_ring_slot *s = sib_ring_stalled(&ctx->inbox);
-	uint64_t head = atomic_load_explicit(&ctx->inbox.hdr->head, memory_order_relaxed);
-	int32_t pid;
-
-	if (!s) {
-		ctx->stall_since = 0;
-		return;
-	}
 	if (!*now)
 		*now = sib_now_ns();
-	if (!ctx->stall_since || ctx->stall_head != head) {
-		ctx->stall_head = head;
-		ctx->stall_since = *now;
-		return;
-	}
-	if (*now - ctx->stall_since < SIB_STALL_NS)
-		return;
-	pid = atomic_load_explicit(&s->producer_pid, memory_order_relaxed);
-	if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH)
-		return;
-	if (sib_ring_skip(&ctx->inbox, s))
-		ctx->rx_skipped_slots++;
-	ctx->stall_since = 0;
+	ctx->link_next = sib_link_tick(&ctx->link, *now);
+	sib_link_report(&ctx->link, SIB_LC_TR_ACK_TIMEOUTS, ctx->ack_timeouts);
+	sib_link_report(&ctx->link, SIB_LC_TR_SEQ_NAKS, ctx->seq_naks);
+	sib_link_report(&ctx->link, SIB_LC_TR_RNR_NAKS, ctx->rnr_naks);
 }
 
 /* One pass over everything.  Returns true if it did any work. */
 static bool run_once(struct sib_context *ctx)
 {
-	struct sib_ring_slot *s;
 	uint64_t now = 0, next = 0;
 	bool did = false;
 
-	for (int n = 0; n < SIB_RX_BATCH && (s = sib_ring_peek(&ctx->inbox)); n++) {
-		rx_packet(ctx, s);
-		sib_ring_release(&ctx->inbox, s);
+	const uint8_t *pkt;
+	uint32_t len, sflags;
+
+	/* The one entry of every packet (src/link). */
+	for (int n = 0; n < SIB_RX_BATCH && (pkt = sib_link_recv(&ctx->link, &len, &sflags)); n++) {
+		rx_packet(ctx, pkt, len, sflags);
+		sib_link_recv_done(&ctx->link);
 		did = true;
 	}
-	/* A dead producer's slot: checked by the engine thread on every pass
-	 * and by pollers now and then (it touches the producers' cache line). */
-	if (!did && (ctx->stall_since || (++ctx->empty_passes & 1023) == 0 ||
-		     pthread_equal(pthread_self(), ctx->engine)))
-		check_stall(ctx, &now);
+	/* Housekeeping: every 1024 passes (what softibd pushed is seen even
+	 * under steady traffic), by the engine thread on every idle pass, and
+	 * once the time it asked for has come. */
+	if ((++ctx->empty_passes & 1023) == 0 ||
+	    (!did && (pthread_equal(pthread_self(), ctx->engine) ||
+		      (ctx->link_next && (now = sib_now_ns()) >= ctx->link_next))))
+		link_tick(ctx, &now);
 	ctx->tx_blocked = false;
 	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx) {
 		bool live = qp->state >= IBV_QPS_RTR && qp->state != IBV_QPS_ERR;
@@ -264,8 +250,19 @@ static bool run_once(struct sib_context *ctx)
 		    (!next || qp->peer_gone_deadline < next))
 			next = qp->peer_gone_deadline;
 	}
-	if (ctx->stall_since && (!next || ctx->stall_since + SIB_STALL_NS < next))
-		next = ctx->stall_since + SIB_STALL_NS;
+	if (ctx->link_next && (!next || ctx->link_next < next))
+		next = ctx->link_next;
+	/* Packets a wrapper holds (faults: delay, reorder, a full peer), after
+	 * this pass queued more: when they are due is a timer too. */
+	if (__builtin_expect(ctx->link.slow, 0)) {
+		uint64_t t;
+
+		if (!now)
+			now = sib_now_ns();
+		t = sib_link_flush(&ctx->link, now);
+		if (t && (!next || t < next))
+			next = t;
+	}
 	if (ctx->tx_blocked) {
 		/* A peer's inbox was full: releasing slots wakes nobody, so
 		 * come back soon (IBA link-level flow control, polled). */
@@ -379,7 +376,7 @@ static void *engine_main(void *arg)
 		atomic_store_explicit(&ctx->engine_sleep_until,
 				      timeout < 0 ? UINT64_MAX : now + (uint64_t)timeout,
 				      memory_order_seq_cst);
-		sib_ring_wait(&ctx->inbox, seq, timeout);
+		sib_ring_wait(&ctx->link.rx, seq, timeout);
 		atomic_store_explicit(&ctx->engine_sleep_until, 0, memory_order_relaxed);
 	}
 	return NULL;
@@ -387,10 +384,16 @@ static void *engine_main(void *arg)
 
 int sib_engine_start(struct sib_context *ctx)
 {
-	int rc = pthread_create(&ctx->engine, NULL, engine_main, ctx);
+	int rc = sib_link_open(&ctx->link, ctx->inbox_base, ctx->pid, ctx->inbox_idx,
+			       &sib_fabric->devs[ctx->dev->index], sib_fabric->link[ctx->dev->index]);
 
 	if (rc)
 		return rc;
+	rc = pthread_create(&ctx->engine, NULL, engine_main, ctx);
+	if (rc) {
+		sib_link_close(&ctx->link);
+		return rc;
+	}
 	ctx->engine_started = true;
 	return 0;
 }
@@ -408,4 +411,12 @@ void sib_engine_stop(struct sib_context *ctx)
 	sib_ring_wake(&ctx->inbox);
 	pthread_join(ctx->engine, NULL);
 	ctx->engine_started = false;
+	pthread_mutex_lock(&ctx->progress_lock);
+	{
+		uint64_t now = 0;
+
+		link_tick(ctx, &now); /* the last counters, for status */
+	}
+	sib_link_close(&ctx->link);
+	pthread_mutex_unlock(&ctx->progress_lock);
 }

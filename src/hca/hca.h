@@ -31,7 +31,7 @@
 #include "hca/events.h"
 #include "hca/mr_check.h"
 #include "hca/provider.h"
-#include "hca/ring.h"
+#include "link/link.h"
 #define SIB_TRANSPORT_STATE_ONLY
 #include "hca/transport.h"             /* struct sib_req, sib_comp, sib_resp */
 #undef SIB_TRANSPORT_STATE_ONLY
@@ -206,7 +206,8 @@ struct sib_context {
 	struct sib_device *dev;
 	uint32_t dev_handle;           /* softibd OPEN_DEVICE handle */
 	uint32_t inbox_idx, inbox_gen;
-	struct sib_ring inbox;
+	struct sib_ring inbox;         /* our inbox as producers see it (wakeups) */
+	struct sib_link link;          /* every packet in and out (engine.c, src/link) */
 	void *inbox_base;
 	size_t inbox_size;
 
@@ -234,9 +235,8 @@ struct sib_context {
 	bool vcrc;                     /* compute/check VCRC on the shm link */
 
 	int32_t pid;                   /* getpid() at open: producers tag slots with it */
-	uint32_t empty_passes;         /* inbox found empty, for the stall check */
-	uint64_t stall_head;           /* inbox position seen stalled ... */
-	uint64_t stall_since;          /* ... since then (ns), 0 = not stalled */
+	uint32_t empty_passes;         /* engine passes, for the link's housekeeping */
+	uint64_t link_next;            /* when the link wants its housekeeping (ns), 0 = idle */
 
 	/* counters (dropped and counted, never crash) */
 	uint64_t rx_drop[SIB_RX_DROP_COUNT]; /* receive demux drops by cause (recv.c) */
@@ -289,11 +289,13 @@ void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
  * The receive demux (recv.c, IBA 9.6 / 10.9.3 / C9 packet checks): decode
  * len bytes at buf, check headers, QP, state, keys and source path, and
  * hand the packet to its QP's responder or completer.  flags: SIB_RX_VCRC
- * if the buffer ends with a computed VCRC.  Returns true if the packet was
- * delivered, false if it was dropped (counted in ctx->rx_drop[]).
+ * if the buffer ends with a computed VCRC.  Returns SIB_RX_DELIVERED, or
+ * the cause of the drop (also counted in ctx->rx_drop[]).
  */
 #define SIB_RX_VCRC 0x1
-bool sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len, unsigned int flags);
+#define SIB_RX_DELIVERED SIB_RX_DROP_COUNT
+enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
+			  unsigned int flags);
 /* Name of a drop cause ("slid", ...), "unknown" out of range. */
 const char *sib_rx_drop_name(unsigned int why);
 /* Drops of one cause so far on a context (any thread; a relaxed read). */

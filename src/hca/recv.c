@@ -187,7 +187,8 @@ static enum sib_rx_drop check_addr(struct rx *rx)
 	return RX_OK;
 }
 
-bool sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len, unsigned int flags)
+enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
+			  unsigned int flags)
 {
 	struct rx rx = { .ctx = ctx };
 	enum sib_rx_drop why;
@@ -197,11 +198,11 @@ bool sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len, unsigne
 	    (why = check_keys(&rx)) != RX_OK ||
 	    (why = check_addr(&rx)) != RX_OK) {
 		__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
-		return false;
+		return why;
 	}
 	if (rx.pkt.op->flags & IBA_OP_REQ)
 		sib_resp_packet(rx.qp, &rx.pkt);
 	else
 		sib_comp_packet(rx.qp, &rx.pkt);
-	return true;
+	return SIB_RX_DELIVERED;
 }

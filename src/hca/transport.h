@@ -108,18 +108,17 @@ enum sib_rx_drop {
 /* A packet being put on the wire (engine.c). */
 struct sib_tx {
 	struct iba_pkt h;              /* the headers to send; LRH/GRH/BTH prefilled */
-	struct sib_ring *ring;         /* the peer's inbox */
-	struct sib_ring_slot *slot;    /* NULL: peer unreachable, packet lost */
-	uint64_t ticket;
+	struct sib_link_tx lt;         /* the buffer reserved on the link */
+	uint8_t *slot;                 /* where the packet goes; NULL: peer unreachable, lost */
 	size_t hdr_len;
 };
 
-/* Reserve a slot in qp's peer inbox.  False: the inbox is full, retry
- * later.  True with tx->slot NULL: the peer is gone, the packet is lost. */
+/* Reserve room on the link toward qp's peer.  False: its inbox is full,
+ * retry later.  True with tx->slot NULL: the peer is gone, the packet is lost. */
 bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx);
 /* Write tx->h into the slot; returns where the payload goes. */
 uint8_t *sib_tx_headers(struct sib_tx *tx);
-/* Pad, PktLen, ICRC (and VCRC if enabled), then publish to the peer. */
+/* Pad, PktLen, ICRC (and VCRC if enabled), then out through sib_link_send. */
 void sib_tx_end(struct sib_qp *qp, struct sib_tx *tx, size_t paylen);
 
 /* Local ACK timeout in ns: 4.096 us * 2^timeout; 0 = none (IBA 11.2.4.2). */

@@ -20,7 +20,7 @@
 
 #include "common/sib_shm.h"
 #include "hca/provider.h"
-#include "hca/ring.h"
+#include "link/ring.h"
 
 #define NDEV 2
 #define BUF  8192

@@ -30,7 +30,7 @@
 #include "common/sib_ctl.h"
 #include "common/sib_shm.h"
 #include "hca/hca.h"
-#include "hca/ring.h"
+#include "link/ring.h"
 #include "iba/iba.h"
 
 #include "verbs_harness.h"
@@ -874,7 +874,7 @@ static void test_malformed_packets(void **state)
 	int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
 	for (int i = 0; i < ncases; i++) {
 		uint64_t ticket = 0;
-		struct sib_ring_slot *s = sib_ring_reserve(&ring, &ticket);
+		struct sib_ring_slot *s = sib_ring_reserve(&ring, getpid(), &ticket);
 
 		assert_non_null(s);
 		memcpy(s->data, good, len);
@@ -883,7 +883,7 @@ static void test_malformed_packets(void **state)
 		if (i == 2)
 			for (size_t j = 0; j < len; j++)
 				s->data[j] = (uint8_t)rand();
-		if (sib_ring_publish(&ring, s, ticket, (uint32_t)cases[i].len, 0))
+		if (sib_ring_publish(&ring, s, ticket, getpid(), (uint32_t)cases[i].len, 0))
 			sib_ring_wake(&ring);
 	}
 	/* Valid packets, but misrouted: wrong DLID, unknown QPN. */
@@ -900,10 +900,10 @@ static void test_malformed_packets(void **state)
 		_exit(0);
 	waitpid(dead, NULL, 0);
 	uint64_t stuck_ticket = 0;
-	struct sib_ring_slot *stuck = sib_ring_reserve(&ring, &stuck_ticket);
+	/* The claim names the (dead) producer in the same atomic step. */
+	struct sib_ring_slot *stuck = sib_ring_reserve(&ring, dead, &stuck_ticket);
 
 	assert_non_null(stuck);
-	atomic_store(&stuck->producer_pid, dead);
 
 	/* All dropped and counted; the QP still works. */
 	uint64_t end = now_ms() + 5000;
@@ -924,7 +924,7 @@ static void test_malformed_packets(void **state)
 	poll_one(p.e[1].cq, &wc, 5000);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(qp_state(p.e[1].qp), IBV_QPS_RTS);
-	assert_int_equal(atomic_load(&stuck->turn), 2 * (stuck_ticket / SIB_INBOX_SLOTS + 1));
+	assert_int_equal(SIB_SLOT_TURN(atomic_load(&stuck->state)), 2 * (stuck_ticket / SIB_INBOX_SLOTS + 1));
 
 	assert_int_equal(sib_rx_drop_count(to_sctx(p.e[1].ctx), SIB_RX_DROP_CRC), 1);
 	assert_int_equal(sib_rx_drop_count(to_sctx(p.e[1].ctx), SIB_RX_DROP_DLID), 1);

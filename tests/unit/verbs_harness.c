@@ -245,7 +245,7 @@ void inbox_unmap(struct inbox_map *m)
 void inject(struct inbox_map *m, const struct iba_pkt *h, const void *payload, size_t paylen)
 {
 	uint64_t ticket = 0;
-	struct sib_ring_slot *s = sib_ring_reserve(&m->ring, &ticket);
+	struct sib_ring_slot *s = sib_ring_reserve(&m->ring, getpid(), &ticket);
 	size_t hl, l;
 
 	assert_non_null(s);
@@ -255,7 +255,7 @@ void inject(struct inbox_map *m, const struct iba_pkt *h, const void *payload, s
 	memcpy(s->data + hl, payload, paylen);
 	l = iba_finish(s->data, hl, paylen, 0);
 	s->data[l] = s->data[l + 1] = 0;
-	if (sib_ring_publish(&m->ring, s, ticket, (uint32_t)l + 2, 0))
+	if (sib_ring_publish(&m->ring, s, ticket, getpid(), (uint32_t)l + 2, 0))
 		sib_ring_wake(&m->ring);
 }
 /* ---- setup: a private softibd ---- */

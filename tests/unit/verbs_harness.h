@@ -20,7 +20,7 @@
 #include "common/ctl.h"
 #include "common/sib_ctl.h"
 #include "common/sib_shm.h"
-#include "hca/ring.h"
+#include "link/ring.h"
 #include "iba/iba.h"
 
 #define BUF_SIZE (4u << 20)

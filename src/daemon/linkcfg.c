@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softibd and the link layer (docs/link.md): capture sessions and per-port
+ * faults that `softib capture` and `softib fault` set on running programs,
+ * pushed to clients through the link area at the end of the fabric map
+ * (sib_fabric_shm.link, written only here); and the per-context link
+ * counters of the status report, read from each inbox's header page through
+ * a read-only mapping, printed and never acted on.
+ * Nothing a client wrote is trusted.  Single-threaded (the event loop).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "daemon/linkcfg.h"
+#include "daemon/softibd.h"
+#include "link/link.h"
+#include "link/wrap.h"
+
+#define CAP_SESSIONS 16
+
+/* A capture ring and the connection (`softib capture`) that drains it. */
+static struct cap_session {
+	int fd;                        /* memfd; -1 = free (0 before init) */
+	const struct sibd_client *owner;
+	uint32_t word;                 /* SIB_LINK_CAP_MAKE(index, gen) */
+} caps[CAP_SESSIONS];
+static bool caps_init;
+static uint32_t cap_gen;
+
+static void init_caps(void)
+{
+	if (caps_init)
+		return;
+	for (int i = 0; i < CAP_SESSIONS; i++)
+		caps[i].fd = -1;
+	caps_init = true;
+}
+
+/* The ports a request names: false (EINVAL) if it names none that exist. */
+static bool for_ports(struct sibd *d, const struct sib_ctl_link *l,
+		      void (*fn)(struct sibd *d, uint32_t dev, uint32_t port, void *arg), void *arg)
+{
+	uint32_t first = l->dev_index, last = l->dev_index;
+	bool any = false;
+
+	if (l->dev_index == SIB_CTL_LINK_ALL) {
+		first = 0;
+		last = d->shm->num_devices - 1;
+	}
+	if (d->shm->num_devices == 0 || last >= d->shm->num_devices || first > last)
+		return false;
+	for (uint32_t dev = first; dev <= last; dev++) {
+		uint32_t np = d->shm->devs[dev].num_ports;
+
+		if (l->port > np)
+			return false;
+		for (uint32_t p = 1; p <= np && p <= SIB_MAX_PORTS; p++) {
+			if (l->port && p != l->port)
+				continue;
+			if (fn)
+				fn(d, dev, p - 1, arg);
+			any = true;
+		}
+	}
+	return any;
+}
+
+static void port_busy(struct sibd *d, uint32_t dev, uint32_t port, void *arg)
+{
+	if (atomic_load_explicit(&d->shm->link[dev][port].cap, memory_order_relaxed))
+		*(bool *)arg = true;
+}
+
+static void port_arm(struct sibd *d, uint32_t dev, uint32_t port, void *arg)
+{
+	atomic_store_explicit(&d->shm->link[dev][port].cap, *(uint32_t *)arg, memory_order_release);
+}
+
+int sibd_link_capture(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	struct sib_ctl_link *l = &m->u.link;
+	bool busy = false;
+	int i, fd;
+
+	init_caps();
+	if (!for_ports(d, l, port_busy, &busy))
+		return -EINVAL;
+	if (busy)
+		return -EBUSY; /* one capture per port at a time */
+	for (i = 0; i < CAP_SESSIONS && caps[i].fd >= 0; i++)
+		;
+	if (i == CAP_SESSIONS)
+		return -EBUSY;
+	fd = memfd_create("softib-capture", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	/* Sealed: no client can shrink it under the others' mappings. */
+	if (ftruncate(fd, SIB_INBOX_BYTES) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	caps[i].fd = fd;
+	caps[i].owner = c;
+	caps[i].word = SIB_LINK_CAP_MAKE(i, ++cap_gen);
+	for_ports(d, l, port_arm, &caps[i].word);
+	sibd_log("capture %#x armed by pid %d", caps[i].word, (int)c->pid);
+	l->cap = caps[i].word;
+	l->ring_size = SIB_INBOX_BYTES;
+	*pass_fd = fd;
+	return 0;
+}
+
+int sibd_link_get_capture(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	struct sib_ctl_link *l = &m->u.link;
+	uint32_t i = SIB_LINK_CAP_SESSION(l->cap);
+
+	init_caps();
+	if (!l->cap || i >= CAP_SESSIONS || caps[i].fd < 0 || caps[i].word != l->cap)
+		return -ESTALE;
+	l->ring_size = SIB_INBOX_BYTES;
+	*pass_fd = caps[i].fd;
+	return 0;
+}
+
+/* The capture sessions of a connection end with it: disarm, forget. */
+void sibd_link_client_gone(struct sibd *d, const struct sibd_client *c)
+{
+	init_caps();
+	for (int i = 0; i < CAP_SESSIONS; i++) {
+		if (caps[i].fd < 0 || caps[i].owner != c)
+			continue;
+		for (uint32_t dev = 0; dev < SIB_MAX_DEVICES; dev++)
+			for (uint32_t p = 0; p < SIB_MAX_PORTS; p++) {
+				uint32_t w = caps[i].word;
+
+				atomic_compare_exchange_strong_explicit(&d->shm->link[dev][p].cap, &w, 0,
+									memory_order_release, memory_order_relaxed);
+			}
+		sibd_log("capture %#x ended", caps[i].word);
+		close(caps[i].fd);
+		caps[i].fd = -1;
+		caps[i].owner = NULL;
+	}
+}
+
+static void port_faults(struct sibd *d, uint32_t dev, uint32_t port, void *arg)
+{
+	const struct sib_faults_cfg *cfg = arg;
+	struct sib_shm_link_port *lp = &d->shm->link[dev][port];
+	uint32_t seq = atomic_load_explicit(&lp->fault_seq, memory_order_relaxed);
+	bool on = cfg && (cfg->loss > 0 || cfg->dup > 0 || cfg->reorder > 0 || cfg->corrupt > 0 ||
+			  cfg->delay_us || cfg->down);
+
+	/* Seqlock: odd while writing; never 0 again once set. */
+	atomic_store_explicit(&lp->fault_seq, seq | 1, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	atomic_store_explicit(&lp->fault_seed, on ? cfg->seed : 0, memory_order_relaxed);
+	atomic_store_explicit(&lp->fault_ppm[0], on ? (uint32_t)(cfg->loss * 1e6) : 0, memory_order_relaxed);
+	atomic_store_explicit(&lp->fault_ppm[1], on ? (uint32_t)(cfg->dup * 1e6) : 0, memory_order_relaxed);
+	atomic_store_explicit(&lp->fault_ppm[2], on ? (uint32_t)(cfg->reorder * 1e6) : 0, memory_order_relaxed);
+	atomic_store_explicit(&lp->fault_ppm[3], on ? (uint32_t)(cfg->corrupt * 1e6) : 0, memory_order_relaxed);
+	atomic_store_explicit(&lp->fault_delay_us, on ? cfg->delay_us : 0, memory_order_relaxed);
+	atomic_store_explicit(&lp->fault_flags,
+			      on ? SIB_LINK_FAULT_ACTIVE | (cfg->down ? SIB_LINK_FAULT_DOWN : 0) : 0,
+			      memory_order_relaxed);
+	atomic_store_explicit(&lp->fault_seq, (seq | 1) + 1, memory_order_release);
+}
+
+int sibd_link_faults(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	struct sib_ctl_link *l = &m->u.link;
+	struct sib_faults_cfg cfg;
+	const char *bad;
+
+	l->spec[sizeof(l->spec) - 1] = '\0';
+	if (!for_ports(d, l, NULL, NULL))
+		return -EINVAL;
+	if (!strcmp(l->spec, "off") || !l->spec[0]) {
+		for_ports(d, l, port_faults, NULL);
+		sibd_log("faults cleared by pid %d", (int)c->pid);
+		return 0;
+	}
+	if (sib_faults_parse(l->spec, &cfg, &bad))
+		return -EINVAL;
+	for_ports(d, l, port_faults, &cfg);
+	sibd_log("faults '%s' set by pid %d", l->spec, (int)c->pid);
+	return 0;
+}
+
+void sibd_link_status(struct sibd *d, FILE *f)
+{
+	for (uint32_t dev = 0; dev < d->shm->num_devices && dev < SIB_MAX_DEVICES; dev++)
+		for (uint32_t p = 0; p < d->shm->devs[dev].num_ports && p < SIB_MAX_PORTS; p++) {
+			const struct sib_shm_link_port *lp = &d->shm->link[dev][p];
+			uint32_t cap = atomic_load_explicit(&lp->cap, memory_order_relaxed);
+			uint32_t fl = atomic_load_explicit(&lp->fault_flags, memory_order_relaxed);
+
+			if (!cap && !fl)
+				continue;
+			fprintf(f, "link_port dev=%s port=%u capture=%u faults=", d->shm->devs[dev].name,
+				p + 1, cap ? 1 : 0);
+			if (fl)
+				fprintf(f, "seed=%llu,loss=%g,dup=%g,reorder=%g,corrupt=%g,delay_us=%u,down=%u\n",
+					(unsigned long long)atomic_load(&lp->fault_seed),
+					atomic_load(&lp->fault_ppm[0]) / 1e6, atomic_load(&lp->fault_ppm[1]) / 1e6,
+					atomic_load(&lp->fault_ppm[2]) / 1e6, atomic_load(&lp->fault_ppm[3]) / 1e6,
+					atomic_load(&lp->fault_delay_us), !!(fl & SIB_LINK_FAULT_DOWN));
+			else
+				fprintf(f, "off\n");
+		}
+	for (uint32_t i = 0; i < SIB_MAX_INBOXES; i++) {
+		const struct sib_shm_inbox_desc *desc = &d->shm->inboxes[i];
+		const struct sib_link_stats *st;
+		uint32_t dev = desc->dev_index, flags;
+		void *page;
+
+		if (d->inbox[i].fd < 0)
+			continue;
+		page = mmap(NULL, SIB_INBOX_HDR_BYTES, PROT_READ, MAP_SHARED, d->inbox[i].fd, 0);
+		if (page == MAP_FAILED)
+			continue;
+		st = (const struct sib_link_stats *)((const char *)page + SIB_LINK_STATS_OFF);
+		if (atomic_load_explicit(&st->magic, memory_order_acquire) == SIB_LINK_STATS_MAGIC) {
+			flags = atomic_load_explicit(&st->flags, memory_order_relaxed);
+			fprintf(f, "link inbox=%u pid=%d dev=%s capture=%u faults=%u", i,
+				d->inbox[i].owner ? (int)d->inbox[i].owner->pid : 0,
+				dev < d->shm->num_devices && dev < SIB_MAX_DEVICES ? d->shm->devs[dev].name : "?",
+				!!(flags & SIB_LINK_STAT_CAPTURE), !!(flags & SIB_LINK_STAT_FAULTS));
+			for (int c = 0; c < SIB_LC_MAX; c++)
+				fprintf(f, " %s=%llu", sib_link_counter_name[c],
+					(unsigned long long)atomic_load_explicit(&st->c[c], memory_order_relaxed));
+			fputc('\n', f);
+		}
+		munmap(page, SIB_INBOX_HDR_BYTES);
+	}
+}

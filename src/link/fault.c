@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Fault wrapper (docs/link.md): per link, seeded, on the sending side:
+ * loss, duplication, reordering (a packet is held back behind the next
+ * one), corruption (one bit flipped after the ICRC was computed, so that
+ * only the receiver's ICRC check can catch it, IBA 9.8.x/7.8), delay and
+ * link down.  Faulted packets are built in a staging buffer and queued, so
+ * a full destination holds them back (flow control) instead of losing them.
+ * Not on the fast path.  Runs under the owner's progress lock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iba/iba.h"
+#include "link/wrap.h"
+
+#define QMAX            64          /* packets held (queue) */
+#define REORDER_HOLD_NS 1000000ull  /* a held-back packet goes after 1 ms anyway */
+#define BLOCKED_RETRY_NS 50000ull   /* destination full: try again */
+
+struct held {
+	void *dest;
+	uint64_t due;                  /* ns */
+	uint32_t len, flags;
+	uint8_t port;
+	uint8_t data[SIB_SLOT_DATA_BYTES];
+};
+
+struct sib_faults {
+	struct sib_faults_cfg cfg;
+	uint64_t rng;
+	uint8_t stage[SIB_SLOT_DATA_BYTES];
+	struct held q[QMAX];           /* FIFO */
+	uint32_t qhead, qcount;
+	struct held hold;              /* reordered: waits for the next packet */
+	bool holding;
+	uint64_t hold_since;
+	bool blocked;                  /* the queue's head found its destination full */
+};
+
+/* splitmix64: small, seedable, good enough for fault decisions. */
+static uint64_t rnd(struct sib_faults *f)
+{
+	uint64_t z = (f->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static bool chance(struct sib_faults *f, double p)
+{
+	return p > 0 && (double)(rnd(f) >> 11) * 0x1.0p-53 < p;
+}
+
+static int parse_prob(const char *v, double *out)
+{
+	char *end;
+	double d = strtod(v, &end);
+
+	if (end == v || *end || !(d >= 0 && d <= 1))
+		return EINVAL;
+	*out = d;
+	return 0;
+}
+
+int sib_faults_parse(const char *spec, struct sib_faults_cfg *cfg, const char **bad)
+{
+	static char badbuf[128];
+	char buf[512], *save = NULL;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->seed = 1;
+	*bad = NULL;
+	if (strlen(spec) >= sizeof(buf))
+		return EINVAL;
+	strcpy(buf, spec);
+	for (char *kv = strtok_r(buf, ",", &save); kv; kv = strtok_r(NULL, ",", &save)) {
+		char *v = strchr(kv, '='), *end;
+		int rc = 0;
+
+		if (!v)
+			goto bad;
+		*v++ = '\0';
+		if (!strcmp(kv, "seed")) {
+			cfg->seed = strtoull(v, &end, 0);
+			rc = end == v || *end ? EINVAL : 0;
+		} else if (!strcmp(kv, "loss")) {
+			rc = parse_prob(v, &cfg->loss);
+		} else if (!strcmp(kv, "dup")) {
+			rc = parse_prob(v, &cfg->dup);
+		} else if (!strcmp(kv, "reorder")) {
+			rc = parse_prob(v, &cfg->reorder);
+		} else if (!strcmp(kv, "corrupt")) {
+			rc = parse_prob(v, &cfg->corrupt);
+		} else if (!strcmp(kv, "delay_us")) {
+			unsigned long d = strtoul(v, &end, 0);
+
+			rc = end == v || *end || d > 10000000 ? EINVAL : 0;
+			cfg->delay_us = (uint32_t)d;
+		} else if (!strcmp(kv, "down")) {
+			rc = strcmp(v, "0") && strcmp(v, "1") ? EINVAL : 0;
+			cfg->down = *v == '1';
+		} else if (!strcmp(kv, "dev")) {
+			rc = strlen(v) < sizeof(cfg->dev) ? 0 : EINVAL;
+			if (!rc)
+				strcpy(cfg->dev, v);
+		} else if (!strcmp(kv, "port")) {
+			unsigned long p = strtoul(v, &end, 0);
+
+			rc = end == v || *end || p > SIB_MAX_PORTS ? EINVAL : 0;
+			cfg->port = (uint8_t)p;
+		} else {
+			rc = EINVAL;
+		}
+		if (rc) {
+			v[-1] = '=';
+			goto bad_kv;
+		}
+		continue;
+bad:
+bad_kv:
+		snprintf(badbuf, sizeof(badbuf), "%s", kv);
+		*bad = badbuf;
+		return EINVAL;
+	}
+	return 0;
+}
+
+struct sib_faults *sib_faults_new(const struct sib_faults_cfg *cfg, uint64_t salt)
+{
+	struct sib_faults *f = calloc(1, sizeof(*f));
+
+	if (!f) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	f->cfg = *cfg;
+	f->rng = cfg->seed ^ (salt * 0x9e3779b97f4a7c15ull);
+	return f;
+}
+
+void sib_faults_free(struct sib_faults *f)
+{
+	free(f);
+}
+
+uint8_t *sib_faults_stage(struct sib_faults *f)
+{
+	return f->stage;
+}
+
+bool sib_faults_room(const struct sib_faults *f)
+{
+	return f->qcount + 3 <= QMAX; /* this packet, its duplicate, a held one */
+}
+
+static void enqueue(struct sib_faults *f, const struct held *h)
+{
+	struct held *e = &f->q[(f->qhead + f->qcount) % QMAX];
+
+	e->dest = h->dest;
+	e->due = h->due;
+	e->len = h->len;
+	e->flags = h->flags;
+	e->port = h->port;
+	memcpy(e->data, h->data, h->len);
+	f->qcount++;
+}
+
+/* Flip one bit between the fixed headers and the end of the ICRC: every
+ * such bit is invariant, so the ICRC no longer matches.  The VCRC (if the
+ * link computes it) is recomputed: the damage happened past the last hop's
+ * link check, where only the end-to-end ICRC can see it. */
+static bool corrupt(struct sib_faults *f, uint8_t *pkt, uint32_t len, uint32_t flags)
+{
+	size_t fixed, end;
+
+	if (len < IBA_LRH_BYTES + IBA_BTH_BYTES + IBA_ICRC_BYTES + IBA_VCRC_BYTES)
+		return false;
+	fixed = IBA_LRH_BYTES + IBA_BTH_BYTES + ((pkt[1] & 3) == IBA_LNH_GLOBAL ? IBA_GRH_BYTES : 0);
+	end = len - IBA_VCRC_BYTES;
+	if (end <= fixed)
+		return false;
+	uint64_t r = rnd(f);
+	pkt[fixed + r % (end - fixed)] ^= (uint8_t)(1u << ((r >> 32) & 7));
+	if (flags & SIB_SLOT_F_VCRC) {
+		uint16_t v = iba_vcrc(pkt, end);
+
+		pkt[end] = (uint8_t)v;
+		pkt[end + 1] = (uint8_t)(v >> 8);
+	}
+	return true;
+}
+
+void sib_faults_send(struct sib_link *l, struct sib_faults *f, void *dest, uint32_t len, uint32_t flags,
+		     uint8_t port, uint64_t now)
+{
+	struct held *h = &f->hold;
+	struct held cur;
+	bool dup;
+
+	if (len > SIB_SLOT_DATA_BYTES)
+		return;
+	if (f->cfg.down) {
+		sib_link_count(l, SIB_LC_DOWN, 1);
+		return;
+	}
+	if (chance(f, f->cfg.loss)) {
+		sib_link_count(l, SIB_LC_LOSS, 1);
+		return;
+	}
+	if (chance(f, f->cfg.corrupt) && corrupt(f, f->stage, len, flags))
+		sib_link_count(l, SIB_LC_CORRUPT, 1);
+	dup = chance(f, f->cfg.dup);
+	if (dup)
+		sib_link_count(l, SIB_LC_DUP, 1);
+	if (f->cfg.delay_us)
+		sib_link_count(l, SIB_LC_DELAY, 1);
+	/* Build the queue entry in place of the staging buffer's copy. */
+	cur.dest = dest;
+	cur.due = now + (uint64_t)f->cfg.delay_us * 1000u;
+	cur.len = len;
+	cur.flags = flags;
+	cur.port = port;
+	memcpy(cur.data, f->stage, len);
+	if (!f->holding && chance(f, f->cfg.reorder)) {
+		/* Held back: it leaves after the next packet (or 1 ms). */
+		sib_link_count(l, SIB_LC_REORDER, 1);
+		*h = cur;
+		f->holding = true;
+		f->hold_since = now;
+		if (dup)
+			enqueue(f, &cur);
+	} else {
+		enqueue(f, &cur);
+		if (dup)
+			enqueue(f, &cur);
+		if (f->holding) {
+			h->due = cur.due;
+			enqueue(f, h);
+			f->holding = false;
+		}
+	}
+	(void)sib_faults_flush(l, f, now, false);
+}
+
+uint64_t sib_faults_flush(struct sib_link *l, struct sib_faults *f, uint64_t now, bool all)
+{
+	uint64_t next = 0;
+
+	if (f->holding && (all || now - f->hold_since >= REORDER_HOLD_NS) && f->qcount < QMAX) {
+		f->hold.due = now;
+		enqueue(f, &f->hold);
+		f->holding = false;
+	}
+	f->blocked = false;
+	while (f->qcount) {
+		struct held *e = &f->q[f->qhead];
+
+		if (!all && e->due > now) {
+			next = e->due;
+			break;
+		}
+		if (sib_link_put(l, e->dest, e->data, e->len, e->flags, e->port)) {
+			f->blocked = true;
+			next = now + BLOCKED_RETRY_NS;
+			if (all)
+				f->qcount = 0; /* closing: what cannot leave is lost */
+			break;
+		}
+		f->qhead = (f->qhead + 1) % QMAX;
+		f->qcount--;
+	}
+	if (f->holding) {
+		uint64_t t = f->hold_since + REORDER_HOLD_NS;
+
+		if (!next || t < next)
+			next = t;
+	}
+	return next;
+}

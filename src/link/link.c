@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The link of one context (docs/link.md): the shm ring's ops table, opening
+ * the wrappers that the environment asks for, following what softibd pushes
+ * through the fabric map's link area (capture rings, faults; read in
+ * sib_link_tick, never per packet), and the slow paths that run only while a
+ * wrapper is active.  Not IBA (it stands in for ch. 7).
+ * Must not call hca/ or verbs/.  Runs under the owner's progress lock.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/ctl.h"
+#include "iba/iba.h"
+#include "link/wrap.h"
+
+const char *const sib_link_counter_name[SIB_LC_MAX] = {
+	[SIB_LC_TX] = "tx",
+	[SIB_LC_RX] = "rx",
+	[SIB_LC_TX_FULL] = "tx_full",
+	[SIB_LC_TX_LOST] = "tx_lost",
+	[SIB_LC_LOSS] = "fault_loss",
+	[SIB_LC_DUP] = "fault_dup",
+	[SIB_LC_REORDER] = "fault_reorder",
+	[SIB_LC_CORRUPT] = "fault_corrupt",
+	[SIB_LC_DELAY] = "fault_delay",
+	[SIB_LC_DOWN] = "fault_down",
+	[SIB_LC_RX_ICRC] = "rx_icrc_drops",
+	[SIB_LC_RX_BAD] = "rx_bad",
+	[SIB_LC_RX_BAD_SLOT] = "rx_bad_slots",
+	[SIB_LC_RX_BAD_TAIL] = "rx_bad_tail",
+	[SIB_LC_RX_STALLED] = "rx_stalled_skips",
+	[SIB_LC_CAPTURED] = "captured",
+	[SIB_LC_CAP_MISSED] = "capture_missed",
+	[SIB_LC_TR_ACK_TIMEOUTS] = "ack_timeouts",
+	[SIB_LC_TR_SEQ_NAKS] = "seq_naks",
+	[SIB_LC_TR_RNR_NAKS] = "rnr_naks",
+};
+
+uint64_t sib_link_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the shm ring as a link ---- */
+
+static int shm_reserve(struct sib_link *l, struct sib_link_tx *tx)
+{
+	tx->slot = sib_ring_reserve(tx->dest, l->pid, &tx->ticket);
+	if (!tx->slot)
+		return -EAGAIN;
+	tx->slot->src_inbox = l->src_inbox;
+	tx->data = tx->slot->data;
+	return 0;
+}
+
+static int shm_publish(struct sib_link *l, struct sib_link_tx *tx, uint32_t len, uint32_t flags)
+{
+	return sib_ring_publish(tx->dest, tx->slot, tx->ticket, l->pid, len, flags);
+}
+
+static const uint8_t *shm_poll(struct sib_link *l, uint32_t *len, uint32_t *flags)
+{
+	struct sib_ring_slot *s = sib_ring_peek(&l->rx);
+
+	if (!s)
+		return NULL;
+	*len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+	*flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
+	return s->data;
+}
+
+static void shm_consume(struct sib_link *l)
+{
+	sib_ring_release(&l->rx, &l->rx.r.slots[l->rx.head % SIB_INBOX_SLOTS]);
+}
+
+static void shm_wake(void *dest)
+{
+	sib_ring_wake(dest);
+}
+
+/* The fast path in link.h inlines these same steps for this table. */
+const struct sib_link_ops sib_link_shm_ops = {
+	.name = "shm",
+	.reserve = shm_reserve,
+	.publish = shm_publish,
+	.poll = shm_poll,
+	.consume = shm_consume,
+	.wake = shm_wake,
+};
+
+/* ---- open / close ---- */
+
+static bool dev_selected(const char *want, const struct sib_shm_device *dev)
+{
+	return !want[0] || (dev && !strncmp(want, dev->name, SIB_DEV_NAME_MAX));
+}
+
+static unsigned int nports(const struct sib_link *l)
+{
+	return l->dev && l->dev->num_ports < SIB_MAX_PORTS ? l->dev->num_ports : SIB_MAX_PORTS;
+}
+
+/* slow, and the stats flags, from what is active now. */
+static void recompute(struct sib_link *l)
+{
+	struct sib_link_wrap *w = l->wrap;
+	bool cap = w && w->cap_dev, faults = false;
+
+	for (unsigned int p = 0; w && p < SIB_MAX_PORTS; p++) {
+		cap = cap || w->cap_base[p];
+		faults = faults || w->faults[p];
+	}
+	l->slow = l->ops != &sib_link_shm_ops || cap || faults;
+	atomic_store_explicit(&l->stats->flags, (cap ? SIB_LINK_STAT_CAPTURE : 0) |
+			      (faults ? SIB_LINK_STAT_FAULTS : 0), memory_order_relaxed);
+}
+
+static struct sib_link_wrap *wrap(struct sib_link *l)
+{
+	if (!l->wrap)
+		l->wrap = calloc(1, sizeof(*l->wrap));
+	return l->wrap;
+}
+
+/* Replace a port's faults (NULL cfg: none); what the old ones hold is sent. */
+static int set_faults(struct sib_link *l, unsigned int p, const struct sib_faults_cfg *cfg)
+{
+	struct sib_link_wrap *w = l->wrap;
+	struct sib_faults *f = NULL;
+
+	if (cfg) {
+		f = sib_faults_new(cfg, (l->dev ? l->dev->node_guid : 0) + p);
+		if (!f)
+			return ENOMEM;
+	}
+	if (w->faults[p]) {
+		(void)sib_faults_flush(l, w->faults[p], sib_link_now_ns(), true);
+		sib_faults_free(w->faults[p]);
+	}
+	w->faults[p] = f;
+	return 0;
+}
+
+static void unmap_capture(struct sib_link_wrap *w, unsigned int p)
+{
+	if (w->cap_base[p])
+		munmap(w->cap_base[p], SIB_INBOX_BYTES);
+	w->cap_base[p] = NULL;
+}
+
+/* Map the capture ring `word` through softibd (GET_CAPTURE), on a
+ * connection of its own: this happens once per `softib capture`. */
+static void *map_capture(uint32_t word)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
+	int fd = sib_ctl_open(false), mfd = -1;
+	void *base = NULL;
+
+	if (fd < 0)
+		return NULL;
+	m.u.hello.abi_version = SIB_ABI_VERSION;
+	m.u.hello.pid = getpid();
+	if (sib_ctl_call(fd, &m, &mfd) || m.hdr.status)
+		goto out;
+	if (mfd >= 0)
+		close(mfd);
+	mfd = -1;
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_GET_CAPTURE;
+	m.u.link.cap = word;
+	if (sib_ctl_call(fd, &m, &mfd) || m.hdr.status || mfd < 0 || m.u.link.ring_size != SIB_INBOX_BYTES)
+		goto out;
+	base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	if (base == MAP_FAILED)
+		base = NULL;
+out:
+	if (mfd >= 0)
+		close(mfd);
+	close(fd);
+	return base;
+}
+
+/* Read port p's faults from the fabric map (seqlock, one try: a config
+ * being written is picked up next time).  True if *cfg was read. */
+static bool read_faults(const struct sib_shm_link_port *lp, uint32_t seq, struct sib_faults_cfg *cfg,
+			bool *on)
+{
+	uint32_t flags;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->seed = atomic_load_explicit(&lp->fault_seed, memory_order_relaxed);
+	cfg->loss = atomic_load_explicit(&lp->fault_ppm[0], memory_order_relaxed) / 1e6;
+	cfg->dup = atomic_load_explicit(&lp->fault_ppm[1], memory_order_relaxed) / 1e6;
+	cfg->reorder = atomic_load_explicit(&lp->fault_ppm[2], memory_order_relaxed) / 1e6;
+	cfg->corrupt = atomic_load_explicit(&lp->fault_ppm[3], memory_order_relaxed) / 1e6;
+	cfg->delay_us = atomic_load_explicit(&lp->fault_delay_us, memory_order_relaxed);
+	flags = atomic_load_explicit(&lp->fault_flags, memory_order_relaxed);
+	cfg->down = flags & SIB_LINK_FAULT_DOWN;
+	*on = flags & SIB_LINK_FAULT_ACTIVE;
+	atomic_thread_fence(memory_order_acquire);
+	return atomic_load_explicit(&lp->fault_seq, memory_order_relaxed) == seq &&
+	       cfg->loss <= 1 && cfg->dup <= 1 && cfg->reorder <= 1 && cfg->corrupt <= 1 &&
+	       cfg->delay_us <= 10000000;
+}
+
+/* What softibd pushed for our ports: capture rings and faults. */
+static void poll_cfg(struct sib_link *l)
+{
+	bool changed = false;
+
+	for (unsigned int p = 0; l->cfg && p < nports(l); p++) {
+		const struct sib_shm_link_port *lp = &l->cfg[p];
+		uint32_t word = atomic_load_explicit(&lp->cap, memory_order_acquire);
+		uint32_t seq = atomic_load_explicit(&lp->fault_seq, memory_order_acquire);
+		struct sib_link_wrap *w = l->wrap;
+		struct sib_faults_cfg cfg;
+		bool on;
+
+		if ((!w && !word && !seq) || !wrap(l))
+			continue;
+		w = l->wrap;
+		if (word != w->cap_word[p]) {
+			unmap_capture(w, p);
+			w->cap_word[p] = word; /* tried once, even if the map fails */
+			if (word && (w->cap_base[p] = map_capture(word)))
+				sib_ring_attach(&w->cap_ring[p], w->cap_base[p]);
+			changed = true;
+		}
+		if (seq && !(seq & 1) && seq != w->fault_seq[p] && read_faults(lp, seq, &cfg, &on)) {
+			w->fault_seq[p] = seq;
+			(void)set_faults(l, p, on ? &cfg : NULL);
+			changed = true;
+		}
+	}
+	if (changed)
+		recompute(l);
+}
+
+int sib_link_open(struct sib_link *l, void *inbox_base, int32_t pid, uint32_t src_inbox,
+		  const struct sib_shm_device *dev, const struct sib_shm_link_port *cfg)
+{
+	const char *spec = getenv("SOFTIB_FAULTS");
+	struct sib_link_wrap *w;
+	int err = 0;
+
+	memset(l, 0, sizeof(*l));
+	sib_ring_rx_attach(&l->rx, inbox_base);
+	l->stats = (struct sib_link_stats *)((char *)inbox_base + SIB_LINK_STATS_OFF);
+	memset(l->stats, 0, sizeof(*l->stats));
+	l->ops = &sib_link_shm_ops;
+	l->pid = pid > 0 ? pid : 1;
+	l->src_inbox = src_inbox;
+	l->dev = dev;
+	l->cfg = cfg;
+
+	w = wrap(l);
+	if (!w)
+		return ENOMEM;
+	w->cap = sib_capture_from_env(&w->cap_sel, &err);
+	if (err)
+		goto fail;
+	w->cap_dev = w->cap && dev_selected(w->cap_sel.dev, dev);
+	if (spec && *spec) {
+		const char *bad = NULL;
+
+		if (sib_faults_parse(spec, &w->env_cfg, &bad)) {
+			fprintf(stderr, "softib: SOFTIB_FAULTS: cannot parse '%s' (docs/link.md)\n",
+				bad ? bad : spec);
+			err = EINVAL;
+			goto fail;
+		}
+		if (dev_selected(w->env_cfg.dev, dev)) {
+			w->env_faults = true;
+			for (unsigned int p = 0; p < nports(l); p++)
+				if (!w->env_cfg.port || w->env_cfg.port == p + 1)
+					if ((err = set_faults(l, p, &w->env_cfg)))
+						goto fail;
+		}
+	}
+	poll_cfg(l);
+	recompute(l);
+	if (!l->slow && !w->cap) {
+		free(w);
+		l->wrap = NULL;
+	}
+	atomic_store_explicit(&l->stats->magic, SIB_LINK_STATS_MAGIC, memory_order_release);
+	return 0;
+fail:
+	sib_link_close(l);
+	return err;
+}
+
+void sib_link_close(struct sib_link *l)
+{
+	struct sib_link_wrap *w = l->wrap;
+
+	if (!w)
+		return;
+	for (unsigned int p = 0; p < SIB_MAX_PORTS; p++) {
+		(void)set_faults(l, p, NULL);
+		unmap_capture(w, p);
+	}
+	if (w->cap) {
+		sib_capture_flush(w->cap);
+		sib_capture_put(w->cap);
+	}
+	free(w);
+	l->wrap = NULL;
+	l->slow = l->ops != &sib_link_shm_ops;
+}
+
+/* ---- slow paths ---- */
+
+/* Which of our ports does a received packet's DLID name?  0: none. */
+static uint8_t rx_port(const struct sib_link *l, const uint8_t *pkt, uint32_t len)
+{
+	uint16_t dlid;
+
+	if (!l->dev || len < IBA_LRH_BYTES)
+		return 0;
+	dlid = (uint16_t)(pkt[2] << 8 | pkt[3]);
+	for (unsigned int i = 0; i < nports(l); i++) {
+		const struct sib_shm_port *p = &l->dev->ports[i];
+		uint16_t mask = (uint16_t)~((1u << (p->lmc & 7)) - 1);
+
+		if (p->lid && (dlid & mask) == (p->lid & mask))
+			return (uint8_t)(i + 1);
+	}
+	return 0;
+}
+
+/* Copy a packet into softibd's capture ring for `softib capture`; a full
+ * ring means the packet is not captured (counted), never a wait. */
+static void capture_ring(struct sib_link *l, struct sib_ring *r, const uint8_t *pkt, uint32_t len,
+			 uint32_t flags)
+{
+	struct sib_ring_slot *s;
+	struct timespec ts;
+	uint64_t t;
+
+	s = sib_ring_reserve(r, l->pid, &t);
+	if (!s) {
+		sib_link_count(l, SIB_LC_CAP_MISSED, 1);
+		return;
+	}
+	memcpy(s->data, pkt, len);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	s->stamp = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (sib_ring_publish(r, s, t, l->pid, len, flags & SIB_SLOT_F_VCRC) > 0)
+		sib_ring_wake(r);
+	sib_link_count(l, SIB_LC_CAPTURED, 1);
+}
+
+void sib_link_capture(struct sib_link *l, const uint8_t *pkt, uint32_t len, uint32_t flags, uint8_t port)
+{
+	struct sib_link_wrap *w = l->wrap;
+
+	if (!w)
+		return;
+	if (len > SIB_SLOT_DATA_BYTES)
+		len = SIB_SLOT_DATA_BYTES;
+	if (port >= 1 && port <= SIB_MAX_PORTS && w->cap_base[port - 1])
+		capture_ring(l, &w->cap_ring[port - 1], pkt, len, flags);
+	if (!w->cap_dev || (w->cap_sel.port && port != w->cap_sel.port))
+		return;
+	if (sib_capture_packet(w->cap, pkt, len, flags & SIB_SLOT_F_VCRC)) {
+		sib_link_count(l, SIB_LC_CAPTURED, 1);
+		w->cap_dirty = true;
+	} else {
+		sib_link_count(l, SIB_LC_CAP_MISSED, 1);
+	}
+}
+
+int sib_link_put(struct sib_link *l, void *dest, const uint8_t *pkt, uint32_t len, uint32_t flags,
+		 uint8_t port)
+{
+	struct sib_link_tx tx = { .dest = dest, .port = port };
+	int rc;
+
+	if (l->ops->reserve(l, &tx))
+		return -EAGAIN;
+	memcpy(tx.data, pkt, len);
+	sib_link_capture(l, pkt, len, flags, port);
+	rc = l->ops->publish(l, &tx, len, flags);
+	if (rc > 0)
+		l->ops->wake(dest);
+	else if (rc < 0)
+		sib_link_count(l, SIB_LC_TX_LOST, 1);
+	return 0;
+}
+
+static struct sib_faults *faults_on(const struct sib_link_wrap *w, uint8_t port)
+{
+	return w && port >= 1 && port <= SIB_MAX_PORTS ? w->faults[port - 1] : NULL;
+}
+
+int sib_link_reserve_slow(struct sib_link *l, struct sib_link_tx *tx)
+{
+	struct sib_faults *f = faults_on(l->wrap, tx->port);
+
+	if (f) {
+		if (!sib_faults_room(f)) {
+			sib_link_count(l, SIB_LC_TX_FULL, 1);
+			return -EAGAIN;
+		}
+		tx->slot = NULL;
+		tx->data = sib_faults_stage(f);
+		return 0;
+	}
+	if (l->ops->reserve(l, tx)) {
+		sib_link_count(l, SIB_LC_TX_FULL, 1);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+int sib_link_send_slow(struct sib_link *l, struct sib_link_tx *tx, uint32_t len, uint32_t flags)
+{
+	struct sib_faults *f = faults_on(l->wrap, tx->port);
+	int rc;
+
+	sib_link_count(l, SIB_LC_TX, 1);
+	if (!tx->slot && f) {
+		sib_faults_send(l, f, tx->dest, len, flags, tx->port, sib_link_now_ns());
+		return 0;
+	}
+	sib_link_capture(l, tx->data, len, flags, tx->port);
+	rc = l->ops->publish(l, tx, len, flags);
+	if (rc > 0)
+		l->ops->wake(tx->dest);
+	else if (rc < 0) {
+		sib_link_count(l, SIB_LC_TX_LOST, 1);
+		return -1;
+	}
+	return 0;
+}
+
+void sib_link_recv_slow(struct sib_link *l, const uint8_t *data, uint32_t len, uint32_t flags)
+{
+	sib_link_capture(l, data, len, flags, rx_port(l, data, len < SIB_SLOT_DATA_BYTES ? len : 0));
+}
+
+uint64_t sib_link_flush(struct sib_link *l, uint64_t now)
+{
+	uint64_t next = 0;
+
+	for (unsigned int p = 0; l->wrap && p < SIB_MAX_PORTS; p++) {
+		uint64_t t = l->wrap->faults[p] ? sib_faults_flush(l, l->wrap->faults[p], now, false) : 0;
+
+		if (t && (!next || t < next))
+			next = t;
+	}
+	return next;
+}
+
+uint64_t sib_link_tick(struct sib_link *l, uint64_t now)
+{
+	uint64_t next = 0;
+
+	(void)sib_ring_check(&l->rx, now, &next);
+	atomic_store_explicit(&l->stats->c[SIB_LC_RX_BAD_SLOT], l->rx.bad_slots, memory_order_relaxed);
+	atomic_store_explicit(&l->stats->c[SIB_LC_RX_BAD_TAIL], l->rx.bad_tail, memory_order_relaxed);
+	atomic_store_explicit(&l->stats->c[SIB_LC_RX_STALLED], l->rx.skipped, memory_order_relaxed);
+	poll_cfg(l);
+	if (l->wrap && l->wrap->cap_dirty) {
+		sib_capture_flush(l->wrap->cap);
+		l->wrap->cap_dirty = false;
+	}
+	return next;
+}

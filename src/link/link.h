@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The link layer (docs/link.md): how a packet gets from one context to
+ * another.  One ops table per link kind; the shm inbox ring (ring.h) is the
+ * first.  Every packet leaves through sib_link_send and arrives through
+ * sib_link_recv; the HCA engine calls exactly these.  Two wrappers work over
+ * any link: capture (pcap, capture.c) and faults (fault.c).  When neither
+ * is active they cost one predictable branch and the shm ring is inlined.
+ * Stands in for IBA ch. 7 (link layer): VCRC is the link's CRC; ICRC is
+ * computed by the transport, checked at the receiver (IBA 7.8).
+ * Uses only common/ and iba/: never hca/ or verbs/.
+ * Locking: one link belongs to one context; every function here runs under
+ * that context's progress lock (the capture file has its own mutex).
+ */
+#ifndef SIB_LINK_H
+#define SIB_LINK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "link/ring.h"
+
+/*
+ * Link counters of one context.  They live in its inbox's header page at
+ * SIB_LINK_STATS_OFF, so that softibd can print them (`softib status`).
+ * Written only by the owning context (relaxed load + store, no locked
+ * instruction); any producer could scribble on them, so they are for
+ * display only and nobody acts on them.
+ */
+enum sib_link_counter {
+	SIB_LC_TX,              /* packets handed to the link */
+	SIB_LC_RX,              /* packets taken from the inbox */
+	SIB_LC_TX_FULL,         /* reserve found the peer's inbox full (retried later) */
+	SIB_LC_TX_LOST,         /* publish lost: the receiver skipped our slot */
+	SIB_LC_LOSS,            /* fault: dropped */
+	SIB_LC_DUP,             /* fault: sent twice */
+	SIB_LC_REORDER,         /* fault: held back behind the next packet */
+	SIB_LC_CORRUPT,         /* fault: a bit flipped after the ICRC */
+	SIB_LC_DELAY,           /* fault: delayed */
+	SIB_LC_DOWN,            /* fault: dropped, link down */
+	SIB_LC_RX_ICRC,         /* received with a bad ICRC: dropped */
+	SIB_LC_RX_BAD,          /* received but malformed or misrouted: dropped */
+	SIB_LC_RX_BAD_SLOT,     /* inbox slot with a garbage state: dropped */
+	SIB_LC_RX_BAD_TAIL,     /* inbox tail found garbage: repaired */
+	SIB_LC_RX_STALLED,      /* inbox slot claimed, never published: skipped by age */
+	SIB_LC_CAPTURED,        /* packets written to the capture */
+	SIB_LC_CAP_MISSED,      /* packets the capture could not take (full/error) */
+	/* Reported by the transport above, for the same status line
+	 * (sib_link_report): requester retransmissions by cause. */
+	SIB_LC_TR_ACK_TIMEOUTS, /* local ACK timeouts */
+	SIB_LC_TR_SEQ_NAKS,     /* PSN sequence error NAKs received */
+	SIB_LC_TR_RNR_NAKS,     /* RNR NAKs received */
+	SIB_LC_MAX
+};
+
+/* Counter names as printed by `softib status` (key=value). */
+extern const char *const sib_link_counter_name[SIB_LC_MAX];
+
+#define SIB_LINK_STATS_OFF   1024u
+#define SIB_LINK_STATS_MAGIC 0x314b4c53u /* "SLK1" */
+#define SIB_LINK_STAT_CAPTURE 0x1        /* flags: capture active */
+#define SIB_LINK_STAT_FAULTS  0x2        /* flags: faults active */
+
+struct sib_link_stats {
+	_Atomic uint32_t magic;        /* SIB_LINK_STATS_MAGIC once the owner started */
+	_Atomic uint32_t flags;        /* SIB_LINK_STAT_* */
+	_Atomic uint64_t c[SIB_LC_MAX];
+};
+_Static_assert(SIB_LINK_STATS_OFF + sizeof(struct sib_link_stats) <= SIB_INBOX_HDR_BYTES,
+	       "link stats fit in the inbox header page");
+
+struct sib_link;
+struct sib_link_wrap;
+
+/* A packet buffer reserved toward a destination. */
+struct sib_link_tx {
+	uint8_t *data;                 /* the packet goes here, LRH first */
+	void *dest;                    /* the link's destination (shm: struct sib_ring *) */
+	struct sib_ring_slot *slot;    /* shm: the slot; NULL when staged by a wrapper */
+	uint64_t ticket;
+	uint8_t port;                  /* local port the packet leaves from (1-based) */
+};
+
+/*
+ * One link kind.  All members run under the owner's progress lock.
+ *  reserve: room for one packet toward tx->dest: 0, or -EAGAIN (full:
+ *           retry later, nothing lost).
+ *  publish: the packet of len bytes in tx->data is complete (LRH..ICRC,
+ *           then 2 VCRC bytes; flags SIB_SLOT_F_VCRC if they are computed):
+ *           1 = the receiver sleeps (call wake), 0 = sent, -1 = lost.
+ *  poll:    the oldest received packet (NULL: none); *len, *flags set.
+ *  consume: done with the packet poll returned.
+ *  wake:    wake the receiver behind dest.
+ */
+struct sib_link_ops {
+	const char *name;
+	int (*reserve)(struct sib_link *l, struct sib_link_tx *tx);
+	int (*publish)(struct sib_link *l, struct sib_link_tx *tx, uint32_t len, uint32_t flags);
+	const uint8_t *(*poll)(struct sib_link *l, uint32_t *len, uint32_t *flags);
+	void (*consume)(struct sib_link *l);
+	void (*wake)(void *dest);
+};
+
+extern const struct sib_link_ops sib_link_shm_ops;
+
+struct sib_link {
+	struct sib_ring_rx rx;         /* this context's inbox (shm link) */
+	struct sib_link_stats *stats;
+	const struct sib_link_ops *ops;
+	struct sib_link_wrap *wrap;    /* capture and/or faults; NULL: none */
+	bool slow;                     /* wrap set, or ops is not the shm ring */
+	int32_t pid;                   /* names our claims in peers' inboxes */
+	uint32_t src_inbox;
+	const struct sib_shm_device *dev; /* our ports' LIDs, for rx port selection */
+	const struct sib_shm_link_port *cfg; /* softibd's per-port settings, or NULL */
+};
+
+/* Counter update by the owner (single writer: no locked instruction). */
+static inline void sib_link_count(struct sib_link *l, enum sib_link_counter c, uint64_t n)
+{
+	_Atomic uint64_t *p = &l->stats->c[c];
+
+	atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+/*
+ * Open the link of a context over its inbox mapping: the shm ring, plus
+ * the wrappers that $SOFTIB_CAPTURE / $SOFTIB_FAULTS ask for this device,
+ * and those softibd pushes through `cfg` (its SIB_MAX_PORTS entries of the
+ * fabric map's link area; NULL: none), looked at now and by sib_link_tick
+ * (docs/link.md).  Returns 0 or a positive errno (EINVAL: a malformed
+ * variable, also reported on stderr; or the capture file's open error).
+ */
+int sib_link_open(struct sib_link *l, void *inbox_base, int32_t pid, uint32_t src_inbox,
+		  const struct sib_shm_device *dev, const struct sib_shm_link_port *cfg);
+/* Send what the wrappers still hold (best effort), flush the capture, free. */
+void sib_link_close(struct sib_link *l);
+
+/* Slow paths (link.c): the wrappers, or a link kind other than shm. */
+int sib_link_reserve_slow(struct sib_link *l, struct sib_link_tx *tx);
+int sib_link_send_slow(struct sib_link *l, struct sib_link_tx *tx, uint32_t len, uint32_t flags);
+void sib_link_recv_slow(struct sib_link *l, const uint8_t *data, uint32_t len, uint32_t flags);
+
+/*
+ * Reserve room for one packet toward dest, leaving local port `port`.
+ * 0: write it at tx->data; -EAGAIN: full, nothing reserved, retry later.
+ */
+static inline int sib_link_reserve(struct sib_link *l, void *dest, uint8_t port, struct sib_link_tx *tx)
+{
+	tx->dest = dest;
+	tx->port = port;
+	if (__builtin_expect(l->slow, 0))
+		return sib_link_reserve_slow(l, tx);
+	tx->slot = sib_ring_reserve(dest, l->pid, &tx->ticket);
+	if (!tx->slot) {
+		sib_link_count(l, SIB_LC_TX_FULL, 1);
+		return -EAGAIN;
+	}
+	tx->slot->src_inbox = l->src_inbox;
+	tx->data = tx->slot->data;
+	return 0;
+}
+
+/*
+ * THE exit: every packet leaves here.  tx->data holds len bytes, LRH..ICRC
+ * followed by 2 VCRC bytes (computed if flags has SIB_SLOT_F_VCRC).
+ * Returns 0, or -1 if the packet was lost on the way (counted).
+ */
+static inline int sib_link_send(struct sib_link *l, struct sib_link_tx *tx, uint32_t len, uint32_t flags)
+{
+	int rc;
+
+	if (__builtin_expect(l->slow, 0))
+		return sib_link_send_slow(l, tx, len, flags);
+	sib_link_count(l, SIB_LC_TX, 1);
+	rc = sib_ring_publish(tx->dest, tx->slot, tx->ticket, l->pid, len, flags);
+	if (rc > 0)
+		sib_ring_wake(tx->dest);
+	else if (rc < 0) {
+		sib_link_count(l, SIB_LC_TX_LOST, 1);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * THE entry: the oldest received packet (NULL: none), *len bytes, *flags
+ * SIB_SLOT_F_*.  The bytes stay valid until sib_link_recv_done, but they
+ * are shared with their (untrusted) producer: read each field once.
+ */
+static inline const uint8_t *sib_link_recv(struct sib_link *l, uint32_t *len, uint32_t *flags)
+{
+	struct sib_ring_slot *s = sib_ring_peek(&l->rx);
+
+	if (!s)
+		return NULL;
+	*len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+	*flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
+	sib_link_count(l, SIB_LC_RX, 1);
+	if (__builtin_expect(l->slow, 0))
+		sib_link_recv_slow(l, s->data, *len, *flags);
+	return s->data;
+}
+
+/* Done with the packet sib_link_recv returned. */
+static inline void sib_link_recv_done(struct sib_link *l)
+{
+	sib_ring_release(&l->rx, &l->rx.r.slots[l->rx.head % SIB_INBOX_SLOTS]);
+}
+
+/*
+ * Housekeeping, never per packet: inbox checks (stalled and garbage slots,
+ * garbage tail) and the wrappers' held packets.  `now` in ns
+ * (CLOCK_MONOTONIC).  Returns when it wants to run again (0: no need).
+ */
+uint64_t sib_link_tick(struct sib_link *l, uint64_t now);
+/* Only the wrappers' held packets (called on every engine pass when slow). */
+uint64_t sib_link_flush(struct sib_link *l, uint64_t now);
+
+/* The transport's own counters, shown with the link's (not per packet). */
+static inline void sib_link_report(struct sib_link *l, enum sib_link_counter c, uint64_t v)
+{
+	atomic_store_explicit(&l->stats->c[c], v, memory_order_relaxed);
+}
+
+/* Wake the receiver behind dest. */
+static inline void sib_link_wake(void *dest)
+{
+	sib_ring_wake(dest);
+}
+
+#endif

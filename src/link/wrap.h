@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to src/link: the wrappers' state (capture.c, fault.c) and how
+ * link.c drives them.  Not IBA.  Everything here runs under the owning
+ * context's progress lock, except the capture sink, which has its own mutex
+ * (several contexts of one process share one file).
+ */
+#ifndef SIB_LINK_WRAP_H
+#define SIB_LINK_WRAP_H
+
+#include <stdio.h>
+#include <time.h>
+
+#include "link/link.h"
+
+/* ---- capture (capture.c) ---- */
+
+struct sib_capture;
+
+/* Capture selection: which device and port of this process. */
+struct sib_capture_sel {
+	char dev[SIB_DEV_NAME_MAX];    /* "" = every device */
+	uint8_t port;                  /* 0 = every port */
+};
+
+/*
+ * The process's capture file named by $SOFTIB_CAPTURE ("%p" becomes the
+ * PID), opened on first use and shared by every link of the process
+ * (reference counted).  *sel gets $SOFTIB_CAPTURE_DEV / _PORT.  Returns
+ * NULL with *err = 0 if the variable is unset, or with a positive errno
+ * (reported on stderr) if the file cannot be written.
+ */
+struct sib_capture *sib_capture_from_env(struct sib_capture_sel *sel, int *err);
+void sib_capture_put(struct sib_capture *c);
+/* Write one packet (LRH..ICRC, then 2 VCRC bytes, computed here unless
+ * `vcrc` says they already are) as an ERF type 21 record.  False if it
+ * could not be written. */
+bool sib_capture_packet(struct sib_capture *c, const uint8_t *pkt, uint32_t len, bool vcrc);
+/* Push buffered records to the file (a system call: not per packet). */
+void sib_capture_flush(struct sib_capture *c);
+
+/* ---- faults (fault.c) ---- */
+
+struct sib_faults_cfg {
+	uint64_t seed;
+	double loss, dup, reorder, corrupt; /* probabilities per packet, 0..1 */
+	uint32_t delay_us;                 /* every packet, microseconds */
+	bool down;                         /* drop everything */
+	char dev[SIB_DEV_NAME_MAX];        /* "" = every device */
+	uint8_t port;                      /* 0 = every port */
+};
+
+/* Parse "key=value,..." (docs/link.md).  0 or EINVAL (the bad key in *bad). */
+int sib_faults_parse(const char *spec, struct sib_faults_cfg *cfg, const char **bad);
+
+struct sib_faults;
+/* NULL with ENOMEM in errno. */
+struct sib_faults *sib_faults_new(const struct sib_faults_cfg *cfg, uint64_t salt);
+void sib_faults_free(struct sib_faults *f);
+/* The staging buffer a faulted packet is built in. */
+uint8_t *sib_faults_stage(struct sib_faults *f);
+/* Room for one more packet (and its duplicate)?  False: flow control. */
+bool sib_faults_room(const struct sib_faults *f);
+/* Decide the packet's fate and queue its copies; sends what is due. */
+void sib_faults_send(struct sib_link *l, struct sib_faults *f, void *dest, uint32_t len, uint32_t flags,
+		     uint8_t port, uint64_t now);
+/* Send what is due.  Returns the next time it needs a call (0: none). */
+uint64_t sib_faults_flush(struct sib_link *l, struct sib_faults *f, uint64_t now, bool all);
+
+/* ---- the wrapper ---- */
+
+struct sib_link_wrap {
+	/* from the environment ($SOFTIB_CAPTURE, $SOFTIB_FAULTS) */
+	struct sib_capture *cap;       /* NULL: no capture file */
+	struct sib_capture_sel cap_sel;
+	bool cap_dev;                  /* this device is selected */
+	bool cap_dirty;
+	bool env_faults;               /* faults[] came from $SOFTIB_FAULTS */
+	struct sib_faults_cfg env_cfg;
+	/* per port (index port - 1) */
+	struct sib_faults *faults[SIB_MAX_PORTS]; /* NULL: none on that port */
+	/* pushed by softibd through the fabric map (sib_shm_link_port) */
+	uint32_t cap_word[SIB_MAX_PORTS];          /* armed ring seen, 0 = none */
+	void *cap_base[SIB_MAX_PORTS];             /* its mapping, NULL if unmapped */
+	struct sib_ring cap_ring[SIB_MAX_PORTS];
+	uint32_t fault_seq[SIB_MAX_PORTS];         /* fault config seen */
+};
+
+/* Open a capture file (libpcap, ERF records); NULL with *err set. */
+struct sib_capture *sib_capture_open(const char *path, int *err);
+/* Like sib_capture_packet, with the capture time given (CLOCK_REALTIME). */
+bool sib_capture_packet_at(struct sib_capture *c, const uint8_t *pkt, uint32_t len, bool vcrc,
+			   const struct timespec *ts);
+
+/* Put one packet on the base link now: reserve, copy, capture, publish,
+ * wake.  -EAGAIN if the destination is full (nothing sent). (link.c) */
+int sib_link_put(struct sib_link *l, void *dest, const uint8_t *pkt, uint32_t len, uint32_t flags,
+		 uint8_t port);
+/* Capture a packet crossing `port` (0: unknown) if selected. (link.c) */
+void sib_link_capture(struct sib_link *l, const uint8_t *pkt, uint32_t len, uint32_t flags, uint8_t port);
+
+uint64_t sib_link_now_ns(void);
+
+#endif

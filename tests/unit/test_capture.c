@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Capture files (docs/link.md) read back with libpcap: LINKTYPE_ERF,
+ * ERF type 21 records, and in each packet the ICRC and the VCRC recomputed
+ * (IBA 7.8).  Unit mode: packets sent and received through two links over
+ * plain memory (no hca, no verbs), with SOFTIB_CAPTURE set; also a link
+ * whose faults corrupt every packet, whose capture must then show bad
+ * ICRCs; and each fault of the fault wrapper on its own.  Check mode, for
+ * the integration tests:
+ *   test_capture --check FILE   every record valid; prints "records=N".
+ */
+#include <pcap/pcap.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "iba/iba.h"
+#include "link/link.h"
+#include "link/wrap.h"
+
+struct check {
+	unsigned int records, icrc_bad, vcrc_bad, erf_bad;
+	uint8_t first[256];            /* the first packet's bytes */
+	uint32_t first_len;
+};
+
+/* Read every record of `path`, recomputing ICRC and VCRC. */
+static int check_file(const char *path, struct check *ck)
+{
+	char err[PCAP_ERRBUF_SIZE];
+	struct pcap_pkthdr *h;
+	const u_char *d;
+	pcap_t *p = pcap_open_offline(path, err);
+
+	memset(ck, 0, sizeof(*ck));
+	if (!p) {
+		fprintf(stderr, "%s: %s\n", path, err);
+		return -1;
+	}
+	if (pcap_datalink(p) != DLT_ERF) {
+		fprintf(stderr, "%s: link type %d, not ERF (197)\n", path, pcap_datalink(p));
+		pcap_close(p);
+		return -1;
+	}
+	while (pcap_next_ex(p, &h, &d) == 1) {
+		uint32_t rlen, wlen, len, icrc_off;
+
+		ck->records++;
+		if (h->caplen < 16 + IBA_LRH_BYTES) {
+			ck->erf_bad++;
+			continue;
+		}
+		rlen = (uint32_t)d[10] << 8 | d[11];
+		wlen = (uint32_t)d[14] << 8 | d[15];
+		len = h->caplen - 16;
+		if (d[8] != 21 || rlen != h->caplen || wlen != len) {
+			ck->erf_bad++;
+			continue;
+		}
+		d += 16;
+		/* PktLen (LRH) counts 4-byte words from the LRH through the ICRC. */
+		icrc_off = ((uint32_t)(d[2 + 2] & 0x7) << 8 | d[2 + 3]) * 4 - IBA_ICRC_BYTES;
+		if (icrc_off + IBA_ICRC_BYTES + IBA_VCRC_BYTES != len) {
+			ck->erf_bad++;
+			continue;
+		}
+		uint32_t icrc = (uint32_t)d[icrc_off] | (uint32_t)d[icrc_off + 1] << 8 |
+				(uint32_t)d[icrc_off + 2] << 16 | (uint32_t)d[icrc_off + 3] << 24;
+		uint16_t vcrc = (uint16_t)(d[len - 2] | d[len - 1] << 8);
+
+		ck->icrc_bad += iba_icrc(d, icrc_off) != icrc;
+		ck->vcrc_bad += iba_vcrc(d, len - IBA_VCRC_BYTES) != vcrc;
+		if (ck->records == 1 && len <= sizeof(ck->first)) {
+			memcpy(ck->first, d, len);
+			ck->first_len = len;
+		}
+	}
+	pcap_close(p);
+	return 0;
+}
+
+static struct sib_shm_device fake_dev(const char *name, uint16_t lid)
+{
+	struct sib_shm_device d = { .num_ports = 1 };
+
+	snprintf(d.name, sizeof(d.name), "%s", name);
+	d.ports[0].lid = lid;
+	return d;
+}
+
+/* Build a SEND_ONLY (local or global) of paylen bytes into buf; VCRC
+ * bytes present but zero, as the shm link leaves them by default. */
+static uint32_t build(uint8_t *buf, bool global, uint32_t psn, uint32_t paylen)
+{
+	struct iba_pkt h = { 0 };
+	size_t hl, len;
+
+	h.lrh.lnh = global ? IBA_LNH_GLOBAL : IBA_LNH_LOCAL;
+	h.lrh.dlid = 2;
+	h.lrh.slid = 3;
+	if (global) {
+		h.grh.ipver = IBA_GRH_IPVER;
+		h.grh.nxthdr = IBA_GRH_NXTHDR_IBA;
+		h.grh.hoplmt = 64;
+		h.grh.sgid[0] = h.grh.dgid[0] = 0xfe;
+	}
+	h.bth.opcode = IBA_OPC_SEND_ONLY;
+	h.bth.pkey = 0xffff;
+	h.bth.dqpn = 0x12;
+	h.bth.psn = psn;
+	hl = iba_build_headers(buf, &h);
+	for (uint32_t i = 0; i < paylen; i++)
+		buf[hl + i] = (uint8_t)(i * 13 + psn);
+	len = iba_finish(buf, hl, paylen, 0);
+	buf[len] = buf[len + 1] = 0;
+	return (uint32_t)len + IBA_VCRC_BYTES;
+}
+
+/* Send n packets a -> b through the links, receive them at b. */
+static void traffic(struct sib_link *a, struct sib_link *b, unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		struct sib_link_tx tx;
+		uint32_t len, flags;
+
+		assert_int_equal(sib_link_reserve(a, &b->rx.r, 1, &tx), 0);
+		len = build(tx.data, i & 1, 100 + i, (i * 37) % 300);
+		assert_int_equal(sib_link_send(a, &tx, len, 0), 0);
+		(void)sib_link_flush(a, UINT64_MAX / 2); /* anything a fault held back */
+		while (sib_link_recv(b, &len, &flags))
+			sib_link_recv_done(b);
+	}
+}
+
+static void *inbox(void)
+{
+	void *p = aligned_alloc(4096, SIB_INBOX_BYTES);
+
+	assert_non_null(p);
+	memset(p, 0, SIB_INBOX_BYTES);
+	return p;
+}
+
+/* Two links a (softib0) and b (softib1) over plain memory, capturing to a
+ * temporary file: the device `capdev`, and faults `faults` on a only. */
+struct fixture {
+	char path[32];
+	struct sib_shm_device da, db;
+	struct sib_link a, b;
+	void *ma, *mb;
+};
+
+static void fixture_open(struct fixture *f, const char *capdev, const char *faults)
+{
+	int fd;
+
+	snprintf(f->path, sizeof(f->path), "/tmp/softib-capture-XXXXXX");
+	fd = mkstemp(f->path);
+	assert_true(fd >= 0);
+	close(fd);
+	f->da = fake_dev("softib0", 3);
+	f->db = fake_dev("softib1", 2);
+	f->ma = inbox();
+	f->mb = inbox();
+	setenv("SOFTIB_CAPTURE", f->path, 1);
+	setenv("SOFTIB_CAPTURE_DEV", capdev, 1);
+	if (faults)
+		setenv("SOFTIB_FAULTS", faults, 1);
+	else
+		unsetenv("SOFTIB_FAULTS");
+	assert_int_equal(sib_link_open(&f->a, f->ma, 1000, 0, &f->da, NULL), 0);
+	unsetenv("SOFTIB_FAULTS");
+	assert_int_equal(sib_link_open(&f->b, f->mb, 1001, 1, &f->db, NULL), 0);
+}
+
+/* Close both links (the file is complete then) and read it back. */
+static void fixture_close(struct fixture *f, struct check *ck)
+{
+	sib_link_close(&f->a);
+	sib_link_close(&f->b);
+	unsetenv("SOFTIB_CAPTURE");
+	unsetenv("SOFTIB_CAPTURE_DEV");
+	assert_int_equal(check_file(f->path, ck), 0);
+	unlink(f->path);
+	free(f->ma);
+	free(f->mb);
+}
+
+static void test_capture_roundtrip(void **state)
+{
+	struct fixture f;
+	struct check ck;
+	uint8_t want[256];
+
+	fixture_open(&f, "softib1", NULL); /* only b: both of its directions */
+	assert_false(f.a.slow);            /* not selected: the fast path */
+	assert_true(f.b.slow);
+	traffic(&f.a, &f.b, 20);
+	traffic(&f.b, &f.a, 5);
+	assert_int_equal(atomic_load(&f.b.stats->c[SIB_LC_CAPTURED]), 25);
+	fixture_close(&f, &ck);
+	assert_int_equal(ck.records, 25);
+	assert_int_equal(ck.erf_bad, 0);
+	assert_int_equal(ck.icrc_bad, 0);
+	assert_int_equal(ck.vcrc_bad, 0);
+	/* The first record is the first packet, VCRC filled in by the capture. */
+	uint32_t len = build(want, false, 100, 0);
+	uint16_t v = iba_vcrc(want, len - 2);
+
+	want[len - 2] = (uint8_t)v;
+	want[len - 1] = (uint8_t)(v >> 8);
+	assert_int_equal(ck.first_len, len);
+	assert_memory_equal(ck.first, want, len);
+}
+
+/* Faults corrupt after the ICRC: the capture (taken on the wire, after the
+ * faults) shows every packet with a bad ICRC, and a good VCRC. */
+static void test_capture_sees_corruption(void **state)
+{
+	struct fixture f;
+	struct check ck;
+
+	fixture_open(&f, "softib0", "seed=5,corrupt=1");
+	traffic(&f.a, &f.b, 10);
+	assert_int_equal(atomic_load(&f.a.stats->c[SIB_LC_CORRUPT]), 10);
+	fixture_close(&f, &ck);
+	assert_int_equal(ck.records, 10);
+	assert_int_equal(ck.icrc_bad, 10);
+	assert_int_equal(ck.vcrc_bad, 0);
+}
+
+/* Receive everything waiting at b: the PSNs in arrival order. */
+static unsigned int drain(struct sib_link *b, uint32_t *psn, unsigned int max)
+{
+	unsigned int n = 0;
+	const uint8_t *p;
+	uint32_t len, flags;
+
+	while ((p = sib_link_recv(b, &len, &flags))) {
+		struct iba_pkt pkt;
+
+		if (n < max && iba_decode(p, len, IBA_CHECK_ICRC | IBA_HAS_VCRC, &pkt) == IBA_OK)
+			psn[n++] = pkt.bth.psn;
+		sib_link_recv_done(b);
+	}
+	return n;
+}
+
+/* One packet a -> b (PSN psn), not flushed. */
+static void send_one(struct sib_link *a, struct sib_link *b, uint32_t psn)
+{
+	struct sib_link_tx tx;
+
+	assert_int_equal(sib_link_reserve(a, &b->rx.r, 1, &tx), 0);
+	assert_int_equal(sib_link_send(a, &tx, build(tx.data, false, psn, 8), 0), 0);
+}
+
+/* Each fault on its own, at probability 1, does exactly what it says. */
+static void test_each_fault(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3), db = fake_dev("softib1", 2);
+	void *ma = inbox(), *mb = inbox();
+	struct sib_link a, b;
+	uint32_t psn[16];
+
+	unsetenv("SOFTIB_CAPTURE");
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
+	assert_false(b.slow);
+
+	/* Dropped, each by its own cause. */
+	const struct { const char *spec; enum sib_link_counter c; } drops[] = {
+		{ "loss=1", SIB_LC_LOSS }, { "down=1", SIB_LC_DOWN },
+	};
+	for (size_t i = 0; i < sizeof(drops) / sizeof(drops[0]); i++) {
+		setenv("SOFTIB_FAULTS", drops[i].spec, 1);
+		assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+		send_one(&a, &b, 1);
+		assert_int_equal(drain(&b, psn, 16), 0);
+		assert_int_equal(atomic_load(&a.stats->c[drops[i].c]), 1);
+		sib_link_close(&a);
+	}
+
+	setenv("SOFTIB_FAULTS", "dup=1", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	send_one(&a, &b, 7);
+	assert_int_equal(drain(&b, psn, 16), 2);
+	assert_int_equal(psn[0], 7);
+	assert_int_equal(psn[1], 7);
+	sib_link_close(&a);
+
+	/* Reorder: every other packet is held back behind the next one. */
+	setenv("SOFTIB_FAULTS", "reorder=1", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	for (uint32_t i = 1; i <= 4; i++)
+		send_one(&a, &b, i);
+	assert_int_equal(drain(&b, psn, 16), 4);
+	assert_int_equal(psn[0], 2);
+	assert_int_equal(psn[1], 1);
+	assert_int_equal(psn[2], 4);
+	assert_int_equal(psn[3], 3);
+	/* A held packet with nothing behind it leaves after 1 ms. */
+	send_one(&a, &b, 5);
+	assert_int_equal(drain(&b, psn, 16), 0);
+	assert_true(sib_link_flush(&a, sib_link_now_ns()) > 0);
+	usleep(2000);
+	(void)sib_link_flush(&a, sib_link_now_ns());
+	assert_int_equal(drain(&b, psn, 16), 1);
+	assert_int_equal(psn[0], 5);
+	sib_link_close(&a);
+
+	/* Delay: nothing before the due time, everything after, in order. */
+	setenv("SOFTIB_FAULTS", "delay_us=20000", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	uint64_t t0 = sib_link_now_ns();
+
+	send_one(&a, &b, 1);
+	send_one(&a, &b, 2);
+	uint64_t due = sib_link_flush(&a, sib_link_now_ns());
+
+	assert_true(due >= t0 + 20000000ull);
+	assert_int_equal(drain(&b, psn, 16), 0);
+	while (sib_link_now_ns() < due)
+		usleep(1000);
+	assert_int_equal(sib_link_flush(&a, sib_link_now_ns()), 0);
+	assert_int_equal(drain(&b, psn, 16), 2);
+	assert_int_equal(psn[0], 1);
+	assert_int_equal(psn[1], 2);
+	sib_link_close(&a);
+
+	/* Only the selected port is faulted: port 2 traffic takes the fast path. */
+	setenv("SOFTIB_FAULTS", "loss=1,port=2", 1);
+	da.num_ports = 2;
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	send_one(&a, &b, 9);
+	assert_int_equal(drain(&b, psn, 16), 1);
+	sib_link_close(&a);
+
+	unsetenv("SOFTIB_FAULTS");
+	sib_link_close(&b);
+	free(ma);
+	free(mb);
+}
+
+/* A malformed SOFTIB_FAULTS fails the open with EINVAL. */
+static void test_bad_fault_spec(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3);
+	struct sib_link a;
+	void *ma = inbox();
+	const char *bad[] = { "loss=2", "nonsense=1", "loss", "delay_us=x", "down=2", "port=9" };
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setenv("SOFTIB_FAULTS", bad[i], 1);
+		assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), EINVAL);
+	}
+	setenv("SOFTIB_FAULTS", "seed=1,loss=0,dup=0.5,reorder=0.25,corrupt=0,delay_us=10,down=0,port=1", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	assert_true(a.slow);
+	sib_link_close(&a);
+	unsetenv("SOFTIB_FAULTS");
+	free(ma);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_capture_roundtrip),
+		cmocka_unit_test(test_capture_sees_corruption),
+		cmocka_unit_test(test_bad_fault_spec),
+		cmocka_unit_test(test_each_fault),
+	};
+
+	if (argc == 3 && !strcmp(argv[1], "--check")) {
+		struct check ck;
+
+		if (check_file(argv[2], &ck))
+			return 1;
+		printf("records=%u erf_bad=%u icrc_bad=%u vcrc_bad=%u\n", ck.records, ck.erf_bad,
+		       ck.icrc_bad, ck.vcrc_bad);
+		return ck.records && !ck.erf_bad && !ck.icrc_bad && !ck.vcrc_bad ? 0 : 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

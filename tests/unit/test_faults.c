@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "stream_fill.h"
 #include "verbs_harness.h"
 
 #define MSG_BYTES  3000u        /* 3 packets at MTU 1024 */
@@ -29,20 +30,6 @@ static const struct conn_opts fault_opts = {
 	.mtu = IBV_MTU_1024, .timeout = 10, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1,
 	.access = IBV_ACCESS_REMOTE_WRITE, .psn = 0xfffff0,
 };
-
-/* The bytes of message `seq`: a stream anyone can recompute. */
-static void fill(uint8_t *p, uint32_t len, uint32_t seq)
-{
-	uint32_t x = seq * 2654435761u + 1;
-
-	memcpy(p, &seq, sizeof(seq));
-	for (uint32_t i = sizeof(seq); i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		p[i] = (uint8_t)x;
-	}
-}
 
 static void recv_slot(struct end *e, uint32_t slot)
 {
@@ -99,7 +86,7 @@ static void test_rc_under_faults(void **state)
 		while (sent < messages && sent - completed < WINDOW) {
 			uint32_t off = RQ_DEPTH * MSG_BYTES + (sent % WINDOW) * MSG_BYTES;
 
-			fill(a.buf + off, MSG_BYTES, sent);
+			stream_fill(a.buf + off, MSG_BYTES, sent);
 			send_one(&a, IBV_WR_SEND, sent, off, MSG_BYTES, 0, 0);
 			sent++;
 		}
@@ -120,7 +107,7 @@ static void test_rc_under_faults(void **state)
 			assert_int_equal(wc[i].opcode, IBV_WC_RECV);
 			assert_int_equal(wc[i].byte_len, MSG_BYTES);
 			assert_int_equal(slot, received % RQ_DEPTH);
-			fill(expect, MSG_BYTES, received); /* exactly once, in order */
+			stream_fill(expect, MSG_BYTES, received); /* exactly once, in order */
 			assert_memory_equal(b.buf + slot * MSG_BYTES, expect, MSG_BYTES);
 			memset(b.buf + slot * MSG_BYTES, 0, MSG_BYTES);
 			received++;
@@ -142,7 +129,7 @@ static void test_rc_under_faults(void **state)
 	uint32_t src = RQ_DEPTH * MSG_BYTES, dst = src + WRITE_BYTES;
 
 	for (uint32_t i = 0; i < WRITE_BYTES; i += MSG_BYTES)
-		fill(b.buf + src + i, i + MSG_BYTES <= WRITE_BYTES ? MSG_BYTES : WRITE_BYTES - i, 1000000 + i);
+		stream_fill(b.buf + src + i, i + MSG_BYTES <= WRITE_BYTES ? MSG_BYTES : WRITE_BYTES - i, 1000000 + i);
 	send_one(&b, IBV_WR_RDMA_WRITE, 7, src, WRITE_BYTES, (uintptr_t)a.buf + dst, a.mr->rkey);
 	while (!writes_done) {
 		int n = ibv_poll_cq(b.cq, 16, wc);

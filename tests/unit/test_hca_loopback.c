@@ -30,6 +30,7 @@
 #include "hca/provider.h"
 #include "iba/iba.h"
 #include "link/link.h"
+#include "stream_fill.h"
 
 #define NDEV     2
 #define BUF      (1u << 20)
@@ -817,6 +818,24 @@ static enum verdict drop_psn_once(const struct seen *s)
 	return PASS;
 }
 
+/* A SEND of len bytes A -> B whose packet `psn` is lost once: it still
+ * arrives whole, once. */
+static void send_losing_psn(uint32_t len, uint32_t psn)
+{
+	drop_psn = psn;
+	dropped_once = false;
+	filter = drop_psn_once;
+	fill(sides[A].buf, len, (uint8_t)psn);
+	post_recv(B, 0, 8192, 1);
+	post_send(A, IBV_WR_SEND, 0, len, 0, 0, 2);
+	expect_wc(A, 2, IBV_WC_SUCCESS);
+	expect_wc(B, 1, IBV_WC_SUCCESS);
+	assert_memory_equal(sides[B].buf, sides[A].buf, len);
+	settle(20);
+	expect_no_wc(B);
+	assert_true(dropped_once);
+}
+
 static void test_psn_sequence_nak(void **state)
 {
 	uint32_t p = def_opts.psn;
@@ -824,17 +843,7 @@ static void test_psn_sequence_nak(void **state)
 
 	(void)state;
 	up(&def_opts);
-	drop_psn = p + 1;
-	dropped_once = false;
-	filter = drop_psn_once;
-	fill(sides[A].buf, 5000, 33);
-	post_recv(B, 0, 8192, 1);
-	post_send(A, IBV_WR_SEND, 0, 5000, 0, 0, 2);
-	expect_wc(A, 2, IBV_WC_SUCCESS);
-	expect_wc(B, 1, IBV_WC_SUCCESS);
-	assert_memory_equal(sides[B].buf, sides[A].buf, 5000);
-	settle(20);
-	expect_no_wc(B);
+	send_losing_psn(5000, p + 1);
 
 	/* Three packets arrived ahead of the hole: one NAK, with the
 	 * expected PSN. */
@@ -927,17 +936,7 @@ static void test_ack_timeout_retransmits(void **state)
 	up(&o);
 	/* The LAST packet is lost: nothing after it shows a hole, so only the
 	 * ACK timeout recovers, resending from the oldest unacknowledged PSN. */
-	drop_psn = o.psn + 2;
-	dropped_once = false;
-	filter = drop_psn_once;
-	fill(sides[A].buf, 3000, 55);
-	post_recv(B, 0, 4096, 1);
-	post_send(A, IBV_WR_SEND, 0, 3000, 0, 0, 2);
-	expect_wc(A, 2, IBV_WC_SUCCESS);
-	expect_wc(B, 1, IBV_WC_SUCCESS);
-	assert_memory_equal(sides[B].buf, sides[A].buf, 3000);
-	settle(20);
-	expect_no_wc(B);
+	send_losing_psn(3000, o.psn + 2);
 	second = nth(0, B, -1, 3);
 	expect_pkt(second, IBA_OPC_SEND_FIRST, o.psn, 1024, false);
 	expect_pkt(nth(second, B, -1, 1), IBA_OPC_SEND_MIDDLE, o.psn + 1, 1024, false);
@@ -965,6 +964,7 @@ static void test_retry_exceeded(void **state)
 /* ================= R_Key, access and bounds (IBA 9.7.5.2.4, C9-88) ================= */
 
 enum access_case { BAD_RKEY, OUT_OF_BOUNDS, WRITE_NO_ACCESS, READ_NO_ACCESS };
+static enum access_case access_cases[] = { BAD_RKEY, OUT_OF_BOUNDS, WRITE_NO_ACCESS, READ_NO_ACCESS };
 
 static void remote_access_case(enum access_case c)
 {
@@ -1006,28 +1006,10 @@ static void remote_access_case(enum access_case c)
 		assert_memory_equal(target, zero, sizeof(zero));
 }
 
-static void test_rem_access_bad_rkey(void **state)
+/* One case per test (cmocka prestate): each needs a fresh connection. */
+static void test_rem_access(void **state)
 {
-	(void)state;
-	remote_access_case(BAD_RKEY);
-}
-
-static void test_rem_access_bounds(void **state)
-{
-	(void)state;
-	remote_access_case(OUT_OF_BOUNDS);
-}
-
-static void test_rem_access_no_write(void **state)
-{
-	(void)state;
-	remote_access_case(WRITE_NO_ACCESS);
-}
-
-static void test_rem_access_no_read(void **state)
-{
-	(void)state;
-	remote_access_case(READ_NO_ACCESS);
+	remote_access_case(*(const enum access_case *)*state);
 }
 
 /* ================= Flush in ERR (IBA 10.3.1, 11.4.2.1) ================= */
@@ -1083,20 +1065,6 @@ static uint64_t link_counter(unsigned int d, enum sib_link_counter c)
 	return atomic_load(&st->c[c]);
 }
 
-/* The bytes of message seq: a stream anyone can recompute. */
-static void fill_seq(uint8_t *p, uint32_t len, uint32_t seq)
-{
-	uint32_t x = seq * 2654435761u + 1;
-
-	memcpy(p, &seq, sizeof(seq));
-	for (uint32_t i = sizeof(seq); i < len; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		p[i] = (uint8_t)x;
-	}
-}
-
 static void test_transfer_under_faults(void **state)
 {
 	struct opts o = def_opts;
@@ -1119,7 +1087,7 @@ static void test_transfer_under_faults(void **state)
 		while (sent < FMSGS && sent - completed < FWINDOW) {
 			uint32_t off = 512 * 1024 + (sent % FWINDOW) * FMSG;
 
-			fill_seq(sides[A].buf + off, FMSG, sent);
+			stream_fill(sides[A].buf + off, FMSG, sent);
 			post_send(A, IBV_WR_SEND, off, FMSG, 0, 0, sent++);
 		}
 		pump();
@@ -1133,7 +1101,7 @@ static void test_transfer_under_faults(void **state)
 			assert_int_equal(wc.status, IBV_WC_SUCCESS);
 			assert_int_equal(wc.byte_len, FMSG);
 			assert_int_equal(slot, received % rq);
-			fill_seq(expect, FMSG, received++);
+			stream_fill(expect, FMSG, received++);
 			assert_memory_equal(sides[B].buf + slot * FMSG, expect, FMSG);
 			memset(sides[B].buf + slot * FMSG, 0, FMSG);
 			post_recv(B, slot * FMSG, FMSG, slot);
@@ -1144,7 +1112,7 @@ static void test_transfer_under_faults(void **state)
 
 	/* A large RDMA WRITE B -> A and a READ back, byte for byte. */
 	for (uint32_t i = 0; i < FWRITE; i += FMSG)
-		fill_seq(sides[B].buf + i, i + FMSG <= FWRITE ? FMSG : FWRITE - i, 100000 + i);
+		stream_fill(sides[B].buf + i, i + FMSG <= FWRITE ? FMSG : FWRITE - i, 100000 + i);
 	post_send(B, IBV_WR_RDMA_WRITE, 0, FWRITE, (uintptr_t)sides[A].buf, sides[A].mr->rkey, 1);
 	expect_wc(B, 1, IBV_WC_SUCCESS);
 	assert_memory_equal(sides[A].buf, sides[B].buf, FWRITE);
@@ -1184,10 +1152,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_rnr_then_receive, down),
 		cmocka_unit_test_teardown(test_ack_timeout_retransmits, down),
 		cmocka_unit_test_teardown(test_retry_exceeded, down),
-		cmocka_unit_test_teardown(test_rem_access_bad_rkey, down),
-		cmocka_unit_test_teardown(test_rem_access_bounds, down),
-		cmocka_unit_test_teardown(test_rem_access_no_write, down),
-		cmocka_unit_test_teardown(test_rem_access_no_read, down),
+		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[0]),
+		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[1]),
+		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[2]),
+		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[3]),
 		cmocka_unit_test_teardown(test_flush_on_error, down),
 		cmocka_unit_test_teardown(test_transfer_under_faults, down),
 	};

@@ -3,7 +3,8 @@
 # checked with libpcap and decoded by tshark (docs/link.md).
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   sib_unit_test(test_faults SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_faults.c
-    LIBS ibverbs sib_common)
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
+    LIBS ibverbs sib_common sib_hca sib_iba)
   target_compile_definitions(test_faults PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
   add_dependencies(test_faults softibd)
   set_tests_properties(test_faults PROPERTIES TIMEOUT 150)

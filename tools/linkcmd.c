@@ -34,24 +34,11 @@ static void on_stop(int sig)
 static int connect_daemon(const char *path, struct sib_fabric_shm **fab, size_t *fab_size)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
-	char buf[108];
 	int fd, mfd = -1, rc;
 
-	if (!path) {
-		if (sib_ctl_default_path(buf, sizeof(buf))) {
-			fprintf(stderr, "softib: socket path too long\n");
-			return -1;
-		}
-		path = buf;
-	}
-	fd = sib_ctl_connect(path);
-	if (fd < 0) {
-		if (fd == -ENOENT || fd == -ECONNREFUSED)
-			fprintf(stderr, "softib: softibd is not running (%s)\n", path);
-		else
-			fprintf(stderr, "softib: %s: %s\n", path, strerror(-fd));
+	fd = sib_ctl_tool_connect(path, "softib");
+	if (fd < 0)
 		return -1;
-	}
 	m.u.hello.abi_version = SIB_ABI_VERSION;
 	m.u.hello.pid = getpid();
 	rc = sib_ctl_call(fd, &m, &mfd);

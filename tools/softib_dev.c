@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "common/ctl.h"
@@ -37,26 +36,12 @@ static const char *why(uint16_t op, int err)
 static int run(const char *path, struct sib_ctl_msg *m, const char *prog)
 {
 	struct timeval tv = { .tv_sec = REPLY_TIMEOUT_S };
-	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	uint16_t op = m->hdr.op;
 	int fd, ret;
 
-	if (!path) {
-		ret = sib_ctl_default_path(def, sizeof(def));
-		if (ret) {
-			fprintf(stderr, "%s: socket path: %s\n", prog, strerror(-ret));
-			return 1;
-		}
-		path = def;
-	}
-	fd = sib_ctl_connect(path);
-	if (fd < 0) {
-		if (fd == -ENOENT || fd == -ECONNREFUSED)
-			fprintf(stderr, "softibd is not running (no daemon on %s)\n", path);
-		else
-			fprintf(stderr, "%s: connect %s: %s\n", prog, path, strerror(-fd));
+	fd = sib_ctl_tool_connect(path, prog);
+	if (fd < 0)
 		return 1;
-	}
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	ret = sib_ctl_call(fd, m, NULL);
 	close(fd);

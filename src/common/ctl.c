@@ -284,16 +284,17 @@ int sib_ctl_stop(int fd)
 	}
 }
 
-int sib_ctl_tool(const char *path, bool stop, const char *prog)
+int sib_ctl_tool_connect(const char *path, const char *prog)
 {
-	char def[SUN_PATH_MAX], *text;
-	int fd, ret;
+	char def[SUN_PATH_MAX];
+	int fd;
 
 	if (!path) {
-		ret = sib_ctl_default_path(def, sizeof(def));
+		int ret = sib_ctl_default_path(def, sizeof(def));
+
 		if (ret) {
 			fprintf(stderr, "%s: socket path: %s\n", prog, strerror(-ret));
-			return 1;
+			return -1;
 		}
 		path = def;
 	}
@@ -303,8 +304,19 @@ int sib_ctl_tool(const char *path, bool stop, const char *prog)
 			fprintf(stderr, "softibd is not running (no daemon on %s)\n", path);
 		else
 			fprintf(stderr, "%s: connect %s: %s\n", prog, path, strerror(-fd));
-		return 1;
+		return -1;
 	}
+	return fd;
+}
+
+int sib_ctl_tool(const char *path, bool stop, const char *prog)
+{
+	char *text;
+	int fd, ret;
+
+	fd = sib_ctl_tool_connect(path, prog);
+	if (fd < 0)
+		return 1;
 	if (stop) {
 		ret = sib_ctl_stop(fd);
 	} else {

@@ -92,6 +92,15 @@ int sib_ctl_status(int fd, char **text);
 int sib_ctl_stop(int fd);
 
 /*
+ * A command-line tool's connection to softibd: path (NULL: the default
+ * socket, sib_ctl_default_path), never autostarts.  Returns the socket, or
+ * -1 after a message on stderr: "softibd is not running (no daemon on
+ * PATH)" if nothing listens there (ENOENT, ECONNREFUSED), else prefixed
+ * with prog.  Used by `softib` and `softibd --status|--stop`.
+ */
+int sib_ctl_tool_connect(const char *path, const char *prog);
+
+/*
  * The body of `softib status|stop` and `softibd --status|--stop`: connect to
  * path (NULL: the default socket; never autostarts), print the report on
  * stdout or stop the daemon; errors on stderr prefixed with prog, and

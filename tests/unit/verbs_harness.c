@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The harness of the verbs tests (test_verbs.c, test_verbs_conform.c): a
+ * The harness of the verbs tests (test_verbs.c, test_verbs_conform.c,
+ * test_faults.c): a
  * private softibd per test program, two connected RC ends on softib0 and
  * softib1 in one process, bounded polling, and a hand-made producer into a
  * QP's inbox for forged packets.  Every wait has a timeout; the daemon is
@@ -119,7 +120,7 @@ void qp_connect(struct end *self, const struct end *peer, const struct conn_opts
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = o->mtu;
 	a.dest_qp_num = o->force_dest_qpn ? o->force_dest_qpn : peer->qp->qp_num;
-	a.rq_psn = 0x123456;
+	a.rq_psn = o->psn ? o->psn : 0x123456;
 	a.max_dest_rd_atomic = 4;
 	a.min_rnr_timer = o->min_rnr_timer;
 	a.ah_attr.dlid = peer->lid;
@@ -137,7 +138,7 @@ void qp_connect(struct end *self, const struct end *peer, const struct conn_opts
 	a.timeout = o->timeout;
 	a.retry_cnt = o->retry_cnt;
 	a.rnr_retry = o->rnr_retry;
-	a.sq_psn = 0x123456;
+	a.sq_psn = o->psn ? o->psn : 0x123456;
 	a.max_rd_atomic = 4;
 	assert_int_equal(ibv_modify_qp(self->qp, &a,
 				       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
@@ -274,7 +275,8 @@ int start_daemon(void **state)
 
 		dup2(null, 1);
 		dup2(null, 2);
-		execl(SOFTIBD_PATH, "softibd", "--foreground", "--socket", sock, (char *)NULL);
+		execl(SOFTIBD_PATH, "softibd", "--foreground", "--idle-exit", "30", "--socket", sock,
+		      (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 200; i++) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The harness of the verbs tests through the built library (verbs_harness.c):
+ * The harness of the tests through the built library (verbs_harness.c):
  * a private softibd (start_daemon/stop_daemon as cmocka group setup and
  * teardown), one RC end per device and a connected pair, posting and
  * bounded polling, and forged packets injected into a QP's inbox.
@@ -48,6 +48,7 @@ struct conn_opts {
 	int access;
 	uint32_t force_dest_qpn; /* 0: the real peer */
 	bool global;             /* the path has a GRH (DGID = the peer's GID 0) */
+	uint32_t psn;            /* sq_psn and rq_psn; 0: 0x123456 */
 };
 
 /* A hand-made producer into the inbox that owns a QP, as any process of
@@ -88,7 +89,8 @@ void inbox_unmap(struct inbox_map *m);
 /* Build a packet from h and payload straight into the inbox and publish it. */
 void inject(struct inbox_map *m, const struct iba_pkt *h, const void *payload, size_t paylen);
 /* cmocka group setup/teardown: a private softibd on a socket in a fresh
- * temporary directory (SOFTIB_SOCKET), stopped by PID. */
+ * temporary directory (SOFTIB_SOCKET), stopped by PID; it also exits by
+ * itself after 30 s without clients, so an aborted run leaves none behind. */
 int start_daemon(void **state);
 int stop_daemon(void **state);
 

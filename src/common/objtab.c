@@ -232,12 +232,11 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int sib_objtab_destroy(struct sib_objtab *t, uint64_t handle, uint64_t timeout_ns)
+int sib_objtab_unpublish(struct sib_objtab *t, uint64_t handle)
 {
 	struct sib_objtab_slot *s = slot_of(t, SIB_OBJTAB_INDEX(handle));
 	uint32_t gen = SIB_OBJTAB_GEN(handle);
-	uint64_t w, deadline = 0;
-	unsigned int spins = 0;
+	uint64_t w;
 
 	if (!s || !(gen & 1))
 		return ENOENT;
@@ -253,10 +252,22 @@ int sib_objtab_destroy(struct sib_objtab *t, uint64_t handle, uint64_t timeout_n
 	} while (!atomic_compare_exchange_weak_explicit(&s->word, &w, WORD(gen + 1, REFS(w) - 1),
 							memory_order_acq_rel, memory_order_relaxed));
 	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
 
-	/* Wait for in-flight users: they hold references for the length of
-	 * one operation, so this is short; the bound covers a stuck one. */
+int sib_objtab_wait(struct sib_objtab *t, uint64_t handle, uint64_t timeout_ns,
+		    void (*poke)(void *arg), void *arg)
+{
+	struct sib_objtab_slot *s = slot_of(t, SIB_OBJTAB_INDEX(handle));
+	uint64_t deadline = 0;
+	unsigned int spins = 0;
+
+	/* In-flight users hold references for the length of one operation, or
+	 * until the holder's next pass notices the generation moved (poke
+	 * runs that pass); the bound covers a stuck one. */
 	while (REFS(atomic_load_explicit(&s->word, memory_order_acquire))) {
+		if (poke)
+			poke(arg);
 		if (++spins < 64) {
 			sched_yield();
 			continue;
@@ -264,13 +275,57 @@ int sib_objtab_destroy(struct sib_objtab *t, uint64_t handle, uint64_t timeout_n
 		if (!deadline)
 			deadline = now_ns() + timeout_ns;
 		else if (now_ns() >= deadline)
-			return ETIMEDOUT; /* slot retired: stays busy, never reused */
+			return ETIMEDOUT;
 		nanosleep(&(struct timespec){ .tv_nsec = 100000 }, NULL);
 	}
+	return 0;
+}
+
+void sib_objtab_release(struct sib_objtab *t, uint64_t handle)
+{
+	struct sib_objtab_slot *s = slot_of(t, SIB_OBJTAB_INDEX(handle));
+
 	pthread_mutex_lock(&t->lock);
 	atomic_store_explicit(&s->obj, NULL, memory_order_relaxed);
 	s->busy = 0;
 	t->live--;
 	pthread_mutex_unlock(&t->lock);
+}
+
+void sib_objtab_republish(struct sib_objtab *t, uint64_t handle, void *obj, uint64_t *new_handle)
+{
+	struct sib_objtab_slot *s = slot_of(t, SIB_OBJTAB_INDEX(handle));
+	uint32_t gen = SIB_OBJTAB_GEN(handle) + 2; /* odd again, never the old one */
+	uint64_t w;
+
+	pthread_mutex_lock(&t->lock);
+	atomic_store_explicit(&s->obj, obj, memory_order_relaxed);
+	/* Late puts of old users may race: add the table's reference by CAS.
+	 * Release: a lookup that sees the count sees what was changed. */
+	w = atomic_load_explicit(&s->word, memory_order_relaxed);
+	while (!atomic_compare_exchange_weak_explicit(&s->word, &w, WORD(gen, REFS(w) + 1),
+						      memory_order_release, memory_order_relaxed))
+		;
+	pthread_mutex_unlock(&t->lock);
+	*new_handle = WORD(gen, SIB_OBJTAB_INDEX(handle));
+}
+
+bool sib_objtab_live(struct sib_objtab *t, uint64_t handle)
+{
+	struct sib_objtab_slot *s = slot_of(t, SIB_OBJTAB_INDEX(handle));
+
+	return s && GEN(atomic_load_explicit(&s->word, memory_order_acquire)) == SIB_OBJTAB_GEN(handle);
+}
+
+int sib_objtab_destroy(struct sib_objtab *t, uint64_t handle, uint64_t timeout_ns)
+{
+	int rc = sib_objtab_unpublish(t, handle);
+
+	if (rc)
+		return rc;
+	rc = sib_objtab_wait(t, handle, timeout_ns, NULL, NULL);
+	if (rc)
+		return rc; /* slot retired: stays busy, never reused */
+	sib_objtab_release(t, handle);
 	return 0;
 }

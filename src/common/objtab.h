@@ -11,14 +11,21 @@
  * reference, then waits, with a bound, until in-flight users put theirs.
  * Lookups take a reference only if the count is not zero.
  *
- * Locking: reserve/publish/abort/destroy take t->lock; get/get_index/put/
- * next are lock-free (one 64-bit CAS or add per call) and never sleep.
+ * A user may keep a reference across operations (a responder between
+ * packets) if it checks sib_objtab_live before each use and puts the
+ * reference once the generation moved: destroy's wait then ends at the
+ * holder's next look, which its poke callback can bring about.
+ *
+ * Locking: reserve/publish/abort/unpublish/republish/release take t->lock;
+ * get/get_index/put/next/live are lock-free (one 64-bit CAS, add or load
+ * per call) and never sleep.
  */
 #ifndef SIB_OBJTAB_H
 #define SIB_OBJTAB_H
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define SIB_OBJTAB_PAGE 256u            /* slots per lazily allocated page */
@@ -82,5 +89,23 @@ void *sib_objtab_next(struct sib_objtab *t, uint32_t *index);
  * unreachable but must NOT be freed (the slot stays retired, never reused).
  */
 int sib_objtab_destroy(struct sib_objtab *t, uint64_t handle, uint64_t timeout_ns);
+
+/* destroy in steps, for owners that must act between them (objtab.c):
+ * unpublish: the generation moves (lookups, live and stale handles fail)
+ *   and the table's reference is dropped.  0 or ENOENT (as destroy).
+ * wait: until no reference is left, calling poke(arg) (if not NULL) on
+ *   every look, so that holders run and notice; 0 or ETIMEDOUT.
+ * release: after wait gave 0, free the slot (the caller frees the object).
+ * republish: after unpublish (and wait), publish obj again at the same
+ *   index under a new generation; *new_handle names it.  References
+ *   still held under the old generation stay counted until put. */
+int sib_objtab_unpublish(struct sib_objtab *t, uint64_t handle);
+int sib_objtab_wait(struct sib_objtab *t, uint64_t handle, uint64_t timeout_ns,
+		    void (*poke)(void *arg), void *arg);
+void sib_objtab_release(struct sib_objtab *t, uint64_t handle);
+void sib_objtab_republish(struct sib_objtab *t, uint64_t handle, void *obj, uint64_t *new_handle);
+/* Is handle's generation still the published one?  One atomic load; a
+ * holder of a reference checks it before each use of the object. */
+bool sib_objtab_live(struct sib_objtab *t, uint64_t handle);
 
 #endif

@@ -189,7 +189,9 @@ static enum comp_state do_read(struct comp_pass *p)
 	if (sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
 			  IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS)
 		return COMPST_ERR_LOC_PROT;
-	sib_sge_copy_in(w->sge, w->num_sge, off, pkt->payload, pkt->paylen);
+	if (sib_sge_copy_in(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, off,
+			    pkt->payload, pkt->paylen) != IBV_WC_SUCCESS)
+		return COMPST_ERR_LOC_PROT; /* deregistered between check and copy */
 	qp->comp.read_rcvd++;
 	qp->comp.psn = iba_psn_add(psn, 1);
 	if (last) {
@@ -395,6 +397,8 @@ void sib_comp_timers(struct sib_qp *qp, uint64_t now)
 void sib_qp_flush(struct sib_qp *qp)
 {
 	uint32_t head = atomic_load_explicit(&qp->sq_head, memory_order_acquire);
+
+	sib_qp_transport_release(qp, false); /* in ERR the responder places nothing */
 
 	while (qp->sq_tail != head) {
 		struct sib_swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];

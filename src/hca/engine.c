@@ -10,6 +10,15 @@
  * engine thread, which sleeps on the inbox futex when the application is
  * not polling (DESIGN principle 3).  A kick that finds the lock taken sets
  * `armed`, and the holder runs once more, so no wakeup is lost (STYLE 6.9).
+ *
+ * The QP schedule (ctx->qp_list) is the engine's own: only a pass (under
+ * progress_lock) walks or changes it.  create_qp pushes a new QP onto
+ * ctx->qp_new (lock-free) with a table reference for the schedule; a pass
+ * takes it in.  Lifetime comes from that reference, not from the lock:
+ * destroy_qp unpublishes the QP and waits; the next pass sees the
+ * generation moved (sib_objtab_live), drops what the QP holds (MR
+ * references, its peer inbox), takes it off the schedule and puts the
+ * reference, after which the QP is the destroyer's to free.
  */
 #include <errno.h>
 #include <sched.h>
@@ -37,8 +46,16 @@ uint64_t sib_now_ns(void)
 
 /* ---- transmit ---- */
 
+void sib_qp_dest_release(struct sib_qp *qp)
+{
+	sib_peer_ring_put(qp->dest.ring);
+	memset(&qp->dest, 0, sizeof(qp->dest));
+}
+
 /* Resolve the connected peer of qp to its inbox (IBA routing by DLID, then
- * the destination CA's QPN demultiplexing, done here by the sender). */
+ * the destination CA's QPN demultiplexing, done here by the sender).  The
+ * dest cache holds a reference on the mapping: let go when the inbox's
+ * generation is gone or the destination changes. */
 static struct sib_ring *dest_ring(struct sib_qp *qp)
 {
 	struct sib_dest *d = &qp->dest;
@@ -49,10 +66,16 @@ static struct sib_ring *dest_ring(struct sib_qp *qp)
 		return NULL;
 	w = atomic_load_explicit(&sib_fabric->qp_owner[qp->dest_qpn], memory_order_acquire);
 	inbox = SIB_QPO_INBOX(w);
-	if (!(w & SIB_QPO_VALID) || inbox >= SIB_MAX_INBOXES)
+	if (!(w & SIB_QPO_VALID) || inbox >= SIB_MAX_INBOXES ||
+	    atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != SIB_QPO_GEN(w)) {
+		if (__builtin_expect(d->ring != NULL, 0)) {
+			/* The peer's inbox is gone: unmap it once nobody
+			 * holds it (d->owner stays, for peer_gone). */
+			sib_peer_ring_put(d->ring);
+			d->ring = NULL;
+		}
 		return NULL;
-	if (atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != SIB_QPO_GEN(w))
-		return NULL;
+	}
 	if (d->ring && d->owner == w && d->dlid == qp->ah.dlid && d->dqpn == qp->dest_qpn)
 		return d->ring;
 
@@ -61,6 +84,7 @@ static struct sib_ring *dest_ring(struct sib_qp *qp)
 		      atomic_load_explicit(&sib_fabric->lid_map[qp->ah.dlid], memory_order_acquire) : 0;
 	if (!lm || (uint32_t)(lm >> 8) != SIB_QPO_DEV(w))
 		return NULL;
+	sib_peer_ring_put(d->ring);
 	d->ring = sib_peer_ring(inbox, SIB_QPO_GEN(w));
 	d->owner = w;
 	d->dlid = qp->ah.dlid;
@@ -214,6 +238,49 @@ static void link_tick(struct sib_context *ctx, uint64_t *now)
 	sib_link_report(&ctx->link, SIB_LC_TR_RNR_NAKS, ctx->rnr_naks);
 }
 
+void sib_engine_schedule(struct sib_context *ctx, struct sib_qp *qp)
+{
+	struct sib_qp *head = atomic_load_explicit(&ctx->qp_new, memory_order_relaxed);
+
+	atomic_fetch_add(&ctx->nqps, 1);
+	do
+		qp->next_in_ctx = head;
+	while (!atomic_compare_exchange_weak_explicit(&ctx->qp_new, &head, qp, memory_order_release,
+						      memory_order_relaxed));
+}
+
+void sib_engine_take_new(struct sib_context *ctx)
+{
+	struct sib_qp *n;
+
+	if (!atomic_load_explicit(&ctx->qp_new, memory_order_relaxed))
+		return;
+	n = atomic_exchange_explicit(&ctx->qp_new, NULL, memory_order_acquire);
+	while (n) {
+		struct sib_qp *next = n->next_in_ctx;
+
+		n->next_in_ctx = ctx->qp_list;
+		ctx->qp_list = n;
+		n = next;
+	}
+}
+
+/* Off the schedule: the QP was unpublished (destroy_qp waits for the
+ * schedule's reference).  Drop what it holds, then the reference; the
+ * destroyer may free it at once. */
+static void unschedule(struct sib_context *ctx, struct sib_qp *qp)
+{
+	sib_qp_transport_release(qp, false);
+	sib_qp_dest_release(qp);
+	atomic_fetch_sub(&ctx->nqps, 1);
+	sib_objtab_put(&ctx->qps, qp->sched_handle);
+}
+
+void sib_engine_poke(void *ctx)
+{
+	sib_progress(ctx);
+}
+
 /* One pass over everything.  Returns true if it did any work. */
 static bool run_once(struct sib_context *ctx)
 {
@@ -237,9 +304,16 @@ static bool run_once(struct sib_context *ctx)
 		      (ctx->link_next && (now = sib_now_ns()) >= ctx->link_next))))
 		link_tick(ctx, &now);
 	ctx->tx_blocked = false;
-	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx) {
-		bool live = qp->state >= IBV_QPS_RTR && qp->state != IBV_QPS_ERR;
+	sib_engine_take_new(ctx);
+	for (struct sib_qp **pp = &ctx->qp_list, *qp; (qp = *pp);) {
+		bool live;
 
+		if (__builtin_expect(!sib_objtab_live(&ctx->qps, qp->sched_handle), 0)) {
+			*pp = qp->next_in_ctx;
+			unschedule(ctx, qp); /* qp may be freed from here */
+			continue;
+		}
+		live = qp->state >= IBV_QPS_RTR && qp->state != IBV_QPS_ERR;
 		if (live && qp->dest.owner && peer_gone(qp)) {
 			if (!now)
 				now = sib_now_ns();
@@ -249,6 +323,7 @@ static bool run_once(struct sib_context *ctx)
 		if (live && qp->state != IBV_QPS_ERR && qp->peer_gone_deadline &&
 		    (!next || qp->peer_gone_deadline < next))
 			next = qp->peer_gone_deadline;
+		pp = &qp->next_in_ctx;
 	}
 	if (ctx->link_next && (!next || ctx->link_next < next))
 		next = ctx->link_next;
@@ -382,6 +457,16 @@ static void *engine_main(void *arg)
 	return NULL;
 }
 
+/* The link's wrappers keep packets for a peer inbox: count them on its
+ * mapping, so that a QP letting go does not unmap it under them. */
+static void link_dest_ref(void *dest, int delta)
+{
+	if (delta > 0)
+		sib_peer_ring_hold(dest);
+	else
+		sib_peer_ring_put(dest);
+}
+
 int sib_engine_start(struct sib_context *ctx)
 {
 	int rc = sib_link_open(&ctx->link, ctx->inbox_base, ctx->pid, ctx->inbox_idx,
@@ -389,6 +474,7 @@ int sib_engine_start(struct sib_context *ctx)
 
 	if (rc)
 		return rc;
+	ctx->link.dest_ref = link_dest_ref;
 	rc = pthread_create(&ctx->engine, NULL, engine_main, ctx);
 	if (rc) {
 		sib_link_close(&ctx->link);

@@ -7,11 +7,17 @@
  *  - ctx->progress_lock serializes the engine: whoever holds it (the engine
  *    thread or an application thread inside post/poll) consumes the inbox
  *    and runs requester, responder and completer for every QP of the context.
- *    It also guards the engine's own QP schedule (qp_list) and the MR
- *    pointers transport state keeps between packets.
- *  - Object lifetime is the object tables' (common/objtab.h): QPs by QPN and
- *    MRs by key index per context, CQs process-wide.  Destroy unpublishes,
- *    then waits for references, then frees.
+ *    It serializes transport state; it keeps nothing alive.
+ *  - Object lifetime is the object tables' only (common/objtab.h): QPs by
+ *    QPN and MRs by key index per context, CQs process-wide.  Every user
+ *    holds a reference: the receive path per packet, the responder on an
+ *    MR it keeps between packets (and checks sib_objtab_live before each
+ *    use), the engine's schedule on each scheduled QP.  Destroy
+ *    unpublishes, waits for the references (poking the engine, which drops
+ *    what it holds on seeing the generation move), then frees.
+ *  - Peer inbox mappings are counted: a QP's dest cache holds one
+ *    (sib_peer_ring / sib_peer_ring_put), dropped when the destination
+ *    changes, its generation is gone, or the QP leaves the schedule.
  *  - qp->sq_lock / qp->rq_lock protect the producer index of the SQ / RQ
  *    against concurrent posters; cq->lock protects the CQ ring.
  *  - Nothing here is shared with another process except the inbox rings and
@@ -142,7 +148,7 @@ struct sib_dest {
 	uint16_t dlid;
 	uint32_t dqpn;
 	uint64_t owner;                /* qp_owner word seen when resolved */
-	struct sib_ring *ring;         /* peer inbox, NULL when unresolved */
+	struct sib_ring *ring;         /* peer inbox (a reference), NULL when unresolved */
 };
 
 struct sib_qp {
@@ -150,7 +156,8 @@ struct sib_qp {
 	struct sib_context *ctx;
 	uint32_t obj_handle;
 	uint64_t tab_handle;           /* in ctx->qps */
-	struct sib_qp *next_in_ctx;    /* context's QP list (under progress_lock) */
+	struct sib_qp *next_in_ctx;    /* the engine's schedule (engine.c), or ctx->qp_new */
+	uint64_t sched_handle;         /* the schedule's reference (tab_handle at publish) */
 
 	/* attributes (authoritative state is `state`; mirrored to ibv.qp_base.state) */
 	enum ibv_qp_state state;
@@ -218,14 +225,15 @@ struct sib_context {
 	_Atomic uint64_t notify_count; /* bumped by req_notify_cq: the app may block next */
 	_Atomic int engine_napping;    /* the engine naps without asking for wakeups */
 	_Atomic uint64_t engine_sleep_until; /* ns; 0 = awake or napping (engine_main) */
-	_Atomic uint32_t nqps;         /* QPs in qp_list */
+	_Atomic uint32_t nqps;         /* QPs scheduled or about to be */
 	_Atomic int stop;
 	pthread_t engine;
 	bool engine_started;
 
 	struct sib_objtab qps;         /* by QPN */
 	struct sib_objtab mrs;         /* by key index (key >> 8) */
-	struct sib_qp *qp_list;        /* the engine's schedule, under progress_lock */
+	struct sib_qp *qp_list;        /* the engine's schedule (engine-private, engine.c) */
+	_Atomic(struct sib_qp *) qp_new; /* created QPs the engine has not taken yet */
 	_Atomic uint64_t key_ctr;      /* key-byte generator: counter and secret, */
 	uint64_t key_secret;           /* both seeded by getrandom (keys.c) */
 
@@ -264,16 +272,28 @@ void sib_progress(struct sib_context *ctx);
 /* Wake the engine thread (e.g. the app is about to block). */
 void sib_engine_kick(struct sib_context *ctx);
 /*
- * Engine-context lookups (caller holds ctx->progress_lock): the live QP
- * with this QPN, the live MR with this exact key, or NULL.  No reference is
- * kept: destroy_qp takes the QP off the engine's schedule, and dereg_mr
- * clears the MR from transport state, under the progress lock before they
- * free.  Outside the engine use sib_objtab_get/put on ctx->qps / ctx->mrs.
+ * Engine-context lookups: the live QP with this QPN, the live MR with this
+ * exact key (index live, key byte matches), with a reference taken
+ * (*handle names it for sib_objtab_put), or NULL.
  */
-struct sib_qp *sib_qp_lookup(struct sib_context *ctx, uint32_t qpn);
-struct sib_mr *sib_mr_lookup(struct sib_context *ctx, uint32_t key);
-/* Map a peer inbox through the host (slow path). NULL if it is gone. */
+struct sib_qp *sib_qp_get(struct sib_context *ctx, uint32_t qpn, uint64_t *handle);
+struct sib_mr *sib_mr_get(struct sib_context *ctx, uint32_t key, uint64_t *handle);
+/* Add a published QP (the caller holds a reference for the schedule in
+ * qp->sched_handle) to the engine's schedule; lock-free, any thread. */
+void sib_engine_schedule(struct sib_context *ctx, struct sib_qp *qp);
+/* Move QPs pushed by sib_engine_schedule onto the schedule (progress_lock
+ * held: the schedule is the engine's). */
+void sib_engine_take_new(struct sib_context *ctx);
+/* Poke the engine: run a pass here if nobody does (destroy waits). */
+void sib_engine_poke(void *ctx);
+/* Map a peer inbox through the host (slow path), one reference taken.
+ * NULL if it is gone.  put drops one (the mapping goes with the last);
+ * hold takes another on a ring already held. */
 struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen);
+void sib_peer_ring_put(struct sib_ring *ring);
+void sib_peer_ring_hold(struct sib_ring *ring);
+/* Drop the QP's peer inbox reference and forget its destination. */
+void sib_qp_dest_release(struct sib_qp *qp);
 /* The process's host hooks (provider.c). */
 extern const struct sib_hca_host *sib_host;
 /* CQs by (reg_id, reg_gen): completion records name them (cq_ops.c). */
@@ -312,13 +332,15 @@ uint8_t sib_key_byte(struct sib_context *ctx);
 int sib_key_seed(struct sib_context *ctx);
 /* Transport half of struct sib_qp (transport.c): allocate / free the
  * responder resources (ENOMEM), reset to RESET state (IBA 10.3.1), apply
- * the transport attributes of a modify (retry budgets, PSNs), and forget
- * an MR being deregistered or reregistered.  Callers hold progress_lock except for init/fini. */
+ * the transport attributes of a modify (retry budgets, PSNs), and drop the
+ * MR references the responder holds (all of them, or only those whose MR
+ * was deregistered or reregistered since).  Callers hold progress_lock
+ * except for init/fini. */
 int sib_qp_transport_init(struct sib_qp *qp);
 void sib_qp_transport_fini(struct sib_qp *qp);
 void sib_qp_transport_reset(struct sib_qp *qp);
 void sib_qp_transport_modify(struct sib_qp *qp, const struct ibv_qp_attr *a, int mask);
-void sib_qp_transport_mr_gone(struct sib_qp *qp, const struct sib_mr *mr);
+void sib_qp_transport_release(struct sib_qp *qp, bool dead_only);
 /* Per-QP transport work of one engine pass (transport.c): responder
  * output, timers, requester, local errors, SQ drained event.  *now is
  * filled lazily; *next gets the earliest deadline. */

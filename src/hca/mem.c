@@ -3,6 +3,9 @@
  * Local memory access of the software HCA: SGE validation against MRs
  * (the key check order of STYLE 6.8: (1) index live, (2) key byte,
  * (3) PD, (4) access, (6) range) and gather/scatter at a byte offset.
+ * Gather and scatter hold a table reference on each SGE's MR while they
+ * copy, so dereg_mr/rereg_mr (which wait for references) never return
+ * while a packet still reads or writes the old memory.  Engine context.
  */
 #include <string.h>
 
@@ -34,38 +37,55 @@ enum ibv_wc_status sib_sge_check(struct sib_context *ctx, uint32_t pd, const str
 	return IBV_WC_SUCCESS;
 }
 
-void sib_sge_copy_out(const struct ibv_sge *sge, uint32_t num_sge, uint32_t off, void *dst, uint32_t len)
+/* Copy len bytes between the SGE list at byte offset off and buf, each
+ * piece under a reference on its MR, re-checked (key, PD, access, range)
+ * under that reference.  to_sge: scatter (needs LOCAL_WRITE). */
+static enum ibv_wc_status sge_copy(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
+				   uint32_t num_sge, uint32_t off, uint8_t *buf, uint32_t len, bool to_sge)
 {
-	uint8_t *d = dst;
+	unsigned int need = to_sge ? IBV_ACCESS_LOCAL_WRITE : 0;
 
 	for (uint32_t i = 0; i < num_sge && len; i++) {
+		const struct sib_mr *mr;
+		struct sib_mr_range local;
+		uint64_t h, addr;
+		uint32_t n;
+		bool ok;
+
 		if (off >= sge[i].length) {
 			off -= sge[i].length;
 			continue;
 		}
-		uint32_t n = sge[i].length - off < len ? sge[i].length - off : len;
-
-		memcpy(d, (const uint8_t *)(uintptr_t)sge[i].addr + off, n);
-		d += n;
+		n = sge[i].length - off < len ? sge[i].length - off : len;
+		addr = sge[i].addr + off;
+		mr = sib_objtab_get_index(&ctx->mrs, sge[i].lkey >> 8, &h);
+		if (!mr)
+			return IBV_WC_LOC_PROT_ERR;
+		local = mr->range;
+		local.iova = (uintptr_t)mr->ibv.addr;
+		ok = mr->ibv.lkey == sge[i].lkey && sib_mr_check(&local, pd, addr, n, need) == SIB_KEY_OK;
+		if (ok && to_sge)
+			memcpy((uint8_t *)(uintptr_t)addr, buf, n);
+		else if (ok)
+			memcpy(buf, (const uint8_t *)(uintptr_t)addr, n);
+		sib_objtab_put(&ctx->mrs, h);
+		if (!ok)
+			return IBV_WC_LOC_PROT_ERR;
+		buf += n;
 		len -= n;
 		off = 0;
 	}
+	return IBV_WC_SUCCESS;
 }
 
-void sib_sge_copy_in(const struct ibv_sge *sge, uint32_t num_sge, uint32_t off, const void *src, uint32_t len)
+enum ibv_wc_status sib_sge_copy_out(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
+				    uint32_t num_sge, uint32_t off, void *dst, uint32_t len)
 {
-	const uint8_t *s = src;
+	return sge_copy(ctx, pd, sge, num_sge, off, dst, len, false);
+}
 
-	for (uint32_t i = 0; i < num_sge && len; i++) {
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		uint32_t n = sge[i].length - off < len ? sge[i].length - off : len;
-
-		memcpy((uint8_t *)(uintptr_t)sge[i].addr + off, s, n);
-		s += n;
-		len -= n;
-		off = 0;
-	}
+enum ibv_wc_status sib_sge_copy_in(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
+				   uint32_t num_sge, uint32_t off, const void *src, uint32_t len)
+{
+	return sge_copy(ctx, pd, sge, num_sge, off, (uint8_t *)(uintptr_t)src, len, true);
 }

@@ -5,9 +5,9 @@
  * (IBA 10.6: register, reregister, deregister; keys index << 8 | key byte,
  * STYLE 6.8), the device and port queries, and the async event records
  * (what uverbs does for a real provider).  It never calls the layer above;
- * the host hooks come in through sib_hca_set_host.  Locking: objects in
- * objtabs (hca.h); the progress lock only where transport state holds MR
- * pointers.
+ * the host hooks come in through sib_hca_set_host.  Locking: objects live
+ * in objtabs (hca.h); dereg/rereg wait for MR references through the
+ * table and never take the progress lock.
  */
 #include <endian.h>
 #include <errno.h>
@@ -32,6 +32,18 @@ void sib_hca_set_host(const struct sib_hca_host *host)
 struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen)
 {
 	return sib_host && sib_host->peer_ring ? sib_host->peer_ring(inbox, gen) : NULL;
+}
+
+void sib_peer_ring_put(struct sib_ring *ring)
+{
+	if (ring && sib_host && sib_host->peer_ring_put)
+		sib_host->peer_ring_put(ring);
+}
+
+void sib_peer_ring_hold(struct sib_ring *ring)
+{
+	if (ring && sib_host && sib_host->peer_ring_hold)
+		sib_host->peer_ring_hold(ring);
 }
 
 /* ---- devices and contexts ---- */
@@ -282,16 +294,16 @@ static int sib_dealloc_pd(struct ibv_pd *ibpd)
 
 /* ---- memory regions ---- */
 
-struct sib_mr *sib_mr_lookup(struct sib_context *ctx, uint32_t key)
+struct sib_mr *sib_mr_get(struct sib_context *ctx, uint32_t key, uint64_t *handle)
 {
-	uint64_t h;
-	struct sib_mr *mr = sib_objtab_get_index(&ctx->mrs, key >> 8, &h);
+	struct sib_mr *mr = sib_objtab_get_index(&ctx->mrs, key >> 8, handle);
 
-	if (!mr)
-		return NULL;
-	sib_objtab_put(&ctx->mrs, h);
 	/* (1) index live, (2) key byte matches */
-	return mr->ibv.lkey == key ? mr : NULL;
+	if (mr && mr->ibv.lkey != key) {
+		sib_objtab_put(&ctx->mrs, *handle);
+		mr = NULL;
+	}
+	return mr;
 }
 
 /* ib_uverbs_reg_mr's rules, then the MR; iova is what remote peers address. */
@@ -351,25 +363,28 @@ err_free:
 	return NULL;
 }
 
+/*
+ * IBA 10.6 (memory registration): after deregistration returns, the region's keys
+ * are invalid and no access through them happens.  The MR leaves the table
+ * (its generation moves, so every lookup and every responder that kept it
+ * between packets sees it gone), then dereg waits, bounded, until the last
+ * in-flight user put its reference, poking the engine so that a responder
+ * holding it notices now rather than at its next packet.
+ */
 static int sib_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct sib_context *ctx = to_sctx(ibmr->context);
 	struct sib_mr *mr = to_smr(ibmr);
-
-	/* Unpublish, wait for in-flight lookups ...  ENOENT: not ours (a
-	 * stale MR); ETIMEDOUT: a user never let go: the MR is unreachable
-	 * all the same, so finish the deregistration and leak only its memory
-	 * (an EBUSY here would pin the PD forever). */
-	int rc = sib_objtab_destroy(&ctx->mrs, mr->tab_handle, SIB_DESTROY_WAIT_NS);
+	int rc = sib_objtab_unpublish(&ctx->mrs, mr->tab_handle);
 
 	if (rc == ENOENT)
-		return EINVAL;
-	/* ... and clear it from transport state, which keeps MR pointers
-	 * between packets (a multi-packet WRITE, READ responses). */
-	pthread_mutex_lock(&ctx->progress_lock);
-	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx)
-		sib_qp_transport_mr_gone(qp, mr);
-	pthread_mutex_unlock(&ctx->progress_lock);
+		return EINVAL; /* not ours (a stale MR) */
+	/* ETIMEDOUT: a user never let go: the MR is unreachable all the same,
+	 * so finish the deregistration and leak only its memory (the slot
+	 * stays retired; an EBUSY here would pin the PD forever). */
+	rc = sib_objtab_wait(&ctx->mrs, mr->tab_handle, SIB_DESTROY_WAIT_NS, sib_engine_poke, ctx);
+	if (!rc)
+		sib_objtab_release(&ctx->mrs, mr->tab_handle);
 	atomic_fetch_sub(&((struct sib_pd *)ibmr->pd)->usecnt, 1);
 	sib_host->obj_destroy(mr->handle);
 	if (!rc)
@@ -388,12 +403,21 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
  * The L_Key and R_Key stay the same (as rxe, and mlx5 when it can rewrite
  * the mkey in place): the index and key byte keep naming this MR, so the
  * application need not send peers a new R_Key.  softib has no memory
- * windows, so no MW can depend on the MR.  The change is made under the
- * progress lock, and the responder forgets its cached pointer to this MR
- * (as on dereg): a WRITE or READ in flight against the old translation,
- * access or PD fails its next packet with an R_Key violation instead of
- * touching memory the application may have freed.  The PD's usecnt moves
- * with CHANGE_PD (new +1 first, then old -1, as uverbs).
+ * windows, so no MW can depend on the MR.
+ *
+ * No packet uses the old translation, access or PD once rereg returns:
+ * the MR is taken out of the table (its generation moves), rereg waits
+ * until every in-flight user put its reference (the per-packet lookups
+ * and copies, and a responder that kept the MR for a WRITE or READ under
+ * way, which sees the generation moved and lets go), changes the range
+ * while nobody can see it, and publishes the same MR again under a new
+ * generation.  A WRITE or READ that spans the rereg fails its next packet
+ * with an R_Key violation; a request arriving during the rereg itself
+ * finds no MR and fails the same way, as on an HCA that revokes a key
+ * while it rewrites it.  The range needs no lock of its own: it changes
+ * only while no reference exists.  EBUSY (MR unchanged) if a user never
+ * lets go within the destroy bound.  The PD's usecnt moves with
+ * CHANGE_PD (new +1 first, then old -1, as uverbs).
  */
 static int sib_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr,
 			size_t length, int access_in)
@@ -402,6 +426,7 @@ static int sib_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, voi
 	struct sib_mr *mr = to_smr(ibmr);
 	struct sib_pd *old_pd = (struct sib_pd *)ibmr->pd, *new_pd = NULL;
 	struct sib_mr_range r = mr->range;
+	uint64_t h = mr->tab_handle;
 	unsigned int access;
 	int rc;
 
@@ -430,19 +455,23 @@ static int sib_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, voi
 		r.iova = (uintptr_t)addr;
 		r.length = length;
 	}
-	if (new_pd)
-		atomic_fetch_add(&new_pd->usecnt, 1);
-	pthread_mutex_lock(&ctx->progress_lock);
-	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx)
-		sib_qp_transport_mr_gone(qp, mr);
-	mr->range = r;
-	if (new_pd)
-		mr->ibv.pd = ibpd;
-	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		mr->ibv.addr = addr;
-		mr->ibv.length = length;
+	if (sib_objtab_unpublish(&ctx->mrs, h))
+		return EINVAL; /* not ours (a stale MR) */
+	rc = sib_objtab_wait(&ctx->mrs, h, SIB_DESTROY_WAIT_NS, sib_engine_poke, ctx);
+	if (!rc) {
+		if (new_pd)
+			atomic_fetch_add(&new_pd->usecnt, 1);
+		mr->range = r;
+		if (new_pd)
+			mr->ibv.pd = ibpd;
+		if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+			mr->ibv.addr = addr;
+			mr->ibv.length = length;
+		}
 	}
-	pthread_mutex_unlock(&ctx->progress_lock);
+	sib_objtab_republish(&ctx->mrs, h, mr, &mr->tab_handle);
+	if (rc)
+		return EBUSY;
 	if (new_pd)
 		atomic_fetch_sub(&old_pd->usecnt, 1);
 	return 0;

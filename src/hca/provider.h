@@ -68,16 +68,23 @@ struct sib_hca_ops {
  * What the HCA needs from its host (the verbs library talks to softibd;
  * a test fakes it).  Set once per process with sib_hca_set_host before the
  * first context.  Each hook may be called from any thread; none is on the
- * data path except peer_ring's first call for an inbox generation.
+ * data path (a QP resolves its peer's ring once and keeps the reference).
  */
 struct sib_hca_host {
 	/* Register an object (resource tracking; QPs get a QPN).  0 or errno. */
 	int (*obj_create)(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type,
 			  uint32_t *handle, uint32_t *qpn);
 	void (*obj_destroy)(uint32_t handle);
-	/* The ring of inbox `inbox` at generation `gen`, mapped; NULL if it is
-	 * gone.  The ring stays valid for the life of the process. */
+	/* The ring of inbox `inbox` at generation `gen`, mapped, with one
+	 * reference taken for the caller; NULL if it is gone.  The ring stays
+	 * valid until the caller's peer_ring_put. */
 	struct sib_ring *(*peer_ring)(uint32_t inbox, uint32_t gen);
+	/* Drop one reference; the last one unmaps the inbox.  NULL: rings are
+	 * never unmapped (a test host). */
+	void (*peer_ring_put)(struct sib_ring *ring);
+	/* Take one more reference on a ring the caller holds (a packet the
+	 * fault wrapper keeps for later).  NULL with peer_ring_put NULL. */
+	void (*peer_ring_hold)(struct sib_ring *ring);
 	/* A new connection on which softibd pushes events (SUBSCRIBE done,
 	 * docs/events.md): its fd, or -errno.  NULL: no pushed events (a test
 	 * host); contexts then only see the events their own engine raises. */

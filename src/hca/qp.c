@@ -5,8 +5,13 @@
  * 10.3.1; check, then apply: qp_state.c's table decides, nothing changes on
  * failure), query, destroy, and the post verbs.  Posting only queues WQEs
  * and runs the engine inline when it is free: no system call, no sleep
- * (seed 004).  QPs live in ctx->qps (objtab) by QPN; modify/query take
- * the progress lock because the engine owns the transport fields.
+ * (seed 004).  Lifetime: QPs live in ctx->qps (objtab) by QPN; the
+ * receive path holds a reference per packet and the engine's schedule one
+ * per scheduled QP.  destroy unpublishes, then waits for them all (the
+ * engine drops its own, and the QP's MR and peer inbox references, once
+ * it sees the QP unpublished), then frees: no lock keeps a QP alive.
+ * modify/query take the progress lock only to serialize with the engine,
+ * which owns the transport fields.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,44 +34,36 @@ static uint32_t roundup_pow2(uint32_t v)
 }
 
 /* Make the QP visible: by QPN to the receive path and event readers (the
- * table now owns a reference), and to the engine's schedule. */
+ * table now owns a reference), and to the engine's schedule, which holds
+ * a reference of its own until it sees the QP unpublished. */
 static void qp_publish(struct sib_context *ctx, struct sib_qp *qp)
 {
 	sib_objtab_publish(&ctx->qps, qp->tab_handle, qp);
-	pthread_mutex_lock(&ctx->progress_lock);
-	qp->next_in_ctx = ctx->qp_list;
-	ctx->qp_list = qp;
-	atomic_fetch_add(&ctx->nqps, 1);
-	pthread_mutex_unlock(&ctx->progress_lock);
+	/* Cannot fail: published, and only this thread can destroy it. */
+	(void)sib_objtab_get(&ctx->qps, qp->tab_handle);
+	qp->sched_handle = qp->tab_handle;
+	sib_engine_schedule(ctx, qp);
 }
 
-/* Unpublish (lookups fail from here), take it off the engine's schedule,
- * then wait for in-flight users.  0, or ETIMEDOUT: still in use, keep it. */
+/* Unpublish (lookups fail from here), then wait for every reference:
+ * packets in flight, and the engine's schedule, which lets go on its next
+ * pass (poked from the wait) together with what the QP holds (MR
+ * references, its peer inbox).  0, or ETIMEDOUT: still in use, keep it. */
 static int qp_unpublish(struct sib_context *ctx, struct sib_qp *qp)
 {
-	int rc = sib_objtab_destroy(&ctx->qps, qp->tab_handle, SIB_DESTROY_WAIT_NS);
+	int rc = sib_objtab_unpublish(&ctx->qps, qp->tab_handle);
 
-	pthread_mutex_lock(&ctx->progress_lock);
-	for (struct sib_qp **pp = &ctx->qp_list; *pp; pp = &(*pp)->next_in_ctx) {
-		if (*pp == qp) {
-			*pp = qp->next_in_ctx;
-			atomic_fetch_sub(&ctx->nqps, 1);
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ctx->progress_lock);
+	if (rc)
+		return rc;
+	rc = sib_objtab_wait(&ctx->qps, qp->tab_handle, SIB_DESTROY_WAIT_NS, sib_engine_poke, ctx);
+	if (!rc)
+		sib_objtab_release(&ctx->qps, qp->tab_handle);
 	return rc;
 }
 
-struct sib_qp *sib_qp_lookup(struct sib_context *ctx, uint32_t qpn)
+struct sib_qp *sib_qp_get(struct sib_context *ctx, uint32_t qpn, uint64_t *handle)
 {
-	uint64_t h;
-	struct sib_qp *qp = sib_objtab_get_index(&ctx->qps, qpn, &h);
-
-	/* Engine context: the schedule keeps it alive until we drop the lock. */
-	if (qp)
-		sib_objtab_put(&ctx->qps, h);
-	return qp;
+	return sib_objtab_get_index(&ctx->qps, qpn, handle);
 }
 
 static void qp_free(struct sib_qp *qp)
@@ -290,7 +287,7 @@ static void qp_reset(struct sib_qp *qp)
 	qp->rq_tail = 0;
 	sib_qp_transport_reset(qp);
 	qp->sqd_event_pending = false;
-	memset(&qp->dest, 0, sizeof(qp->dest));
+	sib_qp_dest_release(qp);
 	qp->peer_gone_deadline = 0;
 }
 
@@ -308,7 +305,7 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 		qp->qkey = a->qkey;
 	if (mask & IBV_QP_AV) {
 		qp->ah = a->ah_attr;
-		memset(&qp->dest, 0, sizeof(qp->dest));
+		sib_qp_dest_release(qp);
 		qp->peer_gone_deadline = 0;
 	}
 	if (mask & IBV_QP_ALT_PATH)
@@ -334,7 +331,7 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 		qp->mig_state = a->path_mig_state;
 	if (mask & IBV_QP_DEST_QPN) {
 		qp->dest_qpn = a->dest_qp_num;
-		memset(&qp->dest, 0, sizeof(qp->dest));
+		sib_qp_dest_release(qp);
 		qp->peer_gone_deadline = 0;
 	}
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)

@@ -7,7 +7,9 @@
  * responder (requests) or completer (responses and ACKs).  The bytes come
  * from another process and are hostile: every check drops and counts by
  * cause (ctx->rx_drop[]), nothing here may crash or wait.  Engine context
- * (progress_lock held); no I/O.
+ * (progress_lock held); no I/O.  The destination QP is looked up with a
+ * table reference, put when the packet is done (one atomic add each way):
+ * a QP destroyed meanwhile stays whole until then.
  */
 #include <string.h>
 
@@ -46,7 +48,8 @@ struct rx {
 	struct iba_pkt pkt;
 	uint16_t lm;                   /* lid_map entry of the DLID: dev << 8 | port */
 	const struct sib_shm_port *port;
-	struct sib_qp *qp;
+	struct sib_qp *qp;             /* a reference (qp_h), or NULL */
+	uint64_t qp_h;
 };
 
 static uint16_t lid_map(uint16_t lid)
@@ -98,7 +101,7 @@ static enum sib_rx_drop hdr_check(struct rx *rx, const uint8_t *buf, uint32_t le
 static enum sib_rx_drop check_type_state(struct rx *rx)
 {
 	const struct iba_pkt *pkt = &rx->pkt;
-	struct sib_qp *qp = sib_qp_lookup(rx->ctx, pkt->bth.dqpn);
+	struct sib_qp *qp = sib_qp_get(rx->ctx, pkt->bth.dqpn, &rx->qp_h);
 	enum sib_transport tr;
 	enum ibv_qp_state s;
 
@@ -198,11 +201,14 @@ enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t 
 	    (why = check_keys(&rx)) != RX_OK ||
 	    (why = check_addr(&rx)) != RX_OK) {
 		__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
-		return why;
+	} else {
+		why = SIB_RX_DELIVERED;
+		if (rx.pkt.op->flags & IBA_OP_REQ)
+			sib_resp_packet(rx.qp, &rx.pkt);
+		else
+			sib_comp_packet(rx.qp, &rx.pkt);
 	}
-	if (rx.pkt.op->flags & IBA_OP_REQ)
-		sib_resp_packet(rx.qp, &rx.pkt);
-	else
-		sib_comp_packet(rx.qp, &rx.pkt);
-	return SIB_RX_DELIVERED;
+	if (rx.qp)
+		sib_objtab_put(&ctx->qps, rx.qp_h);
+	return why;
 }

@@ -128,7 +128,7 @@ static enum req_state send_packet(struct req_pass *p)
 	struct sib_swqe *w = p->w;
 	const struct sib_wr_info *wi = sib_wr_info(w->opcode);
 	uint32_t off = qp->req.offset, left = w->length - off;
-	bool read, last, ackreq;
+	bool read, last, ackreq, copy_failed = false;
 	uint32_t paylen, hdrs;
 	struct sib_tx tx;
 	int opc;
@@ -170,10 +170,15 @@ static enum req_state send_packet(struct req_pass *p)
 		payload = sib_tx_headers(&tx);
 		if (paylen && w->inline_data)
 			memcpy(payload, w->inline_data + off, paylen);
-		else if (paylen)
-			sib_sge_copy_out(w->sge, w->num_sge, off, payload, paylen);
+		else if (paylen && sib_sge_copy_out(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge,
+						    w->num_sge, off, payload, paylen) != IBV_WC_SUCCESS)
+			copy_failed = true;
 		sib_tx_end(qp, &tx, paylen);
 	}
+	/* Deregistered between check and copy: what left is garbage, and the
+	 * WQE fails (the QP goes to ERR, the peer's message never completes). */
+	if (copy_failed)
+		return REQST_ERR_LOC_PROT;
 	if (read) {
 		qp->req.psn = iba_psn_add(qp->req.psn, sib_msg_npsn(left, qp->mtu));
 		qp->req.reads_outstanding++;

@@ -11,6 +11,12 @@
  * table, which says the NAK, the RWQE's status and whether the QP goes to
  * ERR.  The demux (recv.c) has already checked headers, QP type, state,
  * keys and source path.  Owns qp->resp.  Engine context only.
+ *
+ * MRs: an R_Key lookup takes a table reference; a multi-packet WRITE
+ * (resp.mr) and a queued READ (rd_res[].mr) keep it between packets and
+ * check sib_objtab_live before each use: dereg_mr and rereg_mr move the
+ * generation and wait for the reference, so no packet touches an MR's
+ * memory once they return (docs/transport.md "Object lifetime").
  */
 #include <string.h>
 
@@ -92,7 +98,9 @@ struct resp_pass {
 	struct sib_qp *qp;
 	const struct iba_pkt *pkt;
 	uint32_t f;                    /* pkt->op->flags */
-	struct sib_mr *mr;             /* CHK_KEYS: the RETH's MR (NULL: zero length) */
+	struct sib_mr *mr;             /* CHK_KEYS: the RETH's MR, a reference (mr_h);
+					  NULL: zero length, or handed on */
+	uint64_t mr_h;
 	enum sib_err_class ec;         /* the error being handled */
 };
 
@@ -247,19 +255,37 @@ static enum resp_state check_length(struct resp_pass *p)
 
 /* R_Key checks of a RETH (STYLE 6.8: (1) index live, (2) key byte, (3) PD,
  * (4) access, (6) range).  A zero-length request needs no valid R_Key. */
-static bool rkey_ok(struct sib_qp *qp, const struct iba_reth *reth, unsigned int need, struct sib_mr **out)
+static bool rkey_ok(struct sib_qp *qp, const struct iba_reth *reth, unsigned int need,
+		    struct sib_mr **out, uint64_t *out_h)
 {
 	struct sib_mr *mr;
+	uint64_t h;
 
 	*out = NULL;
 	if (!reth->dmalen)
 		return true;
-	mr = sib_mr_lookup(qp->ctx, reth->rkey);              /* (1), (2) */
-	if (!mr || sib_mr_check(&mr->range, qp->ibv.qp_base.pd->handle, reth->va, reth->dmalen,
-				need) != SIB_KEY_OK)         /* (3), (4), (6) */
+	mr = sib_mr_get(qp->ctx, reth->rkey, &h);           /* (1), (2) */
+	if (!mr)
 		return false;
+	if (sib_mr_check(&mr->range, qp->ibv.qp_base.pd->handle, reth->va, reth->dmalen,
+			 need) != SIB_KEY_OK) {                /* (3), (4), (6) */
+		sib_objtab_put(&qp->ctx->mrs, h);
+		return false;
+	}
 	*out = mr;
+	*out_h = h;
 	return true;
+}
+
+/* The responder's kept MR reference (a WRITE under way), or NULL once
+ * its MR was deregistered or reregistered (the reference is dropped). */
+static struct sib_mr *held_mr(struct sib_qp *qp, struct sib_mr **mr, uint64_t h)
+{
+	if (*mr && !sib_objtab_live(&qp->ctx->mrs, h)) {
+		*mr = NULL;
+		sib_objtab_put(&qp->ctx->mrs, h);
+	}
+	return *mr;
 }
 
 static enum resp_state check_keys(struct resp_pass *p)
@@ -276,13 +302,15 @@ static enum resp_state check_keys(struct resp_pass *p)
 									      : RESPST_ERR_RWQE_LKEY;
 	}
 	if (f & IBA_OP_READ)
-		return rkey_ok(qp, &p->pkt->reth, IBV_ACCESS_REMOTE_READ, &p->mr) ? RESPST_EXECUTE
+		return rkey_ok(qp, &p->pkt->reth, IBV_ACCESS_REMOTE_READ, &p->mr, &p->mr_h) ? RESPST_EXECUTE
 										  : RESPST_ERR_RKEY_VIOLATION;
 	if (f & (IBA_OP_FIRST | IBA_OP_ONLY))
-		return rkey_ok(qp, &p->pkt->reth, IBV_ACCESS_REMOTE_WRITE, &p->mr) ? RESPST_EXECUTE
+		return rkey_ok(qp, &p->pkt->reth, IBV_ACCESS_REMOTE_WRITE, &p->mr, &p->mr_h) ? RESPST_EXECUTE
 										   : RESPST_ERR_RKEY_VIOLATION;
-	/* A later WRITE packet: the MR was deregistered under the message. */
-	return p->pkt->paylen && !qp->resp.mr ? RESPST_ERR_RKEY_VIOLATION : RESPST_EXECUTE;
+	/* A later WRITE packet: the MR was deregistered or reregistered
+	 * under the message. */
+	return p->pkt->paylen && !held_mr(qp, &qp->resp.mr, qp->resp.mr_h) ? RESPST_ERR_RKEY_VIOLATION
+									     : RESPST_EXECUTE;
 }
 
 /* ---- execution ---- */
@@ -292,7 +320,9 @@ static enum resp_state do_send(struct resp_pass *p)
 	struct sib_qp *qp = p->qp;
 	struct sib_rwqe *r = rq_cur(qp);
 
-	sib_sge_copy_in(r->sge, r->num_sge, qp->resp.offset, p->pkt->payload, p->pkt->paylen);
+	if (sib_sge_copy_in(qp->ctx, qp->ibv.qp_base.pd->handle, r->sge, r->num_sge, qp->resp.offset,
+			    p->pkt->payload, p->pkt->paylen) != IBV_WC_SUCCESS)
+		return RESPST_ERR_RWQE_LKEY; /* deregistered between check and copy */
 	qp->resp.offset += p->pkt->paylen;
 	qp->resp.epsn = iba_psn_add(qp->resp.epsn, 1);
 	if (!(p->f & (IBA_OP_LAST | IBA_OP_ONLY))) {
@@ -310,7 +340,11 @@ static enum resp_state do_write(struct resp_pass *p)
 	const struct iba_pkt *pkt = p->pkt;
 
 	if (p->f & (IBA_OP_FIRST | IBA_OP_ONLY)) {
+		/* The reference moves to resp.mr (no WRITE is under way:
+		 * CHK_OP_SEQ), dropped after the last packet. */
 		qp->resp.mr = p->mr;
+		qp->resp.mr_h = p->mr_h;
+		p->mr = NULL;
 		qp->resp.va = pkt->reth.va;
 		qp->resp.remaining = pkt->reth.dmalen;
 		qp->resp.offset = 0;
@@ -327,14 +361,17 @@ static enum resp_state do_write(struct resp_pass *p)
 	}
 	qp->resp.msn = iba_psn_add(qp->resp.msn, 1);
 	qp->resp.in_write = false;
-	qp->resp.mr = NULL;
+	if (qp->resp.mr) {
+		qp->resp.mr = NULL;
+		sib_objtab_put(&qp->ctx->mrs, qp->resp.mr_h);
+	}
 	return (p->f & IBA_OP_IMM) ? RESPST_COMPLETE : RESPST_ACKNOWLEDGE;
 }
 
 /* Queue the READ's responses in a responder resource (IBA 9.7.4.1.5); the
  * MSN counts the READ now (C9-148).  duplicate: a READ already executed
  * once, executed again from its RETH (reads are idempotent). */
-static void queue_read(struct sib_qp *qp, const struct iba_pkt *pkt, struct sib_mr *mr, bool duplicate)
+static void queue_read(struct sib_qp *qp, const struct iba_pkt *pkt, struct resp_pass *p, bool duplicate)
 {
 	struct sib_resp *r = &qp->resp;
 	struct sib_read_res *res = &r->rd_res[r->rd_res_head];
@@ -352,7 +389,9 @@ static void queue_read(struct sib_qp *qp, const struct iba_pkt *pkt, struct sib_
 	res->psn = pkt->bth.psn;
 	res->first_psn = pkt->bth.psn;
 	res->msn = r->msn;
-	res->mr = mr;
+	res->mr = p->mr;               /* the reference moves to the resource */
+	res->mr_h = p->mr_h;
+	p->mr = NULL;
 	r->rd_res_head = (r->rd_res_head + 1) % r->rd_res_size;
 }
 
@@ -362,7 +401,7 @@ static enum resp_state execute(struct resp_pass *p)
 		return do_send(p);
 	if (p->f & IBA_OP_WRITE)
 		return do_write(p);
-	queue_read(p->qp, p->pkt, p->mr, false);
+	queue_read(p->qp, p->pkt, p, false);
 	return RESPST_DONE;
 }
 
@@ -409,7 +448,6 @@ static enum resp_state duplicate(struct resp_pass *p)
 	struct sib_qp *qp = p->qp;
 	const struct iba_pkt *pkt = p->pkt;
 	struct sib_resp *r = &qp->resp;
-	struct sib_mr *mr;
 
 	if (!(p->f & IBA_OP_READ)) {
 		if (pkt->bth.ackreq)
@@ -418,7 +456,7 @@ static enum resp_state duplicate(struct resp_pass *p)
 	}
 	if (!(qp->access & IBV_ACCESS_REMOTE_READ) || !qp->max_dest_rd_atomic ||
 	    pkt->reth.dmalen > SIB_MAX_MSG_SZ || (r->rd_res_head + 1) % r->rd_res_size == r->rd_res_tail ||
-	    !rkey_ok(qp, &pkt->reth, IBV_ACCESS_REMOTE_READ, &mr))
+	    !rkey_ok(qp, &pkt->reth, IBV_ACCESS_REMOTE_READ, &p->mr, &p->mr_h))
 		return RESPST_DONE;
 	for (uint32_t i = r->rd_res_tail; i != r->rd_res_head; i = (i + 1) % r->rd_res_size) {
 		const struct sib_read_res *res = &r->rd_res[i];
@@ -427,7 +465,7 @@ static enum resp_state duplicate(struct resp_pass *p)
 		if (d >= 0 && (uint32_t)d < sib_msg_npsn(res->len, qp->mtu))
 			return RESPST_DONE;
 	}
-	queue_read(qp, pkt, mr, true);
+	queue_read(qp, pkt, p, true);
 	return RESPST_DONE;
 }
 
@@ -516,6 +554,8 @@ void sib_resp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 			break;
 		case RESPST_DONE:
 		default:
+			if (p.mr) /* looked up, not handed on (a duplicate READ) */
+				sib_objtab_put(&qp->ctx->mrs, p.mr_h);
 			return;
 		}
 	}
@@ -536,8 +576,8 @@ static bool send_read_responses(struct sib_qp *qp)
 			uint32_t paylen = last ? res->len - res->sent : qp->mtu;
 			struct sib_tx tx;
 
-			if (paylen && !res->mr)
-				break; /* MR deregistered: nothing more to send */
+			if (paylen && !held_mr(qp, &res->mr, res->mr_h))
+				break; /* MR deregistered or reregistered: nothing more to send */
 			if (!sib_tx_begin(qp, &tx))
 				return false;
 			if (tx.slot) {
@@ -557,6 +597,10 @@ static bool send_read_responses(struct sib_qp *qp)
 			}
 			res->sent += paylen;
 			res->psn = iba_psn_add(res->psn, 1);
+		}
+		if (res->mr) {
+			res->mr = NULL;
+			sib_objtab_put(&qp->ctx->mrs, res->mr_h);
 		}
 		r->rd_res_tail = (r->rd_res_tail + 1) % r->rd_res_size;
 	}

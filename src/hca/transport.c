@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The transport half of a QP: the lifecycle of the stage state (allocate,
- * RESET, the transport attributes of a modify, MR deregistration), and
- * one engine pass over a QP's stages (IBA 9.7, 10.3.1).  Callers hold
- * progress_lock, except for init/fini, which run on a QP nobody else can
- * see yet or any more.
+ * RESET, the transport attributes of a modify, the MR references the
+ * responder holds), and one engine pass over a QP's stages (IBA 9.7,
+ * 10.3.1).  Callers hold progress_lock (it serializes the stages; lifetime
+ * is the object tables'), except for init/fini, which run on a QP nobody
+ * else can see yet or any more.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,6 +32,7 @@ void sib_qp_transport_reset(struct sib_qp *qp)
 	uint32_t rd_res_size = qp->resp.rd_res_size;
 	uint32_t sq_psn = qp->req.psn, rq_psn = qp->resp.epsn;
 
+	sib_qp_transport_release(qp, false);
 	/* PSNs are attributes that RESET keeps until the next modify sets them. */
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->comp, 0, sizeof(qp->comp));
@@ -59,15 +61,24 @@ void sib_qp_transport_modify(struct sib_qp *qp, const struct ibv_qp_attr *a, int
 	}
 }
 
-void sib_qp_transport_mr_gone(struct sib_qp *qp, const struct sib_mr *mr)
+/* Drop one responder MR reference if all go, or if its MR was
+ * deregistered or reregistered (the generation moved). */
+static void mr_drop(struct sib_qp *qp, struct sib_mr **mr, uint64_t h, bool dead_only)
 {
-	if (qp->resp.mr == mr) {
-		qp->resp.mr = NULL;
-		qp->resp.in_write = false;
-	}
-	for (uint32_t i = 0; i < qp->resp.rd_res_size; i++)
-		if (qp->resp.rd_res[i].mr == mr)
-			qp->resp.rd_res[i].mr = NULL;
+	if (!*mr || (dead_only && sib_objtab_live(&qp->ctx->mrs, h)))
+		return;
+	*mr = NULL;
+	sib_objtab_put(&qp->ctx->mrs, h);
+}
+
+void sib_qp_transport_release(struct sib_qp *qp, bool dead_only)
+{
+	struct sib_resp *r = &qp->resp;
+
+	mr_drop(qp, &r->mr, r->mr_h, dead_only);
+	/* Entries between tail and head may hold one; the rest are NULL. */
+	for (uint32_t i = r->rd_res_tail; r->rd_res && i != r->rd_res_head; i = (i + 1) % r->rd_res_size)
+		mr_drop(qp, &r->rd_res[i].mr, r->rd_res[i].mr_h, dead_only);
 }
 
 static void earliest(uint64_t *next, uint64_t t)
@@ -78,6 +89,10 @@ static void earliest(uint64_t *next, uint64_t t)
 
 void sib_qp_transport_run(struct sib_qp *qp, uint64_t *now, uint64_t *next)
 {
+	/* An MR held between packets was deregistered or reregistered: let
+	 * go now, so that its destroyer's wait ends without a packet. */
+	if (__builtin_expect(qp->resp.mr != NULL || qp->resp.rd_res_tail != qp->resp.rd_res_head, 0))
+		sib_qp_transport_release(qp, true);
 	if (qp->state == IBV_QPS_ERR) {
 		if (qp->resp.ack_pending) /* a fatal NAK still owed to the requester */
 			sib_resp_send_ack(qp, qp->resp.ack_syndrome, qp->resp.ack_psn);

@@ -49,7 +49,8 @@ struct sib_read_res {
 	uint32_t psn;                  /* PSN of the next response packet */
 	uint32_t first_psn;
 	uint32_t msn;
-	struct sib_mr *mr;
+	struct sib_mr *mr;             /* a reference (mr_h), NULL: none or dropped */
+	uint64_t mr_h;
 };
 
 /* Responder (resp.c, IBA 9.7.5): request packets to placement, ACKs,
@@ -64,7 +65,9 @@ struct sib_resp {
 	uint32_t offset;               /* bytes placed of the current message */
 	uint64_t va;                   /* RDMA WRITE: next VA */
 	uint32_t remaining;            /* RDMA WRITE: bytes left per RETH */
-	struct sib_mr *mr;             /* RDMA WRITE: target MR (NULL: deregistered) */
+	struct sib_mr *mr;             /* RDMA WRITE: target MR, a reference (mr_h);
+					  NULL: none, or deregistered/reregistered */
+	uint64_t mr_h;
 	enum ibv_wc_status err_status; /* for the RWQE in use when the QP failed */
 	/* ACK/NAK owed, sent when the wire has room (coalesced) */
 	bool ack_pending;
@@ -140,9 +143,14 @@ static inline uint32_t sib_msg_npsn(uint32_t len, uint32_t mtu)
 enum ibv_wc_status sib_sge_check(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
 				 uint32_t num_sge, unsigned int need);
 
-/* Copy between a (checked) SGE list at byte offset `off` and a buffer. */
-void sib_sge_copy_out(const struct ibv_sge *sge, uint32_t num_sge, uint32_t off, void *dst, uint32_t len);
-void sib_sge_copy_in(const struct ibv_sge *sge, uint32_t num_sge, uint32_t off, const void *src, uint32_t len);
+/* Copy between an SGE list at byte offset `off` and a buffer, holding a
+ * reference on each piece's MR while copying (dereg/rereg wait for it) and
+ * checking it again under that reference.  IBV_WC_SUCCESS, or
+ * IBV_WC_LOC_PROT_ERR (an MR went away: part may have been copied). */
+enum ibv_wc_status sib_sge_copy_out(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
+				    uint32_t num_sge, uint32_t off, void *dst, uint32_t len);
+enum ibv_wc_status sib_sge_copy_in(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
+				   uint32_t num_sge, uint32_t off, const void *src, uint32_t len);
 
 /* Local address of remote-access VA `va` inside mr (range already checked). */
 static inline uint8_t *sib_mr_ptr(const struct sib_mr *mr, uint64_t va)

@@ -6,7 +6,9 @@
  * only the receiver's ICRC check can catch it, IBA 9.8.x/7.8), delay and
  * link down.  Faulted packets are built in a staging buffer and queued, so
  * a full destination holds them back (flow control) instead of losing them.
- * Not on the fast path.  Runs under the owner's progress lock.
+ * A packet kept for later holds a count on its destination (l->dest_ref),
+ * so that the owner does not unmap a peer inbox a queued packet still
+ * goes to.  Not on the fast path.  Runs under the owner's progress lock.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -156,9 +158,17 @@ bool sib_faults_room(const struct sib_faults *f)
 	return f->qcount + 3 <= QMAX; /* this packet, its duplicate, a held one */
 }
 
-static void enqueue(struct sib_faults *f, const struct held *h)
+static void dest_ref(struct sib_link *l, void *dest, int delta)
+{
+	if (l->dest_ref)
+		l->dest_ref(dest, delta);
+}
+
+static void enqueue(struct sib_link *l, struct sib_faults *f, const struct held *h)
 {
 	struct held *e = &f->q[(f->qhead + f->qcount) % QMAX];
+
+	dest_ref(l, h->dest, +1);
 
 	e->dest = h->dest;
 	e->due = h->due;
@@ -229,17 +239,19 @@ void sib_faults_send(struct sib_link *l, struct sib_faults *f, void *dest, uint3
 		/* Held back: it leaves after the next packet (or 1 ms). */
 		sib_link_count(l, SIB_LC_REORDER, 1);
 		*h = cur;
+		dest_ref(l, h->dest, +1);
 		f->holding = true;
 		f->hold_since = now;
 		if (dup)
-			enqueue(f, &cur);
+			enqueue(l, f, &cur);
 	} else {
-		enqueue(f, &cur);
+		enqueue(l, f, &cur);
 		if (dup)
-			enqueue(f, &cur);
+			enqueue(l, f, &cur);
 		if (f->holding) {
 			h->due = cur.due;
-			enqueue(f, h);
+			enqueue(l, f, h);
+			dest_ref(l, h->dest, -1);
 			f->holding = false;
 		}
 	}
@@ -252,7 +264,8 @@ uint64_t sib_faults_flush(struct sib_link *l, struct sib_faults *f, uint64_t now
 
 	if (f->holding && (all || now - f->hold_since >= REORDER_HOLD_NS) && f->qcount < QMAX) {
 		f->hold.due = now;
-		enqueue(f, &f->hold);
+		enqueue(l, f, &f->hold);
+		dest_ref(l, f->hold.dest, -1);
 		f->holding = false;
 	}
 	f->blocked = false;
@@ -266,12 +279,17 @@ uint64_t sib_faults_flush(struct sib_link *l, struct sib_faults *f, uint64_t now
 		if (sib_link_put(l, e->dest, e->data, e->len, e->flags, e->port)) {
 			f->blocked = true;
 			next = now + BLOCKED_RETRY_NS;
-			if (all)
-				f->qcount = 0; /* closing: what cannot leave is lost */
-			break;
+			if (!all)
+				break;
+			/* closing: what cannot leave is lost */
 		}
+		dest_ref(l, e->dest, -1);
 		f->qhead = (f->qhead + 1) % QMAX;
 		f->qcount--;
+	}
+	if (all && f->holding) { /* closing with a full queue: lost too */
+		dest_ref(l, f->hold.dest, -1);
+		f->holding = false;
 	}
 	if (f->holding) {
 		uint64_t t = f->hold_since + REORDER_HOLD_NS;

@@ -113,6 +113,10 @@ struct sib_link {
 	uint32_t src_inbox;
 	const struct sib_shm_device *dev; /* our ports' LIDs, for rx port selection */
 	const struct sib_shm_link_port *cfg; /* softibd's per-port settings, or NULL */
+	/* The owner's count on a destination (shm: the peer inbox mapping):
+	 * +1 when a wrapper keeps a packet for dest past the send that gave
+	 * it, -1 when that packet leaves or is dropped.  NULL: not counted. */
+	void (*dest_ref)(void *dest, int delta);
 };
 
 /* Counter update by the owner (single writer: no locked instruction). */

@@ -50,15 +50,20 @@ struct retired_device {
 };
 static struct retired_device *retired;
 
-/* Peer inbox mappings, by inbox index (slow path fills, data path reads).
- * A mapping and its sib_ring are never changed or freed once handed out:
- * engines of other contexts may hold the pointer.  A new generation of an
- * index gets a new mapping (the old one stays; it is bounded by how often
- * peers come and go, and writes into a retired inbox harm no one). */
-static struct {
+/* Peer inbox mappings, counted (slow path only: a QP resolves its peer
+ * once and keeps the reference).  One per (inbox, generation) in use; an
+ * old generation stays mapped while someone still holds it, and every
+ * mapping is unmapped when its last reference goes, so a long-lived
+ * process talking to many short-lived peers does not grow.  Under
+ * peers_lock. */
+struct peer_map {
+	struct sib_ring ring;          /* first: the HCA hands back this pointer */
+	struct peer_map *next;         /* same inbox index, other generations */
+	void *base;
 	uint32_t gen;
-	struct sib_ring *ring;
-} peers[SIB_MAX_INBOXES];
+	uint32_t refs;
+};
+static struct peer_map *peers[SIB_MAX_INBOXES];
 static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int sib_ctl_rpc(struct sib_ctl_msg *m, int *recv_fd)
@@ -132,6 +137,8 @@ static void warn_no_daemon(const char *why, int err)
 }
 
 static struct sib_ring *verbs_peer_ring(uint32_t inbox, uint32_t gen);
+static void verbs_peer_ring_put(struct sib_ring *ring);
+static void verbs_peer_ring_hold(struct sib_ring *ring);
 
 /*
  * A second connection to the daemon serving ours, subscribed to every
@@ -159,6 +166,8 @@ static const struct sib_hca_host verbs_host = {
 	.obj_create = sib_obj_create,
 	.obj_destroy = sib_obj_destroy,
 	.peer_ring = verbs_peer_ring,
+	.peer_ring_put = verbs_peer_ring_put,
+	.peer_ring_hold = verbs_peer_ring_hold,
 	.subscribe = verbs_subscribe,
 };
 
@@ -502,16 +511,18 @@ SIB_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 static struct sib_ring *verbs_peer_ring(uint32_t inbox, uint32_t gen)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_GET_INBOX };
-	struct sib_ring *r = NULL;
+	struct peer_map *p;
 	void *base;
 	int fd;
 
 	if (inbox >= SIB_MAX_INBOXES)
 		return NULL;
 	pthread_mutex_lock(&peers_lock);
-	if (peers[inbox].ring && peers[inbox].gen == gen) {
-		r = peers[inbox].ring;
-		goto out;
+	for (p = peers[inbox]; p; p = p->next) {
+		if (p->gen == gen) {
+			p->refs++;
+			goto out;
+		}
 	}
 	m.u.get_inbox.inbox = inbox;
 	m.u.get_inbox.inbox_gen = gen;
@@ -521,17 +532,58 @@ static struct sib_ring *verbs_peer_ring(uint32_t inbox, uint32_t gen)
 	close(fd);
 	if (base == MAP_FAILED)
 		goto out;
-	r = malloc(sizeof(*r));
-	if (!r) {
+	p = calloc(1, sizeof(*p));
+	if (!p) {
 		munmap(base, SIB_INBOX_BYTES);
 		goto out;
 	}
-	sib_ring_attach(r, base);
-	peers[inbox].gen = gen;
-	peers[inbox].ring = r;
+	sib_ring_attach(&p->ring, base);
+	p->base = base;
+	p->gen = gen;
+	p->refs = 1;
+	p->next = peers[inbox];
+	peers[inbox] = p;
 out:
 	pthread_mutex_unlock(&peers_lock);
-	return r;
+	return p ? &p->ring : NULL;
+}
+
+/* The mapping of a ring handed out by verbs_peer_ring (under peers_lock). */
+static struct peer_map **peer_find(struct sib_ring *ring)
+{
+	for (uint32_t i = 0; i < SIB_MAX_INBOXES; i++)
+		for (struct peer_map **pp = &peers[i]; *pp; pp = &(*pp)->next)
+			if (&(*pp)->ring == ring)
+				return pp;
+	return NULL;
+}
+
+static void verbs_peer_ring_put(struct sib_ring *ring)
+{
+	struct peer_map **pp, *p = NULL;
+
+	pthread_mutex_lock(&peers_lock);
+	pp = peer_find(ring);
+	if (pp && !--(*pp)->refs) {
+		p = *pp;
+		*pp = p->next;
+	}
+	pthread_mutex_unlock(&peers_lock);
+	if (p) {
+		munmap(p->base, SIB_INBOX_BYTES);
+		free(p);
+	}
+}
+
+static void verbs_peer_ring_hold(struct sib_ring *ring)
+{
+	struct peer_map **pp;
+
+	pthread_mutex_lock(&peers_lock);
+	pp = peer_find(ring);
+	if (pp)
+		(*pp)->refs++;
+	pthread_mutex_unlock(&peers_lock);
 }
 
 /* ---- open and close ---- */

@@ -150,6 +150,73 @@ static void test_destroy_waits(void **state)
 	sib_objtab_fini(&t);
 }
 
+/* A holder that keeps a reference across operations and lets go when it
+ * sees the generation move: the poke of a wait plays its next pass. */
+struct keeper {
+	struct sib_objtab *t;
+	uint64_t h;
+	bool held;
+	int pokes;
+};
+
+static void keeper_poke(void *arg)
+{
+	struct keeper *k = arg;
+
+	k->pokes++;
+	if (k->held && !sib_objtab_live(k->t, k->h)) {
+		k->held = false;
+		sib_objtab_put(k->t, k->h);
+	}
+}
+
+static void test_unpublish_wait_republish(void **state)
+{
+	struct sib_objtab t;
+	struct obj a = { ALIVE, 0 };
+	struct keeper k = { &t, 0, true, 0 };
+	uint64_t h, h2, other;
+
+	(void)state;
+	assert_int_equal(sib_objtab_init(&t, "t", 0, 4), 0);
+	assert_int_equal(sib_objtab_reserve(&t, &h), 0);
+	sib_objtab_publish(&t, h, &a);
+	assert_true(sib_objtab_live(&t, h));
+	assert_ptr_equal(sib_objtab_get(&t, h), &a);    /* the keeper's reference */
+	k.h = h;
+	assert_int_equal(sib_objtab_unpublish(&t, h), 0);
+	assert_false(sib_objtab_live(&t, h));
+	assert_null(sib_objtab_get_index(&t, SIB_OBJTAB_INDEX(h), NULL));
+	assert_int_equal(sib_objtab_unpublish(&t, h), ENOENT);
+	/* Without a poke the keeper never looks: the bound ends the wait. */
+	assert_int_equal(sib_objtab_wait(&t, h, 1000000ull, NULL, NULL), ETIMEDOUT);
+	assert_true(k.held);
+	/* With one, the keeper notices and lets go. */
+	assert_int_equal(sib_objtab_wait(&t, h, 1000000000ull, keeper_poke, &k), 0);
+	assert_false(k.held);
+	assert_true(k.pokes > 0);
+	/* The slot is still busy (not released): nobody can take it. */
+	assert_int_equal(sib_objtab_reserve_at(&t, SIB_OBJTAB_INDEX(h), &other), EEXIST);
+	/* Published again at the same index, under a new generation. */
+	sib_objtab_republish(&t, h, &a, &h2);
+	assert_int_equal(SIB_OBJTAB_INDEX(h2), SIB_OBJTAB_INDEX(h));
+	assert_int_not_equal(SIB_OBJTAB_GEN(h2), SIB_OBJTAB_GEN(h));
+	assert_false(sib_objtab_live(&t, h));
+	assert_true(sib_objtab_live(&t, h2));
+	assert_null(sib_objtab_get(&t, h));
+	assert_ptr_equal(sib_objtab_get(&t, h2), &a);
+	sib_objtab_put(&t, h2);
+	assert_ptr_equal(sib_objtab_get_index(&t, SIB_OBJTAB_INDEX(h), &other), &a);
+	assert_int_equal(other, h2);
+	sib_objtab_put(&t, other);
+	/* And destroyed by its new name only. */
+	assert_int_equal(sib_objtab_destroy(&t, h, 1000000ull), ENOENT);
+	assert_int_equal(sib_objtab_destroy(&t, h2, 1000000ull), 0);
+	assert_int_equal(sib_objtab_reserve_at(&t, SIB_OBJTAB_INDEX(h), &other), 0);
+	sib_objtab_abort(&t, other);
+	sib_objtab_fini(&t);
+}
+
 /* ---- stress: N destroyers, M lookers ---- */
 
 #define SLOTS      64
@@ -253,6 +320,7 @@ int main(void)
 		cmocka_unit_test(test_publish_protocol),
 		cmocka_unit_test(test_full_and_next),
 		cmocka_unit_test(test_destroy_waits),
+		cmocka_unit_test(test_unpublish_wait_republish),
 		cmocka_unit_test(test_stress_destroy_vs_lookup),
 	};
 

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -223,6 +224,7 @@ static void test_unpublish_wait_republish(void **state)
 #define DESTROYERS 4
 #define LOOKERS    4
 #define ROUNDS     4000          /* per destroyer */
+#define MIN_LOOKUPS 1000         /* successful lookups that must overlap the destroyers */
 
 static struct sib_objtab stress_tab;
 static _Atomic int stop_lookers;
@@ -232,8 +234,14 @@ static void *destroyer(void *arg)
 {
 	unsigned int seed = (unsigned int)(uintptr_t)arg;
 
-	for (int r = 0; r < ROUNDS; r++) {
+	/* ROUNDS each, and on until the lookers have really raced us: on a
+	 * loaded 2-core machine they may not have run at all yet (bounded). */
+	for (int r = 0; r < ROUNDS || (atomic_load(&lookups_ok) < MIN_LOOKUPS && r < 100 * ROUNDS);
+	     r++) {
 		uint32_t index = (uint32_t)rand_r(&seed) % SLOTS; /* shared: destroyers race */
+
+		if (r >= ROUNDS)
+			sched_yield();
 		uint64_t h;
 		struct obj *o = sib_objtab_get_index(&stress_tab, index, &h);
 

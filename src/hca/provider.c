@@ -208,23 +208,6 @@ void sib_async_event(struct sib_context *ctx, enum ibv_event_type type, uint32_t
 		return;
 }
 
-static bool is_qp_event(enum ibv_event_type t)
-{
-	switch (t) {
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		return true;
-	default:
-		return false;
-	}
-}
-
 static bool sib_async_decode(struct ibv_context *context, const struct sib_async_rec *r,
 			     struct ibv_async_event *event)
 {
@@ -232,7 +215,7 @@ static bool sib_async_decode(struct ibv_context *context, const struct sib_async
 
 	memset(event, 0, sizeof(*event));
 	event->event_type = r->type;
-	if (is_qp_event(r->type)) {
+	if (sib_is_qp_event(r->type)) {
 		uint64_t h;
 		struct sib_qp *qp = sib_objtab_get_index(&ctx->qps, r->id, &h);
 

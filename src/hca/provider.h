@@ -23,6 +23,25 @@
 
 struct sib_ring;
 
+/* Async events about a QP (element.qp of struct ibv_async_event), as
+ * opposed to a CQ, SRQ, port or the device (rdma-core verbs.h). */
+static inline bool sib_is_qp_event(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return true;
+	default:
+		return false;
+	}
+}
+
 #define SIB_FW_VERSION "0.1.0"
 
 /* Keep sorted (as rdma-core's verbs_context_ops).  NULL: not implemented;

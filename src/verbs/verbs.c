@@ -18,23 +18,6 @@
 #include "verbs/export.h"
 #include "verbs/sib_verbs.h"
 
-static bool is_qp_event(enum ibv_event_type t)
-{
-	switch (t) {
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		return true;
-	default:
-		return false;
-	}
-}
-
 SIB_EXPORT int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
 	struct sib_async_rec r;
@@ -68,7 +51,7 @@ SIB_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 		struct ibv_cq *cq = event->element.cq;
 
 		ack_events(&cq->mutex, &cq->cond, &cq->async_events_completed, 1);
-	} else if (is_qp_event(event->event_type)) {
+	} else if (sib_is_qp_event(event->event_type)) {
 		struct ibv_qp *qp = event->element.qp;
 
 		ack_events(&qp->mutex, &qp->cond, &qp->events_completed, 1);

@@ -2,14 +2,18 @@
 # SPDX-License-Identifier: MIT
 # The main job on the embedded default fabric: unmodified ibv_devices,
 # ibv_devinfo and ibv_rc_pingpong (server on softib0, client on softib1)
-# run through softib.  softibd is started on demand by the verbs library on
-# a private socket and stopped at the end.  Usage: tools/demo.sh [BUILD_DIR]
+# run through softib.  The daemon is the user's own, as a new user meets it:
+# $SOFTIB_SOCKET if set, else the default socket ($XDG_RUNTIME_DIR/softib.sock
+# or /tmp/softib-<uid>/softib.sock); the verbs library starts it on demand,
+# and this script stops it at the end only if it was not running before.
+# Usage: tools/demo.sh [BUILD_DIR]
 set -euo pipefail
 build=$(cd "${1:-build}" && pwd)
 tmp=$(mktemp -d /tmp/softib-demo.XXXXXX)
-export SOFTIB_SOCKET=$tmp/softib.sock
 export LD_LIBRARY_PATH=$build/lib
-trap '"$build/bin/softib" stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
+started=1
+"$build/bin/softib" status >/dev/null 2>&1 && started=0 # status never starts one
+trap '[ "$started" = 0 ] || "$build/bin/softib" stop >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 
 echo "== ibv_devices"
 ibv_devices

@@ -3,7 +3,8 @@
 # The first commands of a new user on a new machine: no SOFTIB_* and no
 # XDG_RUNTIME_DIR in the environment (env -i), and no /tmp/softib-<uid> yet.
 # As another uid (setpriv), unmodified ibv_devices, ibv_devinfo and
-# ibv_rc_pingpong run through the build; the library autostarts softibd,
+# ibv_rc_pingpong run through the build, first as the README's main job
+# (tools/demo.sh), then one by one; the library autostarts softibd,
 # which creates its socket directory 0700.  Then an unsafe directory: an
 # empty list, exit 0, and one line from softibd and one from the library on
 # stderr.  Needs root and setpriv, else exit 77 (skipped).  The daemon
@@ -52,6 +53,21 @@ as_user() {
 
 as_user "$U" test -r "$SIB_LIB/libibverbs.so.1" -a -x "$SIB_BIN/softibd" ||
 	{ echo "SKIP: uid $U cannot read the build tree $SIB_LIB"; exit 77; }
+
+# 0. the README's main job, tools/demo.sh, as this user meets it: it uses the
+# default socket, the library autostarts softibd there, and demo.sh stops it
+demo=$(cd "$(dirname "$0")/../../tools" && pwd)/demo.sh
+as_user "$U" test -r "$demo" || { echo "SKIP: uid $U cannot read $demo"; exit 77; }
+as_user "$U" timeout 120 bash "$demo" "$SIB_LIB/.." >"$SIB_TMP/demo" 2>&1 ||
+	fail "tools/demo.sh exited $?: $(cat "$SIB_TMP/demo")"
+grep -q "1000 iters" "$SIB_TMP/demo" || fail "demo: no ping-pong result: $(cat "$SIB_TMP/demo")"
+grep -q "socket=$dir/softib.sock" "$SIB_TMP/demo" || fail "demo did not use $dir: $(cat "$SIB_TMP/demo")"
+grep -q "libibverbs: Warning" "$SIB_TMP/demo" && fail "demo warned: $(cat "$SIB_TMP/demo")"
+[ "$(stat -c '%u %a' "$dir")" = "$U 700" ] || fail "$dir: $(stat -c 'owner %u mode %a' "$dir")"
+wait_until 10 eval "! as_user $U $SIB_BIN/softib status >/dev/null 2>&1" ||
+	fail "demo.sh left its daemon running"
+grep -E "^==|iters|^softibd pid" "$SIB_TMP/demo"
+rm -rf "$dir" # step 1 starts from no directory again
 
 # 1. ibv_devices: autostart, the directory is made private
 out=$(as_user "$U" timeout 30 ibv_devices 2>"$SIB_TMP/err") || fail "ibv_devices exited $?: $(cat "$SIB_TMP/err")"

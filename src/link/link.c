@@ -212,7 +212,18 @@ static bool read_faults(const struct sib_shm_link_port *lp, uint32_t seq, struct
 	       cfg->delay_us <= 10000000;
 }
 
-/* What softibd pushed for our ports: capture rings and faults. */
+/* The faults $SOFTIB_FAULTS asks for on port p (index), or NULL. */
+static const struct sib_faults_cfg *env_faults(const struct sib_link_wrap *w, unsigned int p)
+{
+	return w->env_faults && (!w->env_cfg.port || w->env_cfg.port == p + 1) ? &w->env_cfg : NULL;
+}
+
+/*
+ * What softibd pushed for our ports: capture rings and faults.  An active
+ * pushed setting replaces the port's faults (those of $SOFTIB_FAULTS too);
+ * an inactive one ("off") removes only pushed faults, and the port goes
+ * back to what $SOFTIB_FAULTS says (docs/link.md, "Faults").
+ */
 static void poll_cfg(struct sib_link *l)
 {
 	bool changed = false;
@@ -221,23 +232,30 @@ static void poll_cfg(struct sib_link *l)
 		const struct sib_shm_link_port *lp = &l->cfg[p];
 		uint32_t word = atomic_load_explicit(&lp->cap, memory_order_acquire);
 		uint32_t seq = atomic_load_explicit(&lp->fault_seq, memory_order_acquire);
-		struct sib_link_wrap *w = l->wrap;
+		struct sib_link_wrap *w;
 		struct sib_faults_cfg cfg;
 		bool on;
 
-		if ((!w && !word && !seq) || !wrap(l))
+		if (word == l->seen_cap[p] && (seq == l->seen_fault_seq[p] || (seq & 1)))
 			continue;
-		w = l->wrap;
-		if (word != w->cap_word[p]) {
+		if (!(w = wrap(l)))
+			return;
+		if (word != l->seen_cap[p]) {
 			unmap_capture(w, p);
-			w->cap_word[p] = word; /* tried once, even if the map fails */
+			l->seen_cap[p] = word; /* tried once, even if the map fails */
 			if (word && (w->cap_base[p] = map_capture(word)))
 				sib_ring_attach(&w->cap_ring[p], w->cap_base[p]);
 			changed = true;
 		}
-		if (seq && !(seq & 1) && seq != w->fault_seq[p] && read_faults(lp, seq, &cfg, &on)) {
-			w->fault_seq[p] = seq;
-			(void)set_faults(l, p, on ? &cfg : NULL);
+		if (seq != l->seen_fault_seq[p] && !(seq & 1) && read_faults(lp, seq, &cfg, &on)) {
+			l->seen_fault_seq[p] = seq;
+			if (on) {
+				(void)set_faults(l, p, &cfg);
+				w->pushed[p] = true;
+			} else if (w->pushed[p]) {
+				(void)set_faults(l, p, env_faults(w, p));
+				w->pushed[p] = false;
+			}
 			changed = true;
 		}
 	}
@@ -281,9 +299,8 @@ int sib_link_open(struct sib_link *l, void *inbox_base, int32_t pid, uint32_t sr
 		if (dev_selected(w->env_cfg.dev, dev)) {
 			w->env_faults = true;
 			for (unsigned int p = 0; p < nports(l); p++)
-				if (!w->env_cfg.port || w->env_cfg.port == p + 1)
-					if ((err = set_faults(l, p, &w->env_cfg)))
-						goto fail;
+				if (env_faults(w, p) && (err = set_faults(l, p, &w->env_cfg)))
+					goto fail;
 		}
 	}
 	poll_cfg(l);

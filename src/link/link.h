@@ -113,6 +113,8 @@ struct sib_link {
 	uint32_t src_inbox;
 	const struct sib_shm_device *dev; /* our ports' LIDs, for rx port selection */
 	const struct sib_shm_link_port *cfg; /* softibd's per-port settings, or NULL */
+	uint32_t seen_cap[SIB_MAX_PORTS];       /* cfg[p].cap last acted on (0: none) */
+	uint32_t seen_fault_seq[SIB_MAX_PORTS]; /* cfg[p].fault_seq last acted on */
 };
 
 /* Counter update by the owner (single writer: no locked instruction). */

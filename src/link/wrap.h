@@ -79,11 +79,10 @@ struct sib_link_wrap {
 	struct sib_faults_cfg env_cfg;
 	/* per port (index port - 1) */
 	struct sib_faults *faults[SIB_MAX_PORTS]; /* NULL: none on that port */
+	bool pushed[SIB_MAX_PORTS];                /* faults[p] came from softibd */
 	/* pushed by softibd through the fabric map (sib_shm_link_port) */
-	uint32_t cap_word[SIB_MAX_PORTS];          /* armed ring seen, 0 = none */
 	void *cap_base[SIB_MAX_PORTS];             /* its mapping, NULL if unmapped */
 	struct sib_ring cap_ring[SIB_MAX_PORTS];
-	uint32_t fault_seq[SIB_MAX_PORTS];         /* fault config seen */
 };
 
 /* Open a capture file (libpcap, ERF records); NULL with *err set. */

@@ -348,6 +348,77 @@ static void test_each_fault(void **state)
 	free(mb);
 }
 
+/* softibd writes a port's faults as `softib fault` does (linkcfg.c):
+ * the seqlock moves by 2; on = false is "off". */
+static void push_faults(struct sib_shm_link_port *lp, bool on, uint32_t dup_ppm)
+{
+	uint32_t seq = atomic_load(&lp->fault_seq);
+
+	atomic_store(&lp->fault_seq, seq | 1);
+	atomic_store(&lp->fault_ppm[1], on ? dup_ppm : 0);
+	atomic_store(&lp->fault_flags, on ? SIB_LINK_FAULT_ACTIVE : 0);
+	atomic_store(&lp->fault_seq, (seq | 1) + 1);
+}
+
+/* The link's housekeeping picks up what softibd pushed. */
+static void pushed_tick(struct sib_link *l)
+{
+	(void)sib_link_tick(l, sib_link_now_ns());
+}
+
+/* A pushed "off" (even one from long before the program started) never
+ * cancels $SOFTIB_FAULTS; an active pushed setting replaces them while it
+ * lasts, and "off" brings them back. */
+static void test_pushed_off_keeps_env_faults(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3), db = fake_dev("softib1", 2);
+	struct sib_shm_link_port cfg[SIB_MAX_PORTS];
+	void *ma = inbox(), *mb = inbox();
+	struct sib_link a, b;
+	uint32_t psn[16];
+
+	memset(cfg, 0, sizeof(cfg));
+	push_faults(&cfg[0], true, 1000000);
+	push_faults(&cfg[0], false, 0); /* a past `softib fault ... off` */
+	unsetenv("SOFTIB_CAPTURE");
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
+	setenv("SOFTIB_FAULTS", "loss=1", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, cfg), 0);
+	unsetenv("SOFTIB_FAULTS");
+	assert_true(a.slow);
+	pushed_tick(&a);
+	send_one(&a, &b, 1);
+	assert_int_equal(drain(&b, psn, 16), 0);
+	assert_int_equal(atomic_load(&a.stats->c[SIB_LC_LOSS]), 1);
+
+	push_faults(&cfg[0], true, 1000000); /* dup=1 replaces loss=1 */
+	pushed_tick(&a);
+	send_one(&a, &b, 2);
+	assert_int_equal(drain(&b, psn, 16), 2);
+
+	push_faults(&cfg[0], false, 0);      /* off: loss=1 again */
+	pushed_tick(&a);
+	assert_true(a.slow);
+	send_one(&a, &b, 3);
+	assert_int_equal(drain(&b, psn, 16), 0);
+	assert_int_equal(atomic_load(&a.stats->c[SIB_LC_LOSS]), 2);
+	sib_link_close(&a);
+
+	/* Without $SOFTIB_FAULTS, "off" leaves the fast path. */
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, cfg), 0);
+	assert_false(a.slow);
+	push_faults(&cfg[0], true, 1000000);
+	pushed_tick(&a);
+	assert_true(a.slow);
+	push_faults(&cfg[0], false, 0);
+	pushed_tick(&a);
+	assert_false(a.slow);
+	sib_link_close(&a);
+	sib_link_close(&b);
+	free(ma);
+	free(mb);
+}
+
 /* A malformed SOFTIB_FAULTS fails the open with EINVAL. */
 static void test_bad_fault_spec(void **state)
 {
@@ -375,6 +446,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_capture_sees_corruption),
 		cmocka_unit_test(test_bad_fault_spec),
 		cmocka_unit_test(test_each_fault),
+		cmocka_unit_test(test_pushed_off_keeps_env_faults),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--check")) {

@@ -714,6 +714,53 @@ static void test_event_storm(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/* The last events are lost to a subscriber that does not read: once it
+ * reads its queue empty, an OVERFLOW marker still tells it so (the marker
+ * does not wait for a next event that may never come). */
+static void test_overflow_at_the_end(void **state)
+{
+	int lazy = subscribe(), flips;
+	struct sib_ctl_msg m;
+	uint32_t seq = 0, lost = 0, last_type = 0;
+	unsigned long dropped;
+
+	(void)state;
+	/* Even flips: the port ends up, and the last ones are dropped. */
+	for (flips = 0; flips < 20000; flips += 2) {
+		port_set("softib2", 0);
+		port_set("softib2", 1);
+		if (flips % 200 == 0 && status_value("subscriber", "dropped") > 0)
+			break;
+	}
+	for (int i = 0; i < 10; i++) {
+		port_set("softib2", 0);
+		port_set("softib2", 1);
+	}
+	dropped = status_value("subscriber", "dropped");
+	assert_true(dropped > 0);
+	assert_int_equal(fcntl(lazy, F_SETFL, O_NONBLOCK), 0);
+	for (uint64_t end = now_ms() + WAIT_MS, idle = 0; now_ms() < end && idle < 300;) {
+		int n = sib_ctl_recv(lazy, &m, NULL);
+
+		if (n == -EAGAIN) {
+			idle++;
+			usleep(1000);
+			continue;
+		}
+		assert_true(n > 0);
+		idle = 0;
+		assert_int_equal(m.hdr.op, SIB_CTL_EVENT);
+		assert_int_equal(m.hdr.seq, seq + 1);
+		seq = m.hdr.seq;
+		last_type = m.u.event.type;
+		if (last_type == SIB_EV_OVERFLOW)
+			lost += m.u.event.lost;
+	}
+	assert_int_equal(last_type, SIB_EV_OVERFLOW);
+	assert_int_equal(lost, dropped);
+	close(lazy);
+}
+
 /* Bad subscriptions and requests that are only ever pushed. */
 static void test_subscribe_misuse(void **state)
 {
@@ -793,6 +840,7 @@ int main(void)
 		cmocka_unit_test(test_device_add_remove),
 		cmocka_unit_test(test_cq_handler_one_thread),
 		cmocka_unit_test(test_event_storm),
+		cmocka_unit_test(test_overflow_at_the_end),
 		cmocka_unit_test(test_subscribe_misuse),
 	};
 

@@ -761,6 +761,90 @@ static void test_overflow_at_the_end(void **state)
 	close(lazy);
 }
 
+/* A connection that said HELLO (the link commands want one). */
+static int hello_conn(void)
+{
+	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
+	int fd = sib_ctl_connect(sock), mfd = -1;
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	m.u.hello.abi_version = SIB_ABI_VERSION;
+	m.u.hello.pid = getpid();
+	assert_int_equal(sib_ctl_call(fd, &m, &mfd), 0);
+	assert_int_equal(m.hdr.status, 0);
+	if (mfd >= 0)
+		close(mfd);
+	return fd;
+}
+
+/* LINK_FAULTS / LINK_CAPTURE on dev_index (port 0: every port). */
+static int link_cmd(uint16_t op, uint32_t dev_index, const char *spec)
+{
+	struct sib_ctl_msg m = { .hdr.op = op };
+	int fd = hello_conn();
+
+	m.u.link.dev_index = dev_index;
+	snprintf(m.u.link.spec, sizeof(m.u.link.spec), "%s", spec);
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	close(fd);
+	return m.hdr.status;
+}
+
+/* Does the status report have a line starting with `prefix`? */
+static bool status_has(const char *prefix)
+{
+	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
+	int fd = sib_ctl_connect(sock);
+	char *text;
+	bool found;
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	assert_int_equal(sib_ctl_status(fd, &text), 0);
+	close(fd);
+	found = !strncmp(text, prefix, strlen(prefix)) || strstr(text, prefix);
+	free(text);
+	return found;
+}
+
+/* A device added in a removed device's slot inherits neither its faults
+ * nor its capture arming, and a removed slot takes no link settings. */
+static void test_removed_device_link_area(void **state)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_DEVICE_ADD };
+	int fd = hello_conn(), cfd = hello_conn(), ring = -1;
+	uint32_t idx;
+
+	(void)state;
+	snprintf(m.u.dev.name, sizeof(m.u.dev.name), "lk0");
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	idx = m.u.dev.dev_index;
+	assert_int_equal(link_cmd(SIB_CTL_LINK_FAULTS, idx, "loss=0.5"), 0);
+	m = (struct sib_ctl_msg){ .hdr.op = SIB_CTL_LINK_CAPTURE };
+	m.u.link.dev_index = idx;
+	assert_int_equal(sib_ctl_call(cfd, &m, &ring), 0); /* held open: stays armed */
+	assert_int_equal(m.hdr.status, 0);
+	assert_true(status_has("link_port dev=lk0 port=1 capture=1 faults=seed=1,loss=0.5"));
+	assert_int_equal(admin(SIB_CTL_DEVICE_REMOVE, "lk0", 0, 0, 0), 0);
+	assert_false(status_has("link_port dev=lk0"));
+	assert_int_equal(link_cmd(SIB_CTL_LINK_FAULTS, idx, "loss=0.5"), EINVAL);
+
+	m = (struct sib_ctl_msg){ .hdr.op = SIB_CTL_DEVICE_ADD };
+	snprintf(m.u.dev.name, sizeof(m.u.dev.name), "lk1");
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	assert_int_equal(m.u.dev.dev_index, idx); /* the slot is reused */
+	assert_false(status_has("link_port dev=lk1"));
+	assert_int_equal(admin(SIB_CTL_DEVICE_REMOVE, "lk1", 0, 0, 0), 0);
+	if (ring >= 0)
+		close(ring);
+	close(cfd);
+	close(fd);
+}
+
 /* Bad subscriptions and requests that are only ever pushed. */
 static void test_subscribe_misuse(void **state)
 {
@@ -841,6 +925,7 @@ int main(void)
 		cmocka_unit_test(test_cq_handler_one_thread),
 		cmocka_unit_test(test_event_storm),
 		cmocka_unit_test(test_overflow_at_the_end),
+		cmocka_unit_test(test_removed_device_link_area),
 		cmocka_unit_test(test_subscribe_misuse),
 	};
 

@@ -845,6 +845,58 @@ static void test_removed_device_link_area(void **state)
 	close(fd);
 }
 
+/* After fork, the child's own contexts get events: its first open starts
+ * a reader on a connection of its own (the parent's reader and connection
+ * stay the parent's). */
+static void test_fork_child_gets_events(void **state)
+{
+	struct ibv_context *parent = open_dev("softib1"); /* the reader runs */
+	int ready[2], st = 0;
+	pid_t pid;
+	char c = 0;
+
+	(void)state;
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ibv_device **list = ibv_get_device_list(NULL);
+		struct ibv_context *ctx = NULL;
+		struct ibv_async_event ev;
+		int code = 1;
+
+		alarm(WAIT_MS / 1000 + 5);
+		for (int i = 0; list && list[i]; i++)
+			if (!strcmp(ibv_get_device_name(list[i]), "softib1"))
+				ctx = ibv_open_device(list[i]);
+		if (list)
+			ibv_free_device_list(list);
+		if (ctx && write(ready[1], "r", 1) == 1) {
+			struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+
+			code = 2;
+			if (poll(&pfd, 1, WAIT_MS) == 1 && ibv_get_async_event(ctx, &ev) == 0) {
+				code = ev.event_type == IBV_EVENT_PORT_ERR && ev.element.port_num == 1 ? 0 : 3;
+				ibv_ack_async_event(&ev);
+			}
+			ibv_close_device(ctx);
+		}
+		_exit(code);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	port_set("softib1", 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid); /* bounded: the child's alarm */
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* The parent's context still gets its own events. */
+	expect_event(parent, IBV_EVENT_PORT_ERR);
+	port_set("softib1", 1);
+	expect_event(parent, IBV_EVENT_PORT_ACTIVE);
+	close(ready[0]);
+	assert_int_equal(ibv_close_device(parent), 0);
+}
+
 /* Bad subscriptions and requests that are only ever pushed. */
 static void test_subscribe_misuse(void **state)
 {
@@ -926,6 +978,7 @@ int main(void)
 		cmocka_unit_test(test_event_storm),
 		cmocka_unit_test(test_overflow_at_the_end),
 		cmocka_unit_test(test_removed_device_link_area),
+		cmocka_unit_test(test_fork_child_gets_events),
 		cmocka_unit_test(test_subscribe_misuse),
 	};
 

@@ -214,6 +214,18 @@ static void link_tick(struct sib_context *ctx, uint64_t *now)
 	sib_link_report(&ctx->link, SIB_LC_TR_RNR_NAKS, ctx->rnr_naks);
 }
 
+/* What softibd pushed (capture rings, faults), on the engine thread only:
+ * the round trip and mmap happen without the progress lock (src/link). */
+static void link_service(struct sib_context *ctx)
+{
+	struct sib_link_fetch f;
+
+	sib_link_fetch(&ctx->link, &f);
+	pthread_mutex_lock(&ctx->progress_lock);
+	sib_link_apply(&ctx->link, &f);
+	pthread_mutex_unlock(&ctx->progress_lock);
+}
+
 /* One pass over everything.  Returns true if it did any work. */
 static bool run_once(struct sib_context *ctx)
 {
@@ -336,6 +348,8 @@ static void *engine_main(void *arg)
 
 		if (atomic_load(&ctx->stop))
 			break;
+		if (sib_link_wants_service(&ctx->link))
+			link_service(ctx);
 		seen_notify = notifies;
 		if (!may_block && app_polling(ctx)) {
 			/* The application polls, so it drives progress (and its
@@ -355,6 +369,8 @@ static void *engine_main(void *arg)
 		 * something else (its own memory, as ib_write_lat does). */
 		nap_ns = SIB_NAP_MIN_NS;
 		sib_progress(ctx);
+		if (sib_link_wants_service(&ctx->link))
+			continue;
 
 		uint64_t deadline = atomic_load_explicit(&ctx->next_deadline, memory_order_relaxed);
 		uint64_t now = sib_now_ns();

@@ -2,15 +2,19 @@
 /*
  * The link of one context (docs/link.md): the shm ring's ops table, opening
  * the wrappers that the environment asks for, following what softibd pushes
- * through the fabric map's link area (capture rings, faults; read in
- * sib_link_tick, never per packet), and the slow paths that run only while a
+ * through the fabric map's link area (capture rings, faults: noticed in
+ * sib_link_tick, never per packet, and applied by the engine thread in
+ * sib_link_fetch/sib_link_apply), and the slow paths that run only while a
  * wrapper is active.  Not IBA (it stands in for ch. 7).
- * Must not call hca/ or verbs/.  Runs under the owner's progress lock.
+ * Must not call hca/ or verbs/.  Runs under the owner's progress lock,
+ * except sib_link_fetch (the engine thread, without it).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -162,11 +166,15 @@ static void unmap_capture(struct sib_link_wrap *w, unsigned int p)
 static void *map_capture(uint32_t word)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
+	struct timeval tmo = { .tv_sec = 1 };
 	int fd = sib_ctl_open(false), mfd = -1;
 	void *base = NULL;
 
 	if (fd < 0)
 		return NULL;
+	/* A daemon that does not answer costs the engine thread 1 s, once. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo));
 	m.u.hello.abi_version = SIB_ABI_VERSION;
 	m.u.hello.pid = getpid();
 	if (sib_ctl_call(fd, &m, &mfd) || m.hdr.status)
@@ -218,33 +226,67 @@ static const struct sib_faults_cfg *env_faults(const struct sib_link_wrap *w, un
 	return w->env_faults && (!w->env_cfg.port || w->env_cfg.port == p + 1) ? &w->env_cfg : NULL;
 }
 
+/* Did softibd push something for our ports that we have not acted on?
+ * Reads the link area only: no system call, no allocation. */
+static bool cfg_changed(const struct sib_link *l)
+{
+	for (unsigned int p = 0; l->cfg && p < nports(l); p++) {
+		const struct sib_shm_link_port *lp = &l->cfg[p];
+		uint32_t seq = atomic_load_explicit(&lp->fault_seq, memory_order_acquire);
+
+		if (atomic_load_explicit(&lp->cap, memory_order_acquire) != l->seen_cap[p] ||
+		    (seq != l->seen_fault_seq[p] && !(seq & 1)))
+			return true;
+	}
+	return false;
+}
+
+void sib_link_fetch(struct sib_link *l, struct sib_link_fetch *f)
+{
+	memset(f, 0, sizeof(*f));
+	atomic_store_explicit(&l->service, 0, memory_order_relaxed);
+	for (unsigned int p = 0; l->cfg && p < nports(l); p++) {
+		uint32_t word = atomic_load_explicit(&l->cfg[p].cap, memory_order_acquire);
+
+		if (word == l->seen_cap[p])
+			continue;
+		f->changed[p] = true;
+		f->cap_word[p] = word;
+		f->cap_base[p] = word ? map_capture(word) : NULL; /* tried once, even if it fails */
+	}
+}
+
 /*
- * What softibd pushed for our ports: capture rings and faults.  An active
- * pushed setting replaces the port's faults (those of $SOFTIB_FAULTS too);
- * an inactive one ("off") removes only pushed faults, and the port goes
- * back to what $SOFTIB_FAULTS says (docs/link.md, "Faults").
+ * Apply what softibd pushed for our ports: the capture rings f mapped, and
+ * faults.  An active pushed setting replaces the port's faults (those of
+ * $SOFTIB_FAULTS too); an inactive one ("off") removes only pushed faults,
+ * and the port goes back to what $SOFTIB_FAULTS says (docs/link.md).
  */
-static void poll_cfg(struct sib_link *l)
+void sib_link_apply(struct sib_link *l, struct sib_link_fetch *f)
 {
 	bool changed = false;
 
 	for (unsigned int p = 0; l->cfg && p < nports(l); p++) {
 		const struct sib_shm_link_port *lp = &l->cfg[p];
-		uint32_t word = atomic_load_explicit(&lp->cap, memory_order_acquire);
 		uint32_t seq = atomic_load_explicit(&lp->fault_seq, memory_order_acquire);
 		struct sib_link_wrap *w;
 		struct sib_faults_cfg cfg;
 		bool on;
 
-		if (word == l->seen_cap[p] && (seq == l->seen_fault_seq[p] || (seq & 1)))
+		if (!f->changed[p] && (seq == l->seen_fault_seq[p] || (seq & 1)))
 			continue;
-		if (!(w = wrap(l)))
-			return;
-		if (word != l->seen_cap[p]) {
+		if (!(w = wrap(l))) {
+			if (f->cap_base[p])
+				munmap(f->cap_base[p], SIB_INBOX_BYTES);
+			f->cap_base[p] = NULL;
+			continue;
+		}
+		if (f->changed[p]) {
 			unmap_capture(w, p);
-			l->seen_cap[p] = word; /* tried once, even if the map fails */
-			if (word && (w->cap_base[p] = map_capture(word)))
+			l->seen_cap[p] = f->cap_word[p];
+			if ((w->cap_base[p] = f->cap_base[p]))
 				sib_ring_attach(&w->cap_ring[p], w->cap_base[p]);
+			f->cap_base[p] = NULL;
 			changed = true;
 		}
 		if (seq != l->seen_fault_seq[p] && !(seq & 1) && read_faults(lp, seq, &cfg, &on)) {
@@ -261,6 +303,19 @@ static void poll_cfg(struct sib_link *l)
 	}
 	if (changed)
 		recompute(l);
+	if (l->wrap && l->wrap->cap_dirty) {
+		sib_capture_flush(l->wrap->cap);
+		l->wrap->cap_dirty = false;
+	}
+}
+
+/* At open, on the opening thread: fetch and apply at once. */
+static void poll_cfg(struct sib_link *l)
+{
+	struct sib_link_fetch f;
+
+	sib_link_fetch(l, &f);
+	sib_link_apply(l, &f);
 }
 
 int sib_link_open(struct sib_link *l, void *inbox_base, int32_t pid, uint32_t src_inbox,
@@ -487,10 +542,10 @@ uint64_t sib_link_tick(struct sib_link *l, uint64_t now)
 	atomic_store_explicit(&l->stats->c[SIB_LC_RX_BAD_SLOT], l->rx.bad_slots, memory_order_relaxed);
 	atomic_store_explicit(&l->stats->c[SIB_LC_RX_BAD_TAIL], l->rx.bad_tail, memory_order_relaxed);
 	atomic_store_explicit(&l->stats->c[SIB_LC_RX_STALLED], l->rx.skipped, memory_order_relaxed);
-	poll_cfg(l);
-	if (l->wrap && l->wrap->cap_dirty) {
-		sib_capture_flush(l->wrap->cap);
-		l->wrap->cap_dirty = false;
-	}
+	/* The slow part (a round trip to softibd, mmap, allocation, the
+	 * capture file's write) is the engine thread's: this may run inside
+	 * the application's poll or post, which make no system call. */
+	if (cfg_changed(l) || (l->wrap && l->wrap->cap_dirty))
+		atomic_store_explicit(&l->service, 1, memory_order_relaxed);
 	return next;
 }

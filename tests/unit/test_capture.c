@@ -360,10 +360,51 @@ static void push_faults(struct sib_shm_link_port *lp, bool on, uint32_t dup_ppm)
 	atomic_store(&lp->fault_seq, (seq | 1) + 1);
 }
 
-/* The link's housekeeping picks up what softibd pushed. */
+/* The link's housekeeping notices what softibd pushed; the engine thread
+ * applies it. */
 static void pushed_tick(struct sib_link *l)
 {
+	struct sib_link_fetch f;
+
 	(void)sib_link_tick(l, sib_link_now_ns());
+	if (!sib_link_wants_service(l))
+		return;
+	sib_link_fetch(l, &f);
+	sib_link_apply(l, &f);
+	assert_false(sib_link_wants_service(l));
+}
+
+/* sib_link_tick runs inside the application's poll and post: it only
+ * notices a capture ring armed by softibd (no round trip to softibd, no
+ * mmap), and leaves the work to the engine thread. */
+static void test_tick_leaves_slow_work_to_engine(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3);
+	struct sib_shm_link_port cfg[SIB_MAX_PORTS];
+	struct sib_link_fetch f;
+	void *ma = inbox();
+	struct sib_link a;
+
+	(void)state;
+	memset(cfg, 0, sizeof(cfg));
+	unsetenv("SOFTIB_CAPTURE");
+	unsetenv("SOFTIB_FAULTS");
+	setenv("SOFTIB_SOCKET", "/nonexistent/softib.sock", 1); /* no daemon answers */
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, cfg), 0);
+	atomic_store(&cfg[0].cap, SIB_LINK_CAP_MAKE(0, 1));
+	(void)sib_link_tick(&a, sib_link_now_ns());
+	assert_int_equal(a.seen_cap[0], 0);          /* not tried here */
+	assert_true(sib_link_wants_service(&a));
+	sib_link_fetch(&a, &f);                       /* the engine thread: tries, fails */
+	assert_true(f.changed[0]);
+	assert_null(f.cap_base[0]);
+	sib_link_apply(&a, &f);
+	assert_int_equal(a.seen_cap[0], SIB_LINK_CAP_MAKE(0, 1)); /* tried once */
+	(void)sib_link_tick(&a, sib_link_now_ns());
+	assert_false(sib_link_wants_service(&a));
+	sib_link_close(&a);
+	unsetenv("SOFTIB_SOCKET");
+	free(ma);
 }
 
 /* A pushed "off" (even one from long before the program started) never
@@ -447,6 +488,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_bad_fault_spec),
 		cmocka_unit_test(test_each_fault),
 		cmocka_unit_test(test_pushed_off_keeps_env_faults),
+		cmocka_unit_test(test_tick_leaves_slow_work_to_engine),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--check")) {

@@ -208,6 +208,11 @@ void sibd_link_device_gone(struct sibd *d, uint32_t dev)
 	}
 }
 
+static bool below_ppm(double p)
+{
+	return p > 0 && p < 1e-6;
+}
+
 int sibd_link_faults(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
 {
 	struct sib_ctl_link *l = &m->u.link;
@@ -223,6 +228,11 @@ int sibd_link_faults(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *
 		return 0;
 	}
 	if (sib_faults_parse(l->spec, &cfg, &bad))
+		return -EINVAL;
+	/* The device and port are the command's; and the map carries parts per
+	 * million, so a probability below 1 ppm would silently be none. */
+	if (cfg.dev[0] || cfg.port || below_ppm(cfg.loss) || below_ppm(cfg.dup) ||
+	    below_ppm(cfg.reorder) || below_ppm(cfg.corrupt))
 		return -EINVAL;
 	for_ports(d, l, port_faults, &cfg);
 	sibd_log("faults '%s' set by pid %d", l->spec, (int)c->pid);

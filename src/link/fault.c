@@ -146,6 +146,26 @@ void sib_faults_free(struct sib_faults *f)
 	free(f);
 }
 
+static void enqueue(struct sib_faults *f, const struct held *h);
+
+bool sib_faults_idle(const struct sib_faults *f)
+{
+	return !f->qcount && !f->holding;
+}
+
+void sib_faults_adopt(struct sib_faults *to, struct sib_faults *from)
+{
+	while (from->qcount && to->qcount < QMAX) {
+		enqueue(to, &from->q[from->qhead]);
+		from->qhead = (from->qhead + 1) % QMAX;
+		from->qcount--;
+	}
+	if (from->holding && to->qcount < QMAX) {
+		enqueue(to, &from->hold);
+		from->holding = false;
+	}
+}
+
 uint8_t *sib_faults_stage(struct sib_faults *f)
 {
 	return f->stage;

@@ -135,21 +135,34 @@ static struct sib_link_wrap *wrap(struct sib_link *l)
 	return l->wrap;
 }
 
-/* Replace a port's faults (NULL cfg: none); what the old ones hold is sent. */
-static int set_faults(struct sib_link *l, unsigned int p, const struct sib_faults_cfg *cfg)
+/*
+ * Replace a port's faults (NULL cfg: none).  What the old ones queue or hold
+ * back is not lost: it moves to the new ones, or, with none, stays in a
+ * faults object without faults that sends it and then goes
+ * (sib_link_flush).  Only `closing` gives up what cannot leave now.
+ */
+static int set_faults(struct sib_link *l, unsigned int p, const struct sib_faults_cfg *cfg, bool closing)
 {
+	static const struct sib_faults_cfg none;
 	struct sib_link_wrap *w = l->wrap;
-	struct sib_faults *f = NULL;
+	struct sib_faults *old = w->faults[p], *f = NULL;
 
+	if (old)
+		(void)sib_faults_flush(l, old, sib_link_now_ns(), closing);
+	w->draining[p] = false;
+	if (!cfg && old && !closing && !sib_faults_idle(old)) {
+		cfg = &none;
+		w->draining[p] = true;
+	}
 	if (cfg) {
 		f = sib_faults_new(cfg, (l->dev ? l->dev->node_guid : 0) + p);
 		if (!f)
 			return ENOMEM;
+		if (old)
+			sib_faults_adopt(f, old);
 	}
-	if (w->faults[p]) {
-		(void)sib_faults_flush(l, w->faults[p], sib_link_now_ns(), true);
-		sib_faults_free(w->faults[p]);
-	}
+	if (old)
+		sib_faults_free(old);
 	w->faults[p] = f;
 	return 0;
 }
@@ -292,10 +305,10 @@ void sib_link_apply(struct sib_link *l, struct sib_link_fetch *f)
 		if (seq != l->seen_fault_seq[p] && !(seq & 1) && read_faults(lp, seq, &cfg, &on)) {
 			l->seen_fault_seq[p] = seq;
 			if (on) {
-				(void)set_faults(l, p, &cfg);
+				(void)set_faults(l, p, &cfg, false);
 				w->pushed[p] = true;
 			} else if (w->pushed[p]) {
-				(void)set_faults(l, p, env_faults(w, p));
+				(void)set_faults(l, p, env_faults(w, p), false);
 				w->pushed[p] = false;
 			}
 			changed = true;
@@ -354,7 +367,7 @@ int sib_link_open(struct sib_link *l, void *inbox_base, int32_t pid, uint32_t sr
 		if (dev_selected(w->env_cfg.dev, dev)) {
 			w->env_faults = true;
 			for (unsigned int p = 0; p < nports(l); p++)
-				if (env_faults(w, p) && (err = set_faults(l, p, &w->env_cfg)))
+				if (env_faults(w, p) && (err = set_faults(l, p, &w->env_cfg, false)))
 					goto fail;
 		}
 	}
@@ -378,7 +391,7 @@ void sib_link_close(struct sib_link *l)
 	if (!w)
 		return;
 	for (unsigned int p = 0; p < SIB_MAX_PORTS; p++) {
-		(void)set_faults(l, p, NULL);
+		(void)set_faults(l, p, NULL, true);
 		unmap_capture(w, p);
 	}
 	if (w->cap) {
@@ -526,8 +539,16 @@ uint64_t sib_link_flush(struct sib_link *l, uint64_t now)
 	uint64_t next = 0;
 
 	for (unsigned int p = 0; l->wrap && p < SIB_MAX_PORTS; p++) {
-		uint64_t t = l->wrap->faults[p] ? sib_faults_flush(l, l->wrap->faults[p], now, false) : 0;
+		struct sib_link_wrap *w = l->wrap;
+		uint64_t t = w->faults[p] ? sib_faults_flush(l, w->faults[p], now, false) : 0;
 
+		if (w->draining[p] && sib_faults_idle(w->faults[p])) {
+			/* Faults removed, and what they held is sent now. */
+			sib_faults_free(w->faults[p]);
+			w->faults[p] = NULL;
+			w->draining[p] = false;
+			recompute(l);
+		}
 		if (t && (!next || t < next))
 			next = t;
 	}

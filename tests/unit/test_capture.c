@@ -460,6 +460,53 @@ static void test_pushed_off_keeps_env_faults(void **state)
 	free(mb);
 }
 
+/* Replacing or removing a port's faults loses none of the packets they
+ * hold back (here: behind a full destination). */
+static void test_fault_change_keeps_held_packets(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3), db = fake_dev("softib1", 2);
+	struct sib_shm_link_port cfg[SIB_MAX_PORTS];
+	void *ma = inbox(), *mb = inbox();
+	struct sib_link a, b;
+	uint32_t psn[16], n = 0;
+	uint64_t t;
+
+	(void)state;
+	memset(cfg, 0, sizeof(cfg));
+	unsetenv("SOFTIB_CAPTURE");
+	unsetenv("SOFTIB_FAULTS");
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, cfg), 0);
+	atomic_store(&cfg[0].fault_delay_us, 1);
+	push_faults(&cfg[0], true, 0);              /* delay_us=1: faults on */
+	pushed_tick(&a);
+	assert_true(a.slow);
+	/* b's inbox full of someone else's packets. */
+	for (struct sib_ring_slot *s; (s = sib_ring_reserve(&b.rx.r, 4242, &t)); n++)
+		(void)sib_ring_publish(&b.rx.r, s, t, 4242, 0, 0);
+	assert_int_equal(n, SIB_INBOX_SLOTS);
+	send_one(&a, &b, 1);
+	send_one(&a, &b, 2);
+	push_faults(&cfg[0], true, 1000000);        /* replaced: dup=1 */
+	pushed_tick(&a);
+	send_one(&a, &b, 3);                         /* sent twice */
+	push_faults(&cfg[0], false, 0);             /* removed */
+	pushed_tick(&a);
+	assert_true(a.slow);                         /* still holding packets */
+	(void)drain(&b, psn, 16);                    /* the filler: not ours */
+	(void)sib_link_flush(&a, sib_link_now_ns() + 1000000000ull);
+	assert_int_equal(drain(&b, psn, 16), 4);
+	assert_int_equal(psn[0], 1);
+	assert_int_equal(psn[1], 2);
+	assert_int_equal(psn[2], 3);
+	assert_int_equal(psn[3], 3);
+	assert_false(a.slow);                        /* drained: the fast path again */
+	sib_link_close(&a);
+	sib_link_close(&b);
+	free(ma);
+	free(mb);
+}
+
 /* A malformed SOFTIB_FAULTS fails the open with EINVAL. */
 static void test_bad_fault_spec(void **state)
 {
@@ -489,6 +536,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_each_fault),
 		cmocka_unit_test(test_pushed_off_keeps_env_faults),
 		cmocka_unit_test(test_tick_leaves_slow_work_to_engine),
+		cmocka_unit_test(test_fault_change_keeps_held_packets),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--check")) {

@@ -140,6 +140,8 @@ static void client_flush(struct sibd *d, struct sibd_client *c)
 		else
 			out_pop(c);
 	}
+	if (!c->dead && !c->out_head)
+		sibd_event_drained(d, c); /* a marker of the last events lost */
 	if (!c->dead)
 		client_arm(d, c);
 }

@@ -46,8 +46,10 @@ static void queue_event(struct sibd *d, struct sibd_client *c, const struct sib_
 
 /*
  * Give ev to c, or count it lost.  One slot is kept for the OVERFLOW marker,
- * which goes out before the next event that fits, so that a subscriber
- * learns about every gap in order (and then re-reads the fabric map).
+ * which goes out before the next event that fits, or once the queue drains
+ * (sibd_event_drained) if no event follows, so that a subscriber learns
+ * about every gap in order (and then re-reads the fabric map), the last
+ * one included.
  */
 static void push_one(struct sibd *d, struct sibd_client *c, const struct sib_ctl_event *ev)
 {
@@ -69,6 +71,19 @@ static void push_one(struct sibd *d, struct sibd_client *c, const struct sib_ctl
 		queue_event(d, c, &mark);
 	}
 	queue_event(d, c, ev);
+}
+
+void sibd_event_drained(struct sibd *d, struct sibd_client *c)
+{
+	struct sib_ctl_event mark;
+
+	if (c->dead || !c->ev.on || !c->ev.lost || c->out_len + 1 >= SIB_EV_QUEUE_MAX)
+		return;
+	memset(&mark, 0, sizeof(mark));
+	mark.type = SIB_EV_OVERFLOW;
+	mark.lost = c->ev.lost;
+	c->ev.lost = 0;
+	queue_event(d, c, &mark);
 }
 
 void sibd_event_push(struct sibd *d, const struct sib_ctl_event *ev)

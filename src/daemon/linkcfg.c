@@ -6,7 +6,9 @@
  * (sib_fabric_shm.link, written only here); and the per-context link
  * counters of the status report, read from each inbox's header page through
  * a read-only mapping, printed and never acted on.
- * Nothing a client wrote is trusted.  Single-threaded (the event loop).
+ * What is armed and set where is softibd's PRIVATE record (ports[] here,
+ * devices from d->devs): the map's link area is written from it and never
+ * read back.  Nothing a client wrote is trusted.  Single-threaded.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +33,14 @@ static struct cap_session {
 static bool caps_init;
 static uint32_t cap_gen;
 
+/* What softibd set on each port: the truth the link area is written from. */
+static struct port_rec {
+	uint32_t cap;                  /* armed capture word, 0 = none */
+	uint32_t faults_seq;           /* the seqlock count last stored */
+	bool faults;                   /* faults set (cfg valid) */
+	struct sib_faults_cfg cfg;
+} ports[SIB_MAX_DEVICES][SIB_MAX_PORTS];
+
 static void init_caps(void)
 {
 	if (caps_init)
@@ -40,7 +50,8 @@ static void init_caps(void)
 	caps_init = true;
 }
 
-/* The ports a request names: false (EINVAL) if it names none that exist. */
+/* The ports a request names, among the present devices of softibd's own
+ * record: false (EINVAL) if it names none that exist. */
 static bool for_ports(struct sibd *d, const struct sib_ctl_link *l,
 		      void (*fn)(struct sibd *d, uint32_t dev, uint32_t port, void *arg), void *arg)
 {
@@ -49,14 +60,18 @@ static bool for_ports(struct sibd *d, const struct sib_ctl_link *l,
 
 	if (l->dev_index == SIB_CTL_LINK_ALL) {
 		first = 0;
-		last = d->shm->num_devices - 1;
+		last = d->num_devices - 1;
 	}
-	if (d->shm->num_devices == 0 || last >= d->shm->num_devices || first > last)
+	if (d->num_devices == 0 || last >= d->num_devices || first > last)
+		return false;
+	if (l->dev_index != SIB_CTL_LINK_ALL && !sibd_dev_present(d, l->dev_index))
 		return false;
 	for (uint32_t dev = first; dev <= last; dev++) {
-		uint32_t np = d->shm->devs[dev].num_ports;
+		uint32_t np = d->devs[dev].num_ports;
 
-		if (l->port > np)
+		if (!sibd_dev_present(d, dev))
+			continue;
+		if (l->port > np && l->dev_index != SIB_CTL_LINK_ALL)
 			return false;
 		for (uint32_t p = 1; p <= np && p <= SIB_MAX_PORTS; p++) {
 			if (l->port && p != l->port)
@@ -71,13 +86,20 @@ static bool for_ports(struct sibd *d, const struct sib_ctl_link *l,
 
 static void port_busy(struct sibd *d, uint32_t dev, uint32_t port, void *arg)
 {
-	if (atomic_load_explicit(&d->shm->link[dev][port].cap, memory_order_relaxed))
+	(void)d;
+	if (ports[dev][port].cap)
 		*(bool *)arg = true;
+}
+
+static void set_cap(struct sibd *d, uint32_t dev, uint32_t port, uint32_t word)
+{
+	ports[dev][port].cap = word;
+	atomic_store_explicit(&d->shm->link[dev][port].cap, word, memory_order_release);
 }
 
 static void port_arm(struct sibd *d, uint32_t dev, uint32_t port, void *arg)
 {
-	atomic_store_explicit(&d->shm->link[dev][port].cap, *(uint32_t *)arg, memory_order_release);
+	set_cap(d, dev, port, *(uint32_t *)arg);
 }
 
 int sibd_link_capture(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
@@ -138,12 +160,9 @@ void sibd_link_client_gone(struct sibd *d, const struct sibd_client *c)
 		if (caps[i].fd < 0 || caps[i].owner != c)
 			continue;
 		for (uint32_t dev = 0; dev < SIB_MAX_DEVICES; dev++)
-			for (uint32_t p = 0; p < SIB_MAX_PORTS; p++) {
-				uint32_t w = caps[i].word;
-
-				atomic_compare_exchange_strong_explicit(&d->shm->link[dev][p].cap, &w, 0,
-									memory_order_release, memory_order_relaxed);
-			}
+			for (uint32_t p = 0; p < SIB_MAX_PORTS; p++)
+				if (ports[dev][p].cap == caps[i].word)
+					set_cap(d, dev, p, 0);
 		sibd_log("capture %#x ended", caps[i].word);
 		close(caps[i].fd);
 		caps[i].fd = -1;
@@ -155,11 +174,16 @@ static void port_faults(struct sibd *d, uint32_t dev, uint32_t port, void *arg)
 {
 	const struct sib_faults_cfg *cfg = arg;
 	struct sib_shm_link_port *lp = &d->shm->link[dev][port];
-	uint32_t seq = atomic_load_explicit(&lp->fault_seq, memory_order_relaxed);
+	struct port_rec *r = &ports[dev][port];
+	uint32_t seq = r->faults_seq;
 	bool on = cfg && (cfg->loss > 0 || cfg->dup > 0 || cfg->reorder > 0 || cfg->corrupt > 0 ||
 			  cfg->delay_us || cfg->down);
 
+	r->faults = on;
+	if (on)
+		r->cfg = *cfg;
 	/* Seqlock: odd while writing; never 0 again once set. */
+	r->faults_seq = (seq | 1) + 1;
 	atomic_store_explicit(&lp->fault_seq, seq | 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
 	atomic_store_explicit(&lp->fault_seed, on ? cfg->seed : 0, memory_order_relaxed);
@@ -171,7 +195,22 @@ static void port_faults(struct sibd *d, uint32_t dev, uint32_t port, void *arg)
 	atomic_store_explicit(&lp->fault_flags,
 			      on ? SIB_LINK_FAULT_ACTIVE | (cfg->down ? SIB_LINK_FAULT_DOWN : 0) : 0,
 			      memory_order_relaxed);
-	atomic_store_explicit(&lp->fault_seq, (seq | 1) + 1, memory_order_release);
+	atomic_store_explicit(&lp->fault_seq, r->faults_seq, memory_order_release);
+}
+
+void sibd_link_device_gone(struct sibd *d, uint32_t dev)
+{
+	if (dev >= SIB_MAX_DEVICES)
+		return;
+	for (uint32_t p = 0; p < SIB_MAX_PORTS; p++) {
+		set_cap(d, dev, p, 0);
+		port_faults(d, dev, p, NULL); /* seq moves on: running links drop pushed faults */
+	}
+}
+
+static bool below_ppm(double p)
+{
+	return p > 0 && p < 1e-6;
 }
 
 int sibd_link_faults(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
@@ -190,6 +229,11 @@ int sibd_link_faults(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *
 	}
 	if (sib_faults_parse(l->spec, &cfg, &bad))
 		return -EINVAL;
+	/* The device and port are the command's; and the map carries parts per
+	 * million, so a probability below 1 ppm would silently be none. */
+	if (cfg.dev[0] || cfg.port || below_ppm(cfg.loss) || below_ppm(cfg.dup) ||
+	    below_ppm(cfg.reorder) || below_ppm(cfg.corrupt))
+		return -EINVAL;
 	for_ports(d, l, port_faults, &cfg);
 	sibd_log("faults '%s' set by pid %d", l->spec, (int)c->pid);
 	return 0;
@@ -197,29 +241,24 @@ int sibd_link_faults(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *
 
 void sibd_link_status(struct sibd *d, FILE *f)
 {
-	for (uint32_t dev = 0; dev < d->shm->num_devices && dev < SIB_MAX_DEVICES; dev++)
-		for (uint32_t p = 0; p < d->shm->devs[dev].num_ports && p < SIB_MAX_PORTS; p++) {
-			const struct sib_shm_link_port *lp = &d->shm->link[dev][p];
-			uint32_t cap = atomic_load_explicit(&lp->cap, memory_order_relaxed);
-			uint32_t fl = atomic_load_explicit(&lp->fault_flags, memory_order_relaxed);
+	for (uint32_t dev = 0; dev < d->num_devices && dev < SIB_MAX_DEVICES; dev++)
+		for (uint32_t p = 0; p < d->devs[dev].num_ports && p < SIB_MAX_PORTS; p++) {
+			const struct port_rec *r = &ports[dev][p];
 
-			if (!cap && !fl)
+			if (!sibd_dev_present(d, dev) || (!r->cap && !r->faults))
 				continue;
-			fprintf(f, "link_port dev=%s port=%u capture=%u faults=", d->shm->devs[dev].name,
-				p + 1, cap ? 1 : 0);
-			if (fl)
+			fprintf(f, "link_port dev=%s port=%u capture=%u faults=", d->devs[dev].name, p + 1,
+				r->cap ? 1 : 0);
+			if (r->faults)
 				fprintf(f, "seed=%llu,loss=%g,dup=%g,reorder=%g,corrupt=%g,delay_us=%u,down=%u\n",
-					(unsigned long long)atomic_load(&lp->fault_seed),
-					atomic_load(&lp->fault_ppm[0]) / 1e6, atomic_load(&lp->fault_ppm[1]) / 1e6,
-					atomic_load(&lp->fault_ppm[2]) / 1e6, atomic_load(&lp->fault_ppm[3]) / 1e6,
-					atomic_load(&lp->fault_delay_us), !!(fl & SIB_LINK_FAULT_DOWN));
+					(unsigned long long)r->cfg.seed, r->cfg.loss, r->cfg.dup, r->cfg.reorder,
+					r->cfg.corrupt, r->cfg.delay_us, r->cfg.down ? 1 : 0);
 			else
 				fprintf(f, "off\n");
 		}
 	for (uint32_t i = 0; i < SIB_MAX_INBOXES; i++) {
-		const struct sib_shm_inbox_desc *desc = &d->shm->inboxes[i];
 		const struct sib_link_stats *st;
-		uint32_t dev = desc->dev_index, flags;
+		uint32_t dev = d->inbox[i].dev_index, flags;
 		void *page;
 
 		if (d->inbox[i].fd < 0)
@@ -232,7 +271,7 @@ void sibd_link_status(struct sibd *d, FILE *f)
 			flags = atomic_load_explicit(&st->flags, memory_order_relaxed);
 			fprintf(f, "link inbox=%u pid=%d dev=%s capture=%u faults=%u", i,
 				d->inbox[i].owner ? (int)d->inbox[i].owner->pid : 0,
-				dev < d->shm->num_devices && dev < SIB_MAX_DEVICES ? d->shm->devs[dev].name : "?",
+				dev < d->num_devices && dev < SIB_MAX_DEVICES ? d->devs[dev].name : "?",
 				!!(flags & SIB_LINK_STAT_CAPTURE), !!(flags & SIB_LINK_STAT_FAULTS));
 			for (int c = 0; c < SIB_LC_MAX; c++)
 				fprintf(f, " %s=%llu", sib_link_counter_name[c],

@@ -8,6 +8,7 @@
 #ifndef SIB_DAEMON_LINKCFG_H
 #define SIB_DAEMON_LINKCFG_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 struct sibd;
@@ -26,6 +27,10 @@ int sibd_link_get_capture(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 /* SIB_CTL_LINK_FAULTS: set ("off": clear) the faults of the named ports.
  * -EINVAL: no such device or port, or a malformed spec. */
 int sibd_link_faults(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
+/* devs[dev] was removed: disarm its ports and clear their faults (the
+ * fault seqlock moves on, so running links drop what was pushed), so that
+ * a device added later in the slot inherits nothing. */
+void sibd_link_device_gone(struct sibd *d, uint32_t dev);
 /* A connection is going away: end its capture sessions. */
 void sibd_link_client_gone(struct sibd *d, const struct sibd_client *c);
 

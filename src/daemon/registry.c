@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/linkcfg.h"
 #include "daemon/softibd.h"
 
 #define PHYS_DISABLED 3 /* PortPhysicalState (IBA 14.2.5.6) */
@@ -290,6 +291,7 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	sibd_map_write_end(d);
 	for (cl = d->clients; cl; cl = cl->next)
 		sibd_client_device_gone(d, cl, (uint32_t)idx);
+	sibd_link_device_gone(d, (uint32_t)idx);
 	drop_node(d, d->dev_node[idx]);
 	d->dev_node[idx] = NULL;
 	d->ctr.devices_removed++;

@@ -150,6 +150,9 @@ void sibd_client_device_gone(struct sibd *d, struct sibd_client *c, uint32_t dev
 int sibd_cmd_subscribe(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
 		       int *pass_fd);
 void sibd_event_push(struct sibd *d, const struct sib_ctl_event *ev);
+/* c's output queue drained: send the OVERFLOW marker of events it lost
+ * since the last one, if any (the last event may have been dropped). */
+void sibd_event_drained(struct sibd *d, struct sibd_client *c);
 void sibd_event_fill(struct sibd *d, struct sib_ctl_event *ev, enum sib_event_type type,
 		     uint32_t dev_index, uint8_t port_num);
 void sibd_event_port(struct sibd *d, enum sib_event_type type, uint32_t dev_index,

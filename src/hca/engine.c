@@ -281,6 +281,18 @@ void sib_engine_poke(void *ctx)
 	sib_progress(ctx);
 }
 
+/* What softibd pushed (capture rings, faults), on the engine thread only:
+ * the round trip and mmap happen without the progress lock (src/link). */
+static void link_service(struct sib_context *ctx)
+{
+	struct sib_link_fetch f;
+
+	sib_link_fetch(&ctx->link, &f);
+	pthread_mutex_lock(&ctx->progress_lock);
+	sib_link_apply(&ctx->link, &f);
+	pthread_mutex_unlock(&ctx->progress_lock);
+}
+
 /* One pass over everything.  Returns true if it did any work. */
 static bool run_once(struct sib_context *ctx)
 {
@@ -411,6 +423,8 @@ static void *engine_main(void *arg)
 
 		if (atomic_load(&ctx->stop))
 			break;
+		if (sib_link_wants_service(&ctx->link))
+			link_service(ctx);
 		seen_notify = notifies;
 		if (!may_block && app_polling(ctx)) {
 			/* The application polls, so it drives progress (and its
@@ -430,6 +444,8 @@ static void *engine_main(void *arg)
 		 * something else (its own memory, as ib_write_lat does). */
 		nap_ns = SIB_NAP_MIN_NS;
 		sib_progress(ctx);
+		if (sib_link_wants_service(&ctx->link))
+			continue;
 
 		uint64_t deadline = atomic_load_explicit(&ctx->next_deadline, memory_order_relaxed);
 		uint64_t now = sib_now_ns();

@@ -210,10 +210,45 @@ static int reader_start(void)
 	return 0;
 }
 
+/*
+ * fork(): the child has no reader thread (threads do not survive fork) and
+ * must not share the parent's event connection (the parent's reader would
+ * take the events, or both would read halves).  Keep ev_lock consistent
+ * across the fork, and in the child forget the reader, its connection (our
+ * copy of the fd is closed) and the parent's contexts, so that the child's
+ * first open starts its own reader on its own connection.
+ */
+static void ev_prepare(void)
+{
+	pthread_mutex_lock(&ev_lock);
+}
+
+static void ev_parent(void)
+{
+	pthread_mutex_unlock(&ev_lock);
+}
+
+static void ev_child(void)
+{
+	if (ev_fd >= 0)
+		close(ev_fd);
+	ev_fd = -1;
+	ev_running = false;
+	ev_ctxs = NULL;
+	pthread_mutex_init(&ev_lock, NULL);
+}
+
+static void ev_atfork(void)
+{
+	(void)pthread_atfork(ev_prepare, ev_parent, ev_child);
+}
+
 int sib_events_attach(struct sib_context *ctx)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int rc = 0;
 
+	pthread_once(&once, ev_atfork);
 	pthread_mutex_lock(&ev_lock);
 	if (!ev_running)
 		rc = reader_start();

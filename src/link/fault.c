@@ -148,6 +148,26 @@ void sib_faults_free(struct sib_faults *f)
 	free(f);
 }
 
+static void put_held(struct sib_faults *f, const struct held *h);
+
+bool sib_faults_idle(const struct sib_faults *f)
+{
+	return !f->qcount && !f->holding;
+}
+
+void sib_faults_adopt(struct sib_faults *to, struct sib_faults *from)
+{
+	while (from->qcount && to->qcount < QMAX) {
+		put_held(to, &from->q[from->qhead]); /* its dest reference moves with it */
+		from->qhead = (from->qhead + 1) % QMAX;
+		from->qcount--;
+	}
+	if (from->holding && to->qcount < QMAX) {
+		put_held(to, &from->hold);
+		from->holding = false;
+	}
+}
+
 uint8_t *sib_faults_stage(struct sib_faults *f)
 {
 	return f->stage;
@@ -164,11 +184,10 @@ static void dest_ref(struct sib_link *l, void *dest, int delta)
 		l->dest_ref(dest, delta);
 }
 
-static void enqueue(struct sib_link *l, struct sib_faults *f, const struct held *h)
+/* Append a copy of h to f's queue (room checked by the caller). */
+static void put_held(struct sib_faults *f, const struct held *h)
 {
 	struct held *e = &f->q[(f->qhead + f->qcount) % QMAX];
-
-	dest_ref(l, h->dest, +1);
 
 	e->dest = h->dest;
 	e->due = h->due;
@@ -177,6 +196,14 @@ static void enqueue(struct sib_link *l, struct sib_faults *f, const struct held 
 	e->port = h->port;
 	memcpy(e->data, h->data, h->len);
 	f->qcount++;
+}
+
+/* Keep a packet past the send that gave it: the destination stays
+ * referenced (mapped) until the packet leaves or is dropped. */
+static void enqueue(struct sib_link *l, struct sib_faults *f, const struct held *h)
+{
+	dest_ref(l, h->dest, +1);
+	put_held(f, h);
 }
 
 /* Flip one bit between the fixed headers and the end of the ICRC: every

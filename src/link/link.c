@@ -2,15 +2,19 @@
 /*
  * The link of one context (docs/link.md): the shm ring's ops table, opening
  * the wrappers that the environment asks for, following what softibd pushes
- * through the fabric map's link area (capture rings, faults; read in
- * sib_link_tick, never per packet), and the slow paths that run only while a
+ * through the fabric map's link area (capture rings, faults: noticed in
+ * sib_link_tick, never per packet, and applied by the engine thread in
+ * sib_link_fetch/sib_link_apply), and the slow paths that run only while a
  * wrapper is active.  Not IBA (it stands in for ch. 7).
- * Must not call hca/ or verbs/.  Runs under the owner's progress lock.
+ * Must not call hca/ or verbs/.  Runs under the owner's progress lock,
+ * except sib_link_fetch (the engine thread, without it).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -131,20 +135,38 @@ static struct sib_link_wrap *wrap(struct sib_link *l)
 	return l->wrap;
 }
 
-/* Replace a port's faults (NULL cfg: none); what the old ones hold is sent. */
-static int set_faults(struct sib_link *l, unsigned int p, const struct sib_faults_cfg *cfg)
+/*
+ * Replace a port's faults (NULL cfg: none).  What the old ones queue or hold
+ * back is not lost: it moves to the new ones, or, with none, stays in a
+ * faults object without faults that sends it and then goes
+ * (sib_link_flush).  Only `closing` gives up what cannot leave now.
+ */
+static int set_faults(struct sib_link *l, unsigned int p, const struct sib_faults_cfg *cfg, bool closing)
 {
+	static const struct sib_faults_cfg none;
 	struct sib_link_wrap *w = l->wrap;
-	struct sib_faults *f = NULL;
+	struct sib_faults *old = w->faults[p], *f = NULL;
 
+	if (old)
+		(void)sib_faults_flush(l, old, sib_link_now_ns(), closing);
+	w->draining[p] = false;
+	if (!cfg && old && !closing && !sib_faults_idle(old)) {
+		cfg = &none;
+		w->draining[p] = true;
+	}
 	if (cfg) {
 		f = sib_faults_new(cfg, (l->dev ? l->dev->node_guid : 0) + p);
 		if (!f)
 			return ENOMEM;
+		if (old)
+			sib_faults_adopt(f, old);
 	}
-	if (w->faults[p]) {
-		(void)sib_faults_flush(l, w->faults[p], sib_link_now_ns(), true);
-		sib_faults_free(w->faults[p]);
+	if (old) {
+		/* What did not fit in the new queue (one packet at most) goes
+		 * now or is dropped, its destination reference with it. */
+		if (!sib_faults_idle(old))
+			(void)sib_faults_flush(l, old, sib_link_now_ns(), true);
+		sib_faults_free(old);
 	}
 	w->faults[p] = f;
 	return 0;
@@ -162,11 +184,15 @@ static void unmap_capture(struct sib_link_wrap *w, unsigned int p)
 static void *map_capture(uint32_t word)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
+	struct timeval tmo = { .tv_sec = 1 };
 	int fd = sib_ctl_open(false), mfd = -1;
 	void *base = NULL;
 
 	if (fd < 0)
 		return NULL;
+	/* A daemon that does not answer costs the engine thread 1 s, once. */
+	(void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo));
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tmo, sizeof(tmo));
 	m.u.hello.abi_version = SIB_ABI_VERSION;
 	m.u.hello.pid = getpid();
 	if (sib_ctl_call(fd, &m, &mfd) || m.hdr.status)
@@ -212,37 +238,102 @@ static bool read_faults(const struct sib_shm_link_port *lp, uint32_t seq, struct
 	       cfg->delay_us <= 10000000;
 }
 
-/* What softibd pushed for our ports: capture rings and faults. */
-static void poll_cfg(struct sib_link *l)
+/* The faults $SOFTIB_FAULTS asks for on port p (index), or NULL. */
+static const struct sib_faults_cfg *env_faults(const struct sib_link_wrap *w, unsigned int p)
+{
+	return w->env_faults && (!w->env_cfg.port || w->env_cfg.port == p + 1) ? &w->env_cfg : NULL;
+}
+
+/* Did softibd push something for our ports that we have not acted on?
+ * Reads the link area only: no system call, no allocation. */
+static bool cfg_changed(const struct sib_link *l)
+{
+	for (unsigned int p = 0; l->cfg && p < nports(l); p++) {
+		const struct sib_shm_link_port *lp = &l->cfg[p];
+		uint32_t seq = atomic_load_explicit(&lp->fault_seq, memory_order_acquire);
+
+		if (atomic_load_explicit(&lp->cap, memory_order_acquire) != l->seen_cap[p] ||
+		    (seq != l->seen_fault_seq[p] && !(seq & 1)))
+			return true;
+	}
+	return false;
+}
+
+void sib_link_fetch(struct sib_link *l, struct sib_link_fetch *f)
+{
+	memset(f, 0, sizeof(*f));
+	atomic_store_explicit(&l->service, 0, memory_order_relaxed);
+	for (unsigned int p = 0; l->cfg && p < nports(l); p++) {
+		uint32_t word = atomic_load_explicit(&l->cfg[p].cap, memory_order_acquire);
+
+		if (word == l->seen_cap[p])
+			continue;
+		f->changed[p] = true;
+		f->cap_word[p] = word;
+		f->cap_base[p] = word ? map_capture(word) : NULL; /* tried once, even if it fails */
+	}
+}
+
+/*
+ * Apply what softibd pushed for our ports: the capture rings f mapped, and
+ * faults.  An active pushed setting replaces the port's faults (those of
+ * $SOFTIB_FAULTS too); an inactive one ("off") removes only pushed faults,
+ * and the port goes back to what $SOFTIB_FAULTS says (docs/link.md).
+ */
+void sib_link_apply(struct sib_link *l, struct sib_link_fetch *f)
 {
 	bool changed = false;
 
 	for (unsigned int p = 0; l->cfg && p < nports(l); p++) {
 		const struct sib_shm_link_port *lp = &l->cfg[p];
-		uint32_t word = atomic_load_explicit(&lp->cap, memory_order_acquire);
 		uint32_t seq = atomic_load_explicit(&lp->fault_seq, memory_order_acquire);
-		struct sib_link_wrap *w = l->wrap;
+		struct sib_link_wrap *w;
 		struct sib_faults_cfg cfg;
 		bool on;
 
-		if ((!w && !word && !seq) || !wrap(l))
+		if (!f->changed[p] && (seq == l->seen_fault_seq[p] || (seq & 1)))
 			continue;
-		w = l->wrap;
-		if (word != w->cap_word[p]) {
+		if (!(w = wrap(l))) {
+			if (f->cap_base[p])
+				munmap(f->cap_base[p], SIB_INBOX_BYTES);
+			f->cap_base[p] = NULL;
+			continue;
+		}
+		if (f->changed[p]) {
 			unmap_capture(w, p);
-			w->cap_word[p] = word; /* tried once, even if the map fails */
-			if (word && (w->cap_base[p] = map_capture(word)))
+			l->seen_cap[p] = f->cap_word[p];
+			if ((w->cap_base[p] = f->cap_base[p]))
 				sib_ring_attach(&w->cap_ring[p], w->cap_base[p]);
+			f->cap_base[p] = NULL;
 			changed = true;
 		}
-		if (seq && !(seq & 1) && seq != w->fault_seq[p] && read_faults(lp, seq, &cfg, &on)) {
-			w->fault_seq[p] = seq;
-			(void)set_faults(l, p, on ? &cfg : NULL);
+		if (seq != l->seen_fault_seq[p] && !(seq & 1) && read_faults(lp, seq, &cfg, &on)) {
+			l->seen_fault_seq[p] = seq;
+			if (on) {
+				(void)set_faults(l, p, &cfg, false);
+				w->pushed[p] = true;
+			} else if (w->pushed[p]) {
+				(void)set_faults(l, p, env_faults(w, p), false);
+				w->pushed[p] = false;
+			}
 			changed = true;
 		}
 	}
 	if (changed)
 		recompute(l);
+	if (l->wrap && l->wrap->cap_dirty) {
+		sib_capture_flush(l->wrap->cap);
+		l->wrap->cap_dirty = false;
+	}
+}
+
+/* At open, on the opening thread: fetch and apply at once. */
+static void poll_cfg(struct sib_link *l)
+{
+	struct sib_link_fetch f;
+
+	sib_link_fetch(l, &f);
+	sib_link_apply(l, &f);
 }
 
 int sib_link_open(struct sib_link *l, void *inbox_base, int32_t pid, uint32_t src_inbox,
@@ -281,9 +372,8 @@ int sib_link_open(struct sib_link *l, void *inbox_base, int32_t pid, uint32_t sr
 		if (dev_selected(w->env_cfg.dev, dev)) {
 			w->env_faults = true;
 			for (unsigned int p = 0; p < nports(l); p++)
-				if (!w->env_cfg.port || w->env_cfg.port == p + 1)
-					if ((err = set_faults(l, p, &w->env_cfg)))
-						goto fail;
+				if (env_faults(w, p) && (err = set_faults(l, p, &w->env_cfg, false)))
+					goto fail;
 		}
 	}
 	poll_cfg(l);
@@ -306,7 +396,7 @@ void sib_link_close(struct sib_link *l)
 	if (!w)
 		return;
 	for (unsigned int p = 0; p < SIB_MAX_PORTS; p++) {
-		(void)set_faults(l, p, NULL);
+		(void)set_faults(l, p, NULL, true);
 		unmap_capture(w, p);
 	}
 	if (w->cap) {
@@ -454,8 +544,16 @@ uint64_t sib_link_flush(struct sib_link *l, uint64_t now)
 	uint64_t next = 0;
 
 	for (unsigned int p = 0; l->wrap && p < SIB_MAX_PORTS; p++) {
-		uint64_t t = l->wrap->faults[p] ? sib_faults_flush(l, l->wrap->faults[p], now, false) : 0;
+		struct sib_link_wrap *w = l->wrap;
+		uint64_t t = w->faults[p] ? sib_faults_flush(l, w->faults[p], now, false) : 0;
 
+		if (w->draining[p] && sib_faults_idle(w->faults[p])) {
+			/* Faults removed, and what they held is sent now. */
+			sib_faults_free(w->faults[p]);
+			w->faults[p] = NULL;
+			w->draining[p] = false;
+			recompute(l);
+		}
 		if (t && (!next || t < next))
 			next = t;
 	}
@@ -470,10 +568,10 @@ uint64_t sib_link_tick(struct sib_link *l, uint64_t now)
 	atomic_store_explicit(&l->stats->c[SIB_LC_RX_BAD_SLOT], l->rx.bad_slots, memory_order_relaxed);
 	atomic_store_explicit(&l->stats->c[SIB_LC_RX_BAD_TAIL], l->rx.bad_tail, memory_order_relaxed);
 	atomic_store_explicit(&l->stats->c[SIB_LC_RX_STALLED], l->rx.skipped, memory_order_relaxed);
-	poll_cfg(l);
-	if (l->wrap && l->wrap->cap_dirty) {
-		sib_capture_flush(l->wrap->cap);
-		l->wrap->cap_dirty = false;
-	}
+	/* The slow part (a round trip to softibd, mmap, allocation, the
+	 * capture file's write) is the engine thread's: this may run inside
+	 * the application's poll or post, which make no system call. */
+	if (cfg_changed(l) || (l->wrap && l->wrap->cap_dirty))
+		atomic_store_explicit(&l->service, 1, memory_order_relaxed);
 	return next;
 }

@@ -117,6 +117,9 @@ struct sib_link {
 	 * +1 when a wrapper keeps a packet for dest past the send that gave
 	 * it, -1 when that packet leaves or is dropped.  NULL: not counted. */
 	void (*dest_ref)(void *dest, int delta);
+	uint32_t seen_cap[SIB_MAX_PORTS];       /* cfg[p].cap last acted on (0: none) */
+	uint32_t seen_fault_seq[SIB_MAX_PORTS]; /* cfg[p].fault_seq last acted on */
+	_Atomic uint32_t service;      /* sib_link_tick: the engine thread has work */
 };
 
 /* Counter update by the owner (single writer: no locked instruction). */
@@ -218,6 +221,28 @@ static inline void sib_link_recv_done(struct sib_link *l)
  * (CLOCK_MONOTONIC).  Returns when it wants to run again (0: no need).
  */
 uint64_t sib_link_tick(struct sib_link *l, uint64_t now);
+/*
+ * The slow half of the housekeeping, never on an application thread:
+ * sib_link_tick only notices that softibd pushed something (a capture
+ * ring armed, faults set) or that the capture file wants a write, and sets
+ * `service`.  The engine thread then calls sib_link_fetch WITHOUT the
+ * progress lock (it may make a round trip to softibd, with a 1 s receive
+ * timeout, and mmap the ring), then sib_link_apply under the lock.
+ */
+struct sib_link_fetch {
+	bool changed[SIB_MAX_PORTS];   /* a new capture word was seen */
+	uint32_t cap_word[SIB_MAX_PORTS];
+	void *cap_base[SIB_MAX_PORTS]; /* its ring, mapped (NULL: none or failed) */
+};
+
+static inline bool sib_link_wants_service(struct sib_link *l)
+{
+	return atomic_load_explicit(&l->service, memory_order_relaxed) != 0;
+}
+
+void sib_link_fetch(struct sib_link *l, struct sib_link_fetch *f);
+void sib_link_apply(struct sib_link *l, struct sib_link_fetch *f);
+
 /* Only the wrappers' held packets (called on every engine pass when slow). */
 uint64_t sib_link_flush(struct sib_link *l, uint64_t now);
 

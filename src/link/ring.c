@@ -48,12 +48,79 @@ struct sib_ring_slot *sib_ring_garbage(struct sib_ring_rx *c, struct sib_ring_sl
 	return NULL;
 }
 
+static bool check_oldest(struct sib_ring_rx *c, uint64_t now, uint64_t *next_ns);
+
 bool sib_ring_pid_alive(int32_t pid)
 {
 	return pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH;
 }
 
+/* Move the consumer past the oldest slot, which it leaves in state `to`. */
+static bool step_over(struct sib_ring_rx *c, struct sib_ring_slot *s, uint64_t from, uint64_t to)
+{
+	if (!atomic_compare_exchange_strong_explicit(&s->state, &from, to, memory_order_seq_cst,
+						     memory_order_relaxed))
+		return false;
+	__atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELAXED);
+	atomic_store_explicit(&c->r.hdr->head, c->head, memory_order_relaxed);
+	/* No producer may have passed a quarantined slot yet: move tail on
+	 * (as a producer helps), or the next check would take it for garbage. */
+	from = c->head - 1;
+	atomic_compare_exchange_strong_explicit(&c->r.hdr->tail, &from, c->head, memory_order_acq_rel,
+						memory_order_relaxed);
+	return true;
+}
+
+/*
+ * The oldest slot is quarantined (turn ours, pid negated): step over it at
+ * once, keeping it quarantined for the next lap, or free it for the next
+ * lap if its producer is gone or the quarantine is old.  A quarantine we
+ * did not make is garbage.  True if the head moved.
+ */
+static bool quarantine_step(struct sib_ring_rx *c, struct sib_ring_slot *s, uint64_t st, uint64_t now)
+{
+	uint32_t i = (uint32_t)(c->head % SIB_INBOX_SLOTS), want = sib_ring_turn(c->head);
+	int32_t pid = SIB_SLOT_PID(st);
+
+	if (!c->q_since[i] || pid == INT32_MIN) {
+		(void)sib_ring_garbage(c, s);
+		return true;
+	}
+	if (now - c->q_since[i] >= SIB_RING_QUARANTINE_NS || !sib_ring_pid_alive(-pid)) {
+		if (!step_over(c, s, st, SIB_SLOT_STATE(want + 2, 0)))
+			return false;
+		c->q_since[i] = 0;
+		c->quarantined--;
+		c->quarantine_freed++;
+		return true;
+	}
+	return step_over(c, s, st, SIB_SLOT_STATE(want + 2, pid)); /* still quarantined */
+}
+
 bool sib_ring_check(struct sib_ring_rx *c, uint64_t now, uint64_t *next_ns)
+{
+	bool moved = false;
+
+	if (next_ns)
+		*next_ns = 0;
+	/* Quarantined slots are stepped over without waiting (bounded). */
+	for (unsigned int n = 0; n < SIB_RING_QUARANTINE_MAX + 1; n++) {
+		struct sib_ring_slot *s = &c->r.slots[c->head % SIB_INBOX_SLOTS];
+		uint64_t st = atomic_load_explicit(&s->state, memory_order_acquire);
+
+		if (SIB_SLOT_TURN(st) != sib_ring_turn(c->head) || SIB_SLOT_PID(st) >= 0)
+			return check_oldest(c, now, next_ns) || moved;
+		if (!quarantine_step(c, s, st, now))
+			return true; /* changed under us: look again next time */
+		moved = true;
+		c->stall_since = 0;
+	}
+	if (next_ns)
+		*next_ns = now + 1; /* more to step over: soon */
+	return true;
+}
+
+static bool check_oldest(struct sib_ring_rx *c, uint64_t now, uint64_t *next_ns)
 {
 	struct sib_ring_slot *s = &c->r.slots[c->head % SIB_INBOX_SLOTS];
 	uint32_t want = sib_ring_turn(c->head);
@@ -128,13 +195,21 @@ bool sib_ring_check(struct sib_ring_rx *c, uint64_t now, uint64_t *next_ns)
 		return false;
 	}
 	c->stall_since = 0;
-	/* Exactly one of this and the producer's publish wins. */
-	if (!atomic_compare_exchange_strong_explicit(&s->state, &st, SIB_SLOT_STATE(want + 2, 0),
-						     memory_order_seq_cst, memory_order_relaxed))
+	/* Exactly one of this and the producer's publish wins.  The slot is
+	 * quarantined: the producer may still write into it when it resumes. */
+	uint32_t i = (uint32_t)(c->head % SIB_INBOX_SLOTS);
+	bool q = pid > 0 && c->quarantined < SIB_RING_QUARANTINE_MAX;
+
+	if (!step_over(c, s, st, SIB_SLOT_STATE(want + 2, q ? -pid : 0)))
 		return true; /* published (or scribbled on) meanwhile: peek decides */
-	__atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELAXED);
-	atomic_store_explicit(&c->r.hdr->head, c->head, memory_order_relaxed);
 	c->skipped++;
+	if (q) {
+		if (!c->q_since[i])
+			c->quarantined++;
+		c->q_since[i] = now ? now : 1;
+	} else {
+		c->quarantine_full++;
+	}
 	return true;
 }
 

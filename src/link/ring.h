@@ -20,8 +20,15 @@
  *  - The consumer's position is its PRIVATE copy (struct sib_ring_rx.head);
  *    the shared `head` is written for status only, never read back.
  *  - A slot claimed and never published (producer killed or stopped) is
- *    skipped by age (sib_ring_check); a slot whose turn is neither "ours"
- *    nor "published" is garbage: dropped and counted.  Work per call is
+ *    skipped by age (sib_ring_check) and QUARANTINED: its state becomes the
+ *    next lap's turn with the negated pid of the producer that claimed it,
+ *    which no producer takes for free, so a producer that resumes late
+ *    writes only into a slot nobody else uses (its publish then fails).
+ *    The consumer steps over a quarantined slot on every lap without
+ *    waiting, and frees it once that pid is gone or after
+ *    SIB_RING_QUARANTINE_NS; at most SIB_RING_QUARANTINE_MAX at once.
+ *    A slot whose turn is neither "ours" nor "published", or a quarantine
+ *    the consumer did not make, is garbage: dropped and counted.  Work per call is
  *    bounded, so no content of the mapping can hang the consumer.
  *  - `sleeping`/`wake_seq` let the consumer sleep on a futex; producers wake
  *    it only when it announced sleep, so busy peers make no system call.
@@ -81,6 +88,13 @@ struct sib_ring_slot {
  * or a pid that lies).  Filling a slot takes microseconds. */
 #define SIB_RING_STALL_DEAD_NS 10000000ull  /* 10 ms */
 #define SIB_RING_STALL_MAX_NS  250000000ull /* 250 ms */
+/* A skipped slot stays out of use until its producer is gone, or this
+ * long at most (a producer stopped longer may still write into it late);
+ * beyond SIB_RING_QUARANTINE_MAX quarantined slots, skipped slots are freed
+ * at once (counted), so claims that are never published cannot take the
+ * ring away for long. */
+#define SIB_RING_QUARANTINE_NS  60000000000ull /* 60 s */
+#define SIB_RING_QUARANTINE_MAX 64
 
 _Static_assert(sizeof(struct sib_ring_hdr) <= 1024, "ring header fits before the link stats");
 _Static_assert(sizeof(struct sib_ring_slot) == SIB_INBOX_SLOT_BYTES, "slot layout");
@@ -101,6 +115,10 @@ struct sib_ring_rx {
 	uint64_t bad_slots;            /* garbage slot states dropped */
 	uint64_t bad_tail;             /* garbage tails repaired */
 	uint64_t skipped;              /* stalled slots skipped */
+	uint64_t quarantine_freed;     /* quarantined slots given back to producers */
+	uint64_t quarantine_full;      /* skipped slots freed at once: quarantine full */
+	uint32_t quarantined;          /* slots in quarantine now */
+	uint64_t q_since[SIB_INBOX_SLOTS]; /* per slot: quarantined since (ns), 0 = not */
 };
 
 static inline void sib_ring_attach(struct sib_ring *r, void *base)

@@ -57,6 +57,11 @@ struct sib_faults;
 /* NULL with ENOMEM in errno. */
 struct sib_faults *sib_faults_new(const struct sib_faults_cfg *cfg, uint64_t salt);
 void sib_faults_free(struct sib_faults *f);
+/* Nothing queued or held back. */
+bool sib_faults_idle(const struct sib_faults *f);
+/* Move what `from` queues and holds back to the end of `to`'s queue (due
+ * times kept), as far as it has room: replacing faults loses no packet. */
+void sib_faults_adopt(struct sib_faults *to, struct sib_faults *from);
 /* The staging buffer a faulted packet is built in. */
 uint8_t *sib_faults_stage(struct sib_faults *f);
 /* Room for one more packet (and its duplicate)?  False: flow control. */
@@ -79,11 +84,12 @@ struct sib_link_wrap {
 	struct sib_faults_cfg env_cfg;
 	/* per port (index port - 1) */
 	struct sib_faults *faults[SIB_MAX_PORTS]; /* NULL: none on that port */
+	bool pushed[SIB_MAX_PORTS];                /* faults[p] came from softibd */
+	bool draining[SIB_MAX_PORTS];              /* faults[p] has no faults, only held
+						    * packets to send (then it goes) */
 	/* pushed by softibd through the fabric map (sib_shm_link_port) */
-	uint32_t cap_word[SIB_MAX_PORTS];          /* armed ring seen, 0 = none */
 	void *cap_base[SIB_MAX_PORTS];             /* its mapping, NULL if unmapped */
 	struct sib_ring cap_ring[SIB_MAX_PORTS];
-	uint32_t fault_seq[SIB_MAX_PORTS];         /* fault config seen */
 };
 
 /* Open a capture file (libpcap, ERF records); NULL with *err set. */

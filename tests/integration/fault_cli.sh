@@ -9,7 +9,8 @@
 start_daemon
 sib=$SIB_BIN/softib
 
-for bad in "softib1 1 bogus=1" "softib1 1 loss=2" "nosuch 1 loss=0.1" "softib1 9 loss=0.1"; do
+for bad in "softib1 1 bogus=1" "softib1 1 loss=2" "nosuch 1 loss=0.1" "softib1 9 loss=0.1" \
+	"softib1 1 loss=0.1,dev=softib0" "softib1 1 loss=0.1,port=2" "softib1 1 loss=0.0000001"; do
 	# shellcheck disable=SC2086
 	"$sib" fault $bad 2>"$SIB_TMP/err" && fail "softib fault $bad was accepted"
 	grep -Eq 'malformed|no device' "$SIB_TMP/err" || fail "softib fault $bad: $(cat "$SIB_TMP/err")"

@@ -348,6 +348,165 @@ static void test_each_fault(void **state)
 	free(mb);
 }
 
+/* softibd writes a port's faults as `softib fault` does (linkcfg.c):
+ * the seqlock moves by 2; on = false is "off". */
+static void push_faults(struct sib_shm_link_port *lp, bool on, uint32_t dup_ppm)
+{
+	uint32_t seq = atomic_load(&lp->fault_seq);
+
+	atomic_store(&lp->fault_seq, seq | 1);
+	atomic_store(&lp->fault_ppm[1], on ? dup_ppm : 0);
+	atomic_store(&lp->fault_flags, on ? SIB_LINK_FAULT_ACTIVE : 0);
+	atomic_store(&lp->fault_seq, (seq | 1) + 1);
+}
+
+/* The link's housekeeping notices what softibd pushed; the engine thread
+ * applies it. */
+static void pushed_tick(struct sib_link *l)
+{
+	struct sib_link_fetch f;
+
+	(void)sib_link_tick(l, sib_link_now_ns());
+	if (!sib_link_wants_service(l))
+		return;
+	sib_link_fetch(l, &f);
+	sib_link_apply(l, &f);
+	assert_false(sib_link_wants_service(l));
+}
+
+/* sib_link_tick runs inside the application's poll and post: it only
+ * notices a capture ring armed by softibd (no round trip to softibd, no
+ * mmap), and leaves the work to the engine thread. */
+static void test_tick_leaves_slow_work_to_engine(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3);
+	struct sib_shm_link_port cfg[SIB_MAX_PORTS];
+	struct sib_link_fetch f;
+	void *ma = inbox();
+	struct sib_link a;
+
+	(void)state;
+	memset(cfg, 0, sizeof(cfg));
+	unsetenv("SOFTIB_CAPTURE");
+	unsetenv("SOFTIB_FAULTS");
+	setenv("SOFTIB_SOCKET", "/nonexistent/softib.sock", 1); /* no daemon answers */
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, cfg), 0);
+	atomic_store(&cfg[0].cap, SIB_LINK_CAP_MAKE(0, 1));
+	(void)sib_link_tick(&a, sib_link_now_ns());
+	assert_int_equal(a.seen_cap[0], 0);          /* not tried here */
+	assert_true(sib_link_wants_service(&a));
+	sib_link_fetch(&a, &f);                       /* the engine thread: tries, fails */
+	assert_true(f.changed[0]);
+	assert_null(f.cap_base[0]);
+	sib_link_apply(&a, &f);
+	assert_int_equal(a.seen_cap[0], SIB_LINK_CAP_MAKE(0, 1)); /* tried once */
+	(void)sib_link_tick(&a, sib_link_now_ns());
+	assert_false(sib_link_wants_service(&a));
+	sib_link_close(&a);
+	unsetenv("SOFTIB_SOCKET");
+	free(ma);
+}
+
+/* A pushed "off" (even one from long before the program started) never
+ * cancels $SOFTIB_FAULTS; an active pushed setting replaces them while it
+ * lasts, and "off" brings them back. */
+static void test_pushed_off_keeps_env_faults(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3), db = fake_dev("softib1", 2);
+	struct sib_shm_link_port cfg[SIB_MAX_PORTS];
+	void *ma = inbox(), *mb = inbox();
+	struct sib_link a, b;
+	uint32_t psn[16];
+
+	memset(cfg, 0, sizeof(cfg));
+	push_faults(&cfg[0], true, 1000000);
+	push_faults(&cfg[0], false, 0); /* a past `softib fault ... off` */
+	unsetenv("SOFTIB_CAPTURE");
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
+	setenv("SOFTIB_FAULTS", "loss=1", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, cfg), 0);
+	unsetenv("SOFTIB_FAULTS");
+	assert_true(a.slow);
+	pushed_tick(&a);
+	send_one(&a, &b, 1);
+	assert_int_equal(drain(&b, psn, 16), 0);
+	assert_int_equal(atomic_load(&a.stats->c[SIB_LC_LOSS]), 1);
+
+	push_faults(&cfg[0], true, 1000000); /* dup=1 replaces loss=1 */
+	pushed_tick(&a);
+	send_one(&a, &b, 2);
+	assert_int_equal(drain(&b, psn, 16), 2);
+
+	push_faults(&cfg[0], false, 0);      /* off: loss=1 again */
+	pushed_tick(&a);
+	assert_true(a.slow);
+	send_one(&a, &b, 3);
+	assert_int_equal(drain(&b, psn, 16), 0);
+	assert_int_equal(atomic_load(&a.stats->c[SIB_LC_LOSS]), 2);
+	sib_link_close(&a);
+
+	/* Without $SOFTIB_FAULTS, "off" leaves the fast path. */
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, cfg), 0);
+	assert_false(a.slow);
+	push_faults(&cfg[0], true, 1000000);
+	pushed_tick(&a);
+	assert_true(a.slow);
+	push_faults(&cfg[0], false, 0);
+	pushed_tick(&a);
+	assert_false(a.slow);
+	sib_link_close(&a);
+	sib_link_close(&b);
+	free(ma);
+	free(mb);
+}
+
+/* Replacing or removing a port's faults loses none of the packets they
+ * hold back (here: behind a full destination). */
+static void test_fault_change_keeps_held_packets(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3), db = fake_dev("softib1", 2);
+	struct sib_shm_link_port cfg[SIB_MAX_PORTS];
+	void *ma = inbox(), *mb = inbox();
+	struct sib_link a, b;
+	uint32_t psn[16], n = 0;
+	uint64_t t;
+
+	(void)state;
+	memset(cfg, 0, sizeof(cfg));
+	unsetenv("SOFTIB_CAPTURE");
+	unsetenv("SOFTIB_FAULTS");
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, cfg), 0);
+	atomic_store(&cfg[0].fault_delay_us, 1);
+	push_faults(&cfg[0], true, 0);              /* delay_us=1: faults on */
+	pushed_tick(&a);
+	assert_true(a.slow);
+	/* b's inbox full of someone else's packets. */
+	for (struct sib_ring_slot *s; (s = sib_ring_reserve(&b.rx.r, 4242, &t)); n++)
+		(void)sib_ring_publish(&b.rx.r, s, t, 4242, 0, 0);
+	assert_int_equal(n, SIB_INBOX_SLOTS);
+	send_one(&a, &b, 1);
+	send_one(&a, &b, 2);
+	push_faults(&cfg[0], true, 1000000);        /* replaced: dup=1 */
+	pushed_tick(&a);
+	send_one(&a, &b, 3);                         /* sent twice */
+	push_faults(&cfg[0], false, 0);             /* removed */
+	pushed_tick(&a);
+	assert_true(a.slow);                         /* still holding packets */
+	(void)drain(&b, psn, 16);                    /* the filler: not ours */
+	(void)sib_link_flush(&a, sib_link_now_ns() + 1000000000ull);
+	assert_int_equal(drain(&b, psn, 16), 4);
+	assert_int_equal(psn[0], 1);
+	assert_int_equal(psn[1], 2);
+	assert_int_equal(psn[2], 3);
+	assert_int_equal(psn[3], 3);
+	assert_false(a.slow);                        /* drained: the fast path again */
+	sib_link_close(&a);
+	sib_link_close(&b);
+	free(ma);
+	free(mb);
+}
+
 /* A malformed SOFTIB_FAULTS fails the open with EINVAL. */
 static void test_bad_fault_spec(void **state)
 {
@@ -375,6 +534,9 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_capture_sees_corruption),
 		cmocka_unit_test(test_bad_fault_spec),
 		cmocka_unit_test(test_each_fault),
+		cmocka_unit_test(test_pushed_off_keeps_env_faults),
+		cmocka_unit_test(test_tick_leaves_slow_work_to_engine),
+		cmocka_unit_test(test_fault_change_keeps_held_packets),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--check")) {

@@ -714,6 +714,189 @@ static void test_event_storm(void **state)
 	assert_int_equal(ibv_close_device(ctx), 0);
 }
 
+/* The last events are lost to a subscriber that does not read: once it
+ * reads its queue empty, an OVERFLOW marker still tells it so (the marker
+ * does not wait for a next event that may never come). */
+static void test_overflow_at_the_end(void **state)
+{
+	int lazy = subscribe(), flips;
+	struct sib_ctl_msg m;
+	uint32_t seq = 0, lost = 0, last_type = 0;
+	unsigned long dropped;
+
+	(void)state;
+	/* Even flips: the port ends up, and the last ones are dropped. */
+	for (flips = 0; flips < 20000; flips += 2) {
+		port_set("softib2", 0);
+		port_set("softib2", 1);
+		if (flips % 200 == 0 && status_value("subscriber", "dropped") > 0)
+			break;
+	}
+	for (int i = 0; i < 10; i++) {
+		port_set("softib2", 0);
+		port_set("softib2", 1);
+	}
+	dropped = status_value("subscriber", "dropped");
+	assert_true(dropped > 0);
+	assert_int_equal(fcntl(lazy, F_SETFL, O_NONBLOCK), 0);
+	for (uint64_t end = now_ms() + WAIT_MS, idle = 0; now_ms() < end && idle < 300;) {
+		int n = sib_ctl_recv(lazy, &m, NULL);
+
+		if (n == -EAGAIN) {
+			idle++;
+			usleep(1000);
+			continue;
+		}
+		assert_true(n > 0);
+		idle = 0;
+		assert_int_equal(m.hdr.op, SIB_CTL_EVENT);
+		assert_int_equal(m.hdr.seq, seq + 1);
+		seq = m.hdr.seq;
+		last_type = m.u.event.type;
+		if (last_type == SIB_EV_OVERFLOW)
+			lost += m.u.event.lost;
+	}
+	assert_int_equal(last_type, SIB_EV_OVERFLOW);
+	assert_int_equal(lost, dropped);
+	close(lazy);
+}
+
+/* A connection that said HELLO (the link commands want one). */
+static int hello_conn(void)
+{
+	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
+	int fd = sib_ctl_connect(sock), mfd = -1;
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	m.u.hello.abi_version = SIB_ABI_VERSION;
+	m.u.hello.pid = getpid();
+	assert_int_equal(sib_ctl_call(fd, &m, &mfd), 0);
+	assert_int_equal(m.hdr.status, 0);
+	if (mfd >= 0)
+		close(mfd);
+	return fd;
+}
+
+/* LINK_FAULTS / LINK_CAPTURE on dev_index (port 0: every port). */
+static int link_cmd(uint16_t op, uint32_t dev_index, const char *spec)
+{
+	struct sib_ctl_msg m = { .hdr.op = op };
+	int fd = hello_conn();
+
+	m.u.link.dev_index = dev_index;
+	snprintf(m.u.link.spec, sizeof(m.u.link.spec), "%s", spec);
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	close(fd);
+	return m.hdr.status;
+}
+
+/* Does the status report have a line starting with `prefix`? */
+static bool status_has(const char *prefix)
+{
+	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
+	int fd = sib_ctl_connect(sock);
+	char *text;
+	bool found;
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	assert_int_equal(sib_ctl_status(fd, &text), 0);
+	close(fd);
+	found = !strncmp(text, prefix, strlen(prefix)) || strstr(text, prefix);
+	free(text);
+	return found;
+}
+
+/* A device added in a removed device's slot inherits neither its faults
+ * nor its capture arming, and a removed slot takes no link settings. */
+static void test_removed_device_link_area(void **state)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_DEVICE_ADD };
+	int fd = hello_conn(), cfd = hello_conn(), ring = -1;
+	uint32_t idx;
+
+	(void)state;
+	snprintf(m.u.dev.name, sizeof(m.u.dev.name), "lk0");
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	idx = m.u.dev.dev_index;
+	assert_int_equal(link_cmd(SIB_CTL_LINK_FAULTS, idx, "loss=0.5"), 0);
+	m = (struct sib_ctl_msg){ .hdr.op = SIB_CTL_LINK_CAPTURE };
+	m.u.link.dev_index = idx;
+	assert_int_equal(sib_ctl_call(cfd, &m, &ring), 0); /* held open: stays armed */
+	assert_int_equal(m.hdr.status, 0);
+	assert_true(status_has("link_port dev=lk0 port=1 capture=1 faults=seed=1,loss=0.5"));
+	assert_int_equal(admin(SIB_CTL_DEVICE_REMOVE, "lk0", 0, 0, 0), 0);
+	assert_false(status_has("link_port dev=lk0"));
+	assert_int_equal(link_cmd(SIB_CTL_LINK_FAULTS, idx, "loss=0.5"), EINVAL);
+
+	m = (struct sib_ctl_msg){ .hdr.op = SIB_CTL_DEVICE_ADD };
+	snprintf(m.u.dev.name, sizeof(m.u.dev.name), "lk1");
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	assert_int_equal(m.u.dev.dev_index, idx); /* the slot is reused */
+	assert_false(status_has("link_port dev=lk1"));
+	assert_int_equal(admin(SIB_CTL_DEVICE_REMOVE, "lk1", 0, 0, 0), 0);
+	if (ring >= 0)
+		close(ring);
+	close(cfd);
+	close(fd);
+}
+
+/* After fork, the child's own contexts get events: its first open starts
+ * a reader on a connection of its own (the parent's reader and connection
+ * stay the parent's). */
+static void test_fork_child_gets_events(void **state)
+{
+	struct ibv_context *parent = open_dev("softib1"); /* the reader runs */
+	int ready[2], st = 0;
+	pid_t pid;
+	char c = 0;
+
+	(void)state;
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ibv_device **list = ibv_get_device_list(NULL);
+		struct ibv_context *ctx = NULL;
+		struct ibv_async_event ev;
+		int code = 1;
+
+		alarm(WAIT_MS / 1000 + 5);
+		for (int i = 0; list && list[i]; i++)
+			if (!strcmp(ibv_get_device_name(list[i]), "softib1"))
+				ctx = ibv_open_device(list[i]);
+		if (list)
+			ibv_free_device_list(list);
+		if (ctx && write(ready[1], "r", 1) == 1) {
+			struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+
+			code = 2;
+			if (poll(&pfd, 1, WAIT_MS) == 1 && ibv_get_async_event(ctx, &ev) == 0) {
+				code = ev.event_type == IBV_EVENT_PORT_ERR && ev.element.port_num == 1 ? 0 : 3;
+				ibv_ack_async_event(&ev);
+			}
+			ibv_close_device(ctx);
+		}
+		_exit(code);
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	port_set("softib1", 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid); /* bounded: the child's alarm */
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	/* The parent's context still gets its own events. */
+	expect_event(parent, IBV_EVENT_PORT_ERR);
+	port_set("softib1", 1);
+	expect_event(parent, IBV_EVENT_PORT_ACTIVE);
+	close(ready[0]);
+	assert_int_equal(ibv_close_device(parent), 0);
+}
+
 /* Bad subscriptions and requests that are only ever pushed. */
 static void test_subscribe_misuse(void **state)
 {
@@ -793,6 +976,9 @@ int main(void)
 		cmocka_unit_test(test_device_add_remove),
 		cmocka_unit_test(test_cq_handler_one_thread),
 		cmocka_unit_test(test_event_storm),
+		cmocka_unit_test(test_overflow_at_the_end),
+		cmocka_unit_test(test_removed_device_link_area),
+		cmocka_unit_test(test_fork_child_gets_events),
 		cmocka_unit_test(test_subscribe_misuse),
 	};
 

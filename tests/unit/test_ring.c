@@ -327,6 +327,89 @@ static void victim_case(int step, int sig)
 	munmap(base, SIB_INBOX_BYTES);
 }
 
+/*
+ * A producer stopped mid-build is skipped; when it resumes it writes its
+ * packet into the slot it claimed, whatever lap the ring is in by then.
+ * Laps later, that slot must not hold anyone else's packet (it is
+ * quarantined): every packet sent after the skip arrives as it was sent.
+ * Once the producer is gone the slot is used again.
+ */
+static void test_skipped_producer_never_corrupts(void **state)
+{
+	struct sib_ring_rx *c = calloc(1, sizeof(*c));
+	void *base;
+	uint64_t t1 = 0, now = 1000;
+	pid_t stopped = fork();
+	struct sib_ring_slot *late;
+	uint32_t sent = 0, got = 0, hits = 0;
+
+	assert_non_null(c);
+	assert_true(stopped >= 0);
+	if (stopped == 0) {
+		alarm(60); /* gone even if the test fails before it kills us */
+		pause();
+		_exit(0);
+	}
+	base = ring_mem(c);
+	late = sib_ring_reserve(&c->r, stopped, &t1); /* claimed, then "stopped" */
+	assert_non_null(late);
+	push(&c->r, sent++);
+	assert_false(sib_ring_check(c, now, NULL));
+	assert_true(sib_ring_check(c, now + SIB_RING_STALL_MAX_NS, NULL));
+	assert_int_equal(c->skipped, 1);
+	now += SIB_RING_STALL_MAX_NS;
+
+	/* Three laps; whenever an honest producer claims `late`, the stopped
+	 * one resumes right then and writes its packet there. */
+	for (uint32_t i = 0; i < 3 * SIB_INBOX_SLOTS; i++) {
+		uint64_t t = 0;
+		struct sib_ring_slot *s = sib_ring_reserve(&c->r, getpid(), &t);
+		uint32_t w[3] = { MAGIC, 0, sent };
+
+		assert_non_null(s);
+		memcpy(s->data, w, sizeof(w));
+		if (s == late) {
+			hits++;
+			memset(late->data, 0xee, 64);
+		}
+		assert_true(sib_ring_publish(&c->r, s, t, getpid(), sizeof(w), 0) >= 0);
+		sent++;
+		for (int n = 0; n < 4 && got < sent; n++) {
+			uint32_t id, v;
+
+			while (pop_any(c, &id, &v))
+				assert_int_equal(v, got++); /* all there, none damaged */
+			now += 1000;
+			(void)sib_ring_check(c, now, NULL);
+		}
+		assert_int_equal(got, sent);
+	}
+	assert_int_equal(hits, 0);
+	assert_int_equal(c->quarantined, 1);
+	/* Its late publish fails: the packet is lost, nothing else is. */
+	assert_int_equal(sib_ring_publish(&c->r, late, t1, stopped, 12, 0), -1);
+
+	/* Gone: the slot goes back to producers on the next lap. */
+	kill(stopped, SIGKILL);
+	waitpid(stopped, NULL, 0);
+	for (uint32_t i = 0; i < 3 * SIB_INBOX_SLOTS; i++) {
+		uint32_t id, v;
+
+		push(&c->r, sent++);
+		while (pop_any(c, &id, &v))
+			assert_int_equal(v, got++);
+		(void)sib_ring_check(c, now += 1000, NULL);
+		while (pop_any(c, &id, &v))
+			assert_int_equal(v, got++);
+	}
+	assert_int_equal(got, sent);
+	assert_int_equal(c->quarantined, 0);
+	assert_int_equal(c->quarantine_freed, 1);
+	assert_int_equal(c->bad_slots + c->bad_tail, 0);
+	munmap(base, SIB_INBOX_BYTES);
+	free(c);
+}
+
 static void test_producer_killed_at_every_step(void **state)
 {
 	for (int step = 0; step <= 4; step++)
@@ -392,6 +475,7 @@ int main(void)
 		cmocka_unit_test(test_many_producers_one_consumer),
 		cmocka_unit_test(test_producer_killed_at_every_step),
 		cmocka_unit_test(test_producer_stopped_at_every_step),
+		cmocka_unit_test(test_skipped_producer_never_corrupts),
 		cmocka_unit_test(test_garbage_never_hangs),
 	};
 

@@ -105,6 +105,7 @@ bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 	const struct sib_shm_port *port = &sd->ports[(qp->port_num ? qp->port_num : 1) - 1];
 	struct iba_pkt *h = &tx->h;
 	struct sib_ring *dest;
+	int rc;
 
 	tx->slot = NULL;
 	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen,
@@ -117,9 +118,14 @@ bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 		qp->ctx->tx_no_dest++;
 		return true;
 	}
-	if (sib_link_reserve(&qp->ctx->link, dest, qp->port_num ? qp->port_num : 1, &tx->lt)) {
+	rc = sib_link_reserve(&qp->ctx->link, dest, qp->port_num ? qp->port_num : 1, &tx->lt);
+	if (rc) {
 		qp->ctx->tx_ring_full++;
-		qp->ctx->tx_blocked = true;
+		/* -EAGAIN: the peer's inbox is full, poll it again soon.
+		 * -ENOBUFS: the fault wrapper's queue is full; sib_link_flush
+		 * says when it has room (run_once). */
+		if (rc == -EAGAIN)
+			qp->ctx->tx_blocked = true;
 		return false;
 	}
 	tx->slot = tx->lt.data;
@@ -340,7 +346,10 @@ static bool run_once(struct sib_context *ctx)
 	if (ctx->link_next && (!next || ctx->link_next < next))
 		next = ctx->link_next;
 	/* Packets a wrapper holds (faults: delay, reorder, a full peer), after
-	 * this pass queued more: when they are due is a timer too. */
+	 * this pass queued more: when they are due is a timer too, and so is
+	 * the room a sender refused by the wrapper waits for (the next due
+	 * time, or now if there is room already): no polling while the
+	 * wrapper only holds packets that are not due. */
 	if (__builtin_expect(ctx->link.slow, 0)) {
 		uint64_t t;
 
@@ -352,7 +361,8 @@ static bool run_once(struct sib_context *ctx)
 	}
 	if (ctx->tx_blocked) {
 		/* A peer's inbox was full: releasing slots wakes nobody, so
-		 * come back soon (IBA link-level flow control, polled). */
+		 * come back soon (IBA link-level flow control, polled).  Not
+		 * for a wrapper's full queue (-ENOBUFS, above). */
 		if (!now)
 			now = sib_now_ns();
 		if (!next || now + SIB_TX_RETRY_NS < next)

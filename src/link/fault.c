@@ -8,7 +8,10 @@
  * a full destination holds them back (flow control) instead of losing them.
  * A packet kept for later holds a count on its destination (l->dest_ref),
  * so that the owner does not unmap a peer inbox a queued packet still
- * goes to.  Not on the fast path.  Runs under the owner's progress lock.
+ * goes to.  A destination whose inbox is full holds back only its own
+ * packets: those to other destinations pass them (no head-of-line
+ * blocking), each destination's packets leave in the order decided here.
+ * Not on the fast path.  Runs under the owner's progress lock.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,7 +20,7 @@
 #include "iba/iba.h"
 #include "link/wrap.h"
 
-#define QMAX            64          /* packets held (queue) */
+#define QMAX            64          /* packets held (queue); `used` is one bit each */
 #define REORDER_HOLD_NS 1000000ull  /* a held-back packet goes after 1 ms anyway */
 #define BLOCKED_RETRY_NS 50000ull   /* destination full: try again */
 
@@ -33,13 +36,16 @@ struct sib_faults {
 	struct sib_faults_cfg cfg;
 	uint64_t rng;
 	uint8_t stage[SIB_SLOT_DATA_BYTES];
-	struct held q[QMAX];           /* FIFO */
-	uint32_t qhead, qcount;
+	struct held q[QMAX];           /* storage: entry i in use if bit i of `used` */
+	uint64_t used;
+	uint8_t order[QMAX];           /* indices into q, in the order decided */
+	uint32_t qcount;
 	struct held hold;              /* reordered: waits for the next packet */
 	bool holding;
 	uint64_t hold_since;
-	bool blocked;                  /* the queue's head found its destination full */
+	bool refused;                  /* a reserve found no room (sib_faults_room) */
 };
+_Static_assert(QMAX <= 64, "one bit of `used` per queue entry");
 
 /* splitmix64: small, seedable, good enough for fault decisions. */
 static uint64_t rnd(struct sib_faults *f)
@@ -149,6 +155,7 @@ void sib_faults_free(struct sib_faults *f)
 }
 
 static void put_held(struct sib_faults *f, const struct held *h);
+static uint64_t flush_queue(struct sib_link *l, struct sib_faults *f, uint64_t now, bool all);
 
 bool sib_faults_idle(const struct sib_faults *f)
 {
@@ -157,11 +164,14 @@ bool sib_faults_idle(const struct sib_faults *f)
 
 void sib_faults_adopt(struct sib_faults *to, struct sib_faults *from)
 {
-	while (from->qcount && to->qcount < QMAX) {
-		put_held(to, &from->q[from->qhead]); /* its dest reference moves with it */
-		from->qhead = (from->qhead + 1) % QMAX;
-		from->qcount--;
+	uint32_t i = 0;
+
+	for (; i < from->qcount && to->qcount < QMAX; i++) {
+		put_held(to, &from->q[from->order[i]]); /* its dest reference moves with it */
+		from->used &= ~(1ull << from->order[i]);
 	}
+	from->qcount -= i;
+	memmove(from->order, from->order + i, from->qcount);
 	if (from->holding && to->qcount < QMAX) {
 		put_held(to, &from->hold);
 		from->holding = false;
@@ -173,9 +183,17 @@ uint8_t *sib_faults_stage(struct sib_faults *f)
 	return f->stage;
 }
 
-bool sib_faults_room(const struct sib_faults *f)
+static bool room(const struct sib_faults *f)
 {
 	return f->qcount + 3 <= QMAX; /* this packet, its duplicate, a held one */
+}
+
+bool sib_faults_room(struct sib_faults *f)
+{
+	if (room(f))
+		return true;
+	f->refused = true; /* the next flush that makes room says "now" */
+	return false;
 }
 
 static void dest_ref(struct sib_link *l, void *dest, int delta)
@@ -187,7 +205,8 @@ static void dest_ref(struct sib_link *l, void *dest, int delta)
 /* Append a copy of h to f's queue (room checked by the caller). */
 static void put_held(struct sib_faults *f, const struct held *h)
 {
-	struct held *e = &f->q[(f->qhead + f->qcount) % QMAX];
+	unsigned int i = (unsigned int)__builtin_ctzll(~f->used); /* a free entry: qcount < QMAX */
+	struct held *e = &f->q[i];
 
 	e->dest = h->dest;
 	e->due = h->due;
@@ -195,7 +214,8 @@ static void put_held(struct sib_faults *f, const struct held *h)
 	e->flags = h->flags;
 	e->port = h->port;
 	memcpy(e->data, h->data, h->len);
-	f->qcount++;
+	f->used |= 1ull << i;
+	f->order[f->qcount++] = (uint8_t)i;
 }
 
 /* Keep a packet past the send that gave it: the destination stays
@@ -282,11 +302,29 @@ void sib_faults_send(struct sib_link *l, struct sib_faults *f, void *dest, uint3
 			f->holding = false;
 		}
 	}
-	(void)sib_faults_flush(l, f, now, false);
+	(void)flush_queue(l, f, now, false);
 }
 
-uint64_t sib_faults_flush(struct sib_link *l, struct sib_faults *f, uint64_t now, bool all)
+static bool in(void *const *set, unsigned int n, const void *dest)
 {
+	for (unsigned int i = 0; i < n; i++)
+		if (set[i] == dest)
+			return true;
+	return false;
+}
+
+/*
+ * Send what is due, in the queue's order, skipping the destinations that
+ * cannot take their next packet (not due yet, or their inbox full): what
+ * follows to those waits behind it, what goes elsewhere passes.  Each entry
+ * is looked at once and each destination refused at most once per call.
+ * `all` (closing): due times are ignored and what cannot leave is lost.
+ */
+static uint64_t flush_queue(struct sib_link *l, struct sib_faults *f, uint64_t now, bool all)
+{
+	void *stopped[QMAX];
+	unsigned int nstopped = 0;
+	uint32_t keep = 0;
 	uint64_t next = 0;
 
 	if (f->holding && (all || now - f->hold_since >= REORDER_HOLD_NS) && f->qcount < QMAX) {
@@ -295,25 +333,33 @@ uint64_t sib_faults_flush(struct sib_link *l, struct sib_faults *f, uint64_t now
 		dest_ref(l, f->hold.dest, -1);
 		f->holding = false;
 	}
-	f->blocked = false;
-	while (f->qcount) {
-		struct held *e = &f->q[f->qhead];
+	for (uint32_t i = 0; i < f->qcount; i++) {
+		uint8_t idx = f->order[i];
+		struct held *e = &f->q[idx];
+		bool stop = in(stopped, nstopped, e->dest);
 
-		if (!all && e->due > now) {
-			next = e->due;
-			break;
+		if (!stop) {
+			if (!all && e->due > now) {
+				if (!next || e->due < next)
+					next = e->due;
+				stop = true;
+			} else if (sib_link_put(l, e->dest, e->data, e->len, e->flags, e->port)) {
+				if (!all && (!next || now + BLOCKED_RETRY_NS < next))
+					next = now + BLOCKED_RETRY_NS;
+				stop = true;
+			}
+			if (stop)
+				stopped[nstopped++] = e->dest;
 		}
-		if (sib_link_put(l, e->dest, e->data, e->len, e->flags, e->port)) {
-			f->blocked = true;
-			next = now + BLOCKED_RETRY_NS;
-			if (!all)
-				break;
-			/* closing: what cannot leave is lost */
+		if (stop && !all) {
+			f->order[keep++] = idx; /* stays, in its place */
+			continue;
 		}
+		/* sent, or closing: what cannot leave is lost */
 		dest_ref(l, e->dest, -1);
-		f->qhead = (f->qhead + 1) % QMAX;
-		f->qcount--;
+		f->used &= ~(1ull << idx);
 	}
+	f->qcount = keep;
 	if (all && f->holding) { /* closing with a full queue: lost too */
 		dest_ref(l, f->hold.dest, -1);
 		f->holding = false;
@@ -323,6 +369,19 @@ uint64_t sib_faults_flush(struct sib_link *l, struct sib_faults *f, uint64_t now
 
 		if (!next || t < next)
 			next = t;
+	}
+	return next;
+}
+
+uint64_t sib_faults_flush(struct sib_link *l, struct sib_faults *f, uint64_t now, bool all)
+{
+	uint64_t next = flush_queue(l, f, now, all);
+
+	/* A sender was refused room and there is room now: it should try
+	 * again at once, not when the next packet is due. */
+	if (f->refused && room(f)) {
+		f->refused = false;
+		next = now ? now : 1;
 	}
 	return next;
 }

@@ -499,8 +499,10 @@ int sib_link_reserve_slow(struct sib_link *l, struct sib_link_tx *tx)
 
 	if (f) {
 		if (!sib_faults_room(f)) {
+			/* Room comes back when a held packet leaves: at the
+			 * time sib_link_flush returns, not by polling. */
 			sib_link_count(l, SIB_LC_TX_FULL, 1);
-			return -EAGAIN;
+			return -ENOBUFS;
 		}
 		tx->slot = NULL;
 		tx->data = sib_faults_stage(f);

@@ -150,7 +150,10 @@ void sib_link_recv_slow(struct sib_link *l, const uint8_t *data, uint32_t len, u
 
 /*
  * Reserve room for one packet toward dest, leaving local port `port`.
- * 0: write it at tx->data; -EAGAIN: full, nothing reserved, retry later.
+ * 0: write it at tx->data.  Nothing reserved otherwise: -EAGAIN, dest's
+ * inbox is full (poll again soon: freed slots wake nobody); -ENOBUFS, the
+ * fault wrapper's queue is full (retry at the time sib_link_flush returns,
+ * which is `now` as soon as it has room again).
  */
 static inline int sib_link_reserve(struct sib_link *l, void *dest, uint8_t port, struct sib_link_tx *tx)
 {
@@ -243,7 +246,10 @@ static inline bool sib_link_wants_service(struct sib_link *l)
 void sib_link_fetch(struct sib_link *l, struct sib_link_fetch *f);
 void sib_link_apply(struct sib_link *l, struct sib_link_fetch *f);
 
-/* Only the wrappers' held packets (called on every engine pass when slow). */
+/* Only the wrappers' held packets (called on every engine pass when slow).
+ * Returns when it wants to run again (0: no need): the earliest due time
+ * of a held packet, 50 us on while a destination is full, or `now` when a
+ * reserve refused with -ENOBUFS would find room now. */
 uint64_t sib_link_flush(struct sib_link *l, uint64_t now);
 
 /* The transport's own counters, shown with the link's (not per packet). */

@@ -64,12 +64,17 @@ bool sib_faults_idle(const struct sib_faults *f);
 void sib_faults_adopt(struct sib_faults *to, struct sib_faults *from);
 /* The staging buffer a faulted packet is built in. */
 uint8_t *sib_faults_stage(struct sib_faults *f);
-/* Room for one more packet (and its duplicate)?  False: flow control. */
-bool sib_faults_room(const struct sib_faults *f);
+/* Room for one more packet (and its duplicate)?  False: flow control;
+ * the refusal is remembered, and the first sib_faults_flush that finds
+ * room again returns `now` so that the refused sender tries at once. */
+bool sib_faults_room(struct sib_faults *f);
 /* Decide the packet's fate and queue its copies; sends what is due. */
 void sib_faults_send(struct sib_link *l, struct sib_faults *f, void *dest, uint32_t len, uint32_t flags,
 		     uint8_t port, uint64_t now);
-/* Send what is due.  Returns the next time it needs a call (0: none). */
+/* Send what is due; a destination with a full inbox holds back only its
+ * own packets.  Returns the next time it needs a call (0: none): the
+ * earliest due time, 50 us on while a destination is full, or `now` if a
+ * refused reserve (sib_faults_room) would find room now. */
 uint64_t sib_faults_flush(struct sib_link *l, struct sib_faults *f, uint64_t now, bool all);
 
 /* ---- the wrapper ---- */

@@ -5,10 +5,13 @@
  * (IBA 7.8).  Unit mode: packets sent and received through two links over
  * plain memory (no hca, no verbs), with SOFTIB_CAPTURE set; also a link
  * whose faults corrupt every packet, whose capture must then show bad
- * ICRCs; and each fault of the fault wrapper on its own.  Check mode, for
+ * ICRCs; each fault of the fault wrapper on its own; a full destination
+ * holding back only its own packets, and a full fault queue waiting for
+ * the first due time rather than polling.  Check mode, for
  * the integration tests:
  *   test_capture --check FILE   every record valid; prints "records=N".
  */
+#include <errno.h>
 #include <pcap/pcap.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -527,6 +530,142 @@ static void test_bad_fault_spec(void **state)
 	free(ma);
 }
 
+/* Destination references the wrapper takes (link->dest_ref), per ring. */
+static const void *ref_dest[2];
+static int ref_count[2];
+
+static void count_ref(void *dest, int delta)
+{
+	for (unsigned int i = 0; i < 2; i++)
+		if (ref_dest[i] == dest) {
+			ref_count[i] += delta;
+			return;
+		}
+	fail_msg("a reference on an unknown destination");
+}
+
+/* Receive everything at b, appending decoded PSNs at psn[*n] (up to max). */
+static void drain_into(struct sib_link *b, uint32_t *psn, unsigned int *n, unsigned int max)
+{
+	*n += drain(b, psn + *n, max - *n);
+}
+
+/* One destination's full inbox holds back only its own packets: packets to
+ * another destination pass them, far more than the queue holds, and each
+ * destination gets its packets in the order they were sent. */
+static void test_full_dest_blocks_only_its_own(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3), db = fake_dev("softib1", 2),
+			      dc = fake_dev("softib2", 4);
+	void *ma = inbox(), *mb = inbox(), *mc = inbox();
+	struct sib_link a, b, c;
+	uint32_t pb[64], pc[512];
+	unsigned int nb = 0, nc = 0, filler = 0;
+	uint64_t t, now;
+
+	(void)state;
+	unsetenv("SOFTIB_CAPTURE");
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
+	assert_int_equal(sib_link_open(&c, mc, 1002, 2, &dc, NULL), 0);
+	setenv("SOFTIB_FAULTS", "seed=1", 1); /* the wrapper's queue, no fault */
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	unsetenv("SOFTIB_FAULTS");
+	assert_true(a.slow);
+	ref_dest[0] = &b.rx.r;
+	ref_dest[1] = &c.rx.r;
+	ref_count[0] = ref_count[1] = 0;
+	a.dest_ref = count_ref;
+	/* b's inbox full of someone else's packets. */
+	for (struct sib_ring_slot *s; (s = sib_ring_reserve(&b.rx.r, 4242, &t)); filler++)
+		(void)sib_ring_publish(&b.rx.r, s, t, 4242, 0, 0);
+	assert_int_equal(filler, SIB_INBOX_SLOTS);
+
+	for (uint32_t i = 0; i < 20; i++) {
+		send_one(&a, &b, 1 + i);
+		send_one(&a, &c, 1000 + i);
+		drain_into(&c, pc, &nc, 512);
+	}
+	/* 300 more to c: the queue (64) would have filled behind b's packets. */
+	for (uint32_t i = 20; i < 320; i++) {
+		send_one(&a, &c, 1000 + i);
+		if (i % 8 == 0)
+			(void)sib_link_flush(&a, sib_link_now_ns());
+		drain_into(&c, pc, &nc, 512);
+	}
+	(void)sib_link_flush(&a, sib_link_now_ns());
+	drain_into(&c, pc, &nc, 512);
+	assert_int_equal(nc, 320);
+	for (unsigned int i = 0; i < nc; i++)
+		assert_int_equal(pc[i], 1000 + i);
+	assert_int_equal(ref_count[1], 0);
+	assert_int_equal(ref_count[0], 20); /* b's packets are kept, referenced */
+	/* Blocked on a full inbox: come back soon (polled). */
+	now = sib_link_now_ns();
+	t = sib_link_flush(&a, now);
+	assert_true(t > now && t <= now + 1000000);
+
+	/* b consumes: its packets follow, in order, and let go of b. */
+	(void)drain(&b, pb, 64);                    /* the filler: not ours */
+	assert_int_equal(sib_link_flush(&a, sib_link_now_ns()), 0);
+	drain_into(&b, pb, &nb, 64);
+	assert_int_equal(nb, 20);
+	for (unsigned int i = 0; i < nb; i++)
+		assert_int_equal(pb[i], 1 + i);
+	assert_int_equal(ref_count[0], 0);
+	sib_link_close(&a);
+	sib_link_close(&b);
+	sib_link_close(&c);
+	free(ma);
+	free(mb);
+	free(mc);
+}
+
+/* A sender refused by the wrapper's full queue (-ENOBUFS, not -EAGAIN) is
+ * told to come back when the first held packet is due, not polled; once
+ * that packet left, flush says "now". */
+static void test_full_queue_waits_for_due_time(void **state)
+{
+	struct sib_shm_device da = fake_dev("softib0", 3), db = fake_dev("softib1", 2);
+	void *ma = inbox(), *mb = inbox();
+	struct sib_link a, b;
+	struct sib_link_tx tx;
+	uint32_t psn[64];
+	unsigned int n = 0;
+	uint64_t t0, now, due, t;
+	int rc;
+
+	(void)state;
+	unsetenv("SOFTIB_CAPTURE");
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
+	setenv("SOFTIB_FAULTS", "delay_us=200000", 1);
+	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
+	unsetenv("SOFTIB_FAULTS");
+	t0 = sib_link_now_ns();
+	while ((rc = sib_link_reserve(&a, &b.rx.r, 1, &tx)) == 0) {
+		assert_int_equal(sib_link_send(&a, &tx, build(tx.data, false, n, 8), 0), 0);
+		assert_true(++n <= 64);
+	}
+	assert_int_equal(rc, -ENOBUFS);
+	now = sib_link_now_ns();
+	due = sib_link_flush(&a, now);
+	assert_true(due >= t0 + 200000000ull);      /* the first packet's due time */
+	assert_true(due > now + 100000000ull);      /* not a 50 us poll */
+	assert_int_equal(sib_link_reserve(&a, &b.rx.r, 1, &tx), -ENOBUFS);
+	/* At the due time the first packets leave, and the refused sender
+	 * may try again at once. */
+	assert_int_equal(sib_link_flush(&a, due), due);
+	t = sib_link_flush(&a, due);
+	assert_true(t > due);                       /* the next due time */
+	assert_int_equal(sib_link_reserve(&a, &b.rx.r, 1, &tx), 0);
+	assert_int_equal(sib_link_send(&a, &tx, build(tx.data, false, n, 8), 0), 0);
+	assert_true(drain(&b, psn, 64) >= 1);
+	assert_int_equal(psn[0], 0);
+	sib_link_close(&a);
+	sib_link_close(&b);
+	free(ma);
+	free(mb);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -537,6 +676,8 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_pushed_off_keeps_env_faults),
 		cmocka_unit_test(test_tick_leaves_slow_work_to_engine),
 		cmocka_unit_test(test_fault_change_keeps_held_packets),
+		cmocka_unit_test(test_full_dest_blocks_only_its_own),
+		cmocka_unit_test(test_full_queue_waits_for_due_time),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--check")) {

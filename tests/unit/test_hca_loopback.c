@@ -9,11 +9,13 @@
  * receiver's inbox.  Per stage: segmentation at the path MTU, AckReq and
  * ACK coalescing, the responder's duplicates (C9-105), PSN sequence NAK
  * and rewind, RNR NAK and rnr_retry, ACK timeout and retry_cnt,
- * R_Key/access/bounds NAKs, flush in ERR, and a transfer under the link's
- * fault wrapper (SOFTIB_FAULTS).  Links sib_hca and lower.  Only the test
+ * R_Key/access/bounds NAKs, flush in ERR, a transfer under the link's
+ * fault wrapper (SOFTIB_FAULTS), and the engine thread sleeping (little
+ * CPU) while a long fault delay fills the wrapper's queue.  Links sib_hca and lower.  Only the test
  * thread pumps; the contexts' engine threads produce concurrently.
  */
 #include <endian.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -27,6 +29,7 @@
 #include <cmocka.h>
 
 #include "common/sib_shm.h"
+#include "hca/hca.h"
 #include "hca/provider.h"
 #include "iba/iba.h"
 #include "link/link.h"
@@ -1139,6 +1142,70 @@ static void test_transfer_under_faults(void **state)
 	assert_true(icrc >= corrupt && icrc <= corrupt + dup);
 }
 
+/* Nanoseconds of CPU the thread has used. */
+static uint64_t thread_cpu_ns(pthread_t t)
+{
+	struct timespec ts;
+	clockid_t cid;
+
+	assert_int_equal(pthread_getcpuclockid(t, &cid), 0);
+	assert_int_equal(clock_gettime(cid, &ts), 0);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A long delay fills the fault wrapper's queue: the requester is refused
+ * room until the first held packet is due.  The engine thread then sleeps
+ * until that due time (its deadline is far off and it uses little CPU)
+ * instead of polling every 50 us, and the message arrives afterwards. */
+static void test_delay_engine_sleeps(void **state)
+{
+	struct opts o = def_opts;
+	struct sib_context *c;
+	uint64_t end, cpu0, w0, cpu, wall, posted;
+	unsigned int samples = 0;
+
+	(void)state;
+	o.faults = "delay_us=200000";
+	up(&o);
+	c = to_sctx(sides[A].ctx);
+	fill(sides[A].buf, 100 * 1024, 5);
+	post_recv(B, 0, 128 * 1024, 1);
+	posted = sib_now_ns();
+	post_send(A, IBV_WR_SEND, 0, 100 * 1024, 0, 0, 1); /* 100 packets, the queue holds 64 */
+	end = now_ms() + WAIT_MS;
+	while (!link_counter(A, SIB_LC_TX_FULL)) {
+		if (now_ms() > end)
+			fail_msg("the fault queue never filled");
+		usleep(1000);
+	}
+	cpu0 = thread_cpu_ns(c->engine);
+	w0 = sib_now_ns();
+	/* Until shortly before the first packet is due (posted + 200 ms). */
+	while (samples < 10 && sib_now_ns() < posted + 150000000ull) {
+		uint64_t deadline, now;
+
+		usleep(10000);
+		deadline = atomic_load(&c->next_deadline);
+		now = sib_now_ns();
+		if (now >= posted + 180000000ull)
+			break; /* slept too long: a deadline may be near now */
+		if (deadline && deadline < now + 10000000ull)
+			fail_msg("engine deadline %lld us away, while the queue waits for a 200 ms delay",
+				 (long long)(deadline - now) / 1000);
+		samples++;
+	}
+	assert_true(samples > 0);
+	cpu = thread_cpu_ns(c->engine) - cpu0;
+	wall = sib_now_ns() - w0;
+	print_message("engine thread: %llu us CPU in %llu us\n", (unsigned long long)cpu / 1000,
+		      (unsigned long long)wall / 1000);
+	assert_true(cpu * 10 < wall * 3);
+	/* After the delay, every packet goes. */
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	expect_wc(B, 1, IBV_WC_SUCCESS);
+	assert_memory_equal(sides[B].buf, sides[A].buf, 100 * 1024);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1158,6 +1225,7 @@ int main(void)
 		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[3]),
 		cmocka_unit_test_teardown(test_flush_on_error, down),
 		cmocka_unit_test_teardown(test_transfer_under_faults, down),
+		cmocka_unit_test_teardown(test_delay_engine_sleeps, down),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -172,6 +172,7 @@ void sib_faults_adopt(struct sib_faults *to, struct sib_faults *from)
 	}
 	from->qcount -= i;
 	memmove(from->order, from->order + i, from->qcount);
+	to->refused = to->refused || from->refused; /* a sender still waits for room */
 	if (from->holding && to->qcount < QMAX) {
 		put_held(to, &from->hold);
 		from->holding = false;

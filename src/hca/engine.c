@@ -187,8 +187,8 @@ static void rx_packet(struct sib_context *ctx, const uint8_t *data, uint32_t len
 	if (len > SIB_SLOT_DATA_BYTES)
 		len = 0; /* an impossible length: dropped as malformed */
 	why = sib_recv(ctx, data, len, (sflags & SIB_SLOT_F_VCRC) ? SIB_RX_VCRC : 0);
-	if (why == SIB_RX_DELIVERED)
-		return;
+	if (why == SIB_RX_DELIVERED || why == SIB_RX_DROP_LINK_DOWN)
+		return; /* a downed link loses packets; they are not bad ones */
 	/* Damaged on the way (IBA 9.8.x: ICRC failures are silently dropped). */
 	sib_link_count(&ctx->link, why == SIB_RX_DROP_CRC ? SIB_LC_RX_ICRC : SIB_LC_RX_BAD, 1);
 	atomic_fetch_add_explicit(&ctx->inbox.hdr->dropped, 1, memory_order_relaxed);

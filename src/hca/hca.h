@@ -158,6 +158,7 @@ struct sib_qp {
 	uint64_t tab_handle;           /* in ctx->qps */
 	struct sib_qp *next_in_ctx;    /* the engine's schedule (engine.c), or ctx->qp_new */
 	uint64_t sched_handle;         /* the schedule's reference (tab_handle at publish) */
+	bool unpublished;              /* a destroy got past unpublish: a retry only waits */
 
 	/* attributes (authoritative state is `state`; mirrored to ibv.qp_base.state) */
 	enum ibv_qp_state state;

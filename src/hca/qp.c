@@ -48,13 +48,19 @@ static void qp_publish(struct sib_context *ctx, struct sib_qp *qp)
 /* Unpublish (lookups fail from here), then wait for every reference:
  * packets in flight, and the engine's schedule, which lets go on its next
  * pass (poked from the wait) together with what the QP holds (MR
- * references, its peer inbox).  0, or ETIMEDOUT: still in use, keep it. */
+ * references, its peer inbox).  0, or ETIMEDOUT: still in use, keep it;
+ * a later destroy only waits again (the QP is already unpublished), so a
+ * holder that lets go late does not pin the QP, its PD and CQs forever. */
 static int qp_unpublish(struct sib_context *ctx, struct sib_qp *qp)
 {
-	int rc = sib_objtab_unpublish(&ctx->qps, qp->tab_handle);
+	int rc;
 
-	if (rc)
-		return rc;
+	if (!qp->unpublished) {
+		rc = sib_objtab_unpublish(&ctx->qps, qp->tab_handle);
+		if (rc)
+			return rc;
+		qp->unpublished = true;
+	}
 	rc = sib_objtab_wait(&ctx->qps, qp->tab_handle, SIB_DESTROY_WAIT_NS, sib_engine_poke, ctx);
 	if (!rc)
 		sib_objtab_release(&ctx->qps, qp->tab_handle);

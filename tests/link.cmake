@@ -4,6 +4,7 @@
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   sib_unit_test(test_faults SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_faults.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
     LIBS ibverbs sib_common sib_hca sib_iba)
   target_compile_definitions(test_faults PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
   add_dependencies(test_faults softibd)

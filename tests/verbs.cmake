@@ -24,6 +24,7 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   foreach(t test_verbs test_verbs_conform)
     sib_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
       ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
       LIBS ibverbs sib_common sib_hca sib_iba)
     target_compile_definitions(${t} PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
     add_dependencies(${t} softibd)

@@ -34,12 +34,10 @@
 #include "common/sib_ctl.h"
 #include "hca/hca.h"
 
+#include "daemon_fixture.h"
+
 #define WAIT_MS  5000
 #define BUF_SIZE 65536
-
-static char tmpdir[64] = "/tmp/softib-events.XXXXXX";
-static char sock[128];
-static pid_t daemon_pid;
 
 struct end {
 	struct ibv_context *ctx;
@@ -51,21 +49,13 @@ struct end {
 	uint16_t lid;
 };
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* ---- the daemon's commands ---- */
 
 static int admin(uint16_t op, const char *name, uint32_t port, uint32_t action, uint32_t value)
 {
 	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
 	struct sib_ctl_msg m = { .hdr.op = op };
-	int fd = sib_ctl_connect(sock);
+	int fd = sib_ctl_connect(daemon_socket());
 
 	assert_true(fd >= 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -93,7 +83,7 @@ static unsigned long status_value(const char *line, const char *key)
 	char *text, *l, *k, *eol, pat[64];
 	unsigned long v = 0, x;
 	bool found = false;
-	int fd = sib_ctl_connect(sock);
+	int fd = sib_ctl_connect(daemon_socket());
 
 	assert_true(fd >= 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -606,7 +596,7 @@ static void test_cq_handler_one_thread(void **state)
 static int subscribe(void)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_SUBSCRIBE };
-	int fd = sib_ctl_connect(sock);
+	int fd = sib_ctl_connect(daemon_socket());
 
 	assert_true(fd >= 0);
 	m.u.subscribe.abi_version = SIB_ABI_VERSION;
@@ -629,7 +619,7 @@ static void test_event_storm(void **state)
 	bool marker = false;
 
 	(void)state;
-	fd = sib_ctl_connect(sock);
+	fd = sib_ctl_connect(daemon_socket());
 	assert_true(fd >= 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	snprintf(m.u.dev.name, sizeof(m.u.dev.name), "softib2");
@@ -766,7 +756,7 @@ static int hello_conn(void)
 {
 	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
-	int fd = sib_ctl_connect(sock), mfd = -1;
+	int fd = sib_ctl_connect(daemon_socket()), mfd = -1;
 
 	assert_true(fd >= 0);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
@@ -796,7 +786,7 @@ static int link_cmd(uint16_t op, uint32_t dev_index, const char *spec)
 static bool status_has(const char *prefix)
 {
 	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
-	int fd = sib_ctl_connect(sock);
+	int fd = sib_ctl_connect(daemon_socket());
 	char *text;
 	bool found;
 
@@ -901,7 +891,7 @@ static void test_fork_child_gets_events(void **state)
 static void test_subscribe_misuse(void **state)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_SUBSCRIBE };
-	int fd = sib_ctl_connect(sock);
+	int fd = sib_ctl_connect(daemon_socket());
 
 	(void)state;
 	assert_true(fd >= 0);
@@ -918,54 +908,6 @@ static void test_subscribe_misuse(void **state)
 	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
 	assert_int_equal(m.hdr.status, EINVAL);
 	close(fd);
-}
-
-/* ---- setup: a private softibd ---- */
-
-static int start_daemon(void **state)
-{
-	(void)state;
-	assert_non_null(mkdtemp(tmpdir));
-	snprintf(sock, sizeof(sock), "%s/softib.sock", tmpdir);
-	setenv("SOFTIB_SOCKET", sock, 1);
-	setenv("SOFTIB_NO_AUTOSTART", "1", 1);
-	daemon_pid = fork();
-	if (daemon_pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		dup2(null, 2);
-		execl(SOFTIBD_PATH, "softibd", "--foreground", "--socket", sock, (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 200; i++) {
-		struct stat st;
-
-		if (stat(sock, &st) == 0)
-			return 0;
-		usleep(25000);
-	}
-	return -1;
-}
-
-static int stop_daemon(void **state)
-{
-	char path[160];
-	int st;
-
-	(void)state;
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		for (int i = 0; i < 100 && waitpid(daemon_pid, &st, WNOHANG) == 0; i++)
-			usleep(50000);
-		kill(daemon_pid, SIGKILL);
-		waitpid(daemon_pid, &st, 0);
-	}
-	unlink(sock);
-	snprintf(path, sizeof(path), "%s.lock", sock);
-	unlink(path);
-	rmdir(tmpdir);
-	return 0;
 }
 
 int main(void)

@@ -21,17 +21,6 @@
 
 #include "verbs_harness.h"
 
-static char tmpdir[64] = "/tmp/softib-verbs.XXXXXX";
-static pid_t daemon_pid;
-
-uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Poll one completion, failing the test after timeout_ms. */
 void poll_one(struct ibv_cq *cq, struct ibv_wc *wc, unsigned int timeout_ms)
 {
@@ -258,53 +247,4 @@ void inject(struct inbox_map *m, const struct iba_pkt *h, const void *payload, s
 	s->data[l] = s->data[l + 1] = 0;
 	if (sib_ring_publish(&m->ring, s, ticket, getpid(), (uint32_t)l + 2, 0))
 		sib_ring_wake(&m->ring);
-}
-/* ---- setup: a private softibd ---- */
-
-int start_daemon(void **state)
-{
-	char sock[128];
-
-	assert_non_null(mkdtemp(tmpdir));
-	snprintf(sock, sizeof(sock), "%s/softib.sock", tmpdir);
-	setenv("SOFTIB_SOCKET", sock, 1);
-	setenv("SOFTIB_NO_AUTOSTART", "1", 1);
-	daemon_pid = fork();
-	if (daemon_pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-
-		dup2(null, 1);
-		dup2(null, 2);
-		execl(SOFTIBD_PATH, "softibd", "--foreground", "--idle-exit", "30", "--socket", sock,
-		      (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 200; i++) {
-		struct stat st;
-
-		if (stat(sock, &st) == 0)
-			return 0;
-		usleep(25000);
-	}
-	return -1;
-}
-
-int stop_daemon(void **state)
-{
-	char sock[128];
-	int st;
-
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		for (int i = 0; i < 100 && waitpid(daemon_pid, &st, WNOHANG) == 0; i++)
-			usleep(50000);
-		kill(daemon_pid, SIGKILL);
-		waitpid(daemon_pid, &st, 0);
-	}
-	snprintf(sock, sizeof(sock), "%s/softib.sock", tmpdir);
-	unlink(sock);
-	strcat(sock, ".lock");
-	unlink(sock);
-	rmdir(tmpdir);
-	return 0;
 }

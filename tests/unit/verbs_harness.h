@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The harness of the tests through the built library (verbs_harness.c):
- * a private softibd (start_daemon/stop_daemon as cmocka group setup and
- * teardown), one RC end per device and a connected pair, posting and
- * bounded polling, and forged packets injected into a QP's inbox.
+ * a private softibd (daemon_fixture.h), one RC end per device and a
+ * connected pair, posting and bounded polling, and forged packets injected into a QP's inbox.
  */
 #ifndef SIB_TESTS_VERBS_HARNESS_H
 #define SIB_TESTS_VERBS_HARNESS_H
@@ -22,6 +21,8 @@
 #include "common/sib_shm.h"
 #include "link/ring.h"
 #include "iba/iba.h"
+
+#include "daemon_fixture.h"            /* start_daemon, stop_daemon, now_ms */
 
 #define BUF_SIZE (4u << 20)
 
@@ -63,8 +64,6 @@ struct inbox_map {
 
 extern const struct conn_opts default_opts;
 
-/* Milliseconds of CLOCK_MONOTONIC. */
-uint64_t now_ms(void);
 /* Poll one completion, failing the test after timeout_ms. */
 void poll_one(struct ibv_cq *cq, struct ibv_wc *wc, unsigned int timeout_ms);
 /* Fail if a completion arrives within ms. */
@@ -88,10 +87,5 @@ void inbox_map(struct inbox_map *m, uint32_t qpn);
 void inbox_unmap(struct inbox_map *m);
 /* Build a packet from h and payload straight into the inbox and publish it. */
 void inject(struct inbox_map *m, const struct iba_pkt *h, const void *payload, size_t paylen);
-/* cmocka group setup/teardown: a private softibd on a socket in a fresh
- * temporary directory (SOFTIB_SOCKET), stopped by PID; it also exits by
- * itself after 30 s without clients, so an aborted run leaves none behind. */
-int start_daemon(void **state);
-int stop_daemon(void **state);
 
 #endif

@@ -9,6 +9,7 @@ endif()
 # map in memory, no softibd), through the provider API: no verbs library.
 if(TARGET sib_hca)
   sib_unit_test(test_hca_loopback SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_loopback.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/hca_loop.c
     LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
 endif()
 if(TARGET sib_hca)

@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The loopback fabric of the HCA transport tests (hca_loop.h): a fabric
+ * map and inbox rings in memory, a host that hands out handles and QPNs
+ * as softibd would, and a pump between the two contexts.  Test-thread
+ * only, except what the contexts' engine threads produce onto the wires.
+ */
+#include <endian.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/sib_shm.h"
+#include "hca/hca.h"
+#include "hca/provider.h"
+#include "hca_loop.h"
+#include "iba/iba.h"
+
+void *inbox_mem[NDEV], *wire_mem[NDEV];
+static struct sib_ring wires[NDEV];
+static struct sib_ring inbox_tx[NDEV];  /* the pump's producer view of each inbox */
+static struct sib_ring_rx wire_rx[NDEV]; /* the pump's consumer view of each wire */
+static uint32_t next_handle = 1, next_qpn = 16;
+static uint32_t qpn_of_handle[4096];
+
+/* ---- the host: what softibd would do ---- */
+
+static int host_obj_create(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type,
+			   uint32_t *handle, uint32_t *qpn)
+{
+	(void)qp_type;
+	*handle = next_handle++;
+	if (type == SIB_OBJ_QP) {
+		*qpn = next_qpn++;
+		qpn_of_handle[*handle % 4096] = *qpn;
+		/* The QPN now routes to the creating context's inbox. */
+		atomic_store(&sib_fabric->qp_owner[*qpn], SIB_QPO_MAKE(dev_handle, 1, dev_handle));
+	}
+	return 0;
+}
+
+static void host_obj_destroy(uint32_t handle)
+{
+	uint32_t qpn = qpn_of_handle[handle % 4096];
+
+	if (qpn)
+		atomic_store(&sib_fabric->qp_owner[qpn], 0);
+	qpn_of_handle[handle % 4096] = 0;
+}
+
+/* Senders get the wire toward an inbox, not the inbox itself. */
+static struct sib_ring *host_peer_ring(uint32_t inbox, uint32_t gen)
+{
+	return inbox < NDEV && gen == 1 ? &wires[inbox] : NULL;
+}
+
+static const struct sib_hca_host host = {
+	.obj_create = host_obj_create,
+	.obj_destroy = host_obj_destroy,
+	.peer_ring = host_peer_ring,
+};
+
+/* ---- the pump: every packet between the two contexts ---- */
+
+
+struct seen plog[LOG_MAX];
+unsigned int nlog;
+enum verdict (*filter)(const struct seen *s);
+static struct {
+	unsigned int dst;
+	uint32_t len, flags;
+	uint8_t data[SIB_SLOT_DATA_BYTES];
+} kept[KEEP_MAX];
+unsigned int nkept;
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Publish one packet into device d's inbox (waits, bounded, for room). */
+static void deliver(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags)
+{
+	uint64_t end = now_ms() + WAIT_MS, ticket;
+	struct sib_ring_slot *s;
+
+	while (!(s = sib_ring_reserve(&inbox_tx[d], getpid(), &ticket))) {
+		drive(d); /* the receiver consumes */
+		if (now_ms() > end)
+			fail_msg("inbox %u stays full", d);
+	}
+	memcpy(s->data, data, len);
+	s->src_inbox = 1 - d;
+	if (sib_ring_publish(&inbox_tx[d], s, ticket, getpid(), len, flags) > 0)
+		sib_ring_wake(&inbox_tx[d]);
+}
+
+static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len)
+{
+	static struct seen scratch;
+	struct seen *e = nlog < LOG_MAX ? &plog[nlog++] : &scratch;
+	struct iba_pkt p;
+
+	memset(e, 0, sizeof(*e));
+	e->dst = d;
+	/* Every packet ends with the 2 VCRC bytes (zero when not computed). */
+	assert_int_equal(iba_decode(data, len, IBA_HAS_VCRC, &p), IBA_OK);
+	e->opc = p.bth.opcode;
+	e->psn = p.bth.psn;
+	e->ackreq = p.bth.ackreq;
+	e->syn = p.aeth.syndrome;
+	e->msn = p.aeth.msn;
+	e->paylen = p.paylen;
+	e->va = p.reth.va;
+	e->rkey = p.reth.rkey;
+	e->dmalen = p.reth.dmalen;
+	e->head = p.paylen ? p.payload[0] : 0;
+	return e;
+}
+
+/* Move everything on both wires into the inboxes, through the filter. */
+void pump(void)
+{
+	for (unsigned int d = 0; d < NDEV; d++) {
+		struct sib_ring_slot *s;
+
+		while ((s = sib_ring_peek(&wire_rx[d]))) {
+			uint32_t len = s->len, flags = s->flags;
+			const struct seen *e;
+			enum verdict v;
+
+			assert_true(len <= SIB_SLOT_DATA_BYTES);
+			e = log_packet(d, s->data, len);
+			v = filter ? filter(e) : PASS;
+			if (v == KEEP) {
+				assert_true(nkept < KEEP_MAX);
+				kept[nkept].dst = d;
+				kept[nkept].len = len;
+				kept[nkept].flags = flags;
+				memcpy(kept[nkept++].data, s->data, len);
+			}
+			if (v != DROP)
+				deliver(d, s->data, len, flags);
+			if (v == DUP)
+				deliver(d, s->data, len, flags);
+			sib_ring_release(&wire_rx[d], s);
+		}
+	}
+}
+
+/* Send kept packet i again, as a duplicate on the wire would arrive. */
+void replay(unsigned int i)
+{
+	assert_true(i < nkept);
+	deliver(kept[i].dst, kept[i].data, kept[i].len, kept[i].flags);
+}
+
+/* ---- one side of the connection ---- */
+
+struct side sides[NDEV];
+struct ibv_device *devices[NDEV]; /* never freed (as the library's) */
+
+/* A long ACK timeout (1 s): tests that do not lose packets never time out. */
+const struct opts def_opts = {
+	.mtu = IBV_MTU_1024, .timeout = 18, .retry_cnt = 7, .rnr_retry = 7, .min_rnr_timer = 1,
+	.psn = 100,
+};
+
+static uint32_t psn_of(unsigned int side)
+{
+	return (side == A ? 0 : 1000u);
+}
+
+void drive(unsigned int d)
+{
+	struct ibv_wc wc;
+
+	(void)sib_hca_ops.poll_cq(sides[d].cq, 0, &wc); /* runs the engine inline */
+}
+
+/* Poll side s for one completion, pumping and driving both sides. */
+struct ibv_wc poll_wc(unsigned int s)
+{
+	uint64_t end = now_ms() + WAIT_MS;
+	struct ibv_wc wc;
+
+	for (;;) {
+		int n = sib_hca_ops.poll_cq(sides[s].cq, 1, &wc);
+
+		assert_true(n >= 0);
+		if (n == 1)
+			return wc;
+		pump();
+		drive(1 - s);
+		if (now_ms() > end)
+			fail_msg("no completion on side %u within %u ms", s, WAIT_MS);
+	}
+}
+
+/* Pump and drive for ms, taking no completion. */
+void settle(unsigned int ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (now_ms() < end) {
+		pump();
+		drive(A);
+		drive(B);
+	}
+}
+
+void expect_no_wc(unsigned int s)
+{
+	struct ibv_wc wc;
+
+	assert_int_equal(sib_hca_ops.poll_cq(sides[s].cq, 1, &wc), 0);
+}
+
+void fabric_setup(void)
+{
+	sib_fabric = calloc(1, sizeof(*sib_fabric));
+	assert_non_null(sib_fabric);
+	sib_fabric->magic = SIB_SHM_MAGIC;
+	sib_fabric->num_devices = NDEV;
+	for (unsigned int i = 0; i < NDEV; i++) {
+		struct sib_shm_device *d = &sib_fabric->devs[i];
+		struct sib_shm_port *p = &d->ports[0];
+
+		snprintf(d->name, sizeof(d->name), "loop%u", i);
+		d->node_guid = 0x1000 + i;
+		d->num_ports = 1;
+		atomic_store(&d->gen, 1); /* registered (docs/events.md) */
+		p->port_guid = 0x2000 + i;
+		p->gid_prefix = 0xfe80000000000000ull;
+		p->lid = (uint16_t)(1 + i);
+		p->state = IBV_PORT_ACTIVE;
+		p->max_mtu = p->active_mtu = IBV_MTU_4096;
+		p->pkey[0] = 0xffff;
+		atomic_store(&sib_fabric->lid_map[p->lid], SIB_LIDM_MAKE(i, 1));
+		atomic_store(&sib_fabric->inboxes[i].gen, 1);
+		inbox_mem[i] = calloc(1, SIB_INBOX_BYTES);
+		wire_mem[i] = calloc(1, SIB_INBOX_BYTES);
+		assert_true(inbox_mem[i] && wire_mem[i]);
+		sides[i].lid = p->lid;
+	}
+	sib_hca_set_host(&host);
+}
+
+int group_setup(void **state)
+{
+	(void)state;
+	fabric_setup();
+	return 0;
+}
+
+int group_teardown(void **state)
+{
+	(void)state;
+	for (unsigned int i = 0; i < NDEV; i++) {
+		free(inbox_mem[i]);
+		free(wire_mem[i]);
+	}
+	free(sib_fabric);
+	sib_fabric = NULL;
+	return 0;
+}
+
+void side_open(unsigned int i)
+{
+	const struct sib_hca_ops *ops = &sib_hca_ops;
+	struct side *s = &sides[i];
+	struct sib_hca_attach at = { .dev_handle = i, .inbox_idx = i, .inbox_gen = 1,
+				     .inbox_base = inbox_mem[i] };
+	struct ibv_qp_init_attr qa = { 0 };
+
+	if (!devices[i])
+		devices[i] = sib_hca_device_ops.alloc_device(i, 1);
+	assert_non_null(devices[i]);
+	s->ctx = sib_hca_device_ops.alloc_context(devices[i], &at);
+	assert_non_null(s->ctx);
+	s->pd = ops->alloc_pd(s->ctx);
+	assert_non_null(s->pd);
+	s->buf = calloc(1, BUF);
+	s->buf2 = calloc(1, 4096);
+	assert_true(s->buf && s->buf2);
+	s->mr = ops->reg_mr(s->pd, s->buf, BUF, (uintptr_t)s->buf,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	s->mr_local = ops->reg_mr(s->pd, s->buf2, 2048, (uintptr_t)s->buf2, IBV_ACCESS_LOCAL_WRITE);
+	s->mr_ro = ops->reg_mr(s->pd, s->buf2 + 2048, 2048, (uintptr_t)s->buf2 + 2048,
+			       IBV_ACCESS_REMOTE_READ);
+	assert_true(s->mr && s->mr_local && s->mr_ro);
+	s->cq = ops->create_cq(s->ctx, 256, NULL, 0);
+	assert_non_null(s->cq);
+	qa.send_cq = qa.recv_cq = s->cq;
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 64;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	s->qp = ops->create_qp(s->pd, &qa);
+	assert_non_null(s->qp);
+}
+
+/* RESET -> INIT -> RTR -> RTS, each QP to the other (IBA 10.3.1). */
+void connect_qp(unsigned int i, const struct opts *o)
+{
+	const struct sib_hca_ops *ops = &sib_hca_ops;
+	struct side *s = &sides[i], *peer = &sides[1 - i];
+	struct ibv_qp_attr a = { 0 };
+
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	assert_int_equal(ops->modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+					IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = o->mtu;
+	a.dest_qp_num = peer->qp->qp_num;
+	a.rq_psn = iba_psn_add(o->psn, psn_of(1 - i));
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = o->min_rnr_timer;
+	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.port_num = 1;
+	assert_int_equal(ops->modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = o->timeout;
+	a.retry_cnt = o->retry_cnt;
+	a.rnr_retry = o->rnr_retry;
+	a.sq_psn = iba_psn_add(o->psn, psn_of(i));
+	a.max_rd_atomic = 4;
+	assert_int_equal(ops->modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
+					IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					IBV_QP_MAX_QP_RD_ATOMIC), 0);
+}
+
+/* Fresh inboxes, wires, contexts and a connected QP pair per test. */
+void up(const struct opts *o)
+{
+	filter = NULL;
+	nlog = nkept = 0;
+	for (unsigned int i = 0; i < NDEV; i++) {
+		memset(inbox_mem[i], 0, SIB_INBOX_BYTES);
+		memset(wire_mem[i], 0, SIB_INBOX_BYTES);
+		sib_ring_attach(&inbox_tx[i], inbox_mem[i]);
+		sib_ring_attach(&wires[i], wire_mem[i]);
+		sib_ring_rx_attach(&wire_rx[i], wire_mem[i]);
+	}
+	/* The link wrappers read the environment when a context opens. */
+	if (o->faults)
+		setenv("SOFTIB_FAULTS", o->faults, 1);
+	for (unsigned int i = 0; i < NDEV; i++)
+		side_open(i);
+	unsetenv("SOFTIB_FAULTS");
+	for (unsigned int i = 0; i < NDEV; i++)
+		connect_qp(i, o);
+}
+
+int down(void **state)
+{
+	const struct sib_hca_ops *ops = &sib_hca_ops;
+
+	(void)state;
+	filter = NULL;
+	for (unsigned int i = 0; i < NDEV; i++) {
+		struct side *s = &sides[i];
+
+		if (!s->ctx)
+			continue;
+		assert_int_equal(ops->destroy_qp(s->qp), 0);
+		assert_int_equal(ops->destroy_cq(s->cq), 0);
+		assert_int_equal(ops->dereg_mr(s->mr), 0);
+		assert_int_equal(ops->dereg_mr(s->mr_local), 0);
+		assert_int_equal(ops->dereg_mr(s->mr_ro), 0);
+		assert_int_equal(ops->dealloc_pd(s->pd), 0);
+		ops->free_context(s->ctx);
+		free(s->buf);
+		free(s->buf2);
+		s->ctx = NULL;
+	}
+	return 0;
+}
+
+/* ---- verbs through the ops table ---- */
+
+void post_send_sge(unsigned int s, enum ibv_wr_opcode op, uint64_t addr, uint32_t len,
+			  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = addr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = { 0 }, *bad = NULL;
+
+	wr.wr_id = wr_id;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = op;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.imm_data = htobe32(0x1234);
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	assert_int_equal(sib_hca_ops.post_send(sides[s].qp, &wr, &bad), 0);
+}
+
+/* A WR from side s's buf + off. */
+void post_send(unsigned int s, enum ibv_wr_opcode op, uint64_t off, uint32_t len,
+		      uint64_t raddr, uint32_t rkey, uint64_t wr_id)
+{
+	post_send_sge(s, op, (uintptr_t)sides[s].buf + off, len, sides[s].mr->lkey, raddr, rkey, wr_id);
+}
+
+void post_recv(unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)sides[s].buf + off, .length = len,
+			       .lkey = sides[s].mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+
+	assert_int_equal(sib_hca_ops.post_recv(sides[s].qp, &wr, &bad), 0);
+}
+
+enum ibv_qp_state qp_state(unsigned int s)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	assert_int_equal(sib_hca_ops.query_qp(sides[s].qp, &a, IBV_QP_STATE, &ia), 0);
+	return a.qp_state;
+}
+
+void expect_wc(unsigned int s, uint64_t wr_id, enum ibv_wc_status st)
+{
+	struct ibv_wc wc = poll_wc(s);
+
+	if (wc.wr_id != wr_id || wc.status != st)
+		fail_msg("side %u: wr_id %llu status %d, want wr_id %llu status %d", s,
+			 (unsigned long long)wc.wr_id, wc.status, (unsigned long long)wr_id, st);
+}
+
+void fill(uint8_t *p, uint32_t len, uint8_t seed)
+{
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+}
+
+/* ---- the log ---- */
+
+bool is_req(uint8_t opc)
+{
+	return iba_opcode_info(opc)->flags & IBA_OP_REQ;
+}
+
+/* Packets from `from` on that went to dst with opcode opc (-1: requests). */
+unsigned int count(unsigned int from, unsigned int dst, int opc, uint32_t psn, bool any_psn)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = from; i < nlog; i++)
+		if (plog[i].dst == dst && (opc < 0 ? is_req(plog[i].opc) : plog[i].opc == opc) &&
+		    (any_psn || plog[i].psn == psn))
+			n++;
+	return n;
+}
+
+/* The index of the k-th (0-based) packet from `from` on to dst with opcode
+ * opc (-1: any request); fails if there is none. */
+unsigned int nth(unsigned int from, unsigned int dst, int opc, unsigned int k)
+{
+	for (unsigned int i = from; i < nlog; i++)
+		if (plog[i].dst == dst && (opc < 0 ? is_req(plog[i].opc) : plog[i].opc == opc) && !k--)
+			return i;
+	fail_msg("no packet %d #%u to %u in the log (%u packets)", opc, k, dst, nlog);
+	return 0;
+}
+
+void expect_pkt(unsigned int i, uint8_t opc, uint32_t psn, uint32_t paylen, bool ackreq)
+{
+	const struct seen *e = &plog[i];
+
+	if (e->opc != opc || e->psn != psn || e->paylen != paylen || e->ackreq != ackreq)
+		fail_msg("packet %u: %s PSN %u len %u AckReq %d, want %s PSN %u len %u AckReq %d", i,
+			 iba_opcode_info(e->opc)->name, e->psn, e->paylen, e->ackreq,
+			 iba_opcode_info(opc)->name, psn, paylen, ackreq);
+}
+
+bool is_ack_of_type(const struct seen *e, uint8_t type)
+{
+	return e->opc == IBA_OPC_ACKNOWLEDGE && (e->syn & IBA_AETH_TYPE_MASK) == type;
+}
+

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A loopback fabric for the HCA's transport tests, with no verbs library
+ * and no softibd: two device contexts on a fabric map and inbox rings in
+ * this process's memory, driven through the provider API (provider.h)
+ * only.  Each sender's packets go to a "wire" ring the test owns; pump()
+ * decodes every packet into plog[], may drop, duplicate or keep it (the
+ * `filter`), then publishes it into the receiver's inbox.  Only the test
+ * thread pumps; the contexts' engine threads produce concurrently.  Every
+ * wait is bounded (WAIT_MS).  Shared by test_hca_loopback and the
+ * per-transport tests (test_hca_*.c).
+ */
+#ifndef SIB_TEST_HCA_LOOP_H
+#define SIB_TEST_HCA_LOOP_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "link/link.h"
+
+#define NDEV     2
+#define BUF      (1u << 20)
+#define LOG_MAX  16384
+#define KEEP_MAX 8
+#define WAIT_MS  10000             /* every wait is bounded */
+#define A        0                 /* requester side in most tests */
+#define B        1
+
+/* One packet as the pump saw it (decoded; ICRC not checked). */
+struct seen {
+	unsigned int dst;              /* the device it went to */
+	uint8_t opc;                   /* BTH opcode */
+	uint32_t psn;
+	bool ackreq;
+	uint8_t syn;                   /* AETH syndrome (responses) */
+	uint32_t msn;
+	uint32_t paylen;
+	uint64_t va;                   /* RETH */
+	uint32_t rkey, dmalen;
+	uint8_t head;                  /* first payload byte */
+};
+
+/* What the filter does with a packet. */
+enum verdict { PASS, DROP, DUP, KEEP /* pass it, and keep a copy for replay() */ };
+
+/* One side of the connection (side_open). */
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;             /* buf, local write + remote read/write */
+	struct ibv_mr *mr_local;       /* buf2, local write only */
+	struct ibv_mr *mr_ro;          /* buf2, remote read only */
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	uint8_t *buf, *buf2;           /* BUF and 4096 bytes */
+	uint16_t lid;
+};
+
+/* How up() connects the two QPs. */
+struct opts {
+	enum ibv_mtu mtu;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint32_t psn;                  /* A's send PSN (B's is psn + 1000) */
+	const char *faults;            /* SOFTIB_FAULTS for both links, or NULL */
+};
+
+/* A long ACK timeout (1 s): tests that do not lose packets never time out. */
+extern const struct opts def_opts;
+
+extern struct seen plog[LOG_MAX];  /* every packet pumped since up() */
+extern unsigned int nlog;
+extern enum verdict (*filter)(const struct seen *s); /* NULL: pass all */
+extern unsigned int nkept;         /* packets kept by KEEP verdicts */
+extern struct side sides[NDEV];
+extern struct ibv_device *devices[NDEV]; /* never freed (as the library's) */
+extern void *inbox_mem[NDEV];      /* SIB_INBOX_BYTES each */
+
+uint64_t now_ms(void);
+
+/* cmocka group setup/teardown: the fabric map and the host hooks. */
+void fabric_setup(void);
+int group_setup(void **state);
+int group_teardown(void **state);
+
+/* Open device i's context, PD, the three MRs, a CQ and an RC QP. */
+void side_open(unsigned int i);
+/* RESET -> INIT -> RTR -> RTS, side i's QP to the other's (IBA 10.3.1). */
+void connect_qp(unsigned int i, const struct opts *o);
+/* Fresh inboxes, wires, contexts and a connected QP pair (per test). */
+void up(const struct opts *o);
+/* cmocka teardown: destroy what up() made. */
+int down(void **state);
+
+/* Move everything on both wires into the inboxes, through the filter. */
+void pump(void);
+/* Send kept packet i again, as a duplicate on the wire would arrive. */
+void replay(unsigned int i);
+/* Run device d's engine inline (an empty poll_cq). */
+void drive(unsigned int d);
+/* Poll side s for one completion, pumping and driving both sides. */
+struct ibv_wc poll_wc(unsigned int s);
+/* Pump and drive for ms, taking no completion. */
+void settle(unsigned int ms);
+void expect_no_wc(unsigned int s);
+void expect_wc(unsigned int s, uint64_t wr_id, enum ibv_wc_status st);
+
+/* Verbs through the ops table (signaled; ImmDt 0x1234). */
+void post_send_sge(unsigned int s, enum ibv_wr_opcode op, uint64_t addr, uint32_t len,
+		   uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t wr_id);
+/* A WR from side s's buf + off. */
+void post_send(unsigned int s, enum ibv_wr_opcode op, uint64_t off, uint32_t len,
+	       uint64_t raddr, uint32_t rkey, uint64_t wr_id);
+void post_recv(unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id);
+enum ibv_qp_state qp_state(unsigned int s);
+void fill(uint8_t *p, uint32_t len, uint8_t seed);
+
+/* The log. */
+bool is_req(uint8_t opc);
+/* Packets from `from` on that went to dst with opcode opc (-1: requests). */
+unsigned int count(unsigned int from, unsigned int dst, int opc, uint32_t psn, bool any_psn);
+/* The index of the k-th (0-based) packet from `from` on to dst with opcode
+ * opc (-1: any request); fails if there is none. */
+unsigned int nth(unsigned int from, unsigned int dst, int opc, unsigned int k);
+void expect_pkt(unsigned int i, uint8_t opc, uint32_t psn, uint32_t paylen, bool ackreq);
+bool is_ack_of_type(const struct seen *e, uint8_t type);
+
+#endif

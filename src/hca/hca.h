@@ -252,6 +252,7 @@ struct sib_context {
 	uint64_t tx_no_dest, tx_ring_full, rx_skipped_slots;
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
 	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
+	uint64_t uc_dropped_msgs;      /* UC: messages dropped by the responder (uc.c) */
 	struct sib_ctx_events ev;      /* pushed events (events.c) */
 };
 

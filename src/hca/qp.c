@@ -93,8 +93,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
 		goto fail;
-	if (attr->qp_type != IBV_QPT_RC) {
-		rc = EOPNOTSUPP; /* UC, UD, XRC come with their own issues */
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC) {
+		rc = EOPNOTSUPP; /* UD, XRC come with their own issues */
 		goto fail;
 	}
 	if (!attr->send_cq || !attr->recv_cq)
@@ -205,7 +205,10 @@ struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 		return NULL;
 	}
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	    (attr->send_ops_flags & ~(uint64_t)SIB_SEND_OPS_SUPPORTED)) {
+	    ((attr->send_ops_flags & ~(uint64_t)SIB_SEND_OPS_SUPPORTED) ||
+	     /* UC: no READ (mlx5 refuses the op for the QP type alike) */
+	     ((attr->send_ops_flags & IBV_QP_EX_WITH_RDMA_READ) &&
+	      sib_wr_check(attr->qp_type, IBV_WR_RDMA_READ)))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

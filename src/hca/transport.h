@@ -76,6 +76,8 @@ struct sib_resp {
 	/* READs being answered: ring of rd_res_size (max_dest_rd_atomic + 1) */
 	struct sib_read_res *rd_res;
 	uint32_t rd_res_head, rd_res_tail, rd_res_size;
+	/* UC (uc.c) */
+	bool uc_drop;                  /* dropping a message's packets until a FIRST/ONLY */
 };
 
 /*
@@ -199,6 +201,23 @@ const struct sib_err_info *sib_err_info(enum sib_err_class ec);
 /* The class a received NAK code (AETH value bits) reports; unknown codes
  * are a remote operational error (iba-transport.md 3). */
 enum sib_err_class sib_err_from_nak(uint8_t code);
+
+/*
+ * UC (uc.c, IBA 9.7.4.1.4, 9.9.3 classes D/E): the branches where the UC
+ * service differs from RC.  sib_uc_check_psn / sib_uc_check_op_seq: true
+ * to go on with the packet, false to drop it (the message in progress is
+ * dropped, the receiver resynchronises on the next FIRST/ONLY).
+ * sib_uc_error applies an error class the UC way (no NAK ever: drop the
+ * message, or for the receive WQE's own faults complete it in error and
+ * enter ERR).  sib_uc_wqe_sent completes a send WQE whose packets are all
+ * on the wire.
+ */
+bool sib_qp_is_uc(const struct sib_qp *qp);
+bool sib_uc_check_psn(struct sib_qp *qp, const struct iba_pkt *pkt);
+bool sib_uc_check_op_seq(struct sib_qp *qp, const struct iba_pkt *pkt);
+void sib_uc_error(struct sib_qp *qp, enum sib_err_class ec);
+void sib_uc_drop_msg(struct sib_qp *qp, bool rest);
+void sib_uc_wqe_sent(struct sib_qp *qp);
 
 /*
  * Stage traces: a build with -DSIB_TRACE_STAGES (e.g. CMAKE_C_FLAGS) prints

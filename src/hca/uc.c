@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unreliable Connected service (IBA 9.7.4.1.4, 9.7.5.1.4 / C9-? UC rules,
+ * 9.9.3 responder classes D and E): where UC differs from RC.  The
+ * requester completes a WQE once its last packet is on the wire (no ACK,
+ * no retry); the responder never ACKs or NAKs, drops a message whose
+ * packets it does not take in order, and resynchronises on the next
+ * FIRST/ONLY.  resp.c and req.c call here from one branch each; the rest
+ * of their pipeline (lengths, keys, placement, completion) is shared.
+ * Must not send anything.  Engine context only (progress_lock held).
+ */
+#include "hca/transport.h"
+
+bool sib_qp_is_uc(const struct sib_qp *qp)
+{
+	return qp->ibv.qp_base.qp_type == IBV_QPT_UC;
+}
+
+/*
+ * Give up the message in progress (IBA 9.7.5.1.4 class D): nothing of it
+ * completes.  The receive WQE it was filling stays at the head of the RQ
+ * and is used again, from offset 0, by the next SEND (what the dropped
+ * packets wrote into its buffers is undefined, as IBA allows).  An RDMA
+ * WRITE's target MR reference is dropped.  `rest`: also drop the
+ * message's later packets, until a FIRST/ONLY.
+ */
+void sib_uc_drop_msg(struct sib_qp *qp, bool rest)
+{
+	struct sib_resp *r = &qp->resp;
+
+	r->in_send = r->in_write = false;
+	r->have_rwqe = false;
+	r->offset = 0;
+	r->remaining = 0;
+	if (r->mr) {
+		r->mr = NULL;
+		sib_objtab_put(&qp->ctx->mrs, r->mr_h);
+	}
+	r->uc_drop = rest;
+	qp->ctx->uc_dropped_msgs++;
+}
+
+bool sib_uc_check_psn(struct sib_qp *qp, const struct iba_pkt *pkt)
+{
+	struct sib_resp *r = &qp->resp;
+	bool start = pkt->op->flags & (IBA_OP_FIRST | IBA_OP_ONLY);
+
+	if (pkt->bth.psn == r->epsn && !r->uc_drop)
+		return true;
+	if (!start) {
+		/* A packet was lost (or comes late, or twice): the message it
+		 * belongs to is gone; so is the one in progress. */
+		if (r->in_send || r->in_write || !r->uc_drop)
+			sib_uc_drop_msg(qp, true);
+		return false;
+	}
+	/* A FIRST/ONLY starts a new message whatever came before: adopt
+	 * its PSN.  A message still in progress lost its end. */
+	if (r->in_send || r->in_write)
+		sib_uc_drop_msg(qp, false);
+	r->uc_drop = false;
+	r->epsn = pkt->bth.psn;
+	return true;
+}
+
+bool sib_uc_check_op_seq(struct sib_qp *qp, const struct iba_pkt *pkt)
+{
+	struct sib_resp *r = &qp->resp;
+	uint32_t f = pkt->op->flags;
+
+	if (f & (IBA_OP_FIRST | IBA_OP_ONLY)) {
+		/* In sequence but inside a message: that one lost its end
+		 * (class D); this one starts afresh. */
+		if (r->in_send || r->in_write)
+			sib_uc_drop_msg(qp, false);
+		return true;
+	}
+	if (((f & IBA_OP_SEND) && r->in_send) || ((f & IBA_OP_WRITE) && r->in_write))
+		return true;
+	/* A MIDDLE/LAST outside its kind of message. */
+	sib_uc_drop_msg(qp, true);
+	return false;
+}
+
+void sib_uc_error(struct sib_qp *qp, enum sib_err_class ec)
+{
+	const struct sib_err_info *e = sib_err_info(ec);
+
+	switch (ec) {
+	case SIB_EC_LOC_LEN:
+	case SIB_EC_LOC_PROT:
+	case SIB_EC_REM_OP:
+		/* The receive WQE itself cannot take the message (too short,
+		 * or its buffers fail their L_Key check): it completes with
+		 * the error and the QP goes to ERR (class A), silently. */
+		qp->resp.err_status = e->resp_status;
+		if (e->next_state == IBV_QPS_ERR)
+			sib_qp_enter_error(qp);
+		break;
+	default:
+		/* PSN, opcode sequence, opcode not enabled, no receive WQE,
+		 * bad length, R_Key violation: the message is dropped
+		 * silently and the QP goes on (classes D and E, no SRQ). */
+		sib_uc_drop_msg(qp, true);
+		break;
+	}
+}
+
+void sib_uc_wqe_sent(struct sib_qp *qp)
+{
+	/* UC WQEs are sent in order and none waits for a response: the one
+	 * just sent is the oldest (a local error stops the requester). */
+	if (qp->sq_tail == qp->req.wqe)
+		sib_sq_complete(qp, IBV_WC_SUCCESS);
+	qp->comp.psn = qp->req.psn; /* nothing is outstanding */
+}

@@ -169,6 +169,7 @@ void replay(unsigned int i)
 /* ---- one side of the connection ---- */
 
 struct side sides[NDEV];
+static enum ibv_qp_type loop_qpt = IBV_QPT_RC; /* what up() asked for */
 struct ibv_device *devices[NDEV]; /* never freed (as the library's) */
 
 /* A long ACK timeout (1 s): tests that do not lose packets never time out. */
@@ -303,7 +304,7 @@ void side_open(unsigned int i)
 	s->cq = ops->create_cq(s->ctx, 256, NULL, 0);
 	assert_non_null(s->cq);
 	qa.send_cq = qa.recv_cq = s->cq;
-	qa.qp_type = IBV_QPT_RC;
+	qa.qp_type = loop_qpt;
 	qa.cap.max_send_wr = qa.cap.max_recv_wr = 64;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
 	s->qp = ops->create_qp(s->pd, &qa);
@@ -316,6 +317,7 @@ void connect_qp(unsigned int i, const struct opts *o)
 	const struct sib_hca_ops *ops = &sib_hca_ops;
 	struct side *s = &sides[i], *peer = &sides[1 - i];
 	struct ibv_qp_attr a = { 0 };
+	bool rc = s->qp->qp_type != IBV_QPT_UC; /* UC: no ACK, retry or READ attributes */
 
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
@@ -332,8 +334,8 @@ void connect_qp(unsigned int i, const struct opts *o)
 	a.ah_attr.dlid = peer->lid;
 	a.ah_attr.port_num = 1;
 	assert_int_equal(ops->modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | (rc ?
+					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0)), 0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = o->timeout;
@@ -341,9 +343,9 @@ void connect_qp(unsigned int i, const struct opts *o)
 	a.rnr_retry = o->rnr_retry;
 	a.sq_psn = iba_psn_add(o->psn, psn_of(i));
 	a.max_rd_atomic = 4;
-	assert_int_equal(ops->modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-					IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	assert_int_equal(ops->modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | (rc ?
+					IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					IBV_QP_MAX_QP_RD_ATOMIC : 0)), 0);
 }
 
 /* Fresh inboxes, wires, contexts and a connected QP pair per test. */
@@ -351,6 +353,7 @@ void up(const struct opts *o)
 {
 	filter = NULL;
 	nlog = nkept = 0;
+	loop_qpt = o->qpt ? o->qpt : IBV_QPT_RC;
 	for (unsigned int i = 0; i < NDEV; i++) {
 		memset(inbox_mem[i], 0, SIB_INBOX_BYTES);
 		memset(wire_mem[i], 0, SIB_INBOX_BYTES);

@@ -63,6 +63,7 @@ struct opts {
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint32_t psn;                  /* A's send PSN (B's is psn + 1000) */
 	const char *faults;            /* SOFTIB_FAULTS for both links, or NULL */
+	enum ibv_qp_type qpt;          /* 0: IBV_QPT_RC; IBV_QPT_UC (connect_qp's masks follow) */
 };
 
 /* A long ACK timeout (1 s): tests that do not lose packets never time out. */
@@ -83,7 +84,8 @@ void fabric_setup(void);
 int group_setup(void **state);
 int group_teardown(void **state);
 
-/* Open device i's context, PD, the three MRs, a CQ and an RC QP. */
+/* Open device i's context, PD, the three MRs, a CQ and a QP of the type
+ * the last up() asked for (RC by default). */
 void side_open(unsigned int i);
 /* RESET -> INIT -> RTR -> RTS, side i's QP to the other's (IBA 10.3.1). */
 void connect_qp(unsigned int i, const struct opts *o);

@@ -6,3 +6,9 @@ if(TARGET sib_hca)
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/hca_loop.c
     LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
 endif()
+if(TARGET sib_hca)
+  # ibv_query_qp, modify masks, SQD and SQE over the same loopback fabric.
+  sib_unit_test(test_qp_surface SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_qp_surface.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/hca_loop.c
+    LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
+endif()

@@ -206,6 +206,10 @@ struct sib_qp {
 	int wr_err;
 	bool wr_open;
 	bool sqd_event_pending;
+
+	/* The QP surface (ibv_query_qp): the rest of IBV_QP_ALT_PATH */
+	uint16_t alt_pkey_index;
+	uint8_t alt_port_num, alt_timeout;
 };
 
 /* What a context is: verbs_context first (ops at negative offsets), then ours. */

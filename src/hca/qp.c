@@ -282,6 +282,12 @@ static int check_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum i
 	}
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
 		return EINVAL;
+	if ((mask & IBV_QP_ALT_PATH) &&
+	    (a->alt_port_num < 1 || a->alt_port_num > sib_fabric_num_ports(sd) ||
+	     a->alt_pkey_index >= SIB_PKEY_TBL_LEN || a->alt_timeout > 31 ||
+	     a->alt_ah_attr.sl > 15 || a->alt_ah_attr.dlid >= SIB_UNICAST_LIDS ||
+	     (a->alt_ah_attr.is_global && a->alt_ah_attr.grh.sgid_index >= SIB_GID_TBL_LEN)))
+		return EINVAL; /* as the primary path's checks */
 	if (next == IBV_QPS_RTR && !(port >= 1 && port <= sib_fabric_num_ports(sd)))
 		return EINVAL;
 	return 0;
@@ -317,8 +323,12 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 		sib_qp_dest_release(qp);
 		qp->peer_gone_deadline = 0;
 	}
-	if (mask & IBV_QP_ALT_PATH)
+	if (mask & IBV_QP_ALT_PATH) {
 		qp->alt_ah = a->alt_ah_attr;
+		qp->alt_pkey_index = a->alt_pkey_index;
+		qp->alt_port_num = a->alt_port_num;
+		qp->alt_timeout = a->alt_timeout;
+	}
 	if (mask & IBV_QP_PATH_MTU) {
 		qp->path_mtu = a->path_mtu;
 		qp->mtu = iba_mtu_bytes(a->path_mtu);
@@ -416,6 +426,9 @@ int sib_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
 	a->cap = qp->cap;
 	a->ah_attr = qp->ah;
 	a->alt_ah_attr = qp->alt_ah;
+	a->alt_pkey_index = qp->alt_pkey_index;
+	a->alt_port_num = qp->alt_port_num;
+	a->alt_timeout = qp->alt_timeout;
 	a->pkey_index = qp->pkey_index;
 	a->en_sqd_async_notify = qp->en_sqd_async_notify;
 	a->sq_draining = qp->state == IBV_QPS_SQD && !sib_sq_drained(qp);

@@ -218,6 +218,11 @@ bool sib_uc_check_op_seq(struct sib_qp *qp, const struct iba_pkt *pkt);
 void sib_uc_error(struct sib_qp *qp, enum sib_err_class ec);
 void sib_uc_drop_msg(struct sib_qp *qp, bool rest);
 void sib_uc_wqe_sent(struct sib_qp *qp);
+/* A UC send WQE failed locally: the QP enters SQE (IBA 10.3.1), the SQ is
+ * flushed, the RQ goes on.  sib_uc_flush_sq completes every SQ WQE (the
+ * failed one with its status, the rest WR_FLUSH_ERR), as in SQE. */
+void sib_uc_enter_sqe(struct sib_qp *qp);
+void sib_uc_flush_sq(struct sib_qp *qp);
 
 /*
  * Stage traces: a build with -DSIB_TRACE_STAGES (e.g. CMAKE_C_FLAGS) prints

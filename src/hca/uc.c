@@ -114,3 +114,30 @@ void sib_uc_wqe_sent(struct sib_qp *qp)
 		sib_sq_complete(qp, IBV_WC_SUCCESS);
 	qp->comp.psn = qp->req.psn; /* nothing is outstanding */
 }
+
+void sib_uc_flush_sq(struct sib_qp *qp)
+{
+	uint32_t head = atomic_load_explicit(&qp->sq_head, memory_order_acquire);
+
+	while (qp->sq_tail != head) {
+		const struct sib_swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
+
+		sib_sq_complete(qp, w->started && w->status != IBV_WC_SUCCESS ? w->status
+									       : IBV_WC_WR_FLUSH_ERR);
+	}
+	qp->req.wqe = qp->sq_tail;
+	qp->req.offset = 0;
+	qp->req.local_err = false;
+	qp->comp.psn = qp->req.psn;
+}
+
+void sib_uc_enter_sqe(struct sib_qp *qp)
+{
+	/* IBA 10.3.1 (C10-38): a UC send WQE that fails takes the send
+	 * queue to SQE, not the QP to ERR; the receive queue goes on and
+	 * SQE -> RTS resumes.  The failed WQE completes with its error,
+	 * later ones (and those posted while in SQE) with a flush error. */
+	qp->state = IBV_QPS_SQE;
+	qp->ibv.qp_base.state = IBV_QPS_SQE;
+	sib_uc_flush_sq(qp);
+}

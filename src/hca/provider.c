@@ -480,10 +480,12 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	/* Each one true: the responder sends RNR NAKs; sys_image_guid is set;
 	 * softibd pushes port events; SQD->SQD may change the port (qp.c);
 	 * the receive demux counts P_Key and Q_Key violations per port
-	 * (recv.c, query_port's bad_pkey_cntr / qkey_viol_cntr). */
+	 * (recv.c, query_port's bad_pkey_cntr / qkey_viol_cntr); modify_qp
+	 * takes and checks IBV_QP_CUR_STATE where IBA allows it (qp_state.c). */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT |
-			      IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR;
+			      IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
+			      IBV_DEVICE_CURR_QP_STATE_MOD;
 	a->max_sge = SIB_MAX_SGE;
 	a->max_sge_rd = SIB_MAX_SGE;
 	a->max_cq = 1 << 16;

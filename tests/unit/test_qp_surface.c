@@ -365,6 +365,9 @@ static void test_uc_send_error_enters_sqe(void **state)
 	a.cur_qp_state = IBV_QPS_SQE;
 	a.sq_psn = 5;
 	assert_int_equal(modify(A, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), EINVAL);
+	a.cur_qp_state = IBV_QPS_RTS; /* not the state it is in */
+	assert_int_equal(modify(A, &a, IBV_QP_STATE | IBV_QP_CUR_STATE), EINVAL);
+	a.cur_qp_state = IBV_QPS_SQE;
 	assert_int_equal(modify(A, &a, IBV_QP_STATE | IBV_QP_CUR_STATE), 0);
 	fill(sides[A].buf + 8192, 700, 7);
 	post_recv(B, 8192, 4096, 5);
@@ -374,6 +377,23 @@ static void test_uc_send_error_enters_sqe(void **state)
 	assert_memory_equal(sides[B].buf + 8192, sides[A].buf + 8192, 700);
 }
 
+/* What ibv_devinfo -v shows for this part is true: CUR_STATE is taken
+ * and checked (test_uc_send_error_enters_sqe); no automatic path
+ * migration and no QP resize (the alternate path is only stored). */
+static void test_device_cap_flags(void **state)
+{
+	struct ibv_device_attr_ex da;
+
+	(void)state;
+	up(&def_opts);
+	assert_int_equal(sib_hca_ops.query_device_ex(sides[A].ctx, NULL, &da, sizeof(da)), 0);
+	assert_true(da.orig_attr.device_cap_flags & IBV_DEVICE_CURR_QP_STATE_MOD);
+	assert_false(da.orig_attr.device_cap_flags & IBV_DEVICE_AUTO_PATH_MIG);
+	assert_false(da.orig_attr.device_cap_flags & IBV_DEVICE_RESIZE_MAX_WR);
+	assert_int_equal(modify(A, &(struct ibv_qp_attr){ .cap = { .max_send_wr = 8 } }, IBV_QP_CAP),
+			 EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -381,6 +401,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_uc_modify_masks, down),
 		cmocka_unit_test_teardown(test_sqd_drains_then_resumes, down),
 		cmocka_unit_test_teardown(test_uc_send_error_enters_sqe, down),
+		cmocka_unit_test_teardown(test_device_cap_flags, down),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -212,7 +212,10 @@ enum sib_err_class sib_err_from_nak(uint8_t code);
  * enter ERR).  sib_uc_wqe_sent completes a send WQE whose packets are all
  * on the wire.
  */
-bool sib_qp_is_uc(const struct sib_qp *qp);
+static inline bool sib_qp_is_uc(const struct sib_qp *qp)
+{
+	return qp->ibv.qp_base.qp_type == IBV_QPT_UC;
+}
 bool sib_uc_check_psn(struct sib_qp *qp, const struct iba_pkt *pkt);
 bool sib_uc_check_op_seq(struct sib_qp *qp, const struct iba_pkt *pkt);
 void sib_uc_error(struct sib_qp *qp, enum sib_err_class ec);

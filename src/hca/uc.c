@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unreliable Connected service (IBA 9.7.4.1.4, 9.7.5.1.4 / C9-? UC rules,
- * 9.9.3 responder classes D and E): where UC differs from RC.  The
+ * Unreliable Connected service (IBA 9.7.4.1.4 and the UC rules of ch. 9,
+ * 9.9.3 responder classes D and E, 10.3.1 SQE): where UC differs from RC.  The
  * requester completes a WQE once its last packet is on the wire (no ACK,
  * no retry); the responder never ACKs or NAKs, drops a message whose
  * packets it does not take in order, and resynchronises on the next
@@ -11,13 +11,8 @@
  */
 #include "hca/transport.h"
 
-bool sib_qp_is_uc(const struct sib_qp *qp)
-{
-	return qp->ibv.qp_base.qp_type == IBV_QPT_UC;
-}
-
 /*
- * Give up the message in progress (IBA 9.7.5.1.4 class D): nothing of it
+ * Give up the message in progress (IBA 9.9.3 class D): nothing of it
  * completes.  The receive WQE it was filling stays at the head of the RQ
  * and is used again, from offset 0, by the next SEND (what the dropped
  * packets wrote into its buffers is undefined, as IBA allows).  An RDMA

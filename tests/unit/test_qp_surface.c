@@ -239,6 +239,21 @@ static void test_uc_modify_masks(void **state)
 	assert_int_equal(modify(A, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT), EINVAL);
 	assert_int_equal(modify(A, &a, IBV_QP_STATE), EINVAL); /* SQ_PSN is required */
 	assert_int_equal(modify(A, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	/* SQD -> SQD on UC takes the path (AV, P_Key index), not RC's timers. */
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_SQD;
+	assert_int_equal(modify(A, &a, IBV_QP_STATE), 0);
+	settle(2);
+	a.ah_attr.dlid = sides[B].lid;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.sl = 4;
+	a.timeout = 9;
+	assert_int_equal(modify(A, &a, IBV_QP_AV | IBV_QP_TIMEOUT), EINVAL);
+	assert_int_equal(modify(A, &a, IBV_QP_AV | IBV_QP_PKEY_INDEX), 0);
+	assert_int_equal(query(A, NULL).ah_attr.sl, 4);
+	assert_int_equal(query(A, NULL).qp_state, IBV_QPS_SQD);
+	a.qp_state = IBV_QPS_RTS;
+	assert_int_equal(modify(A, &a, IBV_QP_STATE), 0);
 	/* And it works. */
 	fill(sides[A].buf, 2000, 9);
 	post_recv(B, 0, 4096, 5);

@@ -28,7 +28,7 @@
 #define SIB_MAX_INBOXES    256         /* opened device contexts, fabric-wide */
 #define SIB_MAX_QPN        65536       /* QPNs 2..65535 are handed out */
 #define SIB_PKEY_TBL_LEN   16
-#define SIB_GID_TBL_LEN    1
+#define SIB_GID_TBL_LEN    128         /* as a real port's; only index 0 holds a GID */
 #define SIB_UNICAST_LIDS   0xC000      /* LIDs 1..0xBFFF are unicast */
 #define SIB_DEV_NAME_MAX   64
 

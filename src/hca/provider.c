@@ -494,6 +494,7 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->max_res_rd_atom = SIB_MAX_RD_ATOMIC * (SIB_MAX_QPN - 2);
 	a->max_qp_init_rd_atom = SIB_MAX_RD_ATOMIC;
 	a->atomic_cap = IBV_ATOMIC_NONE;
+	a->max_ah = SIB_MAX_AH;
 	a->max_pkeys = SIB_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = sib_fabric_num_ports(sd);
@@ -567,12 +568,14 @@ static int sib_query_port(struct ibv_context *context, uint8_t port_num, struct 
 
 const struct sib_hca_ops sib_hca_ops = {
 	.alloc_pd = sib_alloc_pd,
+	.create_ah = sib_create_ah,
 	.create_cq = sib_create_cq,
 	.create_cq_ex = sib_create_cq_ex,
 	.create_qp = sib_create_qp,
 	.create_qp_ex = sib_create_qp_ex,
 	.dealloc_pd = sib_dealloc_pd,
 	.dereg_mr = sib_dereg_mr,
+	.destroy_ah = sib_destroy_ah,
 	.destroy_cq = sib_destroy_cq,
 	.destroy_qp = sib_destroy_qp,
 	.free_context = sib_free_context,

@@ -48,6 +48,8 @@ static inline bool sib_is_qp_event(enum ibv_event_type t)
  * the layer above substitutes a fallback that fails the documented way. */
 struct sib_hca_ops {
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
+	/* ibv_create_ah(3): NULL and errno (EINVAL bad port or SGID index) */
+	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel, int comp_vector);
 	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
@@ -57,6 +59,7 @@ struct sib_hca_ops {
 				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dereg_mr)(struct ibv_mr *mr);
+	int (*destroy_ah)(struct ibv_ah *ah);
 	int (*destroy_cq)(struct ibv_cq *cq);
 	int (*destroy_qp)(struct ibv_qp *qp);
 	void (*free_context)(struct ibv_context *context);

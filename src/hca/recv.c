@@ -33,6 +33,8 @@ static const char *const drop_name[SIB_RX_DROP_COUNT] = {
 	[SIB_RX_DROP_QKEY] = "qkey",
 	[SIB_RX_DROP_SLID] = "slid",
 	[SIB_RX_DROP_SGID] = "sgid",
+	[SIB_RX_DROP_NO_RWQE] = "no_rwqe",
+	[SIB_RX_DROP_MCAST] = "mcast",
 };
 
 const char *sib_rx_drop_name(unsigned int why)
@@ -201,6 +203,10 @@ enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t 
 	    (why = check_keys(&rx)) != RX_OK ||
 	    (why = check_addr(&rx)) != RX_OK) {
 		__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
+	} else if (rx.qp->ibv.qp_base.qp_type == IBV_QPT_UD) {
+		why = sib_ud_packet(rx.qp, &rx.pkt, buf); /* ud.c */
+		if (why != SIB_RX_DELIVERED)
+			__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
 	} else {
 		why = SIB_RX_DELIVERED;
 		if (rx.pkt.op->flags & IBA_OP_REQ)

@@ -39,3 +39,14 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   sib_ud_itest(perftest_ud_send_lat_old_post_send perftest.sh ib_send_lat -c UD --use_old_post_send)
   sib_ud_itest(perftest_ud_send_bw_old_post_send perftest.sh ib_send_bw -c UD --use_old_post_send)
 endif()
+if(TARGET ibverbs AND TARGET softibd)
+  # Through the library against a private softibd: AH errors, replies from
+  # a work completion, multicast across two contexts.
+  sib_unit_test(test_verbs_ud SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_verbs_ud.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
+    LIBS ibverbs sib_common sib_hca sib_iba)
+  target_compile_definitions(test_verbs_ud PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+  add_dependencies(test_verbs_ud softibd)
+  set_tests_properties(test_verbs_ud PROPERTIES TIMEOUT 120)
+endif()

@@ -48,6 +48,7 @@ uint64_t sib_now_ns(void)
 
 void sib_qp_dest_release(struct sib_qp *qp)
 {
+	sib_mcast_rings_release(qp); /* UD multicast members (mcast.c) */
 	sib_peer_ring_put(qp->dest.ring);
 	memset(&qp->dest, 0, sizeof(qp->dest));
 }
@@ -106,6 +107,12 @@ bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 
 bool sib_tx_begin_to(struct sib_qp *qp, struct sib_tx *tx, const struct ibv_ah_attr *ah, uint32_t dqpn)
 {
+	return sib_tx_begin_ring(qp, tx, NULL, ah, dqpn);
+}
+
+bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_ring *ring,
+		       const struct ibv_ah_attr *ah, uint32_t dqpn)
+{
 	const struct sib_shm_device *sd = &sib_fabric->devs[qp->ctx->dev->index];
 	const struct sib_shm_port *port = &sd->ports[(qp->port_num ? qp->port_num : 1) - 1];
 	struct iba_pkt *h = &tx->h;
@@ -118,7 +125,7 @@ bool sib_tx_begin_to(struct sib_qp *qp, struct sib_tx *tx, const struct ibv_ah_a
 		qp->ctx->port_down_drops++; /* link down: lost on the wire */
 		return true;
 	}
-	dest = dest_ring(qp, ah->dlid, dqpn);
+	dest = ring ? ring : dest_ring(qp, ah->dlid, dqpn);
 	if (!dest) {
 		qp->ctx->tx_no_dest++;
 		return true;

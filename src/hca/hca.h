@@ -213,7 +213,8 @@ struct sib_qp {
 
 	/* UD and multicast (ud.c, mcast) */
 	bool block_self_mcast;         /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
-	uint32_t mcast_attached;       /* groups this QP is attached to (ud.c) */
+	uint32_t mcast_attached;       /* groups this QP is attached to (mcast.c) */
+	struct sib_mcast_rings *mcast_rings; /* member inboxes it sent to (mcast.c, engine) */
 };
 
 /* Address handle (ah.c, IBA 11.2.2): the attributes as given; lives in
@@ -395,6 +396,23 @@ void sib_ud_req_run(struct sib_qp *qp);
 /* A UD request packet that passed the demux checks (buf: the whole
  * packet, for its GRH).  SIB_RX_DELIVERED or the drop cause. */
 enum sib_rx_drop sib_ud_packet(struct sib_qp *qp, const struct iba_pkt *pkt, const uint8_t *buf);
+
+/* mcast.c: multicast (IBA 10.5.2.x).  The QP's attachments end (destroy). */
+void sib_mcast_qp_gone(struct sib_qp *qp);
+void sib_mcast_ctx_fini(struct sib_context *ctx);
+/* QPNs of this context attached to (mlid, and dgid when the packet has a
+ * GRH); at most max.  Any thread. */
+uint32_t sib_mcast_local_qps(struct sib_context *ctx, uint16_t mlid, const uint8_t *dgid, uint32_t *qpns,
+			     uint32_t max);
+/* The member inboxes of the group with this MLID, read from the fabric
+ * map (m holds SIB_MAX_MCAST_QP_ATTACH); 0 if none or unreadable. */
+uint32_t sib_mcast_members(uint16_t mlid, struct sib_shm_mcast_member *m);
+/* A member inbox's ring from qp's cache (mapped once); NULL if it is gone.
+ * release drops them all (engine context). */
+struct sib_ring *sib_mcast_ring(struct sib_qp *qp, uint32_t inbox, uint32_t gen);
+void sib_mcast_rings_release(struct sib_qp *qp);
+int sib_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+int sib_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 
 /* Provider entry points (the sib_hca_ops table in provider.c). */
 struct ibv_ah *sib_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);

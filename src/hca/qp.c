@@ -227,6 +227,7 @@ int sib_destroy_qp(struct ibv_qp *ibqp)
 	 * as rdma-core, wait until every delivered event was acknowledged. */
 	if (qp_unpublish(ctx, qp))
 		return EBUSY; /* a user never let go: leak it rather than free it */
+	sib_mcast_qp_gone(qp); /* softibd drops its attachments with the object */
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != atomic_load(&qp->events_reported))
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);

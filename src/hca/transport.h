@@ -123,6 +123,10 @@ struct sib_tx {
 bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx);
 /* The same toward address vector ah and QPN dqpn (UD: the WR's AH). */
 bool sib_tx_begin_to(struct sib_qp *qp, struct sib_tx *tx, const struct ibv_ah_attr *ah, uint32_t dqpn);
+/* The same into a given peer inbox ring (a multicast member, mcast.c);
+ * ring NULL: the inbox that owns dqpn. */
+bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_ring *ring,
+		       const struct ibv_ah_attr *ah, uint32_t dqpn);
 /* Write tx->h into the slot; returns where the payload goes. */
 uint8_t *sib_tx_headers(struct sib_tx *tx);
 /* Pad, PktLen, ICRC (and VCRC if enabled), then out through sib_link_send. */

@@ -17,6 +17,7 @@
 
 #define UD_GRH_AREA IBA_GRH_BYTES     /* the first 40 bytes of every UD receive buffer */
 #define QKEY_CONTROLLED 0x80000000u   /* IBA 10.2.5: use the QP's own Q_Key */
+#define IBA_QPN_MCAST   0xffffffu     /* BTH.DestQP of a multicast datagram */
 
 /* The port's active MTU in bytes: a UD message must fit one packet. */
 static uint32_t ud_mtu(const struct sib_qp *qp)
@@ -97,6 +98,40 @@ static bool ud_fill_and_send(struct sib_qp *qp, struct sib_swqe *w, struct sib_t
 	return ok;
 }
 
+/*
+ * A datagram to a multicast LID (IBA 10.5.2.x): one copy to each member
+ * inbox of the group (softibd's list in the fabric map), BTH.DestQP
+ * 0xFFFFFF; each receiving context hands it to its attached QPs.  A group
+ * nobody joined loses it, as a switch with no MFT entry would.  0: sent
+ * to all; -1: a member's inbox is full (req.offset says where to resume);
+ * 1: the payload could not be read.
+ */
+static int ud_mcast_send(struct sib_qp *qp, struct sib_swqe *w)
+{
+	struct sib_shm_mcast_member m[SIB_MAX_MCAST_QP_ATTACH];
+	uint32_t n = sib_mcast_members(w->ud_av.dlid, m);
+
+	for (uint32_t i = qp->req.offset; i < n; i++) {
+		struct sib_ring *ring = sib_mcast_ring(qp, m[i].inbox, m[i].gen);
+		struct sib_tx tx;
+
+		if (!ring) {
+			qp->ctx->tx_no_dest++; /* that member's context is gone */
+			continue;
+		}
+		if (!sib_tx_begin_ring(qp, &tx, ring, &w->ud_av, IBA_QPN_MCAST)) {
+			qp->req.offset = i;
+			return -1;
+		}
+		if (tx.slot && !ud_fill_and_send(qp, w, &tx, IBA_QPN_MCAST)) {
+			qp->req.offset = 0;
+			return 1;
+		}
+	}
+	qp->req.offset = 0;
+	return 0;
+}
+
 /* One WQE to the wire.  False: stop (the wire is full, or a local error). */
 static bool ud_send(struct sib_qp *qp, struct sib_swqe *w)
 {
@@ -108,10 +143,18 @@ static bool ud_send(struct sib_qp *qp, struct sib_swqe *w)
 		ud_local_error(qp, w, IBV_WC_LOC_PROT_ERR);
 		return false;
 	}
-	if (!sib_tx_begin_to(qp, &tx, &w->ud_av, w->ud_qpn))
-		return false; /* the wire is full: the next pass resumes here */
-	if (tx.slot)
-		ok = ud_fill_and_send(qp, w, &tx, w->ud_qpn);
+	if (w->ud_av.dlid >= SIB_MCAST_LID_MIN && w->ud_av.dlid != IBA_LID_PERMISSIVE) {
+		int rc = ud_mcast_send(qp, w);
+
+		if (rc < 0)
+			return false; /* the rest of the members on the next pass */
+		ok = rc == 0;
+	} else {
+		if (!sib_tx_begin_to(qp, &tx, &w->ud_av, w->ud_qpn))
+			return false; /* the wire is full: the next pass resumes here */
+		if (tx.slot)
+			ok = ud_fill_and_send(qp, w, &tx, w->ud_qpn);
+	}
 	if (!ok) {
 		/* Deregistered between check and copy: what left is garbage. */
 		ud_local_error(qp, w, IBV_WC_LOC_PROT_ERR);

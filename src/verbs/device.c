@@ -110,6 +110,18 @@ void sib_obj_destroy(uint32_t handle)
 	(void)sib_ctl_rpc(&m, NULL);
 }
 
+/* softibd's multicast membership (SIB_CTL_MCAST, daemon/mcast.c). */
+static int sib_mcast(uint32_t qp_handle, const uint8_t *mgid, uint16_t mlid, bool attach)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_MCAST };
+
+	m.u.mcast.qp_handle = qp_handle;
+	m.u.mcast.mlid = mlid;
+	m.u.mcast.attach = attach;
+	memcpy(m.u.mcast.mgid, mgid, 16);
+	return sib_ctl_rpc(&m, NULL);
+}
+
 /* The ibv_device names libibverbs fills from sysfs in rdma-core. */
 static void init_device(struct ibv_device *d, unsigned int index)
 {
@@ -169,6 +181,7 @@ static const struct sib_hca_host verbs_host = {
 	.peer_ring_put = verbs_peer_ring_put,
 	.peer_ring_hold = verbs_peer_ring_hold,
 	.subscribe = verbs_subscribe,
+	.mcast = sib_mcast,
 };
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */

@@ -42,6 +42,7 @@ static int dummy_destroy_cq(struct ibv_cq *cq) { return EOPNOTSUPP; }
 static int dummy_destroy_qp(struct ibv_qp *qp) { return EOPNOTSUPP; }
 static void dummy_free_context(struct ibv_context *c) { }
 static int dummy_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int m) { return EOPNOTSUPP; }
+static int dummy_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid) { return EOPNOTSUPP; }
 static int dummy_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) { return EOPNOTSUPP; }
 static int dummy_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 { *bad = wr; return EOPNOTSUPP; }
@@ -63,6 +64,7 @@ static int dummy_resize_cq(struct ibv_cq *cq, int cqe) { return EOPNOTSUPP; }
 
 static const struct sib_hca_ops dummy_ops = {
 	.alloc_pd = dummy_alloc_pd,
+	.attach_mcast = dummy_mcast,
 	.create_ah = dummy_create_ah,
 	.create_cq = dummy_create_cq,
 	.create_cq_ex = dummy_create_cq_ex,
@@ -73,6 +75,7 @@ static const struct sib_hca_ops dummy_ops = {
 	.destroy_ah = dummy_destroy_ah,
 	.destroy_cq = dummy_destroy_cq,
 	.destroy_qp = dummy_destroy_qp,
+	.detach_mcast = dummy_mcast,
 	.free_context = dummy_free_context,
 	.modify_qp = dummy_modify_qp,
 	.poll_cq = dummy_poll_cq,

@@ -8,7 +8,7 @@
  * return convention of the man pages:
  *   - pointer verbs (create/import/reg): NULL with errno = EOPNOTSUPP;
  *   - int verbs documented as "0 or the errno value" (destroy/modify/query,
- *     mcast, ECE): return EOPNOTSUPP, and set errno to it too;
+ *     ECE): return EOPNOTSUPP, and set errno to it too;
  *   - ibv_resolve_eth_l2_from_gid: negative errno (-ENOSYS), as rdma-core
  *     built without neighbour resolution;
  *   - unimport (void): nothing to release, softib never imports objects.
@@ -151,18 +151,6 @@ SIB_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct i
 					   uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t *vid)
 {
 	return -ENOSYS;
-}
-
-/* ---- multicast -------------------------------------------------------- */
-
-SIB_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	return fail_int();
-}
-
-SIB_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	return fail_int();
 }
 
 /* ---- QP data ordering (IBVERBS_1.14) --------------------------------- */

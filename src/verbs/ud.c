@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Address handle verbs (rdma-core libibverbs verbs.c semantics, IBA 11.2.2
+ * The UD verbs (rdma-core libibverbs verbs.c semantics; IBA 11.2.2, 11.3.1,
  * and 11.4.1.2 for the GRH of a received datagram): ibv_create_ah and
- * ibv_destroy_ah through the provider's ops, and ibv_init_ah_from_wc /
- * ibv_create_ah_from_wc, which build the address vector that answers a
- * received UD datagram.  Never touches HCA fields or locks: only public
- * verbs.h structs and the ops table.  No state of its own.
+ * ibv_destroy_ah, ibv_attach_mcast and ibv_detach_mcast through the
+ * provider's ops, and ibv_init_ah_from_wc / ibv_create_ah_from_wc, which
+ * build the address vector that answers a received UD datagram.  Never
+ * touches HCA fields or locks: only public verbs.h structs and the ops
+ * table.  No state of its own.
  */
 #include <endian.h>
 #include <errno.h>
@@ -81,6 +82,18 @@ SIB_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num
 		ah_attr->grh.hop_limit = 0xff;
 	}
 	return 0;
+}
+
+/* ibv_attach_mcast(3) / ibv_detach_mcast(3): 0 or the errno value
+ * (EINVAL for a QP that is not UD, as ib_attach_mcast). */
+SIB_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return sib_get_ops(qp->context)->attach_mcast(qp, gid, lid);
+}
+
+SIB_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	return sib_get_ops(qp->context)->detach_mcast(qp, gid, lid);
 }
 
 /* ibv_create_ah_from_wc(3): NULL and errno if either step fails. */

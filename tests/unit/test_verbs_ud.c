@@ -228,7 +228,7 @@ static void test_multicast(void **state)
 	struct end e[2];
 	struct ibv_qp *s, *t, *a, *b;      /* s, t on softib0; a, b on softib1 */
 	struct ibv_ah_attr at = { .dlid = MLID, .port_num = 1, .is_global = 1 };
-	struct ibv_ah *ah;
+	struct ibv_ah *ah, *ah2;
 	struct inbox_map m;
 	union ibv_gid bad = mgid;
 	unsigned int n0[2], n1[2];
@@ -287,6 +287,14 @@ static void test_multicast(void **state)
 	assert_int_equal(n0[1], 0);
 	assert_int_equal(n1[0], 1);
 	assert_int_equal(n1[1], 1);
+
+	/* To the group's MLID with another DGID: nobody takes it. */
+	at.grh.dgid = bad;
+	ah2 = ibv_create_ah(e[0].pd, &at);
+	assert_non_null(ah2);
+	fan_out(e, s, ah2, 4, q0, n0, q1, n1);
+	assert_int_equal(n0[0] + n0[1] + n1[0] + n1[1], 0);
+	assert_int_equal(ibv_destroy_ah(ah2), 0);
 
 	/* b detached, a destroyed without detaching: softib1 gets nothing. */
 	assert_int_equal(ibv_detach_mcast(b, &mgid, MLID), 0);

@@ -62,13 +62,32 @@ static uint32_t ud_qkey(const struct sib_qp *qp, const struct sib_swqe *w)
 	return (w->ud_qkey & QKEY_CONTROLLED) ? qp->qkey : w->ud_qkey;
 }
 
-/* The WQE at req.wqe fails locally; sib_comp_local_error completes it. */
+/*
+ * The WQE at req.wqe (the oldest: UD WQEs complete in order as they go)
+ * fails locally: it completes with st and the QP enters SQE, the send
+ * queue error state of UD (IBA 10.3.1, 10.8.3.3): nothing more is sent,
+ * later WRs are flushed, receives go on, and a modify to RTS recovers.
+ */
 static void ud_local_error(struct sib_qp *qp, struct sib_swqe *w, enum ibv_wc_status st)
 {
 	w->status = st;
 	w->started = true;
-	qp->req.local_err = true;
-	qp->req.local_err_idx = qp->req.wqe;
+	qp->req.wqe++;
+	qp->req.offset = 0;
+	sib_sq_complete(qp, st);
+	qp->state = IBV_QPS_SQE;
+	qp->ibv.qp_base.state = IBV_QPS_SQE;
+}
+
+/* SQE: every WR posted completes with WR_FLUSH_ERR (IBA 10.8.3.3). */
+static void ud_flush_sq(struct sib_qp *qp)
+{
+	uint32_t head = atomic_load_explicit(&qp->sq_head, memory_order_acquire);
+
+	while (qp->sq_tail != head)
+		sib_sq_complete(qp, IBV_WC_WR_FLUSH_ERR);
+	qp->req.wqe = qp->sq_tail;
+	qp->req.offset = 0;
 }
 
 /* Build the packet in tx (its slot reserved) and send it.  False if the
@@ -176,8 +195,12 @@ void sib_ud_req_run(struct sib_qp *qp)
 {
 	uint32_t head;
 
+	if (qp->state == IBV_QPS_SQE) {
+		ud_flush_sq(qp);
+		return;
+	}
 	/* SQD: a UD WQE is one packet, so nothing is ever half sent. */
-	if (qp->state != IBV_QPS_RTS || qp->req.local_err)
+	if (qp->state != IBV_QPS_RTS)
 		return;
 	head = atomic_load_explicit(&qp->sq_head, memory_order_acquire);
 	while (qp->req.wqe != head && ud_send(qp, &qp->sq[qp->req.wqe & (qp->sq_size - 1)]))

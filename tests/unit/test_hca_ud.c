@@ -306,6 +306,47 @@ static void test_no_rwqe_and_short_buffer(void **state)
 	expect_wc(B, 4, IBV_WC_SUCCESS);
 }
 
+static enum ibv_qp_state ud_state(unsigned int s)
+{
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr ia;
+
+	assert_int_equal(sib_hca_ops.query_qp(ud[s], &qa, IBV_QP_STATE, &ia), 0);
+	return qa.qp_state;
+}
+
+/* A local send error puts a UD QP in SQE (IBA 10.3.1): the WR fails, the
+ * next ones flush, receives go on, and RTS again recovers it. */
+static void test_send_error_sqe(void **state)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)sides[A].buf, .length = 16, .lkey = 0x12345 };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad = NULL;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS };
+
+	(void)state;
+	ud_up(NULL, false);
+	wr.wr.ud.ah = ah[A];
+	wr.wr.ud.remote_qpn = ud[B]->qp_num;
+	wr.wr.ud.remote_qkey = QKEY;
+	assert_int_equal(sib_hca_ops.post_send(ud[A], &wr, &bad), 0);
+	expect_wc(A, 1, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(ud_state(A), IBV_QPS_SQE);
+	assert_int_equal(ud_send(A, IBV_WR_SEND, 0, 16, QKEY, 2), 0);
+	expect_wc(A, 2, IBV_WC_WR_FLUSH_ERR);
+	/* The receive side still works in SQE. */
+	ud_recv(A, RBUF, 200, 3);
+	assert_int_equal(ud_send(B, IBV_WR_SEND, 0, 16, QKEY, 4), 0);
+	expect_wc(B, 4, IBV_WC_SUCCESS);
+	expect_wc(A, 3, IBV_WC_SUCCESS);
+	/* SQE -> RTS: sending again. */
+	assert_int_equal(sib_hca_ops.modify_qp(ud[A], &a, IBV_QP_STATE), 0);
+	ud_recv(B, RBUF, 200, 5);
+	assert_int_equal(ud_send(A, IBV_WR_SEND, 0, 16, QKEY, 6), 0);
+	expect_wc(A, 6, IBV_WC_SUCCESS);
+	expect_wc(B, 5, IBV_WC_SUCCESS);
+}
+
 /* AH errors: a port the device lacks, a GID index with no GID; UD QP
  * INIT needs the Q_Key (IBA 10.3.1 table). */
 static void test_ah_and_qp_errors(void **state)
@@ -434,6 +475,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_mtu_limit, ud_down),
 		cmocka_unit_test_teardown(test_no_rwqe_and_short_buffer, ud_down),
 		cmocka_unit_test_teardown(test_ah_and_qp_errors, ud_down),
+		cmocka_unit_test_teardown(test_send_error_sqe, ud_down),
 		cmocka_unit_test_teardown(test_datagrams_under_faults, ud_down),
 	};
 

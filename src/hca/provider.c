@@ -119,6 +119,7 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 	c->num_comp_vectors = sib_num_comp_vectors();
 	pthread_mutex_init(&c->mutex, NULL);
 	pthread_mutex_init(&ctx->progress_lock, NULL);
+	pthread_mutex_init(&ctx->mcast_lock, NULL);
 
 	rc = sib_objtab_init(&ctx->qps, "qp", 2, SIB_MAX_QPN);
 	if (rc)
@@ -178,6 +179,7 @@ static void sib_free_context(struct ibv_context *context)
 	close(ctx->async_wfd);
 	sib_objtab_fini(&ctx->qps);
 	sib_objtab_fini(&ctx->mrs);
+	sib_mcast_ctx_fini(ctx);
 	free(ctx);
 }
 
@@ -496,6 +498,11 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->max_res_rd_atom = SIB_MAX_RD_ATOMIC * (SIB_MAX_QPN - 2);
 	a->max_qp_init_rd_atom = SIB_MAX_RD_ATOMIC;
 	a->atomic_cap = IBV_ATOMIC_NONE;
+	a->max_ah = SIB_MAX_AH;
+	/* softibd's limits (daemon/mcast.c); a context attaches at most 1024 */
+	a->max_mcast_grp = SIB_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = SIB_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = 1024;
 	a->max_pkeys = SIB_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = sib_fabric_num_ports(sd);
@@ -569,14 +576,18 @@ static int sib_query_port(struct ibv_context *context, uint8_t port_num, struct 
 
 const struct sib_hca_ops sib_hca_ops = {
 	.alloc_pd = sib_alloc_pd,
+	.attach_mcast = sib_attach_mcast,
+	.create_ah = sib_create_ah,
 	.create_cq = sib_create_cq,
 	.create_cq_ex = sib_create_cq_ex,
 	.create_qp = sib_create_qp,
 	.create_qp_ex = sib_create_qp_ex,
 	.dealloc_pd = sib_dealloc_pd,
 	.dereg_mr = sib_dereg_mr,
+	.destroy_ah = sib_destroy_ah,
 	.destroy_cq = sib_destroy_cq,
 	.destroy_qp = sib_destroy_qp,
+	.detach_mcast = sib_detach_mcast,
 	.free_context = sib_free_context,
 	.modify_qp = sib_modify_qp,
 	.poll_cq = sib_poll_cq,

@@ -93,8 +93,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
 		goto fail;
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC) {
-		rc = EOPNOTSUPP; /* UD, XRC come with their own issues */
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD) {
+		rc = EOPNOTSUPP; /* XRC comes with its own issue */
 		goto fail;
 	}
 	if (!attr->send_cq || !attr->recv_cq)
@@ -163,6 +163,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	pthread_cond_init(&b->cond, NULL);
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 		wr_api_init(qp, attr->send_ops_flags);
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)
+		qp->block_self_mcast = attr->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
 
 	atomic_fetch_add(&((struct sib_pd *)attr->pd)->usecnt, 1);
 	atomic_fetch_add(&to_scq(attr->send_cq)->usecnt, 1);
@@ -199,8 +201,12 @@ struct ibv_qp *sib_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 
 struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
-	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
-	    attr->create_flags) {
+	/* UD: BLOCK_SELF_MCAST_LB keeps a QP's own multicast sends from it. */
+	uint32_t flags_ok = attr->qp_type == IBV_QPT_UD ? IBV_QP_CREATE_BLOCK_SELF_MCAST_LB : 0;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					  IBV_QP_INIT_ATTR_CREATE_FLAGS) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && (attr->create_flags & ~flags_ok))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -224,6 +230,7 @@ int sib_destroy_qp(struct ibv_qp *ibqp)
 	 * as rdma-core, wait until every delivered event was acknowledged. */
 	if (qp_unpublish(ctx, qp))
 		return EBUSY; /* a user never let go: leak it rather than free it */
+	sib_mcast_qp_gone(qp); /* softibd drops its attachments with the object */
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != atomic_load(&qp->events_reported))
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
@@ -288,6 +295,10 @@ static int check_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum i
 	     a->alt_ah_attr.sl > 15 || a->alt_ah_attr.dlid >= SIB_UNICAST_LIDS ||
 	     (a->alt_ah_attr.is_global && a->alt_ah_attr.grh.sgid_index >= SIB_GID_TBL_LEN)))
 		return EINVAL; /* as the primary path's checks */
+	/* Controlled Q_Keys (IBA 10.2.5) are privileged: uverbs refuses them
+	 * to a process without CAP_NET_RAW, and softib has no privilege. */
+	if ((mask & IBV_QP_QKEY) && (a->qkey & 0x80000000u))
+		return EPERM;
 	if (next == IBV_QPS_RTR && !(port >= 1 && port <= sib_fabric_num_ports(sd)))
 		return EINVAL;
 	return 0;
@@ -476,6 +487,8 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 	w->rkey = wr->wr.rdma.rkey;
 	w->length = (uint32_t)len;
 	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD && sib_ud_swqe_fill(qp, w, wr))
+		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ) {
 		uint8_t *dst = qp->sq_inline + (size_t)slot * SIB_MAX_INLINE;
 
@@ -713,6 +726,22 @@ static void wrx_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
 	wrx_set_inline_data_list(q, 1, &b);
 }
 
+/* ibv_wr_set_ud_addr: the AV is copied now (the AH may go once posted). */
+static void wrx_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct sib_swqe *w = wrx_cur(q);
+
+	if (!w)
+		return;
+	if (!ah) {
+		((struct sib_qp *)q)->wr_err = EINVAL;
+		return;
+	}
+	w->ud_av = ((struct sib_ah *)ah)->attr;
+	w->ud_qpn = remote_qpn & 0xffffff;
+	w->ud_qkey = remote_qkey;
+}
+
 static int wrx_complete(struct ibv_qp_ex *ibqp)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
@@ -720,6 +749,9 @@ static int wrx_complete(struct ibv_qp_ex *ibqp)
 
 	if (qp->wr_open)
 		qp->wr_head++;
+	if (!rc && qp->ibv.qp_base.qp_type == IBV_QPT_UD)
+		for (uint32_t i = atomic_load_explicit(&qp->sq_head, memory_order_relaxed); !rc && i != qp->wr_head; i++)
+			rc = sib_ud_wqe_check(qp, &qp->sq[i & (qp->sq_size - 1)]);
 	if (!rc)
 		atomic_store_explicit(&qp->sq_head, qp->wr_head, memory_order_release);
 	pthread_spin_unlock(&qp->sq_lock);
@@ -755,4 +787,6 @@ static void wr_api_init(struct sib_qp *qp, uint64_t ops)
 		x->wr_rdma_write_imm = wrx_rdma_write_imm;
 	if (ops & IBV_QP_EX_WITH_RDMA_READ)
 		x->wr_rdma_read = wrx_rdma_read;
+	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD)
+		x->wr_set_ud_addr = wrx_set_ud_addr;
 }

@@ -99,6 +99,8 @@ enum sib_rx_drop {
 	SIB_RX_DROP_QKEY,              /* UD: Q_Key does not match the QP's */
 	SIB_RX_DROP_SLID,              /* connected QP: SLID is not the peer's path */
 	SIB_RX_DROP_SGID,              /* connected QP: GRH or SGID is not the peer's path */
+	SIB_RX_DROP_NO_RWQE,           /* UD: no receive WQE posted (no RNR for UD, IBA 9.7.x) */
+	SIB_RX_DROP_MCAST,             /* multicast: no QP of this context is attached */
 	SIB_RX_DROP_COUNT
 };
 
@@ -121,6 +123,12 @@ struct sib_tx {
 /* Reserve room on the link toward qp's peer.  False: its inbox is full,
  * retry later.  True with tx->slot NULL: the peer is gone, the packet is lost. */
 bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx);
+/* The same toward address vector ah and QPN dqpn (UD: the WR's AH). */
+bool sib_tx_begin_to(struct sib_qp *qp, struct sib_tx *tx, const struct ibv_ah_attr *ah, uint32_t dqpn);
+/* The same into a given peer inbox ring (a multicast member, mcast.c);
+ * ring NULL: the inbox that owns dqpn. */
+bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_ring *ring,
+		       const struct ibv_ah_attr *ah, uint32_t dqpn);
 /* Write tx->h into the slot; returns where the payload goes. */
 uint8_t *sib_tx_headers(struct sib_tx *tx);
 /* Pad, PktLen, ICRC (and VCRC if enabled), then out through sib_link_send. */

@@ -25,6 +25,8 @@
  * set errno and return NULL, post ops also point *bad_wr at the WR ---- */
 
 static struct ibv_pd *dummy_alloc_pd(struct ibv_context *c) { errno = EOPNOTSUPP; return NULL; }
+static struct ibv_ah *dummy_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a)
+{ errno = EOPNOTSUPP; return NULL; }
 static struct ibv_cq *dummy_create_cq(struct ibv_context *c, int cqe, struct ibv_comp_channel *ch, int v)
 { errno = EOPNOTSUPP; return NULL; }
 static struct ibv_cq_ex *dummy_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a)
@@ -35,10 +37,12 @@ static struct ibv_qp *dummy_create_qp_ex(struct ibv_context *c, struct ibv_qp_in
 { errno = EOPNOTSUPP; return NULL; }
 static int dummy_dealloc_pd(struct ibv_pd *pd) { return EOPNOTSUPP; }
 static int dummy_dereg_mr(struct ibv_mr *mr) { return EOPNOTSUPP; }
+static int dummy_destroy_ah(struct ibv_ah *ah) { return EOPNOTSUPP; }
 static int dummy_destroy_cq(struct ibv_cq *cq) { return EOPNOTSUPP; }
 static int dummy_destroy_qp(struct ibv_qp *qp) { return EOPNOTSUPP; }
 static void dummy_free_context(struct ibv_context *c) { }
 static int dummy_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int m) { return EOPNOTSUPP; }
+static int dummy_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid) { return EOPNOTSUPP; }
 static int dummy_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) { return EOPNOTSUPP; }
 static int dummy_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 { *bad = wr; return EOPNOTSUPP; }
@@ -60,14 +64,18 @@ static int dummy_resize_cq(struct ibv_cq *cq, int cqe) { return EOPNOTSUPP; }
 
 static const struct sib_hca_ops dummy_ops = {
 	.alloc_pd = dummy_alloc_pd,
+	.attach_mcast = dummy_mcast,
+	.create_ah = dummy_create_ah,
 	.create_cq = dummy_create_cq,
 	.create_cq_ex = dummy_create_cq_ex,
 	.create_qp = dummy_create_qp,
 	.create_qp_ex = dummy_create_qp_ex,
 	.dealloc_pd = dummy_dealloc_pd,
 	.dereg_mr = dummy_dereg_mr,
+	.destroy_ah = dummy_destroy_ah,
 	.destroy_cq = dummy_destroy_cq,
 	.destroy_qp = dummy_destroy_qp,
+	.detach_mcast = dummy_mcast,
 	.free_context = dummy_free_context,
 	.modify_qp = dummy_modify_qp,
 	.poll_cq = dummy_poll_cq,

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # Unmodified ibv_rc_pingpong between two processes: server on softib0,
 # client on softib1.  Arguments are passed to both sides (e.g. -s 4096 -e).
-# SIB_PINGPONG names another ibverbs-utils ping-pong (uc_pingpong.sh).
+# SIB_PINGPONG names another ibverbs-utils ping-pong (uc_pingpong.sh, ud_pingpong.sh).
 . "$(dirname "$0")/lib.sh"
 pp=${SIB_PINGPONG:-ibv_rc_pingpong}
 command -v "$pp" >/dev/null || fail "$pp not installed (Debian package ibverbs-utils)"

@@ -126,6 +126,11 @@ static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len
 	e->rkey = p.reth.rkey;
 	e->dmalen = p.reth.dmalen;
 	e->head = p.paylen ? p.payload[0] : 0;
+	e->dqpn = p.bth.dqpn;
+	e->dlid = p.lrh.dlid;
+	e->grh = p.lrh.lnh == IBA_LNH_GLOBAL;
+	e->qkey = p.deth.qkey;
+	e->src_qp = p.deth.src_qp;
 	return e;
 }
 
@@ -422,13 +427,18 @@ void post_send(unsigned int s, enum ibv_wr_opcode op, uint64_t off, uint32_t len
 	post_send_sge(s, op, (uintptr_t)sides[s].buf + off, len, sides[s].mr->lkey, raddr, rkey, wr_id);
 }
 
-void post_recv(unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id)
+void post_recv_qp(struct ibv_qp *qp, unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)sides[s].buf + off, .length = len,
 			       .lkey = sides[s].mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
 
-	assert_int_equal(sib_hca_ops.post_recv(sides[s].qp, &wr, &bad), 0);
+	assert_int_equal(sib_hca_ops.post_recv(qp, &wr, &bad), 0);
+}
+
+void post_recv(unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id)
+{
+	post_recv_qp(sides[s].qp, s, off, len, wr_id);
 }
 
 enum ibv_qp_state qp_state(unsigned int s)
@@ -438,6 +448,34 @@ enum ibv_qp_state qp_state(unsigned int s)
 
 	assert_int_equal(sib_hca_ops.query_qp(sides[s].qp, &a, IBV_QP_STATE, &ia), 0);
 	return a.qp_state;
+}
+
+struct ibv_qp *ud_qp_create(unsigned int s, uint32_t qkey, uint32_t create_flags)
+{
+	struct ibv_qp_init_attr_ex qa = { 0 };
+	struct ibv_qp_attr a = { 0 };
+	struct ibv_qp *qp;
+
+	qa.send_cq = qa.recv_cq = sides[s].cq;
+	qa.qp_type = IBV_QPT_UD;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 64;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD | (create_flags ? IBV_QP_INIT_ATTR_CREATE_FLAGS : 0);
+	qa.pd = sides[s].pd;
+	qa.create_flags = create_flags;
+	qp = sib_hca_ops.create_qp_ex(sides[s].ctx, &qa);
+	assert_non_null(qp);
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = qkey;
+	assert_int_equal(sib_hca_ops.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					       IBV_QP_QKEY), 0);
+	a.qp_state = IBV_QPS_RTR;
+	assert_int_equal(sib_hca_ops.modify_qp(qp, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 7;
+	assert_int_equal(sib_hca_ops.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	return qp;
 }
 
 void expect_wc(unsigned int s, uint64_t wr_id, enum ibv_wc_status st)

@@ -39,6 +39,10 @@ struct seen {
 	uint64_t va;                   /* RETH */
 	uint32_t rkey, dmalen;
 	uint8_t head;                  /* first payload byte */
+	uint32_t dqpn;                 /* BTH.DestQP */
+	uint16_t dlid;
+	bool grh;                      /* LNH says a GRH follows */
+	uint32_t qkey, src_qp;         /* DETH (UD) */
 };
 
 /* What the filter does with a packet. */
@@ -114,7 +118,11 @@ void post_send_sge(unsigned int s, enum ibv_wr_opcode op, uint64_t addr, uint32_
 void post_send(unsigned int s, enum ibv_wr_opcode op, uint64_t off, uint32_t len,
 	       uint64_t raddr, uint32_t rkey, uint64_t wr_id);
 void post_recv(unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id);
+/* The same into another QP of side s (a UD QP, say). */
+void post_recv_qp(struct ibv_qp *qp, unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id);
 enum ibv_qp_state qp_state(unsigned int s);
+/* A UD QP on side s (its CQ and PD) with Q_Key qkey, taken to RTS. */
+struct ibv_qp *ud_qp_create(unsigned int s, uint32_t qkey, uint32_t create_flags);
 void fill(uint8_t *p, uint32_t len, uint8_t seed);
 
 /* The log. */

@@ -34,7 +34,7 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   # test_verbs_ud through a private softibd).
   sib_ud_itest(perftest_ud_send_bw perftest.sh ib_send_bw -c UD)
   sib_ud_itest(perftest_ud_send_lat perftest.sh ib_send_lat -c UD)
-  sib_ud_itest(perftest_ud_send_bw_q4 perftest.sh ib_send_bw -c UD -q 4 -n 125)
+  sib_ud_itest(perftest_ud_send_bw_q4 perftest.sh ib_send_bw -c UD -q 4)
   sib_ud_itest(perftest_ud_send_bw_events perftest.sh ib_send_bw -c UD -e)
   sib_ud_itest(perftest_ud_send_lat_old_post_send perftest.sh ib_send_lat -c UD --use_old_post_send)
   sib_ud_itest(perftest_ud_send_bw_old_post_send perftest.sh ib_send_bw -c UD --use_old_post_send)

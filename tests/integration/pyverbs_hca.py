@@ -1,0 +1,560 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# The pyverbs program of issue 6: Debian's python3-pyverbs (rdma-core 44)
+# drives softib's libibverbs between two processes, this one on softib0 and a
+# child per section on softib1, and checks data and completions of RC, UD
+# (AH, GRH), SRQ, XRC, atomics, memory windows and multicast (IBA vol 1
+# ch. 9-11, rdma-core verbs.h semantics).  It must not wait without a
+# deadline, leave a child behind, or report PASS for a check it did not make.
+# pyverbs 44 has neither ibv_attach_mcast nor the async fd: those go through
+# ctypes on the same libibverbs (c_pointer() below).
+"""Usage: pyverbs_hca.py [--strict] [SECTION...]   (default: every section)
+
+Sections: rc ud srq xrc atomic mw mcast.  Each prints PASS, FAIL or SKIP (the
+feature does not exist: a verb answered EOPNOTSUPP/ENOSYS or the device
+attributes say so); with --strict a SKIP counts as a failure.  Exit status 1
+on any failure.  Needs a running softibd and LD_LIBRARY_PATH on softib's
+libibverbs (tests/integration/pyverbs.sh does both)."""
+
+import argparse
+import contextlib
+import ctypes
+import errno
+import json
+import os
+import random
+import select
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+try:
+    import pyverbs.enums as e
+    from pyverbs.addr import AH, AHAttr, GID, GlobalRoute
+    from pyverbs.base import inc_rkey
+    from pyverbs.cq import CQ, cqe_opcode_to_str, cqe_status_to_str
+    from pyverbs.device import Context
+    from pyverbs.mr import MR, MW, MWBind, MWBindInfo
+    from pyverbs.pd import PD
+    from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+    from pyverbs.qp import QP, QPAttr, QPCap, QPEx, QPInitAttr, QPInitAttrEx
+    from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr, SrqInitAttrEx
+    from pyverbs.wr import SGE, RecvWR, SendWR
+    from pyverbs.xrcd import XRCD, XRCDInitAttr
+except ImportError as ex:
+    print(f'SKIP: python3-pyverbs is not installed ({ex})')
+    sys.exit(77)
+
+PORT = 1
+WAIT = 10.0          # seconds any single wait may take
+GRACE = 0.3          # seconds of silence that prove "nothing more arrives"
+GRH_LEN = 40         # IBA 8.3: the GRH area at the start of a UD receive buffer
+QKEY = 0x11110000    # no high bit: an ordinary Q_Key (IBA 10.2.4)
+MCAST_QPN = 0xFFFFFF  # IBA 9.8.1: the destination QPN of a multicast datagram
+ACC_RW = (e.IBV_ACCESS_LOCAL_WRITE | e.IBV_ACCESS_REMOTE_WRITE |
+          e.IBV_ACCESS_REMOTE_READ)
+
+
+class Fail(Exception):
+    """A check failed."""
+
+
+class Skip(Exception):
+    """The feature under test does not exist in this build."""
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def need(what, fn, *args, **kw):
+    """Create an object; EOPNOTSUPP/ENOSYS means the feature is missing."""
+    try:
+        return fn(*args, **kw)
+    except PyverbsRDMAError as ex:
+        if ex.error_code in (errno.EOPNOTSUPP, errno.ENOSYS):
+            raise Skip(f'{what}: {os.strerror(ex.error_code)}') from None
+        raise Fail(f'{what}: {ex}') from None
+
+
+def expect_errno(what, want, fn, *args, **kw):
+    """fn must fail with errno want."""
+    try:
+        fn(*args, **kw)
+    except PyverbsRDMAError as ex:
+        check(ex.error_code == want, f'{what}: errno {ex.error_code} '
+              f'({os.strerror(ex.error_code)}), expected {errno.errorcode[want]}')
+        return
+    raise Fail(f'{what}: succeeded, expected {errno.errorcode[want]}')
+
+
+# ---- the pipe between the two processes: one JSON object per line ----------
+
+class Channel:
+    def __init__(self, rfd, wfd):
+        self.rfd, self.wfd, self.buf = rfd, wfd, b''
+
+    def send(self, tag, **kw):
+        kw['tag'] = tag
+        data = (json.dumps(kw) + '\n').encode()
+        while data:
+            data = data[os.write(self.wfd, data):]
+
+    def recv(self, tag, timeout=WAIT):
+        deadline = time.monotonic() + timeout
+        while b'\n' not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Fail(f'no "{tag}" from the peer within {timeout:.0f} s')
+            if select.select([self.rfd], [], [], left)[0]:
+                chunk = os.read(self.rfd, 65536)
+                if not chunk:
+                    raise Fail(f'the peer exited while we waited for "{tag}"')
+                self.buf += chunk
+        line, self.buf = self.buf.split(b'\n', 1)
+        msg = json.loads(line)
+        if msg['tag'] == 'skip':
+            raise Skip('peer: ' + msg['why'])
+        if msg['tag'] == 'fail':
+            raise Fail('peer: ' + msg['why'])
+        check(msg['tag'] == tag, f'the peer sent "{msg["tag"]}", expected "{tag}"')
+        return msg
+
+    def exchange(self, tag, **mine):
+        """Both sides send, then read the other's (pipes buffer both)."""
+        self.send(tag, **mine)
+        return self.recv(tag)
+
+
+# ---- completions ------------------------------------------------------------
+
+def wc_str(wc):
+    return (f'wr_id={wc.wr_id} status={cqe_status_to_str(wc.status)} '
+            f'opcode={cqe_opcode_to_str(wc.opcode)} byte_len={wc.byte_len} '
+            f'qp_num={wc.qp_num} src_qp={wc.src_qp} slid={wc.slid} '
+            f'flags={wc.wc_flags:#x} imm={wc.imm_data:#x}')
+
+
+def poll(cq, count, what, timeout=WAIT):
+    """count completions, or Fail after timeout seconds."""
+    deadline = time.monotonic() + timeout
+    wcs = []
+    while len(wcs) < count:
+        n, got = cq.poll(count - len(wcs))
+        wcs += got
+        if n == 0:
+            if time.monotonic() > deadline:
+                raise Fail(f'{what}: {len(wcs)} of {count} completions in '
+                           f'{timeout:.0f} s ' + '; '.join(map(wc_str, wcs)))
+            time.sleep(0.0002)
+    return wcs
+
+
+def quiet(cq, what, grace=GRACE):
+    """No completion may arrive within grace seconds."""
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        n, got = cq.poll(1)
+        check(n == 0, f'{what}: unexpected completion {wc_str(got[0]) if got else ""}')
+        time.sleep(0.001)
+
+
+def check_wc(wc, what, opcode=None, status=e.IBV_WC_SUCCESS, wr_id=None,
+             byte_len=None, flags=0, noflags=0):
+    bad = []
+    if wc.status != status:
+        bad.append(f'status {cqe_status_to_str(status)}')
+    if status == e.IBV_WC_SUCCESS and opcode is not None and wc.opcode != opcode:
+        bad.append(f'opcode {cqe_opcode_to_str(opcode)}')
+    if wr_id is not None and wc.wr_id != wr_id:
+        bad.append(f'wr_id {wr_id}')
+    if byte_len is not None and wc.byte_len != byte_len:
+        bad.append(f'byte_len {byte_len}')
+    if wc.wc_flags & flags != flags:
+        bad.append(f'flags {flags:#x} set')
+    if wc.wc_flags & noflags:
+        bad.append(f'flags {noflags:#x} clear')
+    check(not bad, f'{what}: expected {", ".join(bad)}; got {wc_str(wc)}')
+
+
+# ---- objects ----------------------------------------------------------------
+
+class Node:
+    """One process's device: context, PD, port 1's LID, GID 0 and MTU."""
+
+    def __init__(self, dev):
+        self.dev = dev
+        self.ctx = Context(name=dev)
+        self.pd = PD(self.ctx)
+        port = self.ctx.query_port(PORT)
+        check(port.state == e.IBV_PORT_ACTIVE, f'{dev} port {PORT} not active')
+        self.lid = port.lid
+        self.mtu = port.active_mtu
+        self.gid = str(self.ctx.query_gid(PORT, 0))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.ctx.close()  # closes every object made on the context
+
+    def info(self, **kw):
+        return dict(lid=self.lid, gid=self.gid, mtu=self.mtu, **kw)
+
+
+def gid_bytes(gid):
+    return bytes.fromhex(gid.replace(':', ''))
+
+
+def sge(mr, off, length):
+    return SGE(mr.buf + off, length, mr.lkey)
+
+
+def post_recv(q, mr, off, length, wr_id):
+    """q: a QP or an SRQ."""
+    q.post_recv(RecvWR(wr_id=wr_id, num_sge=1, sg=[sge(mr, off, length)]))
+
+
+def send_wr(opcode, mr=None, off=0, length=0, wr_id=0, imm=0,
+            flags=e.IBV_SEND_SIGNALED):
+    if mr is None:
+        return SendWR(wr_id=wr_id, opcode=opcode, imm_data=imm, send_flags=flags)
+    return SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[sge(mr, off, length)],
+                  imm_data=imm, send_flags=flags)
+
+
+def pattern(seed, length):
+    r = random.Random(seed)
+    return bytes(r.getrandbits(8) for _ in range(length))
+
+
+def rc_qp(n, cq, srq=None, send_ops=0, max_send_wr=64, max_recv_wr=64):
+    """An RC QP in INIT; send_ops: a QPEx with those IBV_QP_EX_WITH_* ops."""
+    cap = QPCap(max_send_wr=max_send_wr, max_recv_wr=0 if srq else max_recv_wr,
+                max_send_sge=1, max_recv_sge=1)
+    if send_ops:
+        attr = QPInitAttrEx(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, srq=srq, cap=cap,
+                            pd=n.pd, send_ops_flags=send_ops, comp_mask=
+                            e.IBV_QP_INIT_ATTR_PD | e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+        qp = need('ibv_create_qp_ex with send_ops_flags', QPEx, n.ctx, attr)
+    else:
+        qp = QP(n.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, srq=srq,
+                                 cap=cap, sq_sig_all=0))
+    return qp
+
+
+def to_init(qp, access, qkey=None):
+    a = QPAttr(qp_state=e.IBV_QPS_INIT, port_num=PORT)
+    a.pkey_index = 0
+    mask = e.IBV_QP_STATE | e.IBV_QP_PKEY_INDEX | e.IBV_QP_PORT
+    if qkey is None:
+        a.qp_access_flags = access
+        mask |= e.IBV_QP_ACCESS_FLAGS
+    else:
+        a.qkey = qkey
+        mask |= e.IBV_QP_QKEY
+    qp.modify(a, mask)
+
+
+def to_rtr(qp, n, peer, qpn, psn, rd_atomic=4, recv=True):
+    """Connected QP to RTR towards peer's QP qpn (RC, XRC_SEND/RECV)."""
+    a = QPAttr(qp_state=e.IBV_QPS_RTR, port_num=PORT,
+               path_mtu=min(e.IBV_MTU_1024, peer['mtu']))
+    a.dest_qp_num = qpn
+    a.rq_psn = psn
+    a.ah_attr = AHAttr(dlid=peer['lid'], port_num=PORT)
+    mask = (e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
+            e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN)
+    if recv:
+        a.max_dest_rd_atomic = rd_atomic
+        a.min_rnr_timer = 1
+        mask |= e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER
+    qp.modify(a, mask)
+
+
+def to_rts(qp, psn, rd_atomic=4):
+    a = QPAttr(qp_state=e.IBV_QPS_RTS)
+    a.sq_psn = psn
+    a.timeout = 14
+    a.retry_cnt = 7
+    a.rnr_retry = 7
+    a.max_rd_atomic = rd_atomic
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN | e.IBV_QP_TIMEOUT |
+              e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC)
+
+
+def rc_pairs(ch, n, tag, qps, **extra):
+    """Connect our RC QPs (in INIT) one to one with the peer's; both end in
+    RTS.  Returns the peer's message (its extra fields too)."""
+    psns = [random.getrandbits(24) for _ in qps]
+    peer = ch.exchange(tag, **n.info(qpns=[q.qp_num for q in qps], psns=psns, **extra))
+    check(len(peer['qpns']) == len(qps), f'{tag}: QP counts differ')
+    for qp, psn, rqpn, rpsn in zip(qps, psns, peer['qpns'], peer['psns']):
+        to_rtr(qp, n, peer, rqpn, rpsn)
+        to_rts(qp, psn)
+    ch.exchange(tag + '-rts')
+    return peer
+
+
+# ---- C pointers behind pyverbs objects (pyverbs 44 lacks a few verbs) -------
+
+_mem_fd = None
+
+
+def peek(addr, length):
+    """Read our own memory without faulting on a bad address."""
+    global _mem_fd
+    if _mem_fd is None:
+        _mem_fd = os.open('/proc/self/mem', os.O_RDONLY)
+    try:
+        data = os.pread(_mem_fd, length, addr)
+    except (OSError, OverflowError):
+        return None
+    return data if len(data) == length else None
+
+
+def c_pointer(obj, what, valid):
+    """The C pointer a pyverbs object wraps: the word in the object for which
+    valid(pointer) holds (checked against values pyverbs does expose)."""
+    raw = ctypes.string_at(id(obj), type(obj).__basicsize__)
+    for off in range(16, len(raw) - 7, 8):
+        p = struct.unpack_from('=Q', raw, off)[0]
+        if p and p % 8 == 0 and valid(p):
+            return p
+    raise Fail(f'cannot find the {what} pointer in the pyverbs object')
+
+
+def qp_pointer(qp):
+    """struct ibv_qp *: qp_num at 52, state at 56, qp_type at 60 (verbs.h)."""
+    def valid(p):
+        d = peek(p, 64)
+        if d is None or struct.unpack_from('=Q', d, 0)[0] == 0:
+            return False
+        num, _, qpt = struct.unpack_from('=III', d, 52)
+        return num == qp.qp_num and qpt == qp.qp_type
+    return c_pointer(qp, 'ibv_qp', valid)
+
+
+def async_fd(ctx):
+    """ibv_context.async_fd: cmd_fd at 264, async_fd at 268, device->name at
+    24 (verbs.h of rdma-core 44)."""
+    def valid(p):
+        d = peek(p, 272)
+        if d is None or struct.unpack_from('=i', d, 264)[0] != ctx.cmd_fd:
+            return False
+        dev = struct.unpack_from('=Q', d, 0)[0]
+        name = peek(dev + 24, 64) if dev else None
+        return name is not None and name.split(b'\0')[0].decode() == ctx.name
+    p = c_pointer(ctx, 'ibv_context', valid)
+    return struct.unpack_from('=i', peek(p, 272), 268)[0]
+
+
+def wait_event(ctx, want, what, timeout=WAIT):
+    """The next async event of type want (others before it are reported)."""
+    fd = async_fd(ctx)
+    deadline = time.monotonic() + timeout
+    seen = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise Fail(f'{what}: no async event {want} in {timeout:.0f} s (saw {seen})')
+        if select.select([fd], [], [], left)[0]:
+            ev = ctx.get_async_event()
+            t = ev.event_type
+            ev.ack()
+            if t == want:
+                return seen
+            seen.append(t)
+
+
+def no_event(ctx, what, grace=GRACE):
+    fd = async_fd(ctx)
+    if select.select([fd], [], [], grace)[0]:
+        ev = ctx.get_async_event()
+        t = ev.event_type
+        ev.ack()
+        raise Fail(f'{what}: unexpected async event {t}')
+
+
+_verbs = None
+
+
+def verbs_lib():
+    """The libibverbs pyverbs loaded (dlopen of a loaded soname returns it)."""
+    global _verbs
+    if _verbs is None:
+        _verbs = ctypes.CDLL('libibverbs.so.1', use_errno=True)
+        for f in (_verbs.ibv_attach_mcast, _verbs.ibv_detach_mcast):
+            f.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_uint16]
+            f.restype = ctypes.c_int
+    return _verbs
+
+
+def mcast(verb, qp, mgid, mlid):
+    """ibv_attach_mcast / ibv_detach_mcast: 0 or an errno value."""
+    f = getattr(verbs_lib(), 'ibv_' + verb + '_mcast')
+    return f(qp_pointer(qp), ctypes.create_string_buffer(gid_bytes(mgid), 16), mlid)
+
+
+def libibverbs_path():
+    with open('/proc/self/maps') as f:
+        paths = {ln.split()[-1] for ln in f if '/libibverbs.so' in ln}
+    return ' '.join(sorted(paths))
+
+
+# ---- rc: the baseline ---------------------------------------------------------
+
+def sec_rc(ch, role, dev, opt):
+    """SEND_WITH_IMM (3 packets), RDMA_WRITE_WITH_IMM, RDMA_READ, a reply."""
+    msg1, wdata = pattern(1, 3000), pattern(2, 2500)
+    rdata, reply = pattern(3, 700), pattern(4, 100)
+    with Node(dev) as n:
+        cq = CQ(n.ctx, 64)
+        mr = MR(n.pd, 16384, ACC_RW)
+        qp = rc_qp(n, cq)
+        to_init(qp, ACC_RW)
+        if role == 'b':
+            mr.write(rdata, len(rdata), 12288)
+            post_recv(qp, mr, 0, 4096, 1)
+            post_recv(qp, mr, 4096, 16, 2)     # consumed by WRITE_WITH_IMM
+        else:
+            post_recv(qp, mr, 0, 4096, 9)
+        peer = rc_pairs(ch, n, 'rc', [qp], addr=mr.buf, rkey=mr.rkey)
+        if role == 'a':
+            mr.write(msg1, len(msg1), 0)
+            qp.post_send(send_wr(e.IBV_WR_SEND_WITH_IMM, mr, 0, len(msg1), 11,
+                                 imm=0x1234abcd))
+            w = send_wr(e.IBV_WR_RDMA_WRITE_WITH_IMM, mr, 4096, len(wdata), 12,
+                        imm=0x55667788)
+            mr.write(wdata, len(wdata), 4096)
+            w.set_wr_rdma(peer['rkey'], peer['addr'] + 8192)
+            qp.post_send(w)
+            r = send_wr(e.IBV_WR_RDMA_READ, mr, 8192, len(rdata), 13)
+            r.set_wr_rdma(peer['rkey'], peer['addr'] + 12288)
+            qp.post_send(r)
+            wcs = poll(cq, 3, 'rc: send completions')
+            for wc, wid, op in zip(wcs, (11, 12, 13), (e.IBV_WC_SEND, e.IBV_WC_RDMA_WRITE,
+                                                      e.IBV_WC_RDMA_READ)):
+                check_wc(wc, 'rc: requester', op, wr_id=wid)
+            check(mr.read(len(rdata), 8192) == rdata, 'rc: RDMA_READ data differ')
+            wc = poll(cq, 1, 'rc: reply')[0]
+            check_wc(wc, 'rc: reply', e.IBV_WC_RECV, wr_id=9, byte_len=len(reply),
+                     noflags=e.IBV_WC_WITH_IMM)
+            check(mr.read(len(reply), 0) == reply, 'rc: reply data differ')
+        else:
+            wc = poll(cq, 1, 'rc: SEND_WITH_IMM')[0]
+            check_wc(wc, 'rc: SEND_WITH_IMM', e.IBV_WC_RECV, wr_id=1,
+                     byte_len=len(msg1), flags=e.IBV_WC_WITH_IMM)
+            check(wc.imm_data == 0x1234abcd, f'rc: imm {wc.imm_data:#x}')
+            check(wc.qp_num == qp.qp_num, 'rc: qp_num of the receive')
+            check(mr.read(len(msg1), 0) == msg1, 'rc: SEND data differ')
+            wc = poll(cq, 1, 'rc: RDMA_WRITE_WITH_IMM')[0]
+            check_wc(wc, 'rc: RDMA_WRITE_WITH_IMM', e.IBV_WC_RECV_RDMA_WITH_IMM,
+                     wr_id=2, byte_len=len(wdata), flags=e.IBV_WC_WITH_IMM)
+            check(wc.imm_data == 0x55667788, f'rc: write imm {wc.imm_data:#x}')
+            check(mr.read(len(wdata), 8192) == wdata, 'rc: RDMA_WRITE data differ')
+            mr.write(reply, len(reply), 0)
+            qp.post_send(send_wr(e.IBV_WR_SEND, mr, 0, len(reply), 21))
+            check_wc(poll(cq, 1, 'rc: reply sent')[0], 'rc: reply', e.IBV_WC_SEND, wr_id=21)
+        ch.exchange('rc-end')
+
+
+
+# ---- the runner ---------------------------------------------------------------
+
+SECTIONS = {'rc': sec_rc}
+
+
+def run_peer(opt):
+    """The child: one section's side b on dev_b, reporting over the pipe."""
+    rfd, wfd = map(int, opt.fds.split(','))
+    ch = Channel(rfd, wfd)
+    try:
+        SECTIONS[opt.peer](ch, 'b', opt.dev_b, opt)
+        ch.send('done')
+    except Skip as ex:
+        ch.send('skip', why=str(ex))
+    except Fail as ex:
+        ch.send('fail', why=str(ex))
+    except Exception:
+        ch.send('fail', why=traceback.format_exc())
+    return 0
+
+
+def run_section(name, opt):
+    """Side a here, side b in a child; returns (PASS|FAIL|SKIP, reason)."""
+    p_r, p_w = os.pipe()   # parent -> child
+    c_r, c_w = os.pipe()   # child -> parent
+    cmd = [sys.executable, os.path.abspath(__file__), '--peer', name,
+           '--fds', f'{p_r},{c_w}', '--dev-a', opt.dev_a, '--dev-b', opt.dev_b]
+    child = subprocess.Popen(cmd, pass_fds=(p_r, c_w), stdin=subprocess.DEVNULL)
+    os.close(p_r)
+    os.close(c_w)
+    ch = Channel(c_r, p_w)
+    status, why = 'PASS', ''
+    try:
+        SECTIONS[name](ch, 'a', opt.dev_a, opt)
+        ch.recv('done')
+    except Skip as ex:
+        status, why = 'SKIP', str(ex)
+    except Fail as ex:
+        status, why = 'FAIL', str(ex)
+    except Exception:
+        status, why = 'FAIL', traceback.format_exc()
+    if status != 'PASS':
+        # The peer's own report, if it failed first, names the cause.
+        try:
+            ch.recv('done', timeout=1)
+        except (Fail, Skip) as ex:
+            if str(ex).startswith('peer: '):
+                why = f'{ex} [side a: {why}]' if status == 'FAIL' else str(ex)
+        with contextlib.suppress(OSError):
+            ch.send(status.lower(), why='the other side stopped')
+    os.close(p_w)
+    try:
+        rc = child.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        rc = child.wait()
+        if status == 'PASS':
+            status, why = 'FAIL', 'the child did not exit'
+    if rc != 0 and status == 'PASS':
+        status, why = 'FAIL', f'the child exited with {rc}'
+    os.close(c_r)
+    return status, why
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split('\n', 2)[2])
+    ap.add_argument('sections', nargs='*', metavar='SECTION',
+                    help='sections to run (default: all): ' + ' '.join(SECTIONS))
+    ap.add_argument('--strict', action='store_true', help='a SKIP is a failure')
+    ap.add_argument('--dev-a', default='softib0', help='this process\'s device')
+    ap.add_argument('--dev-b', default='softib1', help='the child\'s device')
+    ap.add_argument('--peer', help=argparse.SUPPRESS)
+    ap.add_argument('--fds', help=argparse.SUPPRESS)
+    opt = ap.parse_args()
+    if opt.peer:
+        return run_peer(opt)
+    for s in opt.sections:
+        if s not in SECTIONS:
+            ap.error(f'unknown section {s} (have: {" ".join(SECTIONS)})')
+    print(f'libibverbs: {libibverbs_path() or "not loaded"}', flush=True)
+    bad = 0
+    for name in opt.sections or list(SECTIONS):
+        t0 = time.monotonic()
+        status, why = run_section(name, opt)
+        print(f'{status} {name} ({time.monotonic() - t0:.1f} s){": " + why if why else ""}',
+              flush=True)
+        bad += status == 'FAIL' or (status == 'SKIP' and opt.strict)
+    return 1 if bad else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

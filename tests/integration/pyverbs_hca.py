@@ -361,7 +361,7 @@ def wait_event(ctx, want, what, timeout=WAIT):
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise Fail(f'{what}: no async event {want} in {timeout:.0f} s (saw {seen})')
+            raise Fail(f'{what}: no async event {want} in {timeout:g} s (saw {seen})')
         if select.select([fd], [], [], left)[0]:
             ev = ctx.get_async_event()
             t = ev.event_type
@@ -464,9 +464,266 @@ def sec_rc(ch, role, dev, opt):
 
 
 
+
+# ---- ud: address handles, GRH, Q_Keys, create_ah_from_wc ---------------------
+
+MTU_BYTES = {e.IBV_MTU_256: 256, e.IBV_MTU_512: 512, e.IBV_MTU_1024: 1024,
+             e.IBV_MTU_2048: 2048, e.IBV_MTU_4096: 4096}
+
+
+def ud_qp(n, cq, create_flags=0, max_recv_wr=64):
+    """A UD QP in RTS with Q_Key QKEY (IBA 10.2.4)."""
+    cap = QPCap(max_send_wr=32, max_recv_wr=max_recv_wr, max_send_sge=1, max_recv_sge=1)
+    if create_flags:
+        attr = QPInitAttrEx(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap, pd=n.pd,
+                            create_flags=create_flags, comp_mask=
+                            e.IBV_QP_INIT_ATTR_PD | e.IBV_QP_INIT_ATTR_CREATE_FLAGS)
+        qp = need(f'ibv_create_qp_ex(UD, create_flags {create_flags:#x})', QP, n.ctx, attr)
+    else:
+        qp = need('ibv_create_qp(UD)', QP, n.pd,
+                  QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap, sq_sig_all=0))
+    to_init(qp, 0, qkey=QKEY)
+    qp.modify(QPAttr(qp_state=e.IBV_QPS_RTR), e.IBV_QP_STATE)
+    a = QPAttr(qp_state=e.IBV_QPS_RTS)
+    a.sq_psn = random.getrandbits(24)
+    qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN)
+    return qp
+
+
+def ud_send(qp, ah, qpn, mr, off, data, wr_id, qkey=QKEY, opcode=e.IBV_WR_SEND, imm=0):
+    mr.write(data, len(data), off)
+    w = send_wr(opcode, mr, off, len(data), wr_id, imm=imm)
+    w.set_wr_ud(ah, qpn, qkey)
+    qp.post_send(w)
+
+
+def global_ah(n, dlid, dgid, hop_limit=64, tclass=0, flow=0):
+    gr = GlobalRoute(dgid=GID(dgid), sgid_index=0, hop_limit=hop_limit,
+                     traffic_class=tclass, flow_label=flow)
+    return need('ibv_create_ah (GRH)', AH, n.pd,
+                attr=AHAttr(dlid=dlid, is_global=1, gr=gr, port_num=PORT))
+
+
+def check_grh(raw, what, sgid, dgid, paylen=None, tclass=None, flow=None, hop=None):
+    """The 40-byte GRH area of a UD receive (IBA 8.3)."""
+    vtf, plen, nxt, hops = struct.unpack_from('>IHBB', raw, 0)
+    bad = []
+    if vtf >> 28 != 6:
+        bad.append(f'IPVer {vtf >> 28}')
+    if tclass is not None and (vtf >> 20) & 0xff != tclass:
+        bad.append(f'TClass {(vtf >> 20) & 0xff:#x}')
+    if flow is not None and vtf & 0xfffff != flow:
+        bad.append(f'FlowLabel {vtf & 0xfffff:#x}')
+    if paylen is not None and plen != paylen:
+        bad.append(f'PayLen {plen} (expected {paylen})')
+    if nxt != 0x1b:
+        bad.append(f'NxtHdr {nxt:#x}')
+    if hop is not None and hops != hop:
+        bad.append(f'HopLmt {hops}')
+    if raw[8:24] != gid_bytes(sgid):
+        bad.append(f'SGID {raw[8:24].hex()}')
+    if raw[24:40] != gid_bytes(dgid):
+        bad.append(f'DGID {raw[24:40].hex()}')
+    check(not bad, f'{what}: GRH ' + ', '.join(bad))
+
+
+def ud_paylen(length):
+    """GRH PayLen of a UD SEND: BTH + DETH + payload + pad + ICRC (IBA 8.3.1)."""
+    return 12 + 8 + (length + 3) // 4 * 4 + 4
+
+
+def sec_ud(ch, role, dev, opt):
+    """Datagrams softib0 -> softib1 with and without GRH, Q_Key rules, replies
+    through ibv_create_ah_from_wc, a datagram over the MTU."""
+    slot = 4096 + GRH_LEN
+    with Node(dev) as n:
+        cq = CQ(n.ctx, 64)
+        mr = MR(n.pd, 16 * slot, e.IBV_ACCESS_LOCAL_WRITE)
+        qp = ud_qp(n, cq)
+        for i in range(8):
+            post_recv(qp, mr, (8 + i) * slot, slot, 100 + i)
+        peer = ch.exchange('ud', **n.info(qpn=qp.qp_num))
+        msgs = [pattern(10 + i, ln) for i, ln in enumerate((200, 64, 300, 32, 90))]
+        mtu = MTU_BYTES[min(n.mtu, peer['mtu'])]
+        big = pattern(20, mtu)
+        if role == 'a':
+            ah = need('ibv_create_ah', AH, n.pd, attr=AHAttr(dlid=peer['lid'], port_num=PORT))
+            expect_errno('ibv_create_ah on port 2', errno.EINVAL, AH, n.pd,
+                         attr=AHAttr(dlid=peer['lid'], port_num=2))
+            gah = global_ah(n, peer['lid'], peer['gid'], 64, 0x20, 0x12345)
+            ud_send(qp, ah, peer['qpn'], mr, 0, msgs[0], 1)
+            ud_send(qp, ah, peer['qpn'], mr, slot, msgs[1], 2,
+                    opcode=e.IBV_WR_SEND_WITH_IMM, imm=0x0badf00d)
+            ud_send(qp, gah, peer['qpn'], mr, 2 * slot, msgs[2], 3)
+            ud_send(qp, ah, peer['qpn'], mr, 3 * slot, msgs[3], 4, qkey=QKEY ^ 1)
+            # High bit: the QP's own Q_Key (QKEY) goes on the wire (IBA 10.2.4).
+            ud_send(qp, ah, peer['qpn'], mr, 4 * slot, msgs[4], 5, qkey=0x80000000)
+            ud_send(qp, ah, peer['qpn'], mr, 5 * slot, big, 6)
+            for i, wc in enumerate(poll(cq, 6, 'ud: sends')):
+                check_wc(wc, 'ud: send', e.IBV_WC_SEND, wr_id=i + 1)
+            ch.send('sent')
+            # Replies: one from a GRH completion, one from a plain one.
+            for wc in poll(cq, 2, 'ud: replies'):
+                check_wc(wc, 'ud: reply', e.IBV_WC_RECV, byte_len=GRH_LEN + 50)
+                check(wc.src_qp == peer['qpn'] and wc.slid == peer['lid'],
+                      f'ud: reply source {wc.src_qp}/{wc.slid}')
+                off = (8 + wc.wr_id - 100) * slot
+                data = mr.read(50, off + GRH_LEN)
+                check(data in (pattern(30, 50), pattern(31, 50)), 'ud: reply data')
+                if data == pattern(30, 50):
+                    check_wc(wc, 'ud: reply to a GRH datagram', flags=e.IBV_WC_GRH)
+                    check_grh(mr.read(GRH_LEN, off), 'ud: reply', peer['gid'], n.gid,
+                              paylen=ud_paylen(50))
+                else:
+                    check_wc(wc, 'ud: reply to a LID-only datagram', noflags=e.IBV_WC_GRH)
+            ch.recv('replied')
+            # Over the path MTU: EINVAL at post or a local length error.
+            try:
+                ud_send(qp, ah, peer['qpn'], mr, 0, pattern(21, mtu + 1), 7)
+                wc = poll(cq, 1, 'ud: datagram over the MTU')[0]
+                check(wc.status == e.IBV_WC_LOC_LEN_ERR,
+                      f'ud: datagram over the MTU: {wc_str(wc)}')
+            except PyverbsRDMAError as ex:
+                check(ex.error_code == errno.EINVAL, f'ud: post over the MTU: {ex}')
+            ch.send('big')
+        else:
+            ch.recv('sent')
+            wcs = poll(cq, 5, 'ud: datagrams')
+            for k, (wc, i) in enumerate(zip(wcs, (0, 1, 2, 4))):
+                off = (8 + k) * slot
+                check_wc(wc, f'ud: datagram {i + 1}', e.IBV_WC_RECV, wr_id=100 + k,
+                         byte_len=GRH_LEN + len(msgs[i]))
+                check(wc.src_qp == peer['qpn'], f'ud: src_qp {wc.src_qp} != {peer["qpn"]}')
+                check(wc.slid == peer['lid'], f'ud: slid {wc.slid} != {peer["lid"]}')
+                check(wc.qp_num == qp.qp_num and wc.pkey_index == 0 and wc.sl == 0,
+                      f'ud: qp_num/pkey_index/sl: {wc_str(wc)}')
+                check(mr.read(len(msgs[i]), off + GRH_LEN) == msgs[i],
+                      f'ud: datagram {i + 1} data differ (a wrong Q_Key must be dropped)')
+                if i == 2:
+                    check_wc(wc, 'ud: GRH datagram', flags=e.IBV_WC_GRH)
+                    check_grh(mr.read(GRH_LEN, off), 'ud', peer['gid'], n.gid,
+                              paylen=ud_paylen(len(msgs[i])), tclass=0x20, flow=0x12345,
+                              hop=64)
+                    grh_wc, grh_off = wc, off
+                else:
+                    check_wc(wc, f'ud: datagram {i + 1}', noflags=e.IBV_WC_GRH)
+                if i == 1:
+                    check_wc(wc, 'ud: SEND_WITH_IMM', flags=e.IBV_WC_WITH_IMM)
+                    check(wc.imm_data == 0x0badf00d, f'ud: imm {wc.imm_data:#x}')
+            wc = wcs[4]
+            check_wc(wc, 'ud: MTU-sized datagram', e.IBV_WC_RECV, byte_len=GRH_LEN + mtu)
+            check(mr.read(mtu, (8 + wc.wr_id - 100) * slot + GRH_LEN) == big,
+                  'ud: MTU-sized datagram data differ')
+            quiet(cq, 'ud: the datagram with the wrong Q_Key')
+            # Replies to the source of a completion (ibv_create_ah_from_wc).
+            ah1 = need('ibv_create_ah_from_wc (GRH)', AH, n.pd, wc=grh_wc,
+                       grh=mr.buf + grh_off, port_num=PORT)
+            ah2 = need('ibv_create_ah_from_wc', AH, n.pd, wc=wcs[0],
+                       grh=mr.buf + (8 + wcs[0].wr_id - 100) * slot, port_num=PORT)
+            ud_send(qp, ah1, grh_wc.src_qp, mr, 0, pattern(30, 50), 1)
+            ud_send(qp, ah2, wcs[0].src_qp, mr, slot, pattern(31, 50), 2)
+            for wc in poll(cq, 2, 'ud: replies sent'):
+                check_wc(wc, 'ud: reply sent', e.IBV_WC_SEND)
+            ch.send('replied')
+            ch.recv('big')
+            quiet(cq, 'ud: the datagram over the MTU')
+        ch.exchange('ud-end')
+
+
+# ---- mcast: ibv_attach_mcast across two processes (IBA 10.5) ----------------
+
+def sec_mcast(ch, role, dev, opt):
+    """softib1's QPs B1, B2 and softib0's A1 (BLOCK_SELF_MCAST_LB), A2 join a
+    group.  A1 sends 2: B1, B2, A2 get each once, A1 not.  A2 sends 1: all
+    four get it once.  B2 leaves, A2 sends 1: B1, A1, A2 get it, B2 not."""
+    slot = 256 + GRH_LEN
+    with Node(dev) as n:
+        cqs = [CQ(n.ctx, 32), CQ(n.ctx, 32)]
+        mr = MR(n.pd, 32 * slot, e.IBV_ACCESS_LOCAL_WRITE)
+        flags = e.IBV_QP_CREATE_BLOCK_SELF_MCAST_LB if role == 'a' else 0
+        qps = [ud_qp(n, cqs[0], create_flags=flags), ud_qp(n, cqs[1])]
+        for q, qp in enumerate(qps):
+            for i in range(8):
+                post_recv(qp, mr, (q * 8 + i) * slot, slot, q * 8 + i)
+        if role == 'a':
+            mgid = 'ff12:401b:ffff:0000:0000:0000:%04x:%04x' % (
+                random.getrandbits(16), random.getrandbits(16))
+            mlid = 0xc000 + random.randrange(1, 0x3ffe)
+            ch.send('group', mgid=mgid, mlid=mlid)
+        else:
+            g = ch.recv('group')
+            mgid, mlid = g['mgid'], g['mlid']
+            # Kernel rules every provider shares (ib_attach_mcast): EINVAL.
+            rc = mcast('attach', qps[0], n.gid, mlid)
+            if rc in (errno.EOPNOTSUPP, errno.ENOSYS):
+                raise Skip(f'ibv_attach_mcast: {os.strerror(rc)}')
+            check(rc == errno.EINVAL, f'attach to a unicast GID: {rc}, expected EINVAL')
+            rc = mcast('attach', qps[0], mgid, n.lid)
+            check(rc == errno.EINVAL, f'attach to a unicast LID: {rc}, expected EINVAL')
+            rcq = CQ(n.ctx, 4)
+            rcqp = rc_qp(n, rcq)
+            rc = mcast('attach', rcqp, mgid, mlid)
+            check(rc == errno.EINVAL, f'attach of an RC QP: {rc}, expected EINVAL')
+        for q, qp in enumerate(qps):
+            rc = mcast('attach', qp, mgid, mlid)
+            if rc in (errno.EOPNOTSUPP, errno.ENOSYS):
+                raise Skip(f'ibv_attach_mcast: {os.strerror(rc)}')
+            check(rc == 0, f'ibv_attach_mcast of QP {q + 1}: {os.strerror(rc)}')
+        peer = ch.exchange('joined', **n.info(qpns=[q.qp_num for q in qps]))
+        a_info = n.info(qpns=[q.qp_num for q in qps]) if role == 'a' else peer
+        rounds = [(0, 2, [0, 1], [1]), (1, 1, [0, 1], [0, 1]), (1, 1, [0], [0, 1])]
+        seq = 0
+        for r, (sender, count, b_get, a_get) in enumerate(rounds):
+            msgs = [pattern(100 + seq + i, 100 + i) for i in range(count)]
+            seq += count
+            if role == 'a':
+                ah = global_ah(n, mlid, mgid, hop_limit=1)
+                for i, m in enumerate(msgs):
+                    ud_send(qps[sender], ah, MCAST_QPN, mr, (24 + i) * slot, m, 50 + i)
+                for wc in poll(cqs[sender], count, f'mcast round {r + 1}: sends'):
+                    check_wc(wc, f'mcast round {r + 1}: send', e.IBV_WC_SEND)
+                got = a_get
+            else:
+                got = b_get
+            expect_mcast(cqs, mr, slot, got, msgs, mgid, a_info, sender,
+                         f'mcast round {r + 1} on {dev}')
+            if role == 'b' and r == 1:
+                rc = mcast('detach', qps[1], mgid, mlid)
+                check(rc == 0, f'ibv_detach_mcast: {os.strerror(rc)}')
+            ch.exchange(f'round{r}')
+        for qp in qps[:1] if role == 'b' else qps:
+            rc = mcast('detach', qp, mgid, mlid)
+            check(rc == 0, f'ibv_detach_mcast: {os.strerror(rc)}')
+        ch.exchange('mcast-end')
+
+
+def expect_mcast(cqs, mr, slot, got, msgs, mgid, a_info, sender, what):
+    """QPs whose index is in got receive msgs once each, in order; the
+    others nothing."""
+    for q, cq in enumerate(cqs):
+        if q not in got:
+            continue
+        for i, wc in enumerate(poll(cq, len(msgs), f'{what}: QP {q + 1}')):
+            check_wc(wc, f'{what}: QP {q + 1}', e.IBV_WC_RECV, flags=e.IBV_WC_GRH,
+                     byte_len=GRH_LEN + len(msgs[i]))
+            check(wc.src_qp == a_info['qpns'][sender] and wc.slid == a_info['lid'],
+                  f'{what}: source {wc.src_qp}/{wc.slid}')
+            off = wc.wr_id * slot
+            check(mr.read(len(msgs[i]), off + GRH_LEN) == msgs[i], f'{what}: data differ')
+            check_grh(mr.read(GRH_LEN, off), what, a_info['gid'], mgid,
+                      paylen=ud_paylen(len(msgs[i])), hop=1)
+    deadline = time.monotonic() + GRACE
+    while time.monotonic() < deadline:
+        for q, cq in enumerate(cqs):
+            n, wcs = cq.poll(1)
+            check(n == 0, f'{what}: QP {q + 1} got a datagram it should not: '
+                  f'{wc_str(wcs[0]) if wcs else ""}')
+        time.sleep(0.001)
+
+
 # ---- the runner ---------------------------------------------------------------
 
-SECTIONS = {'rc': sec_rc}
+SECTIONS = {'rc': sec_rc, 'ud': sec_ud, 'mcast': sec_mcast}
 
 
 def run_peer(opt):

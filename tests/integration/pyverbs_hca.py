@@ -39,7 +39,7 @@ try:
     from pyverbs.device import Context
     from pyverbs.mr import MR, MW, MWBind, MWBindInfo
     from pyverbs.pd import PD
-    from pyverbs.pyverbs_error import PyverbsError, PyverbsRDMAError
+    from pyverbs.pyverbs_error import PyverbsRDMAError
     from pyverbs.qp import QP, QPAttr, QPCap, QPEx, QPInitAttr, QPInitAttrEx
     from pyverbs.srq import SRQ, SrqAttr, SrqInitAttr, SrqInitAttrEx
     from pyverbs.wr import SGE, RecvWR, SendWR
@@ -195,6 +195,9 @@ class Node:
         self.lid = port.lid
         self.mtu = port.active_mtu
         self.gid = str(self.ctx.query_gid(PORT, 0))
+        dev_attr = self.ctx.query_device()
+        # RDMA READ/atomic depth both ways, within what the device allows.
+        self.rd_atom = max(1, min(4, dev_attr.max_qp_rd_atom, dev_attr.max_qp_init_rd_atom))
 
     def __enter__(self):
         return self
@@ -260,7 +263,7 @@ def to_init(qp, access, qkey=None):
     qp.modify(a, mask)
 
 
-def to_rtr(qp, n, peer, qpn, psn, rd_atomic=4, recv=True):
+def to_rtr(qp, n, peer, qpn, psn, recv=True):
     """Connected QP to RTR towards peer's QP qpn (RC, XRC_SEND/RECV)."""
     a = QPAttr(qp_state=e.IBV_QPS_RTR, port_num=PORT,
                path_mtu=min(e.IBV_MTU_1024, peer['mtu']))
@@ -270,19 +273,19 @@ def to_rtr(qp, n, peer, qpn, psn, rd_atomic=4, recv=True):
     mask = (e.IBV_QP_STATE | e.IBV_QP_AV | e.IBV_QP_PATH_MTU |
             e.IBV_QP_DEST_QPN | e.IBV_QP_RQ_PSN)
     if recv:
-        a.max_dest_rd_atomic = rd_atomic
+        a.max_dest_rd_atomic = n.rd_atom
         a.min_rnr_timer = 1
         mask |= e.IBV_QP_MAX_DEST_RD_ATOMIC | e.IBV_QP_MIN_RNR_TIMER
     qp.modify(a, mask)
 
 
-def to_rts(qp, psn, rd_atomic=4):
+def to_rts(qp, n, psn):
     a = QPAttr(qp_state=e.IBV_QPS_RTS)
     a.sq_psn = psn
     a.timeout = 14
     a.retry_cnt = 7
     a.rnr_retry = 7
-    a.max_rd_atomic = rd_atomic
+    a.max_rd_atomic = n.rd_atom
     qp.modify(a, e.IBV_QP_STATE | e.IBV_QP_SQ_PSN | e.IBV_QP_TIMEOUT |
               e.IBV_QP_RETRY_CNT | e.IBV_QP_RNR_RETRY | e.IBV_QP_MAX_QP_RD_ATOMIC)
 
@@ -295,7 +298,7 @@ def rc_pairs(ch, n, tag, qps, **extra):
     check(len(peer['qpns']) == len(qps), f'{tag}: QP counts differ')
     for qp, psn, rqpn, rpsn in zip(qps, psns, peer['qpns'], peer['psns']):
         to_rtr(qp, n, peer, rqpn, rpsn)
-        to_rts(qp, psn)
+        to_rts(qp, n, psn)
     ch.exchange(tag + '-rts')
     return peer
 
@@ -463,25 +466,24 @@ def sec_rc(ch, role, dev, opt):
         ch.exchange('rc-end')
 
 
-
-
 # ---- ud: address handles, GRH, Q_Keys, create_ah_from_wc ---------------------
 
 MTU_BYTES = {e.IBV_MTU_256: 256, e.IBV_MTU_512: 512, e.IBV_MTU_1024: 1024,
              e.IBV_MTU_2048: 2048, e.IBV_MTU_4096: 4096}
 
 
-def ud_qp(n, cq, create_flags=0, max_recv_wr=64):
-    """A UD QP in RTS with Q_Key QKEY (IBA 10.2.4)."""
-    cap = QPCap(max_send_wr=32, max_recv_wr=max_recv_wr, max_send_sge=1, max_recv_sge=1)
+def ud_qp(n, cq, create_flags=0, rcq=None):
+    """A UD QP in RTS with Q_Key QKEY (IBA 10.2.4); rcq: its own receive CQ."""
+    cap = QPCap(max_send_wr=32, max_recv_wr=64, max_send_sge=1, max_recv_sge=1)
+    rcq = rcq or cq
     if create_flags:
-        attr = QPInitAttrEx(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap, pd=n.pd,
+        attr = QPInitAttrEx(qp_type=e.IBV_QPT_UD, scq=cq, rcq=rcq, cap=cap, pd=n.pd,
                             create_flags=create_flags, comp_mask=
                             e.IBV_QP_INIT_ATTR_PD | e.IBV_QP_INIT_ATTR_CREATE_FLAGS)
         qp = need(f'ibv_create_qp_ex(UD, create_flags {create_flags:#x})', QP, n.ctx, attr)
     else:
         qp = need('ibv_create_qp(UD)', QP, n.pd,
-                  QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=cq, cap=cap, sq_sig_all=0))
+                  QPInitAttr(qp_type=e.IBV_QPT_UD, scq=cq, rcq=rcq, cap=cap, sq_sig_all=0))
     to_init(qp, 0, qkey=QKEY)
     qp.modify(QPAttr(qp_state=e.IBV_QPS_RTR), e.IBV_QP_STATE)
     a = QPAttr(qp_state=e.IBV_QPS_RTS)
@@ -638,10 +640,10 @@ def sec_mcast(ch, role, dev, opt):
     four get it once.  B2 leaves, A2 sends 1: B1, A1, A2 get it, B2 not."""
     slot = 256 + GRH_LEN
     with Node(dev) as n:
-        cqs = [CQ(n.ctx, 32), CQ(n.ctx, 32)]
+        scq, cqs = CQ(n.ctx, 32), [CQ(n.ctx, 32), CQ(n.ctx, 32)]
         mr = MR(n.pd, 32 * slot, e.IBV_ACCESS_LOCAL_WRITE)
         flags = e.IBV_QP_CREATE_BLOCK_SELF_MCAST_LB if role == 'a' else 0
-        qps = [ud_qp(n, cqs[0], create_flags=flags), ud_qp(n, cqs[1])]
+        qps = [ud_qp(n, scq, create_flags=flags, rcq=cqs[0]), ud_qp(n, scq, rcq=cqs[1])]
         for q, qp in enumerate(qps):
             for i in range(8):
                 post_recv(qp, mr, (q * 8 + i) * slot, slot, q * 8 + i)
@@ -680,7 +682,7 @@ def sec_mcast(ch, role, dev, opt):
                 ah = global_ah(n, mlid, mgid, hop_limit=1)
                 for i, m in enumerate(msgs):
                     ud_send(qps[sender], ah, MCAST_QPN, mr, (24 + i) * slot, m, 50 + i)
-                for wc in poll(cqs[sender], count, f'mcast round {r + 1}: sends'):
+                for wc in poll(scq, count, f'mcast round {r + 1}: sends'):
                     check_wc(wc, f'mcast round {r + 1}: send', e.IBV_WC_SEND)
                 got = a_get
             else:
@@ -721,9 +723,444 @@ def expect_mcast(cqs, mr, slot, got, msgs, mgid, a_info, sender, what):
         time.sleep(0.001)
 
 
+
+# ---- srq: one SRQ under two RC QPs, its limit, LAST_WQE_REACHED ---------------
+
+def sec_srq(ch, role, dev, opt):
+    """softib0's A1, A2 send 6 messages each to softib1's B1, B2, which
+    receive from one SRQ; srq_limit raises SRQ_LIMIT_REACHED; B1 to ERR
+    raises QP_LAST_WQE_REACHED (IBA 10.2.9, 11.6.3)."""
+    per_qp, size = 6, 256
+    with Node(dev) as n:
+        cq = CQ(n.ctx, 128)
+        if role == 'b':
+            srq = need('ibv_create_srq', SRQ, n.pd, SrqInitAttr(SrqAttr(max_wr=32, max_sge=1)))
+            attr = srq.query()
+            check(attr.max_wr >= 32 and attr.max_sge >= 1,
+                  f'srq: query gives max_wr {attr.max_wr}, max_sge {attr.max_sge}')
+            depth = attr.max_wr
+            mr = MR(n.pd, depth * size, e.IBV_ACCESS_LOCAL_WRITE)
+            for i in range(depth):
+                post_recv(srq, mr, i * size, size, i)
+            expect_errno(f'srq: receive {depth + 1} of max_wr {depth}', errno.ENOMEM,
+                         post_recv, srq, mr, 0, size, 999)
+            expect_errno('srq: srq_limit above max_wr', errno.EINVAL, srq.modify,
+                         SrqAttr(srq_limit=depth + 1), e.IBV_SRQ_LIMIT)
+            srq.modify(SrqAttr(srq_limit=depth - 2 * per_qp + 4), e.IBV_SRQ_LIMIT)
+            no_event(n.ctx, 'srq: armed limit, nothing consumed')
+            qps = [rc_qp(n, cq, srq=srq), rc_qp(n, cq, srq=srq)]
+        else:
+            mr = MR(n.pd, 2 * per_qp * size, e.IBV_ACCESS_LOCAL_WRITE)
+            qps = [rc_qp(n, cq), rc_qp(n, cq)]
+        for qp in qps:
+            to_init(qp, ACC_RW)
+        rc_pairs(ch, n, 'srq', qps)
+        if role == 'a':
+            for k in range(per_qp):
+                for q, qp in enumerate(qps):
+                    i = k * 2 + q
+                    m = bytes([q, k]) + pattern(200 + i, 98 + i)
+                    mr.write(m, len(m), i * size)
+                    qp.post_send(send_wr(e.IBV_WR_SEND, mr, i * size, len(m), i))
+            for wc in poll(cq, 2 * per_qp, 'srq: sends'):
+                check_wc(wc, 'srq: send', e.IBV_WC_SEND)
+            ch.send('sent')
+        else:
+            ch.recv('sent')
+            seen, next_seq = set(), [0, 0]
+            for wc in poll(cq, 2 * per_qp, 'srq: receives'):
+                check_wc(wc, 'srq: receive', e.IBV_WC_RECV)
+                check(wc.qp_num in (qps[0].qp_num, qps[1].qp_num),
+                      f'srq: completion for QP {wc.qp_num}')
+                check(wc.wr_id not in seen and wc.wr_id < depth, f'srq: wr_id {wc.wr_id} twice')
+                seen.add(wc.wr_id)
+                q = 0 if wc.qp_num == qps[0].qp_num else 1
+                k = next_seq[q]
+                next_seq[q] += 1
+                i = k * 2 + q
+                m = bytes([q, k]) + pattern(200 + i, 98 + i)
+                check(wc.byte_len == len(m), f'srq: byte_len {wc.byte_len} != {len(m)}')
+                check(mr.read(len(m), wc.wr_id * size) == m,
+                      f'srq: message {k} of QP {q + 1} differs (or came out of order)')
+            check(seen == set(range(2 * per_qp)), f'srq: WQEs not used in order: {sorted(seen)}')
+            wait_event(n.ctx, e.IBV_EVENT_SRQ_LIMIT_REACHED, 'srq: below srq_limit')
+            a = QPAttr(qp_state=e.IBV_QPS_ERR)
+            qps[0].modify(a, e.IBV_QP_STATE)
+            wait_event(n.ctx, e.IBV_EVENT_QP_LAST_WQE_REACHED, 'srq: QP on an SRQ to ERR')
+            # SRQ resize where the device says it can (IBV_DEVICE_SRQ_RESIZE).
+            if n.ctx.query_device().device_cap_flags & e.IBV_DEVICE_SRQ_RESIZE:
+                srq.modify(SrqAttr(max_wr=depth * 2), e.IBV_SRQ_MAX_WR)
+                check(srq.query().max_wr >= depth * 2, 'srq: max_wr did not grow')
+        ch.exchange('srq-end')
+
+
+# ---- xrc: an XRCD from a file, XRC SRQs, XRC_SEND / XRC_RECV QPs ------------
+
+def xrc_srq(ctx, pd, xrcd, cq, depth):
+    a = SrqInitAttrEx(max_wr=depth)
+    a.srq_type = e.IBV_SRQT_XRC
+    a.pd, a.xrcd, a.cq = pd, xrcd, cq
+    a.comp_mask = (e.IBV_SRQ_INIT_ATTR_TYPE | e.IBV_SRQ_INIT_ATTR_PD |
+                   e.IBV_SRQ_INIT_ATTR_CQ | e.IBV_SRQ_INIT_ATTR_XRCD)
+    return need('ibv_create_srq_ex(XRC)', SRQ, ctx, a)
+
+
+def sec_xrc(ch, role, dev, opt):
+    """softib1 opens one XRCD from a file in two contexts (O_CREAT, as
+    ibv_xsrq_pingpong), an XRC SRQ in each and an XRC_RECV QP in the first;
+    softib0's XRC_SEND QP sends to either SRQ number and writes into the
+    first SRQ's PD (IBA 9.2.4 XRCETH, 11.4.2.2)."""
+    size, count = 256, 4
+    with Node(dev) as n, contextlib.ExitStack() as stack:
+        if role == 'b':
+            fd_, path = tempfile.mkstemp(prefix='pyverbs-xrcd.')
+            os.close(fd_)
+            os.unlink(path)     # O_CREAT below makes it again, as xsrq_pingpong
+            stack.callback(lambda: os.path.exists(path) and os.unlink(path))
+            fds = [os.open(path, os.O_RDONLY | os.O_CREAT, 0o600), 0]
+            fds[1] = os.open(path, os.O_RDONLY)
+            for fd in fds:
+                stack.callback(os.close, fd)
+            ctx2 = Context(name=dev)
+            stack.callback(ctx2.close)
+            pd2 = PD(ctx2)
+            flags = e.IBV_XRCD_INIT_ATTR_FD | e.IBV_XRCD_INIT_ATTR_OFLAGS
+            xrcd1 = need('ibv_open_xrcd', XRCD, n.ctx, XRCDInitAttr(flags, os.O_CREAT, fds[0]))
+            xrcd2 = need('ibv_open_xrcd (same file, 2nd context)', XRCD, ctx2,
+                         XRCDInitAttr(flags, os.O_CREAT, fds[1]))
+            cqs = [CQ(n.ctx, 32), CQ(ctx2, 32)]
+            srqs = [xrc_srq(n.ctx, n.pd, xrcd1, cqs[0], 16), xrc_srq(ctx2, pd2, xrcd2, cqs[1], 16)]
+            srqns = [s_.get_srq_num() for s_ in srqs]
+            check(srqns[0] != srqns[1], f'xrc: two SRQs share number {srqns[0]}')
+            mrs = [MR(n.pd, 16 * size, ACC_RW), MR(pd2, 16 * size, e.IBV_ACCESS_LOCAL_WRITE)]
+            for k in range(2):
+                for i in range(8):
+                    post_recv(srqs[k], mrs[k], i * size, size, i)
+            qp = need('ibv_create_qp_ex(XRC_RECV)', QP, n.ctx, QPInitAttrEx(
+                qp_type=e.IBV_QPT_XRC_RECV, comp_mask=e.IBV_QP_INIT_ATTR_XRCD, xrcd=xrcd1))
+            to_init(qp, ACC_RW)
+            extra = dict(srqns=srqns, addr=mrs[0].buf + 12 * size, rkey=mrs[0].rkey)
+        else:
+            cq = CQ(n.ctx, 32)
+            mr = MR(n.pd, 16 * size, e.IBV_ACCESS_LOCAL_WRITE)
+            cap = QPCap(max_send_wr=32, max_recv_wr=0, max_send_sge=1, max_recv_sge=0)
+            qp = need('ibv_create_qp_ex(XRC_SEND)', QP, n.ctx, QPInitAttrEx(
+                qp_type=e.IBV_QPT_XRC_SEND, comp_mask=e.IBV_QP_INIT_ATTR_PD, pd=n.pd,
+                scq=cq, cap=cap))
+            to_init(qp, 0)
+            extra = {}
+        psn = random.getrandbits(24)
+        peer = ch.exchange('xrc', **n.info(qpns=[qp.qp_num], psns=[psn], **extra))
+        to_rtr(qp, n, peer, peer['qpns'][0], peer['psns'][0], recv=role == 'b')
+        if role == 'a':
+            to_rts(qp, n, psn)
+        ch.exchange('xrc-rtr')
+        msgs = [pattern(300 + i, 60 + i) for i in range(count)]
+        wdata = pattern(310, 500)
+        if role == 'a':
+            for i, m in enumerate(msgs):
+                mr.write(m, len(m), i * size)
+                w = send_wr(e.IBV_WR_SEND_WITH_IMM if i == 3 else e.IBV_WR_SEND,
+                            mr, i * size, len(m), i, imm=0x600d)
+                w.set_qp_type_xrc(peer['srqns'][i % 2])
+                qp.post_send(w)
+            mr.write(wdata, len(wdata), 8 * size)
+            w = send_wr(e.IBV_WR_RDMA_WRITE, mr, 8 * size, len(wdata), 9)
+            w.set_wr_rdma(peer['rkey'], peer['addr'])
+            w.set_qp_type_xrc(peer['srqns'][0])
+            qp.post_send(w)
+            for i, wc in enumerate(poll(cq, count + 1, 'xrc: sends')):
+                check_wc(wc, 'xrc: send', e.IBV_WC_RDMA_WRITE if i == count else e.IBV_WC_SEND,
+                         wr_id=9 if i == count else i)
+            ch.send('sent')
+        else:
+            ch.recv('sent')
+            for k in range(2):
+                for j, wc in enumerate(poll(cqs[k], count // 2, f'xrc: SRQ {k + 1}')):
+                    i = j * 2 + k
+                    check_wc(wc, f'xrc: message {i} in SRQ {k + 1}', e.IBV_WC_RECV, wr_id=j,
+                             byte_len=len(msgs[i]),
+                             flags=e.IBV_WC_WITH_IMM if i == 3 else 0,
+                             noflags=0 if i == 3 else e.IBV_WC_WITH_IMM)
+                    check(mrs[k].read(len(msgs[i]), j * size) == msgs[i],
+                          f'xrc: message {i} data differ')
+                quiet(cqs[k], f'xrc: SRQ {k + 1}')
+            check(mrs[0].read(len(wdata), 12 * size) == wdata, 'xrc: RDMA_WRITE data differ')
+        ch.exchange('xrc-end')
+
+
+
+# ---- atomic: CMP_AND_SWP and FETCH_AND_ADD on RC (IBA 9.4.5, 10.7.2.3) ------
+
+ATOMIC_OPS = (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+              e.IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+V0, V1, V2, V3 = 0x0102030405060708, 0x1111222233334444, 0x5555666677778888, 0x0a0b0c0d0e0f1011
+ADD0 = 0x00000000fffffff0   # the add carries into the high word
+COUNT0 = 1000
+
+
+def u64(mr, off):
+    return struct.unpack('=Q', mr.read(8, off))[0]
+
+
+def atomic_wr(opcode, res, off, rkey, addr, cmp_add, swap=0, wr_id=0):
+    w = send_wr(opcode, res, off, 8, wr_id)
+    w.set_wr_atomic(rkey, addr, cmp_add, swap)
+    return w
+
+
+def sec_atomic(ch, role, dev, opt):
+    """softib0's QPs run atomics on softib1's memory: both opcodes through
+    ibv_post_send and the ibv_wr_* API, 100 FETCH_AND_ADDs from two QPs on
+    one counter (each old value returned once, the counter exact), a
+    misaligned address and an MR without REMOTE_ATOMIC."""
+    adds = 50
+    with Node(dev) as n:
+        caps = n.ctx.query_device().atomic_caps
+        if caps == e.IBV_ATOMIC_NONE:
+            raise Skip('the device reports IBV_ATOMIC_NONE')
+        check(caps == e.IBV_ATOMIC_GLOB, f'atomic_cap {caps}, expected IBV_ATOMIC_GLOB')
+        cq = CQ(n.ctx, 256)
+        acc = ACC_RW | e.IBV_ACCESS_REMOTE_ATOMIC
+        if role == 'a':
+            qps = [rc_qp(n, cq, send_ops=ATOMIC_OPS, max_send_wr=2 * adds)] + [
+                rc_qp(n, cq, max_send_wr=2 * adds) for _ in range(3)]
+            res = MR(n.pd, 4096, e.IBV_ACCESS_LOCAL_WRITE)
+            extra = {}
+        else:
+            qps = [rc_qp(n, cq) for _ in range(4)]
+            mem = MR(n.pd, 4096, acc)
+            plain = MR(n.pd, 4096, ACC_RW)
+            mem.write(struct.pack('=QQQ', V0, ADD0, COUNT0), 24, 0)
+            plain.write(struct.pack('=Q', V0), 8, 0)
+            extra = dict(addr=mem.buf, rkey=mem.rkey, paddr=plain.buf, prkey=plain.rkey)
+        for qp in qps:
+            to_init(qp, acc)
+        peer = rc_pairs(ch, n, 'atomic', qps, **extra)
+        if role == 'a':
+            rk, ad = peer['rkey'], peer['addr']
+            q = qps[0]
+            steps = [  # (how, opcode, remote offset, compare/add, swap, expected result)
+                ('post', e.IBV_WR_ATOMIC_CMP_AND_SWP, 0, V0, V1, V0),
+                ('post', e.IBV_WR_ATOMIC_CMP_AND_SWP, 0, V0, V2, V1),   # no match: no swap
+                ('post', e.IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 0x20, 0, ADD0),
+                ('wr', e.IBV_WR_ATOMIC_CMP_AND_SWP, 0, V1, V3, V1),
+                ('wr', e.IBV_WR_ATOMIC_FETCH_AND_ADD, 8, 1, 0, ADD0 + 0x20),
+            ]
+            for i, (how, op, off, ca, sw, want) in enumerate(steps):
+                if how == 'post':
+                    q.post_send(atomic_wr(op, res, 8 * i, rk, ad + off, ca, sw, wr_id=i))
+                else:
+                    q.wr_start()
+                    q.wr_id = i
+                    q.wr_flags = e.IBV_SEND_SIGNALED
+                    if op == e.IBV_WR_ATOMIC_CMP_AND_SWP:
+                        q.wr_atomic_cmp_swp(rk, ad + off, ca, sw)
+                    else:
+                        q.wr_atomic_fetch_add(rk, ad + off, ca)
+                    q.wr_set_sge(SGE(res.buf + 8 * i, 8, res.lkey))
+                    q.wr_complete()
+                wc = poll(cq, 1, f'atomic step {i + 1}')[0]
+                check_wc(wc, f'atomic step {i + 1} ({how})', e.IBV_WC_COMP_SWAP
+                         if op == e.IBV_WR_ATOMIC_CMP_AND_SWP else e.IBV_WC_FETCH_ADD, wr_id=i)
+                got = u64(res, 8 * i)
+                check(got == want, f'atomic step {i + 1} ({how}): returned {got:#x}, '
+                      f'expected {want:#x}')
+            # Two QPs, one counter: every old value exactly once.
+            for k in range(adds):
+                for j in (1, 2):
+                    w = atomic_wr(e.IBV_WR_ATOMIC_FETCH_AND_ADD, res, 64 + 8 * (2 * k + j - 1),
+                                  rk, ad + 16, 1, wr_id=100 + 2 * k + j - 1)
+                    qps[j].post_send(w)
+            for wc in poll(cq, 2 * adds, 'atomic: concurrent FETCH_AND_ADDs'):
+                check_wc(wc, 'atomic: concurrent FETCH_AND_ADD', e.IBV_WC_FETCH_ADD)
+            olds = sorted(u64(res, 64 + 8 * i) for i in range(2 * adds))
+            check(olds == list(range(COUNT0, COUNT0 + 2 * adds)),
+                  f'atomic: the returned values are not {COUNT0}..{COUNT0 + 2 * adds - 1} '
+                  f'once each: {olds}')
+            # Errors: the responder refuses, the requester completes in error.
+            qps[3].post_send(atomic_wr(e.IBV_WR_ATOMIC_FETCH_AND_ADD, res, 2048, rk, ad + 4,
+                                       1, wr_id=200))
+            check_wc(poll(cq, 1, 'atomic: misaligned')[0], 'atomic on a misaligned address',
+                     status=e.IBV_WC_REM_INV_REQ_ERR, wr_id=200)
+            ch.send('misaligned')
+            ch.recv('misaligned')
+            # A fresh QP pair for the access error (the last one is in ERR).
+            q2 = rc_qp(n, cq)
+            to_init(q2, acc)
+            rc_pairs(ch, n, 'atomic2', [q2])
+            q2.post_send(atomic_wr(e.IBV_WR_ATOMIC_CMP_AND_SWP, res, 2056, peer['prkey'],
+                                   peer['paddr'], V0, V1, wr_id=201))
+            check_wc(poll(cq, 1, 'atomic: no REMOTE_ATOMIC')[0],
+                     'atomic on an MR without REMOTE_ATOMIC', status=e.IBV_WC_REM_ACCESS_ERR,
+                     wr_id=201)
+            ch.send('done-ops')
+        else:
+            ch.recv('misaligned')
+            ch.send('misaligned')
+            q2 = rc_qp(n, cq)
+            to_init(q2, acc)
+            rc_pairs(ch, n, 'atomic2', [q2])
+            ch.recv('done-ops')
+            got = struct.unpack('=QQQ', mem.read(24, 0))
+            want = (V3, ADD0 + 0x21, COUNT0 + 2 * adds)
+            check(got == want, 'atomic: target memory ' + ' '.join(map(hex, got)) +
+                  ', expected ' + ' '.join(map(hex, want)))
+            check(u64(plain, 0) == V0, 'atomic: an MR without REMOTE_ATOMIC was changed')
+        ch.exchange('atomic-end')
+
+
+# ---- mw: memory windows type 1 and 2 (IBA 10.6.7, 9.4.6) ---------------------
+
+MW_OPS = (e.IBV_QP_EX_WITH_SEND | e.IBV_QP_EX_WITH_BIND_MW | e.IBV_QP_EX_WITH_LOCAL_INV |
+          e.IBV_QP_EX_WITH_SEND_WITH_INV)
+
+
+def rdma(qp, cq, op, mr, off, length, rkey, addr, what, status=e.IBV_WC_SUCCESS):
+    w = send_wr(op, mr, off, length, 7)
+    w.set_wr_rdma(rkey, addr)
+    qp.post_send(w)
+    check_wc(poll(cq, 1, what)[0], what, e.IBV_WC_RDMA_WRITE if op == e.IBV_WR_RDMA_WRITE
+             else e.IBV_WC_RDMA_READ, status=status, wr_id=7)
+
+
+def sec_mw(ch, role, dev, opt):
+    """softib1 binds windows on its MR, softib0 accesses through them.
+    Pair 1: type 1 (ibv_bind_mw), write and read inside, a write across its
+    end fails.  Pair 2: the type 1 window from another QP of the PD, then a
+    zero-length bind invalidates it.  Pair 3: type 2 (IBV_WR_BIND_MW), then
+    IBV_WR_LOCAL_INV.  Pair 4: type 2 through ibv_wr_bind_mw, then the peer's
+    SEND_WITH_INV (IBV_WC_WITH_INV).  Pair 5: a bind on an MR without
+    IBV_ACCESS_MW_BIND fails."""
+    win = 4096
+    with Node(dev) as n:
+        cq = CQ(n.ctx, 64)
+        pairs = 5
+        if role == 'b':
+            mr = need('ibv_reg_mr with IBV_ACCESS_MW_BIND', MR, n.pd, 8 * win,
+                      ACC_RW | e.IBV_ACCESS_MW_BIND)
+            nobind = MR(n.pd, win, ACC_RW)
+            mw1 = need('ibv_alloc_mw(type 1)', MW, n.pd, e.IBV_MW_TYPE_1)
+            mw2 = need('ibv_alloc_mw(type 2)', MW, n.pd, e.IBV_MW_TYPE_2)
+            mw2b = MW(n.pd, e.IBV_MW_TYPE_2)
+            mw1b = MW(n.pd, e.IBV_MW_TYPE_1)
+            qps = [rc_qp(n, cq) for _ in range(3)] + [rc_qp(n, cq, send_ops=MW_OPS), rc_qp(n, cq)]
+        else:
+            mr = MR(n.pd, 8 * win, ACC_RW)
+            qps = [rc_qp(n, cq) for _ in range(pairs)]
+        for qp in qps:
+            to_init(qp, ACC_RW)
+        rc_pairs(ch, n, 'mw', qps)
+        rw = e.IBV_ACCESS_REMOTE_WRITE | e.IBV_ACCESS_REMOTE_READ
+        data = pattern(400, 512)
+        if role == 'b':
+            # Pair 1: type 1.
+            old = mw1.rkey
+            bind = MWBind(MWBindInfo(mr, mr.buf + win, win, rw), e.IBV_SEND_SIGNALED, wr_id=1)
+            qps[0].bind_mw(mw1, bind)
+            check_wc(poll(cq, 1, 'mw: type 1 bind')[0], 'mw: type 1 bind', e.IBV_WC_BIND_MW,
+                     wr_id=1)
+            check(mw1.rkey != old, 'mw: a type 1 bind kept the old R_Key')
+            expect_errno('mw: ibv_bind_mw on a type 2 window', errno.EINVAL,
+                         qps[0].bind_mw, mw2, bind)
+            ch.send('w1', rkey=mw1.rkey, addr=mr.buf + win)
+            ch.recv('w1-done')
+            check(mr.read(len(data), win + 100) == data, 'mw: write through type 1 differs')
+            check(mr.read(16, 2 * win - 8) == bytes(16), 'mw: a write across the window end '
+                  'changed memory')
+            # Pair 2: zero-length bind invalidates the type 1 window.
+            ch.recv('w2-used')
+            qps[1].bind_mw(mw1, MWBind(MWBindInfo(mr, mr.buf, 0, 0), e.IBV_SEND_SIGNALED, 2))
+            check_wc(poll(cq, 1, 'mw: zero-length bind')[0], 'mw: zero-length bind',
+                     e.IBV_WC_BIND_MW, wr_id=2)
+            ch.send('w2-unbound')
+            # Pair 3: type 2 by IBV_WR_BIND_MW, IBV_WR_LOCAL_INV.
+            w = SendWR(wr_id=3, opcode=e.IBV_WR_BIND_MW)
+            w.set_bind_wr(mw2, MWBindInfo(mr, mr.buf + 2 * win, win, rw))
+            rkey3 = w.rkey
+            qps[2].post_send(w)
+            check_wc(poll(cq, 1, 'mw: type 2 bind')[0], 'mw: type 2 bind', e.IBV_WC_BIND_MW,
+                     wr_id=3)
+            ch.send('w3', rkey=rkey3, addr=mr.buf + 2 * win)
+            ch.recv('w3-used')
+            check(mr.read(len(data), 2 * win) == data, 'mw: write through type 2 differs')
+            w = SendWR(wr_id=4, opcode=e.IBV_WR_LOCAL_INV)
+            w.imm_data = rkey3      # the invalidate_rkey of the union
+            qps[2].post_send(w)
+            check_wc(poll(cq, 1, 'mw: local invalidate')[0], 'mw: LOCAL_INV',
+                     e.IBV_WC_LOCAL_INV, wr_id=4)
+            ch.send('w3-invalid')
+            # Pair 4: type 2 through the ibv_wr_* API, SEND_WITH_INV from the peer.
+            post_recv(qps[3], mr, 6 * win, 256, 5)
+            q = qps[3]
+            rkey4 = inc_rkey(mw2b.rkey)
+            q.wr_start()
+            q.wr_id = 6
+            q.wr_flags = e.IBV_SEND_SIGNALED
+            q.wr_bind_mw(mw2b, rkey4, MWBindInfo(mr, mr.buf + 3 * win, win, rw))
+            q.wr_complete()
+            check_wc(poll(cq, 1, 'mw: ibv_wr_bind_mw')[0], 'mw: ibv_wr_bind_mw',
+                     e.IBV_WC_BIND_MW, wr_id=6)
+            ch.send('w4', rkey=rkey4, addr=mr.buf + 3 * win)
+            wc = poll(cq, 1, 'mw: SEND_WITH_INV')[0]
+            check_wc(wc, 'mw: SEND_WITH_INV', e.IBV_WC_RECV, wr_id=5, byte_len=64,
+                     flags=e.IBV_WC_WITH_INV)
+            check(wc.imm_data == rkey4, f'mw: invalidated_rkey {wc.imm_data:#x} != {rkey4:#x}')
+            check(mr.read(len(data), 3 * win) == data, 'mw: write through ibv_wr_bind_mw')
+            ch.send('w4-invalid')
+            # Pair 5: no IBV_ACCESS_MW_BIND on the MR.
+            try:
+                qps[4].bind_mw(mw1b, MWBind(MWBindInfo(nobind, nobind.buf, 1024,
+                                                       e.IBV_ACCESS_REMOTE_WRITE),
+                                            e.IBV_SEND_SIGNALED, 8))
+                wc = poll(cq, 1, 'mw: bind without MW_BIND')[0]
+                check(wc.status != e.IBV_WC_SUCCESS,
+                      'mw: a bind on an MR without IBV_ACCESS_MW_BIND succeeded')
+            except PyverbsRDMAError:
+                pass
+        else:
+            src = 4 * win
+            mr.write(data, len(data), src)
+            p = ch.recv('w1')
+            rdma(qps[0], cq, e.IBV_WR_RDMA_WRITE, mr, src, len(data), p['rkey'],
+                 p['addr'] + 100, 'mw: write through type 1')
+            rdma(qps[0], cq, e.IBV_WR_RDMA_READ, mr, 0, len(data), p['rkey'], p['addr'] + 100,
+                 'mw: read through type 1')
+            check(mr.read(len(data), 0) == data, 'mw: read through type 1 differs')
+            rdma(qps[0], cq, e.IBV_WR_RDMA_WRITE, mr, src, 16, p['rkey'], p['addr'] + win - 8,
+                 'mw: write across the window end', e.IBV_WC_REM_ACCESS_ERR)
+            ch.send('w1-done')
+            rdma(qps[1], cq, e.IBV_WR_RDMA_READ, mr, 0, 64, p['rkey'], p['addr'] + 100,
+                 'mw: type 1 from another QP of the PD')
+            ch.send('w2-used')
+            ch.recv('w2-unbound')
+            rdma(qps[1], cq, e.IBV_WR_RDMA_WRITE, mr, src, 64, p['rkey'], p['addr'],
+                 'mw: write after the zero-length bind', e.IBV_WC_REM_ACCESS_ERR)
+            p = ch.recv('w3')
+            rdma(qps[2], cq, e.IBV_WR_RDMA_WRITE, mr, src, len(data), p['rkey'], p['addr'],
+                 'mw: write through type 2')
+            ch.send('w3-used')
+            ch.recv('w3-invalid')
+            rdma(qps[2], cq, e.IBV_WR_RDMA_WRITE, mr, src, 64, p['rkey'], p['addr'],
+                 'mw: write after LOCAL_INV', e.IBV_WC_REM_ACCESS_ERR)
+            p = ch.recv('w4')
+            rdma(qps[3], cq, e.IBV_WR_RDMA_WRITE, mr, src, len(data), p['rkey'], p['addr'],
+                 'mw: write through ibv_wr_bind_mw')
+            w = send_wr(e.IBV_WR_SEND_WITH_INV, mr, src, 64, 9)
+            w.imm_data = p['rkey']
+            qps[3].post_send(w)
+            check_wc(poll(cq, 1, 'mw: SEND_WITH_INV sent')[0], 'mw: SEND_WITH_INV',
+                     e.IBV_WC_SEND, wr_id=9)
+            ch.recv('w4-invalid')
+            rdma(qps[3], cq, e.IBV_WR_RDMA_WRITE, mr, src, 64, p['rkey'], p['addr'],
+                 'mw: write after SEND_WITH_INV', e.IBV_WC_REM_ACCESS_ERR)
+        ch.exchange('mw-end')
+
+
 # ---- the runner ---------------------------------------------------------------
 
-SECTIONS = {'rc': sec_rc, 'ud': sec_ud, 'mcast': sec_mcast}
+SECTIONS = {'rc': sec_rc, 'ud': sec_ud, 'srq': sec_srq, 'xrc': sec_xrc,
+            'atomic': sec_atomic, 'mw': sec_mw, 'mcast': sec_mcast}
 
 
 def run_peer(opt):

@@ -124,6 +124,21 @@ class Channel:
         check(msg['tag'] == tag, f'the peer sent "{msg["tag"]}", expected "{tag}"')
         return msg
 
+    def check_peer(self):
+        """Raise at once if the peer already reported a failure or a skip
+        (other messages stay queued for recv)."""
+        while select.select([self.rfd], [], [], 0)[0]:
+            chunk = os.read(self.rfd, 65536)
+            if not chunk:
+                break
+            self.buf += chunk
+        for line in self.buf.split(b'\n')[:-1]:
+            msg = json.loads(line)
+            if msg['tag'] == 'skip':
+                raise Skip('peer: ' + msg['why'])
+            if msg['tag'] == 'fail':
+                raise Fail('peer: ' + msg['why'])
+
     def exchange(self, tag, **mine):
         """Both sides send, then read the other's (pipes buffer both)."""
         self.send(tag, **mine)
@@ -131,6 +146,8 @@ class Channel:
 
 
 # ---- completions ------------------------------------------------------------
+
+peer_channel = None     # polls give up at once when the peer reports a failure
 
 def wc_str(wc):
     return (f'wr_id={wc.wr_id} status={cqe_status_to_str(wc.status)} '
@@ -142,7 +159,7 @@ def wc_str(wc):
 def poll(cq, count, what, timeout=WAIT):
     """count completions, or Fail after timeout seconds."""
     deadline = time.monotonic() + timeout
-    wcs = []
+    wcs, idle = [], 0
     while len(wcs) < count:
         n, got = cq.poll(count - len(wcs))
         wcs += got
@@ -150,6 +167,9 @@ def poll(cq, count, what, timeout=WAIT):
             if time.monotonic() > deadline:
                 raise Fail(f'{what}: {len(wcs)} of {count} completions in '
                            f'{timeout:.0f} s ' + '; '.join(map(wc_str, wcs)))
+            idle += 1
+            if peer_channel and idle % 256 == 0:
+                peer_channel.check_peer()
             time.sleep(0.0002)
     return wcs
 
@@ -1166,7 +1186,8 @@ SECTIONS = {'rc': sec_rc, 'ud': sec_ud, 'srq': sec_srq, 'xrc': sec_xrc,
 def run_peer(opt):
     """The child: one section's side b on dev_b, reporting over the pipe."""
     rfd, wfd = map(int, opt.fds.split(','))
-    ch = Channel(rfd, wfd)
+    global peer_channel
+    ch = peer_channel = Channel(rfd, wfd)
     try:
         SECTIONS[opt.peer](ch, 'b', opt.dev_b, opt)
         ch.send('done')
@@ -1188,7 +1209,8 @@ def run_section(name, opt):
     child = subprocess.Popen(cmd, pass_fds=(p_r, c_w), stdin=subprocess.DEVNULL)
     os.close(p_r)
     os.close(c_w)
-    ch = Channel(c_r, p_w)
+    global peer_channel
+    ch = peer_channel = Channel(c_r, p_w)
     status, why = 'PASS', ''
     try:
         SECTIONS[name](ch, 'a', opt.dev_a, opt)
@@ -1204,7 +1226,7 @@ def run_section(name, opt):
         try:
             ch.recv('done', timeout=1)
         except (Fail, Skip) as ex:
-            if str(ex).startswith('peer: '):
+            if str(ex).startswith('peer: ') and str(ex) != why:
                 why = f'{ex} [side a: {why}]' if status == 'FAIL' else str(ex)
         with contextlib.suppress(OSError):
             ch.send(status.lower(), why='the other side stopped')

@@ -8,13 +8,14 @@
 # deadline, leave a child behind, or report PASS for a check it did not make.
 # pyverbs 44 has neither ibv_attach_mcast nor the async fd: those go through
 # ctypes on the same libibverbs (c_pointer() below).
-"""Usage: pyverbs_hca.py [--strict] [SECTION...]   (default: every section)
+"""pyverbs through softib between two processes: RC, UD, SRQ, XRC, atomics,
+memory windows and multicast, data and completions checked.
 
-Sections: rc ud srq xrc atomic mw mcast.  Each prints PASS, FAIL or SKIP (the
-feature does not exist: a verb answered EOPNOTSUPP/ENOSYS or the device
-attributes say so); with --strict a SKIP counts as a failure.  Exit status 1
-on any failure.  Needs a running softibd and LD_LIBRARY_PATH on softib's
-libibverbs (tests/integration/pyverbs.sh does both)."""
+Each section prints PASS, FAIL or SKIP (the feature does not exist: a verb
+answered EOPNOTSUPP/ENOSYS or the device attributes say so); with --strict a
+SKIP counts as a failure.  Exit status 1 on any failure.  Needs a running
+softibd and LD_LIBRARY_PATH on softib's libibverbs (tests/integration/
+pyverbs.sh does both)."""
 
 import argparse
 import contextlib
@@ -28,6 +29,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 
@@ -828,10 +830,13 @@ def xrc_srq(ctx, pd, xrcd, cq, depth):
 def sec_xrc(ch, role, dev, opt):
     """softib1 opens one XRCD from a file in two contexts (O_CREAT, as
     ibv_xsrq_pingpong), an XRC SRQ in each and an XRC_RECV QP in the first;
-    softib0's XRC_SEND QP sends to either SRQ number and writes into the
-    first SRQ's PD (IBA 9.2.4 XRCETH, 11.4.2.2)."""
+    softib0's XRC_SEND QP sends to either SRQ number, writes into the first
+    SRQ's PD and, where the device has atomics, adds to it (IBA 9.2.4
+    XRCETH, 11.4.2.2)."""
     size, count = 256, 4
     with Node(dev) as n, contextlib.ExitStack() as stack:
+        atomics = n.ctx.query_device().atomic_caps != e.IBV_ATOMIC_NONE
+        acc = ACC_RW | (e.IBV_ACCESS_REMOTE_ATOMIC if atomics else 0)
         if role == 'b':
             fd_, path = tempfile.mkstemp(prefix='pyverbs-xrcd.')
             os.close(fd_)
@@ -851,14 +856,16 @@ def sec_xrc(ch, role, dev, opt):
             cqs = [CQ(n.ctx, 32), CQ(ctx2, 32)]
             srqs = [xrc_srq(n.ctx, n.pd, xrcd1, cqs[0], 16), xrc_srq(ctx2, pd2, xrcd2, cqs[1], 16)]
             srqns = [s_.get_srq_num() for s_ in srqs]
-            check(srqns[0] != srqns[1], f'xrc: two SRQs share number {srqns[0]}')
-            mrs = [MR(n.pd, 16 * size, ACC_RW), MR(pd2, 16 * size, e.IBV_ACCESS_LOCAL_WRITE)]
+            check(srqns[0] != srqns[1], f'xrc: SRQs of one XRC domain in two contexts share '
+                  f'number {srqns[0]} (an XRCETH could not tell them apart)')
+            mrs = [MR(n.pd, 16 * size, acc), MR(pd2, 16 * size, e.IBV_ACCESS_LOCAL_WRITE)]
+            mrs[0].write(struct.pack('=Q', V0), 8, 14 * size)
             for k in range(2):
                 for i in range(8):
                     post_recv(srqs[k], mrs[k], i * size, size, i)
             qp = need('ibv_create_qp_ex(XRC_RECV)', QP, n.ctx, QPInitAttrEx(
                 qp_type=e.IBV_QPT_XRC_RECV, comp_mask=e.IBV_QP_INIT_ATTR_XRCD, xrcd=xrcd1))
-            to_init(qp, ACC_RW)
+            to_init(qp, acc)
             extra = dict(srqns=srqns, addr=mrs[0].buf + 12 * size, rkey=mrs[0].rkey)
         else:
             cq = CQ(n.ctx, 32)
@@ -892,6 +899,15 @@ def sec_xrc(ch, role, dev, opt):
             for i, wc in enumerate(poll(cq, count + 1, 'xrc: sends')):
                 check_wc(wc, 'xrc: send', e.IBV_WC_RDMA_WRITE if i == count else e.IBV_WC_SEND,
                          wr_id=9 if i == count else i)
+            if atomics:
+                w = atomic_wr(e.IBV_WR_ATOMIC_FETCH_AND_ADD, mr, 10 * size, peer['rkey'],
+                              peer['addr'] + 2 * size, 5, wr_id=10)
+                w.set_qp_type_xrc(peer['srqns'][0])
+                qp.post_send(w)
+                check_wc(poll(cq, 1, 'xrc: FETCH_AND_ADD')[0], 'xrc: FETCH_AND_ADD',
+                         e.IBV_WC_FETCH_ADD, wr_id=10)
+                check(u64(mr, 10 * size) == V0, f'xrc: FETCH_AND_ADD returned '
+                      f'{u64(mr, 10 * size):#x}, expected {V0:#x}')
             ch.send('sent')
         else:
             ch.recv('sent')
@@ -906,6 +922,9 @@ def sec_xrc(ch, role, dev, opt):
                           f'xrc: message {i} data differ')
                 quiet(cqs[k], f'xrc: SRQ {k + 1}')
             check(mrs[0].read(len(wdata), 12 * size) == wdata, 'xrc: RDMA_WRITE data differ')
+            want = V0 + 5 if atomics else V0
+            check(u64(mrs[0], 14 * size) == want, f'xrc: atomic target '
+                  f'{u64(mrs[0], 14 * size):#x}, expected {want:#x}')
         ch.exchange('xrc-end')
 
 
@@ -1245,9 +1264,12 @@ def run_section(name, opt):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0],
+    sections = '\n'.join(textwrap.fill(' '.join(f.__doc__.split()), 79, initial_indent=
+                                        f'  {k:7}', subsequent_indent=' ' * 9)
+                          for k, f in SECTIONS.items())
+    ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split('\n', 2)[2])
+                                 epilog='sections:\n' + sections)
     ap.add_argument('sections', nargs='*', metavar='SECTION',
                     help='sections to run (default: all): ' + ' '.join(SECTIONS))
     ap.add_argument('--strict', action='store_true', help='a SKIP is a failure')

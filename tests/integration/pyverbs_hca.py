@@ -6,8 +6,9 @@
 # (AH, GRH), SRQ, XRC, atomics, memory windows and multicast (IBA vol 1
 # ch. 9-11, rdma-core verbs.h semantics).  It must not wait without a
 # deadline, leave a child behind, or report PASS for a check it did not make.
-# pyverbs 44 has neither ibv_attach_mcast nor the async fd: those go through
-# ctypes on the same libibverbs (c_pointer() below).
+# Single-threaded; the two processes share only a pipe (JSON lines).  pyverbs
+# 44 has neither ibv_attach_mcast nor the async fd: those go through ctypes on
+# the same libibverbs (c_pointer() below).
 """pyverbs through softib between two processes: RC, UD, SRQ, XRC, atomics,
 memory windows and multicast, data and completions checked.
 
@@ -354,7 +355,7 @@ def c_pointer(obj, what, valid):
 
 
 def qp_pointer(qp):
-    """struct ibv_qp *: qp_num at 52, state at 56, qp_type at 60 (verbs.h)."""
+    """struct ibv_qp *: qp_num at 52, state at 56, qp_type at 60 (verbs.h, LP64)."""
     def valid(p):
         d = peek(p, 64)
         if d is None or struct.unpack_from('=Q', d, 0)[0] == 0:
@@ -366,14 +367,14 @@ def qp_pointer(qp):
 
 def async_fd(ctx):
     """ibv_context.async_fd: cmd_fd at 264, async_fd at 268, device->name at
-    24 (verbs.h of rdma-core 44)."""
+    24 (verbs.h of rdma-core 44, LP64)."""
     def valid(p):
         d = peek(p, 272)
         if d is None or struct.unpack_from('=i', d, 264)[0] != ctx.cmd_fd:
             return False
         dev = struct.unpack_from('=Q', d, 0)[0]
         name = peek(dev + 24, 64) if dev else None
-        return name is not None and name.split(b'\0')[0].decode() == ctx.name
+        return name is not None and name.split(b'\0')[0] == ctx.name.encode()
     p = c_pointer(ctx, 'ibv_context', valid)
     return struct.unpack_from('=i', peek(p, 272), 268)[0]
 

@@ -258,17 +258,19 @@ def pattern(seed, length):
     return bytes(r.getrandbits(8) for _ in range(length))
 
 
-def rc_qp(n, cq, srq=None, send_ops=0, max_send_wr=64, max_recv_wr=64):
-    """An RC QP in INIT; send_ops: a QPEx with those IBV_QP_EX_WITH_* ops."""
+def rc_qp(n, cq, srq=None, send_ops=0, max_send_wr=64, max_recv_wr=64, rcq=None):
+    """An RC QP in RESET; send_ops: a QPEx with those IBV_QP_EX_WITH_* ops;
+    rcq: its own receive CQ."""
     cap = QPCap(max_send_wr=max_send_wr, max_recv_wr=0 if srq else max_recv_wr,
                 max_send_sge=1, max_recv_sge=1)
+    rcq = rcq or cq
     if send_ops:
-        attr = QPInitAttrEx(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, srq=srq, cap=cap,
+        attr = QPInitAttrEx(qp_type=e.IBV_QPT_RC, scq=cq, rcq=rcq, srq=srq, cap=cap,
                             pd=n.pd, send_ops_flags=send_ops, comp_mask=
                             e.IBV_QP_INIT_ATTR_PD | e.IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
         qp = need('ibv_create_qp_ex with send_ops_flags', QPEx, n.ctx, attr)
     else:
-        qp = QP(n.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=cq, srq=srq,
+        qp = QP(n.pd, QPInitAttr(qp_type=e.IBV_QPT_RC, scq=cq, rcq=rcq, srq=srq,
                                  cap=cap, sq_sig_all=0))
     return qp
 
@@ -439,9 +441,10 @@ def sec_rc(ch, role, dev, opt):
     msg1, wdata = pattern(1, 3000), pattern(2, 2500)
     rdata, reply = pattern(3, 700), pattern(4, 100)
     with Node(dev) as n:
-        cq = CQ(n.ctx, 64)
+        # Own CQs for sends and receives: the reply may overtake the READ.
+        cq, rcq = CQ(n.ctx, 64), CQ(n.ctx, 64)
         mr = MR(n.pd, 16384, ACC_RW)
-        qp = rc_qp(n, cq)
+        qp = rc_qp(n, cq, rcq=rcq)
         to_init(qp, ACC_RW)
         if role == 'b':
             mr.write(rdata, len(rdata), 12288)
@@ -467,18 +470,18 @@ def sec_rc(ch, role, dev, opt):
                                                       e.IBV_WC_RDMA_READ)):
                 check_wc(wc, 'rc: requester', op, wr_id=wid)
             check(mr.read(len(rdata), 8192) == rdata, 'rc: RDMA_READ data differ')
-            wc = poll(cq, 1, 'rc: reply')[0]
+            wc = poll(rcq, 1, 'rc: reply')[0]
             check_wc(wc, 'rc: reply', e.IBV_WC_RECV, wr_id=9, byte_len=len(reply),
                      noflags=e.IBV_WC_WITH_IMM)
             check(mr.read(len(reply), 0) == reply, 'rc: reply data differ')
         else:
-            wc = poll(cq, 1, 'rc: SEND_WITH_IMM')[0]
+            wc = poll(rcq, 1, 'rc: SEND_WITH_IMM')[0]
             check_wc(wc, 'rc: SEND_WITH_IMM', e.IBV_WC_RECV, wr_id=1,
                      byte_len=len(msg1), flags=e.IBV_WC_WITH_IMM)
             check(wc.imm_data == 0x1234abcd, f'rc: imm {wc.imm_data:#x}')
             check(wc.qp_num == qp.qp_num, 'rc: qp_num of the receive')
             check(mr.read(len(msg1), 0) == msg1, 'rc: SEND data differ')
-            wc = poll(cq, 1, 'rc: RDMA_WRITE_WITH_IMM')[0]
+            wc = poll(rcq, 1, 'rc: RDMA_WRITE_WITH_IMM')[0]
             check_wc(wc, 'rc: RDMA_WRITE_WITH_IMM', e.IBV_WC_RECV_RDMA_WITH_IMM,
                      wr_id=2, byte_len=len(wdata), flags=e.IBV_WC_WITH_IMM)
             check(wc.imm_data == 0x55667788, f'rc: write imm {wc.imm_data:#x}')

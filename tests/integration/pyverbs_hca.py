@@ -832,11 +832,21 @@ def xrc_srq(ctx, pd, xrcd, cq, depth):
 
 
 def sec_xrc(ch, role, dev, opt):
-    """softib1 opens one XRCD from a file in two contexts (O_CREAT, as
-    ibv_xsrq_pingpong), an XRC SRQ in each and an XRC_RECV QP in the first;
-    softib0's XRC_SEND QP sends to either SRQ number, writes into the first
-    SRQ's PD and, where the device has atomics, adds to it (IBA 9.2.4
-    XRCETH, 11.4.2.2)."""
+    """softib1 opens one XRCD from a file twice (O_CREAT, as ibv_xsrq_pingpong),
+    an XRC SRQ on each handle (two PDs) and an XRC_RECV QP; softib0's XRC_SEND
+    QP sends to either SRQ number, writes into the first SRQ's PD and, where
+    the device has atomics, adds to it (IBA 9.2.4 XRCETH, 11.4.2.2)."""
+    xrc_run(ch, role, dev, shared=False)
+
+
+def sec_xrc_shared(ch, role, dev, opt):
+    """As xrc, but the second XRCD handle, SRQ and PD are in a second context
+    (as another process would have them): the domain is the file's, and an
+    XRCETH reaches every SRQ of the domain."""
+    xrc_run(ch, role, dev, shared=True)
+
+
+def xrc_run(ch, role, dev, shared):
     size, count = 256, 4
     with Node(dev) as n, contextlib.ExitStack() as stack:
         atomics = n.ctx.query_device().atomic_caps != e.IBV_ATOMIC_NONE
@@ -850,18 +860,20 @@ def sec_xrc(ch, role, dev, opt):
             fds[1] = os.open(path, os.O_RDONLY)
             for fd in fds:
                 stack.callback(os.close, fd)
-            ctx2 = Context(name=dev)
-            stack.callback(ctx2.close)
+            ctx2 = n.ctx
+            if shared:
+                ctx2 = Context(name=dev)
+                stack.callback(ctx2.close)
             pd2 = PD(ctx2)
             flags = e.IBV_XRCD_INIT_ATTR_FD | e.IBV_XRCD_INIT_ATTR_OFLAGS
             xrcd1 = need('ibv_open_xrcd', XRCD, n.ctx, XRCDInitAttr(flags, os.O_CREAT, fds[0]))
-            xrcd2 = need('ibv_open_xrcd (same file, 2nd context)', XRCD, ctx2,
+            xrcd2 = need('ibv_open_xrcd (the same file again)', XRCD, ctx2,
                          XRCDInitAttr(flags, os.O_CREAT, fds[1]))
             cqs = [CQ(n.ctx, 32), CQ(ctx2, 32)]
             srqs = [xrc_srq(n.ctx, n.pd, xrcd1, cqs[0], 16), xrc_srq(ctx2, pd2, xrcd2, cqs[1], 16)]
             srqns = [s_.get_srq_num() for s_ in srqs]
-            check(srqns[0] != srqns[1], f'xrc: SRQs of one XRC domain in two contexts share '
-                  f'number {srqns[0]} (an XRCETH could not tell them apart)')
+            check(srqns[0] != srqns[1], f'xrc: SRQs of one XRC domain share number '
+                  f'{srqns[0]} (an XRCETH could not tell them apart)')
             mrs = [MR(n.pd, 16 * size, acc), MR(pd2, 16 * size, e.IBV_ACCESS_LOCAL_WRITE)]
             mrs[0].write(struct.pack('=Q', V0), 8, 14 * size)
             for k in range(2):
@@ -1203,7 +1215,7 @@ def sec_mw(ch, role, dev, opt):
 # ---- the runner ---------------------------------------------------------------
 
 SECTIONS = {'rc': sec_rc, 'ud': sec_ud, 'srq': sec_srq, 'xrc': sec_xrc,
-            'atomic': sec_atomic, 'mw': sec_mw, 'mcast': sec_mcast}
+            'xrc_shared': sec_xrc_shared, 'atomic': sec_atomic, 'mw': sec_mw, 'mcast': sec_mcast}
 
 
 def run_peer(opt):

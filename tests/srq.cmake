@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: MIT
+# SRQ and XRC (src/hca/srq.c): transport tests on the loopback fabric,
+# verbs-level tests against a private softibd, and the unmodified
+# ibv_srq_pingpong, ibv_xsrq_pingpong and perftest --use-srq.
+if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
+  if(SOFTIB_SANITIZE)
+    set(sib_srq_san ON)
+  else()
+    set(sib_srq_san OFF)
+  endif()
+  function(sib_srq_itest name script)
+    add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/${script} ${ARGN})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 180 LABELS integration ENVIRONMENT
+      "SIB_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};SIB_LIB=${CMAKE_LIBRARY_OUTPUT_DIRECTORY};SIB_SANITIZE=${sib_srq_san}")
+  endfunction()
+  sib_srq_itest(srq_pingpong srq_pingpong.sh)
+  sib_srq_itest(srq_pingpong_q4 srq_pingpong.sh -q 4)
+  sib_srq_itest(srq_pingpong_events srq_pingpong.sh -e)
+  sib_srq_itest(srq_pingpong_s65536_q4_events srq_pingpong.sh -s 65536 -q 4 -e)
+  sib_srq_itest(perftest_srq_ib_send_bw perftest_srq.sh ib_send_bw)
+  sib_srq_itest(perftest_srq_ib_send_bw_q4 perftest_srq.sh ib_send_bw -q 4)
+  sib_srq_itest(perftest_srq_ib_send_lat perftest_srq.sh ib_send_lat)
+endif()

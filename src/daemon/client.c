@@ -28,6 +28,7 @@ struct sibd_obj {
 	uint32_t inbox;        /* devices */
 	uint32_t nchild;       /* devices: objects created under it */
 	uint32_t qpn;          /* QPs */
+	uint32_t xrcd;         /* XRCDs: the domain's number (xrcd.c) */
 	bool gone;             /* devices: unregistered; its objects are released */
 };
 
@@ -163,6 +164,8 @@ static void obj_destroy(struct sibd *d, struct sibd_client *c, uint32_t handle)
 
 	if (o->type == SIB_OBJ_QP)
 		sibd_qpn_free(d, o->qpn);
+	if (o->type == SIB_OBJ_XRCD)
+		sibd_xrcd_put(d, o->dev_index, o->xrcd);
 	dev = sib_ht_lookup(&c->ht, o->dev_handle);
 	dev->nchild--;
 	c->count[o->type]--;
@@ -287,8 +290,8 @@ static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 	uint32_t handle;
 	int ret;
 
-	if (co->type == 0 || co->type >= SIB_OBJ_TYPE_MAX)
-		return -EINVAL;
+	if (co->type == 0 || co->type >= SIB_OBJ_TYPE_MAX || co->type == SIB_OBJ_XRCD)
+		return -EINVAL; /* XRCDs come from XRCD_OPEN */
 	if (co->type == SIB_OBJ_QP && !qp_type_ok(co->qp_type))
 		return -EINVAL;
 	dev = lookup(c, co->dev_handle, true);
@@ -321,6 +324,50 @@ static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 
 	co->handle = handle;
 	co->qpn = o->qpn;
+	return 0;
+}
+
+/* XRCD_OPEN: the domain of the passed file (or a new private one),
+ * and a handle on it that holds one reference (xrcd.c). */
+static int cmd_xrcd_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	struct sib_ctl_xrcd *x = &m->u.xrcd;
+	struct sibd_obj *dev, *o;
+	uint32_t handle, num;
+	int ret;
+
+	if (x->oflags & ~(uint32_t)(O_CREAT | O_EXCL) || x->has_fd > 1)
+		return -EINVAL;
+	if (x->has_fd && c->in_fd < 0)
+		return -EBADF;
+	dev = lookup(c, x->dev_handle, true);
+	if (!dev)
+		return -EBADF;
+	if (dev->gone)
+		return -EIO;
+	ret = sib_ht_reserve(&c->ht, &handle);
+	if (ret)
+		return ret;
+	o = calloc(1, sizeof(*o));
+	if (!o) {
+		sib_ht_abort(&c->ht, handle);
+		return -ENOMEM;
+	}
+	ret = sibd_xrcd_open(d, dev->dev_index, x->has_fd ? c->in_fd : -1, x->oflags, &num);
+	if (ret) {
+		free(o);
+		sib_ht_abort(&c->ht, handle);
+		return ret;
+	}
+	o->type = SIB_OBJ_XRCD;
+	o->dev_index = dev->dev_index;
+	o->dev_handle = x->dev_handle;
+	o->xrcd = num;
+	sib_ht_publish(&c->ht, handle, o);
+	dev->nchild++;
+	c->count[o->type]++;
+	x->handle = handle;
+	x->num = num;
 	return 0;
 }
 
@@ -393,6 +440,7 @@ static const struct sibd_cmd {
 	[SIB_CTL_LINK_CAPTURE] = { sibd_link_capture, true },   /* linkcfg.c */
 	[SIB_CTL_GET_CAPTURE] = { sibd_link_get_capture, true },
 	[SIB_CTL_LINK_FAULTS] = { sibd_link_faults, true },
+	[SIB_CTL_XRCD_OPEN] = { cmd_xrcd_open, true },
 };
 
 /*
@@ -435,14 +483,21 @@ static void client_input(struct sibd *d, struct sibd_client *c)
 	int i, n;
 
 	for (i = 0; i < INPUT_BURST && !c->dead && !c->out_head && !d->stop; i++) {
-		n = sib_ctl_recv(c->fd, &m, NULL); /* fds sent to us are closed */
+		/* A passed fd lives for its command only (XRCD_OPEN reads it). */
+		n = sib_ctl_recv(c->fd, &m, &c->in_fd);
 		if (n == -EAGAIN)
 			return;
 		if (n == 0 || (n < 0 && n != -EMSGSIZE)) {
+			if (c->in_fd >= 0)
+				close(c->in_fd);
+			c->in_fd = -1;
 			c->dead = true; /* closed, ECONNRESET */
 			return;
 		}
 		client_command(d, c, &m, n);
+		if (c->in_fd >= 0)
+			close(c->in_fd);
+		c->in_fd = -1;
 	}
 }
 
@@ -478,6 +533,7 @@ struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid)
 	if (!c)
 		return NULL;
 	c->fd = fd;
+	c->in_fd = -1;
 	c->pid = pid;
 	sib_ht_init(&c->ht, SIBD_MAX_HANDLES);
 	ev.data.ptr = c;

@@ -162,7 +162,7 @@ static enum comp_state check_opcode(struct comp_pass *p)
 {
 	if (p->pkt->op->flags & IBA_OP_READ_RESP)
 		return COMPST_READ;
-	if (p->pkt->bth.opcode == IBA_OPC_ACKNOWLEDGE)
+	if ((p->pkt->bth.opcode & ~IBA_TRANSPORT_MASK) == IBA_OPC_ACKNOWLEDGE) /* RC or XRC */
 		return COMPST_CHECK_ACK;
 	return COMPST_DONE; /* atomic ACKs: atomics are not enabled (atomic_cap NONE) */
 }

@@ -494,7 +494,8 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	 * (recv.c, query_port's bad_pkey_cntr / qkey_viol_cntr). */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT |
-			      IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR;
+			      IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
+			      IBV_DEVICE_XRC; /* srq.c */
 	a->max_sge = SIB_MAX_SGE;
 	a->max_sge_rd = SIB_MAX_SGE;
 	a->max_cq = 1 << 16;

@@ -33,6 +33,7 @@ static const char *const drop_name[SIB_RX_DROP_COUNT] = {
 	[SIB_RX_DROP_QKEY] = "qkey",
 	[SIB_RX_DROP_SLID] = "slid",
 	[SIB_RX_DROP_SGID] = "sgid",
+	[SIB_RX_DROP_XRC_SRQN] = "xrc_srqn",
 };
 
 const char *sib_rx_drop_name(unsigned int why)
@@ -190,6 +191,16 @@ static enum sib_rx_drop check_addr(struct rx *rx)
 	return RX_OK;
 }
 
+/* XRC requests name their SRQ in the XRCETH: it must be an XRC SRQ of
+ * this context in the XRC_RECV QP's domain (XRC annex; srq.c), held for
+ * this packet (sib_xrc_srq_release). */
+static enum sib_rx_drop check_xrc(struct rx *rx)
+{
+	if (rx->qp->ibv.qp_base.qp_type != IBV_QPT_XRC_RECV || !(rx->pkt.op->flags & IBA_OP_REQ))
+		return RX_OK;
+	return sib_xrc_srq_resolve(rx->qp, rx->pkt.xrc_srqn) ? RX_OK : SIB_RX_DROP_XRC_SRQN;
+}
+
 enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
 			  unsigned int flags)
 {
@@ -199,13 +210,15 @@ enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t 
 	if ((why = hdr_check(&rx, buf, len, flags)) != RX_OK ||
 	    (why = check_type_state(&rx)) != RX_OK ||
 	    (why = check_keys(&rx)) != RX_OK ||
-	    (why = check_addr(&rx)) != RX_OK) {
+	    (why = check_addr(&rx)) != RX_OK ||
+	    (why = check_xrc(&rx)) != RX_OK) {
 		__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
 	} else {
 		why = SIB_RX_DELIVERED;
-		if (rx.pkt.op->flags & IBA_OP_REQ)
+		if (rx.pkt.op->flags & IBA_OP_REQ) {
 			sib_resp_packet(rx.qp, &rx.pkt);
-		else
+			sib_xrc_srq_release(rx.qp);
+		} else
 			sib_comp_packet(rx.qp, &rx.pkt);
 	}
 	if (rx.qp)

@@ -127,7 +127,7 @@ void sib_resp_send_ack(struct sib_qp *qp, uint8_t syndrome, uint32_t psn)
 	qp->resp.ack_pending = false;
 	if (!tx.slot)
 		return;
-	tx.h.bth.opcode = IBA_OPC_ACKNOWLEDGE;
+	tx.h.bth.opcode = sib_resp_opcode(qp, IBA_OPC_ACKNOWLEDGE);
 	tx.h.bth.psn = psn;
 	tx.h.aeth.syndrome = syndrome;
 	tx.h.aeth.msn = qp->resp.msn;
@@ -577,10 +577,10 @@ static bool send_read_responses(struct sib_qp *qp)
 			if (tx.slot) {
 				uint8_t *payload;
 
-				tx.h.bth.opcode = first ? (last ? IBA_OPC_RDMA_READ_RESPONSE_ONLY
+				tx.h.bth.opcode = sib_resp_opcode(qp, first ? (last ? IBA_OPC_RDMA_READ_RESPONSE_ONLY
 								: IBA_OPC_RDMA_READ_RESPONSE_FIRST)
 							: (last ? IBA_OPC_RDMA_READ_RESPONSE_LAST
-								: IBA_OPC_RDMA_READ_RESPONSE_MIDDLE);
+								: IBA_OPC_RDMA_READ_RESPONSE_MIDDLE));
 				tx.h.bth.psn = res->psn;
 				tx.h.aeth.syndrome = ack_syndrome(qp);
 				tx.h.aeth.msn = res->msn;

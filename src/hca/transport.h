@@ -97,6 +97,7 @@ enum sib_rx_drop {
 	SIB_RX_DROP_QKEY,              /* UD: Q_Key does not match the QP's */
 	SIB_RX_DROP_SLID,              /* connected QP: SLID is not the peer's path */
 	SIB_RX_DROP_SGID,              /* connected QP: GRH or SGID is not the peer's path */
+	SIB_RX_DROP_XRC_SRQN,          /* XRC: the XRCETH names no XRC SRQ of the QP's domain */
 	SIB_RX_DROP_COUNT
 };
 
@@ -225,6 +226,14 @@ static inline uint32_t sib_resp_pd(const struct sib_qp *qp)
 	if (qp->xrc_srq)
 		return qp->xrc_srq->ibv.pd->handle;
 	return qp->ibv.qp_base.pd->handle;
+}
+
+/* A response opcode on the QP's transport: an XRC_RECV QP answers with
+ * the XRC opcodes (0xA0 prefix), RC with RC's. */
+static inline uint8_t sib_resp_opcode(const struct sib_qp *qp, uint8_t opc)
+{
+	return (uint8_t)((qp->ibv.qp_base.qp_type == IBV_QPT_XRC_RECV ? IBA_TRANSPORT_XRC
+								     : IBA_TRANSPORT_RC) | opc);
 }
 
 /* The requester rewinds to resend from `psn` (go-back-N, IBA 9.7.5.1.x). */

@@ -2,6 +2,11 @@
 # SRQ and XRC (src/hca/srq.c): transport tests on the loopback fabric,
 # verbs-level tests against a private softibd, and the unmodified
 # ibv_srq_pingpong, ibv_xsrq_pingpong and perftest --use-srq.
+if(TARGET sib_hca)
+  sib_unit_test(test_hca_srq SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_srq.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/hca_loop.c
+    LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
+endif()
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   if(SOFTIB_SANITIZE)
     set(sib_srq_san ON)

@@ -8,6 +8,14 @@ if(TARGET sib_hca)
     LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
 endif()
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
+  sib_unit_test(test_verbs_srq SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_verbs_srq.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
+    LIBS ibverbs sib_common sib_hca sib_iba)
+  target_compile_definitions(test_verbs_srq PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+  add_dependencies(test_verbs_srq softibd)
+  set_tests_properties(test_verbs_srq PROPERTIES TIMEOUT 120)
+
   if(SOFTIB_SANITIZE)
     set(sib_srq_san ON)
   else()

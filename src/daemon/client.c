@@ -282,6 +282,47 @@ static bool qp_type_ok(uint32_t t)
 	}
 }
 
+/* A new object of `type` under device handle dev_handle, its handle
+ * reserved: 0, or -EBADF (not a device of c), -EIO (the device was
+ * removed, as uverbs after disassociation), -ENOMEM.  Then obj_commit,
+ * or obj_abort. */
+static int obj_begin(struct sibd_client *c, uint32_t dev_handle, uint8_t type, struct sibd_obj **dev,
+		     struct sibd_obj **o, uint32_t *handle)
+{
+	int ret;
+
+	*dev = lookup(c, dev_handle, true);
+	if (!*dev)
+		return -EBADF;
+	if ((*dev)->gone)
+		return -EIO;
+	ret = sib_ht_reserve(&c->ht, handle);
+	if (ret)
+		return ret;
+	*o = calloc(1, sizeof(**o));
+	if (!*o) {
+		sib_ht_abort(&c->ht, *handle);
+		return -ENOMEM;
+	}
+	(*o)->type = type;
+	(*o)->dev_index = (*dev)->dev_index;
+	(*o)->dev_handle = dev_handle;
+	return 0;
+}
+
+static void obj_abort(struct sibd_client *c, struct sibd_obj *o, uint32_t handle)
+{
+	free(o);
+	sib_ht_abort(&c->ht, handle);
+}
+
+static void obj_commit(struct sibd_client *c, struct sibd_obj *dev, struct sibd_obj *o, uint32_t handle)
+{
+	sib_ht_publish(&c->ht, handle, o);
+	dev->nchild++;
+	c->count[o->type]++;
+}
+
 static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
 			  int *pass_fd)
 {
@@ -294,34 +335,17 @@ static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 		return -EINVAL; /* XRCDs come from XRCD_OPEN */
 	if (co->type == SIB_OBJ_QP && !qp_type_ok(co->qp_type))
 		return -EINVAL;
-	dev = lookup(c, co->dev_handle, true);
-	if (!dev)
-		return -EBADF;
-	if (dev->gone)
-		return -EIO; /* as uverbs after disassociation */
-	ret = sib_ht_reserve(&c->ht, &handle);
+	ret = obj_begin(c, co->dev_handle, (uint8_t)co->type, &dev, &o, &handle);
 	if (ret)
 		return ret;
-	o = calloc(1, sizeof(*o));
-	if (!o) {
-		sib_ht_abort(&c->ht, handle);
-		return -ENOMEM;
-	}
-	o->type = (uint8_t)co->type;
-	o->dev_index = dev->dev_index;
-	o->dev_handle = co->dev_handle;
 	if (co->type == SIB_OBJ_QP) {
 		ret = sibd_qpn_alloc(d, dev->inbox, dev->dev_index, &o->qpn);
 		if (ret) {
-			free(o);
-			sib_ht_abort(&c->ht, handle);
+			obj_abort(c, o, handle);
 			return ret;
 		}
 	}
-	sib_ht_publish(&c->ht, handle, o);
-	dev->nchild++;
-	c->count[o->type]++;
-
+	obj_commit(c, dev, o, handle);
 	co->handle = handle;
 	co->qpn = o->qpn;
 	return 0;
@@ -333,41 +357,24 @@ static int cmd_xrcd_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_m
 {
 	struct sib_ctl_xrcd *x = &m->u.xrcd;
 	struct sibd_obj *dev, *o;
-	uint32_t handle, num;
+	uint32_t handle;
 	int ret;
 
 	if (x->oflags & ~(uint32_t)(O_CREAT | O_EXCL) || x->has_fd > 1)
 		return -EINVAL;
 	if (x->has_fd && c->in_fd < 0)
 		return -EBADF;
-	dev = lookup(c, x->dev_handle, true);
-	if (!dev)
-		return -EBADF;
-	if (dev->gone)
-		return -EIO;
-	ret = sib_ht_reserve(&c->ht, &handle);
+	ret = obj_begin(c, x->dev_handle, SIB_OBJ_XRCD, &dev, &o, &handle);
 	if (ret)
 		return ret;
-	o = calloc(1, sizeof(*o));
-	if (!o) {
-		sib_ht_abort(&c->ht, handle);
-		return -ENOMEM;
-	}
-	ret = sibd_xrcd_open(d, dev->dev_index, x->has_fd ? c->in_fd : -1, x->oflags, &num);
+	ret = sibd_xrcd_open(d, dev->dev_index, x->has_fd ? c->in_fd : -1, x->oflags, &o->xrcd);
 	if (ret) {
-		free(o);
-		sib_ht_abort(&c->ht, handle);
+		obj_abort(c, o, handle);
 		return ret;
 	}
-	o->type = SIB_OBJ_XRCD;
-	o->dev_index = dev->dev_index;
-	o->dev_handle = x->dev_handle;
-	o->xrcd = num;
-	sib_ht_publish(&c->ht, handle, o);
-	dev->nchild++;
-	c->count[o->type]++;
+	obj_commit(c, dev, o, handle);
 	x->handle = handle;
-	x->num = num;
+	x->num = o->xrcd;
 	return 0;
 }
 

@@ -456,6 +456,51 @@ static void test_xrc_transfer(void **state)
 	assert_true(count(0, A, IBA_TRANSPORT_XRC | IBA_OPC_RDMA_READ_RESPONSE_FIRST, 0, true) >= 1);
 }
 
+/* The ibv_wr_* API on an XRC_SEND QP: ibv_wr_set_xrc_srqn names the SRQ
+ * (verbs.h's inline calls qp_ex->wr_set_xrc_srqn). */
+static void test_xrc_wr_api(void **state)
+{
+	struct ibv_qp_init_attr_ex a = { 0 };
+	struct ibv_qp_ex *qx;
+	uint32_t srqn;
+	struct ibv_wc wc;
+
+	(void)state;
+	up(&def_opts);
+	x.xrcd[0] = xrcd_new();
+	x.srq[0] = xsrq_new(x.xrcd[0]);
+	assert_int_equal(ops->get_srq_num(x.srq[0], &srqn), 0);
+	a.qp_type = IBV_QPT_XRC_SEND;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	a.send_ops_flags = IBV_QP_EX_WITH_SEND;
+	a.pd = sides[A].pd;
+	a.send_cq = sides[A].cq;
+	a.cap.max_send_wr = 8;
+	a.cap.max_send_sge = 1;
+	x.qa[0] = ops->create_qp_ex(sides[A].ctx, &a);
+	assert_non_null(x.qa[0]);
+	x.qb[0] = qp_new(B, IBV_QPT_XRC_RECV, NULL, x.xrcd[0]);
+	assert_non_null(x.qb[0]);
+	link_qp(x.qa[0], A, x.qb[0]->qp_num, &def_opts);
+	link_qp(x.qb[0], B, x.qa[0]->qp_num, &def_opts);
+	qx = (struct ibv_qp_ex *)x.qa[0];
+	assert_non_null(qx->wr_set_xrc_srqn);
+	srq_post(x.srq[0], 0, 4096, 21);
+	fill(sides[A].buf, 700, 4);
+	qx->wr_start(qx);
+	qx->wr_id = 5;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	qx->wr_send(qx);
+	qx->wr_set_xrc_srqn(qx, srqn);
+	qx->wr_set_sge(qx, sides[A].mr->lkey, (uintptr_t)sides[A].buf, 700);
+	assert_int_equal(qx->wr_complete(qx), 0);
+	expect_wc(A, 5, IBV_WC_SUCCESS);
+	wc = poll_wc(B);
+	assert_int_equal(wc.wr_id, 21);
+	assert_int_equal(wc.byte_len, 700);
+	assert_memory_equal(sides[B].buf, sides[A].buf, 700);
+}
+
 /* An XRCETH naming no SRQ, a basic SRQ, or an XRC SRQ of another domain:
  * the packet is dropped and counted (rx_drop xrc_srqn), nothing lands. */
 static void test_xrc_wrong_srqn_dropped(void **state)
@@ -581,6 +626,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_last_wqe_reached, srq_down),
 		cmocka_unit_test_teardown(test_rnr_on_empty_srq, srq_down),
 		cmocka_unit_test_teardown(test_xrc_transfer, srq_down),
+		cmocka_unit_test_teardown(test_xrc_wr_api, srq_down),
 		cmocka_unit_test_teardown(test_xrc_wrong_srqn_dropped, srq_down),
 		cmocka_unit_test_teardown(test_rc_srq_under_faults, srq_down),
 		cmocka_unit_test_teardown(test_xrc_under_faults, srq_down),

@@ -276,7 +276,7 @@ struct sib_context {
 };
 
 /*
- * A shared receive queue (srq.c; IBA 10.2.9.5, ibv_create_srq(3)).  Posted
+ * A shared receive queue (srq.c; IBA vol 1 ch. 10, ibv_create_srq(3)).  Posted
  * by any thread under `lock` (this process only); consumed by the engine
  * of the owning context (progress_lock), which copies a WQE out of the
  * ring into the QP that takes it.  Its number (ibv_get_srq_num, the
@@ -454,12 +454,12 @@ struct ibv_xrcd *sib_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init
 int sib_close_xrcd(struct ibv_xrcd *xrcd);
 /* Take the oldest WQE of srq into *out (engine context); false if it is
  * empty.  Raises SRQ_LIMIT_REACHED once when the count drops below an
- * armed limit (IBA 10.2.9.5.3 / ibv_modify_srq(3)), and disarms it. */
+ * armed limit (ibv_modify_srq(3), IBA's SRQ limit), and disarms it. */
 bool sib_srq_take(struct sib_srq *srq, struct sib_rwqe *out);
 /* Fill a receive WQE from a WR whose num_sge was checked (RQ and SRQ). */
 void sib_rwqe_fill(struct sib_rwqe *r, const struct ibv_recv_wr *wr);
 /* A QP on an SRQ entered ERR: IBV_EVENT_QP_LAST_WQE_REACHED (IBA 10.3.1,
- * 11.6.3.1: no more WQEs will be taken from the SRQ for it). */
+ * 11.6.3: no more WQEs will be taken from the SRQ for it). */
 void sib_srq_qp_error(struct sib_qp *qp);
 /* The SRQ behind an async record; counts the delivery.  NULL if gone. */
 struct sib_srq *sib_srq_async_deliver(struct sib_context *ctx, uint32_t id, uint32_t gen);

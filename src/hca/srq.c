@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Shared receive queues and XRC domains of the software HCA (IBA 10.2.9.5
- * SRQ, 10.2.9.5.3 SRQ limit, the XRC annex; ibv_create_srq(3),
+ * Shared receive queues and XRC domains of the software HCA (IBA vol 1
+ * ch. 10 shared receive queues and their limit, ch. 11 events, the XRC
+ * annex; ibv_create_srq(3),
  * ibv_modify_srq(3), ibv_open_xrcd(3), ibv_create_srq_ex(3)).  Owns the
  * SRQ ring, its limit event, SRQ numbers (the index in ctx->srqs) and the
  * XRC domain handles (softibd numbers the domains, one per device and

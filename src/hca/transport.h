@@ -164,7 +164,7 @@ static inline uint8_t *sib_mr_ptr(const struct sib_mr *mr, uint64_t va)
 void sib_sq_complete(struct sib_qp *qp, enum ibv_wc_status status);
 
 /*
- * The receive WQE source of a QP (IBA 10.2.9.5): its own receive queue, or
+ * The receive WQE source of a QP (IBA ch. 10, SRQ): its own receive queue, or
  * an SRQ (the QP's, or for XRC_RECV the one the XRCETH names).  take: the
  * message being started has a WQE (an RQ's stays at rq_tail until it is
  * done; an SRQ's is copied into the QP now, since other QPs take from the

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * SRQ and XRC in the HCA's transport (src/hca/srq.c; IBA 10.2.9.5, the
+ * SRQ and XRC in the HCA's transport (src/hca/srq.c; IBA vol 1 ch. 10, the
  * XRC annex) over the loopback fabric of hca_loop.h (no verbs library, no
  * softibd): two RC QPs sharing one SRQ, the SRQ limit event and its
  * arming rules, LAST_WQE_REACHED, RNR on an empty SRQ, post_srq_recv's

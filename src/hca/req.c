@@ -167,6 +167,8 @@ static enum req_state send_packet(struct req_pass *p)
 		}
 		if (hdrs & IBA_HDR_IMMDT)
 			tx.h.immdt_be = w->imm_be;
+		if (hdrs & IBA_HDR_XRCETH)
+			tx.h.xrc_srqn = w->xrc_srqn;
 		payload = sib_tx_headers(&tx);
 		if (paylen && w->inline_data)
 			memcpy(payload, w->inline_data + off, paylen);

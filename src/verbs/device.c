@@ -112,6 +112,11 @@ static void ctl_child(void)
 
 int sib_ctl_rpc(struct sib_ctl_msg *m, int *recv_fd)
 {
+	return sib_ctl_rpc_fd(m, -1, recv_fd);
+}
+
+int sib_ctl_rpc_fd(struct sib_ctl_msg *m, int pass_fd, int *recv_fd)
+{
 	int rc;
 
 	if (recv_fd)
@@ -123,7 +128,7 @@ int sib_ctl_rpc(struct sib_ctl_msg *m, int *recv_fd)
 		pthread_mutex_unlock(&ctl_lock);
 		return ENODEV;
 	}
-	rc = sib_ctl_call(ctl_fd, m, recv_fd);
+	rc = sib_ctl_call_fd(ctl_fd, m, pass_fd, recv_fd);
 	pthread_mutex_unlock(&ctl_lock);
 	if (rc < 0)
 		return EIO; /* the daemon went away: like a device unplugged */
@@ -166,6 +171,23 @@ static int sib_mcast(uint32_t qp_handle, const uint8_t *mgid, uint16_t mlid, boo
 	m.u.mcast.attach = attach;
 	memcpy(m.u.mcast.mgid, mgid, 16);
 	return sib_ctl_rpc(&m, NULL);
+}
+
+/* The HCA's xrcd_open hook (provider.h): XRCD_OPEN with the file's fd. */
+static int verbs_xrcd_open(uint32_t dev_handle, int fd, int oflags, uint32_t *handle, uint32_t *num)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_XRCD_OPEN };
+	int rc;
+
+	m.u.xrcd.dev_handle = dev_handle;
+	m.u.xrcd.oflags = (uint32_t)oflags;
+	m.u.xrcd.has_fd = fd >= 0;
+	rc = sib_ctl_rpc_fd(&m, fd, NULL);
+	if (rc)
+		return rc;
+	*handle = m.u.xrcd.handle;
+	*num = m.u.xrcd.num;
+	return 0;
 }
 
 /* The ibv_device names libibverbs fills from sysfs in rdma-core. */
@@ -228,6 +250,7 @@ static const struct sib_hca_host verbs_host = {
 	.peer_ring_hold = verbs_peer_ring_hold,
 	.subscribe = verbs_subscribe,
 	.mcast = sib_mcast,
+	.xrcd_open = verbs_xrcd_open,
 };
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */

@@ -252,9 +252,21 @@ int sib_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_
 	return rc;
 }
 
+/*
+ * SRQ numbers (the XRCETH's XRCSRQ, 24 bits) are unique fabric-wide: the
+ * context's inbox index (< SIB_MAX_INBOXES, 8 bits) above the SRQ's index
+ * in ctx->srqs (< SIB_MAX_SRQ, 16 bits).  So a number obtained from another
+ * process never lands in a different SRQ of this one that happens to have
+ * the same index: the demux drops it (xrc_srqn) instead.
+ */
+_Static_assert(SIB_MAX_INBOXES <= 256 && SIB_MAX_SRQ <= (1 << 16), "SRQ numbers fit 24 bits");
+#define SRQN_MAKE(inbox, idx) ((uint32_t)(inbox) << 16 | (uint32_t)(idx))
+
 int sib_get_srq_num(struct ibv_srq *ibsrq, uint32_t *srq_num)
 {
-	*srq_num = SIB_OBJTAB_INDEX(((struct sib_srq *)ibsrq)->tab_handle);
+	struct sib_srq *srq = (struct sib_srq *)ibsrq;
+
+	*srq_num = SRQN_MAKE(srq->ctx->inbox_idx, SIB_OBJTAB_INDEX(srq->tab_handle));
 	return 0;
 }
 
@@ -300,8 +312,11 @@ struct sib_srq *sib_srq_async_deliver(struct sib_context *ctx, uint32_t id, uint
 
 bool sib_xrc_srq_resolve(struct sib_qp *qp, uint32_t srqn)
 {
-	struct sib_srq *srq = sib_objtab_get_index(&qp->ctx->srqs, srqn, &qp->xrc_srq_h);
+	struct sib_srq *srq;
 
+	if (srqn >> 16 != qp->ctx->inbox_idx)
+		return false; /* another context's SRQ: not reachable from here */
+	srq = sib_objtab_get_index(&qp->ctx->srqs, srqn & 0xffff, &qp->xrc_srq_h);
 	if (!srq)
 		return false;
 	if (srq->type != IBV_SRQT_XRC || !qp->xrcd || srq->xrcd->num != qp->xrcd_num) {

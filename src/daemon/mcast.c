@@ -83,6 +83,36 @@ static void att_remove(struct sibd_mcast *mc, struct mcast_grp *g, uint32_t i)
 	mc->total--;
 }
 
+/*
+ * One connection's share (a client is hostile: it must not take every
+ * group or slot by itself): at most SIB_MCAST_CONN_ATTACH attachments
+ * (the library's max_total_mcast_qp_attach) in at most SIB_MCAST_CONN_GRP
+ * groups.
+ */
+#define SIB_MCAST_CONN_ATTACH 1024
+#define SIB_MCAST_CONN_GRP    (SIB_MAX_MCAST_GRP / 4)
+
+static bool conn_quota_ok(const struct sibd_mcast *mc, const struct sibd_client *c,
+			  const struct mcast_grp *joining)
+{
+	uint32_t attached = 0, groups = 0;
+	bool in_joining = false;
+
+	for (unsigned int i = 0; i < SIB_MAX_MCAST_GRP; i++) {
+		const struct mcast_grp *g = &mc->grp[i];
+		uint32_t mine = 0;
+
+		if (!g->mlid)
+			continue;
+		for (uint32_t k = 0; k < g->n; k++)
+			mine += g->att[k].c == c;
+		attached += mine;
+		groups += mine > 0;
+		in_joining |= g == joining && mine > 0;
+	}
+	return attached < SIB_MCAST_CONN_ATTACH && (in_joining || groups < SIB_MCAST_CONN_GRP);
+}
+
 static int attach(struct sibd *d, struct sibd_client *c, const struct sib_ctl_mcast *m, uint32_t inbox)
 {
 	struct sibd_mcast *mc = d->mcast;
@@ -90,6 +120,10 @@ static int attach(struct sibd *d, struct sibd_client *c, const struct sib_ctl_mc
 
 	if (g && g->mlid != m->mlid)
 		return -EINVAL; /* the MGID has another MLID */
+	if (!conn_quota_ok(mc, c, g)) {
+		d->ctr.mcast_quota++;
+		return -ENOMEM;
+	}
 	if (!g) {
 		if (find(mc, NULL, m->mlid))
 			return -EINVAL; /* the MLID belongs to another MGID */

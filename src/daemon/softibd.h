@@ -69,6 +69,7 @@ struct sibd_counters {
 	uint64_t events;                /* events queued to subscribers */
 	uint64_t events_dropped;        /* not queued: the subscriber was too slow */
 	uint64_t devices_added, devices_removed, port_changes;
+	uint64_t mcast_quota;           /* attaches refused: a connection's share is used */
 };
 
 struct sibd {

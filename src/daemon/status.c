@@ -127,8 +127,8 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 	{
 		uint32_t att, grp = sibd_mcast_groups(d, &att);
 
-		fprintf(f, "multicast groups=%u max_groups=%u attachments=%u\n", grp,
-			SIB_MAX_MCAST_GRP, att);
+		fprintf(f, "multicast groups=%u max_groups=%u attachments=%u quota_refused=%llu\n", grp,
+			SIB_MAX_MCAST_GRP, att, (unsigned long long)d->ctr.mcast_quota);
 	}
 	sibd_link_status(d, f);
 	fprintf(f, "counters bad_commands=%llu commands=%llu connections=%llu refused=%llu\n",

@@ -85,8 +85,16 @@ static struct sib_ring *dest_ring(struct sib_qp *qp, uint16_t dlid, uint32_t dqp
 		      atomic_load_explicit(&sib_fabric->lid_map[dlid], memory_order_acquire) : 0;
 	if (!lm || (uint32_t)(lm >> 8) != SIB_QPO_DEV(w))
 		return NULL;
-	sib_peer_ring_put(d->ring);
-	d->ring = sib_peer_ring(inbox, SIB_QPO_GEN(w));
+	/* Another QP of the same inbox (a UD QP answering several peers of
+	 * one process) keeps the mapping; otherwise map the new one before
+	 * letting go of the old, so that a shared mapping is not torn down
+	 * and rebuilt per datagram. */
+	if (!d->ring || SIB_QPO_INBOX(d->owner) != inbox || SIB_QPO_GEN(d->owner) != SIB_QPO_GEN(w)) {
+		struct sib_ring *old = d->ring;
+
+		d->ring = sib_peer_ring(inbox, SIB_QPO_GEN(w));
+		sib_peer_ring_put(old);
+	}
 	d->owner = w;
 	d->dlid = dlid;
 	d->dqpn = dqpn;

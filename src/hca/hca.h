@@ -221,6 +221,9 @@ struct sib_qp {
 	bool block_self_mcast;         /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
 	uint32_t mcast_attached;       /* groups this QP is attached to (mcast.c) */
 	struct sib_mcast_rings *mcast_rings; /* member inboxes it sent to (mcast.c, engine) */
+	uint64_t ud_blocked_since;     /* ns: the head WQE's destination inbox full since */
+	uint64_t ud_mcast_sent[SIB_MAX_INBOXES / 64]; /* member inboxes the head WQE reached */
+	uint64_t ud_stalled[SIB_MAX_INBOXES / 64];    /* inboxes past HOQ lifetime, until they drain */
 	/* SRQ and XRC (srq.c): the receive WQE source.  srq: the SRQ the QP
 	 * was created with (RC/UC/UD), counted in its usecnt; xrc_srq: the SRQ
 	 * the XRCETH of the packet being handled names (XRC_RECV, set by the
@@ -293,6 +296,7 @@ struct sib_context {
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
 	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
 	uint64_t uc_dropped_msgs;      /* UC: messages dropped by the responder (uc.c) */
+	uint64_t ud_hoq_drops;         /* UD: datagrams dropped at a full inbox (ud.c) */
 	struct sib_ctx_events ev;      /* pushed events (events.c) */
 
 	/* UD and multicast (ah.c, ud.c) */

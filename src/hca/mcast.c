@@ -16,7 +16,9 @@
 #include "hca/transport.h"
 
 #define SIB_MCAST_LOCAL_MAX 1024     /* attachments per context */
-#define MCAST_READ_TRIES    16       /* seqlock retries before giving up */
+/* Seqlock retries before giving up: a bounded spin over softibd's rewrite
+ * of a member list (microseconds). */
+#define MCAST_READ_TRIES    4096
 
 struct sib_mcast_local {
 	uint32_t n;
@@ -192,6 +194,19 @@ struct sib_ring *sib_mcast_ring(struct sib_qp *qp, uint32_t inbox, uint32_t gen)
 	ring = sib_peer_ring(inbox, gen);
 	if (!ring)
 		return NULL;
+	/* On a miss, let go of members whose context is gone (their inbox
+	 * generation moved): a dead member's inbox is not kept mapped. */
+	for (uint32_t i = 0; i < c->n;) {
+		uint32_t now = atomic_load_explicit(&sib_fabric->inboxes[c->r[i].inbox].gen,
+						    memory_order_acquire);
+
+		if (now == c->r[i].gen) {
+			i++;
+			continue;
+		}
+		sib_peer_ring_put(c->r[i].ring);
+		c->r[i] = c->r[--c->n];
+	}
 	if (c->n == SIB_MAX_MCAST_QP_ATTACH) {
 		/* Full: start over (a sender of many groups maps again). */
 		for (uint32_t i = 0; i < c->n; i++)

@@ -118,37 +118,95 @@ static bool ud_fill_and_send(struct sib_qp *qp, struct sib_swqe *w, struct sib_t
 }
 
 /*
+ * Head-of-queue lifetime (IBA 18.2.5.4, a switch port's HOQLife and stall
+ * state): a UD datagram whose destination inbox stays full this long is
+ * dropped and counted (ud_hoq_drops), and that inbox is marked stalled:
+ * later datagrams to it are dropped at once until it has room again.  So
+ * a receiver that stopped draining (or stopped altogether) cannot stall a
+ * UD send queue, nor the other members of a group.  RC and UC keep their
+ * backpressure.  ud_tx_full: the inbox was full; true: drop the datagram.
+ */
+#define SIB_UD_HOQ_NS (10 * 1000 * 1000ull)
+
+static bool ud_tx_full(struct sib_qp *qp, uint32_t inbox)
+{
+	uint64_t *stalled = &qp->ud_stalled[inbox / 64 % (SIB_MAX_INBOXES / 64)], bit = 1ull << (inbox % 64);
+	uint64_t now;
+
+	if (*stalled & bit) {
+		qp->ctx->ud_hoq_drops++;
+		return true;
+	}
+	now = sib_now_ns();
+	if (!qp->ud_blocked_since) {
+		qp->ud_blocked_since = now;
+		return false;
+	}
+	if (now - qp->ud_blocked_since < SIB_UD_HOQ_NS)
+		return false;
+	qp->ud_blocked_since = 0;
+	*stalled |= bit;
+	qp->ctx->ud_hoq_drops++;
+	return true;
+}
+
+/* A datagram went into inbox: it drains. */
+static void ud_tx_ok(struct sib_qp *qp, uint32_t inbox)
+{
+	qp->ud_blocked_since = 0;
+	qp->ud_stalled[inbox / 64 % (SIB_MAX_INBOXES / 64)] &= ~(1ull << (inbox % 64));
+}
+
+/*
  * A datagram to a multicast LID (IBA 10.5.2.x): one copy to each member
  * inbox of the group (softibd's list in the fabric map), BTH.DestQP
  * 0xFFFFFF; each receiving context hands it to its attached QPs.  A group
- * nobody joined loses it, as a switch with no MFT entry would.  0: sent
- * to all; -1: a member's inbox is full (req.offset says where to resume);
- * 1: the payload could not be read.
+ * nobody joined loses it, as a switch with no MFT entry would.  The
+ * inboxes reached are marked in ud_mcast_sent, so that a fan-out resumed
+ * after a full inbox sends to each member once even if the member list
+ * changed meanwhile.  0: sent to all; -1: a member's inbox is full
+ * (req.offset is nonzero: resume on the next pass); 1: the payload could
+ * not be read.
  */
 static int ud_mcast_send(struct sib_qp *qp, struct sib_swqe *w)
 {
 	struct sib_shm_mcast_member m[SIB_MAX_MCAST_QP_ATTACH];
 	uint32_t n = sib_mcast_members(w->ud_av.dlid, m);
+	int rc = 0;
 
-	for (uint32_t i = qp->req.offset; i < n; i++) {
-		struct sib_ring *ring = sib_mcast_ring(qp, m[i].inbox, m[i].gen);
+	if (!qp->req.offset) /* a new fan-out (also after a QP reset) */
+		memset(qp->ud_mcast_sent, 0, sizeof(qp->ud_mcast_sent));
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t bit = 1ull << (m[i].inbox % 64);
+		uint64_t *sent = &qp->ud_mcast_sent[m[i].inbox / 64];
+		struct sib_ring *ring;
 		struct sib_tx tx;
 
+		if (*sent & bit)
+			continue; /* reached before the fan-out paused */
+		ring = sib_mcast_ring(qp, m[i].inbox, m[i].gen);
 		if (!ring) {
 			qp->ctx->tx_no_dest++; /* that member's context is gone */
 			continue;
 		}
 		if (!sib_tx_begin_ring(qp, &tx, ring, &w->ud_av, IBA_QPN_MCAST)) {
-			qp->req.offset = i;
-			return -1;
+			if (!ud_tx_full(qp, m[i].inbox)) {
+				qp->req.offset = 1;
+				return -1;
+			}
+			*sent |= bit; /* that member loses it */
+			continue;
 		}
+		ud_tx_ok(qp, m[i].inbox);
+		*sent |= bit;
 		if (tx.slot && !ud_fill_and_send(qp, w, &tx, IBA_QPN_MCAST)) {
-			qp->req.offset = 0;
-			return 1;
+			rc = 1;
+			break;
 		}
 	}
+	memset(qp->ud_mcast_sent, 0, sizeof(qp->ud_mcast_sent));
 	qp->req.offset = 0;
-	return 0;
+	return rc;
 }
 
 /* One WQE to the wire.  False: stop (the wire is full, or a local error). */
@@ -168,11 +226,12 @@ static bool ud_send(struct sib_qp *qp, struct sib_swqe *w)
 		if (rc < 0)
 			return false; /* the rest of the members on the next pass */
 		ok = rc == 0;
-	} else {
-		if (!sib_tx_begin_to(qp, &tx, &w->ud_av, w->ud_qpn))
-			return false; /* the wire is full: the next pass resumes here */
+	} else if (sib_tx_begin_to(qp, &tx, &w->ud_av, w->ud_qpn)) {
+		ud_tx_ok(qp, SIB_QPO_INBOX(qp->dest.owner));
 		if (tx.slot)
 			ok = ud_fill_and_send(qp, w, &tx, w->ud_qpn);
+	} else if (!ud_tx_full(qp, SIB_QPO_INBOX(qp->dest.owner))) {
+		return false; /* the wire is full: the next pass resumes here */
 	}
 	if (!ok) {
 		/* Deregistered between check and copy: what left is garbage. */
@@ -199,10 +258,12 @@ void sib_ud_req_run(struct sib_qp *qp)
 		ud_flush_sq(qp);
 		return;
 	}
-	/* SQD: a UD WQE is one packet, so nothing is ever half sent. */
+	head = atomic_load_explicit(&qp->sq_head, memory_order_acquire);
+	/* SQD: only a multicast fan-out under way is finished (sq drained). */
+	if (qp->state == IBV_QPS_SQD && qp->req.offset && qp->req.wqe != head)
+		(void)ud_send(qp, &qp->sq[qp->req.wqe & (qp->sq_size - 1)]);
 	if (qp->state != IBV_QPS_RTS)
 		return;
-	head = atomic_load_explicit(&qp->sq_head, memory_order_acquire);
 	while (qp->req.wqe != head && ud_send(qp, &qp->sq[qp->req.wqe & (qp->sq_size - 1)]))
 		;
 }

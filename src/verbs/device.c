@@ -43,7 +43,7 @@ _Static_assert(sizeof(struct ibv_cq_ex) == 288, "ibv_cq_ex");
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctl_fd = -1;
-static bool ctl_forked;            /* this is a child of fork(): ctl_fd is the parent's */
+static bool ctl_forked;            /* a child of fork() that dropped the parent's connection */
 static struct ibv_device *devices[SIB_MAX_DEVICES]; /* the newest object per slot */
 
 /* Devices replaced in their slot: kept (contexts and applications may hold
@@ -82,9 +82,6 @@ static void ctl_reconnect(void)
 	int fd, mfd = -1, rc;
 
 	ctl_forked = false;
-	if (ctl_fd >= 0)
-		close(ctl_fd);
-	ctl_fd = -1;
 	fd = sib_ctl_open(false);
 	if (fd < 0)
 		return;
@@ -100,14 +97,38 @@ static void ctl_reconnect(void)
 	ctl_fd = fd;
 }
 
-/* fork(): no round trip is half done in the child (ctl_lock is taken
- * across the fork), and the child's next one reconnects. */
-static void ctl_prepare(void) { pthread_mutex_lock(&ctl_lock); }
-static void ctl_parent(void) { pthread_mutex_unlock(&ctl_lock); }
+/*
+ * fork(): the library's locks are taken across it, in their order (lib_lock,
+ * peers_lock, ctl_lock), so that the child inherits none of them held by
+ * a thread it does not have.  The child drops its copy of the parent's
+ * connection at once (softibd sees a client die by EOF only: a child that
+ * never calls verbs must not keep a dead parent's objects alive) and
+ * says HELLO on its own at its first round trip.
+ */
+static void ctl_prepare(void)
+{
+	pthread_mutex_lock(&lib_lock);
+	pthread_mutex_lock(&peers_lock);
+	pthread_mutex_lock(&ctl_lock);
+}
+
+static void ctl_parent(void)
+{
+	pthread_mutex_unlock(&ctl_lock);
+	pthread_mutex_unlock(&peers_lock);
+	pthread_mutex_unlock(&lib_lock);
+}
+
 static void ctl_child(void)
 {
-	ctl_forked = ctl_fd >= 0;
+	if (ctl_fd >= 0) {
+		close(ctl_fd);
+		ctl_fd = -1;
+		ctl_forked = true;
+	}
 	pthread_mutex_unlock(&ctl_lock);
+	pthread_mutex_unlock(&peers_lock);
+	pthread_mutex_unlock(&lib_lock);
 }
 
 int sib_ctl_rpc(struct sib_ctl_msg *m, int *recv_fd)
@@ -306,7 +327,7 @@ int sib_lib_init(void)
 	int rc = 0;
 
 	pthread_mutex_lock(&lib_lock);
-	if (ctl_fd < 0)
+	if (ctl_fd < 0 && !ctl_forked) /* a child of fork() reconnects at its first call */
 		rc = lib_connect();
 	pthread_mutex_unlock(&lib_lock);
 	return rc;

@@ -5,7 +5,9 @@
  * answering a datagram, and multicast across two contexts (two devices):
  * fan-out once to every attached QP, the sender's own QP unless it was
  * created with IBV_QP_CREATE_BLOCK_SELF_MCAST_LB, the attach/detach errors,
- * and membership ending with detach, destroy and the death of a process.
+ * and membership ending with detach, destroy and the death of a process
+ * (also while a forked worker of it lives on); a member that stops
+ * draining its inbox (SIGSTOP) does not stall the group's senders.
  */
 #include <endian.h>
 #include <errno.h>
@@ -349,15 +351,162 @@ static int attach_and_wait(void)
 	return 1;
 }
 
+/* attach_and_wait with a forked worker that never calls verbs and
+ * outlives it (a pool worker): the worker must not keep the membership. */
+static int attach_fork_wait(void)
+{
+	struct end c;
+	struct ibv_qp *qp;
+
+	end_open(&c, "softib1", 1, 0);
+	qp = ud_qp(&c, 0);
+	if (ibv_attach_mcast(qp, &mgid, MLID))
+		return 1;
+	if (fork() == 0) {
+		sleep(10); /* killed with its process group by the test */
+		_exit(0);
+	}
+	for (int i = 0; i < 300; i++)
+		usleep(100000);
+	return 1;
+}
+
+/* Start `mode` of this program in a process group of its own and wait until
+ * the group has `members` members. */
+static pid_t spawn_member(const char *mode, const struct sib_fabric_shm *fab, unsigned int members)
+{
+	pid_t child = fork();
+
+	assert_true(child >= 0);
+	if (!child) {
+		setpgid(0, 0);
+		execl("/proc/self/exe", "test_verbs_ud", mode, (char *)NULL);
+		_exit(127);
+	}
+	setpgid(child, child);
+	for (uint64_t end = now_ms() + 10000; map_members(fab) != members;)
+		assert_true(now_ms() < end);
+	return child;
+}
+
+/* A member killed while a forked worker of it lives: the worker holds
+ * no part of its parent's softibd connection, so the membership ends. */
+static void test_multicast_forked_worker(void **state)
+{
+	struct end e;
+	struct ibv_qp *s;
+	struct inbox_map m;
+	pid_t child;
+	int st;
+
+	(void)state;
+	end_open(&e, "softib0", 1, 0);
+	s = ud_qp(&e, 0);
+	inbox_map(&m, s->qp_num);
+	child = spawn_member("attach-fork-wait", m.fab, 1);
+	usleep(100000); /* the worker is forked */
+	assert_int_equal(kill(child, SIGKILL), 0);
+	assert_int_equal(waitpid(child, &st, 0), child);
+	for (uint64_t end = now_ms() + WAIT; map_members(m.fab) != 0;)
+		assert_true(now_ms() < end);
+	kill(-child, SIGKILL); /* the worker */
+	inbox_unmap(&m);
+	assert_int_equal(ibv_destroy_qp(s), 0);
+	end_close(&e);
+}
+
+/* A member that stops draining its inbox (SIGSTOP): the sender's datagrams
+ * to it are dropped once its inbox stays full past the head-of-queue
+ * lifetime, and every send still completes, promptly. */
+static void test_multicast_stopped_member(void **state)
+{
+	struct ibv_ah_attr at = { .dlid = MLID, .port_num = 1, .is_global = 1 };
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND, .num_sge = 1, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_sge sge;
+	struct inbox_map m;
+	struct ibv_qp *s;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	struct end e;
+	int st, done = 0, posted = 0;
+	pid_t child;
+
+	(void)state;
+	end_open(&e, "softib0", 1, 0);
+	s = ud_qp(&e, 0);
+	inbox_map(&m, s->qp_num);
+	child = spawn_member("attach-and-wait", m.fab, 1);
+	assert_int_equal(kill(child, SIGSTOP), 0);
+	at.grh.dgid = mgid;
+	ah = ibv_create_ah(e.pd, &at);
+	assert_non_null(ah);
+	sge.addr = (uintptr_t)e.buf;
+	sge.length = 64;
+	sge.lkey = e.mr->lkey;
+	wr.sg_list = &sge;
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = 0xffffff;
+	wr.wr.ud.remote_qkey = QKEY;
+	/* Three inboxes' worth of datagrams (1024 slots each). */
+	for (uint64_t end = now_ms() + 10000; done < 3000;) {
+		if (posted - done < 8 && posted < 3000 && !ibv_post_send(s, &wr, &bad))
+			posted++;
+		if (ibv_poll_cq(e.cq, 1, &wc) == 1) {
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+			done++;
+		}
+		if (now_ms() > end)
+			fail_msg("%d of 3000 multicast sends completed", done);
+	}
+	kill(child, SIGKILL);
+	assert_int_equal(waitpid(child, &st, 0), child);
+	assert_int_equal(ibv_destroy_ah(ah), 0);
+	inbox_unmap(&m);
+	assert_int_equal(ibv_destroy_qp(s), 0);
+	end_close(&e);
+}
+
+/* One connection may hold a quarter of softibd's groups (64): the 65th
+ * group is refused with ENOMEM, and others stay free for other processes. */
+static void test_multicast_quota(void **state)
+{
+	union ibv_gid g = mgid;
+	struct ibv_qp *qp;
+	struct end e;
+	int n;
+
+	(void)state;
+	end_open(&e, "softib0", 1, 0);
+	qp = ud_qp(&e, 0);
+	for (n = 0; n < SIB_MAX_MCAST_GRP / 4; n++) {
+		g.raw[15] = (uint8_t)n;
+		g.raw[14] = 0x77;
+		assert_int_equal(ibv_attach_mcast(qp, &g, (uint16_t)(0xC100 + n)), 0);
+	}
+	g.raw[15] = (uint8_t)n;
+	assert_int_equal(ibv_attach_mcast(qp, &g, (uint16_t)(0xC100 + n)), ENOMEM);
+	assert_int_equal(ibv_destroy_qp(qp), 0); /* destroy detaches them all */
+	qp = ud_qp(&e, 0);
+	g.raw[15] = (uint8_t)n;
+	assert_int_equal(ibv_attach_mcast(qp, &g, (uint16_t)(0xC100 + n)), 0);
+	assert_int_equal(ibv_destroy_qp(qp), 0);
+	end_close(&e);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "attach-and-wait"))
 		return attach_and_wait();
+	if (argc == 2 && !strcmp(argv[1], "attach-fork-wait"))
+		return attach_fork_wait();
 
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ah_errors_and_attrs),
 		cmocka_unit_test(test_reply_from_wc),
 		cmocka_unit_test(test_multicast),
+		cmocka_unit_test(test_multicast_forked_worker),
+		cmocka_unit_test(test_multicast_stopped_member),
+		cmocka_unit_test(test_multicast_quota),
 	};
 
 	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);

@@ -11,6 +11,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
@@ -336,8 +337,10 @@ static void test_multicast(void **state)
 	end_close(&e[1]);
 }
 
-/* The process test_multicast kills: a QP on softib1 attached, then wait. */
-static int attach_and_wait(void)
+/* The process test_multicast kills: a QP on softib1 attached, then wait.
+ * With fork_worker, first fork a worker that never calls verbs and
+ * outlives it (a pool worker): it must not keep the membership. */
+static int attach_and_wait(bool fork_worker)
 {
 	struct end c;
 	struct ibv_qp *qp;
@@ -346,27 +349,11 @@ static int attach_and_wait(void)
 	qp = ud_qp(&c, 0);
 	if (ibv_attach_mcast(qp, &mgid, MLID))
 		return 1;
-	for (int i = 0; i < 300; i++) /* 30 s at most: the test kills it */
-		usleep(100000);
-	return 1;
-}
-
-/* attach_and_wait with a forked worker that never calls verbs and
- * outlives it (a pool worker): the worker must not keep the membership. */
-static int attach_fork_wait(void)
-{
-	struct end c;
-	struct ibv_qp *qp;
-
-	end_open(&c, "softib1", 1, 0);
-	qp = ud_qp(&c, 0);
-	if (ibv_attach_mcast(qp, &mgid, MLID))
-		return 1;
-	if (fork() == 0) {
+	if (fork_worker && fork() == 0) {
 		sleep(10); /* killed with its process group by the test */
 		_exit(0);
 	}
-	for (int i = 0; i < 300; i++)
+	for (int i = 0; i < 300; i++) /* 30 s at most: the test kills it */
 		usleep(100000);
 	return 1;
 }
@@ -496,9 +483,9 @@ static void test_multicast_quota(void **state)
 int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "attach-and-wait"))
-		return attach_and_wait();
+		return attach_and_wait(false);
 	if (argc == 2 && !strcmp(argv[1], "attach-fork-wait"))
-		return attach_fork_wait();
+		return attach_and_wait(true);
 
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ah_errors_and_attrs),

@@ -330,9 +330,13 @@ static enum resp_state do_send(struct resp_pass *p)
 
 	if (fwd) {
 		/* To the SRQ's process; its inbox full: not accepted (no ePSN
-		 * move, no ACK), the requester sends it again. */
-		if (!sib_xfwd_send(qp))
+		 * move, no ACK, and no sequence NAK for the packets behind it,
+		 * which would burn the retry budget at once): the requester
+		 * sends it again after its ACK timeout. */
+		if (!sib_xfwd_send(qp)) {
+			qp->resp.nak_seq_sent = true;
 			return RESPST_DONE;
+		}
 	} else {
 		struct sib_rwqe *r = sib_rwqe_cur(qp);
 

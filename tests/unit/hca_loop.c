@@ -99,6 +99,7 @@ static struct {
 	uint8_t data[SIB_SLOT_DATA_BYTES];
 } kept[KEEP_MAX];
 unsigned int nkept;
+bool wire_hold[NINBOX];
 
 uint64_t now_ms(void)
 {
@@ -159,6 +160,8 @@ void pump(void)
 	for (unsigned int d = 0; d < NINBOX; d++) {
 		struct sib_ring_slot *s;
 
+		if (wire_hold[d])
+			continue; /* its senders find it full */
 		while ((s = sib_ring_peek(&wire_rx[d]))) {
 			uint32_t len = s->len, flags = s->flags;
 			const struct seen *e;
@@ -344,7 +347,7 @@ void side_open(unsigned int i)
 	assert_non_null(s->qp);
 }
 
-/* A second context on B's device, inbox C: PD, MRs and CQ, no QP. */
+/* A second context on B's device, inbox C: PD, an MR, a CQ of 4096, no QP. */
 void side_open_c(void)
 {
 	const struct sib_hca_ops *ops = &sib_hca_ops;
@@ -362,7 +365,7 @@ void side_open_c(void)
 	s->mr = ops->reg_mr(s->pd, s->buf, BUF, (uintptr_t)s->buf,
 			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	assert_non_null(s->mr);
-	s->cq = ops->create_cq(s->ctx, 256, NULL, 0);
+	s->cq = ops->create_cq(s->ctx, 4096, NULL, 0);
 	assert_non_null(s->cq);
 }
 
@@ -414,6 +417,7 @@ void up(const struct opts *o)
 {
 	filter = NULL;
 	nlog = nkept = 0;
+	memset(wire_hold, 0, sizeof(wire_hold));
 	loop_qpt = o->qpt ? o->qpt : IBV_QPT_RC;
 	for (unsigned int i = 0; i < NINBOX; i++) {
 		memset(inbox_mem[i], 0, SIB_INBOX_BYTES);

@@ -80,6 +80,7 @@ extern struct seen plog[LOG_MAX];  /* every packet pumped since up() */
 extern unsigned int nlog;
 extern enum verdict (*filter)(const struct seen *s); /* NULL: pass all */
 extern unsigned int nkept;         /* packets kept by KEEP verdicts */
+extern bool wire_hold[NINBOX];     /* pump() leaves these wires alone (they fill up) */
 extern struct side sides[NINBOX]; /* C: only after side_open_c() */
 extern struct ibv_device *devices[NDEV]; /* never freed (as the library's) */
 extern void *inbox_mem[NINBOX];      /* SIB_INBOX_BYTES each */
@@ -95,7 +96,8 @@ int group_teardown(void **state);
  * the last up() asked for (RC by default). */
 void side_open(unsigned int i);
 /* Open C: a second context (inbox C) on B's device, with a PD, an MR on
- * its buf and a CQ, no QP; down() closes it (XRC forwarding tests). */
+ * its buf and a CQ of 4096 entries, no QP; down() closes it (XRC
+ * forwarding tests). */
 void side_open_c(void);
 /* Publish len bytes into inbox d as if off a wire, with slot flags. */
 void inject(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags);

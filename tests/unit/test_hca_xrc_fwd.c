@@ -6,8 +6,9 @@
  * same domain).  B keeps the transport and forwards the SENDs to C, which
  * places and completes them (B's SRQ with the same index gets nothing); a
  * forged flagged packet is dropped and counted; no WQE, a too short WQE at
- * C are dropped and counted while B's transport goes on; a WRITE naming
- * C's SRQ is NAKed (invalid request).
+ * C are dropped and counted while B's transport goes on; a full inbox at
+ * C holds the messages back (not ACKed) until it has room, none lost; a
+ * WRITE naming C's SRQ is NAKed (invalid request).
  */
 #include <endian.h>
 #include <fcntl.h>
@@ -80,7 +81,7 @@ static struct ibv_srq *xsrq(unsigned int s, struct ibv_xrcd *xd, uint32_t *srqn)
 	a.pd = sides[s].pd;
 	a.xrcd = xd;
 	a.cq = sides[s].cq;
-	a.attr.max_wr = 16;
+	a.attr.max_wr = 2048;
 	a.attr.max_sge = 1;
 	srq = ops->create_srq_ex(sides[s].ctx, &a);
 	assert_non_null(srq);
@@ -316,6 +317,48 @@ static void test_no_wqe_dropped(void **state)
 	expect_no_wc(B);
 }
 
+/* C's inbox full (the wire toward it held): B does not accept what it
+ * cannot forward (no ACK), the requester sends it again after its ACK
+ * timeout once there is room; every message lands once, in order. */
+static void test_inbox_full(void **state)
+{
+	const unsigned int n = SIB_INBOX_SLOTS + 40;
+	uint64_t full0;
+
+	(void)state;
+	fwd_up();
+	for (unsigned int i = 0; i < n; i++)
+		srq_post(C, f.srq_c, (uint64_t)i * 16, 16, i);
+	wire_hold[C] = true;
+	for (unsigned int i = 0; i < SIB_INBOX_SLOTS; i += 32) { /* fills the wire */
+		for (unsigned int j = 0; j < 32; j++)
+			send_xrc(IBV_WR_SEND, 0, 8, f.srqn_c, i + j);
+		for (unsigned int j = 0; j < 32; j++)
+			expect_wc(A, i + j, IBV_WC_SUCCESS);
+	}
+	full0 = to_sctx(sides[B].ctx)->tx_ring_full;
+	for (unsigned int i = SIB_INBOX_SLOTS; i < n; i++)
+		send_xrc(IBV_WR_SEND, 0, 8, f.srqn_c, i);
+	settle(50);
+	expect_no_wc(A);
+	expect_no_wc(C);
+	assert_true(to_sctx(sides[B].ctx)->tx_ring_full > full0);
+	wire_hold[C] = false;
+	for (unsigned int i = SIB_INBOX_SLOTS; i < n; i++)
+		expect_wc(A, i, IBV_WC_SUCCESS);
+	for (unsigned int i = 0; i < n; i++) {
+		struct ibv_wc wc = poll_wc(C);
+
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.wr_id, i);
+		assert_int_equal(wc.byte_len, 8);
+	}
+	settle(20);
+	expect_no_wc(C);
+	assert_int_equal(drops(C, SIB_RX_DROP_XRC_FWD_SEQ), 0);
+	assert_int_equal(drops(C, SIB_RX_DROP_XRC_FWD_NORWQE), 0);
+}
+
 /* A WRITE naming C's SRQ: its R_Key is C's, out of B's reach: NAK
  * (invalid request), nothing forwarded. */
 static void test_write_nak(void **state)
@@ -333,6 +376,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_forward, fwd_down),
 		cmocka_unit_test_teardown(test_forged_dropped, fwd_down),
 		cmocka_unit_test_teardown(test_no_wqe_dropped, fwd_down),
+		cmocka_unit_test_teardown(test_inbox_full, fwd_down),
 		cmocka_unit_test_teardown(test_write_nak, fwd_down),
 	};
 

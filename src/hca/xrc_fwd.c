@@ -66,7 +66,7 @@ bool sib_xfwd_send(struct sib_qp *qp)
 		ctx->port_down_drops++; /* link down: lost on the wire */
 		return true;
 	}
-	if (x->ring_inbox != x->inbox || x->ring_gen != gen || (!x->ring && !x->ring_gen)) {
+	if (x->ring_inbox != x->inbox || x->ring_gen != gen) {
 		/* Map the target's inbox once per (inbox, generation): a slow
 		 * path; a gone target stays NULL until its generation moves. */
 		sib_peer_ring_put(x->ring);

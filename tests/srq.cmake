@@ -6,6 +6,10 @@ if(TARGET sib_hca)
   sib_unit_test(test_hca_srq SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_srq.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/hca_loop.c
     LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
+  # XRC forwarding to another context of the device (src/hca/xrc_fwd.c)
+  sib_unit_test(test_hca_xrc_fwd SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_xrc_fwd.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/hca_loop.c
+    LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
 endif()
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   sib_unit_test(test_verbs_srq SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_verbs_srq.c

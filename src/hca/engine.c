@@ -49,6 +49,7 @@ uint64_t sib_now_ns(void)
 void sib_qp_dest_release(struct sib_qp *qp)
 {
 	sib_mcast_rings_release(qp); /* UD multicast members (mcast.c) */
+	sib_xfwd_release(qp);        /* XRC forwarding's target inbox (xrc_fwd.c) */
 	sib_peer_ring_put(qp->dest.ring);
 	memset(&qp->dest, 0, sizeof(qp->dest));
 }
@@ -206,7 +207,9 @@ static void rx_packet(struct sib_context *ctx, const uint8_t *data, uint32_t len
 
 	if (len > SIB_SLOT_DATA_BYTES)
 		len = 0; /* an impossible length: dropped as malformed */
-	why = sib_recv(ctx, data, len, (sflags & SIB_SLOT_F_VCRC) ? SIB_RX_VCRC : 0);
+	why = sib_recv(ctx, data, len, ((sflags & SIB_SLOT_F_VCRC) ? SIB_RX_VCRC : 0) |
+		       /* XRC forwarding: the flag and the domain bits (xrc_fwd.c) */
+		       ((sflags & SIB_SLOT_F_XRC_FWD) ? sflags & ~(uint32_t)SIB_SLOT_F_VCRC : 0));
 	if (why == SIB_RX_DELIVERED || why == SIB_RX_DROP_LINK_DOWN)
 		return; /* a downed link loses packets; they are not bad ones */
 	/* Damaged on the way (IBA 9.8.x: ICRC failures are silently dropped). */

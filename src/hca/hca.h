@@ -158,6 +158,35 @@ struct sib_dest {
 	struct sib_ring *ring;         /* peer inbox (a reference), NULL when unresolved */
 };
 
+/*
+ * XRC forwarding (xrc_fwd.c).  sib_xfwd_tx, in an XRC_RECV QP: the packet
+ * being handled names an XRC SRQ of another context of this device (raw:
+ * its bytes, set by the demux for one packet); in_msg/msg_srqn: the SEND
+ * message under way is forwarded, to that SRQ; ring: the cached target
+ * inbox (a reference).  sib_xfwd_msg, in the target context: a message
+ * being placed, by TGT QPN (owner: its qp_owner word at FIRST).
+ */
+struct sib_xfwd_tx {
+	const uint8_t *raw;
+	uint32_t len, flags;           /* bytes in the slot, SIB_SLOT_F_* to send */
+	uint32_t inbox;                /* target context's inbox */
+	bool in_msg;
+	uint32_t msg_srqn;
+	struct sib_ring *ring;
+	uint32_t ring_inbox, ring_gen; /* what ring maps; ring NULL: gone */
+};
+#define SIB_XFWD_MSGS 64               /* messages placed at once, per context */
+struct sib_xfwd_msg {
+	bool used, active;             /* active: a WQE is held for the message */
+	bool seen;                     /* psn is valid: a message was started */
+	uint32_t qpn, srqn;
+	uint64_t owner;
+	uint64_t srq_h;                /* the SRQ's table handle (index, generation) */
+	uint32_t psn;                  /* next PSN expected */
+	uint32_t offset;               /* bytes placed */
+	struct sib_rwqe wqe;
+};
+
 struct sib_qp {
 	struct ibv_qp_ex ibv;          /* ibv_qp first */
 	struct sib_context *ctx;
@@ -239,6 +268,8 @@ struct sib_qp {
 	struct sib_rwqe srq_wqe;
 	struct sib_xrcd *xrcd;
 	uint32_t xrcd_num;             /* softibd's number of that domain */
+	/* XRC forwarding (xrc_fwd.c) */
+	struct sib_xfwd_tx xfwd;
 };
 
 /* Address handle (ah.c, IBA 11.2.2): the attributes as given; lives in
@@ -303,6 +334,8 @@ struct sib_context {
 	_Atomic uint32_t nah;          /* live AHs (max_ah) */
 	struct sib_mcast_local *mcast; /* this context's attachments (ud.c), under mcast_lock */
 	pthread_mutex_t mcast_lock;
+	/* XRC forwarding (xrc_fwd.c): messages placed for other contexts' TGT QPs */
+	struct sib_xfwd_msg xfwd[SIB_XFWD_MSGS];
 };
 
 /*
@@ -402,6 +435,10 @@ void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
  * the cause of the drop (also counted in ctx->rx_drop[]).
  */
 #define SIB_RX_VCRC 0x1
+/* The slot said SIB_SLOT_F_XRC_FWD: a packet another context of this device
+ * forwards (xrc_fwd.c); the domain bits above SIB_SLOT_XRCD_SHIFT as in the
+ * slot's flags. */
+#define SIB_RX_XRC_FWD SIB_SLOT_F_XRC_FWD
 #define SIB_RX_DELIVERED SIB_RX_DROP_COUNT
 enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
 			  unsigned int flags);
@@ -529,6 +566,19 @@ struct sib_srq *sib_srq_async_deliver(struct sib_context *ctx, uint32_t id, uint
  * of the QP's domain: a reference into qp->xrc_srq (for one packet).
  * False: drop the packet (no such SRQ, or another domain's). */
 bool sib_xrc_srq_resolve(struct sib_qp *qp, uint32_t srqn);
+/*
+ * XRC forwarding (xrc_fwd.c; docs/srq.md).  sib_xfwd_target: the XRCETH of
+ * the request at buf (len bytes, SIB_RX_* flags) names an XRC SRQ of
+ * another live context of this device: the packet is forwarded (set in
+ * qp->xfwd for this packet, true) rather than dropped.  sib_xfwd_recv: the
+ * target's demux for a packet flagged SIB_RX_XRC_FWD (already decoded and
+ * ICRC-checked): SIB_RX_DELIVERED or the drop cause.  sib_xfwd_release:
+ * drop the QP's cached target inbox.  Engine context.
+ */
+bool sib_xfwd_target(struct sib_qp *qp, uint32_t srqn, const uint8_t *buf, uint32_t len,
+		     unsigned int flags);
+enum sib_rx_drop sib_xfwd_recv(struct sib_context *ctx, const struct iba_pkt *pkt, unsigned int flags);
+void sib_xfwd_release(struct sib_qp *qp);
 void sib_xrc_srq_release(struct sib_qp *qp);
 /* create_qp's SRQ and XRC rules (0 or EINVAL), then, once the QP is
  * built, attach it (usecnt, capabilities, the domain) and detach it at

@@ -36,6 +36,11 @@ static const char *const drop_name[SIB_RX_DROP_COUNT] = {
 	[SIB_RX_DROP_NO_RWQE] = "no_rwqe",
 	[SIB_RX_DROP_MCAST] = "mcast",
 	[SIB_RX_DROP_XRC_SRQN] = "xrc_srqn",
+	[SIB_RX_DROP_XRC_FWD_FORGED] = "xrc_fwd_forged",
+	[SIB_RX_DROP_XRC_FWD_NORWQE] = "xrc_fwd_norwqe",
+	[SIB_RX_DROP_XRC_FWD_LEN] = "xrc_fwd_len",
+	[SIB_RX_DROP_XRC_FWD_LKEY] = "xrc_fwd_lkey",
+	[SIB_RX_DROP_XRC_FWD_SEQ] = "xrc_fwd_seq",
 };
 
 const char *sib_rx_drop_name(unsigned int why)
@@ -261,12 +266,16 @@ static enum sib_rx_drop mcast_recv(struct rx *rx, const uint8_t *buf)
 
 /* XRC requests name their SRQ in the XRCETH: it must be an XRC SRQ of
  * this context in the XRC_RECV QP's domain (XRC annex; srq.c), held for
- * this packet (sib_xrc_srq_release). */
-static enum sib_rx_drop check_xrc(struct rx *rx)
+ * this packet (sib_xrc_srq_release), or one of another live context of
+ * this device, to which the responder forwards the packet (xrc_fwd.c). */
+static enum sib_rx_drop check_xrc(struct rx *rx, const uint8_t *buf, uint32_t len, unsigned int flags)
 {
 	if (rx->qp->ibv.qp_base.qp_type != IBV_QPT_XRC_RECV || !(rx->pkt.op->flags & IBA_OP_REQ))
 		return RX_OK;
-	return sib_xrc_srq_resolve(rx->qp, rx->pkt.xrc_srqn) ? RX_OK : SIB_RX_DROP_XRC_SRQN;
+	if (sib_xrc_srq_resolve(rx->qp, rx->pkt.xrc_srqn) ||
+	    sib_xfwd_target(rx->qp, rx->pkt.xrc_srqn, buf, len, flags))
+		return RX_OK;
+	return SIB_RX_DROP_XRC_SRQN;
 }
 
 enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
@@ -275,7 +284,14 @@ enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t 
 	struct rx rx = { .ctx = ctx };
 	enum sib_rx_drop why;
 
-	if ((why = hdr_check(&rx, buf, len, flags)) == RX_OK && rx.mcast) {
+	if (flags & SIB_RX_XRC_FWD) {
+		/* Forwarded by a TGT QP's owner (xrc_fwd.c): its own checks. */
+		why = hdr_check(&rx, buf, len, flags);
+		if (why == RX_OK)
+			why = rx.mcast ? SIB_RX_DROP_XRC_FWD_FORGED : sib_xfwd_recv(ctx, &rx.pkt, flags);
+		if (why != SIB_RX_DELIVERED)
+			__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
+	} else if ((why = hdr_check(&rx, buf, len, flags)) == RX_OK && rx.mcast) {
 		why = mcast_recv(&rx, buf);
 		if (why != SIB_RX_DELIVERED)
 			__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
@@ -283,7 +299,7 @@ enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t 
 	    (why = check_type_state(&rx)) != RX_OK ||
 	    (why = check_keys(&rx)) != RX_OK ||
 	    (why = check_addr(&rx)) != RX_OK ||
-	    (why = check_xrc(&rx)) != RX_OK) {
+	    (why = check_xrc(&rx, buf, len, flags)) != RX_OK) {
 		__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
 	} else if (rx.qp->ibv.qp_base.qp_type == IBV_QPT_UD) {
 		why = sib_ud_packet(rx.qp, &rx.pkt, buf); /* ud.c */

@@ -189,6 +189,10 @@ static enum resp_state check_op_valid(struct resp_pass *p)
 {
 	unsigned int access = p->qp->access;
 
+	/* Another process's SRQ (xrc_fwd.c): only SENDs reach it; the R_Keys
+	 * of WRITE and READ (and an IETH's key) name MRs of that process. */
+	if (sib_xfwd_pkt(p->qp) && (!(p->f & IBA_OP_SEND) || (p->f & IBA_OP_INV)))
+		return RESPST_ERR_UNSUPPORTED_OPCODE;
 	if (p->f & IBA_OP_SEND)
 		return RESPST_CHK_RESOURCE;
 	if (p->f & IBA_OP_WRITE)
@@ -210,6 +214,12 @@ static enum resp_state check_resource(struct resp_pass *p)
 
 		return qp->max_dest_rd_atomic && next != qp->resp.rd_res_tail ? RESPST_CHK_LENGTH
 									      : RESPST_ERR_TOO_MANY_RD_ATOMIC;
+	}
+	if (p->f & IBA_OP_SEND) { /* forwarded: no WQE here (xrc_fwd.c) */
+		int fwd = sib_xfwd_check(qp, p->pkt);
+
+		if (fwd)
+			return fwd > 0 ? RESPST_CHK_LENGTH : RESPST_ERR_MISSING_FIRST;
 	}
 	if ((p->f & IBA_OP_SEND) && (p->f & (IBA_OP_FIRST | IBA_OP_ONLY))) {
 		if (!sib_rwqe_take(qp))
@@ -244,7 +254,7 @@ static enum resp_state check_length(struct resp_pass *p)
 		if (len > left || ((f & (IBA_OP_LAST | IBA_OP_ONLY)) && len != left))
 			return RESPST_ERR_LENGTH;
 	}
-	if ((f & IBA_OP_SEND) && len > sib_rwqe_cur(qp)->length - qp->resp.offset)
+	if ((f & IBA_OP_SEND) && !sib_xfwd_pkt(qp) && len > sib_rwqe_cur(qp)->length - qp->resp.offset)
 		return RESPST_ERR_LOC_LEN;
 	return RESPST_CHK_KEYS;
 }
@@ -289,6 +299,8 @@ static enum resp_state check_keys(struct resp_pass *p)
 	struct sib_qp *qp = p->qp;
 	uint32_t f = p->f;
 
+	if ((f & IBA_OP_SEND) && sib_xfwd_pkt(qp))
+		return RESPST_EXECUTE; /* its target checks the WQE (xrc_fwd.c) */
 	if (f & IBA_OP_SEND) {
 		/* Every packet: the MR may be gone since the message started. */
 		struct sib_rwqe *r = sib_rwqe_cur(qp);
@@ -314,11 +326,24 @@ static enum resp_state check_keys(struct resp_pass *p)
 static enum resp_state do_send(struct resp_pass *p)
 {
 	struct sib_qp *qp = p->qp;
-	struct sib_rwqe *r = sib_rwqe_cur(qp);
+	bool fwd = sib_xfwd_pkt(qp);
 
-	if (sib_sge_copy_in(qp->ctx, sib_resp_pd(qp), r->sge, r->num_sge, qp->resp.offset,
-			    p->pkt->payload, p->pkt->paylen) != IBV_WC_SUCCESS)
-		return RESPST_ERR_RWQE_LKEY; /* deregistered between check and copy */
+	if (fwd) {
+		/* To the SRQ's process; its inbox full: not accepted (no ePSN
+		 * move, no ACK, and no sequence NAK for the packets behind it,
+		 * which would burn the retry budget at once): the requester
+		 * sends it again after its ACK timeout. */
+		if (!sib_xfwd_send(qp)) {
+			qp->resp.nak_seq_sent = true;
+			return RESPST_DONE;
+		}
+	} else {
+		struct sib_rwqe *r = sib_rwqe_cur(qp);
+
+		if (sib_sge_copy_in(qp->ctx, sib_resp_pd(qp), r->sge, r->num_sge, qp->resp.offset,
+				    p->pkt->payload, p->pkt->paylen) != IBV_WC_SUCCESS)
+			return RESPST_ERR_RWQE_LKEY; /* deregistered between check and copy */
+	}
 	qp->resp.offset += p->pkt->paylen;
 	qp->resp.epsn = iba_psn_add(qp->resp.epsn, 1);
 	if (!(p->f & (IBA_OP_LAST | IBA_OP_ONLY))) {
@@ -327,7 +352,7 @@ static enum resp_state do_send(struct resp_pass *p)
 	}
 	qp->resp.msn = iba_psn_add(qp->resp.msn, 1);
 	qp->resp.in_send = false;
-	return RESPST_COMPLETE;
+	return fwd ? RESPST_ACKNOWLEDGE : RESPST_COMPLETE; /* forwarded: its target completes */
 }
 
 static enum resp_state do_write(struct resp_pass *p)
@@ -452,7 +477,7 @@ static enum resp_state duplicate(struct resp_pass *p)
 			ack(qp, iba_psn_add(r->epsn, IBA_PSN_MASK));
 		return RESPST_DONE;
 	}
-	if (!(qp->access & IBV_ACCESS_REMOTE_READ) || !qp->max_dest_rd_atomic ||
+	if (!(qp->access & IBV_ACCESS_REMOTE_READ) || !qp->max_dest_rd_atomic || sib_xfwd_pkt(qp) ||
 	    pkt->reth.dmalen > SIB_MAX_MSG_SZ || (r->rd_res_head + 1) % r->rd_res_size == r->rd_res_tail ||
 	    !rkey_ok(qp, &pkt->reth, IBV_ACCESS_REMOTE_READ, &p->mr, &p->mr_h))
 		return RESPST_DONE;

@@ -329,6 +329,7 @@ bool sib_xrc_srq_resolve(struct sib_qp *qp, uint32_t srqn)
 
 void sib_xrc_srq_release(struct sib_qp *qp)
 {
+	qp->xfwd.raw = NULL; /* a forwarded packet (xrc_fwd.c) is done too */
 	if (qp->xrc_srq) {
 		qp->xrc_srq = NULL;
 		sib_objtab_put(&qp->ctx->srqs, qp->xrc_srq_h);

@@ -102,6 +102,12 @@ enum sib_rx_drop {
 	SIB_RX_DROP_NO_RWQE,           /* UD: no receive WQE posted (no RNR for UD, IBA 9.7.x) */
 	SIB_RX_DROP_MCAST,             /* multicast: no QP of this context is attached */
 	SIB_RX_DROP_XRC_SRQN,          /* XRC: the XRCETH names no XRC SRQ of the QP's domain */
+	/* XRC packets forwarded by another context of this device (xrc_fwd.c): */
+	SIB_RX_DROP_XRC_FWD_FORGED,    /* not an XRC SEND to our SRQ from a live TGT QP's owner */
+	SIB_RX_DROP_XRC_FWD_NORWQE,    /* the SRQ had no WQE (no RNR NAK possible: docs/srq.md) */
+	SIB_RX_DROP_XRC_FWD_LEN,       /* the message overflows its WQE */
+	SIB_RX_DROP_XRC_FWD_LKEY,      /* the WQE's buffers fail their L_Key check */
+	SIB_RX_DROP_XRC_FWD_SEQ,       /* out of order, a duplicate, or no room to place it */
 	SIB_RX_DROP_COUNT
 };
 
@@ -245,6 +251,21 @@ static inline uint8_t sib_resp_opcode(const struct sib_qp *qp, uint8_t opc)
 	return (uint8_t)((qp->ibv.qp_base.qp_type == IBV_QPT_XRC_RECV ? IBA_TRANSPORT_XRC
 								     : IBA_TRANSPORT_RC) | opc);
 }
+
+/*
+ * XRC forwarding, the responder's side (xrc_fwd.c): sib_xfwd_pkt, the
+ * packet being handled goes to another context's SRQ; sib_xfwd_check, for
+ * a SEND packet: 1 forwarded, 0 placed here, -1 a message that mixes both
+ * or changes SRQ (invalid request); sib_xfwd_send: put it on the link
+ * toward that context, false if its inbox is full (nothing sent: the
+ * packet is not accepted, the requester sends it again).
+ */
+static inline bool sib_xfwd_pkt(const struct sib_qp *qp)
+{
+	return qp->xfwd.raw != NULL;
+}
+int sib_xfwd_check(struct sib_qp *qp, const struct iba_pkt *pkt);
+bool sib_xfwd_send(struct sib_qp *qp);
 
 /* The requester rewinds to resend from `psn` (go-back-N, IBA 9.7.5.1.x). */
 void sib_req_rewind(struct sib_qp *qp, uint32_t psn);

@@ -25,10 +25,10 @@
 #include "hca_loop.h"
 #include "iba/iba.h"
 
-void *inbox_mem[NDEV], *wire_mem[NDEV];
-static struct sib_ring wires[NDEV];
-static struct sib_ring inbox_tx[NDEV];  /* the pump's producer view of each inbox */
-static struct sib_ring_rx wire_rx[NDEV]; /* the pump's consumer view of each wire */
+void *inbox_mem[NINBOX], *wire_mem[NINBOX];
+static struct sib_ring wires[NINBOX];
+static struct sib_ring inbox_tx[NINBOX];  /* the pump's producer view of each inbox */
+static struct sib_ring_rx wire_rx[NINBOX]; /* the pump's consumer view of each wire */
 static uint32_t next_handle = 1, next_qpn = 16;
 static uint32_t qpn_of_handle[4096];
 
@@ -42,8 +42,11 @@ static int host_obj_create(uint32_t dev_handle, enum sib_obj_type type, uint32_t
 	if (type == SIB_OBJ_QP) {
 		*qpn = next_qpn++;
 		qpn_of_handle[*handle % 4096] = *qpn;
-		/* The QPN now routes to the creating context's inbox. */
-		atomic_store(&sib_fabric->qp_owner[*qpn], SIB_QPO_MAKE(dev_handle, 1, dev_handle));
+		/* The QPN now routes to the creating context's inbox (C's
+		 * handle: EXTRA_HANDLE, on device B). */
+		atomic_store(&sib_fabric->qp_owner[*qpn],
+			     dev_handle == EXTRA_HANDLE ? SIB_QPO_MAKE(C, 1, B)
+							: SIB_QPO_MAKE(dev_handle, 1, dev_handle));
 	}
 	return 0;
 }
@@ -60,7 +63,7 @@ static void host_obj_destroy(uint32_t handle)
 /* Senders get the wire toward an inbox, not the inbox itself. */
 static struct sib_ring *host_peer_ring(uint32_t inbox, uint32_t gen)
 {
-	return inbox < NDEV && gen == 1 ? &wires[inbox] : NULL;
+	return inbox < NINBOX && gen == 1 ? &wires[inbox] : NULL;
 }
 
 /* XRC domains (test_hca_srq): one number per file (its inode), or a new
@@ -96,6 +99,7 @@ static struct {
 	uint8_t data[SIB_SLOT_DATA_BYTES];
 } kept[KEEP_MAX];
 unsigned int nkept;
+bool wire_hold[NINBOX];
 
 uint64_t now_ms(void)
 {
@@ -153,9 +157,11 @@ static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len
 /* Move everything on both wires into the inboxes, through the filter. */
 void pump(void)
 {
-	for (unsigned int d = 0; d < NDEV; d++) {
+	for (unsigned int d = 0; d < NINBOX; d++) {
 		struct sib_ring_slot *s;
 
+		if (wire_hold[d])
+			continue; /* its senders find it full */
 		while ((s = sib_ring_peek(&wire_rx[d]))) {
 			uint32_t len = s->len, flags = s->flags;
 			const struct seen *e;
@@ -189,7 +195,7 @@ void replay(unsigned int i)
 
 /* ---- one side of the connection ---- */
 
-struct side sides[NDEV];
+struct side sides[NINBOX];
 static enum ibv_qp_type loop_qpt = IBV_QPT_RC; /* what up() asked for */
 struct ibv_device *devices[NDEV]; /* never freed (as the library's) */
 
@@ -208,6 +214,8 @@ void drive(unsigned int d)
 {
 	struct ibv_wc wc;
 
+	if (!sides[d].cq)
+		return; /* C, not open */
 	(void)sib_hca_ops.poll_cq(sides[d].cq, 0, &wc); /* runs the engine inline */
 }
 
@@ -224,7 +232,9 @@ struct ibv_wc poll_wc(unsigned int s)
 		if (n == 1)
 			return wc;
 		pump();
-		drive(1 - s);
+		for (unsigned int d = 0; d < NINBOX; d++)
+			if (d != s)
+				drive(d);
 		if (now_ms() > end)
 			fail_msg("no completion on side %u within %u ms", s, WAIT_MS);
 	}
@@ -239,6 +249,7 @@ void settle(unsigned int ms)
 		pump();
 		drive(A);
 		drive(B);
+		drive(C);
 	}
 }
 
@@ -270,12 +281,16 @@ void fabric_setup(void)
 		p->max_mtu = p->active_mtu = IBV_MTU_4096;
 		p->pkey[0] = 0xffff;
 		atomic_store(&sib_fabric->lid_map[p->lid], SIB_LIDM_MAKE(i, 1));
+		sides[i].lid = p->lid;
+	}
+	for (unsigned int i = 0; i < NINBOX; i++) {
 		atomic_store(&sib_fabric->inboxes[i].gen, 1);
+		sib_fabric->inboxes[i].dev_index = i < NDEV ? i : B; /* C is on B's device */
 		inbox_mem[i] = calloc(1, SIB_INBOX_BYTES);
 		wire_mem[i] = calloc(1, SIB_INBOX_BYTES);
 		assert_true(inbox_mem[i] && wire_mem[i]);
-		sides[i].lid = p->lid;
 	}
+	sides[C].lid = sides[B].lid;
 	sib_hca_set_host(&host);
 }
 
@@ -289,7 +304,7 @@ int group_setup(void **state)
 int group_teardown(void **state)
 {
 	(void)state;
-	for (unsigned int i = 0; i < NDEV; i++) {
+	for (unsigned int i = 0; i < NINBOX; i++) {
 		free(inbox_mem[i]);
 		free(wire_mem[i]);
 	}
@@ -330,6 +345,34 @@ void side_open(unsigned int i)
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
 	s->qp = ops->create_qp(s->pd, &qa);
 	assert_non_null(s->qp);
+}
+
+/* A second context on B's device, inbox C: PD, an MR, a CQ of 4096, no QP. */
+void side_open_c(void)
+{
+	const struct sib_hca_ops *ops = &sib_hca_ops;
+	struct side *s = &sides[C];
+	struct sib_hca_attach at = { .dev_handle = EXTRA_HANDLE, .inbox_idx = C, .inbox_gen = 1,
+				     .inbox_base = inbox_mem[C] };
+
+	s->ctx = sib_hca_device_ops.alloc_context(devices[B], &at);
+	assert_non_null(s->ctx);
+	s->pd = ops->alloc_pd(s->ctx);
+	assert_non_null(s->pd);
+	s->buf = calloc(1, BUF);
+	s->buf2 = calloc(1, 4096);
+	assert_true(s->buf && s->buf2);
+	s->mr = ops->reg_mr(s->pd, s->buf, BUF, (uintptr_t)s->buf,
+			    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	assert_non_null(s->mr);
+	s->cq = ops->create_cq(s->ctx, 4096, NULL, 0);
+	assert_non_null(s->cq);
+}
+
+/* Publish a packet into inbox d as if it came off a wire (slot flags). */
+void inject(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags)
+{
+	deliver(d, data, len, flags);
 }
 
 /* RESET -> INIT -> RTR -> RTS, each QP to the other (IBA 10.3.1). */
@@ -374,8 +417,9 @@ void up(const struct opts *o)
 {
 	filter = NULL;
 	nlog = nkept = 0;
+	memset(wire_hold, 0, sizeof(wire_hold));
 	loop_qpt = o->qpt ? o->qpt : IBV_QPT_RC;
-	for (unsigned int i = 0; i < NDEV; i++) {
+	for (unsigned int i = 0; i < NINBOX; i++) {
 		memset(inbox_mem[i], 0, SIB_INBOX_BYTES);
 		memset(wire_mem[i], 0, SIB_INBOX_BYTES);
 		sib_ring_attach(&inbox_tx[i], inbox_mem[i]);
@@ -398,21 +442,27 @@ int down(void **state)
 
 	(void)state;
 	filter = NULL;
-	for (unsigned int i = 0; i < NDEV; i++) {
+	for (unsigned int i = 0; i < NINBOX; i++) {
 		struct side *s = &sides[i];
 
 		if (!s->ctx)
 			continue;
-		assert_int_equal(ops->destroy_qp(s->qp), 0);
+		if (s->qp)
+			assert_int_equal(ops->destroy_qp(s->qp), 0);
 		assert_int_equal(ops->destroy_cq(s->cq), 0);
 		assert_int_equal(ops->dereg_mr(s->mr), 0);
-		assert_int_equal(ops->dereg_mr(s->mr_local), 0);
-		assert_int_equal(ops->dereg_mr(s->mr_ro), 0);
+		if (s->mr_local)
+			assert_int_equal(ops->dereg_mr(s->mr_local), 0);
+		if (s->mr_ro)
+			assert_int_equal(ops->dereg_mr(s->mr_ro), 0);
 		assert_int_equal(ops->dealloc_pd(s->pd), 0);
 		ops->free_context(s->ctx);
 		free(s->buf);
 		free(s->buf2);
 		s->ctx = NULL;
+		s->qp = NULL;
+		s->cq = NULL;
+		s->mr_local = s->mr_ro = NULL;
 	}
 	return 0;
 }

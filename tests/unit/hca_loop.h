@@ -26,6 +26,9 @@
 #define WAIT_MS  10000             /* every wait is bounded */
 #define A        0                 /* requester side in most tests */
 #define B        1
+#define C        2                 /* side_open_c: a second context on B's device */
+#define NINBOX   3                 /* inboxes: A, B and C */
+#define EXTRA_HANDLE 0x100u        /* C's device handle (the host maps it to B) */
 
 /* One packet as the pump saw it (decoded; ICRC not checked). */
 struct seen {
@@ -77,9 +80,10 @@ extern struct seen plog[LOG_MAX];  /* every packet pumped since up() */
 extern unsigned int nlog;
 extern enum verdict (*filter)(const struct seen *s); /* NULL: pass all */
 extern unsigned int nkept;         /* packets kept by KEEP verdicts */
-extern struct side sides[NDEV];
+extern bool wire_hold[NINBOX];     /* pump() leaves these wires alone (they fill up) */
+extern struct side sides[NINBOX]; /* C: only after side_open_c() */
 extern struct ibv_device *devices[NDEV]; /* never freed (as the library's) */
-extern void *inbox_mem[NDEV];      /* SIB_INBOX_BYTES each */
+extern void *inbox_mem[NINBOX];      /* SIB_INBOX_BYTES each */
 
 uint64_t now_ms(void);
 
@@ -91,6 +95,12 @@ int group_teardown(void **state);
 /* Open device i's context, PD, the three MRs, a CQ and a QP of the type
  * the last up() asked for (RC by default). */
 void side_open(unsigned int i);
+/* Open C: a second context (inbox C) on B's device, with a PD, an MR on
+ * its buf and a CQ of 4096 entries, no QP; down() closes it (XRC
+ * forwarding tests). */
+void side_open_c(void);
+/* Publish len bytes into inbox d as if off a wire, with slot flags. */
+void inject(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags);
 /* RESET -> INIT -> RTR -> RTS, side i's QP to the other's (IBA 10.3.1). */
 void connect_qp(unsigned int i, const struct opts *o);
 /* Fresh inboxes, wires, contexts and a connected QP pair (per test). */

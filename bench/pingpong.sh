@@ -3,7 +3,8 @@
 # softib against the machine: unmodified ibv_rc_pingpong through softib at
 # 64 B and 64 KiB (path MTU 4096, server on softib0, client on softib1, one
 # host), single-thread memcpy bandwidth at 64 KiB, and the cache-line round
-# trip between two threads (how far apart the host put the CPUs), side by side.
+# trip between two threads (how far apart the host put the CPUs), side by side;
+# and perftest's ib_atomic_lat (FETCH_AND_ADD, t_typical) between the same devices.
 # Each ping-pong runs RUNS times (default 3) and the median run is shown:
 # on a small shared VM single runs vary with the host's scheduling.
 # Usage: bench/pingpong.sh [BUILD_DIR] [ITERS] [RUNS]
@@ -29,18 +30,30 @@ pingpong() { # SIZE -> "Mbit/s usec/iter"
 	awk '/Mbit\/sec/ {mb=$(NF-1)} /usec\/iter/ {us=$(NF-1)} END {print mb, us}' "$tmp/client.out"
 }
 
+atomic_lat() { # -> t_typical usec of ib_atomic_lat, 8-byte FETCH_AND_ADD
+	local port=$((20000 + RANDOM % 40000))
+	ib_atomic_lat -d softib0 -p "$port" -n "$iters" >"$tmp/server.out" 2>&1 &
+	local server=$!
+	sleep 0.3
+	ib_atomic_lat -d softib1 -p "$port" -n "$iters" 127.0.0.1 >"$tmp/client.out" 2>&1
+	wait "$server"
+	awk '$1 == 8 && $2 ~ /^[0-9]+$/ {print $5}' "$tmp/client.out"
+}
+
 median() { # SIZE -> the median (by usec/iter) of $runs runs
 	for _ in $(seq "$runs"); do pingpong "$1"; done | tee -a "$tmp/runs" | sort -k2 -g | sed -n "$(((runs + 1) / 2))p"
 }
 
 read -r small_mb small_us < <(median 64)
 read -r big_mb big_us < <(median 65536)
+atomic_us=$(command -v ib_atomic_lat >/dev/null && atomic_lat || echo n/a)
 copy_mb=$("$build/bin/memcpy_bw" 65536 1 | awk '{print $(NF-1)}')
 rtt_ns=$("$build/bin/cacheline_rtt" | awk '{print $1}')
 
 printf '%-44s %14s %12s\n' "what ($(nproc) cores, $iters iterations, median of $runs)" "Mbit/s" "usec/iter"
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 64 (softib0 <-> softib1)" "$small_mb" "$small_us"
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 65536" "$big_mb" "$big_us"
+printf '%-44s %14s %12s\n' "ib_atomic_lat (FETCH_AND_ADD, t_typical)" "-" "$atomic_us"
 printf '%-44s %14s %12s\n' "memcpy 64 KiB, one thread" "$copy_mb" "-"
 printf '%-44s %14s %12s\n' "cache-line round trip, two threads (ns)" "-" "$rtt_ns"
 [ -z "${BENCH_VERBOSE:-}" ] || { echo "every run (Mbit/s usec/iter):"; cat "$tmp/runs"; }

@@ -133,6 +133,9 @@ struct sib_swqe {
 	bool started;                  /* the requester has assigned first_psn */
 	struct ibv_sge sge[SIB_MAX_SGE];
 	uint8_t *inline_data;          /* points into the SQ's inline area, or NULL */
+	/* atomics (atomic.c): the AtomicETH operands (IBA 9.3.3.3) */
+	uint64_t compare_add;          /* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
+	uint64_t swap;                 /* CMP_AND_SWP: swap */
 };
 
 /* Receive work queue element. */

@@ -493,7 +493,9 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->max_qp_rd_atom = SIB_MAX_RD_ATOMIC;
 	a->max_res_rd_atom = SIB_MAX_RD_ATOMIC * (SIB_MAX_QPN - 2);
 	a->max_qp_init_rd_atom = SIB_MAX_RD_ATOMIC;
-	a->atomic_cap = IBV_ATOMIC_NONE;
+	/* CPU atomics on the target memory (atomic.c): atomic with respect to
+	 * every QP, device and process on the host and to the CPU. */
+	a->atomic_cap = IBV_ATOMIC_GLOB;
 	a->max_pkeys = SIB_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = sib_fabric_num_ports(sd);

@@ -195,7 +195,8 @@ struct ibv_qp *sib_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 }
 
 #define SIB_SEND_OPS_SUPPORTED (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
-	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ)
+	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | \
+	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 
 struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
@@ -451,6 +452,9 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 		len += wr->sg_list[i].length;
 	if (len > SIB_MAX_MSG_SZ)
 		return EINVAL;
+	/* rxe: an atomic's local buffer is 8 bytes, else EINVAL at post. */
+	if ((sib_wr_info(wr->opcode)->flags & SIB_WR_ATOMIC) && len != 8)
+		return EINVAL;
 	memset(w, 0, offsetof(struct sib_swqe, sge));
 	w->wr_id = wr->wr_id;
 	w->opcode = wr->opcode;
@@ -460,7 +464,15 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 	w->rkey = wr->wr.rdma.rkey;
 	w->length = (uint32_t)len;
 	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ) {
+	if (sib_wr_info(wr->opcode)->flags & SIB_WR_ATOMIC) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+	}
+	/* Inline is meaningless where the local buffer is a sink (ignored). */
+	if ((wr->send_flags & IBV_SEND_INLINE) &&
+	    !(sib_wr_info(wr->opcode)->flags & (SIB_WR_READ | SIB_WR_ATOMIC))) {
 		uint8_t *dst = qp->sq_inline + (size_t)slot * SIB_MAX_INLINE;
 
 		if (len > SIB_MAX_INLINE)
@@ -566,13 +578,25 @@ static void wrx_start(struct ibv_qp_ex *ibqp)
 	qp->wr_open = false;
 }
 
+/* Close the WQE being built: an atomic's local buffer must be 8 bytes
+ * (EINVAL from ibv_wr_complete, as post_send). */
+static void wrx_close(struct sib_qp *qp)
+{
+	const struct sib_swqe *w = &qp->sq[qp->wr_head & (qp->sq_size - 1)];
+
+	if (!qp->wr_open)
+		return;
+	if (!qp->wr_err && (sib_wr_info(w->opcode)->flags & SIB_WR_ATOMIC) && w->length != 8)
+		qp->wr_err = EINVAL;
+	qp->wr_head++;
+}
+
 static struct sib_swqe *wrx_new(struct ibv_qp_ex *ibqp, enum ibv_wr_opcode op)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
 	struct sib_swqe *w;
 
-	if (qp->wr_open)
-		qp->wr_head++;
+	wrx_close(qp);
 	qp->wr_open = false;
 	if (qp->wr_err)
 		return NULL;
@@ -635,6 +659,30 @@ static void wrx_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
 	wrx_rdma(q, IBV_WR_RDMA_READ, rkey, addr, 0);
 }
 
+static void wrx_atomic(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr,
+		       uint64_t compare_add, uint64_t swap)
+{
+	struct sib_swqe *w = wrx_new(q, op);
+
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = addr;
+		w->compare_add = compare_add;
+		w->swap = swap;
+	}
+}
+
+static void wrx_atomic_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t compare,
+			       uint64_t swap)
+{
+	wrx_atomic(q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, addr, compare, swap);
+}
+
+static void wrx_atomic_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t add)
+{
+	wrx_atomic(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
+}
+
 static void wrx_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg)
 {
 	struct sib_qp *qp = (struct sib_qp *)q;
@@ -677,7 +725,7 @@ static void wrx_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct
 		return;
 	for (size_t i = 0; i < n; i++)
 		len += buf[i].length;
-	if (len > SIB_MAX_INLINE || w->opcode == IBV_WR_RDMA_READ) {
+	if (len > SIB_MAX_INLINE || (sib_wr_info(w->opcode)->flags & (SIB_WR_READ | SIB_WR_ATOMIC))) {
 		qp->wr_err = EINVAL;
 		return;
 	}
@@ -700,10 +748,10 @@ static void wrx_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
 static int wrx_complete(struct ibv_qp_ex *ibqp)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
-	int rc = qp->wr_err;
+	int rc;
 
-	if (qp->wr_open)
-		qp->wr_head++;
+	wrx_close(qp);
+	rc = qp->wr_err;
 	if (!rc)
 		atomic_store_explicit(&qp->sq_head, qp->wr_head, memory_order_release);
 	pthread_spin_unlock(&qp->sq_lock);
@@ -739,4 +787,8 @@ static void wr_api_init(struct sib_qp *qp, uint64_t ops)
 		x->wr_rdma_write_imm = wrx_rdma_write_imm;
 	if (ops & IBV_QP_EX_WITH_RDMA_READ)
 		x->wr_rdma_read = wrx_rdma_read;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		x->wr_atomic_cmp_swp = wrx_atomic_cmp_swp;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		x->wr_atomic_fetch_add = wrx_atomic_fetch_add;
 }

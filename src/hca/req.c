@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "hca/atomic.h"
 #include "hca/transport.h"
 #include "hca/wr.h"
 
@@ -108,7 +109,7 @@ static enum req_state start_wqe(struct req_pass *p)
 
 	if (!w->inline_data)
 		st = sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
-				   wi && (wi->flags & SIB_WR_READ) ? IBV_ACCESS_LOCAL_WRITE : 0);
+				   wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) ? IBV_ACCESS_LOCAL_WRITE : 0);
 	w->first_psn = qp->req.psn;
 	w->npsn = sib_msg_npsn(w->length, qp->mtu);
 	w->started = true;
@@ -135,7 +136,8 @@ static enum req_state send_packet(struct req_pass *p)
 
 	if (!wi)
 		return REQST_ERR_LOC_QP_OP;
-	read = wi->flags & SIB_WR_READ;
+	/* A READ or an atomic: one request, its response(s) complete it. */
+	read = wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC);
 	last = read || left <= qp->mtu;
 	paylen = read ? 0 : (last ? left : qp->mtu);
 	opc = sib_wr_pkt_opcode(sib_qpt_transport(qp->ibv.qp_base.qp_type), w->opcode,
@@ -167,6 +169,8 @@ static enum req_state send_packet(struct req_pass *p)
 		}
 		if (hdrs & IBA_HDR_IMMDT)
 			tx.h.immdt_be = w->imm_be;
+		if (hdrs & IBA_HDR_ATOMICETH)
+			sib_atomic_fill_eth(&tx.h.atomic, w);
 		payload = sib_tx_headers(&tx);
 		if (paylen && w->inline_data)
 			memcpy(payload, w->inline_data + off, paylen);
@@ -266,7 +270,7 @@ void sib_req_rewind(struct sib_qp *qp, uint32_t psn)
 		for (uint32_t j = i; j != qp->req.wqe; j++) {
 			const struct sib_wr_info *wi = sib_wr_info(qp->sq[j & (qp->sq_size - 1)].opcode);
 
-			if (wi && (wi->flags & SIB_WR_READ) && qp->req.reads_outstanding)
+			if (wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) && qp->req.reads_outstanding)
 				qp->req.reads_outstanding--;
 		}
 		qp->req.wqe = i;

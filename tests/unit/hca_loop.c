@@ -126,6 +126,13 @@ static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len
 	e->rkey = p.reth.rkey;
 	e->dmalen = p.reth.dmalen;
 	e->head = p.paylen ? p.payload[0] : 0;
+	if (p.op->hdrs & IBA_HDR_ATOMICETH) {
+		e->va = p.atomic.va;
+		e->rkey = p.atomic.rkey;
+		e->swap_add = p.atomic.swap_add;
+		e->compare = p.atomic.compare;
+	}
+	e->atomic_ack = p.atomic_ack;
 	return e;
 }
 

@@ -39,6 +39,8 @@ struct seen {
 	uint64_t va;                   /* RETH */
 	uint32_t rkey, dmalen;
 	uint8_t head;                  /* first payload byte */
+	/* atomics: AtomicETH (va, rkey above), AtomicAckETH */
+	uint64_t swap_add, compare, atomic_ack;
 };
 
 /* What the filter does with a packet. */

@@ -114,8 +114,12 @@ static void test_wr_check(void **state)
 	assert_int_equal(sib_wr_check(IBV_QPT_UC, IBV_WR_RDMA_READ), EINVAL);
 	assert_int_equal(sib_wr_check(IBV_QPT_UD, IBV_WR_RDMA_WRITE), EINVAL);
 	assert_int_equal(sib_wr_check(IBV_QPT_XRC_RECV, IBV_WR_SEND), EINVAL);
-	/* not implemented (atomic_cap NONE, no MWs) */
-	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_ATOMIC_CMP_AND_SWP), EINVAL);
+	/* atomics on RC (and XRC), never UC or UD */
+	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_ATOMIC_CMP_AND_SWP), 0);
+	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_ATOMIC_FETCH_AND_ADD), 0);
+	assert_int_equal(sib_wr_check(IBV_QPT_UC, IBV_WR_ATOMIC_FETCH_AND_ADD), EINVAL);
+	assert_int_equal(sib_wr_check(IBV_QPT_UD, IBV_WR_ATOMIC_CMP_AND_SWP), EINVAL);
+	/* not implemented (no MWs) */
 	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_BIND_MW), EINVAL);
 	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_SEND_WITH_INV), EINVAL);
 	/* not a WR opcode */

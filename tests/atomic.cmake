@@ -5,6 +5,9 @@ if(TARGET sib_hca)
   sib_unit_test(test_hca_atomic SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_atomic.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/hca_loop.c
     LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
+  sib_unit_test(test_hca_mw SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_mw.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/hca_loop.c
+    LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
 endif()
 
 # ib_atomic_{bw,lat}: FETCH_AND_ADD (the default) and CMP_AND_SWAP.  The

@@ -130,7 +130,8 @@ static void ack_upto(struct sib_qp *qp, uint32_t psn)
 	if (iba_psn_diff(psn, qp->comp.acked_psn) > 0)
 		qp->comp.acked_psn = psn;
 	while ((w = sq_oldest(qp)) && w->state == SIB_SWQE_SENT && !is_rd_atomic(w) &&
-	       iba_psn_diff(iba_psn_add(w->first_psn, w->npsn - 1), psn) <= 0)
+	       (!w->npsn /* a local WQE, done */ ||
+		iba_psn_diff(iba_psn_add(w->first_psn, w->npsn - 1), psn) <= 0))
 		sib_sq_complete(qp, IBV_WC_SUCCESS);
 }
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/fabric_view.h"
+#include "hca/mw.h"
 #include "hca/transport.h"
 
 #define SIB_DESTROY_WAIT_NS 5000000000ull
@@ -126,9 +127,12 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 	rc = sib_objtab_init(&ctx->mrs, "mr", 1, SIB_MR_DIR * SIB_MR_PAGE);
 	if (rc)
 		goto err_qps;
+	rc = sib_mw_ctx_init(ctx);
+	if (rc)
+		goto err_mrs;
 	if (pipe2(pfd, O_CLOEXEC)) {
 		rc = errno;
-		goto err_mrs;
+		goto err_mws;
 	}
 	c->async_fd = pfd[0];
 	ctx->async_wfd = pfd[1];
@@ -145,6 +149,8 @@ err_engine:
 err_pipe:
 	close(pfd[0]);
 	close(pfd[1]);
+err_mws:
+	sib_mw_ctx_fini(ctx);
 err_mrs:
 	sib_objtab_fini(&ctx->mrs);
 err_qps:
@@ -178,6 +184,7 @@ static void sib_free_context(struct ibv_context *context)
 	close(ctx->async_wfd);
 	sib_objtab_fini(&ctx->qps);
 	sib_objtab_fini(&ctx->mrs);
+	sib_mw_ctx_fini(ctx);
 	free(ctx);
 }
 
@@ -385,8 +392,9 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
  * checked before anything changes: on failure the MR is as it was.
  * The L_Key and R_Key stay the same (as rxe, and mlx5 when it can rewrite
  * the mkey in place): the index and key byte keep naming this MR, so the
- * application need not send peers a new R_Key.  softib has no memory
- * windows, so no MW can depend on the MR.
+ * application need not send peers a new R_Key.  A memory window bound to
+ * the MR stays bound; an access through it must still fall inside the
+ * MR's new range (mw.c).
  *
  * No packet uses the old translation, access or PD once rereg returns:
  * the MR is taken out of the table (its generation moves), rereg waits
@@ -484,6 +492,10 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT |
 			      IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR;
+	/* Memory windows (mw.c): type 1, and type 2B (a type 2 window is
+	 * checked against the QP that bound it and its PD, IBA 10.6.7.2). */
+	a->device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	a->max_mw = SIB_MW_MAX - 1;
 	a->max_sge = SIB_MAX_SGE;
 	a->max_sge_rd = SIB_MAX_SGE;
 	a->max_cq = 1 << 16;
@@ -568,11 +580,14 @@ static int sib_query_port(struct ibv_context *context, uint8_t port_num, struct 
 /* ---- the tables ---- */
 
 const struct sib_hca_ops sib_hca_ops = {
+	.alloc_mw = sib_alloc_mw,
 	.alloc_pd = sib_alloc_pd,
+	.bind_mw = sib_bind_mw,
 	.create_cq = sib_create_cq,
 	.create_cq_ex = sib_create_cq_ex,
 	.create_qp = sib_create_qp,
 	.create_qp_ex = sib_create_qp_ex,
+	.dealloc_mw = sib_dealloc_mw,
 	.dealloc_pd = sib_dealloc_pd,
 	.dereg_mr = sib_dereg_mr,
 	.destroy_cq = sib_destroy_cq,

@@ -47,7 +47,9 @@ static inline bool sib_is_qp_event(enum ibv_event_type t)
 /* Keep sorted (as rdma-core's verbs_context_ops).  NULL: not implemented;
  * the layer above substitutes a fallback that fails the documented way. */
 struct sib_hca_ops {
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel, int comp_vector);
 	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
@@ -55,6 +57,7 @@ struct sib_hca_ops {
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
 				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
+	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dereg_mr)(struct ibv_mr *mr);
 	int (*destroy_cq)(struct ibv_cq *cq);

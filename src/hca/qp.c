@@ -19,6 +19,7 @@
 
 #include "common/fabric_view.h"
 #include "hca/hca.h"
+#include "hca/mw.h"
 #include "hca/qp_state.h"
 #include "hca/wr.h"
 
@@ -196,7 +197,8 @@ struct ibv_qp *sib_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 
 #define SIB_SEND_OPS_SUPPORTED (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
 	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | \
-	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
+	IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
@@ -440,8 +442,10 @@ int sib_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
 
 /* ---- posting ---- */
 
-/* Fill one send WQE from a WR.  Caller holds sq_lock and checked room. */
-static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const struct ibv_send_wr *wr)
+/* Fill one send WQE from a WR.  Caller holds sq_lock and checked room.
+ * type1_ok: the Bind verb's WR (a type 1 window). */
+static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const struct ibv_send_wr *wr,
+		     bool type1_ok)
 {
 	uint64_t len = 0;
 
@@ -470,6 +474,10 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
 	}
+	if (wr->opcode == IBV_WR_LOCAL_INV || wr->opcode == IBV_WR_SEND_WITH_INV)
+		w->inv_rkey = wr->invalidate_rkey;
+	if (wr->opcode == IBV_WR_BIND_MW)
+		return sib_mw_wqe_fill(qp, w, wr, type1_ok);
 	/* Inline is meaningless where the local buffer is a sink (ignored). */
 	if ((wr->send_flags & IBV_SEND_INLINE) &&
 	    !(sib_wr_info(wr->opcode)->flags & (SIB_WR_READ | SIB_WR_ATOMIC))) {
@@ -490,7 +498,8 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 	return 0;
 }
 
-int sib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr,
+		     bool type1_ok)
 {
 	struct sib_qp *qp = to_sqp(ibqp);
 	int rc = 0;
@@ -508,7 +517,7 @@ int sib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			break;
 		}
 		uint32_t slot = head & (qp->sq_size - 1);
-		rc = swqe_fill(qp, &qp->sq[slot], slot, wr);
+		rc = swqe_fill(qp, &qp->sq[slot], slot, wr, type1_ok);
 		if (rc)
 			break;
 		head++;
@@ -519,6 +528,19 @@ int sib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		*bad_wr = wr;
 	sib_progress(qp->ctx);
 	return rc;
+}
+
+int sib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	return post_send(ibqp, wr, bad_wr, false);
+}
+
+int sib_qp_post_bind(struct ibv_qp *ibqp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	wr->next = NULL;
+	return post_send(ibqp, wr, &bad, true);
 }
 
 int sib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
@@ -683,6 +705,39 @@ static void wrx_atomic_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t ad
 	wrx_atomic(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
 }
 
+static void wrx_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+	struct sib_swqe *w = wrx_new(q, IBV_WR_SEND_WITH_INV);
+
+	if (w)
+		w->inv_rkey = rkey;
+}
+
+static void wrx_local_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+	struct sib_swqe *w = wrx_new(q, IBV_WR_LOCAL_INV);
+
+	if (w)
+		w->inv_rkey = rkey;
+}
+
+/* ibv_wr_bind_mw: a type 2 window, as IBV_WR_BIND_MW of post_send. */
+static void wrx_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,
+			const struct ibv_mw_bind_info *bind_info)
+{
+	struct sib_qp *qp = (struct sib_qp *)q;
+	struct sib_swqe *w = wrx_new(q, IBV_WR_BIND_MW);
+	struct ibv_send_wr wr = { .opcode = IBV_WR_BIND_MW };
+
+	if (!w)
+		return;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = *bind_info;
+	if (sib_mw_wqe_fill(qp, w, &wr, false))
+		qp->wr_err = EINVAL;
+}
+
 static void wrx_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg)
 {
 	struct sib_qp *qp = (struct sib_qp *)q;
@@ -791,4 +846,10 @@ static void wr_api_init(struct sib_qp *qp, uint64_t ops)
 		x->wr_atomic_cmp_swp = wrx_atomic_cmp_swp;
 	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 		x->wr_atomic_fetch_add = wrx_atomic_fetch_add;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		x->wr_bind_mw = wrx_bind_mw;
+	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
+		x->wr_local_inv = wrx_local_inv;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_INV)
+		x->wr_send_inv = wrx_send_inv;
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "hca/atomic.h"
+#include "hca/mw.h"
 #include "hca/transport.h"
 
 enum resp_state {
@@ -44,6 +45,8 @@ enum resp_state {
 	RESPST_ERR_LENGTH,             /* RC class C: payload or DMALen inconsistent */
 	RESPST_ERR_RKEY_VIOLATION,     /* RC class C: R_Key, PD, access or bounds (STYLE 6.8) */
 	RESPST_ERR_MISALIGNED_ATOMIC,  /* RC class C: atomic VA not 8-byte aligned (IBA 9.4.4) */
+	RESPST_ERR_INVALIDATE,         /* SEND_WITH_INV: the IETH's R_Key names no window
+					  this QP may invalidate (rxe: class J) */
 	RESPST_ERR_LOC_LEN,            /* RC class C: SEND longer than its receive WQE */
 	RESPST_ERR_RWQE_LKEY,          /* class A: the receive WQE's buffers fail their L_Key check */
 	RESPST_ERROR,                  /* apply the class: NAK, RWQE status, QP state */
@@ -71,6 +74,7 @@ static const char *const resp_state_name[RESPST_COUNT] = {
 	[RESPST_ERR_LENGTH] = "ERR_LENGTH",
 	[RESPST_ERR_RKEY_VIOLATION] = "ERR_RKEY_VIOLATION",
 	[RESPST_ERR_MISALIGNED_ATOMIC] = "ERR_MISALIGNED_ATOMIC",
+	[RESPST_ERR_INVALIDATE] = "ERR_INVALIDATE",
 	[RESPST_ERR_LOC_LEN] = "ERR_LOC_LEN",
 	[RESPST_ERR_RWQE_LKEY] = "ERR_RWQE_LKEY",
 	[RESPST_ERROR] = "ERROR",
@@ -88,6 +92,7 @@ static const enum sib_err_class resp_err_class[RESPST_COUNT] = {
 	[RESPST_ERR_LENGTH] = SIB_EC_INV_REQ,
 	[RESPST_ERR_RKEY_VIOLATION] = SIB_EC_REM_ACCESS,
 	[RESPST_ERR_MISALIGNED_ATOMIC] = SIB_EC_INV_REQ,
+	[RESPST_ERR_INVALIDATE] = SIB_EC_INV_REQ,
 	[RESPST_ERR_LOC_LEN] = SIB_EC_LOC_LEN,
 	[RESPST_ERR_RWQE_LKEY] = SIB_EC_LOC_PROT,
 };
@@ -273,6 +278,8 @@ static bool rkey_ok(struct sib_qp *qp, const struct iba_reth *reth, unsigned int
 	*out = NULL;
 	if (!reth->dmalen)
 		return true;
+	if (sib_key_is_mw(reth->rkey)) /* through a memory window (mw.c) */
+		return sib_mw_rkey_ok(qp, reth->rkey, reth->va, reth->dmalen, need, out, out_h);
 	mr = sib_mr_get(qp->ctx, reth->rkey, &h);           /* (1), (2) */
 	if (!mr)
 		return false;
@@ -447,6 +454,12 @@ static enum resp_state complete(struct resp_pass *p)
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->immdt_be;
 	}
+	if (p->f & IBA_OP_INV) { /* remote invalidation (mw.c) */
+		if (!sib_mw_remote_invalidate(qp, pkt->ieth_rkey))
+			return RESPST_ERR_INVALIDATE;
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = pkt->ieth_rkey;
+	}
 	qp->resp.have_rwqe = false;
 	__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
 	sib_cq_push(to_scq(qp->ibv.qp_base.recv_cq), &wc, pkt->bth.se);
@@ -570,6 +583,7 @@ void sib_resp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 		case RESPST_ERR_LENGTH:
 		case RESPST_ERR_RKEY_VIOLATION:
 		case RESPST_ERR_MISALIGNED_ATOMIC:
+		case RESPST_ERR_INVALIDATE:
 		case RESPST_ERR_LOC_LEN:
 		case RESPST_ERR_RWQE_LKEY:
 			p.ec = resp_err_class[st];

@@ -493,7 +493,8 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 		w->num_sge = 0;
 	} else {
 		w->num_sge = (uint32_t)wr->num_sge;
-		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		if (wr->num_sge) /* sg_list may be NULL then (LOCAL_INV, BIND_MW, empty SEND) */
+			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
 	}
 	return 0;
 }
@@ -572,7 +573,8 @@ int sib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 		r->wr_id = wr->wr_id;
 		r->num_sge = (uint32_t)wr->num_sge;
 		r->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
-		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		if (wr->num_sge)
+			memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
 		head++;
 		atomic_store_explicit(&qp->rq_head, head, memory_order_release);
 	}

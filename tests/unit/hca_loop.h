@@ -89,8 +89,15 @@ int group_teardown(void **state);
 void side_open(unsigned int i);
 /* RESET -> INIT -> RTR -> RTS, side i's QP to the other's (IBA 10.3.1). */
 void connect_qp(unsigned int i, const struct opts *o);
+/* The same for QP qp of side i to peer, a QP of the other side, with
+ * these PSNs (qp's send PSN, its expected PSN) and access flags. */
+void connect_pair(unsigned int i, struct ibv_qp *qp, struct ibv_qp *peer, const struct opts *o,
+		  uint32_t sq_psn, uint32_t rq_psn, unsigned int access);
 /* Fresh inboxes, wires, contexts and a connected QP pair (per test). */
 void up(const struct opts *o);
+/* After up(): replace both sides' QPs by QPs with the ibv_wr_* send API
+ * (create_qp_ex, send_ops_flags ops[side]), connected as up() connects. */
+void swap_wr_qps(const uint64_t ops[NDEV], const struct opts *o);
 /* cmocka teardown: destroy what up() made. */
 int down(void **state);
 

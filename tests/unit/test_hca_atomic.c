@@ -260,31 +260,14 @@ static void test_atomic_bad_rkey(void **state)
 	expect_failed(IBV_WC_REM_ACCESS_ERR, IBA_NAK_REM_ACCESS);
 }
 
-/* An RC QP on side A with the ibv_wr_* atomics (create_qp_ex). */
-static struct ibv_qp *create_wr_qp(void)
-{
-	struct ibv_qp_init_attr_ex xa = { 0 };
-	struct ibv_qp *qp;
-
-	xa.qp_type = IBV_QPT_RC;
-	xa.send_cq = xa.recv_cq = sides[A].cq;
-	xa.cap.max_send_wr = xa.cap.max_recv_wr = 8;
-	xa.cap.max_send_sge = xa.cap.max_recv_sge = 1;
-	xa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-	xa.pd = sides[A].pd;
-	xa.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-	qp = sib_hca_ops.create_qp_ex(sides[A].ctx, &xa);
-	assert_non_null(qp);
-	return qp;
-}
+#define WR_ATOMICS (IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 
 /* Post-time checks: the local buffer is 8 bytes (EINVAL, as rxe), both APIs;
  * atomics never on UC/UD (wr.c's table). */
 static void test_atomic_post_checks(void **state)
 {
+	const uint64_t ops[NDEV] = { WR_ATOMICS, 0 };
 	struct ibv_qp_ex *x;
-	struct ibv_qp *qp;
-	struct ibv_qp_attr a = { 0 };
 
 	(void)state;
 	up_atomic(&def_opts);
@@ -294,14 +277,11 @@ static void test_atomic_post_checks(void **state)
 					(uintptr_t)sides[B].buf, amr->rkey, 1, 0, 0, 16, 1), EINVAL);
 
 	/* ibv_wr_*: a QP created with the atomic send ops. */
-	qp = create_wr_qp();
-	x = (struct ibv_qp_ex *)qp;
+	swap_wr_qps(ops, &def_opts);
+	x = (struct ibv_qp_ex *)sides[A].qp;
 	assert_non_null(x->wr_atomic_cmp_swp);
 	assert_non_null(x->wr_atomic_fetch_add);
-	a.qp_state = IBV_QPS_INIT;
-	a.port_num = 1;
-	assert_int_equal(sib_hca_ops.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS), 0);
+	assert_null(x->wr_send_inv); /* only what was asked for */
 	ibv_wr_start(x);
 	ibv_wr_atomic_fetch_add(x, amr->rkey, (uintptr_t)sides[B].buf, 1);
 	ibv_wr_set_sge(x, sides[A].mr->lkey, (uintptr_t)sides[A].buf, 4);
@@ -309,28 +289,17 @@ static void test_atomic_post_checks(void **state)
 	ibv_wr_start(x);
 	ibv_wr_atomic_cmp_swp(x, amr->rkey, (uintptr_t)sides[B].buf, 1, 2); /* no SGE: 0 bytes */
 	assert_int_equal(ibv_wr_complete(x), EINVAL);
-	assert_int_equal(sib_hca_ops.destroy_qp(qp), 0);
 }
 
 /* The ibv_wr_* forms reach the wire as post_send's do. */
 static void test_atomic_wr_api(void **state)
 {
-	struct ibv_qp *old = NULL;
+	const uint64_t ops[NDEV] = { WR_ATOMICS, 0 };
 	struct ibv_qp_ex *x;
 
 	(void)state;
 	up_atomic(&def_opts);
-	/* Swap A's QP for one with the ibv_wr_* API, connected the same way. */
-	old = sides[A].qp;
-	sides[A].qp = create_wr_qp();
-	assert_int_equal(sib_hca_ops.destroy_qp(old), 0);
-	{
-		struct ibv_qp_attr r = { .qp_state = IBV_QPS_RESET };
-
-		assert_int_equal(sib_hca_ops.modify_qp(sides[B].qp, &r, IBV_QP_STATE), 0);
-	}
-	connect_qp(A, &def_opts);
-	connect_qp(B, &def_opts); /* B through RESET to the new QP */
+	swap_wr_qps(ops, &def_opts);
 	set_access(B, ACC_ALL);
 	x = (struct ibv_qp_ex *)sides[A].qp;
 	*target(TGT_OFF) = 10;
@@ -470,41 +439,6 @@ static void test_atomic_max_rd_atomic(void **state)
 
 static struct ibv_qp *xqp[NDEV][NQP];
 
-/* Connect a to b (a on side s) as connect_qp does, atomics enabled. */
-static void connect_pair(unsigned int s, struct ibv_qp *a, struct ibv_qp *b, const struct opts *o,
-			 uint32_t psn_a, uint32_t psn_b)
-{
-	struct ibv_qp_attr x = { 0 };
-
-	x.qp_state = IBV_QPS_INIT;
-	x.port_num = 1;
-	x.qp_access_flags = ACC_ALL;
-	assert_int_equal(sib_hca_ops.modify_qp(a, &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					       IBV_QP_ACCESS_FLAGS), 0);
-	memset(&x, 0, sizeof(x));
-	x.qp_state = IBV_QPS_RTR;
-	x.path_mtu = o->mtu;
-	x.dest_qp_num = b->qp_num;
-	x.rq_psn = psn_b;
-	x.max_dest_rd_atomic = 4;
-	x.min_rnr_timer = o->min_rnr_timer;
-	x.ah_attr.dlid = sides[1 - s].lid;
-	x.ah_attr.port_num = 1;
-	assert_int_equal(sib_hca_ops.modify_qp(a, &x, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&x, 0, sizeof(x));
-	x.qp_state = IBV_QPS_RTS;
-	x.timeout = o->timeout;
-	x.retry_cnt = o->retry_cnt;
-	x.rnr_retry = o->rnr_retry;
-	x.sq_psn = psn_a;
-	x.max_rd_atomic = 4;
-	assert_int_equal(sib_hca_ops.modify_qp(a, &x, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-					       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					       IBV_QP_MAX_QP_RD_ATOMIC), 0);
-}
-
 static int down_counter(void **state)
 {
 	for (unsigned int s = 0; s < NDEV; s++)
@@ -542,8 +476,8 @@ static void test_atomic_counter_under_faults(void **state)
 			assert_non_null(xqp[s][q]);
 		}
 	for (unsigned int q = 0; q < NQP; q++) {
-		connect_pair(A, xqp[A][q], xqp[B][q], &o, 0xfffff0 + q, 500 * q);
-		connect_pair(B, xqp[B][q], xqp[A][q], &o, 500 * q, 0xfffff0 + q);
+		connect_pair(A, xqp[A][q], xqp[B][q], &o, 0xfffff0 + q, 500 * q, ACC_ALL);
+		connect_pair(B, xqp[B][q], xqp[A][q], &o, 500 * q, 0xfffff0 + q, ACC_ALL);
 	}
 	/* Each QP keeps up to 4 fetch-adds of 1 in flight on the same
 	 * counter; every completion's original value is a distinct count. */

@@ -401,6 +401,118 @@ static void test_mw_local_inv_bad_key(void **state)
 	assert_int_equal(qp_state(B), IBV_QPS_ERR);
 }
 
+/* Type 2B: only the QP that bound the window reaches it (IBA 10.6.7.2). */
+static void test_mw_type2_qp_bound(void **state)
+{
+	struct ibv_qp_init_attr qa = { 0 };
+	struct ibv_qp *x[NDEV], *main_qp[NDEV];
+	uint32_t key;
+
+	(void)state;
+	up_mw(IBV_MW_TYPE_2, MR_ALL);
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 8;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	for (unsigned int i = 0; i < NDEV; i++) {
+		qa.send_cq = qa.recv_cq = sides[i].cq;
+		x[i] = sib_hca_ops.create_qp(sides[i].pd, &qa);
+		assert_non_null(x[i]);
+		main_qp[i] = sides[i].qp;
+	}
+	connect_pair(A, x[A], x[B], &def_opts, 5000, 7000, W_RW);
+	connect_pair(B, x[B], x[A], &def_opts, 7000, 5000, W_RW);
+	/* The second pair binds it (B's second QP) and reaches it. */
+	sides[A].qp = x[A];
+	sides[B].qp = x[B];
+	key = ibv_inc_rkey(mw->rkey);
+	assert_int_equal(bind2(key, win(0), WIN_LEN, W_RW), 0);
+	expect_wc_op(B, 78, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	write_through(win(0), key, IBV_WC_SUCCESS);
+	/* The first pair, same PD, same key: not its window. */
+	sides[A].qp = main_qp[A];
+	sides[B].qp = main_qp[B];
+	write_through(win(0), key, IBV_WC_REM_ACCESS_ERR);
+	for (unsigned int i = 0; i < NDEV; i++)
+		assert_int_equal(sib_hca_ops.destroy_qp(x[i]), 0);
+}
+
+/* up_mw (type 2) with ibv_wr_* QPs (ops); *bi the bind of the window
+ * read/write; the key to bind it with. */
+static uint32_t up_wr_mw(const uint64_t ops[NDEV], struct ibv_mw_bind_info *bi)
+{
+	up_mw(IBV_MW_TYPE_2, MR_ALL);
+	swap_wr_qps(ops, &def_opts);
+	bi->mr = bmr;
+	bi->addr = win(0);
+	bi->length = WIN_LEN;
+	bi->mw_access_flags = W_RW;
+	return ibv_inc_rkey(mw->rkey);
+}
+
+/* The ibv_wr_* forms: wr_bind_mw and wr_local_inv on B, wr_send_inv on A. */
+static void test_mw_wr_api(void **state)
+{
+	const uint64_t ops[NDEV] = { IBV_QP_EX_WITH_SEND_WITH_INV,
+				     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV };
+	struct ibv_mw_bind_info bi = { 0 };
+	struct ibv_qp_ex *xa, *xb;
+	struct ibv_wc wc;
+	uint32_t key;
+
+	(void)state;
+	key = up_wr_mw(ops, &bi);
+	xa = (struct ibv_qp_ex *)sides[A].qp;
+	xb = (struct ibv_qp_ex *)sides[B].qp;
+	ibv_wr_start(xb);
+	xb->wr_id = 1;
+	xb->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(xb, mw, key, &bi);
+	assert_int_equal(ibv_wr_complete(xb), 0);
+	expect_wc_op(B, 1, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	write_through(win(0), key, IBV_WC_SUCCESS);
+	/* Remote invalidation, then a bind again, then a local one. */
+	post_recv(B, 0, 64, 2);
+	ibv_wr_start(xa);
+	xa->wr_id = 3;
+	xa->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send_inv(xa, key);
+	ibv_wr_set_sge(xa, sides[A].mr->lkey, (uintptr_t)sides[A].buf, 8);
+	assert_int_equal(ibv_wr_complete(xa), 0);
+	expect_wc(A, 3, IBV_WC_SUCCESS);
+	wc = poll_wc(B);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_true(wc.wc_flags & IBV_WC_WITH_INV);
+	assert_int_equal(wc.invalidated_rkey, key);
+	write_through(win(0), key, IBV_WC_REM_ACCESS_ERR);
+}
+
+/* One batch: bind, invalidate locally, bind again with the next key. */
+static void test_mw_wr_api_local_inv(void **state)
+{
+	const uint64_t ops[NDEV] = { 0, IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV };
+	struct ibv_mw_bind_info bi = { 0 };
+	struct ibv_qp_ex *xb;
+	uint32_t key;
+
+	(void)state;
+	key = up_wr_mw(ops, &bi);
+	xb = (struct ibv_qp_ex *)sides[B].qp;
+	ibv_wr_start(xb);
+	xb->wr_flags = IBV_SEND_SIGNALED;
+	xb->wr_id = 1;
+	ibv_wr_bind_mw(xb, mw, key, &bi);
+	xb->wr_id = 2;
+	ibv_wr_local_inv(xb, key);
+	xb->wr_id = 3;
+	ibv_wr_bind_mw(xb, mw, ibv_inc_rkey(key), &bi);
+	assert_int_equal(ibv_wr_complete(xb), 0);
+	expect_wc_op(B, 1, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	expect_wc_op(B, 2, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	expect_wc_op(B, 3, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	write_through(win(0), ibv_inc_rkey(key), IBV_WC_SUCCESS);
+	write_through(win(0), key, IBV_WC_REM_ACCESS_ERR);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -420,6 +532,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_mw_send_with_inv, down_mw),
 		cmocka_unit_test_teardown(test_mw_send_with_inv_bad_key, down_mw),
 		cmocka_unit_test_teardown(test_mw_local_inv_bad_key, down_mw),
+		cmocka_unit_test_teardown(test_mw_type2_qp_bound, down_mw),
+		cmocka_unit_test_teardown(test_mw_wr_api, down_mw),
+		cmocka_unit_test_teardown(test_mw_wr_api_local_inv, down_mw),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -6,8 +6,9 @@
  * missing REMOTE_ATOMIC (QP: invalid request; MR: remote access error),
  * duplicates answered from the saved result (never executed twice),
  * max_rd_atomic shared with READs, post-time checks of both post APIs,
- * and a counter incremented by several QPs under loss, duplication and
- * reordering that must end exact.
+ * and a counter incremented by several QPs (under loss, duplication,
+ * reordering and corruption) and by the CPU at once that must end exact,
+ * every original value handed out once (IBV_ATOMIC_GLOB).
  */
 #include <endian.h>
 #include <setjmp.h>
@@ -432,10 +433,12 @@ static void test_atomic_max_rd_atomic(void **state)
 		assert_int_equal(result(k), k);
 }
 
-/* ============ A shared counter under faults, several QPs ============ */
+/* ============ A shared counter under faults: several QPs and the CPU ============ */
 
 #define NQP    3
 #define NADD   150                 /* fetch-adds per QP */
+#define NCPU   100                 /* fetch-adds by the CPU on the same counter */
+#define NALL   (NQP * NADD + NCPU)
 
 static struct ibv_qp *xqp[NDEV][NQP];
 
@@ -453,7 +456,8 @@ static int down_counter(void **state)
 static void test_atomic_counter_under_faults(void **state)
 {
 	struct opts o = def_opts;
-	static uint8_t seen_orig[NQP * NADD];
+	static uint8_t seen_orig[NALL];
+	unsigned int cpu = 0;
 	unsigned int posted[NQP] = { 0 }, done_q[NQP] = { 0 }, done = 0;
 	uint64_t faults[3] = { 0 };
 	struct ibv_qp_init_attr qa = { 0 };
@@ -462,7 +466,7 @@ static void test_atomic_counter_under_faults(void **state)
 
 	(void)state;
 	o.timeout = 10; /* 4 ms */
-	o.faults = "seed=11,loss=0.03,dup=0.03,reorder=0.03";
+	o.faults = "seed=11,loss=0.03,dup=0.03,reorder=0.03,corrupt=0.02";
 	up_atomic(&o);
 	*target(TGT_OFF) = 0;
 	memset(seen_orig, 0, sizeof(seen_orig));
@@ -482,7 +486,15 @@ static void test_atomic_counter_under_faults(void **state)
 	/* Each QP keeps up to 4 fetch-adds of 1 in flight on the same
 	 * counter; every completion's original value is a distinct count. */
 	end = now_ms() + 60000;
-	while (done < NQP * NADD) {
+	while (done < NQP * NADD || cpu < NCPU) {
+		/* The CPU adds too, while the engine threads execute remote ones. */
+		if (cpu < NCPU && (done % 4 == 0 || done == NQP * NADD)) {
+			uint64_t v = __atomic_fetch_add(target(TGT_OFF), 1, __ATOMIC_SEQ_CST);
+
+			assert_true(v < NALL && !seen_orig[v]);
+			seen_orig[v] = 1;
+			cpu++;
+		}
 		for (unsigned int q = 0; q < NQP; q++)
 			while (posted[q] < NADD && posted[q] - done_q[q] < 4 &&
 			       post_atomic_on(xqp[A][q], A, IBV_WR_ATOMIC_FETCH_AND_ADD,
@@ -496,7 +508,7 @@ static void test_atomic_counter_under_faults(void **state)
 
 			assert_int_equal(wc.status, IBV_WC_SUCCESS);
 			assert_int_equal(wc.opcode, IBV_WC_FETCH_ADD);
-			assert_true(v < NQP * NADD);
+			assert_true(v < NALL);
 			assert_int_equal(seen_orig[v], 0);
 			seen_orig[v] = 1;
 			done_q[wc.wr_id / NADD]++;
@@ -517,8 +529,8 @@ static void test_atomic_counter_under_faults(void **state)
 	print_message("loss=%llu dup=%llu reorder=%llu\n", (unsigned long long)faults[0],
 		      (unsigned long long)faults[1], (unsigned long long)faults[2]);
 	assert_true(faults[0] > 0 && faults[1] > 0 && faults[2] > 0);
-	assert_int_equal(*target(TGT_OFF), NQP * NADD);
-	for (unsigned int v = 0; v < NQP * NADD; v++)
+	assert_int_equal(*target(TGT_OFF), NALL);
+	for (unsigned int v = 0; v < NALL; v++)
 		assert_int_equal(seen_orig[v], 1);
 }
 

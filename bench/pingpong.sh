@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # softib against the machine: unmodified ibv_rc_pingpong through softib at
 # 64 B and 64 KiB (path MTU 4096, server on softib0, client on softib1, one
-# host), single-thread memcpy bandwidth at 64 KiB, and the cache-line round
-# trip between two threads (how far apart the host put the CPUs), side by side;
-# and perftest's ib_atomic_lat (FETCH_AND_ADD, t_typical) between the same devices.
+# host), perftest's ib_send_lat over UD and ib_atomic_lat (FETCH_AND_ADD)
+# (when perftest is installed), single-thread memcpy bandwidth at 64 KiB,
+# and the cache-line round trip between two threads (how far apart the
+# host put the CPUs), side by side.
 # Each ping-pong runs RUNS times (default 3) and the median run is shown:
 # on a small shared VM single runs vary with the host's scheduling.
 # Usage: bench/pingpong.sh [BUILD_DIR] [ITERS] [RUNS]
@@ -30,14 +31,15 @@ pingpong() { # SIZE -> "Mbit/s usec/iter"
 	awk '/Mbit\/sec/ {mb=$(NF-1)} /usec\/iter/ {us=$(NF-1)} END {print mb, us}' "$tmp/client.out"
 }
 
-atomic_lat() { # -> t_typical usec of ib_atomic_lat, 8-byte FETCH_AND_ADD
+perftest_lat() { # TOOL ARGS... -> "- t_typical" (usec), "- -" without perftest
+	command -v "$1" >/dev/null || { echo "- -"; return; }
 	local port=$((20000 + RANDOM % 40000))
-	ib_atomic_lat -d softib0 -p "$port" -n "$iters" >"$tmp/server.out" 2>&1 &
+	"$@" -d softib0 -n "$iters" -p "$port" >"$tmp/server.out" 2>&1 &
 	local server=$!
 	sleep 0.3
-	ib_atomic_lat -d softib1 -p "$port" -n "$iters" 127.0.0.1 >"$tmp/client.out" 2>&1
+	"$@" -d softib1 -n "$iters" -p "$port" 127.0.0.1 >"$tmp/client.out"
 	wait "$server"
-	awk '$1 == 8 && $2 ~ /^[0-9]+$/ {print $5}' "$tmp/client.out"
+	awk '/^ *[0-9]+ +[0-9]+ / {t=$5} END {print "-", t}' "$tmp/client.out"
 }
 
 median() { # SIZE -> the median (by usec/iter) of $runs runs
@@ -46,14 +48,18 @@ median() { # SIZE -> the median (by usec/iter) of $runs runs
 
 read -r small_mb small_us < <(median 64)
 read -r big_mb big_us < <(median 65536)
-atomic_us=$(command -v ib_atomic_lat >/dev/null && atomic_lat || echo n/a)
+read -r _ ud_us < <(for _ in $(seq "$runs"); do perftest_lat ib_send_lat -c UD; done |
+	sort -k2 -g | sed -n "$(((runs + 1) / 2))p")
+read -r _ atomic_us < <(for _ in $(seq "$runs"); do perftest_lat ib_atomic_lat; done |
+	sort -k2 -g | sed -n "$(((runs + 1) / 2))p")
 copy_mb=$("$build/bin/memcpy_bw" 65536 1 | awk '{print $(NF-1)}')
 rtt_ns=$("$build/bin/cacheline_rtt" | awk '{print $1}')
 
 printf '%-44s %14s %12s\n' "what ($(nproc) cores, $iters iterations, median of $runs)" "Mbit/s" "usec/iter"
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 64 (softib0 <-> softib1)" "$small_mb" "$small_us"
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 65536" "$big_mb" "$big_us"
-printf '%-44s %14s %12s\n' "ib_atomic_lat (FETCH_AND_ADD, t_typical)" "-" "$atomic_us"
+printf '%-44s %14s %12s\n' "ib_send_lat -c UD, 2 B (t_typical, one way)" "-" "$ud_us"
+printf '%-44s %14s %12s\n' "ib_atomic_lat FETCH_AND_ADD (t_typical)" "-" "$atomic_us"
 printf '%-44s %14s %12s\n' "memcpy 64 KiB, one thread" "$copy_mb" "-"
 printf '%-44s %14s %12s\n' "cache-line round trip, two threads (ns)" "-" "$rtt_ns"
 [ -z "${BENCH_VERBOSE:-}" ] || { echo "every run (Mbit/s usec/iter):"; cat "$tmp/runs"; }

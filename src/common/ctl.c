@@ -52,6 +52,7 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_LINK_CAPTURE] = offsetof(struct sib_ctl_link, spec),
 	[SIB_CTL_GET_CAPTURE] = offsetof(struct sib_ctl_link, spec),
 	[SIB_CTL_LINK_FAULTS] = sizeof(struct sib_ctl_link),
+	[SIB_CTL_MCAST] = sizeof(struct sib_ctl_mcast),
 };
 
 /* What connect() says when no daemon serves the path. */

@@ -15,9 +15,10 @@
 
 #include <stdint.h>
 
-#define SIB_ABI_VERSION 4u /* 2: sealed read-only map, no counters in it; 3: device
+#define SIB_ABI_VERSION 5u /* 2: sealed read-only map, no counters in it; 3: device
                                * generations, pushed events, registry commands;
-                               * 4: link area in the fabric map, LINK_* ops */
+                               * 4: link area in the fabric map, LINK_* ops;
+                               * 5: multicast groups in the map, MCAST op */
 #define SIB_CTL_MAGIC   0x53494243u /* "SIBC" */
 
 /* Default socket path when SOFTIB_SOCKET is unset: $XDG_RUNTIME_DIR/softib.sock,
@@ -40,6 +41,7 @@ enum sib_ctl_op {
 	SIB_CTL_LINK_CAPTURE,  /* arm a capture ring on ports: -> its memfd (`softib capture`) */
 	SIB_CTL_GET_CAPTURE,   /* map an armed capture ring: -> memfd (clients' links) */
 	SIB_CTL_LINK_FAULTS,   /* set or clear a port's faults (`softib fault`) */
+	SIB_CTL_MCAST,         /* attach / detach a UD QP to a multicast group (daemon/mcast.c) */
 	SIB_CTL_OP_MAX,
 };
 
@@ -167,6 +169,14 @@ struct sib_ctl_link {
 	char spec[SIB_CTL_SPEC_MAX]; /* in (LINK_FAULTS): SOFTIB_FAULTS syntax, "off" = none */
 };
 
+/* MCAST: ibv_attach_mcast / ibv_detach_mcast (IBA 11.3.1, 10.5.2.x). */
+struct sib_ctl_mcast {
+	uint32_t qp_handle;   /* in: a UD QP of this connection (CREATE_OBJ handle) */
+	uint16_t mlid;        /* in: 0xC000..0xFFFE */
+	uint16_t attach;      /* in: 1 attach, 0 detach */
+	uint8_t mgid[16];     /* in: MGID (first byte 0xFF) */
+};
+
 #define SIB_CTL_TEXT_MAX 3072
 
 struct sib_ctl_text {
@@ -186,6 +196,7 @@ struct sib_ctl_msg {
 		struct sib_ctl_event event;
 		struct sib_ctl_dev_cmd dev;
 		struct sib_ctl_link link;
+		struct sib_ctl_mcast mcast;
 		uint32_t handle;
 	} u;
 };
@@ -194,5 +205,6 @@ _Static_assert(sizeof(struct sib_ctl_hdr) == 16, "ctl header is ABI");
 _Static_assert(sizeof(struct sib_ctl_obj) == 24, "ctl obj is ABI");
 _Static_assert(sizeof(struct sib_ctl_event) == 88, "ctl event is ABI");
 _Static_assert(sizeof(struct sib_ctl_dev_cmd) == 84, "ctl dev cmd is ABI");
+_Static_assert(sizeof(struct sib_ctl_mcast) == 24, "ctl mcast is ABI");
 
 #endif

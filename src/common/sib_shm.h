@@ -28,9 +28,13 @@
 #define SIB_MAX_INBOXES    256         /* opened device contexts, fabric-wide */
 #define SIB_MAX_QPN        65536       /* QPNs 2..65535 are handed out */
 #define SIB_PKEY_TBL_LEN   16
-#define SIB_GID_TBL_LEN    1
+#define SIB_GID_TBL_LEN    128         /* as a real port's; only index 0 holds a GID */
 #define SIB_UNICAST_LIDS   0xC000      /* LIDs 1..0xBFFF are unicast */
 #define SIB_DEV_NAME_MAX   64
+#define SIB_MCAST_LID_MIN  0xC000      /* multicast LIDs 0xC000..0xFFFE (0xFFFF: permissive) */
+#define SIB_MCAST_LIDS     0x3FFF
+#define SIB_MAX_MCAST_GRP  256         /* groups fabric-wide (max_mcast_grp) */
+#define SIB_MAX_MCAST_QP_ATTACH 64     /* QPs per group (max_mcast_qp_attach) */
 
 /*
  * Inboxes: one memfd of SIB_INBOX_BYTES per opened device context, created
@@ -126,6 +130,24 @@ struct sib_shm_link_port {
 	_Atomic uint32_t fault_flags;   /* SIB_LINK_FAULT_* */
 };
 
+/*
+ * A multicast group (daemon/mcast.c is its only writer): the inboxes of
+ * the contexts with at least one QP attached, each once.  A sender fans a
+ * datagram to the group's MLID out to each of them; each context's
+ * receive demux then hands it to its own attached QPs.  Read under the
+ * seqlock `seq` (odd while softibd writes), with a bounded number of tries.
+ */
+struct sib_shm_mcast_member {
+	uint32_t inbox, gen;       /* inbox index and the generation attached */
+};
+struct sib_shm_mcast_grp {
+	_Atomic uint32_t seq;
+	uint16_t mlid;             /* 0 = slot free */
+	uint16_t nmembers;         /* <= SIB_MAX_MCAST_QP_ATTACH */
+	uint8_t mgid[16];
+	struct sib_shm_mcast_member members[SIB_MAX_MCAST_QP_ATTACH];
+};
+
 struct sib_fabric_shm {
 	uint32_t magic;             /* SIB_SHM_MAGIC */
 	uint32_t abi_version;       /* SIB_ABI_VERSION */
@@ -138,6 +160,8 @@ struct sib_fabric_shm {
 	struct sib_shm_inbox_desc inboxes[SIB_MAX_INBOXES];
 	_Atomic uint16_t lid_map[SIB_UNICAST_LIDS];
 	_Atomic uint64_t qp_owner[SIB_MAX_QPN];
+	_Atomic uint16_t mlid_grp[SIB_MCAST_LIDS]; /* MLID - 0xC000 -> group slot + 1, 0 = none */
+	struct sib_shm_mcast_grp mcast[SIB_MAX_MCAST_GRP];
 	struct sib_shm_link_port link[SIB_MAX_DEVICES][SIB_MAX_PORTS]; /* keep last */
 };
 

@@ -28,6 +28,7 @@ struct sibd_obj {
 	uint32_t inbox;        /* devices */
 	uint32_t nchild;       /* devices: objects created under it */
 	uint32_t qpn;          /* QPs */
+	uint32_t qp_type;      /* QPs: enum ibv_qp_type */
 	bool gone;             /* devices: unregistered; its objects are released */
 };
 
@@ -161,8 +162,10 @@ static void obj_destroy(struct sibd *d, struct sibd_client *c, uint32_t handle)
 {
 	struct sibd_obj *o = sib_ht_remove(&c->ht, handle), *dev;
 
-	if (o->type == SIB_OBJ_QP)
+	if (o->type == SIB_OBJ_QP) {
+		sibd_mcast_qp_gone(d, c, handle);
 		sibd_qpn_free(d, o->qpn);
+	}
 	dev = sib_ht_lookup(&c->ht, o->dev_handle);
 	dev->nchild--;
 	c->count[o->type]--;
@@ -307,6 +310,7 @@ static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 	o->type = (uint8_t)co->type;
 	o->dev_index = dev->dev_index;
 	o->dev_handle = co->dev_handle;
+	o->qp_type = co->qp_type;
 	if (co->type == SIB_OBJ_QP) {
 		ret = sibd_qpn_alloc(d, dev->inbox, dev->dev_index, &o->qpn);
 		if (ret) {
@@ -321,6 +325,20 @@ static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 
 	co->handle = handle;
 	co->qpn = o->qpn;
+	return 0;
+}
+
+int sibd_qp_info(struct sibd_client *c, uint32_t handle, uint32_t *qp_type, uint32_t *inbox)
+{
+	struct sibd_obj *o = lookup(c, handle, false), *dev;
+
+	if (!o || o->type != SIB_OBJ_QP)
+		return -EBADF;
+	dev = lookup(c, o->dev_handle, true);
+	if (!dev || dev->gone)
+		return -EIO;
+	*qp_type = o->qp_type;
+	*inbox = dev->inbox;
 	return 0;
 }
 
@@ -393,6 +411,7 @@ static const struct sibd_cmd {
 	[SIB_CTL_LINK_CAPTURE] = { sibd_link_capture, true },   /* linkcfg.c */
 	[SIB_CTL_GET_CAPTURE] = { sibd_link_get_capture, true },
 	[SIB_CTL_LINK_FAULTS] = { sibd_link_faults, true },
+	[SIB_CTL_MCAST] = { sibd_cmd_mcast, true },             /* mcast.c */
 };
 
 /*

@@ -493,6 +493,7 @@ static void teardown(struct sibd *d, bool listening)
 		close(d->lock_fd); /* the lock file stays: unlinking it would race */
 	while (d->clients)
 		sibd_client_release(d, d->clients);
+	sibd_mcast_fini(d);
 	sibd_map_destroy(d);
 	sib_fabric_free(&d->fab);
 	if (d->ep_fd >= 0)

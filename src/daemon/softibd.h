@@ -91,6 +91,7 @@ struct sibd {
 	uint64_t qpn_bits[SIB_MAX_QPN / 64]; /* bit q set = QPN q given out */
 	uint32_t qpn_next, qpns_used;
 	uint32_t port_seq;              /* the map's seqlock count we last stored */
+	struct sibd_mcast *mcast;       /* multicast groups (mcast.c), NULL until the first attach */
 
 	/* the shared map: sealed F_SEAL_FUTURE_WRITE, so only our mapping writes */
 	int shm_fd;
@@ -166,6 +167,18 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 			   int *pass_fd);
 int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
 		      int *pass_fd);
+
+/* client.c: a UD/RC/... QP of c by handle: its enum ibv_qp_type and the
+ * inbox of its device context.  0, -EBADF (not c's QP) or -EIO (device gone). */
+int sibd_qp_info(struct sibd_client *c, uint32_t handle, uint32_t *qp_type, uint32_t *inbox);
+
+/* mcast.c: multicast groups (docs/daemon.md) */
+int sibd_cmd_mcast(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
+/* The QP's attachments end (destroyed, or its connection closed). */
+void sibd_mcast_qp_gone(struct sibd *d, struct sibd_client *c, uint32_t qp_handle);
+/* Groups with members; *attachments: QPs attached in all. */
+uint32_t sibd_mcast_groups(const struct sibd *d, uint32_t *attachments);
+void sibd_mcast_fini(struct sibd *d);
 
 /* status.c */
 int sibd_status_text(struct sibd *d, char **text, size_t *len);

@@ -124,6 +124,12 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 	print_counts(f, total);
 	fprintf(f, "resources inboxes=%u max_inboxes=%u qpns=%u max_qpns=%u\n",
 		d->inboxes_used, SIB_MAX_INBOXES, d->qpns_used, SIB_MAX_QPN - 2);
+	{
+		uint32_t att, grp = sibd_mcast_groups(d, &att);
+
+		fprintf(f, "multicast groups=%u max_groups=%u attachments=%u\n", grp,
+			SIB_MAX_MCAST_GRP, att);
+	}
 	sibd_link_status(d, f);
 	fprintf(f, "counters bad_commands=%llu commands=%llu connections=%llu refused=%llu\n",
 		(unsigned long long)d->ctr.bad_commands, (unsigned long long)d->ctr.commands,

@@ -483,8 +483,12 @@ void sib_qp_flush(struct sib_qp *qp)
 void sib_comp_local_error(struct sib_qp *qp)
 {
 	/* Earlier WQEs complete first, in order (IBA 10.8.3.3). */
-	if (qp->req.local_err && qp->sq_tail == qp->req.local_err_idx)
-		sib_qp_enter_error(qp);
+	if (qp->req.local_err && qp->sq_tail == qp->req.local_err_idx) {
+		if (sib_qp_is_uc(qp))
+			sib_uc_enter_sqe(qp); /* UC: SQE, not ERR (uc.c) */
+		else
+			sib_qp_enter_error(qp);
+	}
 }
 
 void sib_qp_async_event(struct sib_qp *qp, enum ibv_event_type type)

@@ -48,6 +48,7 @@ uint64_t sib_now_ns(void)
 
 void sib_qp_dest_release(struct sib_qp *qp)
 {
+	sib_mcast_rings_release(qp); /* UD multicast members (mcast.c) */
 	sib_peer_ring_put(qp->dest.ring);
 	memset(&qp->dest, 0, sizeof(qp->dest));
 }
@@ -56,15 +57,15 @@ void sib_qp_dest_release(struct sib_qp *qp)
  * the destination CA's QPN demultiplexing, done here by the sender).  The
  * dest cache holds a reference on the mapping: let go when the inbox's
  * generation is gone or the destination changes. */
-static struct sib_ring *dest_ring(struct sib_qp *qp)
+static struct sib_ring *dest_ring(struct sib_qp *qp, uint16_t dlid, uint32_t dqpn)
 {
 	struct sib_dest *d = &qp->dest;
 	uint64_t w;
 	uint32_t inbox;
 
-	if (qp->dest_qpn >= SIB_MAX_QPN)
+	if (dqpn >= SIB_MAX_QPN)
 		return NULL;
-	w = atomic_load_explicit(&sib_fabric->qp_owner[qp->dest_qpn], memory_order_acquire);
+	w = atomic_load_explicit(&sib_fabric->qp_owner[dqpn], memory_order_acquire);
 	inbox = SIB_QPO_INBOX(w);
 	if (!(w & SIB_QPO_VALID) || inbox >= SIB_MAX_INBOXES ||
 	    atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != SIB_QPO_GEN(w)) {
@@ -76,19 +77,19 @@ static struct sib_ring *dest_ring(struct sib_qp *qp)
 		}
 		return NULL;
 	}
-	if (d->ring && d->owner == w && d->dlid == qp->ah.dlid && d->dqpn == qp->dest_qpn)
+	if (d->ring && d->owner == w && d->dlid == dlid && d->dqpn == dqpn)
 		return d->ring;
 
 	/* Slow path: check that the DLID leads to the CA that owns the QPN. */
-	uint16_t lm = qp->ah.dlid < SIB_UNICAST_LIDS ?
-		      atomic_load_explicit(&sib_fabric->lid_map[qp->ah.dlid], memory_order_acquire) : 0;
+	uint16_t lm = dlid < SIB_UNICAST_LIDS ?
+		      atomic_load_explicit(&sib_fabric->lid_map[dlid], memory_order_acquire) : 0;
 	if (!lm || (uint32_t)(lm >> 8) != SIB_QPO_DEV(w))
 		return NULL;
 	sib_peer_ring_put(d->ring);
 	d->ring = sib_peer_ring(inbox, SIB_QPO_GEN(w));
 	d->owner = w;
-	d->dlid = qp->ah.dlid;
-	d->dqpn = qp->dest_qpn;
+	d->dlid = dlid;
+	d->dqpn = dqpn;
 	return d->ring;
 }
 
@@ -100,6 +101,17 @@ static struct sib_ring *dest_ring(struct sib_qp *qp)
  * lost on the wire (the caller carries on as if it had been sent).
  */
 bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
+{
+	return sib_tx_begin_to(qp, tx, &qp->ah, qp->dest_qpn);
+}
+
+bool sib_tx_begin_to(struct sib_qp *qp, struct sib_tx *tx, const struct ibv_ah_attr *ah, uint32_t dqpn)
+{
+	return sib_tx_begin_ring(qp, tx, NULL, ah, dqpn);
+}
+
+bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_ring *ring,
+		       const struct ibv_ah_attr *ah, uint32_t dqpn)
 {
 	const struct sib_shm_device *sd = &sib_fabric->devs[qp->ctx->dev->index];
 	const struct sib_shm_port *port = &sd->ports[(qp->port_num ? qp->port_num : 1) - 1];
@@ -113,7 +125,7 @@ bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 		qp->ctx->port_down_drops++; /* link down: lost on the wire */
 		return true;
 	}
-	dest = dest_ring(qp);
+	dest = ring ? ring : dest_ring(qp, ah->dlid, dqpn);
 	if (!dest) {
 		qp->ctx->tx_no_dest++;
 		return true;
@@ -130,25 +142,25 @@ bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx)
 	}
 	tx->slot = tx->lt.data;
 	memset(h, 0, sizeof(*h));
-	h->lrh.sl = qp->ah.sl;
-	h->lrh.dlid = qp->ah.dlid;
-	h->lrh.slid = port->lid | qp->ah.src_path_bits;
-	if (qp->ah.is_global) {
+	h->lrh.sl = ah->sl;
+	h->lrh.dlid = ah->dlid;
+	h->lrh.slid = port->lid | ah->src_path_bits;
+	if (ah->is_global) {
 		h->lrh.lnh = IBA_LNH_GLOBAL;
 		h->grh.ipver = IBA_GRH_IPVER;
-		h->grh.tclass = qp->ah.grh.traffic_class;
-		h->grh.flow_label = qp->ah.grh.flow_label;
+		h->grh.tclass = ah->grh.traffic_class;
+		h->grh.flow_label = ah->grh.flow_label;
 		h->grh.nxthdr = IBA_GRH_NXTHDR_IBA;
-		h->grh.hoplmt = qp->ah.grh.hop_limit;
+		h->grh.hoplmt = ah->grh.hop_limit;
 		uint64_t pfx = htobe64(port->gid_prefix), guid = htobe64(port->port_guid);
 		memcpy(h->grh.sgid, &pfx, 8);
 		memcpy(h->grh.sgid + 8, &guid, 8);
-		memcpy(h->grh.dgid, qp->ah.grh.dgid.raw, 16);
+		memcpy(h->grh.dgid, ah->grh.dgid.raw, 16);
 	} else {
 		h->lrh.lnh = IBA_LNH_LOCAL;
 	}
 	h->bth.pkey = port->pkey[qp->pkey_index < SIB_PKEY_TBL_LEN ? qp->pkey_index : 0];
-	h->bth.dqpn = qp->dest_qpn;
+	h->bth.dqpn = dqpn;
 	return true;
 }
 

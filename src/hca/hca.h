@@ -131,6 +131,10 @@ struct sib_swqe {
 	enum ibv_wc_status status;
 	bool signaled;
 	bool started;                  /* the requester has assigned first_psn */
+	/* UD (ud.c): the WR's address vector, copied at post (an AH may be
+	 * destroyed once the WR is posted), destination QPN and Q_Key */
+	struct ibv_ah_attr ud_av;
+	uint32_t ud_qpn, ud_qkey;
 	struct ibv_sge sge[SIB_MAX_SGE];
 	uint8_t *inline_data;          /* points into the SQ's inline area, or NULL */
 	/* atomics (atomic.c): the AtomicETH operands (IBA 9.3.3.3) */
@@ -216,7 +220,24 @@ struct sib_qp {
 	int wr_err;
 	bool wr_open;
 	bool sqd_event_pending;
+
+	/* The QP surface (ibv_query_qp): the rest of IBV_QP_ALT_PATH */
+	uint16_t alt_pkey_index;
+	uint8_t alt_port_num, alt_timeout;
+	/* UD and multicast (ud.c, mcast) */
+	bool block_self_mcast;         /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
+	uint32_t mcast_attached;       /* groups this QP is attached to (mcast.c) */
+	struct sib_mcast_rings *mcast_rings; /* member inboxes it sent to (mcast.c, engine) */
 };
+
+/* Address handle (ah.c, IBA 11.2.2): the attributes as given; lives in
+ * this process only (no softibd object, as mlx5 makes IB AHs in user
+ * space).  ibv_ah first. */
+struct sib_ah {
+	struct ibv_ah ibv;
+	struct ibv_ah_attr attr;
+};
+#define SIB_MAX_AH           (1u << 20) /* AHs per context (max_ah) */
 
 /* What a context is: verbs_context first (ops at negative offsets), then ours. */
 struct sib_context {
@@ -262,9 +283,15 @@ struct sib_context {
 	uint64_t tx_no_dest, tx_ring_full, rx_skipped_slots;
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
 	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
+	uint64_t uc_dropped_msgs;      /* UC: messages dropped by the responder (uc.c) */
 	struct sib_ctx_events ev;      /* pushed events (events.c) */
 	/* memory windows (mw.c): by key index, keys SIB_MW_KEY_BIT | index << 8 | byte */
 	struct sib_objtab mws;
+
+	/* UD and multicast (ah.c, ud.c) */
+	_Atomic uint32_t nah;          /* live AHs (max_ah) */
+	struct sib_mcast_local *mcast; /* this context's attachments (ud.c), under mcast_lock */
+	pthread_mutex_t mcast_lock;
 };
 
 static inline struct sib_context *to_sctx(struct ibv_context *c)
@@ -373,7 +400,39 @@ void sib_comp_timers(struct sib_qp *qp, uint64_t now);
 void sib_qp_enter_error(struct sib_qp *qp);
 void sib_qp_flush(struct sib_qp *qp);
 
+/* ud.c: UD requester and responder (IBA 9.8.x, 10.2.5 Q_Keys, 11.4.1.2 GRH) */
+/* Fill the UD part of a send WQE from wr (wr.ud.ah, remote_qpn,
+ * remote_qkey); EINVAL without an AH or for a message larger than the
+ * port's active MTU (see ud.c). */
+int sib_ud_swqe_fill(struct sib_qp *qp, struct sib_swqe *w, const struct ibv_send_wr *wr);
+/* A filled UD WQE can go: EINVAL without an AH or over the MTU. */
+int sib_ud_wqe_check(const struct sib_qp *qp, const struct sib_swqe *w);
+/* Send every posted UD WQE; each completes once it is on the wire. */
+void sib_ud_req_run(struct sib_qp *qp);
+/* A UD request packet that passed the demux checks (buf: the whole
+ * packet, for its GRH).  SIB_RX_DELIVERED or the drop cause. */
+enum sib_rx_drop sib_ud_packet(struct sib_qp *qp, const struct iba_pkt *pkt, const uint8_t *buf);
+
+/* mcast.c: multicast (IBA 10.5.2.x).  The QP's attachments end (destroy). */
+void sib_mcast_qp_gone(struct sib_qp *qp);
+void sib_mcast_ctx_fini(struct sib_context *ctx);
+/* QPNs of this context attached to (mlid, and dgid when the packet has a
+ * GRH); at most max.  Any thread. */
+uint32_t sib_mcast_local_qps(struct sib_context *ctx, uint16_t mlid, const uint8_t *dgid, uint32_t *qpns,
+			     uint32_t max);
+/* The member inboxes of the group with this MLID, read from the fabric
+ * map (m holds SIB_MAX_MCAST_QP_ATTACH); 0 if none or unreadable. */
+uint32_t sib_mcast_members(uint16_t mlid, struct sib_shm_mcast_member *m);
+/* A member inbox's ring from qp's cache (mapped once); NULL if it is gone.
+ * release drops them all (engine context). */
+struct sib_ring *sib_mcast_ring(struct sib_qp *qp, uint32_t inbox, uint32_t gen);
+void sib_mcast_rings_release(struct sib_qp *qp);
+int sib_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+int sib_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+
 /* Provider entry points (the sib_hca_ops table in provider.c). */
+struct ibv_ah *sib_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
+int sib_destroy_ah(struct ibv_ah *ah);
 struct ibv_qp *sib_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
 int sib_destroy_qp(struct ibv_qp *qp);

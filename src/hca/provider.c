@@ -120,6 +120,7 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 	c->num_comp_vectors = sib_num_comp_vectors();
 	pthread_mutex_init(&c->mutex, NULL);
 	pthread_mutex_init(&ctx->progress_lock, NULL);
+	pthread_mutex_init(&ctx->mcast_lock, NULL);
 
 	rc = sib_objtab_init(&ctx->qps, "qp", 2, SIB_MAX_QPN);
 	if (rc)
@@ -185,6 +186,7 @@ static void sib_free_context(struct ibv_context *context)
 	sib_objtab_fini(&ctx->qps);
 	sib_objtab_fini(&ctx->mrs);
 	sib_mw_ctx_fini(ctx);
+	sib_mcast_ctx_fini(ctx);
 	free(ctx);
 }
 
@@ -488,10 +490,12 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	/* Each one true: the responder sends RNR NAKs; sys_image_guid is set;
 	 * softibd pushes port events; SQD->SQD may change the port (qp.c);
 	 * the receive demux counts P_Key and Q_Key violations per port
-	 * (recv.c, query_port's bad_pkey_cntr / qkey_viol_cntr). */
+	 * (recv.c, query_port's bad_pkey_cntr / qkey_viol_cntr); modify_qp
+	 * takes and checks IBV_QP_CUR_STATE where IBA allows it (qp_state.c). */
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT |
-			      IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR;
+			      IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
+			      IBV_DEVICE_CURR_QP_STATE_MOD;
 	/* Memory windows (mw.c): type 1, and type 2B (a type 2 window is
 	 * checked against the QP that bound it and its PD, IBA 10.6.7.2). */
 	a->device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
@@ -508,6 +512,11 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	/* CPU atomics on the target memory (atomic.c): atomic with respect to
 	 * every QP, device and process on the host and to the CPU. */
 	a->atomic_cap = IBV_ATOMIC_GLOB;
+	a->max_ah = SIB_MAX_AH;
+	/* softibd's limits (daemon/mcast.c); a context attaches at most 1024 */
+	a->max_mcast_grp = SIB_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = SIB_MAX_MCAST_QP_ATTACH;
+	a->max_total_mcast_qp_attach = 1024;
 	a->max_pkeys = SIB_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = sib_fabric_num_ports(sd);
@@ -582,6 +591,8 @@ static int sib_query_port(struct ibv_context *context, uint8_t port_num, struct 
 const struct sib_hca_ops sib_hca_ops = {
 	.alloc_mw = sib_alloc_mw,
 	.alloc_pd = sib_alloc_pd,
+	.attach_mcast = sib_attach_mcast,
+	.create_ah = sib_create_ah,
 	.bind_mw = sib_bind_mw,
 	.create_cq = sib_create_cq,
 	.create_cq_ex = sib_create_cq_ex,
@@ -590,8 +601,10 @@ const struct sib_hca_ops sib_hca_ops = {
 	.dealloc_mw = sib_dealloc_mw,
 	.dealloc_pd = sib_dealloc_pd,
 	.dereg_mr = sib_dereg_mr,
+	.destroy_ah = sib_destroy_ah,
 	.destroy_cq = sib_destroy_cq,
 	.destroy_qp = sib_destroy_qp,
+	.detach_mcast = sib_detach_mcast,
 	.free_context = sib_free_context,
 	.modify_qp = sib_modify_qp,
 	.poll_cq = sib_poll_cq,

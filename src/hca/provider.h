@@ -49,7 +49,12 @@ static inline bool sib_is_qp_event(enum ibv_event_type t)
 struct sib_hca_ops {
 	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
+	/* ibv_attach_mcast / ibv_detach_mcast: 0 or errno (EINVAL: not UD, not
+	 * a multicast GID or LID, or not attached) */
+	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+	/* ibv_create_ah(3): NULL and errno (EINVAL bad port or SGID index) */
+	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
 				    struct ibv_comp_channel *channel, int comp_vector);
 	struct ibv_cq_ex *(*create_cq_ex)(struct ibv_context *context,
@@ -60,8 +65,10 @@ struct sib_hca_ops {
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dereg_mr)(struct ibv_mr *mr);
+	int (*destroy_ah)(struct ibv_ah *ah);
 	int (*destroy_cq)(struct ibv_cq *cq);
 	int (*destroy_qp)(struct ibv_qp *qp);
+	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 	void (*free_context)(struct ibv_context *context);
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
@@ -111,6 +118,10 @@ struct sib_hca_host {
 	 * docs/events.md): its fd, or -errno.  NULL: no pushed events (a test
 	 * host); contexts then only see the events their own engine raises. */
 	int (*subscribe)(void);
+	/* Attach (true) or detach QP object qp_handle to/from the multicast
+	 * group (mgid, mlid) in softibd's membership.  0 or errno.  NULL: no
+	 * multicast (a test host); the verbs then fail with EOPNOTSUPP. */
+	int (*mcast)(uint32_t qp_handle, const uint8_t *mgid, uint16_t mlid, bool attach);
 };
 
 void sib_hca_set_host(const struct sib_hca_host *host);

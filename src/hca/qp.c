@@ -94,8 +94,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
 		goto fail;
-	if (attr->qp_type != IBV_QPT_RC) {
-		rc = EOPNOTSUPP; /* UC, UD, XRC come with their own issues */
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD) {
+		rc = EOPNOTSUPP; /* XRC comes with its own issue */
 		goto fail;
 	}
 	if (!attr->send_cq || !attr->recv_cq)
@@ -164,6 +164,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	pthread_cond_init(&b->cond, NULL);
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 		wr_api_init(qp, attr->send_ops_flags);
+	if (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)
+		qp->block_self_mcast = attr->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
 
 	atomic_fetch_add(&((struct sib_pd *)attr->pd)->usecnt, 1);
 	atomic_fetch_add(&to_scq(attr->send_cq)->usecnt, 1);
@@ -202,13 +204,20 @@ struct ibv_qp *sib_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 
 struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
-	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) ||
-	    attr->create_flags) {
+	/* UD: BLOCK_SELF_MCAST_LB keeps a QP's own multicast sends from it. */
+	uint32_t flags_ok = attr->qp_type == IBV_QPT_UD ? IBV_QP_CREATE_BLOCK_SELF_MCAST_LB : 0;
+
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					  IBV_QP_INIT_ATTR_CREATE_FLAGS) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && (attr->create_flags & ~flags_ok))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	    (attr->send_ops_flags & ~(uint64_t)SIB_SEND_OPS_SUPPORTED)) {
+	    ((attr->send_ops_flags & ~(uint64_t)SIB_SEND_OPS_SUPPORTED) ||
+	     /* UC: no READ (mlx5 refuses the op for the QP type alike) */
+	     ((attr->send_ops_flags & IBV_QP_EX_WITH_RDMA_READ) &&
+	      sib_wr_check(attr->qp_type, IBV_WR_RDMA_READ)))) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -224,6 +233,7 @@ int sib_destroy_qp(struct ibv_qp *ibqp)
 	 * as rdma-core, wait until every delivered event was acknowledged. */
 	if (qp_unpublish(ctx, qp))
 		return EBUSY; /* a user never let go: leak it rather than free it */
+	sib_mcast_qp_gone(qp); /* softibd drops its attachments with the object */
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != atomic_load(&qp->events_reported))
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
@@ -282,6 +292,16 @@ static int check_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum i
 	}
 	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
 		return EINVAL;
+	if ((mask & IBV_QP_ALT_PATH) &&
+	    (a->alt_port_num < 1 || a->alt_port_num > sib_fabric_num_ports(sd) ||
+	     a->alt_pkey_index >= SIB_PKEY_TBL_LEN || a->alt_timeout > 31 ||
+	     a->alt_ah_attr.sl > 15 || a->alt_ah_attr.dlid >= SIB_UNICAST_LIDS ||
+	     (a->alt_ah_attr.is_global && a->alt_ah_attr.grh.sgid_index >= SIB_GID_TBL_LEN)))
+		return EINVAL; /* as the primary path's checks */
+	/* Controlled Q_Keys (IBA 10.2.5) are privileged: uverbs refuses them
+	 * to a process without CAP_NET_RAW, and softib has no privilege. */
+	if ((mask & IBV_QP_QKEY) && (a->qkey & 0x80000000u))
+		return EPERM;
 	if (next == IBV_QPS_RTR && !(port >= 1 && port <= sib_fabric_num_ports(sd)))
 		return EINVAL;
 	return 0;
@@ -317,8 +337,12 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 		sib_qp_dest_release(qp);
 		qp->peer_gone_deadline = 0;
 	}
-	if (mask & IBV_QP_ALT_PATH)
+	if (mask & IBV_QP_ALT_PATH) {
 		qp->alt_ah = a->alt_ah_attr;
+		qp->alt_pkey_index = a->alt_pkey_index;
+		qp->alt_port_num = a->alt_port_num;
+		qp->alt_timeout = a->alt_timeout;
+	}
 	if (mask & IBV_QP_PATH_MTU) {
 		qp->path_mtu = a->path_mtu;
 		qp->mtu = iba_mtu_bytes(a->path_mtu);
@@ -416,6 +440,9 @@ int sib_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
 	a->cap = qp->cap;
 	a->ah_attr = qp->ah;
 	a->alt_ah_attr = qp->alt_ah;
+	a->alt_pkey_index = qp->alt_pkey_index;
+	a->alt_port_num = qp->alt_port_num;
+	a->alt_timeout = qp->alt_timeout;
 	a->pkey_index = qp->pkey_index;
 	a->en_sqd_async_notify = qp->en_sqd_async_notify;
 	a->sq_draining = qp->state == IBV_QPS_SQD && !sib_sq_drained(qp);
@@ -478,6 +505,8 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 		w->inv_rkey = wr->invalidate_rkey;
 	if (wr->opcode == IBV_WR_BIND_MW)
 		return sib_mw_wqe_fill(qp, w, wr, type1_ok);
+	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD && sib_ud_swqe_fill(qp, w, wr))
+		return EINVAL;
 	/* Inline is meaningless where the local buffer is a sink (ignored). */
 	if ((wr->send_flags & IBV_SEND_INLINE) &&
 	    !(sib_wr_info(wr->opcode)->flags & (SIB_WR_READ | SIB_WR_ATOMIC))) {
@@ -802,6 +831,22 @@ static void wrx_set_inline_data(struct ibv_qp_ex *q, void *addr, size_t length)
 	wrx_set_inline_data_list(q, 1, &b);
 }
 
+/* ibv_wr_set_ud_addr: the AV is copied now (the AH may go once posted). */
+static void wrx_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey)
+{
+	struct sib_swqe *w = wrx_cur(q);
+
+	if (!w)
+		return;
+	if (!ah) {
+		((struct sib_qp *)q)->wr_err = EINVAL;
+		return;
+	}
+	w->ud_av = ((struct sib_ah *)ah)->attr;
+	w->ud_qpn = remote_qpn & 0xffffff;
+	w->ud_qkey = remote_qkey;
+}
+
 static int wrx_complete(struct ibv_qp_ex *ibqp)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
@@ -809,6 +854,9 @@ static int wrx_complete(struct ibv_qp_ex *ibqp)
 
 	wrx_close(qp);
 	rc = qp->wr_err;
+	if (!rc && qp->ibv.qp_base.qp_type == IBV_QPT_UD)
+		for (uint32_t i = atomic_load_explicit(&qp->sq_head, memory_order_relaxed); !rc && i != qp->wr_head; i++)
+			rc = sib_ud_wqe_check(qp, &qp->sq[i & (qp->sq_size - 1)]);
 	if (!rc)
 		atomic_store_explicit(&qp->sq_head, qp->wr_head, memory_order_release);
 	pthread_spin_unlock(&qp->sq_lock);
@@ -854,4 +902,6 @@ static void wr_api_init(struct sib_qp *qp, uint64_t ops)
 		x->wr_local_inv = wrx_local_inv;
 	if (ops & IBV_QP_EX_WITH_SEND_WITH_INV)
 		x->wr_send_inv = wrx_send_inv;
+	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD)
+		x->wr_set_ud_addr = wrx_set_ud_addr;
 }

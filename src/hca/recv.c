@@ -33,6 +33,8 @@ static const char *const drop_name[SIB_RX_DROP_COUNT] = {
 	[SIB_RX_DROP_QKEY] = "qkey",
 	[SIB_RX_DROP_SLID] = "slid",
 	[SIB_RX_DROP_SGID] = "sgid",
+	[SIB_RX_DROP_NO_RWQE] = "no_rwqe",
+	[SIB_RX_DROP_MCAST] = "mcast",
 };
 
 const char *sib_rx_drop_name(unsigned int why)
@@ -50,6 +52,7 @@ struct rx {
 	const struct sib_shm_port *port;
 	struct sib_qp *qp;             /* a reference (qp_h), or NULL */
 	uint64_t qp_h;
+	bool mcast;                    /* DLID is a multicast LID (mcast_recv) */
 };
 
 static uint16_t lid_map(uint16_t lid)
@@ -75,6 +78,10 @@ static enum sib_rx_drop hdr_check(struct rx *rx, const uint8_t *buf, uint32_t le
 		return SIB_RX_DROP_MALFORMED;
 	if (rx->pkt.lrh.lver != 0)
 		return SIB_RX_DROP_LVER;
+	if (rx->pkt.lrh.dlid >= SIB_MCAST_LID_MIN && rx->pkt.lrh.dlid != IBA_LID_PERMISSIVE) {
+		rx->mcast = true; /* the attached QPs decide (mcast_recv) */
+		return RX_OK;
+	}
 	/* Unicast only until UD multicast exists; the permissive DLID is
 	 * QP0's, which lives in softibd. */
 	rx->lm = lid_map(rx->pkt.lrh.dlid);
@@ -190,17 +197,86 @@ static enum sib_rx_drop check_addr(struct rx *rx)
 	return RX_OK;
 }
 
+/* One attached QP (rx->qp) and a multicast datagram: the checks a unicast
+ * datagram gets from check_type_state and check_keys, for its port. */
+static enum sib_rx_drop mcast_qp_check(struct rx *rx)
+{
+	const struct sib_qp *qp = rx->qp;
+	uint8_t pn = qp->port_num;
+	enum ibv_qp_state s = qp->state;
+
+	if (pn < 1 || pn > SIB_MAX_PORTS)
+		return SIB_RX_DROP_PORT;
+	rx->lm = (uint16_t)(rx->ctx->dev->index << 8 | pn);
+	if (!sib_port_passes(rx->ctx->dev->index, rx->ctx->dev->gen, pn)) {
+		rx->ctx->port_down_drops++;
+		return SIB_RX_DROP_LINK_DOWN;
+	}
+	rx->port = &sib_fabric->devs[rx->ctx->dev->index].ports[pn - 1];
+	if (qp->ibv.qp_base.qp_type != IBV_QPT_UD)
+		return SIB_RX_DROP_TYPE;
+	if (s != IBV_QPS_RTR && s != IBV_QPS_RTS && s != IBV_QPS_SQD && s != IBV_QPS_SQE)
+		return SIB_RX_DROP_STATE;
+	return check_keys(rx);
+}
+
+/*
+ * A datagram to a multicast LID (IBA 10.5.2.x): a UD SEND to DestQP
+ * 0xFFFFFF, taken by every QP of this context attached to the group (the
+ * MGID must be the DGID when there is a GRH), each after the checks of a
+ * unicast datagram; not by the sending QP itself if it was created with
+ * IBV_QP_CREATE_BLOCK_SELF_MCAST_LB (QPNs are unique fabric-wide).  Drops
+ * of single QPs are counted here; SIB_RX_DROP_MCAST if no QP is attached.
+ */
+static enum sib_rx_drop mcast_recv(struct rx *rx, const uint8_t *buf)
+{
+	const struct iba_pkt *pkt = &rx->pkt;
+	uint32_t qpns[SIB_MAX_MCAST_QP_ATTACH], n;
+
+	if ((pkt->bth.opcode & IBA_TRANSPORT_MASK) != IBA_TRANSPORT_UD || pkt->bth.dqpn != 0xffffff)
+		return SIB_RX_DROP_TYPE;
+	n = sib_mcast_local_qps(rx->ctx, pkt->lrh.dlid,
+				pkt->lrh.lnh == IBA_LNH_GLOBAL ? pkt->grh.dgid : NULL, qpns,
+				SIB_MAX_MCAST_QP_ATTACH);
+	for (uint32_t i = 0; i < n; i++) {
+		enum sib_rx_drop why;
+
+		rx->qp = sib_qp_get(rx->ctx, qpns[i], &rx->qp_h);
+		if (!rx->qp)
+			continue; /* destroyed meanwhile */
+		if (!(rx->qp->block_self_mcast && pkt->deth.src_qp == qpns[i])) {
+			why = mcast_qp_check(rx);
+			if (why == RX_OK)
+				why = sib_ud_packet(rx->qp, pkt, buf);
+			if (why != SIB_RX_DELIVERED)
+				__atomic_store_n(&rx->ctx->rx_drop[why], rx->ctx->rx_drop[why] + 1,
+						 __ATOMIC_RELAXED);
+		}
+		sib_objtab_put(&rx->ctx->qps, rx->qp_h);
+		rx->qp = NULL;
+	}
+	return n ? SIB_RX_DELIVERED : SIB_RX_DROP_MCAST;
+}
+
 enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
 			  unsigned int flags)
 {
 	struct rx rx = { .ctx = ctx };
 	enum sib_rx_drop why;
 
-	if ((why = hdr_check(&rx, buf, len, flags)) != RX_OK ||
+	if ((why = hdr_check(&rx, buf, len, flags)) == RX_OK && rx.mcast) {
+		why = mcast_recv(&rx, buf);
+		if (why != SIB_RX_DELIVERED)
+			__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
+	} else if (why != RX_OK ||
 	    (why = check_type_state(&rx)) != RX_OK ||
 	    (why = check_keys(&rx)) != RX_OK ||
 	    (why = check_addr(&rx)) != RX_OK) {
 		__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
+	} else if (rx.qp->ibv.qp_base.qp_type == IBV_QPT_UD) {
+		why = sib_ud_packet(rx.qp, &rx.pkt, buf); /* ud.c */
+		if (why != SIB_RX_DELIVERED)
+			__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
 	} else {
 		why = SIB_RX_DELIVERED;
 		if (rx.pkt.op->flags & IBA_OP_REQ)

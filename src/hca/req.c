@@ -158,7 +158,7 @@ static enum req_state send_packet(struct req_pass *p)
 		return REQST_DONE; /* the wire is full: the next pass resumes here */
 	if (read || ++qp->req.pkts_since_ack >= SIB_ACKREQ_EVERY || last)
 		qp->req.pkts_since_ack = 0;
-	ackreq = qp->req.pkts_since_ack == 0;
+	ackreq = qp->req.pkts_since_ack == 0 && !sib_qp_is_uc(qp); /* UC: never acknowledged */
 	if (tx.slot) {
 		uint8_t *payload;
 
@@ -205,6 +205,8 @@ static enum req_state send_packet(struct req_pass *p)
 static enum req_state wqe_sent(struct req_pass *p)
 {
 	p->w->state = SIB_SWQE_SENT;
+	if (sib_qp_is_uc(p->qp)) /* no ACK to wait for (uc.c) */
+		sib_uc_wqe_sent(p->qp);
 	p->qp->req.offset = 0;
 	p->qp->req.wqe++;
 	return REQST_NEXT_WQE;
@@ -231,7 +233,7 @@ static enum req_state local_op(struct req_pass *p)
 			return local_error(p, st);
 	}
 	wqe_sent(p);
-	if (head)
+	if (head && w->state != SIB_SWQE_DONE) /* (UC completed it already) */
 		sib_sq_complete(qp, IBV_WC_SUCCESS);
 	return REQST_NEXT_WQE;
 }

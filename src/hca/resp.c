@@ -174,6 +174,8 @@ static enum resp_state check_psn(struct resp_pass *p)
 	struct sib_qp *qp = p->qp;
 	int32_t d = iba_psn_diff(p->pkt->bth.psn, qp->resp.epsn);
 
+	if (sib_qp_is_uc(qp)) /* UC: no duplicates, no NAK (uc.c) */
+		return sib_uc_check_psn(qp, p->pkt) ? RESPST_CHK_OP_SEQ : RESPST_DONE;
 	if (d > 0) /* out of sequence: one NAK until the sequence recovers */
 		return qp->resp.nak_seq_sent ? RESPST_DONE : RESPST_ERR_PSN_OUT_OF_SEQ;
 	if (d < 0)
@@ -186,6 +188,8 @@ static enum resp_state check_op_seq(struct resp_pass *p)
 {
 	const struct sib_resp *r = &p->qp->resp;
 
+	if (sib_qp_is_uc(p->qp))
+		return sib_uc_check_op_seq(p->qp, p->pkt) ? RESPST_CHK_OP_VALID : RESPST_DONE;
 	if (p->f & (IBA_OP_SEND | IBA_OP_WRITE)) {
 		bool in_msg = (p->f & IBA_OP_SEND) ? r->in_send : r->in_write;
 
@@ -468,7 +472,7 @@ static enum resp_state complete(struct resp_pass *p)
 
 static enum resp_state acknowledge(struct resp_pass *p)
 {
-	if (p->pkt->bth.ackreq)
+	if (p->pkt->bth.ackreq && !sib_qp_is_uc(p->qp)) /* UC never ACKs */
 		ack(p->qp, p->pkt->bth.psn);
 	return RESPST_DONE;
 }
@@ -513,6 +517,10 @@ static enum resp_state error(struct resp_pass *p)
 	struct sib_qp *qp = p->qp;
 	const struct sib_err_info *e = sib_err_info(p->ec);
 
+	if (sib_qp_is_uc(qp)) { /* no NAK: drop the message, or class A (uc.c) */
+		sib_uc_error(qp, p->ec);
+		return RESPST_DONE;
+	}
 	switch (p->ec) {
 	case SIB_EC_PSN_SEQ:
 		qp->resp.nak_seq_sent = true;

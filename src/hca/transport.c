@@ -109,8 +109,14 @@ void sib_qp_transport_run(struct sib_qp *qp, uint64_t *now, uint64_t *next)
 			*now = sib_now_ns();
 		sib_comp_timers(qp, *now);
 	}
-	sib_req_run(qp);
+	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD)
+		sib_ud_req_run(qp);
+	else
+		sib_req_run(qp);
 	sib_comp_local_error(qp);
+	if (qp->state == IBV_QPS_SQE && qp->sq_tail != atomic_load_explicit(&qp->sq_head,
+									     memory_order_acquire))
+		sib_uc_flush_sq(qp); /* posted in SQE: flushed (uc.c) */
 	if (qp->state == IBV_QPS_SQD && qp->sqd_event_pending && sib_sq_drained(qp)) {
 		/* IBA 10.3.1: the send queue is drained. */
 		qp->sqd_event_pending = false;

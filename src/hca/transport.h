@@ -91,6 +91,8 @@ struct sib_resp {
 	/* atomics (atomic.c): ring of the last results, next slot to fill */
 	struct sib_atomic_saved atomic_saved[SIB_ATOMIC_SAVED];
 	uint32_t atomic_saved_next;
+	/* UC (uc.c) */
+	bool uc_drop;                  /* dropping a message's packets until a FIRST/ONLY */
 };
 
 /*
@@ -112,6 +114,8 @@ enum sib_rx_drop {
 	SIB_RX_DROP_QKEY,              /* UD: Q_Key does not match the QP's */
 	SIB_RX_DROP_SLID,              /* connected QP: SLID is not the peer's path */
 	SIB_RX_DROP_SGID,              /* connected QP: GRH or SGID is not the peer's path */
+	SIB_RX_DROP_NO_RWQE,           /* UD: no receive WQE posted (no RNR for UD, IBA 9.7.x) */
+	SIB_RX_DROP_MCAST,             /* multicast: no QP of this context is attached */
 	SIB_RX_DROP_COUNT
 };
 
@@ -134,6 +138,12 @@ struct sib_tx {
 /* Reserve room on the link toward qp's peer.  False: its inbox is full,
  * retry later.  True with tx->slot NULL: the peer is gone, the packet is lost. */
 bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx);
+/* The same toward address vector ah and QPN dqpn (UD: the WR's AH). */
+bool sib_tx_begin_to(struct sib_qp *qp, struct sib_tx *tx, const struct ibv_ah_attr *ah, uint32_t dqpn);
+/* The same into a given peer inbox ring (a multicast member, mcast.c);
+ * ring NULL: the inbox that owns dqpn. */
+bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_ring *ring,
+		       const struct ibv_ah_attr *ah, uint32_t dqpn);
 /* Write tx->h into the slot; returns where the payload goes. */
 uint8_t *sib_tx_headers(struct sib_tx *tx);
 /* Pad, PktLen, ICRC (and VCRC if enabled), then out through sib_link_send. */
@@ -214,6 +224,31 @@ const struct sib_err_info *sib_err_info(enum sib_err_class ec);
 /* The class a received NAK code (AETH value bits) reports; unknown codes
  * are a remote operational error (iba-transport.md 3). */
 enum sib_err_class sib_err_from_nak(uint8_t code);
+
+/*
+ * UC (uc.c, IBA 9.7.4.1.4, 9.9.3 classes D/E): the branches where the UC
+ * service differs from RC.  sib_uc_check_psn / sib_uc_check_op_seq: true
+ * to go on with the packet, false to drop it (the message in progress is
+ * dropped, the receiver resynchronises on the next FIRST/ONLY).
+ * sib_uc_error applies an error class the UC way (no NAK ever: drop the
+ * message, or for the receive WQE's own faults complete it in error and
+ * enter ERR).  sib_uc_wqe_sent completes a send WQE whose packets are all
+ * on the wire.
+ */
+static inline bool sib_qp_is_uc(const struct sib_qp *qp)
+{
+	return qp->ibv.qp_base.qp_type == IBV_QPT_UC;
+}
+bool sib_uc_check_psn(struct sib_qp *qp, const struct iba_pkt *pkt);
+bool sib_uc_check_op_seq(struct sib_qp *qp, const struct iba_pkt *pkt);
+void sib_uc_error(struct sib_qp *qp, enum sib_err_class ec);
+void sib_uc_drop_msg(struct sib_qp *qp, bool rest);
+void sib_uc_wqe_sent(struct sib_qp *qp);
+/* A UC send WQE failed locally: the QP enters SQE (IBA 10.3.1), the SQ is
+ * flushed, the RQ goes on.  sib_uc_flush_sq completes every SQ WQE (the
+ * failed one with its status, the rest WR_FLUSH_ERR), as in SQE. */
+void sib_uc_enter_sqe(struct sib_qp *qp);
+void sib_uc_flush_sq(struct sib_qp *qp);
 
 /*
  * Stage traces: a build with -DSIB_TRACE_STAGES (e.g. CMAKE_C_FLAGS) prints

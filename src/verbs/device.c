@@ -110,6 +110,18 @@ void sib_obj_destroy(uint32_t handle)
 	(void)sib_ctl_rpc(&m, NULL);
 }
 
+/* softibd's multicast membership (SIB_CTL_MCAST, daemon/mcast.c). */
+static int sib_mcast(uint32_t qp_handle, const uint8_t *mgid, uint16_t mlid, bool attach)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_MCAST };
+
+	m.u.mcast.qp_handle = qp_handle;
+	m.u.mcast.mlid = mlid;
+	m.u.mcast.attach = attach;
+	memcpy(m.u.mcast.mgid, mgid, 16);
+	return sib_ctl_rpc(&m, NULL);
+}
+
 /* The ibv_device names libibverbs fills from sysfs in rdma-core. */
 static void init_device(struct ibv_device *d, unsigned int index)
 {
@@ -169,6 +181,7 @@ static const struct sib_hca_host verbs_host = {
 	.peer_ring_put = verbs_peer_ring_put,
 	.peer_ring_hold = verbs_peer_ring_hold,
 	.subscribe = verbs_subscribe,
+	.mcast = sib_mcast,
 };
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */
@@ -327,12 +340,19 @@ static int read_port(struct ibv_context *ctx, uint8_t port_num, struct sib_shm_p
 				     sib_hca_device_ops.device_index(ctx->device), port_num, out);
 }
 
+/* GID index 0 is the port's GID (subnet prefix, port GUID); indexes
+ * 1..SIB_GID_TBL_LEN-1 exist and are empty (all zero), as on a real port
+ * whose SM assigned no alias GIDs.  EINVAL past the table or port. */
 static int gid_of(struct ibv_context *context, uint8_t port_num, unsigned int index, union ibv_gid *gid)
 {
 	struct sib_shm_port p;
 
 	if (index >= SIB_GID_TBL_LEN || read_port(context, port_num, &p))
 		return EINVAL;
+	if (index) {
+		memset(gid, 0, sizeof(*gid));
+		return 0;
+	}
 	gid->global.subnet_prefix = htobe64(p.gid_prefix);
 	gid->global.interface_id = htobe64(p.port_guid);
 	return 0;
@@ -354,7 +374,8 @@ SIB_EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num,
 	if (flags || entry_size < sizeof(e) || port_num > 255)
 		return EINVAL;
 	memset(&e, 0, sizeof(e));
-	if (gid_of(context, (uint8_t)port_num, gid_index, &e.gid))
+	/* An empty entry has no GID attributes: ENODATA (rdma-core). */
+	if (gid_of(context, (uint8_t)port_num, gid_index, &e.gid) || gid_index)
 		return ENODATA;
 	e.gid_index = gid_index;
 	e.port_num = port_num;
@@ -373,12 +394,14 @@ SIB_EXPORT ssize_t _ibv_query_gid_table(struct ibv_context *context, struct ibv_
 		return -EINVAL;
 	for (unsigned int port = 1; port <= sib_fabric_num_ports(sd); port++) {
 		for (unsigned int i = 0; i < SIB_GID_TBL_LEN; i++) {
+			struct ibv_gid_entry e;
+
+			if (_ibv_query_gid_ex(context, port, i, &e, 0, sizeof(e)))
+				continue; /* an empty entry */
 			if (n >= max_entries)
 				return -EINVAL;
-			if (_ibv_query_gid_ex(context, port, i,
-					      (struct ibv_gid_entry *)((char *)entries + n * entry_size),
-					      0, entry_size) == 0)
-				n++;
+			memcpy((char *)entries + n * entry_size, &e, sizeof(e));
+			n++;
 		}
 	}
 	return (ssize_t)n;

@@ -28,6 +28,8 @@ static struct ibv_mw *dummy_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type t) { er
 static struct ibv_pd *dummy_alloc_pd(struct ibv_context *c) { errno = EOPNOTSUPP; return NULL; }
 static int dummy_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b) { return EOPNOTSUPP; }
 static int dummy_dealloc_mw(struct ibv_mw *mw) { return EOPNOTSUPP; }
+static struct ibv_ah *dummy_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a)
+{ errno = EOPNOTSUPP; return NULL; }
 static struct ibv_cq *dummy_create_cq(struct ibv_context *c, int cqe, struct ibv_comp_channel *ch, int v)
 { errno = EOPNOTSUPP; return NULL; }
 static struct ibv_cq_ex *dummy_create_cq_ex(struct ibv_context *c, struct ibv_cq_init_attr_ex *a)
@@ -38,10 +40,12 @@ static struct ibv_qp *dummy_create_qp_ex(struct ibv_context *c, struct ibv_qp_in
 { errno = EOPNOTSUPP; return NULL; }
 static int dummy_dealloc_pd(struct ibv_pd *pd) { return EOPNOTSUPP; }
 static int dummy_dereg_mr(struct ibv_mr *mr) { return EOPNOTSUPP; }
+static int dummy_destroy_ah(struct ibv_ah *ah) { return EOPNOTSUPP; }
 static int dummy_destroy_cq(struct ibv_cq *cq) { return EOPNOTSUPP; }
 static int dummy_destroy_qp(struct ibv_qp *qp) { return EOPNOTSUPP; }
 static void dummy_free_context(struct ibv_context *c) { }
 static int dummy_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int m) { return EOPNOTSUPP; }
+static int dummy_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid) { return EOPNOTSUPP; }
 static int dummy_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc) { return EOPNOTSUPP; }
 static int dummy_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 { *bad = wr; return EOPNOTSUPP; }
@@ -65,6 +69,8 @@ static const struct sib_hca_ops dummy_ops = {
 	.alloc_mw = dummy_alloc_mw,
 	.alloc_pd = dummy_alloc_pd,
 	.bind_mw = dummy_bind_mw,
+	.attach_mcast = dummy_mcast,
+	.create_ah = dummy_create_ah,
 	.create_cq = dummy_create_cq,
 	.create_cq_ex = dummy_create_cq_ex,
 	.create_qp = dummy_create_qp,
@@ -72,8 +78,10 @@ static const struct sib_hca_ops dummy_ops = {
 	.dealloc_mw = dummy_dealloc_mw,
 	.dealloc_pd = dummy_dealloc_pd,
 	.dereg_mr = dummy_dereg_mr,
+	.destroy_ah = dummy_destroy_ah,
 	.destroy_cq = dummy_destroy_cq,
 	.destroy_qp = dummy_destroy_qp,
+	.detach_mcast = dummy_mcast,
 	.free_context = dummy_free_context,
 	.modify_qp = dummy_modify_qp,
 	.poll_cq = dummy_poll_cq,

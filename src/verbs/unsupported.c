@@ -8,8 +8,7 @@
  * return convention of the man pages:
  *   - pointer verbs (create/import/reg): NULL with errno = EOPNOTSUPP;
  *   - int verbs documented as "0 or the errno value" (destroy/modify/query,
- *     mcast, ECE): return EOPNOTSUPP, and set errno to it too;
- *   - ibv_init_ah_from_wc ("0 or -1"): -1 with errno = EOPNOTSUPP;
+ *     ECE): return EOPNOTSUPP, and set errno to it too;
  *   - ibv_resolve_eth_l2_from_gid: negative errno (-ENOSYS), as rdma-core
  *     built without neighbour resolution;
  *   - unimport (void): nothing to release, softib never imports objects.
@@ -147,47 +146,11 @@ SIB_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 
 /* ---- AH --------------------------------------------------------------- */
 
-SIB_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	return fail_null();
-}
-
-SIB_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	return fail_int();
-}
-
-SIB_EXPORT int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
-				   struct ibv_wc *wc, struct ibv_grh *grh,
-				   struct ibv_ah_attr *ah_attr)
-{
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
-SIB_EXPORT struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
-						struct ibv_grh *grh, uint8_t port_num)
-{
-	return fail_null();
-}
-
 /* Only the RoCE path of a provider's create_ah calls this. */
 SIB_EXPORT int ibv_resolve_eth_l2_from_gid(struct ibv_context *context, struct ibv_ah_attr *attr,
 					   uint8_t eth_mac[ETHERNET_LL_SIZE], uint16_t *vid)
 {
 	return -ENOSYS;
-}
-
-/* ---- multicast -------------------------------------------------------- */
-
-SIB_EXPORT int ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	return fail_int();
-}
-
-SIB_EXPORT int ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
-{
-	return fail_int();
 }
 
 /* ---- QP data ordering (IBVERBS_1.14) --------------------------------- */

@@ -2,10 +2,13 @@
 # SPDX-License-Identifier: MIT
 # Unmodified ibv_rc_pingpong between two processes: server on softib0,
 # client on softib1.  Arguments are passed to both sides (e.g. -s 4096 -e).
+# SIB_PINGPONG names another ibverbs-utils ping-pong (uc_pingpong.sh, ud_pingpong.sh).
 . "$(dirname "$0")/lib.sh"
+pp=${SIB_PINGPONG:-ibv_rc_pingpong}
+command -v "$pp" >/dev/null || fail "$pp not installed (Debian package ibverbs-utils)"
 start_daemon
-start_server "$SIB_TMP/server.out" timeout 120 ibv_rc_pingpong -d softib0 -p PORT -n 1000 "$@"
-client timeout 120 ibv_rc_pingpong -d softib1 -p "$port" -n 1000 "$@" 127.0.0.1 >"$SIB_TMP/client.out" 2>&1
+start_server "$SIB_TMP/server.out" timeout 120 "$pp" -d softib0 -p PORT -n 1000 "$@"
+client timeout 120 "$pp" -d softib1 -p "$port" -n 1000 "$@" 127.0.0.1 >"$SIB_TMP/client.out" 2>&1
 crc=$?
 wait "$srv"
 src=$?

@@ -133,6 +133,11 @@ static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len
 		e->compare = p.atomic.compare;
 	}
 	e->atomic_ack = p.atomic_ack;
+	e->dqpn = p.bth.dqpn;
+	e->dlid = p.lrh.dlid;
+	e->grh = p.lrh.lnh == IBA_LNH_GLOBAL;
+	e->qkey = p.deth.qkey;
+	e->src_qp = p.deth.src_qp;
 	return e;
 }
 
@@ -176,6 +181,7 @@ void replay(unsigned int i)
 /* ---- one side of the connection ---- */
 
 struct side sides[NDEV];
+static enum ibv_qp_type loop_qpt = IBV_QPT_RC; /* what up() asked for */
 struct ibv_device *devices[NDEV]; /* never freed (as the library's) */
 
 /* A long ACK timeout (1 s): tests that do not lose packets never time out. */
@@ -310,7 +316,7 @@ void side_open(unsigned int i)
 	s->cq = ops->create_cq(s->ctx, 256, NULL, 0);
 	assert_non_null(s->cq);
 	qa.send_cq = qa.recv_cq = s->cq;
-	qa.qp_type = IBV_QPT_RC;
+	qa.qp_type = loop_qpt;
 	qa.cap.max_send_wr = qa.cap.max_recv_wr = 64;
 	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
 	s->qp = ops->create_qp(s->pd, &qa);
@@ -330,6 +336,7 @@ void connect_pair(unsigned int i, struct ibv_qp *qp, struct ibv_qp *peer, const 
 {
 	const struct sib_hca_ops *ops = &sib_hca_ops;
 	struct ibv_qp_attr a = { 0 };
+	bool rc = qp->qp_type != IBV_QPT_UC; /* UC: no ACK, retry or READ attributes */
 
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
@@ -346,8 +353,8 @@ void connect_pair(unsigned int i, struct ibv_qp *qp, struct ibv_qp *peer, const 
 	a.ah_attr.dlid = sides[1 - i].lid;
 	a.ah_attr.port_num = 1;
 	assert_int_equal(ops->modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | (rc ?
+					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0)), 0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = o->timeout;
@@ -355,9 +362,9 @@ void connect_pair(unsigned int i, struct ibv_qp *qp, struct ibv_qp *peer, const 
 	a.rnr_retry = o->rnr_retry;
 	a.sq_psn = sq_psn;
 	a.max_rd_atomic = 4;
-	assert_int_equal(ops->modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-					IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-					IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	assert_int_equal(ops->modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | (rc ?
+					IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+					IBV_QP_MAX_QP_RD_ATOMIC : 0)), 0);
 }
 
 /* Fresh inboxes, wires, contexts and a connected QP pair per test. */
@@ -365,6 +372,7 @@ void up(const struct opts *o)
 {
 	filter = NULL;
 	nlog = nkept = 0;
+	loop_qpt = o->qpt ? o->qpt : IBV_QPT_RC;
 	for (unsigned int i = 0; i < NDEV; i++) {
 		memset(inbox_mem[i], 0, SIB_INBOX_BYTES);
 		memset(wire_mem[i], 0, SIB_INBOX_BYTES);
@@ -388,7 +396,7 @@ void swap_wr_qps(const uint64_t ops[NDEV], const struct opts *o)
 		struct ibv_qp_init_attr_ex xa = { 0 };
 
 		assert_int_equal(sib_hca_ops.destroy_qp(sides[i].qp), 0);
-		xa.qp_type = IBV_QPT_RC;
+		xa.qp_type = loop_qpt;
 		xa.send_cq = xa.recv_cq = sides[i].cq;
 		xa.cap.max_send_wr = xa.cap.max_recv_wr = 64;
 		xa.cap.max_send_sge = xa.cap.max_recv_sge = 1;
@@ -453,13 +461,18 @@ void post_send(unsigned int s, enum ibv_wr_opcode op, uint64_t off, uint32_t len
 	post_send_sge(s, op, (uintptr_t)sides[s].buf + off, len, sides[s].mr->lkey, raddr, rkey, wr_id);
 }
 
-void post_recv(unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id)
+void post_recv_qp(struct ibv_qp *qp, unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)sides[s].buf + off, .length = len,
 			       .lkey = sides[s].mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
 
-	assert_int_equal(sib_hca_ops.post_recv(sides[s].qp, &wr, &bad), 0);
+	assert_int_equal(sib_hca_ops.post_recv(qp, &wr, &bad), 0);
+}
+
+void post_recv(unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id)
+{
+	post_recv_qp(sides[s].qp, s, off, len, wr_id);
 }
 
 enum ibv_qp_state qp_state(unsigned int s)
@@ -469,6 +482,34 @@ enum ibv_qp_state qp_state(unsigned int s)
 
 	assert_int_equal(sib_hca_ops.query_qp(sides[s].qp, &a, IBV_QP_STATE, &ia), 0);
 	return a.qp_state;
+}
+
+struct ibv_qp *ud_qp_create(unsigned int s, uint32_t qkey, uint32_t create_flags)
+{
+	struct ibv_qp_init_attr_ex qa = { 0 };
+	struct ibv_qp_attr a = { 0 };
+	struct ibv_qp *qp;
+
+	qa.send_cq = qa.recv_cq = sides[s].cq;
+	qa.qp_type = IBV_QPT_UD;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 64;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	qa.comp_mask = IBV_QP_INIT_ATTR_PD | (create_flags ? IBV_QP_INIT_ATTR_CREATE_FLAGS : 0);
+	qa.pd = sides[s].pd;
+	qa.create_flags = create_flags;
+	qp = sib_hca_ops.create_qp_ex(sides[s].ctx, &qa);
+	assert_non_null(qp);
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qkey = qkey;
+	assert_int_equal(sib_hca_ops.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					       IBV_QP_QKEY), 0);
+	a.qp_state = IBV_QPS_RTR;
+	assert_int_equal(sib_hca_ops.modify_qp(qp, &a, IBV_QP_STATE), 0);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 7;
+	assert_int_equal(sib_hca_ops.modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
+	return qp;
 }
 
 void expect_wc(unsigned int s, uint64_t wr_id, enum ibv_wc_status st)

@@ -41,6 +41,10 @@ struct seen {
 	uint8_t head;                  /* first payload byte */
 	/* atomics: AtomicETH (va, rkey above), AtomicAckETH */
 	uint64_t swap_add, compare, atomic_ack;
+	uint32_t dqpn;                 /* BTH.DestQP */
+	uint16_t dlid;
+	bool grh;                      /* LNH says a GRH follows */
+	uint32_t qkey, src_qp;         /* DETH (UD) */
 };
 
 /* What the filter does with a packet. */
@@ -65,6 +69,7 @@ struct opts {
 	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
 	uint32_t psn;                  /* A's send PSN (B's is psn + 1000) */
 	const char *faults;            /* SOFTIB_FAULTS for both links, or NULL */
+	enum ibv_qp_type qpt;          /* 0: IBV_QPT_RC; IBV_QPT_UC (connect_qp's masks follow) */
 };
 
 /* A long ACK timeout (1 s): tests that do not lose packets never time out. */
@@ -85,7 +90,8 @@ void fabric_setup(void);
 int group_setup(void **state);
 int group_teardown(void **state);
 
-/* Open device i's context, PD, the three MRs, a CQ and an RC QP. */
+/* Open device i's context, PD, the three MRs, a CQ and a QP of the type
+ * the last up() asked for (RC by default). */
 void side_open(unsigned int i);
 /* RESET -> INIT -> RTR -> RTS, side i's QP to the other's (IBA 10.3.1). */
 void connect_qp(unsigned int i, const struct opts *o);
@@ -121,7 +127,11 @@ void post_send_sge(unsigned int s, enum ibv_wr_opcode op, uint64_t addr, uint32_
 void post_send(unsigned int s, enum ibv_wr_opcode op, uint64_t off, uint32_t len,
 	       uint64_t raddr, uint32_t rkey, uint64_t wr_id);
 void post_recv(unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id);
+/* The same into another QP of side s (a UD QP, say). */
+void post_recv_qp(struct ibv_qp *qp, unsigned int s, uint64_t off, uint32_t len, uint64_t wr_id);
 enum ibv_qp_state qp_state(unsigned int s);
+/* A UD QP on side s (its CQ and PD) with Q_Key qkey, taken to RTS. */
+struct ibv_qp *ud_qp_create(unsigned int s, uint32_t qkey, uint32_t create_flags);
 void fill(uint8_t *p, uint32_t len, uint8_t seed);
 
 /* The log. */

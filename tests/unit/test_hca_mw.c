@@ -32,13 +32,18 @@
 static struct ibv_mr *bmr;         /* B's buf, with MW_BIND */
 static struct ibv_mw *mw;
 
-static void up_mw(enum ibv_mw_type type, unsigned int mr_access)
+static void up_mw_on(const struct opts *o, enum ibv_mw_type type, unsigned int mr_access)
 {
-	up(&def_opts);
+	up(o);
 	bmr = sib_hca_ops.reg_mr(sides[B].pd, sides[B].buf, BUF, (uintptr_t)sides[B].buf, mr_access);
 	assert_non_null(bmr);
 	mw = sib_hca_ops.alloc_mw(sides[B].pd, type);
 	assert_non_null(mw);
+}
+
+static void up_mw(enum ibv_mw_type type, unsigned int mr_access)
+{
+	up_mw_on(&def_opts, type, mr_access);
 }
 
 static int down_mw(void **state)
@@ -513,6 +518,31 @@ static void test_mw_wr_api_local_inv(void **state)
 	write_through(win(0), key, IBV_WC_REM_ACCESS_ERR);
 }
 
+/* UC QPs bind and invalidate windows too (UC completes sends when they
+ * leave; the local WQEs complete once, in order). */
+static void test_mw_on_uc(void **state)
+{
+	struct opts o = def_opts;
+	uint32_t key;
+
+	(void)state;
+	o.qpt = IBV_QPT_UC;
+	up_mw_on(&o, IBV_MW_TYPE_2, MR_ALL);
+	key = ibv_inc_rkey(mw->rkey);
+	assert_int_equal(bind2(key, win(0), WIN_LEN, W_RW), 0);
+	local_inv(B, key, 79);
+	expect_wc_op(B, 78, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	expect_wc_op(B, 79, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	assert_int_equal(bind2(ibv_inc_rkey(key), win(0), WIN_LEN, W_RW), 0);
+	expect_wc_op(B, 78, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	fill(sides[A].buf, 64, 9);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 64, win(16), ibv_inc_rkey(key), 1);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	settle(5);
+	assert_memory_equal(sides[B].buf + WIN_OFF + 16, sides[A].buf, 64);
+	expect_no_wc(B);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -535,6 +565,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_mw_type2_qp_bound, down_mw),
 		cmocka_unit_test_teardown(test_mw_wr_api, down_mw),
 		cmocka_unit_test_teardown(test_mw_wr_api_local_inv, down_mw),
+		cmocka_unit_test_teardown(test_mw_on_uc, down_mw),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

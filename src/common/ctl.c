@@ -53,6 +53,7 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_GET_CAPTURE] = offsetof(struct sib_ctl_link, spec),
 	[SIB_CTL_LINK_FAULTS] = sizeof(struct sib_ctl_link),
 	[SIB_CTL_MCAST] = sizeof(struct sib_ctl_mcast),
+	[SIB_CTL_XRCD_OPEN] = sizeof(struct sib_ctl_xrcd),
 };
 
 /* What connect() says when no daemon serves the path. */
@@ -210,6 +211,11 @@ static int ctl_recv_reply(int fd, struct sib_ctl_msg *msg, uint16_t op, uint32_t
 
 int sib_ctl_call(int fd, struct sib_ctl_msg *msg, int *recv_fd)
 {
+	return sib_ctl_call_fd(fd, msg, -1, recv_fd);
+}
+
+int sib_ctl_call_fd(int fd, struct sib_ctl_msg *msg, int pass_fd, int *recv_fd)
+{
 	uint16_t op = msg->hdr.op;
 	uint32_t seq = atomic_fetch_add_explicit(&ctl_seq, 1, memory_order_relaxed);
 	int ret;
@@ -220,7 +226,7 @@ int sib_ctl_call(int fd, struct sib_ctl_msg *msg, int *recv_fd)
 	msg->hdr.seq = seq;
 	msg->hdr.flags = 0;
 	msg->hdr.status = 0;
-	ret = sib_ctl_send(fd, msg, -1);
+	ret = sib_ctl_send(fd, msg, pass_fd);
 	if (ret)
 		return ret;
 	return ctl_recv_reply(fd, msg, op, seq, recv_fd);

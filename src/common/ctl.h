@@ -76,6 +76,8 @@ int sib_ctl_recv(int fd, struct sib_ctl_msg *msg, int *recv_fd);
  * passed fd or -1.  STATUS replies may continue: see sib_ctl_status().
  */
 int sib_ctl_call(int fd, struct sib_ctl_msg *msg, int *recv_fd);
+/* The same, passing pass_fd (unless -1) as SCM_RIGHTS with the request. */
+int sib_ctl_call_fd(int fd, struct sib_ctl_msg *msg, int pass_fd, int *recv_fd);
 
 /*
  * Fetch the STATUS report: all chunks, reassembled into a malloc'd,

@@ -15,10 +15,11 @@
 
 #include <stdint.h>
 
-#define SIB_ABI_VERSION 5u /* 2: sealed read-only map, no counters in it; 3: device
+#define SIB_ABI_VERSION 6u /* 2: sealed read-only map, no counters in it; 3: device
                                * generations, pushed events, registry commands;
                                * 4: link area in the fabric map, LINK_* ops;
-                               * 5: multicast groups in the map, MCAST op */
+                               * 5: multicast groups in the map, MCAST op;
+                               * 6: XRC domains (XRCD_OPEN, SIB_OBJ_XRCD) */
 #define SIB_CTL_MAGIC   0x53494243u /* "SIBC" */
 
 /* Default socket path when SOFTIB_SOCKET is unset: $XDG_RUNTIME_DIR/softib.sock,
@@ -42,6 +43,7 @@ enum sib_ctl_op {
 	SIB_CTL_GET_CAPTURE,   /* map an armed capture ring: -> memfd (clients' links) */
 	SIB_CTL_LINK_FAULTS,   /* set or clear a port's faults (`softib fault`) */
 	SIB_CTL_MCAST,         /* attach / detach a UD QP to a multicast group (daemon/mcast.c) */
+	SIB_CTL_XRCD_OPEN,     /* open an XRC domain (+ the file's fd): -> handle, number */
 	SIB_CTL_OP_MAX,
 };
 
@@ -54,6 +56,7 @@ enum sib_obj_type {
 	SIB_OBJ_SRQ,
 	SIB_OBJ_AH,
 	SIB_OBJ_COMP_CHANNEL,
+	SIB_OBJ_XRCD,         /* an opener's handle on an XRC domain (XRCD_OPEN) */
 	SIB_OBJ_TYPE_MAX,
 };
 
@@ -177,6 +180,21 @@ struct sib_ctl_mcast {
 	uint8_t mgid[16];     /* in: MGID (first byte 0xFF) */
 };
 
+/*
+ * XRCD_OPEN (ibv_open_xrcd(3)): the domain of the file whose fd travels
+ * as SCM_RIGHTS (has_fd 1; identified by its st_dev and st_ino, one
+ * domain per device and file), or a new private one (has_fd 0).  The
+ * handle is closed with DESTROY_OBJ; the domain goes with its last handle.
+ */
+struct sib_ctl_xrcd {
+	uint32_t dev_handle;  /* in: the OPEN_DEVICE handle */
+	uint32_t oflags;      /* in: O_CREAT | O_EXCL only */
+	uint32_t has_fd;      /* in: 1 if an fd is passed */
+	uint32_t handle;      /* out */
+	uint32_t num;         /* out: the domain's number on the device, never 0 */
+	uint32_t pad;
+};
+
 #define SIB_CTL_TEXT_MAX 3072
 
 struct sib_ctl_text {
@@ -197,6 +215,7 @@ struct sib_ctl_msg {
 		struct sib_ctl_dev_cmd dev;
 		struct sib_ctl_link link;
 		struct sib_ctl_mcast mcast;
+		struct sib_ctl_xrcd xrcd;
 		uint32_t handle;
 	} u;
 };

@@ -29,6 +29,7 @@ struct sibd_obj {
 	uint32_t nchild;       /* devices: objects created under it */
 	uint32_t qpn;          /* QPs */
 	uint32_t qp_type;      /* QPs: enum ibv_qp_type */
+	uint32_t xrcd;         /* XRCDs: the domain's number (xrcd.c) */
 	bool gone;             /* devices: unregistered; its objects are released */
 };
 
@@ -166,6 +167,8 @@ static void obj_destroy(struct sibd *d, struct sibd_client *c, uint32_t handle)
 		sibd_mcast_qp_gone(d, c, handle);
 		sibd_qpn_free(d, o->qpn);
 	}
+	if (o->type == SIB_OBJ_XRCD)
+		sibd_xrcd_put(d, o->dev_index, o->xrcd);
 	dev = sib_ht_lookup(&c->ht, o->dev_handle);
 	dev->nchild--;
 	c->count[o->type]--;
@@ -282,6 +285,47 @@ static bool qp_type_ok(uint32_t t)
 	}
 }
 
+/* A new object of `type` under device handle dev_handle, its handle
+ * reserved: 0, or -EBADF (not a device of c), -EIO (the device was
+ * removed, as uverbs after disassociation), -ENOMEM.  Then obj_commit,
+ * or obj_abort. */
+static int obj_begin(struct sibd_client *c, uint32_t dev_handle, uint8_t type, struct sibd_obj **dev,
+		     struct sibd_obj **o, uint32_t *handle)
+{
+	int ret;
+
+	*dev = lookup(c, dev_handle, true);
+	if (!*dev)
+		return -EBADF;
+	if ((*dev)->gone)
+		return -EIO;
+	ret = sib_ht_reserve(&c->ht, handle);
+	if (ret)
+		return ret;
+	*o = calloc(1, sizeof(**o));
+	if (!*o) {
+		sib_ht_abort(&c->ht, *handle);
+		return -ENOMEM;
+	}
+	(*o)->type = type;
+	(*o)->dev_index = (*dev)->dev_index;
+	(*o)->dev_handle = dev_handle;
+	return 0;
+}
+
+static void obj_abort(struct sibd_client *c, struct sibd_obj *o, uint32_t handle)
+{
+	free(o);
+	sib_ht_abort(&c->ht, handle);
+}
+
+static void obj_commit(struct sibd_client *c, struct sibd_obj *dev, struct sibd_obj *o, uint32_t handle)
+{
+	sib_ht_publish(&c->ht, handle, o);
+	dev->nchild++;
+	c->count[o->type]++;
+}
+
 static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
 			  int *pass_fd)
 {
@@ -290,39 +334,22 @@ static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 	uint32_t handle;
 	int ret;
 
-	if (co->type == 0 || co->type >= SIB_OBJ_TYPE_MAX)
-		return -EINVAL;
+	if (co->type == 0 || co->type >= SIB_OBJ_TYPE_MAX || co->type == SIB_OBJ_XRCD)
+		return -EINVAL; /* XRCDs come from XRCD_OPEN */
 	if (co->type == SIB_OBJ_QP && !qp_type_ok(co->qp_type))
 		return -EINVAL;
-	dev = lookup(c, co->dev_handle, true);
-	if (!dev)
-		return -EBADF;
-	if (dev->gone)
-		return -EIO; /* as uverbs after disassociation */
-	ret = sib_ht_reserve(&c->ht, &handle);
+	ret = obj_begin(c, co->dev_handle, (uint8_t)co->type, &dev, &o, &handle);
 	if (ret)
 		return ret;
-	o = calloc(1, sizeof(*o));
-	if (!o) {
-		sib_ht_abort(&c->ht, handle);
-		return -ENOMEM;
-	}
-	o->type = (uint8_t)co->type;
-	o->dev_index = dev->dev_index;
-	o->dev_handle = co->dev_handle;
 	o->qp_type = co->qp_type;
 	if (co->type == SIB_OBJ_QP) {
 		ret = sibd_qpn_alloc(d, dev->inbox, dev->dev_index, &o->qpn);
 		if (ret) {
-			free(o);
-			sib_ht_abort(&c->ht, handle);
+			obj_abort(c, o, handle);
 			return ret;
 		}
 	}
-	sib_ht_publish(&c->ht, handle, o);
-	dev->nchild++;
-	c->count[o->type]++;
-
+	obj_commit(c, dev, o, handle);
 	co->handle = handle;
 	co->qpn = o->qpn;
 	return 0;
@@ -339,6 +366,33 @@ int sibd_qp_info(struct sibd_client *c, uint32_t handle, uint32_t *qp_type, uint
 		return -EIO;
 	*qp_type = o->qp_type;
 	*inbox = dev->inbox;
+	return 0;
+}
+
+/* XRCD_OPEN: the domain of the passed file (or a new private one),
+ * and a handle on it that holds one reference (xrcd.c). */
+static int cmd_xrcd_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	struct sib_ctl_xrcd *x = &m->u.xrcd;
+	struct sibd_obj *dev, *o;
+	uint32_t handle;
+	int ret;
+
+	if (x->oflags & ~(uint32_t)(O_CREAT | O_EXCL) || x->has_fd > 1)
+		return -EINVAL;
+	if (x->has_fd && c->in_fd < 0)
+		return -EBADF;
+	ret = obj_begin(c, x->dev_handle, SIB_OBJ_XRCD, &dev, &o, &handle);
+	if (ret)
+		return ret;
+	ret = sibd_xrcd_open(d, dev->dev_index, x->has_fd ? c->in_fd : -1, x->oflags, &o->xrcd);
+	if (ret) {
+		obj_abort(c, o, handle);
+		return ret;
+	}
+	obj_commit(c, dev, o, handle);
+	x->handle = handle;
+	x->num = o->xrcd;
 	return 0;
 }
 
@@ -412,6 +466,7 @@ static const struct sibd_cmd {
 	[SIB_CTL_GET_CAPTURE] = { sibd_link_get_capture, true },
 	[SIB_CTL_LINK_FAULTS] = { sibd_link_faults, true },
 	[SIB_CTL_MCAST] = { sibd_cmd_mcast, true },             /* mcast.c */
+	[SIB_CTL_XRCD_OPEN] = { cmd_xrcd_open, true },
 };
 
 /*
@@ -454,14 +509,21 @@ static void client_input(struct sibd *d, struct sibd_client *c)
 	int i, n;
 
 	for (i = 0; i < INPUT_BURST && !c->dead && !c->out_head && !d->stop; i++) {
-		n = sib_ctl_recv(c->fd, &m, NULL); /* fds sent to us are closed */
+		/* A passed fd lives for its command only (XRCD_OPEN reads it). */
+		n = sib_ctl_recv(c->fd, &m, &c->in_fd);
 		if (n == -EAGAIN)
 			return;
 		if (n == 0 || (n < 0 && n != -EMSGSIZE)) {
+			if (c->in_fd >= 0)
+				close(c->in_fd);
+			c->in_fd = -1;
 			c->dead = true; /* closed, ECONNRESET */
 			return;
 		}
 		client_command(d, c, &m, n);
+		if (c->in_fd >= 0)
+			close(c->in_fd);
+		c->in_fd = -1;
 	}
 }
 
@@ -497,6 +559,7 @@ struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid)
 	if (!c)
 		return NULL;
 	c->fd = fd;
+	c->in_fd = -1;
 	c->pid = pid;
 	sib_ht_init(&c->ht, SIBD_MAX_HANDLES);
 	ev.data.ptr = c;

@@ -44,6 +44,7 @@ struct sibd_client {
 	bool dead;                      /* release once the current event is done */
 	struct sib_htable ht;           /* handles -> struct sibd_obj */
 	uint32_t count[SIB_OBJ_TYPE_MAX]; /* [SIBD_OBJ_DEVICE] = open devices */
+	int in_fd;                      /* an fd passed with the command being run, or -1 */
 	struct sibd_out *out_head, *out_tail; /* replies the socket did not take yet */
 	uint32_t out_len;               /* messages in that queue */
 	struct sibd_ev_sub ev;          /* pushed events (events.c) */
@@ -105,7 +106,20 @@ struct sibd {
 	long long start_ms, idle_since_ms;
 	bool stop;
 	struct sibd_counters ctr;
+
+	/* XRC domains (xrcd.c) */
+	struct sibd_xrcd *xrcds;
+	uint32_t xrcd_next;             /* the last domain number handed out */
 };
+
+/* xrcd.c: XRC domains, one per device and file, counted by opener handles.
+ * open: the domain of file fd (st_dev, st_ino) on device dev_index, or a
+ * new private one for fd -1: *num, a reference taken; -EAGAIN (none and no
+ * O_CREAT), -EINVAL (one and O_EXCL), -EBADF, -ENOMEM, -ENOSPC.  put:
+ * drop one reference; the last frees the domain. */
+struct sibd_xrcd;
+int sibd_xrcd_open(struct sibd *d, uint32_t dev_index, int fd, uint32_t oflags, uint32_t *num);
+void sibd_xrcd_put(struct sibd *d, uint32_t dev_index, uint32_t num);
 
 /* softibd.c */
 void sibd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -80,9 +80,9 @@ static void print_port(FILE *f, const struct sib_shm_port *p, const struct sib_f
 
 static void print_counts(FILE *f, const uint32_t *n)
 {
-	fprintf(f, "devices=%u pd=%u mr=%u cq=%u qp=%u srq=%u ah=%u channel=%u\n",
+	fprintf(f, "devices=%u pd=%u mr=%u cq=%u qp=%u srq=%u ah=%u channel=%u xrcd=%u\n",
 		n[SIBD_OBJ_DEVICE], n[SIB_OBJ_PD], n[SIB_OBJ_MR], n[SIB_OBJ_CQ], n[SIB_OBJ_QP],
-		n[SIB_OBJ_SRQ], n[SIB_OBJ_AH], n[SIB_OBJ_COMP_CHANNEL]);
+		n[SIB_OBJ_SRQ], n[SIB_OBJ_AH], n[SIB_OBJ_COMP_CHANNEL], n[SIB_OBJ_XRCD]);
 }
 
 /* The report as a malloc'd text of *len bytes.  0 or -ENOMEM. */

@@ -174,7 +174,7 @@ static enum comp_state check_opcode(struct comp_pass *p)
 {
 	if (p->pkt->op->flags & IBA_OP_READ_RESP)
 		return COMPST_READ;
-	if (p->pkt->bth.opcode == IBA_OPC_ACKNOWLEDGE)
+	if ((p->pkt->bth.opcode & ~IBA_TRANSPORT_MASK) == IBA_OPC_ACKNOWLEDGE) /* RC or XRC */
 		return COMPST_CHECK_ACK;
 	if ((p->pkt->bth.opcode & ~IBA_TRANSPORT_MASK) == IBA_OPC_ATOMIC_ACKNOWLEDGE)
 		return COMPST_ATOMIC;
@@ -457,9 +457,9 @@ void sib_qp_flush(struct sib_qp *qp)
 	qp->comp.read_rcvd = 0;
 	qp->comp.retry_deadline = qp->comp.rnr_deadline = 0;
 
-	head = atomic_load_explicit(&qp->rq_head, memory_order_acquire);
-	while (qp->rq_tail != head) {
-		struct sib_rwqe *r = &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+	while (sib_rwqe_pending(qp)) {
+		struct sib_rwqe *r = sib_rwqe_cur(qp);
+		struct sib_cq *cq = sib_rwqe_cq(qp);
 		struct ibv_wc wc = {
 			.wr_id = r->wr_id,
 			.status = qp->resp.have_rwqe ? qp->resp.err_status : IBV_WC_WR_FLUSH_ERR,
@@ -469,8 +469,8 @@ void sib_qp_flush(struct sib_qp *qp)
 		if (wc.status == IBV_WC_SUCCESS)
 			wc.status = IBV_WC_WR_FLUSH_ERR;
 		qp->resp.have_rwqe = false;
-		__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
-		sib_cq_push(to_scq(qp->ibv.qp_base.recv_cq), &wc, false);
+		sib_rwqe_done(qp);
+		sib_cq_push(cq, &wc, false);
 	}
 	qp->resp.in_send = qp->resp.in_write = false;
 	/* A fatal NAK not yet on the wire is still owed (sib_qp_transport_run). */
@@ -501,4 +501,5 @@ void sib_qp_enter_error(struct sib_qp *qp)
 	qp->state = IBV_QPS_ERR;
 	qp->ibv.qp_base.state = IBV_QPS_ERR;
 	sib_qp_flush(qp);
+	sib_srq_qp_error(qp);
 }

@@ -55,6 +55,8 @@
 #define SIB_POLL_SPIN        256        /* empty polls between sched_yield()s */
 #define SIB_MR_DIR           256
 #define SIB_MR_PAGE          4096       /* MRs per directory page: 1M MRs */
+#define SIB_MAX_SRQ          (1 << 16)  /* SRQ numbers 1..SIB_MAX_SRQ-1 per context (srq.c) */
+#define SIB_MAX_SRQ_WR       SIB_MAX_QP_WR
 
 struct sib_context;
 
@@ -135,6 +137,7 @@ struct sib_swqe {
 	 * destroyed once the WR is posted), destination QPN and Q_Key */
 	struct ibv_ah_attr ud_av;
 	uint32_t ud_qpn, ud_qkey;
+	uint32_t xrc_srqn;             /* XRC_SEND: the XRCETH's SRQ number (srq.c) */
 	struct ibv_sge sge[SIB_MAX_SGE];
 	uint8_t *inline_data;          /* points into the SQ's inline area, or NULL */
 	/* atomics (atomic.c): the AtomicETH operands (IBA 9.3.3.3) */
@@ -228,6 +231,21 @@ struct sib_qp {
 	bool block_self_mcast;         /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
 	uint32_t mcast_attached;       /* groups this QP is attached to (mcast.c) */
 	struct sib_mcast_rings *mcast_rings; /* member inboxes it sent to (mcast.c, engine) */
+	/* SRQ and XRC (srq.c): the receive WQE source.  srq: the SRQ the QP
+	 * was created with (RC/UC/UD), counted in its usecnt; xrc_srq: the SRQ
+	 * the XRCETH of the packet being handled names (XRC_RECV, set by the
+	 * demux for one packet, a reference xrc_srq_h).  A WQE taken from an
+	 * SRQ is copied into srq_wqe until its message completes; wqe_srq is
+	 * where it came from (a reference wqe_srq_h while held).  xrcd: the
+	 * XRC domain of an XRC_RECV QP. */
+	struct sib_srq *srq;
+	struct sib_srq *xrc_srq;
+	uint64_t xrc_srq_h;
+	struct sib_srq *wqe_srq;
+	uint64_t wqe_srq_h;
+	struct sib_rwqe srq_wqe;
+	struct sib_xrcd *xrcd;
+	uint32_t xrcd_num;             /* softibd's number of that domain */
 };
 
 /* Address handle (ah.c, IBA 11.2.2): the attributes as given; lives in
@@ -264,6 +282,7 @@ struct sib_context {
 
 	struct sib_objtab qps;         /* by QPN */
 	struct sib_objtab mrs;         /* by key index (key >> 8) */
+	struct sib_objtab srqs;        /* SRQ (srq.c): by SRQ number */
 	struct sib_qp *qp_list;        /* the engine's schedule (engine-private, engine.c) */
 	_Atomic(struct sib_qp *) qp_new; /* created QPs the engine has not taken yet */
 	_Atomic uint64_t key_ctr;      /* key-byte generator: counter and secret, */
@@ -292,6 +311,44 @@ struct sib_context {
 	_Atomic uint32_t nah;          /* live AHs (max_ah) */
 	struct sib_mcast_local *mcast; /* this context's attachments (ud.c), under mcast_lock */
 	pthread_mutex_t mcast_lock;
+};
+
+/*
+ * A shared receive queue (srq.c; IBA vol 1 ch. 10, ibv_create_srq(3)).  Posted
+ * by any thread under `lock` (this process only); consumed by the engine
+ * of the owning context (progress_lock), which copies a WQE out of the
+ * ring into the QP that takes it.  Its number (ibv_get_srq_num, the
+ * XRCETH's XRCSRQ) is its index in ctx->srqs.
+ */
+struct sib_srq {
+	struct ibv_srq ibv;
+	struct sib_context *ctx;
+	uint32_t obj_handle;           /* softibd object (resource tracking) */
+	uint64_t tab_handle;           /* in ctx->srqs */
+	enum ibv_srq_type type;
+	struct sib_xrcd *xrcd;         /* XRC SRQs: their domain */
+	struct ibv_cq *cq;             /* XRC SRQs: where their receives complete */
+	pthread_spinlock_t lock;       /* producers */
+	struct sib_rwqe *rq;
+	uint32_t size;                 /* ring entries, power of 2, > max_wr */
+	uint32_t max_wr, max_sge;      /* as reported by query_srq */
+	_Atomic uint32_t head;         /* posted (under lock) */
+	_Atomic uint32_t tail;         /* taken (engine) */
+	_Atomic uint32_t limit;        /* armed low watermark; 0 = not armed */
+	_Atomic int usecnt;            /* QPs on it: destroy gives EBUSY */
+	_Atomic uint32_t events_reported; /* SRQ_LIMIT_REACHED delivered */
+};
+
+/*
+ * An XRC domain (srq.c; IBA 14.x XRC annex, ibv_open_xrcd(3)).  softibd
+ * numbers it (one number per device and file, shared by every process
+ * that opens the same file); this is one opener's handle on it.
+ */
+struct sib_xrcd {
+	struct ibv_xrcd ibv;
+	uint32_t obj_handle;           /* softibd's handle of this opening */
+	uint32_t num;                  /* the domain's number on the device */
+	_Atomic int usecnt;            /* SRQs and QPs in it: close gives EBUSY */
 };
 
 static inline struct sib_context *to_sctx(struct ibv_context *c)
@@ -458,6 +515,39 @@ struct sib_cq *sib_cq_async_deliver(uint32_t id, uint32_t gen);
 void sib_async_event(struct sib_context *ctx, enum ibv_event_type type, uint32_t id, uint32_t gen);
 /* An async event about a QP (counted for ibv_destroy_qp). */
 void sib_qp_async_event(struct sib_qp *qp, enum ibv_event_type type);
+/* srq.c: SRQ and XRC domain ops (provider.c's table) and the engine's side. */
+struct ibv_srq *sib_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr);
+struct ibv_srq *sib_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr);
+int sib_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int attr_mask);
+int sib_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr);
+int sib_destroy_srq(struct ibv_srq *srq);
+int sib_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+int sib_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_xrcd *sib_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr);
+int sib_close_xrcd(struct ibv_xrcd *xrcd);
+/* Take the oldest WQE of srq into *out (engine context); false if it is
+ * empty.  Raises SRQ_LIMIT_REACHED once when the count drops below an
+ * armed limit (ibv_modify_srq(3), IBA's SRQ limit), and disarms it. */
+bool sib_srq_take(struct sib_srq *srq, struct sib_rwqe *out);
+/* Fill a receive WQE from a WR whose num_sge was checked (RQ and SRQ). */
+void sib_rwqe_fill(struct sib_rwqe *r, const struct ibv_recv_wr *wr);
+/* A QP on an SRQ entered ERR: IBV_EVENT_QP_LAST_WQE_REACHED (IBA 10.3.1,
+ * 11.6.3: no more WQEs will be taken from the SRQ for it). */
+void sib_srq_qp_error(struct sib_qp *qp);
+/* The SRQ behind an async record; counts the delivery.  NULL if gone. */
+struct sib_srq *sib_srq_async_deliver(struct sib_context *ctx, uint32_t id, uint32_t gen);
+/* XRC_RECV: the SRQ numbered srqn of this context, if it is an XRC SRQ
+ * of the QP's domain: a reference into qp->xrc_srq (for one packet).
+ * False: drop the packet (no such SRQ, or another domain's). */
+bool sib_xrc_srq_resolve(struct sib_qp *qp, uint32_t srqn);
+void sib_xrc_srq_release(struct sib_qp *qp);
+/* create_qp's SRQ and XRC rules (0 or EINVAL), then, once the QP is
+ * built, attach it (usecnt, capabilities, the domain) and detach it at
+ * destroy. */
+int sib_qp_check_srq_xrc(struct sib_context *ctx, const struct ibv_qp_init_attr_ex *attr);
+void sib_qp_attach_srq_xrc(struct sib_qp *qp, struct ibv_qp_init_attr_ex *attr);
+void sib_qp_detach_srq_xrc(struct sib_qp *qp);
+
 /* Enter ERR once a WQE that failed locally reaches the head of the SQ. */
 void sib_comp_local_error(struct sib_qp *qp);
 

@@ -128,6 +128,9 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 	rc = sib_objtab_init(&ctx->mrs, "mr", 1, SIB_MR_DIR * SIB_MR_PAGE);
 	if (rc)
 		goto err_qps;
+	rc = sib_objtab_init(&ctx->srqs, "srq", 1, SIB_MAX_SRQ);
+	if (rc)
+		goto err_mrs;
 	rc = sib_mw_ctx_init(ctx);
 	if (rc)
 		goto err_mrs;
@@ -153,6 +156,7 @@ err_pipe:
 err_mws:
 	sib_mw_ctx_fini(ctx);
 err_mrs:
+	sib_objtab_fini(&ctx->srqs);
 	sib_objtab_fini(&ctx->mrs);
 err_qps:
 	sib_objtab_fini(&ctx->qps);
@@ -187,6 +191,7 @@ static void sib_free_context(struct ibv_context *context)
 	sib_objtab_fini(&ctx->mrs);
 	sib_mw_ctx_fini(ctx);
 	sib_mcast_ctx_fini(ctx);
+	sib_objtab_fini(&ctx->srqs);
 	free(ctx);
 }
 
@@ -244,6 +249,12 @@ static bool sib_async_decode(struct ibv_context *context, const struct sib_async
 		if (!cq)
 			return false;
 		event->element.cq = (struct ibv_cq *)&cq->ibv;
+	} else if (r->type == IBV_EVENT_SRQ_LIMIT_REACHED || r->type == IBV_EVENT_SRQ_ERR) {
+		struct sib_srq *srq = sib_srq_async_deliver(ctx, r->id, r->gen);
+
+		if (!srq)
+			return false;
+		event->element.srq = &srq->ibv;
 	} else {
 		event->element.port_num = (int)r->id;
 	}
@@ -495,7 +506,7 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT |
 			      IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
-			      IBV_DEVICE_CURR_QP_STATE_MOD;
+			      IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_XRC; /* XRC: srq.c */
 	/* Memory windows (mw.c): type 1, and type 2B (a type 2 window is
 	 * checked against the QP that bound it and its PD, IBA 10.6.7.2). */
 	a->device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
@@ -517,6 +528,9 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->max_mcast_grp = SIB_MAX_MCAST_GRP;
 	a->max_mcast_qp_attach = SIB_MAX_MCAST_QP_ATTACH;
 	a->max_total_mcast_qp_attach = 1024;
+	a->max_srq = SIB_MAX_SRQ - 1;   /* srq.c */
+	a->max_srq_wr = SIB_MAX_SRQ_WR;
+	a->max_srq_sge = SIB_MAX_SGE;
 	a->max_pkeys = SIB_PKEY_TBL_LEN;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = sib_fabric_num_ports(sd);
@@ -592,12 +606,15 @@ const struct sib_hca_ops sib_hca_ops = {
 	.alloc_mw = sib_alloc_mw,
 	.alloc_pd = sib_alloc_pd,
 	.attach_mcast = sib_attach_mcast,
+	.close_xrcd = sib_close_xrcd,
 	.create_ah = sib_create_ah,
 	.bind_mw = sib_bind_mw,
 	.create_cq = sib_create_cq,
 	.create_cq_ex = sib_create_cq_ex,
 	.create_qp = sib_create_qp,
 	.create_qp_ex = sib_create_qp_ex,
+	.create_srq = sib_create_srq,
+	.create_srq_ex = sib_create_srq_ex,
 	.dealloc_mw = sib_dealloc_mw,
 	.dealloc_pd = sib_dealloc_pd,
 	.dereg_mr = sib_dereg_mr,
@@ -605,15 +622,20 @@ const struct sib_hca_ops sib_hca_ops = {
 	.destroy_cq = sib_destroy_cq,
 	.destroy_qp = sib_destroy_qp,
 	.detach_mcast = sib_detach_mcast,
+	.destroy_srq = sib_destroy_srq,
 	.free_context = sib_free_context,
+	.get_srq_num = sib_get_srq_num,
 	.modify_qp = sib_modify_qp,
+	.modify_srq = sib_modify_srq,
+	.open_xrcd = sib_open_xrcd,
 	.poll_cq = sib_poll_cq,
 	.post_recv = sib_post_recv,
 	.post_send = sib_post_send,
-	/* post_srq_recv: no SRQs yet (the fallback fails it) */
+	.post_srq_recv = sib_post_srq_recv,
 	.query_device_ex = sib_query_device_ex,
 	.query_port = sib_query_port,
 	.query_qp = sib_query_qp,
+	.query_srq = sib_query_srq,
 	.reg_mr = sib_reg_mr,
 	.req_notify_cq = sib_req_notify_cq,
 	.rereg_mr = sib_rereg_mr,

@@ -53,6 +53,7 @@ struct sib_hca_ops {
 	 * a multicast GID or LID, or not attached) */
 	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	/* ibv_create_ah(3): NULL and errno (EINVAL bad port or SGID index) */
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 	struct ibv_cq *(*create_cq)(struct ibv_context *context, int cqe,
@@ -62,6 +63,9 @@ struct sib_hca_ops {
 	struct ibv_qp *(*create_qp)(struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *context,
 				       struct ibv_qp_init_attr_ex *qp_init_attr_ex);
+	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr);
+	struct ibv_srq *(*create_srq_ex)(struct ibv_context *context,
+					 struct ibv_srq_init_attr_ex *srq_init_attr_ex);
 	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dereg_mr)(struct ibv_mr *mr);
@@ -69,8 +73,14 @@ struct sib_hca_ops {
 	int (*destroy_cq)(struct ibv_cq *cq);
 	int (*destroy_qp)(struct ibv_qp *qp);
 	int (*detach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+	int (*destroy_srq)(struct ibv_srq *srq);
 	void (*free_context)(struct ibv_context *context);
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask);
+	struct ibv_qp *(*open_qp)(struct ibv_context *context, struct ibv_qp_open_attr *attr);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *context,
+				      struct ibv_xrcd_init_attr *xrcd_init_attr);
 	int (*poll_cq)(struct ibv_cq *cq, int num_entries, struct ibv_wc *wc);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
@@ -83,6 +93,7 @@ struct sib_hca_ops {
 			  struct ibv_port_attr *port_attr);
 	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 			struct ibv_qp_init_attr *init_attr);
+	int (*query_srq)(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t length,
 				 uint64_t hca_va, int access);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
@@ -122,6 +133,12 @@ struct sib_hca_host {
 	 * group (mgid, mlid) in softibd's membership.  0 or errno.  NULL: no
 	 * multicast (a test host); the verbs then fail with EOPNOTSUPP. */
 	int (*mcast)(uint32_t qp_handle, const uint8_t *mgid, uint16_t mlid, bool attach);
+	/* XRC (srq.c): open the XRC domain of file `fd` on the device (fd -1:
+	 * a new private one) with ibv_open_xrcd's oflags; softibd numbers
+	 * domains per device and counts openers.  *handle (closed with
+	 * obj_destroy) and the domain's *num.  0 or errno (EAGAIN: none and no
+	 * O_CREAT; EINVAL: one exists and O_EXCL).  NULL: no XRC. */
+	int (*xrcd_open)(uint32_t dev_handle, int fd, int oflags, uint32_t *handle, uint32_t *num);
 };
 
 void sib_hca_set_host(const struct sib_hca_host *host);

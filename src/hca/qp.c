@@ -84,6 +84,18 @@ static void qp_free(struct sib_qp *qp)
 
 static void wr_api_init(struct sib_qp *qp, uint64_t ops);
 
+/* The PD and CQs a QP counts in their usecnt (XRC_RECV has none, XRC_SEND
+ * no receive CQ). */
+static void qp_usecnt(struct ibv_qp *b, int d)
+{
+	if (b->pd)
+		atomic_fetch_add(&((struct sib_pd *)b->pd)->usecnt, d);
+	if (b->send_cq)
+		atomic_fetch_add(&to_scq(b->send_cq)->usecnt, d);
+	if (b->recv_cq)
+		atomic_fetch_add(&to_scq(b->recv_cq)->usecnt, d);
+}
+
 static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
 	struct sib_context *ctx = to_sctx(context);
@@ -92,18 +104,20 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	uint32_t qpn;
 	int rc = EINVAL;
 
-	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd)
-		goto fail;
-	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD) {
-		rc = EOPNOTSUPP; /* XRC comes with its own issue */
-		goto fail;
-	}
-	if (!attr->send_cq || !attr->recv_cq)
-		goto fail;
-	if (attr->srq) {
-		rc = EOPNOTSUPP;
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC && attr->qp_type != IBV_QPT_UD &&
+	    attr->qp_type != IBV_QPT_XRC_SEND && attr->qp_type != IBV_QPT_XRC_RECV) {
+		rc = EOPNOTSUPP; /* raw packet and driver QPs */
 		goto fail;
 	}
+	rc = sib_qp_check_srq_xrc(ctx, attr); /* SRQ and XRC rules (srq.c) */
+	if (rc)
+		goto fail;
+	rc = EINVAL;
+	if (attr->qp_type != IBV_QPT_XRC_RECV &&
+	    (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !attr->send_cq))
+		goto fail;
+	if (attr->qp_type != IBV_QPT_XRC_RECV && attr->qp_type != IBV_QPT_XRC_SEND && !attr->recv_cq)
+		goto fail;
 	if (cap->max_send_wr > SIB_MAX_QP_WR || cap->max_recv_wr > SIB_MAX_QP_WR ||
 	    cap->max_send_sge > SIB_MAX_SGE || cap->max_recv_sge > SIB_MAX_SGE ||
 	    cap->max_inline_data > SIB_MAX_INLINE)
@@ -167,9 +181,8 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)
 		qp->block_self_mcast = attr->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
 
-	atomic_fetch_add(&((struct sib_pd *)attr->pd)->usecnt, 1);
-	atomic_fetch_add(&to_scq(attr->send_cq)->usecnt, 1);
-	atomic_fetch_add(&to_scq(attr->recv_cq)->usecnt, 1);
+	sib_qp_attach_srq_xrc(qp, attr); /* srq.c: cap, usecnt, xrcd */
+	qp_usecnt(b, 1);
 	qp_publish(ctx, qp);
 	return b;
 
@@ -207,8 +220,8 @@ struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	/* UD: BLOCK_SELF_MCAST_LB keeps a QP's own multicast sends from it. */
 	uint32_t flags_ok = attr->qp_type == IBV_QPT_UD ? IBV_QP_CREATE_BLOCK_SELF_MCAST_LB : 0;
 
-	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
-					  IBV_QP_INIT_ATTR_CREATE_FLAGS) ||
+	if (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+					  IBV_QP_INIT_ATTR_SEND_OPS_FLAGS | IBV_QP_INIT_ATTR_CREATE_FLAGS) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && (attr->create_flags & ~flags_ok))) {
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -239,9 +252,8 @@ int sib_destroy_qp(struct ibv_qp *ibqp)
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
 	pthread_mutex_unlock(&ibqp->mutex);
 	sib_host->obj_destroy(qp->obj_handle);
-	atomic_fetch_sub(&((struct sib_pd *)ibqp->pd)->usecnt, 1);
-	atomic_fetch_sub(&to_scq(ibqp->send_cq)->usecnt, 1);
-	atomic_fetch_sub(&to_scq(ibqp->recv_cq)->usecnt, 1);
+	qp_usecnt(ibqp, -1);
+	sib_qp_detach_srq_xrc(qp);
 	pthread_spin_destroy(&qp->sq_lock);
 	pthread_spin_destroy(&qp->rq_lock);
 	qp_free(qp);
@@ -380,6 +392,7 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 		break;
 	case IBV_QPS_ERR:
 		sib_qp_flush(qp);
+		sib_srq_qp_error(qp);
 		break;
 	case IBV_QPS_SQD:
 		qp->sqd_event_pending = qp->en_sqd_async_notify;
@@ -507,6 +520,8 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 		return sib_mw_wqe_fill(qp, w, wr, type1_ok);
 	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD && sib_ud_swqe_fill(qp, w, wr))
 		return EINVAL;
+	if (qp->ibv.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		w->xrc_srqn = wr->qp_type.xrc.remote_srqn; /* the XRCETH (srq.c) */
 	/* Inline is meaningless where the local buffer is a sink (ignored). */
 	if ((wr->send_flags & IBV_SEND_INLINE) &&
 	    !(sib_wr_info(wr->opcode)->flags & (SIB_WR_READ | SIB_WR_ATOMIC))) {
@@ -578,16 +593,14 @@ int sib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 	struct sib_qp *qp = to_sqp(ibqp);
 	int rc = 0;
 
-	if (qp->state == IBV_QPS_RESET) {
+	/* rdma-core providers: a QP on an SRQ (or XRC) has no receive queue. */
+	if (qp->state == IBV_QPS_RESET || ibqp->srq || !qp->cap.max_recv_wr) {
 		*bad_wr = wr;
 		return EINVAL;
 	}
 	pthread_spin_lock(&qp->rq_lock);
 	uint32_t head = atomic_load_explicit(&qp->rq_head, memory_order_relaxed);
 	for (; wr; wr = wr->next) {
-		struct sib_rwqe *r;
-		uint64_t len = 0;
-
 		if (head - __atomic_load_n(&qp->rq_tail, __ATOMIC_ACQUIRE) >= qp->rq_size) {
 			rc = ENOMEM;
 			break;
@@ -596,14 +609,7 @@ int sib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 			rc = EINVAL;
 			break;
 		}
-		r = &qp->rq[head & (qp->rq_size - 1)];
-		for (int i = 0; i < wr->num_sge; i++)
-			len += wr->sg_list[i].length;
-		r->wr_id = wr->wr_id;
-		r->num_sge = (uint32_t)wr->num_sge;
-		r->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
-		if (wr->num_sge)
-			memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		sib_rwqe_fill(&qp->rq[head & (qp->rq_size - 1)], wr);
 		head++;
 		atomic_store_explicit(&qp->rq_head, head, memory_order_release);
 	}
@@ -870,6 +876,15 @@ static void wrx_abort(struct ibv_qp_ex *ibqp)
 	pthread_spin_unlock(&((struct sib_qp *)ibqp)->sq_lock);
 }
 
+/* ibv_wr_set_xrc_srqn: the XRCETH of the open XRC_SEND WQE (srq.c). */
+static void wrx_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t remote_srqn)
+{
+	struct sib_swqe *w = wrx_cur(q);
+
+	if (w)
+		w->xrc_srqn = remote_srqn;
+}
+
 static void wr_api_init(struct sib_qp *qp, uint64_t ops)
 {
 	struct ibv_qp_ex *x = &qp->ibv;
@@ -882,6 +897,8 @@ static void wr_api_init(struct sib_qp *qp, uint64_t ops)
 	x->wr_set_sge_list = wrx_set_sge_list;
 	x->wr_set_inline_data = wrx_set_inline_data;
 	x->wr_set_inline_data_list = wrx_set_inline_data_list;
+	if (qp->ibv.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		x->wr_set_xrc_srqn = wrx_set_xrc_srqn;
 	if (ops & IBV_QP_EX_WITH_SEND)
 		x->wr_send = wrx_send;
 	if (ops & IBV_QP_EX_WITH_SEND_WITH_IMM)

@@ -35,6 +35,7 @@ static const char *const drop_name[SIB_RX_DROP_COUNT] = {
 	[SIB_RX_DROP_SGID] = "sgid",
 	[SIB_RX_DROP_NO_RWQE] = "no_rwqe",
 	[SIB_RX_DROP_MCAST] = "mcast",
+	[SIB_RX_DROP_XRC_SRQN] = "xrc_srqn",
 };
 
 const char *sib_rx_drop_name(unsigned int why)
@@ -258,6 +259,16 @@ static enum sib_rx_drop mcast_recv(struct rx *rx, const uint8_t *buf)
 	return n ? SIB_RX_DELIVERED : SIB_RX_DROP_MCAST;
 }
 
+/* XRC requests name their SRQ in the XRCETH: it must be an XRC SRQ of
+ * this context in the XRC_RECV QP's domain (XRC annex; srq.c), held for
+ * this packet (sib_xrc_srq_release). */
+static enum sib_rx_drop check_xrc(struct rx *rx)
+{
+	if (rx->qp->ibv.qp_base.qp_type != IBV_QPT_XRC_RECV || !(rx->pkt.op->flags & IBA_OP_REQ))
+		return RX_OK;
+	return sib_xrc_srq_resolve(rx->qp, rx->pkt.xrc_srqn) ? RX_OK : SIB_RX_DROP_XRC_SRQN;
+}
+
 enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
 			  unsigned int flags)
 {
@@ -271,7 +282,8 @@ enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t 
 	} else if (why != RX_OK ||
 	    (why = check_type_state(&rx)) != RX_OK ||
 	    (why = check_keys(&rx)) != RX_OK ||
-	    (why = check_addr(&rx)) != RX_OK) {
+	    (why = check_addr(&rx)) != RX_OK ||
+	    (why = check_xrc(&rx)) != RX_OK) {
 		__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
 	} else if (rx.qp->ibv.qp_base.qp_type == IBV_QPT_UD) {
 		why = sib_ud_packet(rx.qp, &rx.pkt, buf); /* ud.c */
@@ -279,9 +291,10 @@ enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t 
 			__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);
 	} else {
 		why = SIB_RX_DELIVERED;
-		if (rx.pkt.op->flags & IBA_OP_REQ)
+		if (rx.pkt.op->flags & IBA_OP_REQ) {
 			sib_resp_packet(rx.qp, &rx.pkt);
-		else
+			sib_xrc_srq_release(rx.qp);
+		} else
 			sib_comp_packet(rx.qp, &rx.pkt);
 	}
 	if (rx.qp)

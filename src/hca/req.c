@@ -178,6 +178,8 @@ static enum req_state send_packet(struct req_pass *p)
 			sib_atomic_fill_eth(&tx.h.atomic, w);
 		if (hdrs & IBA_HDR_IETH)
 			tx.h.ieth_rkey = w->inv_rkey;
+		if (hdrs & IBA_HDR_XRCETH)
+			tx.h.xrc_srqn = w->xrc_srqn;
 		payload = sib_tx_headers(&tx);
 		if (paylen && w->inline_data)
 			memcpy(payload, w->inline_data + off, paylen);

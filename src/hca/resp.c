@@ -117,6 +117,8 @@ static uint8_t ack_syndrome(const struct sib_qp *qp)
 {
 	uint32_t free_rwqes = atomic_load_explicit(&qp->rq_head, memory_order_acquire) - qp->rq_tail;
 
+	if (qp->srq || qp->ibv.qp_base.qp_type == IBV_QPT_XRC_RECV)
+		return IBA_AETH_ACK | IBA_AETH_CREDIT_INVALID; /* an SRQ gives no end-to-end credits: the invalid code */
 	return IBA_AETH_ACK | iba_aeth_credit_code(free_rwqes);
 }
 
@@ -134,7 +136,7 @@ void sib_resp_send_ack(struct sib_qp *qp, uint8_t syndrome, uint32_t psn)
 	qp->resp.ack_pending = false;
 	if (!tx.slot)
 		return;
-	tx.h.bth.opcode = IBA_OPC_ACKNOWLEDGE;
+	tx.h.bth.opcode = sib_resp_opcode(qp, IBA_OPC_ACKNOWLEDGE);
 	tx.h.bth.psn = psn;
 	tx.h.aeth.syndrome = syndrome;
 	tx.h.aeth.msn = qp->resp.msn;
@@ -155,16 +157,6 @@ static void ack(struct sib_qp *qp, uint32_t psn)
 		return;
 	}
 	sib_resp_send_ack(qp, ack_syndrome(qp), psn);
-}
-
-static bool rq_empty(const struct sib_qp *qp)
-{
-	return atomic_load_explicit(&qp->rq_head, memory_order_acquire) == qp->rq_tail;
-}
-
-static struct sib_rwqe *rq_cur(struct sib_qp *qp)
-{
-	return &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
 }
 
 /* ---- checks ---- */
@@ -232,11 +224,11 @@ static enum resp_state check_resource(struct resp_pass *p)
 		return used < qp->max_dest_rd_atomic ? RESPST_CHK_LENGTH : RESPST_ERR_TOO_MANY_RD_ATOMIC;
 	}
 	if ((p->f & IBA_OP_SEND) && (p->f & (IBA_OP_FIRST | IBA_OP_ONLY))) {
-		if (rq_empty(qp))
+		if (!sib_rwqe_take(qp))
 			return RESPST_ERR_RNR;
 		qp->resp.have_rwqe = true; /* a later error completes this RWQE */
 		qp->resp.offset = 0;
-	} else if ((p->f & IBA_OP_WRITE) && (p->f & IBA_OP_IMM) && rq_empty(qp)) {
+	} else if ((p->f & IBA_OP_WRITE) && (p->f & IBA_OP_IMM) && !sib_rwqe_take(qp)) {
 		return RESPST_ERR_RNR;
 	}
 	return RESPST_CHK_LENGTH;
@@ -266,7 +258,7 @@ static enum resp_state check_length(struct resp_pass *p)
 		if (len > left || ((f & (IBA_OP_LAST | IBA_OP_ONLY)) && len != left))
 			return RESPST_ERR_LENGTH;
 	}
-	if ((f & IBA_OP_SEND) && len > rq_cur(qp)->length - qp->resp.offset)
+	if ((f & IBA_OP_SEND) && len > sib_rwqe_cur(qp)->length - qp->resp.offset)
 		return RESPST_ERR_LOC_LEN;
 	return RESPST_CHK_KEYS;
 }
@@ -287,7 +279,7 @@ static bool rkey_ok(struct sib_qp *qp, const struct iba_reth *reth, unsigned int
 	mr = sib_mr_get(qp->ctx, reth->rkey, &h);           /* (1), (2) */
 	if (!mr)
 		return false;
-	if (sib_mr_check(&mr->range, qp->ibv.qp_base.pd->handle, reth->va, reth->dmalen,
+	if (sib_mr_check(&mr->range, sib_resp_pd(qp), reth->va, reth->dmalen,
 			 need) != SIB_KEY_OK) {                /* (3), (4), (6) */
 		sib_objtab_put(&qp->ctx->mrs, h);
 		return false;
@@ -315,9 +307,9 @@ static enum resp_state check_keys(struct resp_pass *p)
 
 	if (f & IBA_OP_SEND) {
 		/* Every packet: the MR may be gone since the message started. */
-		struct sib_rwqe *r = rq_cur(qp);
+		struct sib_rwqe *r = sib_rwqe_cur(qp);
 
-		return sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, r->sge, r->num_sge,
+		return sib_sge_check(qp->ctx, sib_resp_pd(qp), r->sge, r->num_sge,
 				     IBV_ACCESS_LOCAL_WRITE) == IBV_WC_SUCCESS ? RESPST_EXECUTE
 									      : RESPST_ERR_RWQE_LKEY;
 	}
@@ -347,9 +339,9 @@ static enum resp_state check_keys(struct resp_pass *p)
 static enum resp_state do_send(struct resp_pass *p)
 {
 	struct sib_qp *qp = p->qp;
-	struct sib_rwqe *r = rq_cur(qp);
+	struct sib_rwqe *r = sib_rwqe_cur(qp);
 
-	if (sib_sge_copy_in(qp->ctx, qp->ibv.qp_base.pd->handle, r->sge, r->num_sge, qp->resp.offset,
+	if (sib_sge_copy_in(qp->ctx, sib_resp_pd(qp), r->sge, r->num_sge, qp->resp.offset,
 			    p->pkt->payload, p->pkt->paylen) != IBV_WC_SUCCESS)
 		return RESPST_ERR_RWQE_LKEY; /* deregistered between check and copy */
 	qp->resp.offset += p->pkt->paylen;
@@ -442,7 +434,7 @@ static enum resp_state complete(struct resp_pass *p)
 {
 	struct sib_qp *qp = p->qp;
 	const struct iba_pkt *pkt = p->pkt;
-	struct sib_rwqe *r = rq_cur(qp);
+	struct sib_rwqe *r = sib_rwqe_cur(qp);
 	struct ibv_wc wc = {
 		.wr_id = r->wr_id,
 		.status = IBV_WC_SUCCESS,
@@ -464,9 +456,11 @@ static enum resp_state complete(struct resp_pass *p)
 		wc.wc_flags |= IBV_WC_WITH_INV;
 		wc.invalidated_rkey = pkt->ieth_rkey;
 	}
+	struct sib_cq *cq = sib_rwqe_cq(qp);
+
 	qp->resp.have_rwqe = false;
-	__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
-	sib_cq_push(to_scq(qp->ibv.qp_base.recv_cq), &wc, pkt->bth.se);
+	sib_rwqe_done(qp);
+	sib_cq_push(cq, &wc, pkt->bth.se);
 	return RESPST_ACKNOWLEDGE;
 }
 
@@ -638,10 +632,10 @@ static bool send_read_responses(struct sib_qp *qp)
 			if (tx.slot) {
 				uint8_t *payload;
 
-				tx.h.bth.opcode = first ? (last ? IBA_OPC_RDMA_READ_RESPONSE_ONLY
+				tx.h.bth.opcode = sib_resp_opcode(qp, first ? (last ? IBA_OPC_RDMA_READ_RESPONSE_ONLY
 								: IBA_OPC_RDMA_READ_RESPONSE_FIRST)
 							: (last ? IBA_OPC_RDMA_READ_RESPONSE_LAST
-								: IBA_OPC_RDMA_READ_RESPONSE_MIDDLE);
+								: IBA_OPC_RDMA_READ_RESPONSE_MIDDLE));
 				tx.h.bth.psn = res->psn;
 				tx.h.aeth.syndrome = ack_syndrome(qp);
 				tx.h.aeth.msn = res->msn;

@@ -22,6 +22,8 @@ int sib_qp_transport_init(struct sib_qp *qp)
 
 void sib_qp_transport_fini(struct sib_qp *qp)
 {
+	if (qp->wqe_srq) /* an SRQ's WQE taken mid-message (srq.c): let go */
+		sib_rwqe_done(qp);
 	free(qp->resp.rd_res);
 	qp->resp.rd_res = NULL;
 }
@@ -33,6 +35,8 @@ void sib_qp_transport_reset(struct sib_qp *qp)
 	uint32_t sq_psn = qp->req.psn, rq_psn = qp->resp.epsn;
 
 	sib_qp_transport_release(qp, false);
+	if (qp->wqe_srq) /* RESET discards an SRQ's WQE taken mid-message (srq.c) */
+		sib_rwqe_done(qp);
 	/* PSNs are attributes that RESET keeps until the next modify sets them. */
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->comp, 0, sizeof(qp->comp));

@@ -116,6 +116,7 @@ enum sib_rx_drop {
 	SIB_RX_DROP_SGID,              /* connected QP: GRH or SGID is not the peer's path */
 	SIB_RX_DROP_NO_RWQE,           /* UD: no receive WQE posted (no RNR for UD, IBA 9.7.x) */
 	SIB_RX_DROP_MCAST,             /* multicast: no QP of this context is attached */
+	SIB_RX_DROP_XRC_SRQN,          /* XRC: the XRCETH names no XRC SRQ of the QP's domain */
 	SIB_RX_DROP_COUNT
 };
 
@@ -186,6 +187,79 @@ static inline uint8_t *sib_mr_ptr(const struct sib_mr *mr, uint64_t va)
 /* Complete the oldest send WQE (sq_tail) with `status`; a CQE is written
  * if it was signaled or failed (IBA 10.7.3.1).  Advances sq_tail. */
 void sib_sq_complete(struct sib_qp *qp, enum ibv_wc_status status);
+
+/*
+ * The receive WQE source of a QP (IBA ch. 10, SRQ): its own receive queue, or
+ * an SRQ (the QP's, or for XRC_RECV the one the XRCETH names).  take: the
+ * message being started has a WQE (an RQ's stays at rq_tail until it is
+ * done; an SRQ's is copied into the QP now, since other QPs take from the
+ * same SRQ meanwhile); pending: one is taken or queued; cur: that WQE;
+ * cq: where it completes; done: it completed (or was flushed).  Engine
+ * context.
+ */
+static inline bool sib_rwqe_take(struct sib_qp *qp)
+{
+	struct sib_srq *srq = qp->srq ? qp->srq : qp->xrc_srq;
+
+	if (!srq)
+		return atomic_load_explicit(&qp->rq_head, memory_order_acquire) != qp->rq_tail;
+	if (qp->wqe_srq)
+		return true;
+	if (!sib_srq_take(srq, &qp->srq_wqe))
+		return false;
+	if (srq == qp->xrc_srq) /* keep the XRC SRQ (and its CQ) until done */
+		(void)sib_objtab_get_index(&qp->ctx->srqs, SIB_OBJTAB_INDEX(qp->xrc_srq_h),
+					   &qp->wqe_srq_h);
+	qp->wqe_srq = srq;
+	return true;
+}
+
+static inline bool sib_rwqe_pending(const struct sib_qp *qp)
+{
+	if (qp->srq || qp->wqe_srq || qp->ibv.qp_base.qp_type == IBV_QPT_XRC_RECV)
+		return qp->wqe_srq != NULL;
+	return atomic_load_explicit(&qp->rq_head, memory_order_acquire) != qp->rq_tail;
+}
+
+static inline struct sib_rwqe *sib_rwqe_cur(struct sib_qp *qp)
+{
+	return qp->wqe_srq ? &qp->srq_wqe : &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+}
+
+static inline struct sib_cq *sib_rwqe_cq(struct sib_qp *qp)
+{
+	if (qp->wqe_srq && qp->wqe_srq->cq)
+		return to_scq(qp->wqe_srq->cq); /* XRC: the SRQ's CQ */
+	return to_scq(qp->ibv.qp_base.recv_cq);
+}
+
+static inline void sib_rwqe_done(struct sib_qp *qp)
+{
+	if (!qp->wqe_srq) {
+		__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
+		return;
+	}
+	if (qp->wqe_srq != qp->srq)
+		sib_objtab_put(&qp->ctx->srqs, qp->wqe_srq_h);
+	qp->wqe_srq = NULL;
+}
+
+/* The PD the responder checks keys against: an XRC_RECV QP has none and
+ * uses the XRC SRQ's (XRC annex: the target SRQ's PD). */
+static inline uint32_t sib_resp_pd(const struct sib_qp *qp)
+{
+	if (qp->xrc_srq)
+		return qp->xrc_srq->ibv.pd->handle;
+	return qp->ibv.qp_base.pd->handle;
+}
+
+/* A response opcode on the QP's transport: an XRC_RECV QP answers with
+ * the XRC opcodes (0xA0 prefix), RC with RC's. */
+static inline uint8_t sib_resp_opcode(const struct sib_qp *qp, uint8_t opc)
+{
+	return (uint8_t)((qp->ibv.qp_base.qp_type == IBV_QPT_XRC_RECV ? IBA_TRANSPORT_XRC
+								     : IBA_TRANSPORT_RC) | opc);
+}
 
 /* The requester rewinds to resend from `psn` (go-back-N, IBA 9.7.5.1.x). */
 void sib_req_rewind(struct sib_qp *qp, uint32_t psn);

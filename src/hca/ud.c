@@ -209,21 +209,6 @@ void sib_ud_req_run(struct sib_qp *qp)
 
 /* ---- responder ---- */
 
-/* The receive WQE a datagram goes to, or NULL if none is posted.  One
- * place, so that an SRQ can supply it instead. */
-static struct sib_rwqe *ud_rwqe_peek(struct sib_qp *qp)
-{
-	if (atomic_load_explicit(&qp->rq_head, memory_order_acquire) == qp->rq_tail)
-		return NULL;
-	return &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
-}
-
-/* The WQE from ud_rwqe_peek is used up (before its completion is seen). */
-static void ud_rwqe_consume(struct sib_qp *qp)
-{
-	__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
-}
-
 /*
  * Place one datagram (IBA 11.4.1.2 and ibv_post_recv(3)): the first 40
  * bytes of the buffer are the GRH area, filled when the packet had a GRH
@@ -237,7 +222,9 @@ enum sib_rx_drop sib_ud_packet(struct sib_qp *qp, const struct iba_pkt *pkt, con
 {
 	const struct sib_shm_port *port =
 		&sib_fabric->devs[qp->ctx->dev->index].ports[(qp->port_num ? qp->port_num : 1) - 1];
-	struct sib_rwqe *r = ud_rwqe_peek(qp);
+	/* the QP's receive queue or its SRQ (transport.h) */
+	struct sib_rwqe *r = sib_rwqe_take(qp) ? sib_rwqe_cur(qp) : NULL;
+	struct sib_cq *cq = sib_rwqe_cq(qp);
 	uint32_t pd = qp->ibv.qp_base.pd->handle;
 	bool grh = pkt->lrh.lnh == IBA_LNH_GLOBAL;
 	struct ibv_wc wc;
@@ -272,7 +259,7 @@ enum sib_rx_drop sib_ud_packet(struct sib_qp *qp, const struct iba_pkt *pkt, con
 			wc.imm_data = pkt->immdt_be;
 		}
 	}
-	ud_rwqe_consume(qp);
-	sib_cq_push(to_scq(qp->ibv.qp_base.recv_cq), &wc, pkt->bth.se);
+	sib_rwqe_done(qp);
+	sib_cq_push(cq, &wc, pkt->bth.se);
 	return SIB_RX_DELIVERED;
 }

@@ -5,7 +5,10 @@
  * P_Key), plus the sysfs helpers that ibv_devinfo and librdmacm call.
  *
  * Locking: lib_lock guards the one-time connection and the device array;
- * ctl_lock serializes round trips on the control socket.  Device objects
+ * ctl_lock serializes round trips on the control socket.  The connection
+ * is the process's: a child of fork() that calls into softibd opens its
+ * own (HELLO with its PID) instead of sharing the parent's socket, so that
+ * replies never cross and what the child creates dies with the child.  Device objects
  * are never freed, so pointers stay stable across ibv_get_device_list calls
  * (librdmacm compares them); a device registered at run time in a reused
  * slot gets a new object (softib device add|remove, docs/events.md).
@@ -40,6 +43,7 @@ _Static_assert(sizeof(struct ibv_cq_ex) == 288, "ibv_cq_ex");
 static pthread_mutex_t lib_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t ctl_lock = PTHREAD_MUTEX_INITIALIZER;
 static int ctl_fd = -1;
+static bool ctl_forked;            /* this is a child of fork(): ctl_fd is the parent's */
 static struct ibv_device *devices[SIB_MAX_DEVICES]; /* the newest object per slot */
 
 /* Devices replaced in their slot: kept (contexts and applications may hold
@@ -66,18 +70,65 @@ struct peer_map {
 static struct peer_map *peers[SIB_MAX_INBOXES];
 static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * In a child of fork(): leave the parent's connection to the parent (its
+ * objects stay the parent's) and say HELLO on a new one.  The fabric map
+ * and peer inboxes are shared mappings and stay.  ctl_lock held.  On
+ * failure ctl_fd is -1 and calls fail with ENODEV.
+ */
+static void ctl_reconnect(void)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
+	int fd, mfd = -1, rc;
+
+	ctl_forked = false;
+	if (ctl_fd >= 0)
+		close(ctl_fd);
+	ctl_fd = -1;
+	fd = sib_ctl_open(false);
+	if (fd < 0)
+		return;
+	m.u.hello.abi_version = SIB_ABI_VERSION;
+	m.u.hello.pid = getpid();
+	rc = sib_ctl_call(fd, &m, &mfd);
+	if (mfd >= 0)
+		close(mfd);
+	if (rc < 0 || m.hdr.status) {
+		close(fd);
+		return;
+	}
+	ctl_fd = fd;
+}
+
+/* fork(): no round trip is half done in the child (ctl_lock is taken
+ * across the fork), and the child's next one reconnects. */
+static void ctl_prepare(void) { pthread_mutex_lock(&ctl_lock); }
+static void ctl_parent(void) { pthread_mutex_unlock(&ctl_lock); }
+static void ctl_child(void)
+{
+	ctl_forked = ctl_fd >= 0;
+	pthread_mutex_unlock(&ctl_lock);
+}
+
 int sib_ctl_rpc(struct sib_ctl_msg *m, int *recv_fd)
+{
+	return sib_ctl_rpc_fd(m, -1, recv_fd);
+}
+
+int sib_ctl_rpc_fd(struct sib_ctl_msg *m, int pass_fd, int *recv_fd)
 {
 	int rc;
 
 	if (recv_fd)
 		*recv_fd = -1;
 	pthread_mutex_lock(&ctl_lock);
+	if (ctl_forked)
+		ctl_reconnect();
 	if (ctl_fd < 0) {
 		pthread_mutex_unlock(&ctl_lock);
 		return ENODEV;
 	}
-	rc = sib_ctl_call(ctl_fd, m, recv_fd);
+	rc = sib_ctl_call_fd(ctl_fd, m, pass_fd, recv_fd);
 	pthread_mutex_unlock(&ctl_lock);
 	if (rc < 0)
 		return EIO; /* the daemon went away: like a device unplugged */
@@ -120,6 +171,23 @@ static int sib_mcast(uint32_t qp_handle, const uint8_t *mgid, uint16_t mlid, boo
 	m.u.mcast.attach = attach;
 	memcpy(m.u.mcast.mgid, mgid, 16);
 	return sib_ctl_rpc(&m, NULL);
+}
+
+/* The HCA's xrcd_open hook (provider.h): XRCD_OPEN with the file's fd. */
+static int verbs_xrcd_open(uint32_t dev_handle, int fd, int oflags, uint32_t *handle, uint32_t *num)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_XRCD_OPEN };
+	int rc;
+
+	m.u.xrcd.dev_handle = dev_handle;
+	m.u.xrcd.oflags = (uint32_t)oflags;
+	m.u.xrcd.has_fd = fd >= 0;
+	rc = sib_ctl_rpc_fd(&m, fd, NULL);
+	if (rc)
+		return rc;
+	*handle = m.u.xrcd.handle;
+	*num = m.u.xrcd.num;
+	return 0;
 }
 
 /* The ibv_device names libibverbs fills from sysfs in rdma-core. */
@@ -182,11 +250,13 @@ static const struct sib_hca_host verbs_host = {
 	.peer_ring_hold = verbs_peer_ring_hold,
 	.subscribe = verbs_subscribe,
 	.mcast = sib_mcast,
+	.xrcd_open = verbs_xrcd_open,
 };
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */
 static int lib_connect(void)
 {
+	static bool atfork_done;
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
 	char why[SIB_CTL_WHY_MAX];
 	int fd, mfd = -1, rc;
@@ -214,6 +284,10 @@ static int lib_connect(void)
 	}
 	sib_fabric = (struct sib_fabric_shm *)sib_fview.map;
 	sib_hca_set_host(&verbs_host);
+	if (!atfork_done) {
+		(void)pthread_atfork(ctl_prepare, ctl_parent, ctl_child);
+		atfork_done = true;
+	}
 	pthread_mutex_lock(&ctl_lock);
 	ctl_fd = fd;
 	pthread_mutex_unlock(&ctl_lock);

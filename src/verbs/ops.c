@@ -38,7 +38,20 @@ static struct ibv_qp *dummy_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr
 { errno = EOPNOTSUPP; return NULL; }
 static struct ibv_qp *dummy_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *a)
 { errno = EOPNOTSUPP; return NULL; }
+static int dummy_close_xrcd(struct ibv_xrcd *x) { return EOPNOTSUPP; }
+static struct ibv_srq *dummy_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *a)
+{ errno = EOPNOTSUPP; return NULL; }
+static struct ibv_srq *dummy_create_srq_ex(struct ibv_context *c, struct ibv_srq_init_attr_ex *a)
+{ errno = EOPNOTSUPP; return NULL; }
 static int dummy_dealloc_pd(struct ibv_pd *pd) { return EOPNOTSUPP; }
+static int dummy_destroy_srq(struct ibv_srq *srq) { return EOPNOTSUPP; }
+static int dummy_get_srq_num(struct ibv_srq *srq, uint32_t *n) { return EOPNOTSUPP; }
+static int dummy_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *a, int m) { return EOPNOTSUPP; }
+static struct ibv_qp *dummy_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a)
+{ errno = EOPNOTSUPP; return NULL; }
+static struct ibv_xrcd *dummy_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a)
+{ errno = EOPNOTSUPP; return NULL; }
+static int dummy_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *a) { return EOPNOTSUPP; }
 static int dummy_dereg_mr(struct ibv_mr *mr) { return EOPNOTSUPP; }
 static int dummy_destroy_ah(struct ibv_ah *ah) { return EOPNOTSUPP; }
 static int dummy_destroy_cq(struct ibv_cq *cq) { return EOPNOTSUPP; }
@@ -70,11 +83,14 @@ static const struct sib_hca_ops dummy_ops = {
 	.alloc_pd = dummy_alloc_pd,
 	.bind_mw = dummy_bind_mw,
 	.attach_mcast = dummy_mcast,
+	.close_xrcd = dummy_close_xrcd,
 	.create_ah = dummy_create_ah,
 	.create_cq = dummy_create_cq,
 	.create_cq_ex = dummy_create_cq_ex,
 	.create_qp = dummy_create_qp,
 	.create_qp_ex = dummy_create_qp_ex,
+	.create_srq = dummy_create_srq,
+	.create_srq_ex = dummy_create_srq_ex,
 	.dealloc_mw = dummy_dealloc_mw,
 	.dealloc_pd = dummy_dealloc_pd,
 	.dereg_mr = dummy_dereg_mr,
@@ -82,8 +98,13 @@ static const struct sib_hca_ops dummy_ops = {
 	.destroy_cq = dummy_destroy_cq,
 	.destroy_qp = dummy_destroy_qp,
 	.detach_mcast = dummy_mcast,
+	.destroy_srq = dummy_destroy_srq,
 	.free_context = dummy_free_context,
+	.get_srq_num = dummy_get_srq_num,
 	.modify_qp = dummy_modify_qp,
+	.modify_srq = dummy_modify_srq,
+	.open_qp = dummy_open_qp,
+	.open_xrcd = dummy_open_xrcd,
 	.poll_cq = dummy_poll_cq,
 	.post_recv = dummy_post_recv,
 	.post_send = dummy_post_send,
@@ -91,6 +112,7 @@ static const struct sib_hca_ops dummy_ops = {
 	.query_device_ex = dummy_query_device_ex,
 	.query_port = dummy_query_port,
 	.query_qp = dummy_query_qp,
+	.query_srq = dummy_query_srq,
 	.reg_mr = dummy_reg_mr,
 	.req_notify_cq = dummy_req_notify_cq,
 	.rereg_mr = dummy_rereg_mr,
@@ -154,6 +176,11 @@ int sib_verbs_set_ops(struct ibv_context *context, const struct sib_hca_ops *hca
 	vctx->create_cq_ex = priv->ops.create_cq_ex;
 	vctx->query_device_ex = priv->ops.query_device_ex;
 	vctx->query_port = lib_query_port;
+	vctx->create_srq_ex = priv->ops.create_srq_ex;
+	vctx->get_srq_num = priv->ops.get_srq_num;
+	vctx->open_xrcd = priv->ops.open_xrcd;
+	vctx->close_xrcd = priv->ops.close_xrcd;
+	vctx->open_qp = priv->ops.open_qp;
 	return 0;
 }
 
@@ -315,4 +342,34 @@ SIB_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 {
 	return lib_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
 			      SIB_COMPAT_PORT_ATTR_BYTES);
+}
+
+/* ---- SRQs (rdma-core verbs.c; create_srq_ex, get_srq_num and the XRC
+ * domain verbs are inline in verbs.h and reach the vctx entries) ---- */
+
+SIB_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
+{
+	struct ibv_srq *srq = sib_get_ops(pd->context)->create_srq(pd, srq_init_attr);
+
+	if (srq) {
+		srq->context = pd->context;
+		srq->srq_context = srq_init_attr->srq_context;
+		srq->pd = pd;
+	}
+	return srq;
+}
+
+SIB_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
+{
+	return sib_get_ops(srq->context)->modify_srq(srq, srq_attr, srq_attr_mask);
+}
+
+SIB_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
+{
+	return sib_get_ops(srq->context)->query_srq(srq, srq_attr);
+}
+
+SIB_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return sib_get_ops(srq->context)->destroy_srq(srq);
 }

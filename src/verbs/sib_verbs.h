@@ -27,6 +27,8 @@ int sib_lib_init(void);
 /* One command/reply round trip.  Returns the reply's status (0 or errno),
  * EIO if the daemon is gone.  *recv_fd gets a passed fd or -1. */
 int sib_ctl_rpc(struct sib_ctl_msg *m, int *recv_fd);
+/* The same, passing pass_fd (unless -1) with the request. */
+int sib_ctl_rpc_fd(struct sib_ctl_msg *m, int pass_fd, int *recv_fd);
 /* Register an object with softibd (resource tracking, QPNs).  0 or errno. */
 int sib_obj_create(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type,
 		   uint32_t *handle, uint32_t *qpn);

@@ -120,30 +120,6 @@ SIB_EXPORT int ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	return fail_int();
 }
 
-/* ---- SRQ ------------------------------------------------------------- */
-
-SIB_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
-					  struct ibv_srq_init_attr *srq_init_attr)
-{
-	return fail_null();
-}
-
-SIB_EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr,
-			      int srq_attr_mask)
-{
-	return fail_int();
-}
-
-SIB_EXPORT int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
-{
-	return fail_int();
-}
-
-SIB_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return fail_int();
-}
-
 /* ---- AH --------------------------------------------------------------- */
 
 /* Only the RoCE path of a provider's create_ah calls this. */

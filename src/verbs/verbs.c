@@ -55,6 +55,11 @@ SIB_EXPORT void ibv_ack_async_event(struct ibv_async_event *event)
 		struct ibv_qp *qp = event->element.qp;
 
 		ack_events(&qp->mutex, &qp->cond, &qp->events_completed, 1);
+	} else if (event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED ||
+		   event->event_type == IBV_EVENT_SRQ_ERR) {
+		struct ibv_srq *srq = event->element.srq;
+
+		ack_events(&srq->mutex, &srq->cond, &srq->events_completed, 1);
 	}
 }
 

@@ -65,7 +65,7 @@ wait_until 10 idle || fail "clients left after the storm: $(status)"
 st=$(status)
 echo "$st"
 [ -s "$SIB_TMP/client.err" ] && fail "a client failed before it was killed: $(sort "$SIB_TMP/client.err" | uniq -c | head)"
-echo "$st" | grep -q "^totals devices=0 pd=0 mr=0 cq=0 qp=0 srq=0 ah=0 channel=0$" ||
+echo "$st" | grep -q "^totals devices=0 pd=0 mr=0 cq=0 qp=0 srq=0 ah=0 channel=0 xrcd=0$" ||
 	fail "objects leaked: $(echo "$st" | grep ^totals)"
 echo "$st" | grep -q "^resources inboxes=0 .* qpns=0 " || fail "resources leaked: $(echo "$st" | grep ^resources)"
 # some clients die before they connect; most must have been killed while connected

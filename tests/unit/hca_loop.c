@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,10 +63,25 @@ static struct sib_ring *host_peer_ring(uint32_t inbox, uint32_t gen)
 	return inbox < NDEV && gen == 1 ? &wires[inbox] : NULL;
 }
 
+/* XRC domains (test_hca_srq): one number per file (its inode), or a new
+ * one for fd -1, as softibd's xrcd.c; closes are not counted. */
+static int host_xrcd_open(uint32_t dev_handle, int fd, int oflags, uint32_t *handle, uint32_t *num)
+{
+	static uint32_t next_num = 1;
+	struct stat st;
+
+	(void)dev_handle;
+	(void)oflags;
+	*handle = next_handle++;
+	*num = fd >= 0 && !fstat(fd, &st) ? 0x100000u | (uint32_t)st.st_ino : next_num++;
+	return 0;
+}
+
 static const struct sib_hca_host host = {
 	.obj_create = host_obj_create,
 	.obj_destroy = host_obj_destroy,
 	.peer_ring = host_peer_ring,
+	.xrcd_open = host_xrcd_open,
 };
 
 /* ---- the pump: every packet between the two contexts ---- */

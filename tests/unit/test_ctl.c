@@ -693,7 +693,7 @@ static void test_status_report(void **state)
 	assert_non_null(find_line(joined, pfx));
 	assert_true(status_num(joined, "totals ", "devices") >= 1);
 	assert_non_null(find_line(joined, "totals devices="));
-	assert_non_null(strstr(joined, " pd=0 mr=0 cq=0 qp=0 srq=0 ah=0 channel=0\n"));
+	assert_non_null(strstr(joined, " pd=0 mr=0 cq=0 qp=0 srq=0 ah=0 channel=0 xrcd=0\n"));
 	assert_true(status_num(joined, "counters ", "bad_commands") >= 0);
 	close(fd);
 

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: MIT
+# SRQ and XRC (src/hca/srq.c): transport tests on the loopback fabric,
+# verbs-level tests against a private softibd, and the unmodified
+# ibv_srq_pingpong, ibv_xsrq_pingpong and perftest --use-srq.
+if(TARGET sib_hca)
+  sib_unit_test(test_hca_srq SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_srq.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/hca_loop.c
+    LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
+endif()
+if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
+  sib_unit_test(test_verbs_srq SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_verbs_srq.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
+    LIBS ibverbs sib_common sib_hca sib_iba)
+  target_compile_definitions(test_verbs_srq PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+  add_dependencies(test_verbs_srq softibd)
+  set_tests_properties(test_verbs_srq PROPERTIES TIMEOUT 120)
+
+  if(SOFTIB_SANITIZE)
+    set(sib_srq_san ON)
+  else()
+    set(sib_srq_san OFF)
+  endif()
+  function(sib_srq_itest name script)
+    add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/${script} ${ARGN})
+    set_tests_properties(${name} PROPERTIES TIMEOUT 180 LABELS integration ENVIRONMENT
+      "SIB_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};SIB_LIB=${CMAKE_LIBRARY_OUTPUT_DIRECTORY};SIB_SANITIZE=${sib_srq_san}")
+  endfunction()
+  sib_srq_itest(srq_pingpong srq_pingpong.sh ibv_srq_pingpong)
+  sib_srq_itest(srq_pingpong_q4 srq_pingpong.sh ibv_srq_pingpong -q 4)
+  sib_srq_itest(srq_pingpong_events srq_pingpong.sh ibv_srq_pingpong -e)
+  sib_srq_itest(srq_pingpong_s65536_q4_events srq_pingpong.sh ibv_srq_pingpong -s 65536 -q 4 -e)
+  sib_srq_itest(xsrq_pingpong srq_pingpong.sh ibv_xsrq_pingpong)
+  sib_srq_itest(xsrq_pingpong_events srq_pingpong.sh ibv_xsrq_pingpong -e)
+  sib_srq_itest(xsrq_pingpong_3_clients srq_pingpong.sh ibv_xsrq_pingpong -c 3)
+  sib_srq_itest(xsrq_pingpong_s65536_mtu1024 srq_pingpong.sh ibv_xsrq_pingpong -s 65536 -m 1024)
+  sib_srq_itest(perftest_srq_ib_send_bw perftest_srq.sh ib_send_bw)
+  sib_srq_itest(perftest_srq_ib_send_bw_q4 perftest_srq.sh ib_send_bw -q 4)
+  sib_srq_itest(perftest_srq_ib_send_lat perftest_srq.sh ib_send_lat)
+  sib_srq_itest(perftest_srq_ib_send_bw_events perftest_srq.sh ib_send_bw -e)
+  sib_srq_itest(perftest_srq_ib_send_lat_events perftest_srq.sh ib_send_lat -e)
+endif()

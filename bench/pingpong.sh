@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # softib against the machine: unmodified ibv_rc_pingpong through softib at
 # 64 B and 64 KiB (path MTU 4096, server on softib0, client on softib1, one
-# host), perftest's ib_send_lat over UD (when perftest is installed),
-# single-thread memcpy bandwidth at 64 KiB, and the cache-line round
-# trip between two threads (how far apart the host put the CPUs), side by side.
+# host), perftest's ib_send_lat over UD and ib_atomic_lat (FETCH_AND_ADD)
+# (when perftest is installed), single-thread memcpy bandwidth at 64 KiB,
+# and the cache-line round trip between two threads (how far apart the
+# host put the CPUs), side by side.
 # Each ping-pong runs RUNS times (default 3) and the median run is shown:
 # on a small shared VM single runs vary with the host's scheduling.
 # Usage: bench/pingpong.sh [BUILD_DIR] [ITERS] [RUNS]
@@ -49,6 +50,8 @@ read -r small_mb small_us < <(median 64)
 read -r big_mb big_us < <(median 65536)
 read -r _ ud_us < <(for _ in $(seq "$runs"); do perftest_lat ib_send_lat -c UD; done |
 	sort -k2 -g | sed -n "$(((runs + 1) / 2))p")
+read -r _ atomic_us < <(for _ in $(seq "$runs"); do perftest_lat ib_atomic_lat; done |
+	sort -k2 -g | sed -n "$(((runs + 1) / 2))p")
 copy_mb=$("$build/bin/memcpy_bw" 65536 1 | awk '{print $(NF-1)}')
 rtt_ns=$("$build/bin/cacheline_rtt" | awk '{print $1}')
 
@@ -56,6 +59,7 @@ printf '%-44s %14s %12s\n' "what ($(nproc) cores, $iters iterations, median of $
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 64 (softib0 <-> softib1)" "$small_mb" "$small_us"
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 65536" "$big_mb" "$big_us"
 printf '%-44s %14s %12s\n' "ib_send_lat -c UD, 2 B (t_typical, one way)" "-" "$ud_us"
+printf '%-44s %14s %12s\n' "ib_atomic_lat FETCH_AND_ADD (t_typical)" "-" "$atomic_us"
 printf '%-44s %14s %12s\n' "memcpy 64 KiB, one thread" "$copy_mb" "-"
 printf '%-44s %14s %12s\n' "cache-line round trip, two threads (ns)" "-" "$rtt_ns"
 [ -z "${BENCH_VERBOSE:-}" ] || { echo "every run (Mbit/s usec/iter):"; cat "$tmp/runs"; }

@@ -9,6 +9,7 @@
  * budget runs out or the responder reports a fatal error (transport.c's
  * class table gives the WC status).  Owns qp->comp.  Engine context only.
  */
+#include "hca/atomic.h"
 #include "hca/transport.h"
 #include "hca/wr.h"
 
@@ -16,6 +17,7 @@ enum comp_state {
 	COMPST_CHECK_PSN,              /* an outstanding PSN at all? */
 	COMPST_CHECK_OPCODE,           /* READ response, ACK, or something else */
 	COMPST_READ,                   /* place a READ response packet */
+	COMPST_ATOMIC,                 /* ATOMIC_ACKNOWLEDGE: the original value, complete */
 	COMPST_CHECK_ACK,              /* by AETH type: ACK, RNR NAK, NAK */
 	COMPST_ACK,                    /* complete SEND/WRITEs up to the PSN */
 	COMPST_PROGRESS,               /* forward progress: reload budgets, timer */
@@ -39,6 +41,7 @@ static const char *const comp_state_name[COMPST_COUNT] = {
 	[COMPST_CHECK_PSN] = "CHECK_PSN",
 	[COMPST_CHECK_OPCODE] = "CHECK_OPCODE",
 	[COMPST_READ] = "READ",
+	[COMPST_ATOMIC] = "ATOMIC",
 	[COMPST_CHECK_ACK] = "CHECK_ACK",
 	[COMPST_ACK] = "ACK",
 	[COMPST_PROGRESS] = "PROGRESS",
@@ -83,6 +86,14 @@ static bool is_read(const struct sib_swqe *w)
 	return wi && (wi->flags & SIB_WR_READ);
 }
 
+/* A READ or an atomic: only its response completes it. */
+static bool is_rd_atomic(const struct sib_swqe *w)
+{
+	const struct sib_wr_info *wi = sib_wr_info(w->opcode);
+
+	return wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC));
+}
+
 void sib_sq_complete(struct sib_qp *qp, enum ibv_wc_status status)
 {
 	struct sib_swqe *w = &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
@@ -110,16 +121,17 @@ static struct sib_swqe *sq_oldest(struct sib_qp *qp)
 	return sib_sq_drained(qp) ? NULL : &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
 }
 
-/* Complete SEND/WRITE WQEs whose last PSN is <= psn.  Stops at a READ,
- * which only its response completes. */
+/* Complete SEND/WRITE WQEs whose last PSN is <= psn.  Stops at a READ or
+ * an atomic, which only its response completes. */
 static void ack_upto(struct sib_qp *qp, uint32_t psn)
 {
 	struct sib_swqe *w;
 
 	if (iba_psn_diff(psn, qp->comp.acked_psn) > 0)
 		qp->comp.acked_psn = psn;
-	while ((w = sq_oldest(qp)) && w->state == SIB_SWQE_SENT && !is_read(w) &&
-	       iba_psn_diff(iba_psn_add(w->first_psn, w->npsn - 1), psn) <= 0)
+	while ((w = sq_oldest(qp)) && w->state == SIB_SWQE_SENT && !is_rd_atomic(w) &&
+	       (!w->npsn /* a local WQE, done */ ||
+		iba_psn_diff(iba_psn_add(w->first_psn, w->npsn - 1), psn) <= 0))
 		sib_sq_complete(qp, IBV_WC_SUCCESS);
 }
 
@@ -130,7 +142,7 @@ static void update_comp_psn(struct sib_qp *qp, uint32_t acked)
 
 	if (!w)
 		qp->comp.psn = qp->req.psn;
-	else if (is_read(w))
+	else if (is_rd_atomic(w)) /* read_rcvd is 0 for an atomic */
 		qp->comp.psn = iba_psn_add(w->first_psn, qp->comp.read_rcvd);
 	else if (iba_psn_diff(iba_psn_add(acked, 1), qp->comp.psn) > 0)
 		qp->comp.psn = iba_psn_add(acked, 1);
@@ -164,7 +176,20 @@ static enum comp_state check_opcode(struct comp_pass *p)
 		return COMPST_READ;
 	if ((p->pkt->bth.opcode & ~IBA_TRANSPORT_MASK) == IBA_OPC_ACKNOWLEDGE) /* RC or XRC */
 		return COMPST_CHECK_ACK;
-	return COMPST_DONE; /* atomic ACKs: atomics are not enabled (atomic_cap NONE) */
+	if ((p->pkt->bth.opcode & ~IBA_TRANSPORT_MASK) == IBA_OPC_ATOMIC_ACKNOWLEDGE)
+		return COMPST_ATOMIC;
+	return COMPST_DONE;
+}
+
+/* The READ or atomic at the head got its last response, at psn. */
+static void rd_atomic_done(struct sib_qp *qp, uint32_t psn)
+{
+	if (qp->req.reads_outstanding)
+		qp->req.reads_outstanding--;
+	sib_sq_complete(qp, IBV_WC_SUCCESS);
+	/* ACKs for requests after it may have come first. */
+	ack_upto(qp, qp->comp.acked_psn);
+	update_comp_psn(qp, iba_psn_diff(qp->comp.acked_psn, psn) > 0 ? qp->comp.acked_psn : psn);
 }
 
 static enum comp_state do_read(struct comp_pass *p)
@@ -196,13 +221,30 @@ static enum comp_state do_read(struct comp_pass *p)
 	qp->comp.psn = iba_psn_add(psn, 1);
 	if (last) {
 		qp->comp.read_rcvd = 0;
-		if (qp->req.reads_outstanding)
-			qp->req.reads_outstanding--;
-		sib_sq_complete(qp, IBV_WC_SUCCESS);
-		/* ACKs for requests after the READ may have come first. */
-		ack_upto(qp, qp->comp.acked_psn);
-		update_comp_psn(qp, iba_psn_diff(qp->comp.acked_psn, psn) > 0 ? qp->comp.acked_psn : psn);
+		rd_atomic_done(qp, psn);
 	}
+	return COMPST_PROGRESS;
+}
+
+/* An ATOMIC_ACKNOWLEDGE (IBA 9.7.5.1.2 / 9.4.5): it acknowledges every
+ * request before it and completes the atomic at the head of the SQ, whose
+ * local SGE receives the original remote value (atomic.c). */
+static enum comp_state do_atomic(struct comp_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	uint32_t psn = p->pkt->bth.psn;
+	struct sib_swqe *w;
+
+	if ((p->pkt->aeth.syndrome & IBA_AETH_TYPE_MASK) != IBA_AETH_ACK)
+		return COMPST_DONE; /* malformed: an atomic response is never a NAK */
+	ack_upto(qp, iba_psn_add(psn, IBA_PSN_MASK));
+	w = sq_oldest(qp);
+	if (!w || is_read(w) || !is_rd_atomic(w) || w->state != SIB_SWQE_SENT || psn != w->first_psn)
+		return COMPST_DONE; /* duplicate or out of order: dropped, the timer recovers */
+	if (sib_atomic_complete(qp, w, p->pkt->atomic_ack) != IBV_WC_SUCCESS)
+		return COMPST_ERR_LOC_PROT;
+	qp->comp.psn = iba_psn_add(psn, 1);
+	rd_atomic_done(qp, psn);
 	return COMPST_PROGRESS;
 }
 
@@ -338,6 +380,9 @@ static void comp_run(struct comp_pass *p, enum comp_state st)
 			break;
 		case COMPST_READ:
 			st = do_read(p);
+			break;
+		case COMPST_ATOMIC:
+			st = do_atomic(p);
 			break;
 		case COMPST_CHECK_ACK:
 			st = check_ack(p);

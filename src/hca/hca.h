@@ -140,6 +140,16 @@ struct sib_swqe {
 	uint32_t xrc_srqn;             /* XRC_SEND: the XRCETH's SRQ number (srq.c) */
 	struct ibv_sge sge[SIB_MAX_SGE];
 	uint8_t *inline_data;          /* points into the SQ's inline area, or NULL */
+	/* atomics (atomic.c): the AtomicETH operands (IBA 9.3.3.3) */
+	uint64_t compare_add;          /* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
+	uint64_t swap;                 /* CMP_AND_SWP: swap */
+	/* memory windows (mw.c): BIND_MW, LOCAL_INV and SEND_WITH_INV */
+	uint64_t mw_handle;            /* BIND_MW: the window (ctx->mws handle) */
+	uint64_t bind_addr, bind_len;  /* BIND_MW: the window's range (len 0: unbind) */
+	uint32_t bind_rkey;            /* BIND_MW: the key the window gets */
+	uint32_t bind_mr_key;          /* BIND_MW: L_Key of the MR, 0 if none */
+	unsigned int bind_access;      /* BIND_MW: IBV_ACCESS_REMOTE_* */
+	uint32_t inv_rkey;             /* LOCAL_INV, SEND_WITH_INV (IETH) */
 };
 
 /* Receive work queue element. */
@@ -329,6 +339,8 @@ struct sib_context {
 	uint64_t uc_dropped_msgs;      /* UC: messages dropped by the responder (uc.c) */
 	uint64_t ud_hoq_drops;         /* UD: datagrams dropped at a full inbox (ud.c) */
 	struct sib_ctx_events ev;      /* pushed events (events.c) */
+	/* memory windows (mw.c): by key index, keys SIB_MW_KEY_BIT | index << 8 | byte */
+	struct sib_objtab mws;
 
 	/* UD and multicast (ah.c, ud.c) */
 	_Atomic uint32_t nah;          /* live AHs (max_ah) */
@@ -527,6 +539,9 @@ int sib_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		 struct ibv_qp_init_attr *init);
 int sib_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
 int sib_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+/* post_send of the one BIND_MW WR of the type 1 Bind verb (mw.c): as
+ * sib_post_send, but a type 1 window is accepted. */
+int sib_qp_post_bind(struct ibv_qp *qp, struct ibv_send_wr *wr);
 struct ibv_cq *sib_create_cq(struct ibv_context *context, int cqe,
 			     struct ibv_comp_channel *channel, int comp_vector);
 struct ibv_cq_ex *sib_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr);

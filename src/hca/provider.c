@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/fabric_view.h"
+#include "hca/mw.h"
 #include "hca/transport.h"
 
 #define SIB_DESTROY_WAIT_NS 5000000000ull
@@ -130,9 +131,12 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 	rc = sib_objtab_init(&ctx->srqs, "srq", 1, SIB_MAX_SRQ);
 	if (rc)
 		goto err_mrs;
+	rc = sib_mw_ctx_init(ctx);
+	if (rc)
+		goto err_mrs;
 	if (pipe2(pfd, O_CLOEXEC)) {
 		rc = errno;
-		goto err_mrs;
+		goto err_mws;
 	}
 	c->async_fd = pfd[0];
 	ctx->async_wfd = pfd[1];
@@ -149,6 +153,8 @@ err_engine:
 err_pipe:
 	close(pfd[0]);
 	close(pfd[1]);
+err_mws:
+	sib_mw_ctx_fini(ctx);
 err_mrs:
 	sib_objtab_fini(&ctx->srqs);
 	sib_objtab_fini(&ctx->mrs);
@@ -184,6 +190,7 @@ static void sib_free_context(struct ibv_context *context)
 	close(ctx->async_wfd);
 	sib_objtab_fini(&ctx->qps);
 	sib_objtab_fini(&ctx->mrs);
+	sib_mw_ctx_fini(ctx);
 	sib_mcast_ctx_fini(ctx);
 	sib_objtab_fini(&ctx->srqs);
 	free(ctx);
@@ -399,8 +406,9 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
  * checked before anything changes: on failure the MR is as it was.
  * The L_Key and R_Key stay the same (as rxe, and mlx5 when it can rewrite
  * the mkey in place): the index and key byte keep naming this MR, so the
- * application need not send peers a new R_Key.  softib has no memory
- * windows, so no MW can depend on the MR.
+ * application need not send peers a new R_Key.  A memory window bound to
+ * the MR stays bound; an access through it must still fall inside the
+ * MR's new range (mw.c).
  *
  * No packet uses the old translation, access or PD once rereg returns:
  * the MR is taken out of the table (its generation moves), rereg waits
@@ -500,6 +508,10 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 			      IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_CHANGE_PHY_PORT |
 			      IBV_DEVICE_BAD_PKEY_CNTR | IBV_DEVICE_BAD_QKEY_CNTR |
 			      IBV_DEVICE_CURR_QP_STATE_MOD | IBV_DEVICE_XRC; /* XRC: srq.c */
+	/* Memory windows (mw.c): type 1, and type 2B (a type 2 window is
+	 * checked against the QP that bound it and its PD, IBA 10.6.7.2). */
+	a->device_cap_flags |= IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	a->max_mw = SIB_MW_MAX - 1;
 	a->max_sge = SIB_MAX_SGE;
 	a->max_sge_rd = SIB_MAX_SGE;
 	a->max_cq = 1 << 16;
@@ -509,7 +521,9 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->max_qp_rd_atom = SIB_MAX_RD_ATOMIC;
 	a->max_res_rd_atom = SIB_MAX_RD_ATOMIC * (SIB_MAX_QPN - 2);
 	a->max_qp_init_rd_atom = SIB_MAX_RD_ATOMIC;
-	a->atomic_cap = IBV_ATOMIC_NONE;
+	/* CPU atomics on the target memory (atomic.c): atomic with respect to
+	 * every QP, device and process on the host and to the CPU. */
+	a->atomic_cap = IBV_ATOMIC_GLOB;
 	a->max_ah = SIB_MAX_AH;
 	/* softibd's limits (daemon/mcast.c); a context attaches at most 1024 */
 	a->max_mcast_grp = SIB_MAX_MCAST_GRP;
@@ -590,16 +604,19 @@ static int sib_query_port(struct ibv_context *context, uint8_t port_num, struct 
 /* ---- the tables ---- */
 
 const struct sib_hca_ops sib_hca_ops = {
+	.alloc_mw = sib_alloc_mw,
 	.alloc_pd = sib_alloc_pd,
 	.attach_mcast = sib_attach_mcast,
 	.close_xrcd = sib_close_xrcd,
 	.create_ah = sib_create_ah,
+	.bind_mw = sib_bind_mw,
 	.create_cq = sib_create_cq,
 	.create_cq_ex = sib_create_cq_ex,
 	.create_qp = sib_create_qp,
 	.create_qp_ex = sib_create_qp_ex,
 	.create_srq = sib_create_srq,
 	.create_srq_ex = sib_create_srq_ex,
+	.dealloc_mw = sib_dealloc_mw,
 	.dealloc_pd = sib_dealloc_pd,
 	.dereg_mr = sib_dereg_mr,
 	.destroy_ah = sib_destroy_ah,

@@ -47,10 +47,12 @@ static inline bool sib_is_qp_event(enum ibv_event_type t)
 /* Keep sorted (as rdma-core's verbs_context_ops).  NULL: not implemented;
  * the layer above substitutes a fallback that fails the documented way. */
 struct sib_hca_ops {
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
 	struct ibv_pd *(*alloc_pd)(struct ibv_context *context);
 	/* ibv_attach_mcast / ibv_detach_mcast: 0 or errno (EINVAL: not UD, not
 	 * a multicast GID or LID, or not attached) */
 	int (*attach_mcast)(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 	int (*close_xrcd)(struct ibv_xrcd *xrcd);
 	/* ibv_create_ah(3): NULL and errno (EINVAL bad port or SGID index) */
 	struct ibv_ah *(*create_ah)(struct ibv_pd *pd, struct ibv_ah_attr *attr);
@@ -64,6 +66,7 @@ struct sib_hca_ops {
 	struct ibv_srq *(*create_srq)(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr);
 	struct ibv_srq *(*create_srq_ex)(struct ibv_context *context,
 					 struct ibv_srq_init_attr_ex *srq_init_attr_ex);
+	int (*dealloc_mw)(struct ibv_mw *mw);
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	int (*dereg_mr)(struct ibv_mr *mr);
 	int (*destroy_ah)(struct ibv_ah *ah);

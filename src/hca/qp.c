@@ -19,6 +19,7 @@
 
 #include "common/fabric_view.h"
 #include "hca/hca.h"
+#include "hca/mw.h"
 #include "hca/qp_state.h"
 #include "hca/wr.h"
 
@@ -210,7 +211,9 @@ struct ibv_qp *sib_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 }
 
 #define SIB_SEND_OPS_SUPPORTED (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | \
-	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ)
+	IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ | \
+	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | \
+	IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 struct ibv_qp *sib_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
@@ -479,8 +482,10 @@ int sib_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
 
 /* ---- posting ---- */
 
-/* Fill one send WQE from a WR.  Caller holds sq_lock and checked room. */
-static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const struct ibv_send_wr *wr)
+/* Fill one send WQE from a WR.  Caller holds sq_lock and checked room.
+ * type1_ok: the Bind verb's WR (a type 1 window). */
+static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const struct ibv_send_wr *wr,
+		     bool type1_ok)
 {
 	uint64_t len = 0;
 
@@ -491,6 +496,9 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 		len += wr->sg_list[i].length;
 	if (len > SIB_MAX_MSG_SZ)
 		return EINVAL;
+	/* rxe: an atomic's local buffer is 8 bytes, else EINVAL at post. */
+	if ((sib_wr_info(wr->opcode)->flags & SIB_WR_ATOMIC) && len != 8)
+		return EINVAL;
 	memset(w, 0, offsetof(struct sib_swqe, sge));
 	w->wr_id = wr->wr_id;
 	w->opcode = wr->opcode;
@@ -500,11 +508,23 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 	w->rkey = wr->wr.rdma.rkey;
 	w->length = (uint32_t)len;
 	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	if (sib_wr_info(wr->opcode)->flags & SIB_WR_ATOMIC) {
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+	}
+	if (wr->opcode == IBV_WR_LOCAL_INV || wr->opcode == IBV_WR_SEND_WITH_INV)
+		w->inv_rkey = wr->invalidate_rkey;
+	if (wr->opcode == IBV_WR_BIND_MW)
+		return sib_mw_wqe_fill(qp, w, wr, type1_ok);
 	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD && sib_ud_swqe_fill(qp, w, wr))
 		return EINVAL;
 	if (qp->ibv.qp_base.qp_type == IBV_QPT_XRC_SEND)
 		w->xrc_srqn = wr->qp_type.xrc.remote_srqn; /* the XRCETH (srq.c) */
-	if ((wr->send_flags & IBV_SEND_INLINE) && wr->opcode != IBV_WR_RDMA_READ) {
+	/* Inline is meaningless where the local buffer is a sink (ignored). */
+	if ((wr->send_flags & IBV_SEND_INLINE) &&
+	    !(sib_wr_info(wr->opcode)->flags & (SIB_WR_READ | SIB_WR_ATOMIC))) {
 		uint8_t *dst = qp->sq_inline + (size_t)slot * SIB_MAX_INLINE;
 
 		if (len > SIB_MAX_INLINE)
@@ -517,12 +537,14 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 		w->num_sge = 0;
 	} else {
 		w->num_sge = (uint32_t)wr->num_sge;
-		memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		if (wr->num_sge) /* sg_list may be NULL then (LOCAL_INV, BIND_MW, empty SEND) */
+			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
 	}
 	return 0;
 }
 
-int sib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr,
+		     bool type1_ok)
 {
 	struct sib_qp *qp = to_sqp(ibqp);
 	int rc = 0;
@@ -540,7 +562,7 @@ int sib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 			break;
 		}
 		uint32_t slot = head & (qp->sq_size - 1);
-		rc = swqe_fill(qp, &qp->sq[slot], slot, wr);
+		rc = swqe_fill(qp, &qp->sq[slot], slot, wr, type1_ok);
 		if (rc)
 			break;
 		head++;
@@ -551,6 +573,19 @@ int sib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 		*bad_wr = wr;
 	sib_progress(qp->ctx);
 	return rc;
+}
+
+int sib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	return post_send(ibqp, wr, bad_wr, false);
+}
+
+int sib_qp_post_bind(struct ibv_qp *ibqp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	wr->next = NULL;
+	return post_send(ibqp, wr, &bad, true);
 }
 
 int sib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
@@ -602,13 +637,25 @@ static void wrx_start(struct ibv_qp_ex *ibqp)
 	qp->wr_open = false;
 }
 
+/* Close the WQE being built: an atomic's local buffer must be 8 bytes
+ * (EINVAL from ibv_wr_complete, as post_send). */
+static void wrx_close(struct sib_qp *qp)
+{
+	const struct sib_swqe *w = &qp->sq[qp->wr_head & (qp->sq_size - 1)];
+
+	if (!qp->wr_open)
+		return;
+	if (!qp->wr_err && (sib_wr_info(w->opcode)->flags & SIB_WR_ATOMIC) && w->length != 8)
+		qp->wr_err = EINVAL;
+	qp->wr_head++;
+}
+
 static struct sib_swqe *wrx_new(struct ibv_qp_ex *ibqp, enum ibv_wr_opcode op)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
 	struct sib_swqe *w;
 
-	if (qp->wr_open)
-		qp->wr_head++;
+	wrx_close(qp);
 	qp->wr_open = false;
 	if (qp->wr_err)
 		return NULL;
@@ -671,6 +718,63 @@ static void wrx_rdma_read(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr)
 	wrx_rdma(q, IBV_WR_RDMA_READ, rkey, addr, 0);
 }
 
+static void wrx_atomic(struct ibv_qp_ex *q, enum ibv_wr_opcode op, uint32_t rkey, uint64_t addr,
+		       uint64_t compare_add, uint64_t swap)
+{
+	struct sib_swqe *w = wrx_new(q, op);
+
+	if (w) {
+		w->rkey = rkey;
+		w->remote_addr = addr;
+		w->compare_add = compare_add;
+		w->swap = swap;
+	}
+}
+
+static void wrx_atomic_cmp_swp(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t compare,
+			       uint64_t swap)
+{
+	wrx_atomic(q, IBV_WR_ATOMIC_CMP_AND_SWP, rkey, addr, compare, swap);
+}
+
+static void wrx_atomic_fetch_add(struct ibv_qp_ex *q, uint32_t rkey, uint64_t addr, uint64_t add)
+{
+	wrx_atomic(q, IBV_WR_ATOMIC_FETCH_AND_ADD, rkey, addr, add, 0);
+}
+
+static void wrx_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+	struct sib_swqe *w = wrx_new(q, IBV_WR_SEND_WITH_INV);
+
+	if (w)
+		w->inv_rkey = rkey;
+}
+
+static void wrx_local_inv(struct ibv_qp_ex *q, uint32_t rkey)
+{
+	struct sib_swqe *w = wrx_new(q, IBV_WR_LOCAL_INV);
+
+	if (w)
+		w->inv_rkey = rkey;
+}
+
+/* ibv_wr_bind_mw: a type 2 window, as IBV_WR_BIND_MW of post_send. */
+static void wrx_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,
+			const struct ibv_mw_bind_info *bind_info)
+{
+	struct sib_qp *qp = (struct sib_qp *)q;
+	struct sib_swqe *w = wrx_new(q, IBV_WR_BIND_MW);
+	struct ibv_send_wr wr = { .opcode = IBV_WR_BIND_MW };
+
+	if (!w)
+		return;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info = *bind_info;
+	if (sib_mw_wqe_fill(qp, w, &wr, false))
+		qp->wr_err = EINVAL;
+}
+
 static void wrx_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg)
 {
 	struct sib_qp *qp = (struct sib_qp *)q;
@@ -713,7 +817,7 @@ static void wrx_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct
 		return;
 	for (size_t i = 0; i < n; i++)
 		len += buf[i].length;
-	if (len > SIB_MAX_INLINE || w->opcode == IBV_WR_RDMA_READ) {
+	if (len > SIB_MAX_INLINE || (sib_wr_info(w->opcode)->flags & (SIB_WR_READ | SIB_WR_ATOMIC))) {
 		qp->wr_err = EINVAL;
 		return;
 	}
@@ -752,10 +856,10 @@ static void wrx_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t rem
 static int wrx_complete(struct ibv_qp_ex *ibqp)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
-	int rc = qp->wr_err;
+	int rc;
 
-	if (qp->wr_open)
-		qp->wr_head++;
+	wrx_close(qp);
+	rc = qp->wr_err;
 	if (!rc && qp->ibv.qp_base.qp_type == IBV_QPT_UD)
 		for (uint32_t i = atomic_load_explicit(&qp->sq_head, memory_order_relaxed); !rc && i != qp->wr_head; i++)
 			rc = sib_ud_wqe_check(qp, &qp->sq[i & (qp->sq_size - 1)]);
@@ -805,6 +909,16 @@ static void wr_api_init(struct sib_qp *qp, uint64_t ops)
 		x->wr_rdma_write_imm = wrx_rdma_write_imm;
 	if (ops & IBV_QP_EX_WITH_RDMA_READ)
 		x->wr_rdma_read = wrx_rdma_read;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP)
+		x->wr_atomic_cmp_swp = wrx_atomic_cmp_swp;
+	if (ops & IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+		x->wr_atomic_fetch_add = wrx_atomic_fetch_add;
+	if (ops & IBV_QP_EX_WITH_BIND_MW)
+		x->wr_bind_mw = wrx_bind_mw;
+	if (ops & IBV_QP_EX_WITH_LOCAL_INV)
+		x->wr_local_inv = wrx_local_inv;
+	if (ops & IBV_QP_EX_WITH_SEND_WITH_INV)
+		x->wr_send_inv = wrx_send_inv;
 	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD)
 		x->wr_set_ud_addr = wrx_set_ud_addr;
 }

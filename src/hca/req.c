@@ -12,6 +12,8 @@
  */
 #include <string.h>
 
+#include "hca/atomic.h"
+#include "hca/mw.h"
 #include "hca/transport.h"
 #include "hca/wr.h"
 
@@ -20,6 +22,7 @@ enum req_state {
 	REQST_NEXT_WQE,                /* a WQE posted and not yet fully sent? */
 	REQST_CHECK_LIMITS,            /* SQD fence, PSN window, READ depth */
 	REQST_START_WQE,               /* PSNs and local key checks of a new WQE */
+	REQST_LOCAL_OP,                /* BIND_MW or LOCAL_INV: carried out here, no packet */
 	REQST_SEND_PACKET,             /* one packet of the WQE on the wire */
 	REQST_WQE_SENT,                /* every packet of the WQE is out */
 	/* Local errors (IBA 10.8.3.3, class "local" of 9.9.4): the WQE
@@ -36,6 +39,7 @@ static const char *const req_state_name[REQST_COUNT] = {
 	[REQST_NEXT_WQE] = "NEXT_WQE",
 	[REQST_CHECK_LIMITS] = "CHECK_LIMITS",
 	[REQST_START_WQE] = "START_WQE",
+	[REQST_LOCAL_OP] = "LOCAL_OP",
 	[REQST_SEND_PACKET] = "SEND_PACKET",
 	[REQST_WQE_SENT] = "WQE_SENT",
 	[REQST_ERR_LOC_PROT] = "ERR_LOC_PROT",
@@ -106,9 +110,11 @@ static enum req_state start_wqe(struct req_pass *p)
 	const struct sib_wr_info *wi = sib_wr_info(w->opcode);
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 
+	if (wi && (wi->flags & SIB_WR_LOCAL))
+		return REQST_LOCAL_OP;
 	if (!w->inline_data)
 		st = sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
-				   wi && (wi->flags & SIB_WR_READ) ? IBV_ACCESS_LOCAL_WRITE : 0);
+				   wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) ? IBV_ACCESS_LOCAL_WRITE : 0);
 	w->first_psn = qp->req.psn;
 	w->npsn = sib_msg_npsn(w->length, qp->mtu);
 	w->started = true;
@@ -135,7 +141,8 @@ static enum req_state send_packet(struct req_pass *p)
 
 	if (!wi)
 		return REQST_ERR_LOC_QP_OP;
-	read = wi->flags & SIB_WR_READ;
+	/* A READ or an atomic: one request, its response(s) complete it. */
+	read = wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC);
 	last = read || left <= qp->mtu;
 	paylen = read ? 0 : (last ? left : qp->mtu);
 	opc = sib_wr_pkt_opcode(sib_qpt_transport(qp->ibv.qp_base.qp_type), w->opcode,
@@ -167,6 +174,10 @@ static enum req_state send_packet(struct req_pass *p)
 		}
 		if (hdrs & IBA_HDR_IMMDT)
 			tx.h.immdt_be = w->imm_be;
+		if (hdrs & IBA_HDR_ATOMICETH)
+			sib_atomic_fill_eth(&tx.h.atomic, w);
+		if (hdrs & IBA_HDR_IETH)
+			tx.h.ieth_rkey = w->inv_rkey;
 		if (hdrs & IBA_HDR_XRCETH)
 			tx.h.xrc_srqn = w->xrc_srqn;
 		payload = sib_tx_headers(&tx);
@@ -203,6 +214,32 @@ static enum req_state wqe_sent(struct req_pass *p)
 	return REQST_NEXT_WQE;
 }
 
+static enum req_state local_error(struct req_pass *p, enum ibv_wc_status st);
+
+/* A local WQE (mw.c) in SQ order: carried out once (a rewind past it does
+ * not run it again), it uses no PSN; at the head of the SQ it completes
+ * now, else when the WQEs before it do (comp.c). */
+static enum req_state local_op(struct req_pass *p)
+{
+	struct sib_qp *qp = p->qp;
+	struct sib_swqe *w = p->w;
+	bool head = qp->sq_tail == qp->req.wqe;
+
+	if (!w->started) {
+		enum ibv_wc_status st = sib_mw_local_wqe(qp, w);
+
+		w->started = true;
+		w->first_psn = qp->req.psn;
+		w->npsn = 0;
+		if (st != IBV_WC_SUCCESS)
+			return local_error(p, st);
+	}
+	wqe_sent(p);
+	if (head && w->state != SIB_SWQE_DONE) /* (UC completed it already) */
+		sib_sq_complete(qp, IBV_WC_SUCCESS);
+	return REQST_NEXT_WQE;
+}
+
 /* The WQE at req.wqe fails locally with `st` (see REQST_ERR_*). */
 static enum req_state local_error(struct req_pass *p, enum ibv_wc_status st)
 {
@@ -231,6 +268,9 @@ void sib_req_run(struct sib_qp *qp)
 			break;
 		case REQST_START_WQE:
 			st = start_wqe(&p);
+			break;
+		case REQST_LOCAL_OP:
+			st = local_op(&p);
 			break;
 		case REQST_SEND_PACKET:
 			st = send_packet(&p);
@@ -270,7 +310,7 @@ void sib_req_rewind(struct sib_qp *qp, uint32_t psn)
 		for (uint32_t j = i; j != qp->req.wqe; j++) {
 			const struct sib_wr_info *wi = sib_wr_info(qp->sq[j & (qp->sq_size - 1)].opcode);
 
-			if (wi && (wi->flags & SIB_WR_READ) && qp->req.reads_outstanding)
+			if (wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) && qp->req.reads_outstanding)
 				qp->req.reads_outstanding--;
 		}
 		qp->req.wqe = i;

@@ -20,6 +20,8 @@
  */
 #include <string.h>
 
+#include "hca/atomic.h"
+#include "hca/mw.h"
 #include "hca/transport.h"
 
 enum resp_state {
@@ -42,6 +44,9 @@ enum resp_state {
 	RESPST_ERR_TOO_MANY_RD_ATOMIC, /* RC class C: no responder resource for a READ */
 	RESPST_ERR_LENGTH,             /* RC class C: payload or DMALen inconsistent */
 	RESPST_ERR_RKEY_VIOLATION,     /* RC class C: R_Key, PD, access or bounds (STYLE 6.8) */
+	RESPST_ERR_MISALIGNED_ATOMIC,  /* RC class C: atomic VA not 8-byte aligned (IBA 9.4.4) */
+	RESPST_ERR_INVALIDATE,         /* SEND_WITH_INV: the IETH's R_Key names no window
+					  this QP may invalidate (rxe: class J) */
 	RESPST_ERR_LOC_LEN,            /* RC class C: SEND longer than its receive WQE */
 	RESPST_ERR_RWQE_LKEY,          /* class A: the receive WQE's buffers fail their L_Key check */
 	RESPST_ERROR,                  /* apply the class: NAK, RWQE status, QP state */
@@ -68,6 +73,8 @@ static const char *const resp_state_name[RESPST_COUNT] = {
 	[RESPST_ERR_TOO_MANY_RD_ATOMIC] = "ERR_TOO_MANY_RD_ATOMIC",
 	[RESPST_ERR_LENGTH] = "ERR_LENGTH",
 	[RESPST_ERR_RKEY_VIOLATION] = "ERR_RKEY_VIOLATION",
+	[RESPST_ERR_MISALIGNED_ATOMIC] = "ERR_MISALIGNED_ATOMIC",
+	[RESPST_ERR_INVALIDATE] = "ERR_INVALIDATE",
 	[RESPST_ERR_LOC_LEN] = "ERR_LOC_LEN",
 	[RESPST_ERR_RWQE_LKEY] = "ERR_RWQE_LKEY",
 	[RESPST_ERROR] = "ERROR",
@@ -84,6 +91,8 @@ static const enum sib_err_class resp_err_class[RESPST_COUNT] = {
 	[RESPST_ERR_TOO_MANY_RD_ATOMIC] = SIB_EC_INV_REQ,
 	[RESPST_ERR_LENGTH] = SIB_EC_INV_REQ,
 	[RESPST_ERR_RKEY_VIOLATION] = SIB_EC_REM_ACCESS,
+	[RESPST_ERR_MISALIGNED_ATOMIC] = SIB_EC_INV_REQ,
+	[RESPST_ERR_INVALIDATE] = SIB_EC_INV_REQ,
 	[RESPST_ERR_LOC_LEN] = SIB_EC_LOC_LEN,
 	[RESPST_ERR_RWQE_LKEY] = SIB_EC_LOC_PROT,
 };
@@ -201,7 +210,9 @@ static enum resp_state check_op_valid(struct resp_pass *p)
 	if (p->f & IBA_OP_READ)
 		return access & IBV_ACCESS_REMOTE_READ ? RESPST_CHK_RESOURCE
 						       : RESPST_ERR_UNSUPPORTED_OPCODE;
-	/* Atomics and the rest are not enabled on this HCA (atomic_cap NONE). */
+	if (p->f & IBA_OP_ATOMIC)
+		return access & IBV_ACCESS_REMOTE_ATOMIC ? RESPST_CHK_RESOURCE
+							 : RESPST_ERR_UNSUPPORTED_OPCODE;
 	return RESPST_ERR_UNSUPPORTED_OPCODE;
 }
 
@@ -209,11 +220,12 @@ static enum resp_state check_resource(struct resp_pass *p)
 {
 	struct sib_qp *qp = p->qp;
 
-	if (p->f & IBA_OP_READ) {
-		uint32_t next = (qp->resp.rd_res_head + 1) % qp->resp.rd_res_size;
+	if (p->f & (IBA_OP_READ | IBA_OP_ATOMIC)) {
+		/* READs and atomics share max_dest_rd_atomic resources (IBA 9.7.4.1.5). */
+		uint32_t used = (qp->resp.rd_res_head + qp->resp.rd_res_size - qp->resp.rd_res_tail) %
+				qp->resp.rd_res_size;
 
-		return qp->max_dest_rd_atomic && next != qp->resp.rd_res_tail ? RESPST_CHK_LENGTH
-									      : RESPST_ERR_TOO_MANY_RD_ATOMIC;
+		return used < qp->max_dest_rd_atomic ? RESPST_CHK_LENGTH : RESPST_ERR_TOO_MANY_RD_ATOMIC;
 	}
 	if (p->f & IBA_OP_SEND) { /* forwarded: no WQE here (xrc_fwd.c) */
 		int fwd = sib_xfwd_check(qp, p->pkt);
@@ -248,6 +260,8 @@ static enum resp_state check_length(struct resp_pass *p)
 	}
 	if ((pkt->op->hdrs & IBA_HDR_RETH) && pkt->reth.dmalen > SIB_MAX_MSG_SZ)
 		return RESPST_ERR_LENGTH;
+	if ((f & IBA_OP_ATOMIC) && len)
+		return RESPST_ERR_LENGTH; /* an atomic request carries no payload */
 	if (f & IBA_OP_WRITE) {
 		uint32_t left = (f & (IBA_OP_FIRST | IBA_OP_ONLY)) ? pkt->reth.dmalen : qp->resp.remaining;
 
@@ -270,6 +284,8 @@ static bool rkey_ok(struct sib_qp *qp, const struct iba_reth *reth, unsigned int
 	*out = NULL;
 	if (!reth->dmalen)
 		return true;
+	if (sib_key_is_mw(reth->rkey)) /* through a memory window (mw.c) */
+		return sib_mw_rkey_ok(qp, reth->rkey, reth->va, reth->dmalen, need, out, out_h);
 	mr = sib_mr_get(qp->ctx, reth->rkey, &h);           /* (1), (2) */
 	if (!mr)
 		return false;
@@ -312,6 +328,15 @@ static enum resp_state check_keys(struct resp_pass *p)
 	if (f & IBA_OP_READ)
 		return rkey_ok(qp, &p->pkt->reth, IBV_ACCESS_REMOTE_READ, &p->mr, &p->mr_h) ? RESPST_EXECUTE
 										  : RESPST_ERR_RKEY_VIOLATION;
+	if (f & IBA_OP_ATOMIC) {
+		/* 8 bytes at an 8-byte aligned VA (IBA 9.4.4), REMOTE_ATOMIC access. */
+		struct iba_reth r = { .va = p->pkt->atomic.va, .rkey = p->pkt->atomic.rkey, .dmalen = 8 };
+
+		if (r.va & 7)
+			return RESPST_ERR_MISALIGNED_ATOMIC;
+		return rkey_ok(qp, &r, IBV_ACCESS_REMOTE_ATOMIC, &p->mr, &p->mr_h) ? RESPST_EXECUTE
+										 : RESPST_ERR_RKEY_VIOLATION;
+	}
 	if (f & (IBA_OP_FIRST | IBA_OP_ONLY))
 		return rkey_ok(qp, &p->pkt->reth, IBV_ACCESS_REMOTE_WRITE, &p->mr, &p->mr_h) ? RESPST_EXECUTE
 										   : RESPST_ERR_RKEY_VIOLATION;
@@ -404,6 +429,7 @@ static void queue_read(struct sib_qp *qp, const struct iba_pkt *pkt, struct resp
 		r->msn = iba_psn_add(r->msn, 1);
 		r->epsn = iba_psn_add(r->epsn, sib_msg_npsn(pkt->reth.dmalen, qp->mtu));
 	}
+	res->atomic = false;
 	res->va = pkt->reth.va;
 	res->len = pkt->reth.dmalen;
 	res->sent = 0;
@@ -422,6 +448,8 @@ static enum resp_state execute(struct resp_pass *p)
 		return do_send(p);
 	if (p->f & IBA_OP_WRITE)
 		return do_write(p);
+	if (p->f & IBA_OP_ATOMIC) /* the MR reference stays p's (dropped at DONE) */
+		return sib_atomic_execute(p->qp, p->pkt, p->mr) ? RESPST_DONE : RESPST_ERR_MISALIGNED_ATOMIC;
 	queue_read(p->qp, p->pkt, p, false);
 	return RESPST_DONE;
 }
@@ -446,6 +474,12 @@ static enum resp_state complete(struct resp_pass *p)
 	if (p->f & IBA_OP_IMM) {
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 		wc.imm_data = pkt->immdt_be;
+	}
+	if (p->f & IBA_OP_INV) { /* remote invalidation (mw.c) */
+		if (!sib_mw_remote_invalidate(qp, pkt->ieth_rkey))
+			return RESPST_ERR_INVALIDATE;
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = pkt->ieth_rkey;
 	}
 	struct sib_cq *cq = sib_rwqe_cq(qp);
 
@@ -472,6 +506,10 @@ static enum resp_state duplicate(struct resp_pass *p)
 	const struct iba_pkt *pkt = p->pkt;
 	struct sib_resp *r = &qp->resp;
 
+	if (p->f & IBA_OP_ATOMIC) { /* never executed twice (atomic.c) */
+		sib_atomic_duplicate(qp, pkt);
+		return RESPST_DONE;
+	}
 	if (!(p->f & IBA_OP_READ)) {
 		if (pkt->bth.ackreq)
 			ack(qp, iba_psn_add(r->epsn, IBA_PSN_MASK));
@@ -571,6 +609,8 @@ void sib_resp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 		case RESPST_ERR_TOO_MANY_RD_ATOMIC:
 		case RESPST_ERR_LENGTH:
 		case RESPST_ERR_RKEY_VIOLATION:
+		case RESPST_ERR_MISALIGNED_ATOMIC:
+		case RESPST_ERR_INVALIDATE:
 		case RESPST_ERR_LOC_LEN:
 		case RESPST_ERR_RWQE_LKEY:
 			p.ec = resp_err_class[st];
@@ -596,6 +636,13 @@ static bool send_read_responses(struct sib_qp *qp)
 	while (r->rd_res_tail != r->rd_res_head) {
 		struct sib_read_res *res = &r->rd_res[r->rd_res_tail];
 		uint32_t npkt = sib_msg_npsn(res->len, qp->mtu);
+
+		if (res->atomic) { /* an atomic's result (atomic.c) */
+			if (!sib_atomic_send_ack(qp, res, ack_syndrome(qp)))
+				return false;
+			r->rd_res_tail = (r->rd_res_tail + 1) % r->rd_res_size;
+			continue;
+		}
 
 		while ((uint32_t)iba_psn_diff(res->psn, res->first_psn) < npkt) {
 			uint32_t idx = (uint32_t)iba_psn_diff(res->psn, res->first_psn);

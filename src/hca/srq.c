@@ -221,7 +221,8 @@ void sib_rwqe_fill(struct sib_rwqe *r, const struct ibv_recv_wr *wr)
 	r->wr_id = wr->wr_id;
 	r->num_sge = (uint32_t)wr->num_sge;
 	r->length = len > UINT32_MAX ? UINT32_MAX : (uint32_t)len;
-	memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+	if (wr->num_sge) /* sg_list may be NULL then */
+		memcpy(r->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
 }
 
 /* rdma-core's post_srq_recv: ENOMEM when full, EINVAL for more SGEs than

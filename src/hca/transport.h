@@ -51,6 +51,18 @@ struct sib_read_res {
 	uint32_t msn;
 	struct sib_mr *mr;             /* a reference (mr_h), NULL: none or dropped */
 	uint64_t mr_h;
+	/* atomics (atomic.c): an ATOMIC_ACKNOWLEDGE owed instead of READ data */
+	bool atomic;
+	uint64_t orig;                 /* the original remote value, host order */
+};
+
+/* Results of executed atomics kept for duplicates (atomic.c): at least
+ * max_dest_rd_atomic (IBA 9.7.5.1.3); SIB_MAX_RD_ATOMIC of hca.h. */
+#define SIB_ATOMIC_SAVED 16
+struct sib_atomic_saved {
+	uint64_t orig;                 /* the original remote value, host order */
+	uint32_t psn;
+	bool valid;
 };
 
 /* Responder (resp.c, IBA 9.7.5): request packets to placement, ACKs,
@@ -76,6 +88,9 @@ struct sib_resp {
 	/* READs being answered: ring of rd_res_size (max_dest_rd_atomic + 1) */
 	struct sib_read_res *rd_res;
 	uint32_t rd_res_head, rd_res_tail, rd_res_size;
+	/* atomics (atomic.c): ring of the last results, next slot to fill */
+	struct sib_atomic_saved atomic_saved[SIB_ATOMIC_SAVED];
+	uint32_t atomic_saved_next;
 	/* UC (uc.c) */
 	bool uc_drop;                  /* dropping a message's packets until a FIRST/ONLY */
 };

@@ -24,7 +24,10 @@
 /* ---- fallbacks (dummy_ops.c): int ops return EOPNOTSUPP, pointer ops
  * set errno and return NULL, post ops also point *bad_wr at the WR ---- */
 
+static struct ibv_mw *dummy_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type t) { errno = EOPNOTSUPP; return NULL; }
 static struct ibv_pd *dummy_alloc_pd(struct ibv_context *c) { errno = EOPNOTSUPP; return NULL; }
+static int dummy_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b) { return EOPNOTSUPP; }
+static int dummy_dealloc_mw(struct ibv_mw *mw) { return EOPNOTSUPP; }
 static struct ibv_ah *dummy_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *a)
 { errno = EOPNOTSUPP; return NULL; }
 static struct ibv_cq *dummy_create_cq(struct ibv_context *c, int cqe, struct ibv_comp_channel *ch, int v)
@@ -76,7 +79,9 @@ static int dummy_rereg_mr(struct ibv_mr *mr, int f, struct ibv_pd *pd, void *a, 
 static int dummy_resize_cq(struct ibv_cq *cq, int cqe) { return EOPNOTSUPP; }
 
 static const struct sib_hca_ops dummy_ops = {
+	.alloc_mw = dummy_alloc_mw,
 	.alloc_pd = dummy_alloc_pd,
+	.bind_mw = dummy_bind_mw,
 	.attach_mcast = dummy_mcast,
 	.close_xrcd = dummy_close_xrcd,
 	.create_ah = dummy_create_ah,
@@ -86,6 +91,7 @@ static const struct sib_hca_ops dummy_ops = {
 	.create_qp_ex = dummy_create_qp_ex,
 	.create_srq = dummy_create_srq,
 	.create_srq_ex = dummy_create_srq_ex,
+	.dealloc_mw = dummy_dealloc_mw,
 	.dealloc_pd = dummy_dealloc_pd,
 	.dereg_mr = dummy_dereg_mr,
 	.destroy_ah = dummy_destroy_ah,
@@ -160,6 +166,10 @@ int sib_verbs_set_ops(struct ibv_context *context, const struct sib_hca_ops *hca
 	context->ops.post_send = priv->ops.post_send;
 	context->ops.post_recv = priv->ops.post_recv;
 	context->ops.post_srq_recv = priv->ops.post_srq_recv;
+	/* verbs.h's inline ibv_alloc_mw / ibv_bind_mw / ibv_dealloc_mw */
+	context->ops.alloc_mw = priv->ops.alloc_mw;
+	context->ops.bind_mw = priv->ops.bind_mw;
+	context->ops.dealloc_mw = priv->ops.dealloc_mw;
 	context->ops._compat_query_device = ibv_query_device;
 	context->ops._compat_query_port = ibv_query_port;
 	vctx->create_qp_ex = priv->ops.create_qp_ex;

@@ -146,6 +146,13 @@ static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len
 	e->rkey = p.reth.rkey;
 	e->dmalen = p.reth.dmalen;
 	e->head = p.paylen ? p.payload[0] : 0;
+	if (p.op->hdrs & IBA_HDR_ATOMICETH) {
+		e->va = p.atomic.va;
+		e->rkey = p.atomic.rkey;
+		e->swap_add = p.atomic.swap_add;
+		e->compare = p.atomic.compare;
+	}
+	e->atomic_ack = p.atomic_ack;
 	e->dqpn = p.bth.dqpn;
 	e->dlid = p.lrh.dlid;
 	e->grh = p.lrh.lnh == IBA_LNH_GLOBAL;
@@ -378,26 +385,33 @@ void inject(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags)
 /* RESET -> INIT -> RTR -> RTS, each QP to the other (IBA 10.3.1). */
 void connect_qp(unsigned int i, const struct opts *o)
 {
+	connect_pair(i, sides[i].qp, sides[1 - i].qp, o, iba_psn_add(o->psn, psn_of(i)),
+		     iba_psn_add(o->psn, psn_of(1 - i)), IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+}
+
+/* connect_qp for any QP qp of side i to peer (a QP of the other side). */
+void connect_pair(unsigned int i, struct ibv_qp *qp, struct ibv_qp *peer, const struct opts *o,
+		  uint32_t sq_psn, uint32_t rq_psn, unsigned int access)
+{
 	const struct sib_hca_ops *ops = &sib_hca_ops;
-	struct side *s = &sides[i], *peer = &sides[1 - i];
 	struct ibv_qp_attr a = { 0 };
-	bool rc = s->qp->qp_type != IBV_QPT_UC; /* UC: no ACK, retry or READ attributes */
+	bool rc = qp->qp_type != IBV_QPT_UC; /* UC: no ACK, retry or READ attributes */
 
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
-	a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-	assert_int_equal(ops->modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+	a.qp_access_flags = access;
+	assert_int_equal(ops->modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 					IBV_QP_PORT | IBV_QP_ACCESS_FLAGS), 0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = o->mtu;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.rq_psn = iba_psn_add(o->psn, psn_of(1 - i));
+	a.dest_qp_num = peer->qp_num;
+	a.rq_psn = rq_psn;
 	a.max_dest_rd_atomic = 4;
 	a.min_rnr_timer = o->min_rnr_timer;
-	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.dlid = sides[1 - i].lid;
 	a.ah_attr.port_num = 1;
-	assert_int_equal(ops->modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+	assert_int_equal(ops->modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 					IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | (rc ?
 					IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0)), 0);
 	memset(&a, 0, sizeof(a));
@@ -405,9 +419,9 @@ void connect_qp(unsigned int i, const struct opts *o)
 	a.timeout = o->timeout;
 	a.retry_cnt = o->retry_cnt;
 	a.rnr_retry = o->rnr_retry;
-	a.sq_psn = iba_psn_add(o->psn, psn_of(i));
+	a.sq_psn = sq_psn;
 	a.max_rd_atomic = 4;
-	assert_int_equal(ops->modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | (rc ?
+	assert_int_equal(ops->modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | (rc ?
 					IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 					IBV_QP_MAX_QP_RD_ATOMIC : 0)), 0);
 }
@@ -432,6 +446,26 @@ void up(const struct opts *o)
 	for (unsigned int i = 0; i < NDEV; i++)
 		side_open(i);
 	unsetenv("SOFTIB_FAULTS");
+	for (unsigned int i = 0; i < NDEV; i++)
+		connect_qp(i, o);
+}
+
+void swap_wr_qps(const uint64_t ops[NDEV], const struct opts *o)
+{
+	for (unsigned int i = 0; i < NDEV; i++) {
+		struct ibv_qp_init_attr_ex xa = { 0 };
+
+		assert_int_equal(sib_hca_ops.destroy_qp(sides[i].qp), 0);
+		xa.qp_type = loop_qpt;
+		xa.send_cq = xa.recv_cq = sides[i].cq;
+		xa.cap.max_send_wr = xa.cap.max_recv_wr = 64;
+		xa.cap.max_send_sge = xa.cap.max_recv_sge = 1;
+		xa.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+		xa.pd = sides[i].pd;
+		xa.send_ops_flags = ops[i];
+		sides[i].qp = sib_hca_ops.create_qp_ex(sides[i].ctx, &xa);
+		assert_non_null(sides[i].qp);
+	}
 	for (unsigned int i = 0; i < NDEV; i++)
 		connect_qp(i, o);
 }

@@ -42,6 +42,8 @@ struct seen {
 	uint64_t va;                   /* RETH */
 	uint32_t rkey, dmalen;
 	uint8_t head;                  /* first payload byte */
+	/* atomics: AtomicETH (va, rkey above), AtomicAckETH */
+	uint64_t swap_add, compare, atomic_ack;
 	uint32_t dqpn;                 /* BTH.DestQP */
 	uint16_t dlid;
 	bool grh;                      /* LNH says a GRH follows */
@@ -103,8 +105,15 @@ void side_open_c(void);
 void inject(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags);
 /* RESET -> INIT -> RTR -> RTS, side i's QP to the other's (IBA 10.3.1). */
 void connect_qp(unsigned int i, const struct opts *o);
+/* The same for QP qp of side i to peer, a QP of the other side, with
+ * these PSNs (qp's send PSN, its expected PSN) and access flags. */
+void connect_pair(unsigned int i, struct ibv_qp *qp, struct ibv_qp *peer, const struct opts *o,
+		  uint32_t sq_psn, uint32_t rq_psn, unsigned int access);
 /* Fresh inboxes, wires, contexts and a connected QP pair (per test). */
 void up(const struct opts *o);
+/* After up(): replace both sides' QPs by QPs with the ibv_wr_* send API
+ * (create_qp_ex, send_ops_flags ops[side]), connected as up() connects. */
+void swap_wr_qps(const uint64_t ops[NDEV], const struct opts *o);
 /* cmocka teardown: destroy what up() made. */
 int down(void **state);
 

@@ -4,7 +4,7 @@
  * XRC annex) over the loopback fabric of hca_loop.h (no verbs library, no
  * softibd): two RC QPs sharing one SRQ, the SRQ limit event and its
  * arming rules, LAST_WQE_REACHED, RNR on an empty SRQ, post_srq_recv's
- * errors, an XRC transfer (XRCETH, XRC opcodes, SEND/WRITE/READ through
+ * errors, an XRC transfer (XRCETH, XRC opcodes, SEND/WRITE/READ/FETCH_ADD through
  * the XRC SRQ's PD), XRCETHs naming a wrong SRQ dropped and counted, and
  * RC-on-SRQ and XRC streams under the link's fault wrapper (every message
  * exactly once, in order).
@@ -408,6 +408,45 @@ static bool is_xrc(uint8_t opc)
  * opcode, ACKs too; the SEND lands in the XRC SRQ the WR names and
  * completes on its CQ; WRITE and READ check keys against the XRC SRQ's
  * PD; the domain and SRQ refuse to go while in use (EBUSY). */
+/* Atomics over XRC (atomic.c): FETCH_ADD with the XRCETH, answered by an
+ * XRC ATOMIC_ACKNOWLEDGE, the original value in A's buffer. */
+static void xrc_atomic(uint32_t srqn)
+{
+	struct ibv_qp_attr qa = { .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						      IBV_ACCESS_REMOTE_ATOMIC };
+	struct ibv_sge sge = { .addr = (uintptr_t)sides[A].buf + 32768, .length = 8,
+			       .lkey = sides[A].mr->lkey };
+	struct ibv_send_wr wr = { 0 }, *bad = NULL;
+	struct ibv_mr *amr;
+	uint64_t *t = (uint64_t *)(void *)(sides[B].buf + 131072), orig;
+	struct ibv_wc wc;
+
+	assert_int_equal(ops->modify_qp(x.qb[0], &qa, IBV_QP_ACCESS_FLAGS), 0);
+	amr = ops->reg_mr(sides[B].pd, sides[B].buf, BUF, (uintptr_t)sides[B].buf,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	assert_non_null(amr);
+	*t = 41;
+	wr.wr_id = 4;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.atomic.remote_addr = (uintptr_t)t;
+	wr.wr.atomic.rkey = amr->rkey;
+	wr.wr.atomic.compare_add = 1;
+	wr.qp_type.xrc.remote_srqn = srqn;
+	assert_int_equal(ops->post_send(x.qa[0], &wr, &bad), 0);
+	wc = poll_wc(A);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.opcode, IBV_WC_FETCH_ADD);
+	memcpy(&orig, sides[A].buf + 32768, 8);
+	assert_int_equal(orig, 41);
+	assert_int_equal(*t, 42);
+	assert_int_equal(count(0, B, IBA_TRANSPORT_XRC | IBA_OPC_FETCH_ADD, 0, true), 1);
+	assert_int_equal(count(0, A, IBA_TRANSPORT_XRC | IBA_OPC_ATOMIC_ACKNOWLEDGE, 0, true), 1);
+	assert_int_equal(ops->dereg_mr(amr), 0);
+}
+
 static void test_xrc_transfer(void **state)
 {
 	struct ibv_srq_init_attr_ex bad_srq = { .comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD,
@@ -454,6 +493,7 @@ static void test_xrc_transfer(void **state)
 	expect_wc(A, 3, IBV_WC_SUCCESS);
 	assert_memory_equal(sides[A].buf + 16384, sides[A].buf + 8192, 2000);
 	assert_true(count(0, A, IBA_TRANSPORT_XRC | IBA_OPC_RDMA_READ_RESPONSE_FIRST, 0, true) >= 1);
+	xrc_atomic(srqn);
 }
 
 /* The ibv_wr_* API on an XRC_SEND QP: ibv_wr_set_xrc_srqn names the SRQ

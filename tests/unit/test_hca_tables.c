@@ -114,10 +114,19 @@ static void test_wr_check(void **state)
 	assert_int_equal(sib_wr_check(IBV_QPT_UC, IBV_WR_RDMA_READ), EINVAL);
 	assert_int_equal(sib_wr_check(IBV_QPT_UD, IBV_WR_RDMA_WRITE), EINVAL);
 	assert_int_equal(sib_wr_check(IBV_QPT_XRC_RECV, IBV_WR_SEND), EINVAL);
-	/* not implemented (atomic_cap NONE, no MWs) */
-	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_ATOMIC_CMP_AND_SWP), EINVAL);
-	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_BIND_MW), EINVAL);
-	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_SEND_WITH_INV), EINVAL);
+	/* atomics on RC (and XRC), never UC or UD */
+	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_ATOMIC_CMP_AND_SWP), 0);
+	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_ATOMIC_FETCH_AND_ADD), 0);
+	assert_int_equal(sib_wr_check(IBV_QPT_UC, IBV_WR_ATOMIC_FETCH_AND_ADD), EINVAL);
+	assert_int_equal(sib_wr_check(IBV_QPT_UD, IBV_WR_ATOMIC_CMP_AND_SWP), EINVAL);
+	/* memory windows: local WRs on RC/UC, SEND_WITH_INV on RC only */
+	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_BIND_MW), 0);
+	assert_int_equal(sib_wr_check(IBV_QPT_UC, IBV_WR_LOCAL_INV), 0);
+	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_SEND_WITH_INV), 0);
+	assert_int_equal(sib_wr_check(IBV_QPT_UC, IBV_WR_SEND_WITH_INV), EINVAL);
+	assert_int_equal(sib_wr_check(IBV_QPT_UD, IBV_WR_BIND_MW), EINVAL);
+	/* not implemented */
+	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_ATOMIC_WRITE), EINVAL);
 	/* not a WR opcode */
 	assert_int_equal(sib_wr_check(IBV_QPT_RC, IBV_WR_DRIVER1), EINVAL);
 	assert_int_equal(sib_wr_check(IBV_QPT_RC, (enum ibv_wr_opcode)13), EINVAL);

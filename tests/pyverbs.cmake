@@ -8,10 +8,10 @@
 # A section or area joins the list when its feature is on main; the pending
 # ones SKIP or fail today (run them by hand: pyverbs_hca.py SECTION against a
 # softibd, see the script's --help).
-set(PYVERBS_SECTIONS rc ud mcast srq xrc xrc_shared)
-set(PYVERBS_SECTIONS_PENDING atomic mw)
-set(DEVINFO_AREAS ud mcast srq xrc)
-set(DEVINFO_AREAS_PENDING atomic mw)
+set(PYVERBS_SECTIONS rc ud mcast srq xrc xrc_shared atomic mw)
+set(PYVERBS_SECTIONS_PENDING)
+set(DEVINFO_AREAS ud mcast srq xrc atomic mw)
+set(DEVINFO_AREAS_PENDING)
 
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   if(SOFTIB_SANITIZE)

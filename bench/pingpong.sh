@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # softib against the machine: unmodified ibv_rc_pingpong through softib at
 # 64 B and 64 KiB (path MTU 4096, server on softib0, client on softib1, one
-# host), perftest's ib_send_lat over UD and ib_atomic_lat (FETCH_AND_ADD)
+# host), perftest's ib_send_lat over RC and UD and ib_atomic_lat (FETCH_AND_ADD)
 # (when perftest is installed), single-thread memcpy bandwidth at 64 KiB,
 # and the cache-line round trip between two threads (how far apart the
 # host put the CPUs), side by side.
@@ -48,6 +48,8 @@ median() { # SIZE -> the median (by usec/iter) of $runs runs
 
 read -r small_mb small_us < <(median 64)
 read -r big_mb big_us < <(median 65536)
+read -r _ rc_us < <(for _ in $(seq "$runs"); do perftest_lat ib_send_lat; done |
+	sort -k2 -g | sed -n "$(((runs + 1) / 2))p")
 read -r _ ud_us < <(for _ in $(seq "$runs"); do perftest_lat ib_send_lat -c UD; done |
 	sort -k2 -g | sed -n "$(((runs + 1) / 2))p")
 read -r _ atomic_us < <(for _ in $(seq "$runs"); do perftest_lat ib_atomic_lat; done |
@@ -58,6 +60,7 @@ rtt_ns=$("$build/bin/cacheline_rtt" | awk '{print $1}')
 printf '%-44s %14s %12s\n' "what ($(nproc) cores, $iters iterations, median of $runs)" "Mbit/s" "usec/iter"
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 64 (softib0 <-> softib1)" "$small_mb" "$small_us"
 printf '%-44s %14s %12s\n' "ibv_rc_pingpong -s 65536" "$big_mb" "$big_us"
+printf '%-44s %14s %12s\n' "ib_send_lat RC, 2 B (t_typical, one way)" "-" "$rc_us"
 printf '%-44s %14s %12s\n' "ib_send_lat -c UD, 2 B (t_typical, one way)" "-" "$ud_us"
 printf '%-44s %14s %12s\n' "ib_atomic_lat FETCH_AND_ADD (t_typical)" "-" "$atomic_us"
 printf '%-44s %14s %12s\n' "memcpy 64 KiB, one thread" "$copy_mb" "-"

@@ -43,4 +43,8 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   sib_srq_itest(perftest_srq_ib_send_lat perftest_srq.sh ib_send_lat)
   sib_srq_itest(perftest_srq_ib_send_bw_events perftest_srq.sh ib_send_bw -e)
   sib_srq_itest(perftest_srq_ib_send_lat_events perftest_srq.sh ib_send_lat -e)
+  # perftest -c XRC: XRC_SEND / XRC_RECV QPs on XRC SRQs, every verb
+  foreach(tool ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw ib_send_lat ib_read_lat)
+    sib_srq_itest(perftest_xrc_${tool} perftest.sh ${tool} -c XRC)
+  endforeach()
 endif()

@@ -411,6 +411,13 @@ int sib_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 
 	if (sib_ctx_fatal(ctx))
 		return EIO; /* rdma-core after DEVICE_FATAL: the kernel answers EIO */
+	/* What the kernel's uverbs ignores before checking the mask: XRC
+	 * initiators have no responder, XRC targets no requester (perftest
+	 * -c XRC sets the RC attributes on both). */
+	if (ibqp->qp_type == IBV_QPT_XRC_SEND)
+		attr_mask &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	else if (ibqp->qp_type == IBV_QPT_XRC_RECV)
+		attr_mask &= ~(IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY);
 	pthread_mutex_lock(&ctx->progress_lock);
 	cur = qp->state;
 	if ((attr_mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {

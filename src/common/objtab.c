@@ -196,6 +196,14 @@ void *sib_objtab_get_index(struct sib_objtab *t, uint32_t index, uint64_t *handl
 	return obj;
 }
 
+void sib_objtab_hold(struct sib_objtab *t, uint64_t handle)
+{
+	struct sib_objtab_slot *s = slot_of(t, SIB_OBJTAB_INDEX(handle));
+
+	/* The caller's reference keeps refs above 0: destroy waits for both. */
+	atomic_fetch_add_explicit(&s->word, 1, memory_order_relaxed);
+}
+
 void sib_objtab_put(struct sib_objtab *t, uint64_t handle)
 {
 	struct sib_objtab_slot *s = slot_of(t, SIB_OBJTAB_INDEX(handle));

@@ -73,9 +73,12 @@ void *sib_objtab_get(struct sib_objtab *t, uint64_t handle);
 /* The same by index alone, whatever the generation; *handle (if not NULL)
  * gets the full handle of what was found. */
 void *sib_objtab_get_index(struct sib_objtab *t, uint32_t index, uint64_t *handle);
-/* Drop a reference taken by get/get_index/next (only the index of handle
- * is used). */
+/* Drop a reference taken by get/get_index/next/hold (only the index of
+ * handle is used). */
 void sib_objtab_put(struct sib_objtab *t, uint64_t handle);
+/* One more reference on an object the caller holds a reference on (so it
+ * cannot be freed meanwhile): never fails, even once it is unpublished. */
+void sib_objtab_hold(struct sib_objtab *t, uint64_t handle);
 /* Iterate: the first published object at index >= *index, with a
  * reference taken; *index is set to its index.  NULL at the end.  Continue
  * from *index + 1. */

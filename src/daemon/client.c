@@ -382,6 +382,8 @@ static int cmd_xrcd_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_m
 		return -EINVAL;
 	if (x->has_fd && c->in_fd < 0)
 		return -EBADF;
+	if (c->count[SIB_OBJ_XRCD] >= SIBD_XRCD_PER_CONN)
+		return -ENOSPC; /* a connection's share of the domains (xrcd.c) */
 	ret = obj_begin(c, x->dev_handle, SIB_OBJ_XRCD, &dev, &o, &handle);
 	if (ret)
 		return ret;

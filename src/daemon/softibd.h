@@ -119,6 +119,7 @@ struct sibd {
  * O_CREAT), -EINVAL (one and O_EXCL), -EBADF, -ENOMEM, -ENOSPC.  put:
  * drop one reference; the last frees the domain. */
 struct sibd_xrcd;
+#define SIBD_XRCD_PER_CONN 256 /* open domain handles per connection: -ENOSPC beyond */
 int sibd_xrcd_open(struct sibd *d, uint32_t dev_index, int fd, uint32_t oflags, uint32_t *num);
 void sibd_xrcd_put(struct sibd *d, uint32_t dev_index, uint32_t num);
 

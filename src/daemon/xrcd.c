@@ -7,13 +7,19 @@
  * client states), so every process that opens the same file gets the same
  * domain number; fd -1 makes a private one.  Each opener's handle holds
  * one reference; the last one (closed, or dropped with its process or
- * device) frees the domain.  Single-threaded (the event loop).
+ * device) frees the domain.  A file domain keeps a duplicate of the fd,
+ * as the kernel holds the inode: the inode number cannot be reused by
+ * another file while the domain lives.  The fd is hostile: statx with
+ * AT_STATX_DONT_SYNC (a FUSE file cannot block the event loop on a
+ * GETATTR) and no O_PATH fds (the kernel refuses those too: EBADF).
+ * Single-threaded (the event loop).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "daemon/softibd.h"
 
@@ -25,8 +31,9 @@ struct sibd_xrcd {
 	uint32_t num;                  /* never 0 */
 	uint32_t refs;                 /* opener handles */
 	bool file;                     /* keyed by (dev, ino) */
-	dev_t dev;
-	ino_t ino;
+	int fd;                        /* file domains: holds the inode */
+	uint64_t dev;                  /* statx dev_major << 32 | dev_minor */
+	uint64_t ino;
 };
 
 static struct sibd_xrcd *find_num(struct sibd *d, uint32_t dev_index, uint32_t num)
@@ -40,14 +47,19 @@ static struct sibd_xrcd *find_num(struct sibd *d, uint32_t dev_index, uint32_t n
 int sibd_xrcd_open(struct sibd *d, uint32_t dev_index, int fd, uint32_t oflags, uint32_t *num)
 {
 	struct sibd_xrcd *x;
-	struct stat st;
+	struct statx st;
+	uint64_t dev = 0;
 	unsigned int n = 0;
+	int fl;
 
 	if (fd >= 0) {
-		if (fstat(fd, &st))
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || (fl & O_PATH) ||
+		    statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_INO, &st))
 			return -EBADF;
+		dev = (uint64_t)st.stx_dev_major << 32 | st.stx_dev_minor;
 		for (x = d->xrcds; x; x = x->next)
-			if (x->dev_index == dev_index && x->file && x->dev == st.st_dev && x->ino == st.st_ino)
+			if (x->dev_index == dev_index && x->file && x->dev == dev && x->ino == st.stx_ino)
 				break;
 		if (x && (oflags & O_EXCL))
 			return -EINVAL;
@@ -66,6 +78,11 @@ int sibd_xrcd_open(struct sibd *d, uint32_t dev_index, int fd, uint32_t oflags, 
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
+	x->fd = -1;
+	if (fd >= 0 && (x->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		free(x);
+		return -ENOMEM; /* out of fds */
+	}
 	do /* fewer than SIBD_MAX_XRCDS are taken: this ends */
 		d->xrcd_next++;
 	while (!d->xrcd_next || find_num(d, dev_index, d->xrcd_next));
@@ -74,8 +91,8 @@ int sibd_xrcd_open(struct sibd *d, uint32_t dev_index, int fd, uint32_t oflags, 
 	x->refs = 1;
 	x->file = fd >= 0;
 	if (x->file) {
-		x->dev = st.st_dev;
-		x->ino = st.st_ino;
+		x->dev = dev;
+		x->ino = st.stx_ino;
 	}
 	x->next = d->xrcds;
 	d->xrcds = x;
@@ -92,6 +109,8 @@ void sibd_xrcd_put(struct sibd *d, uint32_t dev_index, uint32_t num)
 			continue;
 		if (--x->refs == 0) {
 			*pp = x->next;
+			if (x->fd >= 0)
+				close(x->fd);
 			free(x);
 		}
 		return;

@@ -87,9 +87,15 @@ void sib_atomic_duplicate(struct sib_qp *qp, const struct iba_pkt *pkt)
 	const struct sib_atomic_saved *found = NULL;
 	uint32_t psn = pkt->bth.psn;
 
-	for (unsigned int i = 0; i < SIB_ATOMIC_SAVED; i++)
-		if (r->atomic_saved[i].valid && r->atomic_saved[i].psn == psn)
-			found = &r->atomic_saved[i];
+	/* Newest first: after the PSN space wraps, an old result with the same
+	 * PSN may still be in the ring, and the newest is the one meant. */
+	for (unsigned int k = 1; k <= SIB_ATOMIC_SAVED && !found; k++) {
+		const struct sib_atomic_saved *e =
+			&r->atomic_saved[(r->atomic_saved_next - k) % SIB_ATOMIC_SAVED];
+
+		if (e->valid && e->psn == psn)
+			found = e;
+	}
 	if (!found)
 		return; /* not one we executed (or long gone): dropped */
 	for (uint32_t i = r->rd_res_tail; i != r->rd_res_head; i = (i + 1) % r->rd_res_size)

@@ -187,7 +187,7 @@ static bool invalidate(struct sib_qp *qp, uint32_t key, bool by_qp)
 	if (!mw)
 		return false;
 	ok = mw->ibv.type == IBV_MW_TYPE_2 && mw->bound && mw->key == key &&
-	     mw->range.pd == qp->ibv.qp_base.pd->handle && (!by_qp || mw->qpn == qp->ibv.qp_base.qp_num);
+	     mw->range.pd == sib_resp_pd(qp) && (!by_qp || mw->qpn == qp->ibv.qp_base.qp_num);
 	if (ok)
 		mw->bound = false;
 	sib_objtab_put(&qp->ctx->mws, h);
@@ -212,7 +212,7 @@ enum ibv_wc_status sib_mw_local_wqe(struct sib_qp *qp, const struct sib_swqe *w)
 bool sib_mw_rkey_ok(struct sib_qp *qp, uint32_t key, uint64_t va, uint64_t len, unsigned int need,
 		    struct sib_mr **out, uint64_t *out_h)
 {
-	uint32_t pd = qp->ibv.qp_base.pd->handle, mr_key = 0;
+	uint32_t pd = sib_resp_pd(qp), mr_key = 0; /* XRC_RECV: the SRQ's PD */
 	struct sib_mw *mw;
 	struct sib_mr *mr;
 	uint64_t h;

@@ -494,12 +494,19 @@ int sib_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *a, int attr_mask,
 static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const struct ibv_send_wr *wr,
 		     bool type1_ok)
 {
+	/* Local operations (LOCAL_INV, BIND_MW) carry no gather list:
+	 * providers ignore sg_list and num_sge there, whatever they hold. */
+	int nsge = 0;
 	uint64_t len = 0;
 
-	if (sib_wr_check(qp->ibv.qp_base.qp_type, wr->opcode) || wr->num_sge < 0 ||
-	    (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+	if (sib_wr_check(qp->ibv.qp_base.qp_type, wr->opcode))
 		return EINVAL;
-	for (int i = 0; i < wr->num_sge; i++)
+	if (!(sib_wr_info(wr->opcode)->flags & SIB_WR_LOCAL)) {
+		nsge = wr->num_sge;
+		if (nsge < 0 || (uint32_t)nsge > qp->cap.max_send_sge)
+			return EINVAL;
+	}
+	for (int i = 0; i < nsge; i++)
 		len += wr->sg_list[i].length;
 	if (len > SIB_MAX_MSG_SZ)
 		return EINVAL;
@@ -536,16 +543,16 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 
 		if (len > SIB_MAX_INLINE)
 			return EINVAL;
-		for (int i = 0; i < wr->num_sge; i++) {
+		for (int i = 0; i < nsge; i++) {
 			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 			dst += wr->sg_list[i].length;
 		}
 		w->inline_data = qp->sq_inline + (size_t)slot * SIB_MAX_INLINE;
 		w->num_sge = 0;
 	} else {
-		w->num_sge = (uint32_t)wr->num_sge;
-		if (wr->num_sge) /* sg_list may be NULL then (LOCAL_INV, BIND_MW, empty SEND) */
-			memcpy(w->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(struct ibv_sge));
+		w->num_sge = (uint32_t)nsge;
+		if (nsge) /* sg_list may be NULL otherwise (an empty SEND) */
+			memcpy(w->sge, wr->sg_list, (size_t)nsge * sizeof(struct ibv_sge));
 	}
 	return 0;
 }

@@ -213,9 +213,12 @@ static inline bool sib_rwqe_take(struct sib_qp *qp)
 		return true;
 	if (!sib_srq_take(srq, &qp->srq_wqe))
 		return false;
-	if (srq == qp->xrc_srq) /* keep the XRC SRQ (and its CQ) until done */
-		(void)sib_objtab_get_index(&qp->ctx->srqs, SIB_OBJTAB_INDEX(qp->xrc_srq_h),
-					   &qp->wqe_srq_h);
+	if (srq == qp->xrc_srq) { /* keep the XRC SRQ (and its CQ) until done: a
+				     second reference on the one the demux holds,
+				     which a destroy meanwhile cannot fail */
+		sib_objtab_hold(&qp->ctx->srqs, qp->xrc_srq_h);
+		qp->wqe_srq_h = qp->xrc_srq_h;
+	}
 	qp->wqe_srq = srq;
 	return true;
 }
@@ -256,7 +259,10 @@ static inline uint32_t sib_resp_pd(const struct sib_qp *qp)
 {
 	if (qp->xrc_srq)
 		return qp->xrc_srq->ibv.pd->handle;
-	return qp->ibv.qp_base.pd->handle;
+	/* An XRC_RECV QP with no SRQ named for this packet has no PD: a
+	 * handle no object has (softibd's are generation << 16 | index with
+	 * generations from 1), so every key check fails. */
+	return qp->ibv.qp_base.pd ? qp->ibv.qp_base.pd->handle : 0;
 }
 
 /* A response opcode on the QP's transport: an XRC_RECV QP answers with

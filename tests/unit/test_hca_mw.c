@@ -122,6 +122,8 @@ static void local_inv(unsigned int s, uint32_t key, uint64_t wr_id)
 	wr.opcode = IBV_WR_LOCAL_INV;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.invalidate_rkey = key;
+	/* No gather list: whatever sg_list and num_sge hold is ignored. */
+	wr.num_sge = (int)(wr_id % 3) * 50 - 1;
 	assert_int_equal(sib_hca_ops.post_send(sides[s].qp, &wr, &bad), 0);
 }
 

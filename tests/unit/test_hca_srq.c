@@ -494,6 +494,22 @@ static void test_xrc_transfer(void **state)
 	assert_memory_equal(sides[A].buf + 16384, sides[A].buf + 8192, 2000);
 	assert_true(count(0, A, IBA_TRANSPORT_XRC | IBA_OPC_RDMA_READ_RESPONSE_FIRST, 0, true) >= 1);
 	xrc_atomic(srqn);
+
+	/* A memory-window R_Key at the target (which has no PD of its own:
+	 * the check uses the SRQ's): a remote access NAK, no crash. */
+	{
+		struct ibv_sge sge = { .addr = (uintptr_t)sides[A].buf, .length = 64,
+				       .lkey = sides[A].mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED },
+				   *bad = NULL;
+
+		wr.wr.rdma.remote_addr = (uintptr_t)sides[B].buf;
+		wr.wr.rdma.rkey = 0x80000100u; /* the window key space (mw.c) */
+		wr.qp_type.xrc.remote_srqn = srqn;
+		assert_int_equal(ops->post_send(x.qa[0], &wr, &bad), 0);
+		expect_wc(A, 5, IBV_WC_REM_ACCESS_ERR);
+	}
 }
 
 /* The ibv_wr_* API on an XRC_SEND QP: ibv_wr_set_xrc_srqn names the SRQ

@@ -151,6 +151,30 @@ static void test_destroy_waits(void **state)
 	sib_objtab_fini(&t);
 }
 
+/* hold: a second reference on a held object, taken even after unpublish
+ * (where get fails), counts until put like any other. */
+static void test_hold(void **state)
+{
+	struct sib_objtab t;
+	struct obj a = { ALIVE, 0 };
+	uint64_t h;
+
+	(void)state;
+	assert_int_equal(sib_objtab_init(&t, "t", 0, 4), 0);
+	assert_int_equal(sib_objtab_reserve(&t, &h), 0);
+	sib_objtab_publish(&t, h, &a);
+	assert_non_null(sib_objtab_get(&t, h));
+	assert_int_equal(sib_objtab_unpublish(&t, h), 0);
+	assert_null(sib_objtab_get(&t, h));
+	sib_objtab_hold(&t, h);
+	sib_objtab_put(&t, h);
+	assert_int_equal(sib_objtab_wait(&t, h, 1000000ull, NULL, NULL), ETIMEDOUT);
+	sib_objtab_put(&t, h);
+	assert_int_equal(sib_objtab_wait(&t, h, 1000000ull, NULL, NULL), 0);
+	sib_objtab_release(&t, h);
+	sib_objtab_fini(&t);
+}
+
 /* A holder that keeps a reference across operations and lets go when it
  * sees the generation move: the poke of a wait plays its next pass. */
 struct keeper {
@@ -328,6 +352,7 @@ int main(void)
 		cmocka_unit_test(test_publish_protocol),
 		cmocka_unit_test(test_full_and_next),
 		cmocka_unit_test(test_destroy_waits),
+		cmocka_unit_test(test_hold),
 		cmocka_unit_test(test_unpublish_wait_republish),
 		cmocka_unit_test(test_stress_destroy_vs_lookup),
 	};

@@ -94,6 +94,14 @@ static void test_xrcd_shared_by_file(void **state)
 	assert_int_equal(errno, EBADF);
 	assert_null(xrcd_open(c1, fd, O_CREAT | O_APPEND));
 	assert_int_equal(errno, EINVAL);
+	{
+		int pfd = open(path, O_PATH); /* names the file, opens nothing: EBADF (kernel) */
+
+		assert_true(pfd >= 0);
+		assert_null(xrcd_open(c1, pfd, O_CREAT));
+		assert_int_equal(errno, EBADF);
+		close(pfd);
+	}
 	x1 = xrcd_open(c1, -1, 0); /* no file: a private domain */
 	assert_non_null(x1);
 	assert_int_equal(ibv_close_xrcd(x1), 0);

@@ -242,6 +242,22 @@ bool sib_mw_rkey_ok(struct sib_qp *qp, uint32_t key, uint64_t va, uint64_t len, 
 	return true;
 }
 
+bool sib_mw_key_live(struct sib_qp *qp, uint32_t key)
+{
+	struct sib_mw *mw;
+	uint64_t h;
+	bool ok;
+
+	if (!sib_key_is_mw(key))
+		return true;
+	mw = sib_objtab_get_index(&qp->ctx->mws, mw_index(key), &h);
+	if (!mw)
+		return false;
+	ok = mw->bound && mw->key == key;
+	sib_objtab_put(&qp->ctx->mws, h);
+	return ok;
+}
+
 bool sib_mw_remote_invalidate(struct sib_qp *qp, uint32_t key)
 {
 	return invalidate(qp, key, true);

@@ -69,6 +69,13 @@ enum ibv_wc_status sib_mw_local_wqe(struct sib_qp *qp, const struct sib_swqe *w)
 bool sib_mw_rkey_ok(struct sib_qp *qp, uint32_t key, uint64_t va, uint64_t len, unsigned int need,
 		    struct sib_mr **mr, uint64_t *mr_h);
 
+/* Is window key `key` still bound to the same binding (not invalidated,
+ * rebound or deallocated since the responder looked it up)?  True for an
+ * MR's key.  Engine context: a WRITE or READ under way through a window
+ * stops once the window goes (IBA 10.6.7: invalidation takes effect for
+ * later accesses). */
+bool sib_mw_key_live(struct sib_qp *qp, uint32_t key);
+
 /* Responder: SEND_WITH_INV's remote invalidation of `key`: a bound type 2
  * window of qp's PD bound by qp.  True if it was invalidated. */
 bool sib_mw_remote_invalidate(struct sib_qp *qp, uint32_t key);

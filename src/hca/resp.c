@@ -310,6 +310,18 @@ static struct sib_mr *held_mr(struct sib_qp *qp, struct sib_mr **mr, uint64_t h)
 	return *mr;
 }
 
+/* held_mr for a reference taken through `rkey`, which may be a window's:
+ * the reference is also let go once that window is invalidated, rebound
+ * or deallocated (sib_mw_key_live), so an access under way stops there. */
+static struct sib_mr *held_key(struct sib_qp *qp, struct sib_mr **mr, uint64_t h, uint32_t rkey)
+{
+	if (*mr && !sib_mw_key_live(qp, rkey)) {
+		*mr = NULL;
+		sib_objtab_put(&qp->ctx->mrs, h);
+	}
+	return held_mr(qp, mr, h);
+}
+
 static enum resp_state check_keys(struct resp_pass *p)
 {
 	struct sib_qp *qp = p->qp;
@@ -342,8 +354,8 @@ static enum resp_state check_keys(struct resp_pass *p)
 										   : RESPST_ERR_RKEY_VIOLATION;
 	/* A later WRITE packet: the MR was deregistered or reregistered
 	 * under the message. */
-	return p->pkt->paylen && !held_mr(qp, &qp->resp.mr, qp->resp.mr_h) ? RESPST_ERR_RKEY_VIOLATION
-									     : RESPST_EXECUTE;
+	return p->pkt->paylen && !held_key(qp, &qp->resp.mr, qp->resp.mr_h, qp->resp.rkey)
+	       ? RESPST_ERR_RKEY_VIOLATION : RESPST_EXECUTE;
 }
 
 /* ---- execution ---- */
@@ -390,6 +402,7 @@ static enum resp_state do_write(struct resp_pass *p)
 		 * CHK_OP_SEQ), dropped after the last packet. */
 		qp->resp.mr = p->mr;
 		qp->resp.mr_h = p->mr_h;
+		qp->resp.rkey = pkt->reth.rkey;
 		p->mr = NULL;
 		qp->resp.va = pkt->reth.va;
 		qp->resp.remaining = pkt->reth.dmalen;
@@ -438,6 +451,7 @@ static void queue_read(struct sib_qp *qp, const struct iba_pkt *pkt, struct resp
 	res->msn = r->msn;
 	res->mr = p->mr;               /* the reference moves to the resource */
 	res->mr_h = p->mr_h;
+	res->rkey = pkt->reth.rkey;
 	p->mr = NULL;
 	r->rd_res_head = (r->rd_res_head + 1) % r->rd_res_size;
 }
@@ -650,8 +664,9 @@ static bool send_read_responses(struct sib_qp *qp)
 			uint32_t paylen = last ? res->len - res->sent : qp->mtu;
 			struct sib_tx tx;
 
-			if (paylen && !held_mr(qp, &res->mr, res->mr_h))
-				break; /* MR deregistered or reregistered: nothing more to send */
+			if (paylen && !held_key(qp, &res->mr, res->mr_h, res->rkey))
+				break; /* MR deregistered or reregistered, or its window
+					  gone: nothing more to send */
 			if (!sib_tx_begin(qp, &tx))
 				return false;
 			if (tx.slot) {

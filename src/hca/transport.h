@@ -51,6 +51,7 @@ struct sib_read_res {
 	uint32_t msn;
 	struct sib_mr *mr;             /* a reference (mr_h), NULL: none or dropped */
 	uint64_t mr_h;
+	uint32_t rkey;                 /* the RETH's R_Key (an MR's or a window's) */
 	/* atomics (atomic.c): an ATOMIC_ACKNOWLEDGE owed instead of READ data */
 	bool atomic;
 	uint64_t orig;                 /* the original remote value, host order */
@@ -80,6 +81,7 @@ struct sib_resp {
 	struct sib_mr *mr;             /* RDMA WRITE: target MR, a reference (mr_h);
 					  NULL: none, or deregistered/reregistered */
 	uint64_t mr_h;
+	uint32_t rkey;                 /* RDMA WRITE: the RETH's R_Key (an MR's or a window's) */
 	enum ibv_wc_status err_status; /* for the RWQE in use when the QP failed */
 	/* ACK/NAK owed, sent when the wire has room (coalesced) */
 	bool ack_pending;

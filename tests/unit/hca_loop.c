@@ -177,14 +177,14 @@ void pump(void)
 			assert_true(len <= SIB_SLOT_DATA_BYTES);
 			e = log_packet(d, s->data, len);
 			v = filter ? filter(e) : PASS;
-			if (v == KEEP) {
+			if (v == KEEP || v == HOLD) {
 				assert_true(nkept < KEEP_MAX);
 				kept[nkept].dst = d;
 				kept[nkept].len = len;
 				kept[nkept].flags = flags;
 				memcpy(kept[nkept++].data, s->data, len);
 			}
-			if (v != DROP)
+			if (v != DROP && v != HOLD)
 				deliver(d, s->data, len, flags);
 			if (v == DUP)
 				deliver(d, s->data, len, flags);

@@ -51,7 +51,11 @@ struct seen {
 };
 
 /* What the filter does with a packet. */
-enum verdict { PASS, DROP, DUP, KEEP /* pass it, and keep a copy for replay() */ };
+enum verdict {
+	PASS, DROP, DUP,
+	KEEP,                          /* pass it, and keep a copy for replay() */
+	HOLD,                          /* keep a copy for replay() only */
+};
 
 /* One side of the connection (side_open). */
 struct side {

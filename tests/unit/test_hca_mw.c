@@ -327,6 +327,39 @@ static void test_mw_type2_local_inv(void **state)
 	write_through(win(0), key, IBV_WC_REM_ACCESS_ERR);
 }
 
+static enum verdict hold_later_writes(const struct seen *s)
+{
+	uint8_t op = s->opc & 0x1f;
+
+	return s->dst == B && (op == IBA_OPC_RDMA_WRITE_MIDDLE || op == IBA_OPC_RDMA_WRITE_LAST) ? HOLD
+												  : PASS;
+}
+
+/* A WRITE under way through a window when the window is invalidated: the
+ * rest of it is refused (REM_ACCESS_ERR), nothing more lands. */
+static void test_mw_invalidate_stops_write_under_way(void **state)
+{
+	uint32_t key;
+
+	(void)state;
+	key = up_bound2();
+	memset(sides[B].buf + WIN_OFF, 0, WIN_LEN);
+	fill(sides[A].buf, 3000, 7);
+	filter = hold_later_writes;
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 3000, win(0), key, 1);
+	settle(50);
+	assert_int_equal(nkept, 2); /* MIDDLE and LAST wait; FIRST landed */
+	assert_memory_equal(sides[B].buf + WIN_OFF, sides[A].buf, 1024);
+	local_inv(B, key, 79);
+	expect_wc_op(B, 79, IBV_WC_SUCCESS, IBV_WC_LOCAL_INV);
+	filter = NULL;
+	replay(0);
+	replay(1);
+	expect_wc(A, 1, IBV_WC_REM_ACCESS_ERR);
+	for (unsigned int i = 1024; i < 3000; i++)
+		assert_int_equal(sides[B].buf[WIN_OFF + i], 0);
+}
+
 /* Bind again after the invalidation, with the next key. */
 static void test_mw_type2_rebind_after_inv(void **state)
 {
@@ -560,6 +593,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_mw_wrong_type_for_op, down_mw),
 		cmocka_unit_test_teardown(test_mw_type2_bind_invalidate, down_mw),
 		cmocka_unit_test_teardown(test_mw_type2_local_inv, down_mw),
+		cmocka_unit_test_teardown(test_mw_invalidate_stops_write_under_way, down_mw),
 		cmocka_unit_test_teardown(test_mw_type2_rebind_after_inv, down_mw),
 		cmocka_unit_test_teardown(test_mw_send_with_inv, down_mw),
 		cmocka_unit_test_teardown(test_mw_send_with_inv_bad_key, down_mw),

@@ -242,6 +242,22 @@ bool sib_mw_rkey_ok(struct sib_qp *qp, uint32_t key, uint64_t va, uint64_t len, 
 	return true;
 }
 
+void sib_mw_qp_gone(struct sib_qp *qp)
+{
+	struct sib_context *ctx = qp->ctx;
+	struct sib_mw *mw;
+	uint32_t i = 0;
+
+	pthread_mutex_lock(&ctx->progress_lock); /* `bound` is the engine's */
+	while ((mw = sib_objtab_next(&ctx->mws, &i))) {
+		if (mw->ibv.type == IBV_MW_TYPE_2 && mw->bound && mw->qpn == qp->ibv.qp_base.qp_num)
+			mw->bound = false;
+		sib_objtab_put(&ctx->mws, mw->tab_handle);
+		i++;
+	}
+	pthread_mutex_unlock(&ctx->progress_lock);
+}
+
 bool sib_mw_key_live(struct sib_qp *qp, uint32_t key)
 {
 	struct sib_mw *mw;

@@ -69,6 +69,10 @@ enum ibv_wc_status sib_mw_local_wqe(struct sib_qp *qp, const struct sib_swqe *w)
 bool sib_mw_rkey_ok(struct sib_qp *qp, uint32_t key, uint64_t va, uint64_t len, unsigned int need,
 		    struct sib_mr **mr, uint64_t *mr_h);
 
+/* A QP is destroyed: the type 2 windows bound to it are invalid from now
+ * on (rxe keeps the QP with the window; here its QPN could be reused). */
+void sib_mw_qp_gone(struct sib_qp *qp);
+
 /* Is window key `key` still bound to the same binding (not invalidated,
  * rebound or deallocated since the responder looked it up)?  True for an
  * MR's key.  Engine context: a WRITE or READ under way through a window

@@ -247,6 +247,7 @@ int sib_destroy_qp(struct ibv_qp *ibqp)
 	if (qp_unpublish(ctx, qp))
 		return EBUSY; /* a user never let go: leak it rather than free it */
 	sib_mcast_qp_gone(qp); /* softibd drops its attachments with the object */
+	sib_mw_qp_gone(qp);    /* its type 2 windows go invalid */
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != atomic_load(&qp->events_reported))
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);

@@ -360,6 +360,19 @@ static void test_mw_invalidate_stops_write_under_way(void **state)
 		assert_int_equal(sides[B].buf[WIN_OFF + i], 0);
 }
 
+/* The QP a type 2 window is bound to goes (sib_destroy_qp calls this
+ * after unpublishing it): the window is invalid, whoever gets its QPN. */
+static void test_mw_type2_qp_gone(void **state)
+{
+	uint32_t key;
+
+	(void)state;
+	key = up_bound2();
+	write_through(win(0), key, IBV_WC_SUCCESS);
+	sib_mw_qp_gone(to_sqp(sides[B].qp));
+	write_through(win(0), key, IBV_WC_REM_ACCESS_ERR);
+}
+
 /* Bind again after the invalidation, with the next key. */
 static void test_mw_type2_rebind_after_inv(void **state)
 {
@@ -594,6 +607,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_mw_type2_bind_invalidate, down_mw),
 		cmocka_unit_test_teardown(test_mw_type2_local_inv, down_mw),
 		cmocka_unit_test_teardown(test_mw_invalidate_stops_write_under_way, down_mw),
+		cmocka_unit_test_teardown(test_mw_type2_qp_gone, down_mw),
 		cmocka_unit_test_teardown(test_mw_type2_rebind_after_inv, down_mw),
 		cmocka_unit_test_teardown(test_mw_send_with_inv, down_mw),
 		cmocka_unit_test_teardown(test_mw_send_with_inv_bad_key, down_mw),

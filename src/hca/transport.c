@@ -97,6 +97,22 @@ void sib_qp_transport_run(struct sib_qp *qp, uint64_t *now, uint64_t *next)
 	 * go now, so that its destroyer's wait ends without a packet. */
 	if (__builtin_expect(qp->resp.mr != NULL || qp->resp.rd_res_tail != qp->resp.rd_res_head, 0))
 		sib_qp_transport_release(qp, true);
+	/* An XRC SRQ whose WQE this target QP holds mid-message is being
+	 * destroyed: the WQE completes flushed and the SRQ is let go, so that
+	 * the destroy ends (the rest of the message finds no SRQ: dropped). */
+	if (__builtin_expect(qp->wqe_srq != NULL && qp->wqe_srq != qp->srq, 0) &&
+	    !sib_objtab_live(&qp->ctx->srqs, qp->wqe_srq_h)) {
+		struct sib_rwqe *r = sib_rwqe_cur(qp);
+		struct ibv_wc wc = { .wr_id = r->wr_id, .status = IBV_WC_WR_FLUSH_ERR,
+				     .qp_num = qp->ibv.qp_base.qp_num };
+		struct sib_cq *cq = sib_rwqe_cq(qp);
+
+		/* Before letting go: the SRQ's reference keeps its CQ. */
+		sib_cq_push(cq, &wc, false);
+		qp->resp.in_send = false;
+		qp->resp.have_rwqe = false;
+		sib_rwqe_done(qp);
+	}
 	if (qp->state == IBV_QPS_ERR) {
 		if (qp->resp.ack_pending) /* a fatal NAK still owed to the requester */
 			sib_resp_send_ack(qp, qp->resp.ack_syndrome, qp->resp.ack_psn);

@@ -512,6 +512,43 @@ static void test_xrc_transfer(void **state)
 	}
 }
 
+static enum verdict hold_later_sends(const struct seen *s)
+{
+	uint8_t op = s->opc & 0x1f;
+
+	return s->dst == B && (op == IBA_OPC_SEND_MIDDLE || op == IBA_OPC_SEND_LAST) ? HOLD : PASS;
+}
+
+/* An XRC SRQ destroyed while a target QP holds one of its WQEs mid-message
+ * (the rest of the message is late): the WQE completes flushed on the
+ * SRQ's CQ and the destroy succeeds at once, as on rdma-core. */
+static void test_xrc_srq_destroy_mid_message(void **state)
+{
+	uint32_t srqn = 0;
+	uint64_t t0;
+	struct ibv_wc wc;
+
+	(void)state;
+	up(&def_opts);
+	x.xrcd[0] = xrcd_new();
+	x.srq[0] = xsrq_new(x.xrcd[0]);
+	assert_int_equal(ops->get_srq_num(x.srq[0], &srqn), 0);
+	pair(0, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV, NULL, x.xrcd[0], &def_opts);
+	srq_post(x.srq[0], 0, 4096, 31);
+	filter = hold_later_sends;
+	send_on(x.qa[0], IBV_WR_SEND, 0, 3000, 0, srqn, 1);
+	settle(50);
+	assert_int_equal(nkept, 2); /* FIRST placed, the WQE is held */
+	t0 = now_ms();
+	assert_int_equal(ops->destroy_srq(x.srq[0]), 0);
+	assert_true(now_ms() - t0 < 1000);
+	x.srq[0] = NULL;
+	wc = poll_wc(B);
+	assert_int_equal(wc.wr_id, 31);
+	assert_int_equal(wc.status, IBV_WC_WR_FLUSH_ERR);
+	filter = NULL;
+}
+
 /* The ibv_wr_* API on an XRC_SEND QP: ibv_wr_set_xrc_srqn names the SRQ
  * (verbs.h's inline calls qp_ex->wr_set_xrc_srqn). */
 static void test_xrc_wr_api(void **state)
@@ -683,6 +720,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_rnr_on_empty_srq, srq_down),
 		cmocka_unit_test_teardown(test_xrc_transfer, srq_down),
 		cmocka_unit_test_teardown(test_xrc_wr_api, srq_down),
+		cmocka_unit_test_teardown(test_xrc_srq_destroy_mid_message, srq_down),
 		cmocka_unit_test_teardown(test_xrc_wrong_srqn_dropped, srq_down),
 		cmocka_unit_test_teardown(test_rc_srq_under_faults, srq_down),
 		cmocka_unit_test_teardown(test_xrc_under_faults, srq_down),

@@ -15,11 +15,13 @@
 
 #include <stdint.h>
 
-#define SIB_ABI_VERSION 6u /* 2: sealed read-only map, no counters in it; 3: device
+#define SIB_ABI_VERSION 7u /* 2: sealed read-only map, no counters in it; 3: device
                                * generations, pushed events, registry commands;
                                * 4: link area in the fabric map, LINK_* ops;
                                * 5: multicast groups in the map, MCAST op;
-                               * 6: XRC domains (XRCD_OPEN, SIB_OBJ_XRCD) */
+                               * 6: XRC domains (XRCD_OPEN, SIB_OBJ_XRCD);
+                               * 7: an XRC_RECV QP names its XRCD handle
+                               *    (obj.xrcd_handle), qp_xrcd[] in the map */
 #define SIB_CTL_MAGIC   0x53494243u /* "SIBC" */
 
 /* Default socket path when SOFTIB_SOCKET is unset: $XDG_RUNTIME_DIR/softib.sock,
@@ -98,7 +100,8 @@ struct sib_ctl_obj {
 	uint32_t handle;      /* out (CREATE) / in (DESTROY) */
 	uint32_t qpn;         /* out for QPs: 24-bit QPN, unique per port */
 	uint32_t qp_type;     /* in for QPs: enum ibv_qp_type */
-	uint32_t pad;
+	uint32_t xrcd_handle; /* in for XRC_RECV QPs: an XRCD handle of this connection
+	                       * under the same device handle (XRCD_OPEN), else 0 */
 };
 
 /*

@@ -8,11 +8,11 @@
  * the storing process.  softibd keeps its own state privately and only
  * writes it here; it never reads the map back (DESIGN principle 6).
  * Clients read it on the data path without any system call: port
- * attributes, LID -> port, QPN -> owning inbox.  Entries that change while
- * clients run (qp_owner, inbox gen) are single 64/32-bit atomics written
- * with release and read with acquire; port attributes change under the
- * seqlock `port_seq`, read with a bounded number of tries
- * (common/fabric_view.h).  Counters a client keeps are not in here.
+ * attributes, LID -> port, QPN -> owning inbox and XRC domain.  Entries
+ * that change while clients run (qp_owner, qp_xrcd, inbox gen) are single
+ * 64/32-bit atomics written with release and read with acquire; port
+ * attributes change under the seqlock `port_seq`, read with a bounded
+ * number of tries (common/fabric_view.h).  Counters a client keeps are not in here.
  *
  * Changing any struct in this file changes SIB_ABI_VERSION (sib_ctl.h).
  */
@@ -160,6 +160,10 @@ struct sib_fabric_shm {
 	struct sib_shm_inbox_desc inboxes[SIB_MAX_INBOXES];
 	_Atomic uint16_t lid_map[SIB_UNICAST_LIDS];
 	_Atomic uint64_t qp_owner[SIB_MAX_QPN];
+	/* XRC: the domain number (softibd's, XRCD_OPEN) of the XRC_RECV QP that
+	 * holds QPN qpn; 0 = free or another QP type.  Stored before qp_owner
+	 * (release) when the QPN is handed out, cleared after it when freed. */
+	_Atomic uint32_t qp_xrcd[SIB_MAX_QPN];
 	_Atomic uint16_t mlid_grp[SIB_MCAST_LIDS]; /* MLID - 0xC000 -> group slot + 1, 0 = none */
 	struct sib_shm_mcast_grp mcast[SIB_MAX_MCAST_GRP];
 	struct sib_shm_link_port link[SIB_MAX_DEVICES][SIB_MAX_PORTS]; /* keep last */

@@ -29,7 +29,7 @@ struct sibd_obj {
 	uint32_t nchild;       /* devices: objects created under it */
 	uint32_t qpn;          /* QPs */
 	uint32_t qp_type;      /* QPs: enum ibv_qp_type */
-	uint32_t xrcd;         /* XRCDs: the domain's number (xrcd.c) */
+	uint32_t xrcd;         /* XRCDs, XRC_RECV QPs: the domain's number, held (xrcd.c) */
 	bool gone;             /* devices: unregistered; its objects are released */
 };
 
@@ -167,7 +167,7 @@ static void obj_destroy(struct sibd *d, struct sibd_client *c, uint32_t handle)
 		sibd_mcast_qp_gone(d, c, handle);
 		sibd_qpn_free(d, o->qpn);
 	}
-	if (o->type == SIB_OBJ_XRCD)
+	if (o->xrcd) /* an XRCD handle, or an XRC_RECV QP's hold on its domain */
 		sibd_xrcd_put(d, o->dev_index, o->xrcd);
 	dev = sib_ht_lookup(&c->ht, o->dev_handle);
 	dev->nchild--;
@@ -326,6 +326,24 @@ static void obj_commit(struct sibd_client *c, struct sibd_obj *dev, struct sibd_
 	c->count[o->type]++;
 }
 
+/* An XRC_RECV QP's domain: the XRCD handle it names must be an XRCD of c
+ * under the same device handle (ibv_create_qp_ex's xrcd, XRC annex: a TGT
+ * QP belongs to its domain).  Other QPs name none.  0 (*num: the domain, 0
+ * for other QP types) or -EBADF. */
+static int xrc_recv_domain(struct sibd_client *c, const struct sib_ctl_obj *co, uint32_t *num)
+{
+	struct sibd_obj *x;
+
+	*num = 0;
+	if (co->qp_type != IBV_QPT_XRC_RECV)
+		return co->xrcd_handle ? -EINVAL : 0;
+	x = lookup(c, co->xrcd_handle, false);
+	if (!x || x->type != SIB_OBJ_XRCD || x->dev_handle != co->dev_handle)
+		return -EBADF;
+	*num = x->xrcd;
+	return 0;
+}
+
 static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
 			  int *pass_fd)
 {
@@ -343,11 +361,15 @@ static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 		return ret;
 	o->qp_type = co->qp_type;
 	if (co->type == SIB_OBJ_QP) {
-		ret = sibd_qpn_alloc(d, dev->inbox, dev->dev_index, &o->qpn);
+		ret = xrc_recv_domain(c, co, &o->xrcd);
+		if (!ret)
+			ret = sibd_qpn_alloc(d, dev->inbox, dev->dev_index, o->xrcd, &o->qpn);
 		if (ret) {
 			obj_abort(c, o, handle);
 			return ret;
 		}
+		if (o->xrcd)
+			sibd_xrcd_hold(d, o->dev_index, o->xrcd);
 	}
 	obj_commit(c, dev, o, handle);
 	co->handle = handle;

@@ -6,7 +6,7 @@
  * this file is softibd's only writer of the map and never reads it back
  * (DESIGN principle 6).  The map is sealed F_SEAL_FUTURE_WRITE before a
  * client can have it.  Words that clients read while they change (qp_owner,
- * inbox gen) are stored with release; ports under the seqlock port_seq.
+ * qp_xrcd, inbox gen) are stored with release; ports under the seqlock port_seq.
  * Every loop is bounded by a table size.  Single-threaded; no locks.
  */
 #include <errno.h>
@@ -418,10 +418,11 @@ static bool qpn_taken(const struct sibd *d, uint32_t q)
 /*
  * Give out a QPN in 2..SIB_MAX_QPN-1 (0 and 1 are QP0 and QP1), unique
  * fabric-wide, next-fit so that a freed QPN is reused as late as possible,
- * and publish its owner.  The allocation is the private bitmap; the scan
+ * and publish its owner and, for an XRC_RECV QP, its domain number xrcd
+ * (0: another QP type).  The allocation is the private bitmap; the scan
  * visits each QPN at most once.  0 or -ENOSPC (all given out).
  */
-int sibd_qpn_alloc(struct sibd *d, uint32_t inbox, uint32_t dev_index, uint32_t *qpn)
+int sibd_qpn_alloc(struct sibd *d, uint32_t inbox, uint32_t dev_index, uint32_t xrcd, uint32_t *qpn)
 {
 	uint32_t q = d->qpn_next, n;
 
@@ -430,7 +431,9 @@ int sibd_qpn_alloc(struct sibd *d, uint32_t inbox, uint32_t dev_index, uint32_t 
 	if (n == SIB_MAX_QPN - 2)
 		return -ENOSPC;
 	d->qpn_bits[q / 64] |= 1ull << (q % 64);
-	/* Release: a peer that reads this word sees the inbox it names live. */
+	atomic_store_explicit(&d->shm->qp_xrcd[q], xrcd, memory_order_relaxed);
+	/* Release: a peer that reads this word sees the inbox it names live,
+	 * and the QP's domain. */
 	atomic_store_explicit(&d->shm->qp_owner[q],
 			      SIB_QPO_MAKE(inbox, sibd_inbox_gen(d, inbox), dev_index),
 			      memory_order_release);
@@ -446,5 +449,6 @@ void sibd_qpn_free(struct sibd *d, uint32_t qpn)
 		abort(); /* a bug in softibd: QPNs come from our own records only */
 	d->qpn_bits[qpn / 64] &= ~(1ull << (qpn % 64));
 	atomic_store_explicit(&d->shm->qp_owner[qpn], 0, memory_order_release);
+	atomic_store_explicit(&d->shm->qp_xrcd[qpn], 0, memory_order_release);
 	d->qpns_used--;
 }

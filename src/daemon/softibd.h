@@ -116,11 +116,14 @@ struct sibd {
 /* xrcd.c: XRC domains, one per device and file, counted by opener handles.
  * open: the domain of file fd (st_dev, st_ino) on device dev_index, or a
  * new private one for fd -1: *num, a reference taken; -EAGAIN (none and no
- * O_CREAT), -EINVAL (one and O_EXCL), -EBADF, -ENOMEM, -ENOSPC.  put:
- * drop one reference; the last frees the domain. */
+ * O_CREAT), -EINVAL (one and O_EXCL), -EBADF, -ENOMEM, -ENOSPC.  hold:
+ * one more reference on a live domain (an XRC_RECV QP's, so that its
+ * number is not reused while the QP publishes it).  put: drop one
+ * reference; the last frees the domain. */
 struct sibd_xrcd;
 #define SIBD_XRCD_PER_CONN 256 /* open domain handles per connection: -ENOSPC beyond */
 int sibd_xrcd_open(struct sibd *d, uint32_t dev_index, int fd, uint32_t oflags, uint32_t *num);
+void sibd_xrcd_hold(struct sibd *d, uint32_t dev_index, uint32_t num);
 void sibd_xrcd_put(struct sibd *d, uint32_t dev_index, uint32_t num);
 
 /* softibd.c */
@@ -151,7 +154,7 @@ int sibd_inbox_alloc(struct sibd *d, struct sibd_client *owner, uint32_t dev_ind
 		     uint32_t *inbox);
 void sibd_inbox_free(struct sibd *d, uint32_t inbox);
 uint32_t sibd_inbox_gen(const struct sibd *d, uint32_t inbox);
-int sibd_qpn_alloc(struct sibd *d, uint32_t inbox, uint32_t dev_index, uint32_t *qpn);
+int sibd_qpn_alloc(struct sibd *d, uint32_t inbox, uint32_t dev_index, uint32_t xrcd, uint32_t *qpn);
 void sibd_qpn_free(struct sibd *d, uint32_t qpn);
 
 /* client.c */

@@ -6,8 +6,9 @@
  * the st_dev and st_ino of the fd the client passed (never by numbers the
  * client states), so every process that opens the same file gets the same
  * domain number; fd -1 makes a private one.  Each opener's handle holds
- * one reference; the last one (closed, or dropped with its process or
- * device) frees the domain.  A file domain keeps a duplicate of the fd,
+ * one reference, and so does each XRC_RECV QP created in it (client.c);
+ * the last one (closed, or dropped with its process or device) frees the
+ * domain.  A file domain keeps a duplicate of the fd,
  * as the kernel holds the inode: the inode number cannot be reused by
  * another file while the domain lives.  The fd is hostile: statx with
  * AT_STATX_DONT_SYNC (a FUSE file cannot block the event loop on a
@@ -98,6 +99,15 @@ int sibd_xrcd_open(struct sibd *d, uint32_t dev_index, int fd, uint32_t oflags, 
 	d->xrcds = x;
 	*num = x->num;
 	return 0;
+}
+
+void sibd_xrcd_hold(struct sibd *d, uint32_t dev_index, uint32_t num)
+{
+	struct sibd_xrcd *x = find_num(d, dev_index, num);
+
+	if (!x)
+		abort(); /* a bug in softibd: callers name a domain they hold */
+	x->refs++;
 }
 
 void sibd_xrcd_put(struct sibd *d, uint32_t dev_index, uint32_t num)

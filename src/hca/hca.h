@@ -448,8 +448,7 @@ void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
  */
 #define SIB_RX_VCRC 0x1
 /* The slot said SIB_SLOT_F_XRC_FWD: a packet another context of this device
- * forwards (xrc_fwd.c); the domain bits above SIB_SLOT_XRCD_SHIFT as in the
- * slot's flags. */
+ * forwards (xrc_fwd.c), checked against softibd's qp_xrcd[] there. */
 #define SIB_RX_XRC_FWD SIB_SLOT_F_XRC_FWD
 #define SIB_RX_DELIVERED SIB_RX_DROP_COUNT
 enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
@@ -601,6 +600,10 @@ void sib_xrc_srq_release(struct sib_qp *qp);
 int sib_qp_check_srq_xrc(struct sib_context *ctx, const struct ibv_qp_init_attr_ex *attr);
 void sib_qp_attach_srq_xrc(struct sib_qp *qp, struct ibv_qp_init_attr_ex *attr);
 void sib_qp_detach_srq_xrc(struct sib_qp *qp);
+/* Register an XRC_RECV QP with softibd in attr->xrcd's domain (the host's
+ * xrc_tgt_create): *handle, *qpn; 0 or errno (EOPNOTSUPP: no XRC host). */
+int sib_qp_create_xrc_tgt(struct sib_context *ctx, const struct ibv_qp_init_attr_ex *attr,
+			  uint32_t *handle, uint32_t *qpn);
 
 /* Enter ERR once a WQE that failed locally reaches the head of the SQ. */
 void sib_comp_local_error(struct sib_qp *qp);

@@ -139,6 +139,13 @@ struct sib_hca_host {
 	 * obj_destroy) and the domain's *num.  0 or errno (EAGAIN: none and no
 	 * O_CREAT; EINVAL: one exists and O_EXCL).  NULL: no XRC. */
 	int (*xrcd_open)(uint32_t dev_handle, int fd, int oflags, uint32_t *handle, uint32_t *num);
+	/* XRC (qp.c): obj_create for an XRC_RECV QP in the domain of the
+	 * XRCD opened as xrcd_handle (xrcd_open's *handle, same device
+	 * handle); softibd checks that and publishes the QP's domain in the
+	 * fabric map (qp_xrcd[]), the proof xrc_fwd.c trusts.  *handle, *qpn;
+	 * 0 or errno (EBADF: not such an XRCD).  NULL with xrcd_open NULL. */
+	int (*xrc_tgt_create)(uint32_t dev_handle, uint32_t xrcd_handle, uint32_t *handle,
+			      uint32_t *qpn);
 };
 
 void sib_hca_set_host(const struct sib_hca_host *host);

@@ -138,7 +138,10 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 		rc = ENOMEM;
 		goto err_free;
 	}
-	rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_QP, attr->qp_type, &qp->obj_handle, &qpn);
+	if (attr->qp_type == IBV_QPT_XRC_RECV) /* softibd learns its domain (srq.c) */
+		rc = sib_qp_create_xrc_tgt(ctx, attr, &qp->obj_handle, &qpn);
+	else
+		rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_QP, attr->qp_type, &qp->obj_handle, &qpn);
 	if (rc)
 		goto err_free;
 	if (qpn >= SIB_MAX_QPN) {

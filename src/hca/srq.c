@@ -411,6 +411,16 @@ int sib_qp_check_srq_xrc(struct sib_context *ctx, const struct ibv_qp_init_attr_
 	return 0;
 }
 
+int sib_qp_create_xrc_tgt(struct sib_context *ctx, const struct ibv_qp_init_attr_ex *attr,
+			  uint32_t *handle, uint32_t *qpn)
+{
+	const struct sib_xrcd *x = (const struct sib_xrcd *)attr->xrcd;
+
+	if (!sib_host->xrc_tgt_create)
+		return EOPNOTSUPP;
+	return sib_host->xrc_tgt_create(ctx->dev_handle, x->obj_handle, handle, qpn);
+}
+
 void sib_qp_attach_srq_xrc(struct sib_qp *qp, struct ibv_qp_init_attr_ex *attr)
 {
 	struct ibv_qp *b = &qp->ibv.qp_base;

@@ -8,15 +8,14 @@
  * into the SRQ owner's inbox through the link (a second hop a capture
  * shows), flagged SIB_SLOT_F_XRC_FWD; the owner places it and completes.
  * Must not: place data of another process, or trust a flagged packet (it
- * is checked as hostile: XRC SEND, our XRC SRQ, its domain, a TGT QPN
- * owned by a live context of this device).  Engine context only (the
- * context's progress_lock): the placement table is the engine's.
+ * is checked as hostile: XRC SEND, our XRC SRQ, a TGT QPN owned by a live
+ * context of this device that softibd's map shows as an XRC_RECV QP of
+ * that SRQ's domain, never a domain the sender states).  Engine context
+ * only (the context's progress_lock): the placement table is the engine's.
  */
 #include <string.h>
 
 #include "hca/transport.h"
-
-#define XFWD_DOMAIN_MASK 0xffffffu  /* the domain bits of the slot's flags */
 
 /* ---- the TGT QP's owner: forwarding ---- */
 
@@ -34,8 +33,7 @@ bool sib_xfwd_target(struct sib_qp *qp, uint32_t srqn, const uint8_t *buf, uint3
 	qp->xfwd.raw = buf;
 	qp->xfwd.len = len;
 	qp->xfwd.inbox = inbox;
-	qp->xfwd.flags = SIB_SLOT_F_XRC_FWD | ((flags & SIB_RX_VCRC) ? SIB_SLOT_F_VCRC : 0) |
-			 (qp->xrcd_num & XFWD_DOMAIN_MASK) << SIB_SLOT_XRCD_SHIFT;
+	qp->xfwd.flags = SIB_SLOT_F_XRC_FWD | ((flags & SIB_RX_VCRC) ? SIB_SLOT_F_VCRC : 0);
 	return true;
 }
 
@@ -172,13 +170,15 @@ static struct sib_xfwd_msg *msg_find(struct sib_context *ctx, uint32_t qpn, uint
 	return spare;
 }
 
-/* A flagged packet's claims: an XRC SEND to an XRC SRQ of this context in
- * the domain the flags name, for a TGT QPN owned by another live context
- * of this device.  *srq gets the SRQ with a reference (*h). */
-static enum sib_rx_drop fwd_check(struct sib_context *ctx, const struct iba_pkt *pkt, unsigned int flags,
-				  uint64_t *w, struct sib_srq **srq, uint64_t *h)
+/* A flagged packet's claims: an XRC SEND to an XRC SRQ of this context,
+ * for a TGT QPN owned by another live context of this device which
+ * softibd published (qp_xrcd[], checked against the opener's XRCD handle
+ * at creation) as an XRC_RECV QP of that SRQ's domain: the domain is never
+ * the sender's word.  *srq gets the SRQ with a reference (*h). */
+static enum sib_rx_drop fwd_check(struct sib_context *ctx, const struct iba_pkt *pkt, uint64_t *w,
+				  struct sib_srq **srq, uint64_t *h)
 {
-	uint32_t f = pkt->op->flags, qpn = pkt->bth.dqpn, inbox;
+	uint32_t f = pkt->op->flags, qpn = pkt->bth.dqpn, inbox, dom;
 
 	*srq = NULL;
 	if ((pkt->bth.opcode & IBA_TRANSPORT_MASK) != IBA_TRANSPORT_XRC || !(f & IBA_OP_REQ) ||
@@ -191,12 +191,18 @@ static enum sib_rx_drop fwd_check(struct sib_context *ctx, const struct iba_pkt 
 	    inbox == ctx->inbox_idx ||
 	    atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != SIB_QPO_GEN(*w))
 		return SIB_RX_DROP_XRC_FWD_FORGED;
+	/* The domain of the QP *w names: stored before the owner word, cleared
+	 * after it; a second read of the owner rules out a QPN reused between. */
+	dom = atomic_load_explicit(&sib_fabric->qp_xrcd[qpn], memory_order_acquire);
+	if (!dom || atomic_load_explicit(&sib_fabric->qp_owner[qpn], memory_order_acquire) != *w)
+		return SIB_RX_DROP_XRC_FWD_FORGED; /* not an XRC_RECV QP */
 	*srq = sib_objtab_get_index(&ctx->srqs, pkt->xrc_srqn & 0xffff, h);
 	if (!*srq)
 		return SIB_RX_DROP_XRC_SRQN;
-	if ((*srq)->type != IBV_SRQT_XRC ||
-	    ((*srq)->xrcd->num & XFWD_DOMAIN_MASK) != (flags >> SIB_SLOT_XRCD_SHIFT & XFWD_DOMAIN_MASK))
+	if ((*srq)->type != IBV_SRQT_XRC)
 		return SIB_RX_DROP_XRC_SRQN;
+	if ((*srq)->xrcd->num != dom)
+		return SIB_RX_DROP_XRC_FWD_FORGED; /* a TGT QP of another domain */
 	return SIB_RX_DELIVERED;
 }
 
@@ -254,7 +260,8 @@ enum sib_rx_drop sib_xfwd_recv(struct sib_context *ctx, const struct iba_pkt *pk
 	enum sib_rx_drop why;
 	uint64_t w = 0, h = 0;
 
-	why = fwd_check(ctx, pkt, flags, &w, &srq, &h);
+	(void)flags; /* the slot's flags assert nothing checked here */
+	why = fwd_check(ctx, pkt, &w, &srq, &h);
 	if (why == SIB_RX_DELIVERED) {
 		m = msg_find(ctx, pkt->bth.dqpn, w, first);
 		if (!m)

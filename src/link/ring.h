@@ -78,10 +78,9 @@ struct sib_ring_slot {
 #define SIB_SLOT_F_VCRC 0x1            /* data ends with a computed VCRC */
 /* XRC forwarding (src/hca/xrc_fwd.c): the packet is an XRC SEND the owner
  * of its TGT QP passes on, unchanged, to the process that owns the XRC SRQ
- * its XRCETH names; bits 8..31 carry the low 24 bits of that QP's XRC
- * domain number (softibd's). */
+ * its XRCETH names.  Its domain is not in the slot: the receiver reads the
+ * TGT QP's from softibd's fabric map (qp_xrcd[]). */
 #define SIB_SLOT_F_XRC_FWD 0x2
-#define SIB_SLOT_XRCD_SHIFT 8
 
 #define SIB_SLOT_STATE(turn, pid) ((uint64_t)(turn) << 32 | (uint32_t)(pid))
 #define SIB_SLOT_TURN(st)         ((uint32_t)((st) >> 32))

@@ -156,8 +156,9 @@ int sib_ctl_rpc_fd(struct sib_ctl_msg *m, int pass_fd, int *recv_fd)
 	return m->hdr.status;
 }
 
-int sib_obj_create(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type,
-		   uint32_t *handle, uint32_t *qpn)
+/* CREATE_OBJ; xrcd_handle: an XRC_RECV QP's XRCD (0 for the rest). */
+static int obj_create_rpc(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type,
+			  uint32_t xrcd_handle, uint32_t *handle, uint32_t *qpn)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_CREATE_OBJ };
 	int rc;
@@ -165,6 +166,7 @@ int sib_obj_create(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type
 	m.u.obj.type = type;
 	m.u.obj.dev_handle = dev_handle;
 	m.u.obj.qp_type = qp_type;
+	m.u.obj.xrcd_handle = xrcd_handle;
 	rc = sib_ctl_rpc(&m, NULL);
 	if (rc)
 		return rc;
@@ -172,6 +174,19 @@ int sib_obj_create(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type
 	if (qpn)
 		*qpn = m.u.obj.qpn;
 	return 0;
+}
+
+int sib_obj_create(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type,
+		   uint32_t *handle, uint32_t *qpn)
+{
+	return obj_create_rpc(dev_handle, type, qp_type, 0, handle, qpn);
+}
+
+/* The HCA's xrc_tgt_create hook (provider.h): CREATE_OBJ naming the XRCD. */
+static int verbs_xrc_tgt_create(uint32_t dev_handle, uint32_t xrcd_handle, uint32_t *handle,
+				uint32_t *qpn)
+{
+	return obj_create_rpc(dev_handle, SIB_OBJ_QP, IBV_QPT_XRC_RECV, xrcd_handle, handle, qpn);
 }
 
 void sib_obj_destroy(uint32_t handle)
@@ -272,6 +287,7 @@ static const struct sib_hca_host verbs_host = {
 	.subscribe = verbs_subscribe,
 	.mcast = sib_mcast,
 	.xrcd_open = verbs_xrcd_open,
+	.xrc_tgt_create = verbs_xrc_tgt_create,
 };
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */

@@ -6,6 +6,7 @@
  * only, except what the contexts' engine threads produce onto the wires.
  */
 #include <endian.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -31,6 +32,7 @@ static struct sib_ring inbox_tx[NINBOX];  /* the pump's producer view of each in
 static struct sib_ring_rx wire_rx[NINBOX]; /* the pump's consumer view of each wire */
 static uint32_t next_handle = 1, next_qpn = 16;
 static uint32_t qpn_of_handle[4096];
+static uint32_t xrcd_of_handle[4096];     /* XRCD handles: their domain number */
 
 /* ---- the host: what softibd would do ---- */
 
@@ -55,9 +57,26 @@ static void host_obj_destroy(uint32_t handle)
 {
 	uint32_t qpn = qpn_of_handle[handle % 4096];
 
-	if (qpn)
+	if (qpn) {
 		atomic_store(&sib_fabric->qp_owner[qpn], 0);
+		atomic_store(&sib_fabric->qp_xrcd[qpn], 0);
+	}
 	qpn_of_handle[handle % 4096] = 0;
+	xrcd_of_handle[handle % 4096] = 0;
+}
+
+/* An XRC_RECV QP: its XRCD handle must be one host_xrcd_open gave; its
+ * domain is published beside its owner, as softibd's fabmap.c does. */
+static int host_xrc_tgt_create(uint32_t dev_handle, uint32_t xrcd_handle, uint32_t *handle,
+			       uint32_t *qpn)
+{
+	uint32_t num = xrcd_of_handle[xrcd_handle % 4096];
+
+	if (!num)
+		return EBADF;
+	host_obj_create(dev_handle, SIB_OBJ_QP, IBV_QPT_XRC_RECV, handle, qpn);
+	atomic_store(&sib_fabric->qp_xrcd[*qpn], num);
+	return 0;
 }
 
 /* Senders get the wire toward an inbox, not the inbox itself. */
@@ -77,6 +96,7 @@ static int host_xrcd_open(uint32_t dev_handle, int fd, int oflags, uint32_t *han
 	(void)oflags;
 	*handle = next_handle++;
 	*num = fd >= 0 && !fstat(fd, &st) ? 0x100000u | (uint32_t)st.st_ino : next_num++;
+	xrcd_of_handle[*handle % 4096] = *num;
 	return 0;
 }
 
@@ -85,6 +105,7 @@ static const struct sib_hca_host host = {
 	.obj_destroy = host_obj_destroy,
 	.peer_ring = host_peer_ring,
 	.xrcd_open = host_xrcd_open,
+	.xrc_tgt_create = host_xrc_tgt_create,
 };
 
 /* ---- the pump: every packet between the two contexts ---- */

@@ -556,6 +556,88 @@ static void test_qpns_two_connections(void **state)
 	close(b);
 }
 
+/* XRCD_OPEN on device handle dev: of file fd (-1: a new private domain). */
+static int xrcd_open(int fd, uint32_t dev, int file, uint32_t oflags, struct sib_ctl_xrcd *x)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_XRCD_OPEN,
+				 .u.xrcd = { .dev_handle = dev, .oflags = oflags, .has_fd = file >= 0 } };
+
+	assert_int_equal(sib_ctl_call_fd(fd, &m, file, NULL), 0);
+	*x = m.u.xrcd;
+	return m.hdr.status;
+}
+
+static int create_xrc_recv(int fd, uint32_t dev, uint32_t qp_type, uint32_t xrcd_handle, struct sib_ctl_obj *o)
+{
+	struct sib_ctl_msg m = { .u.obj = { .type = SIB_OBJ_QP, .dev_handle = dev, .qp_type = qp_type,
+					    .xrcd_handle = xrcd_handle } };
+	int st = call(fd, &m, SIB_CTL_CREATE_OBJ, NULL);
+
+	*o = m.u.obj;
+	return st;
+}
+
+/* An XRC_RECV QP names an XRCD handle of its connection and device handle;
+ * its domain is published in qp_xrcd[] (the proof xrc_fwd.c trusts), held
+ * by the QP, and cleared with the QPN.  Nothing else gets a domain. */
+static void test_xrc_recv_domain(void **state)
+{
+	struct sib_ctl_open_device da, da2, db, bd;
+	struct sib_ctl_xrcd xa, xa2, xb, xp;
+	struct sib_ctl_obj q, rc, pd, o;
+	char path[] = "/tmp/test_ctl_xrcd.XXXXXX";
+	int a = client(), b = client(), file = mkstemp(path);
+
+	(void)state;
+	assert_true(file >= 0);
+	unlink(path);
+	assert_int_equal(open_dev(a, 0, &da, NULL), 0);
+	assert_int_equal(open_dev(a, 0, &da2, NULL), 0);
+	assert_int_equal(open_dev(a, 1, &db, NULL), 0);
+	assert_int_equal(xrcd_open(a, da.handle, file, O_CREAT, &xa), 0);
+	assert_int_equal(xrcd_open(a, da2.handle, file, 0, &xa2), 0);
+	assert_int_equal(xa2.num, xa.num); /* one domain per device and file */
+	assert_int_equal(xrcd_open(a, db.handle, -1, 0, &xb), 0);
+	assert_int_equal(create_obj(a, SIB_OBJ_PD, da.handle, 0, &pd), 0);
+
+	assert_int_equal(create_xrc_recv(a, da.handle, IBV_QPT_XRC_RECV, xa.handle, &q), 0);
+	assert_int_equal(atomic_load(&g.map->qp_xrcd[q.qpn]), xa.num);
+	assert_int_not_equal(qp_owner(q.qpn), 0);
+	assert_int_equal(create_obj(a, SIB_OBJ_QP, da.handle, IBV_QPT_RC, &rc), 0);
+	assert_int_equal(atomic_load(&g.map->qp_xrcd[rc.qpn]), 0);
+
+	/* Not an XRCD of this connection under this device handle. */
+	assert_int_equal(create_xrc_recv(a, da.handle, IBV_QPT_XRC_RECV, 0, &o), EBADF);
+	assert_int_equal(create_xrc_recv(a, da.handle, IBV_QPT_XRC_RECV, pd.handle, &o), EBADF);
+	assert_int_equal(create_xrc_recv(a, da.handle, IBV_QPT_XRC_RECV, da.handle, &o), EBADF);
+	assert_int_equal(create_xrc_recv(a, da.handle, IBV_QPT_XRC_RECV, xa2.handle, &o), EBADF);
+	assert_int_equal(create_xrc_recv(a, da.handle, IBV_QPT_XRC_RECV, xb.handle, &o), EBADF);
+	assert_int_equal(create_xrc_recv(a, da.handle, IBV_QPT_RC, xa.handle, &o), EINVAL);
+	assert_int_equal(open_dev(b, 0, &bd, NULL), 0); /* another connection: a's handles are not its */
+	assert_int_equal(create_xrc_recv(b, bd.handle, IBV_QPT_XRC_RECV, xa.handle, &o), EBADF);
+
+	/* The QP holds the domain: its handles closed, the file still has it
+	 * (O_EXCL refused) until the QP goes, and the QPN's entry with it. */
+	assert_int_equal(destroy_obj(a, xa.handle, SIB_OBJ_XRCD), 0);
+	assert_int_equal(destroy_obj(a, xa2.handle, SIB_OBJ_XRCD), 0);
+	assert_int_equal(xrcd_open(a, da.handle, file, O_CREAT | O_EXCL, &xp), EINVAL);
+	assert_int_equal(atomic_load(&g.map->qp_xrcd[q.qpn]), xa.num);
+	assert_int_equal(destroy_obj(a, q.handle, SIB_OBJ_QP), 0);
+	assert_int_equal(atomic_load(&g.map->qp_xrcd[q.qpn]), 0);
+	assert_int_equal(qp_owner(q.qpn), 0);
+	assert_int_equal(xrcd_open(a, da.handle, file, O_CREAT | O_EXCL, &xp), 0);
+
+	/* Closing the device drops the QP's hold and its map entry too. */
+	assert_int_equal(create_xrc_recv(a, da.handle, IBV_QPT_XRC_RECV, xp.handle, &q), 0);
+	assert_int_equal(atomic_load(&g.map->qp_xrcd[q.qpn]), xp.num);
+	assert_int_equal(close_dev(a, da.handle), 0);
+	assert_int_equal(atomic_load(&g.map->qp_xrcd[q.qpn]), 0);
+	assert_int_equal(xrcd_open(a, da2.handle, file, O_CREAT | O_EXCL, &xp), 0);
+	close(file);
+	close(a);
+	close(b);
+}
+
 /* Send raw bytes; the reply's status (the test expects an error). */
 static int raw_command(int fd, const void *buf, size_t len)
 {
@@ -1238,6 +1320,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_abi),
 		cmocka_unit_test(test_open_device_and_inbox),
 		cmocka_unit_test(test_qpns_two_connections),
+		cmocka_unit_test(test_xrc_recv_domain),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_status_report),
 		cmocka_unit_test(test_cleanup_on_exit),

@@ -261,16 +261,27 @@ static void forge(uint8_t opc, uint32_t dqpn, uint32_t srqn)
 	memset(pkt + hl, 0x5a, 16);
 	len = iba_finish(pkt, hl, 16, 0);
 	pkt[len] = pkt[len + 1] = 0; /* the VCRC bytes, not computed */
-	inject(C, pkt, (uint32_t)len + 2,
-	       SIB_SLOT_F_XRC_FWD | (((struct sib_xrcd *)f.xrcd_c)->num & 0xffffff) << SIB_SLOT_XRCD_SHIFT);
+	/* Bits 8..31 of the flags: the domain an attacker would claim (the
+	 * format before softibd published qp_xrcd[]); the receiver ignores
+	 * them. */
+	inject(C, pkt, (uint32_t)len + 2, SIB_SLOT_F_XRC_FWD | (((struct sib_xrcd *)f.xrcd_c)->num << 8));
 }
 
 /* Flagged packets that lie: a TGT QPN nobody owns, one C owns itself, a
- * non-SEND opcode, an SRQ number of another context: dropped, counted,
+ * non-SEND opcode, an SRQ number of another context; and the attack of a
+ * process of the device that never opened the domain: a QPN of its own
+ * that is an RC QP, an XRC_SEND QP, or an XRC_RECV QP of another (private)
+ * domain, whatever domain the slot's flags claim.  All dropped, counted,
  * no completion and no WQE taken. */
 static void test_forged_dropped(void **state)
 {
 	uint8_t only = IBA_TRANSPORT_XRC | IBA_OPC_SEND_ONLY;
+	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+					 .fd = -1, .oflags = O_CREAT };
+	struct ibv_qp_init_attr_ex a = { 0 };
+	struct ibv_qp *rc, *xsend, *xrecv;
+	struct ibv_xrcd *other;
+	uint32_t qpn;
 
 	(void)state;
 	fwd_up();
@@ -283,10 +294,48 @@ static void test_forged_dropped(void **state)
 	settle(20);
 	expect_no_wc(C);
 	assert_int_equal(drops(C, SIB_RX_DROP_XRC_FWD_FORGED), 5);
+
+	/* B's own QPs that are not XRC_RECV QPs of the SRQ's domain. */
+	a.qp_type = IBV_QPT_RC;
+	a.comp_mask = IBV_QP_INIT_ATTR_PD;
+	a.pd = sides[B].pd;
+	a.send_cq = a.recv_cq = sides[B].cq;
+	a.cap.max_send_wr = a.cap.max_recv_wr = 1;
+	a.cap.max_send_sge = a.cap.max_recv_sge = 1;
+	rc = ops->create_qp_ex(sides[B].ctx, &a);
+	assert_non_null(rc);
+	a.qp_type = IBV_QPT_XRC_SEND;
+	xsend = ops->create_qp_ex(sides[B].ctx, &a);
+	assert_non_null(xsend);
+	other = ops->open_xrcd(sides[B].ctx, &xa);
+	assert_non_null(other);
+	assert_int_not_equal(((struct sib_xrcd *)other)->num, ((struct sib_xrcd *)f.xrcd_c)->num);
+	memset(&a, 0, sizeof(a));
+	a.qp_type = IBV_QPT_XRC_RECV;
+	a.comp_mask = IBV_QP_INIT_ATTR_XRCD;
+	a.xrcd = other;
+	xrecv = ops->create_qp_ex(sides[B].ctx, &a);
+	assert_non_null(xrecv);
+	assert_int_equal(atomic_load(&sib_fabric->qp_xrcd[xrecv->qp_num]), ((struct sib_xrcd *)other)->num);
+	assert_int_equal(atomic_load(&sib_fabric->qp_xrcd[rc->qp_num]), 0);
+	forge(only, rc->qp_num, f.srqn_c);
+	forge(only, xsend->qp_num, f.srqn_c);
+	forge(only, xrecv->qp_num, f.srqn_c);
+	settle(20);
+	expect_no_wc(C);
+	assert_int_equal(drops(C, SIB_RX_DROP_XRC_FWD_FORGED), 8);
+	qpn = xrecv->qp_num;
+	assert_int_equal(ops->destroy_qp(xrecv), 0);
+	assert_int_equal(atomic_load(&sib_fabric->qp_xrcd[qpn]), 0); /* cleared with the QPN */
+	assert_int_equal(ops->close_xrcd(other), 0);
+	assert_int_equal(ops->destroy_qp(xsend), 0);
+	assert_int_equal(ops->destroy_qp(rc), 0);
+
 	/* The honest one: placed (the WQE was not taken by the others). */
 	forge(only, f.tgt->qp_num, f.srqn_c);
 	expect_wc(C, 71, IBV_WC_SUCCESS);
-	assert_int_equal(drops(C, SIB_RX_DROP_XRC_FWD_FORGED), 5);
+	assert_int_equal(drops(C, SIB_RX_DROP_XRC_FWD_FORGED), 8);
+	assert_int_equal(atomic_load(&sib_fabric->qp_xrcd[f.tgt->qp_num]), ((struct sib_xrcd *)f.xrcd_b)->num);
 }
 
 /* No WQE at C: dropped and counted there, ACKed by B (no RNR on behalf

@@ -41,7 +41,7 @@ uint64_t sib_atomic_apply(uint8_t opc, uint64_t *t, uint64_t swap_add, uint64_t 
 
 /* Queue an ATOMIC_ACKNOWLEDGE for PSN psn in the next responder resource
  * (the caller checked there is one).  Responses leave in PSN order. */
-static void queue_ack(struct sib_qp *qp, uint32_t psn, uint64_t orig)
+static void queue_ack(struct sib_qp *qp, uint32_t psn, uint64_t orig, bool dup)
 {
 	struct sib_resp *r = &qp->resp;
 	struct sib_read_res *res = &r->rd_res[r->rd_res_head];
@@ -51,6 +51,7 @@ static void queue_ack(struct sib_qp *qp, uint32_t psn, uint64_t orig)
 		sib_resp_send_ack(qp, r->ack_syndrome, r->ack_psn);
 	memset(res, 0, sizeof(*res));
 	res->atomic = true;
+	res->dup = dup;
 	res->orig = orig;
 	res->psn = res->first_psn = psn;
 	res->msn = r->msn;
@@ -77,7 +78,7 @@ bool sib_atomic_execute(struct sib_qp *qp, const struct iba_pkt *pkt, struct sib
 	s->valid = true;
 	r->msn = iba_psn_add(r->msn, 1);
 	r->epsn = iba_psn_add(r->epsn, 1);
-	queue_ack(qp, pkt->bth.psn, orig);
+	queue_ack(qp, pkt->bth.psn, orig, false);
 	return true;
 }
 
@@ -103,7 +104,7 @@ void sib_atomic_duplicate(struct sib_qp *qp, const struct iba_pkt *pkt)
 			return; /* its answer is still queued and goes out anyway */
 	if ((r->rd_res_head + 1) % r->rd_res_size == r->rd_res_tail)
 		return;
-	queue_ack(qp, psn, found->orig);
+	queue_ack(qp, psn, found->orig, true);
 }
 
 bool sib_atomic_send_ack(struct sib_qp *qp, const struct sib_read_res *res, uint8_t syndrome)

@@ -221,11 +221,20 @@ static enum resp_state check_resource(struct resp_pass *p)
 	struct sib_qp *qp = p->qp;
 
 	if (p->f & (IBA_OP_READ | IBA_OP_ATOMIC)) {
-		/* READs and atomics share max_dest_rd_atomic resources (IBA 9.7.4.1.5). */
-		uint32_t used = (qp->resp.rd_res_head + qp->resp.rd_res_size - qp->resp.rd_res_tail) %
-				qp->resp.rd_res_size;
+		/* READs and atomics share max_dest_rd_atomic resources (IBA
+		 * 9.7.4.1.5); answers to duplicates queued meanwhile are not
+		 * the requester's new requests and do not count. */
+		const struct sib_resp *r = &qp->resp;
+		uint32_t used = 0;
 
-		return used < qp->max_dest_rd_atomic ? RESPST_CHK_LENGTH : RESPST_ERR_TOO_MANY_RD_ATOMIC;
+		for (uint32_t i = r->rd_res_tail; i != r->rd_res_head; i = (i + 1) % r->rd_res_size)
+			used += !r->rd_res[i].dup;
+		if (used >= qp->max_dest_rd_atomic)
+			return RESPST_ERR_TOO_MANY_RD_ATOMIC;
+		/* Room for the request, but duplicates' answers fill the ring:
+		 * dropped unanswered (the requester resends once they drain). */
+		return (r->rd_res_head + 1) % r->rd_res_size == r->rd_res_tail ? RESPST_DONE
+										 : RESPST_CHK_LENGTH;
 	}
 	if (p->f & IBA_OP_SEND) { /* forwarded: no WQE here (xrc_fwd.c) */
 		int fwd = sib_xfwd_check(qp, p->pkt);
@@ -452,6 +461,7 @@ static void queue_read(struct sib_qp *qp, const struct iba_pkt *pkt, struct resp
 	res->mr = p->mr;               /* the reference moves to the resource */
 	res->mr_h = p->mr_h;
 	res->rkey = pkt->reth.rkey;
+	res->dup = duplicate;
 	p->mr = NULL;
 	r->rd_res_head = (r->rd_res_head + 1) % r->rd_res_size;
 }

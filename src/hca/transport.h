@@ -52,6 +52,8 @@ struct sib_read_res {
 	struct sib_mr *mr;             /* a reference (mr_h), NULL: none or dropped */
 	uint64_t mr_h;
 	uint32_t rkey;                 /* the RETH's R_Key (an MR's or a window's) */
+	bool dup;                      /* answers a duplicate: not counted against
+					  max_dest_rd_atomic (only new requests are) */
 	/* atomics (atomic.c): an ATOMIC_ACKNOWLEDGE owed instead of READ data */
 	bool atomic;
 	uint64_t orig;                 /* the original remote value, host order */

@@ -358,6 +358,36 @@ static void test_atomic_duplicate_not_executed_twice(void **state)
 	assert_int_equal(qp_state(B), IBV_QPS_RTS);
 }
 
+static enum verdict keep_atomics(const struct seen *s)
+{
+	return s->dst == B && s->opc == IBA_OPC_FETCH_ADD && nkept < 4 ? KEEP : PASS;
+}
+
+/* Answers to duplicates queued at the responder are not new requests: a
+ * new atomic behind max_dest_rd_atomic (4) of them is executed, not NAKed
+ * as too many (which would take the QP to ERR). */
+static void test_atomic_duplicates_do_not_use_resources(void **state)
+{
+	(void)state;
+	up_atomic(&def_opts);
+	*target(TGT_OFF) = 0;
+	filter = keep_atomics;
+	for (unsigned int i = 0; i < 4; i++) {
+		post_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, TGT_OFF, 1, 0, i, 10 + i);
+		expect_atomic_wc(10 + i, IBV_WC_FETCH_ADD);
+	}
+	filter = NULL;
+	assert_int_equal(nkept, 4);
+	/* The four again, late, and a new one right behind them: one pass. */
+	for (unsigned int i = 0; i < 4; i++)
+		replay(i);
+	post_atomic(IBV_WR_ATOMIC_FETCH_AND_ADD, TGT_OFF, 1, 0, 4, 20);
+	expect_atomic_wc(20, IBV_WC_FETCH_ADD);
+	assert_int_equal(result(4), 4);
+	assert_int_equal(*target(TGT_OFF), 5);
+	assert_int_equal(qp_state(B), IBV_QPS_RTS);
+}
+
 static unsigned int acks_dropped;
 
 static enum verdict drop_first_atomic_ack(const struct seen *s)
@@ -561,6 +591,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_atomic_bad_rkey, down_atomic),
 		cmocka_unit_test_teardown(test_atomic_post_checks, down_atomic),
 		cmocka_unit_test_teardown(test_atomic_wr_api, down_atomic),
+		cmocka_unit_test_teardown(test_atomic_duplicates_do_not_use_resources, down_atomic),
 		cmocka_unit_test_teardown(test_atomic_duplicate_not_executed_twice, down_atomic),
 		cmocka_unit_test_teardown(test_atomic_lost_response, down_atomic),
 		cmocka_unit_test_teardown(test_atomic_max_rd_atomic, down_atomic),

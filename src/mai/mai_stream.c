@@ -8,6 +8,7 @@
  * the caller's structure is written.  Pure: no I/O, no locks, no allocation.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "softib/mai.h"
@@ -58,32 +59,134 @@ int mai_filter_check(const mai_filter_t *f)
 	return 0;
 }
 
+/*
+ * The stream and wire layouts as tables: each entry is a member written
+ * big-endian in its own size, a byte array copied as is, or reserved zero
+ * bytes.  Writer and reader walk the same table, so they cannot disagree.
+ */
+enum fld_kind { K_NUM, K_BYTES, K_ZERO };
+
+struct fld {
+	uint16_t off;		/* offsetof in the structure */
+	uint16_t size;		/* bytes, in the structure and in the stream */
+	uint8_t kind;		/* enum fld_kind */
+};
+
+#define NUM(T, m)	{ offsetof(T, m), sizeof(((T *)0)->m), K_NUM }
+#define BYTES(T, m)	{ offsetof(T, m), sizeof(((T *)0)->m), K_BYTES }
+#define ZERO(n)		{ 0, n, K_ZERO }
+#define NFLD(t)		(sizeof(t) / sizeof((t)[0]))
+
+/* IBA 13.4.3: the common MAD header, 24 bytes. */
+static const struct fld hdr_fields[] = {
+	NUM(mai_mad_t, base_version), NUM(mai_mad_t, mgmt_class),
+	NUM(mai_mad_t, class_version), NUM(mai_mad_t, method),
+	NUM(mai_mad_t, status), NUM(mai_mad_t, class_specific),
+	NUM(mai_mad_t, tid), NUM(mai_mad_t, attr_id), NUM(mai_mad_t, resv),
+	NUM(mai_mad_t, attr_mod),
+};
+
+/* The message stream after its 8-byte header: routing, then the MAD. */
+static const struct fld route_fields[] = {
+	NUM(mai_mad_t, type), NUM(mai_mad_t, port), NUM(mai_mad_t, qp),
+	NUM(mai_mad_t, has_grh), NUM(mai_mad_t, remote_qpn),
+	NUM(mai_mad_t, remote_qkey), NUM(mai_mad_t, pkey_index),
+	NUM(mai_mad_t, data_len),
+	NUM(mai_mad_t, lrh.vl), NUM(mai_mad_t, lrh.lver), NUM(mai_mad_t, lrh.sl),
+	NUM(mai_mad_t, lrh.lnh), NUM(mai_mad_t, lrh.dlid), NUM(mai_mad_t, lrh.slid),
+	NUM(mai_mad_t, lrh.pktlen),
+	NUM(mai_mad_t, grh.ipver), NUM(mai_mad_t, grh.tclass),
+	NUM(mai_mad_t, grh.flow_label), NUM(mai_mad_t, grh.paylen),
+	NUM(mai_mad_t, grh.nxthdr), NUM(mai_mad_t, grh.hoplmt),
+	BYTES(mai_mad_t, grh.sgid), BYTES(mai_mad_t, grh.dgid),
+};
+
+static const struct fld data_field[] = { BYTES(mai_mad_t, data) };
+
+/* The filter stream after its 8-byte header, then MAI_FILTER_QUANT_MAX
+ * quantifier slots. */
+static const struct fld filter_fields[] = {
+	NUM(mai_filter_t, handle), NUM(mai_filter_t, flags), NUM(mai_filter_t, match),
+	NUM(mai_filter_t, port), NUM(mai_filter_t, sl), NUM(mai_filter_t, slid),
+	NUM(mai_filter_t, dlid), BYTES(mai_filter_t, sgid), BYTES(mai_filter_t, dgid),
+	NUM(mai_filter_t, base_version), NUM(mai_filter_t, mgmt_class),
+	NUM(mai_filter_t, class_version), NUM(mai_filter_t, method),
+	NUM(mai_filter_t, attr_id), NUM(mai_filter_t, nquant), ZERO(1),
+};
+
+static const struct fld quant_fields[] = {
+	NUM(struct mai_quant, offset), NUM(struct mai_quant, length), ZERO(1),
+	NUM(struct mai_quant, value),
+};
+
+static void put_fields(struct mai_cur *c, const void *obj, const struct fld *t, size_t n)
+{
+	static const uint8_t zero[8];
+
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *p = (const uint8_t *)obj + t[i].off;
+		uint8_t u8;
+		uint16_t u16;
+		uint32_t u32;
+		uint64_t u64 = 0;
+
+		switch (t[i].kind) {
+		case K_ZERO:
+			mai_put_bytes(c, zero, t[i].size);
+			continue;
+		case K_BYTES:
+			mai_put_bytes(c, p, t[i].size);
+			continue;
+		}
+		switch (t[i].size) {
+		case 1: memcpy(&u8, p, 1); u64 = u8; break;
+		case 2: memcpy(&u16, p, 2); u64 = u16; break;
+		case 4: memcpy(&u32, p, 4); u64 = u32; break;
+		case 8: memcpy(&u64, p, 8); break;
+		}
+		mai_put(c, u64, t[i].size);
+	}
+}
+
+/* Reads a table into obj; returns 1 if a reserved byte was not zero. */
+static int get_fields(struct mai_cur *c, void *obj, const struct fld *t, size_t n)
+{
+	int pad = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *p = (uint8_t *)obj + t[i].off;
+		uint64_t v;
+		uint8_t u8;
+		uint16_t u16;
+		uint32_t u32;
+
+		if (t[i].kind == K_BYTES) {
+			mai_get_bytes(c, p, t[i].size);
+			continue;
+		}
+		v = mai_get(c, t[i].size);
+		if (t[i].kind == K_ZERO) {
+			pad |= v != 0;
+			continue;
+		}
+		switch (t[i].size) {
+		case 1: u8 = (uint8_t)v; memcpy(p, &u8, 1); break;
+		case 2: u16 = (uint16_t)v; memcpy(p, &u16, 2); break;
+		case 4: u32 = (uint32_t)v; memcpy(p, &u32, 4); break;
+		case 8: memcpy(p, &v, 8); break;
+		}
+	}
+	return pad;
+}
+
 void sib_mai_hdr_put(struct mai_cur *c, const struct mai_mad *m)
 {
-	mai_put(c, m->base_version, 1);
-	mai_put(c, m->mgmt_class, 1);
-	mai_put(c, m->class_version, 1);
-	mai_put(c, m->method, 1);
-	mai_put(c, m->status, 2);
-	mai_put(c, m->class_specific, 2);
-	mai_put(c, m->tid, 8);
-	mai_put(c, m->attr_id, 2);
-	mai_put(c, m->resv, 2);
-	mai_put(c, m->attr_mod, 4);
+	put_fields(c, m, hdr_fields, NFLD(hdr_fields));
 }
 
 void sib_mai_hdr_get(struct mai_cur *c, struct mai_mad *m)
 {
-	m->base_version = (uint8_t)mai_get(c, 1);
-	m->mgmt_class = (uint8_t)mai_get(c, 1);
-	m->class_version = (uint8_t)mai_get(c, 1);
-	m->method = (uint8_t)mai_get(c, 1);
-	m->status = (uint16_t)mai_get(c, 2);
-	m->class_specific = (uint16_t)mai_get(c, 2);
-	m->tid = mai_get(c, 8);
-	m->attr_id = (uint16_t)mai_get(c, 2);
-	m->resv = (uint16_t)mai_get(c, 2);
-	m->attr_mod = (uint32_t)mai_get(c, 4);
+	get_fields(c, m, hdr_fields, NFLD(hdr_fields));
 }
 
 static void stream_hdr_put(struct mai_cur *c, const uint8_t magic[4], size_t size)
@@ -122,40 +225,19 @@ static int all_zero(const uint8_t *p, size_t n)
 int mai_mmstream(const mai_mad_t *m, uint8_t *buf, size_t cap)
 {
 	struct mai_cur c = { .w = buf, .len = cap };
-	static const uint8_t zero[MAI_MAD_DATA_SIZE];
+	mai_mad_t t;
 
 	if (mai_mad_check(m))
 		return -EINVAL;
 	if (!buf || cap < MAI_MSTREAM_SIZE)
 		return -ENOSPC;
-	stream_hdr_put(&c, magic_msg, MAI_MSTREAM_SIZE);
-	mai_put(&c, m->type, 1);
-	mai_put(&c, m->port, 1);
-	mai_put(&c, m->qp, 1);
-	mai_put(&c, m->has_grh, 1);
-	mai_put(&c, m->remote_qpn, 4);
-	mai_put(&c, m->remote_qkey, 4);
-	mai_put(&c, m->pkey_index, 2);
-	mai_put(&c, m->data_len, 2);
-	mai_put(&c, m->lrh.vl, 1);
-	mai_put(&c, m->lrh.lver, 1);
-	mai_put(&c, m->lrh.sl, 1);
-	mai_put(&c, m->lrh.lnh, 1);
-	mai_put(&c, m->lrh.dlid, 2);
-	mai_put(&c, m->lrh.slid, 2);
-	mai_put(&c, m->lrh.pktlen, 2);
-	mai_put(&c, m->grh.ipver, 1);
-	mai_put(&c, m->grh.tclass, 1);
-	mai_put(&c, m->grh.flow_label, 4);
-	mai_put(&c, m->grh.paylen, 2);
-	mai_put(&c, m->grh.nxthdr, 1);
-	mai_put(&c, m->grh.hoplmt, 1);
-	mai_put_bytes(&c, m->grh.sgid, 16);
-	mai_put_bytes(&c, m->grh.dgid, 16);
-	sib_mai_hdr_put(&c, m);
 	/* OOB: the unused tail goes out as zeros, never as stale memory. */
-	mai_put_bytes(&c, m->data, m->data_len);
-	mai_put_bytes(&c, zero, MAI_MAD_DATA_SIZE - m->data_len);
+	t = *m;
+	memset(t.data + t.data_len, 0, MAI_MAD_DATA_SIZE - t.data_len);
+	stream_hdr_put(&c, magic_msg, MAI_MSTREAM_SIZE);
+	put_fields(&c, &t, route_fields, NFLD(route_fields));
+	put_fields(&c, &t, hdr_fields, NFLD(hdr_fields));
+	put_fields(&c, &t, data_field, NFLD(data_field));
 	return c.bad || c.pos != MAI_MSTREAM_SIZE ? -ENOSPC : (int)c.pos;
 }
 
@@ -171,31 +253,9 @@ int mai_rmstream(const uint8_t *buf, size_t len, mai_mad_t *m)
 	if (rc)
 		return rc;
 	memset(&t, 0, sizeof(t));
-	t.type = (uint8_t)mai_get(&c, 1);
-	t.port = (uint8_t)mai_get(&c, 1);
-	t.qp = (uint8_t)mai_get(&c, 1);
-	t.has_grh = (uint8_t)mai_get(&c, 1);
-	t.remote_qpn = (uint32_t)mai_get(&c, 4);
-	t.remote_qkey = (uint32_t)mai_get(&c, 4);
-	t.pkey_index = (uint16_t)mai_get(&c, 2);
-	t.data_len = (uint16_t)mai_get(&c, 2);
-	t.lrh.vl = (uint8_t)mai_get(&c, 1);
-	t.lrh.lver = (uint8_t)mai_get(&c, 1);
-	t.lrh.sl = (uint8_t)mai_get(&c, 1);
-	t.lrh.lnh = (uint8_t)mai_get(&c, 1);
-	t.lrh.dlid = (uint16_t)mai_get(&c, 2);
-	t.lrh.slid = (uint16_t)mai_get(&c, 2);
-	t.lrh.pktlen = (uint16_t)mai_get(&c, 2);
-	t.grh.ipver = (uint8_t)mai_get(&c, 1);
-	t.grh.tclass = (uint8_t)mai_get(&c, 1);
-	t.grh.flow_label = (uint32_t)mai_get(&c, 4);
-	t.grh.paylen = (uint16_t)mai_get(&c, 2);
-	t.grh.nxthdr = (uint8_t)mai_get(&c, 1);
-	t.grh.hoplmt = (uint8_t)mai_get(&c, 1);
-	mai_get_bytes(&c, t.grh.sgid, 16);
-	mai_get_bytes(&c, t.grh.dgid, 16);
-	sib_mai_hdr_get(&c, &t);
-	mai_get_bytes(&c, t.data, MAI_MAD_DATA_SIZE);
+	get_fields(&c, &t, route_fields, NFLD(route_fields));
+	get_fields(&c, &t, hdr_fields, NFLD(hdr_fields));
+	get_fields(&c, &t, data_field, NFLD(data_field));
 	if (c.bad || c.pos != MAI_MSTREAM_SIZE)
 		return -EMSGSIZE;
 	if (mai_mad_check(&t))
@@ -210,38 +270,19 @@ int mai_rmstream(const uint8_t *buf, size_t len, mai_mad_t *m)
 int mai_mfstream(const mai_filter_t *f, uint8_t *buf, size_t cap)
 {
 	struct mai_cur c = { .w = buf, .len = cap };
+	mai_filter_t t;
 
 	if (mai_filter_check(f))
 		return -EINVAL;
 	if (!buf || cap < MAI_FSTREAM_SIZE)
 		return -ENOSPC;
+	/* Unused quantifier slots go out as zeros. */
+	t = *f;
+	memset(&t.quant[t.nquant], 0, (MAI_FILTER_QUANT_MAX - t.nquant) * sizeof(t.quant[0]));
 	stream_hdr_put(&c, magic_filter, MAI_FSTREAM_SIZE);
-	mai_put(&c, f->handle, 4);
-	mai_put(&c, f->flags, 4);
-	mai_put(&c, f->match, 4);
-	mai_put(&c, f->port, 1);
-	mai_put(&c, f->sl, 1);
-	mai_put(&c, f->slid, 2);
-	mai_put(&c, f->dlid, 2);
-	mai_put_bytes(&c, f->sgid, 16);
-	mai_put_bytes(&c, f->dgid, 16);
-	mai_put(&c, f->base_version, 1);
-	mai_put(&c, f->mgmt_class, 1);
-	mai_put(&c, f->class_version, 1);
-	mai_put(&c, f->method, 1);
-	mai_put(&c, f->attr_id, 2);
-	mai_put(&c, f->nquant, 1);
-	mai_put(&c, 0, 1);
-	for (unsigned i = 0; i < MAI_FILTER_QUANT_MAX; i++) {
-		/* Unused slots go out as zeros. */
-		const struct mai_quant *q = &f->quant[i];
-		int used = i < f->nquant;
-
-		mai_put(&c, used ? q->offset : 0, 2);
-		mai_put(&c, used ? q->length : 0, 1);
-		mai_put(&c, 0, 1);
-		mai_put(&c, used ? q->value : 0, 8);
-	}
+	put_fields(&c, &t, filter_fields, NFLD(filter_fields));
+	for (unsigned i = 0; i < MAI_FILTER_QUANT_MAX; i++)
+		put_fields(&c, &t.quant[i], quant_fields, NFLD(quant_fields));
 	return c.bad || c.pos != MAI_FSTREAM_SIZE ? -ENOSPC : (int)c.pos;
 }
 
@@ -249,7 +290,7 @@ int mai_rfstream(const uint8_t *buf, size_t len, mai_filter_t *f)
 {
 	struct mai_cur c = { .r = buf, .len = buf ? len : 0 };
 	mai_filter_t t;
-	int rc, pad = 0;
+	int rc, pad;
 
 	if (!f)
 		return -EINVAL;
@@ -257,29 +298,11 @@ int mai_rfstream(const uint8_t *buf, size_t len, mai_filter_t *f)
 	if (rc)
 		return rc;
 	memset(&t, 0, sizeof(t));
-	t.handle = (uint32_t)mai_get(&c, 4);
-	t.flags = (uint32_t)mai_get(&c, 4);
-	t.match = (uint32_t)mai_get(&c, 4);
-	t.port = (uint8_t)mai_get(&c, 1);
-	t.sl = (uint8_t)mai_get(&c, 1);
-	t.slid = (uint16_t)mai_get(&c, 2);
-	t.dlid = (uint16_t)mai_get(&c, 2);
-	mai_get_bytes(&c, t.sgid, 16);
-	mai_get_bytes(&c, t.dgid, 16);
-	t.base_version = (uint8_t)mai_get(&c, 1);
-	t.mgmt_class = (uint8_t)mai_get(&c, 1);
-	t.class_version = (uint8_t)mai_get(&c, 1);
-	t.method = (uint8_t)mai_get(&c, 1);
-	t.attr_id = (uint16_t)mai_get(&c, 2);
-	t.nquant = (uint8_t)mai_get(&c, 1);
-	pad |= mai_get(&c, 1) != 0;
+	pad = get_fields(&c, &t, filter_fields, NFLD(filter_fields));
 	for (unsigned i = 0; i < MAI_FILTER_QUANT_MAX; i++) {
-		struct mai_quant *q = &t.quant[i];
+		const struct mai_quant *q = &t.quant[i];
 
-		q->offset = (uint16_t)mai_get(&c, 2);
-		q->length = (uint8_t)mai_get(&c, 1);
-		pad |= mai_get(&c, 1) != 0;
-		q->value = mai_get(&c, 8);
+		pad |= get_fields(&c, &t.quant[i], quant_fields, NFLD(quant_fields));
 		/* Slots past nquant must be zero, as mai_mfstream writes them. */
 		if (i >= t.nquant && (q->offset || q->length || q->value))
 			pad = 1;
@@ -301,7 +324,7 @@ int mai_towire(const mai_mad_t *m, uint8_t *wire, size_t cap)
 	if (!wire || cap < MAI_MAD_SIZE)
 		return -ENOSPC;
 	sib_mai_hdr_put(&c, m);
-	mai_put_bytes(&c, m->data, MAI_MAD_DATA_SIZE);
+	put_fields(&c, m, data_field, NFLD(data_field));
 	return c.bad ? -ENOSPC : (int)c.pos;
 }
 
@@ -314,7 +337,7 @@ int mai_fromwire(const uint8_t *wire, size_t len, mai_mad_t *m)
 	if (!wire || len != MAI_MAD_SIZE)
 		return -EMSGSIZE;
 	sib_mai_hdr_get(&c, m);
-	mai_get_bytes(&c, m->data, MAI_MAD_DATA_SIZE);
+	get_fields(&c, m, data_field, NFLD(data_field));
 	m->type = MAI_TYPE_MAD;
 	m->data_len = MAI_MAD_DATA_SIZE;
 	return (int)c.pos;

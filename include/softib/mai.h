@@ -2,7 +2,7 @@
 /*
  * MAI, the Management Application Interface (seed 002, "Evolution of an
  * InfiniBand API", J. Mott): the only way agents and managers send and
- * receive MADs on QP0 (SMI) and QP1 (GSI).  IBA 13.4 (MAD formats), 13.5
+ * receive MADs on QP0 (SMI) and QP1 (GSI).  IBA 13.4 (MAD formats), ch. 13
  * (SMI/GSI), 7.7/8.3 (LRH/GRH fields a filter may name).
  * This header is the whole public contract; it must not expose softibd's
  * control protocol.  The pure functions (streams, wire, filter checks and
@@ -18,9 +18,9 @@
 extern "C" {
 #endif
 
-/* ---- sizes (IBA 13.4.2: every MAD is 256 bytes, 24 of common header) ---- */
+/* ---- sizes (IBA 13.4: every MAD is 256 bytes, 24 of common header) ---- */
 #define MAI_MAD_SIZE		256	/* bytes of a MAD on the wire */
-#define MAI_MAD_HDR_SIZE	24	/* common MAD header, IBA 13.4.3 */
+#define MAI_MAD_HDR_SIZE	24	/* common MAD header, IBA 13.4 (mad-formats.md §1) */
 #define MAI_MAD_DATA_SIZE	(MAI_MAD_SIZE - MAI_MAD_HDR_SIZE)	/* 232 */
 #define MAI_FILTER_QUANT_MAX	4	/* (offset, length, value) per filter */
 #define MAI_QUANT_LEN_MAX	8	/* bytes one quantifier compares */
@@ -64,7 +64,7 @@ struct mai_grh {
 
 /*
  * mai_mad_t (seed 002: "holds a complete MAD plus routing information").
- * The common MAD header (IBA 13.4.3) is kept decoded in host order; the
+ * The common MAD header (IBA 13.4) is kept decoded in host order; the
  * class-specific rest stays as the 232 bytes of the wire (its layout is
  * the class's business).  For MAI_TYPE_OOB, data holds data_len bytes of
  * the sender's state and the header fields address the filters.
@@ -75,13 +75,13 @@ typedef struct mai_mad {
 	uint8_t qp;		/* 0 (SMI) or 1 (GSI): the channel's QP */
 	uint8_t has_grh;	/* 0 or 1: grh is meaningful */
 	uint32_t remote_qpn;	/* 24 bits: source QP received / destination QP sent */
-	uint32_t remote_qkey;	/* Q_Key (QP1: 0x80010000, IBA 13.5.3) */
+	uint32_t remote_qkey;	/* Q_Key (QP1: 0x80010000, the well-known GSI Q_Key) */
 	uint16_t pkey_index;
 	uint16_t data_len;	/* bytes of data used: MAI_MAD_DATA_SIZE for MAD/RAW,
 				 * 0..MAI_MAD_DATA_SIZE for OOB */
 	struct mai_lrh lrh;
 	struct mai_grh grh;
-	/* common MAD header, IBA 13.4.3 */
+	/* common MAD header, IBA 13.4 (mad-formats.md §1) */
 	uint8_t base_version;	/* 1 for IB */
 	uint8_t mgmt_class;
 	uint8_t class_version;
@@ -190,7 +190,7 @@ int mai_recv(int chan, mai_mad_t *m, int timeout_ms);
  * qp 0/1, has_grh 0/1, every LRH/GRH field within its bit width,
  * remote_qpn within 24 bits, data_len MAI_MAD_DATA_SIZE for MAD/RAW and at
  * most that for OOB.  0 or -EINVAL.  (MAD header values are not judged
- * here: a bad base version is the agent's to answer, IBA 13.4.7.) */
+ * here: a bad base version is the agent's to answer with a status, mad-formats.md §1.2.) */
 int mai_mad_check(const mai_mad_t *m);
 
 /* Checks a filter: known flags and match bits, sl within 4 bits, nquant
@@ -223,7 +223,7 @@ int mai_mfstream(const mai_filter_t *f, uint8_t *buf, size_t cap);
 int mai_rfstream(const uint8_t *buf, size_t len, mai_filter_t *f);
 
 /* mai_towire ("create InfiniBand MAD from mai_mad_t"): the 256-byte MAD,
- * common header big-endian at IBA 13.4.3's offsets, then data.  The LRH,
+ * common header big-endian at IBA 13.4's offsets, then data.  The LRH,
  * GRH and QP fields are routing, not MAD: the sender builds those headers.
  * Returns MAI_MAD_SIZE, -EINVAL (fails mai_mad_check, or an OOB message:
  * it has no wire form), -ENOSPC if cap < MAI_MAD_SIZE. */
@@ -234,7 +234,7 @@ int mai_towire(const mai_mad_t *m, uint8_t *wire, size_t cap);
  * data_len) and leaves its routing fields (port, qp, LRH, GRH, remote QP,
  * Q_Key, P_Key index) as the caller set them from the receive.  Returns
  * MAI_MAD_SIZE, or -EMSGSIZE if len != MAI_MAD_SIZE (a MAD is never
- * shorter or longer, IBA 13.4.2). */
+ * shorter or longer, IBA 13.4). */
 int mai_fromwire(const uint8_t *wire, size_t len, mai_mad_t *m);
 
 /* One attached filter as the matching engine sees it. */
@@ -257,6 +257,9 @@ int mai_filter_match(const mai_filter_t *f, const mai_mad_t *m);
  *    otherwise every channel with a passing non-consuming filter receives.
  *  - OOB: every channel with a passing filter, consuming or not ("queued to
  *    the input buffers of all channels with matching filters").
+ * `ents` holds the filters of the channels opened on the device and QP
+ * (0 or 1) the message came in on: the seed's "physical source (channel,
+ * port)" is the caller's list plus MAI_M_PORT.
  * A channel appears once however many of its filters pass, in the order
  * of the first such filter in `ents`.  Writes up to `max` channels to
  * out[] and returns how many receive (may exceed max: the caller's array

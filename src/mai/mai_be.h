@@ -68,7 +68,7 @@ static inline void mai_get_bytes(struct mai_cur *c, void *p, size_t n)
 	c->pos += n;
 }
 
-/* The common MAD header (IBA 13.4.3), 24 bytes; mai_stream.c. */
+/* The common MAD header (IBA 13.4), 24 bytes; mai_stream.c. */
 struct mai_mad;
 void sib_mai_hdr_put(struct mai_cur *c, const struct mai_mad *m);
 void sib_mai_hdr_get(struct mai_cur *c, struct mai_mad *m);

@@ -3,7 +3,8 @@
  * MAI conversions (seed 002 "endian independent data conversions"): the
  * checks on mai_mad_t and Filter_t, the message and filter byte streams
  * (mai_mmstream/rmstream, mai_mfstream/rfstream; layout in docs/mai.md) and
- * the MAD wire form (mai_towire/fromwire, IBA 13.4.2-13.4.3).
+ * the MAD wire form (mai_towire/fromwire, IBA 13.4; layout as in
+ * ../shared/research/mad-formats.md §1).
  * Everything read is hostile: bounded by the cursor, then checked before
  * the caller's structure is written.  Pure: no I/O, no locks, no allocation.
  */
@@ -77,7 +78,7 @@ struct fld {
 #define ZERO(n)		{ 0, n, K_ZERO }
 #define NFLD(t)		(sizeof(t) / sizeof((t)[0]))
 
-/* IBA 13.4.3: the common MAD header, 24 bytes. */
+/* IBA 13.4 (mad-formats.md §1): the common MAD header, 24 bytes. */
 static const struct fld hdr_fields[] = {
 	NUM(mai_mad_t, base_version), NUM(mai_mad_t, mgmt_class),
 	NUM(mai_mad_t, class_version), NUM(mai_mad_t, method),

@@ -209,7 +209,7 @@ int mai_mmstream(const mai_mad_t *m, uint8_t *buf, size_t cap);
  * buf[0..len) into *m.  Returns the bytes used (MAI_MSTREAM_SIZE);
  * -EMSGSIZE if len is shorter than a stream (truncated), -EBADMSG for a
  * wrong magic, version or length, or a decoded message that fails
- * mai_mad_check.  *m is written only on success. */
+ * mai_mad_check; -EINVAL if m is NULL.  *m is written only on success. */
 int mai_rmstream(const uint8_t *buf, size_t len, mai_mad_t *m);
 
 /* mai_mfstream ("convert Filter_t to byte stream"): as mai_mmstream for a
@@ -218,8 +218,8 @@ int mai_rmstream(const uint8_t *buf, size_t len, mai_mad_t *m);
 int mai_mfstream(const mai_filter_t *f, uint8_t *buf, size_t cap);
 
 /* mai_rfstream ("inverse of mai_mfstream").  Bytes used, -EMSGSIZE,
- * -EBADMSG (also for a filter failing mai_filter_check).  *f is written
- * only on success. */
+ * -EBADMSG (also for a filter failing mai_filter_check), -EINVAL if f is
+ * NULL.  *f is written only on success. */
 int mai_rfstream(const uint8_t *buf, size_t len, mai_filter_t *f);
 
 /* mai_towire ("create InfiniBand MAD from mai_mad_t"): the 256-byte MAD,
@@ -233,8 +233,8 @@ int mai_towire(const mai_mad_t *m, uint8_t *wire, size_t cap);
  * MAD in wire[0..len) into the MAD fields of *m (type MAD, header, data,
  * data_len) and leaves its routing fields (port, qp, LRH, GRH, remote QP,
  * Q_Key, P_Key index) as the caller set them from the receive.  Returns
- * MAI_MAD_SIZE, or -EMSGSIZE if len != MAI_MAD_SIZE (a MAD is never
- * shorter or longer, IBA 13.4). */
+ * MAI_MAD_SIZE, -EMSGSIZE if len != MAI_MAD_SIZE (a MAD is never shorter
+ * or longer, IBA 13.4), -EINVAL if m is NULL. */
 int mai_fromwire(const uint8_t *wire, size_t len, mai_mad_t *m);
 
 /* One attached filter as the matching engine sees it. */
@@ -264,7 +264,8 @@ int mai_filter_match(const mai_filter_t *f, const mai_mad_t *m);
  * of the first such filter in `ents`.  Writes up to `max` channels to
  * out[] and returns how many receive (may exceed max: the caller's array
  * was short); 0 means nobody (the caller drops and counts, or answers).
- * -EINVAL if m is not a known type.
+ * -EINVAL if m is NULL or not a known type, or an array is NULL while
+ * its count is not 0.
  */
 int mai_match(const struct mai_filter_ent *ents, size_t n, const mai_mad_t *m,
 	      uint32_t *out, size_t max);

@@ -1,12 +1,16 @@
 # SPDX-License-Identifier: MIT
 # The layering check (tests/layering.sh): no static library may need a
 # symbol that only a layer above it defines.  iba <- common <- link <- hca
-# <- verbs; the daemon's libraries sit on iba/common/link.  sib_link is
-# checked once it exists.
+# <- verbs; the daemon's libraries sit on iba/common/link; sib_mai on
+# iba/common.  sib_link is checked once it exists.
 if(TARGET sib_iba AND TARGET sib_common AND TARGET sib_hca AND TARGET ibverbs AND TARGET softibd)
   set(sib_layers
     "sib_iba=$<TARGET_FILE:sib_iba>=sib_iba"
     "sib_common=$<TARGET_FILE:sib_common>=sib_common,sib_iba")
+  if(TARGET sib_mai)
+    # MAI's pure part (include/softib/mai.h) sits on common and iba only.
+    list(APPEND sib_layers "sib_mai=$<TARGET_FILE:sib_mai>=sib_mai,sib_common,sib_iba")
+  endif()
   set(sib_low sib_common,sib_iba)
   if(TARGET sib_link)
     list(APPEND sib_layers "sib_link=$<TARGET_FILE:sib_link>=sib_link,sib_common,sib_iba")

@@ -502,6 +502,16 @@ const struct mad_layout *mad_layouts(size_t *n)
 	return layouts;
 }
 
+void mad_layout_decode(const struct mad_layout *l, const uint8_t *p, void *obj)
+{
+	fields_decode(l->fields, l->nfields, p, obj);
+}
+
+void mad_layout_encode(const struct mad_layout *l, const void *obj, uint8_t *p)
+{
+	fields_encode(l->fields, l->nfields, obj, p);
+}
+
 #define X_CODEC(n, name, id, size) \
 	void mad_##n##_decode(struct mad_##n *a, const uint8_t *p) \
 	{ \

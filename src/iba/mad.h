@@ -190,6 +190,12 @@ struct mad_layout {
 /* All layouts this module knows (headers and attributes); *n gets the count. */
 const struct mad_layout *mad_layouts(size_t *n);
 
+/* Run a layout's table: decode its fields from p into obj (the layout's
+ * struct; members of no field untouched) / encode them from obj into p
+ * (bits of no field untouched). The typed codecs below wrap these. */
+void mad_layout_decode(const struct mad_layout *l, const uint8_t *p, void *obj);
+void mad_layout_encode(const struct mad_layout *l, const void *obj, uint8_t *p);
+
 /* ---- the common header and the class headers ----------------------------- */
 
 /* Common MAD header, bytes 0-23 (IBA 13.4.2). status is the raw 16 bits

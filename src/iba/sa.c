@@ -365,7 +365,8 @@ void sa_rmpp_recv_init(struct sa_rmpp_recv *r, uint8_t *buf, size_t cap,
 	memset(r, 0, sizeof(*r));
 	r->buf = buf;
 	r->cap = cap;
-	r->window = window ? window : 1;
+	/* clamped so newwin (<= 2 x SA_RMPP_MAX_SEGS + 1) never wraps */
+	r->window = window == 0 ? 1 : window > SA_RMPP_MAX_SEGS ? SA_RMPP_MAX_SEGS : window;
 	r->newwin = 1 + r->window;	/* Linux start_rmpp: 1 + window_size */
 }
 

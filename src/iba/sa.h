@@ -212,7 +212,7 @@ struct sa_rmpp_recv {
 };
 
 /* Start a reassembly into buf[0..cap) with a window of window segments
- * (0 is taken as 1; Linux uses 64). */
+ * (0 is taken as 1, more than SA_RMPP_MAX_SEGS as that; Linux uses 64). */
 void sa_rmpp_recv_init(struct sa_rmpp_recv *r, uint8_t *buf, size_t cap,
 		       uint32_t window);
 

@@ -449,8 +449,8 @@ enum sa_rmpp_verdict sa_rmpp_recv_seg(struct sa_rmpp_recv *r,
 	n = MAD_SA_DATA_SIZE;
 	if (seg == 1) {
 		/* PayloadLength 0 = unknown; else at least its class headers */
-		if (plen && ((plen + SA_RMPP_SEG_PAYLOAD - 1) / SA_RMPP_SEG_PAYLOAD >
-			     SA_RMPP_MAX_SEGS))
+		if (((uint64_t)plen + SA_RMPP_SEG_PAYLOAD - 1) / SA_RMPP_SEG_PAYLOAD >
+		    SA_RMPP_MAX_SEGS)
 			return rmpp_abort(r, mad, out, rep, SA_RMPP_STATUS_RESX);
 		r->first_len = plen;
 	}

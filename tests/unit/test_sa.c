@@ -415,10 +415,13 @@ static void test_rmpp_hostile(void **state)
 		{ 26, MAD_RMPP_FLAG_ACTIVE | MAD_RMPP_FLAG_FIRST | MAD_RMPP_FLAG_LAST,
 		  SA_RMPP_STATUS_BAD_LEN },	/* Last with First's PayloadLength */
 		{ 32, 0xFF, SA_RMPP_STATUS_RESX },	/* PayloadLength past the maximum */
+		{ 36, 0, SA_RMPP_STATUS_RESX },	/* 0xFFFFFFFF: no wrap (bytes 32-35 set below) */
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		memcpy(bad, segs[1], MAD_SIZE);
 		bad[cases[i].byte] = cases[i].val;
+		if (cases[i].byte == 36)
+			memset(bad + 32, 0xFF, 4);
 		sa_rmpp_recv_init(&r, buf, sizeof(buf), 64);
 		enum sa_rmpp_verdict v = sa_rmpp_recv_seg(&r, bad, out, &rep);
 		assert_true(v == SA_RMPP_BAD || v == SA_RMPP_TOO_BIG);

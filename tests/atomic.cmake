@@ -10,15 +10,10 @@ if(TARGET sib_hca)
     LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
 endif()
 
-# ib_atomic_{bw,lat}: FETCH_AND_ADD (the default) and CMP_AND_SWAP.  The
-# fragments are included in name order and sib_itest comes from verbs.cmake,
-# so these are added once the directory is done.
-function(sib_atomic_itests)
-  if(COMMAND sib_itest)
-    foreach(tool ib_atomic_bw ib_atomic_lat)
-      sib_itest(perftest_${tool} perftest_atomic.sh ${tool})
-      sib_itest(perftest_${tool}_cmp_swap perftest_atomic.sh ${tool} -A CMP_AND_SWAP)
-    endforeach()
-  endif()
-endfunction()
-cmake_language(DEFER CALL sib_atomic_itests)
+# ib_atomic_{bw,lat}: FETCH_AND_ADD (the default) and CMP_AND_SWAP.
+if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
+  foreach(tool ib_atomic_bw ib_atomic_lat)
+    sib_itest(perftest_${tool} perftest_atomic.sh ${tool})
+    sib_itest(perftest_${tool}_cmp_swap perftest_atomic.sh ${tool} -A CMP_AND_SWAP)
+  endforeach()
+endif()

@@ -14,30 +14,18 @@ set(DEVINFO_AREAS ud mcast srq xrc atomic mw)
 set(DEVINFO_AREAS_PENDING)
 
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
-  if(SOFTIB_SANITIZE)
-    set(sib_py_san ON)
-  else()
-    set(sib_py_san OFF)
-  endif()
-  set(sib_py_env "SIB_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};SIB_LIB=${CMAKE_LIBRARY_OUTPUT_DIRECTORY};SIB_SANITIZE=${sib_py_san}")
-
   if(EXISTS /usr/bin/python3)
     foreach(s ${PYVERBS_SECTIONS})
-      add_test(NAME pyverbs_${s}
-        COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/pyverbs.sh ${s})
-      set_tests_properties(pyverbs_${s} PROPERTIES TIMEOUT 180 LABELS integration
-        SKIP_RETURN_CODE 77 ENVIRONMENT "${sib_py_env}")
+      sib_itest(pyverbs_${s} pyverbs.sh ${s})
+      set_tests_properties(pyverbs_${s} PROPERTIES SKIP_RETURN_CODE 77)
     endforeach()
   endif()
 
   foreach(a ${DEVINFO_AREAS})
-    add_test(NAME verbs_devinfo_${a}
-      COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/devinfo_caps.sh ${a})
-    set_tests_properties(verbs_devinfo_${a} PROPERTIES TIMEOUT 60 LABELS integration
-      ENVIRONMENT "${sib_py_env}")
+    sib_itest(verbs_devinfo_${a} devinfo_caps.sh ${a})
+    set_tests_properties(verbs_devinfo_${a} PROPERTIES TIMEOUT 60)
   endforeach()
 
-  add_test(NAME verbs_asyncwatch COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/asyncwatch.sh)
-  set_tests_properties(verbs_asyncwatch PROPERTIES TIMEOUT 60 LABELS integration
-    ENVIRONMENT "${sib_py_env}")
+  sib_itest(verbs_asyncwatch asyncwatch.sh)
+  set_tests_properties(verbs_asyncwatch PROPERTIES TIMEOUT 60)
 endif()

@@ -3,21 +3,6 @@
 # ibverbs-utils binaries run through softib with LD_LIBRARY_PATH.
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   find_program(IBV_RC_PINGPONG ibv_rc_pingpong REQUIRED)
-  if(SOFTIB_SANITIZE)
-    set(sib_san ON)
-  else()
-    set(sib_san OFF)
-  endif()
-  set(SIB_ITEST_ENV
-    SIB_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY}
-    SIB_LIB=${CMAKE_LIBRARY_OUTPUT_DIRECTORY}
-    SIB_SANITIZE=${sib_san})
-
-  function(sib_itest name script)
-    add_test(NAME ${name} COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/${script} ${ARGN})
-    set_tests_properties(${name} PROPERTIES TIMEOUT 180 LABELS integration
-      ENVIRONMENT "${SIB_ITEST_ENV}")
-  endfunction()
 
   # The library's own behaviour, through its public API, against a private softibd.
   # test_verbs_conform: comp_vector, ibv_rereg_mr, capability flags and counters.

@@ -6,6 +6,7 @@
  * only, except what the contexts' engine threads produce onto the wires.
  */
 #include <endian.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -520,6 +521,38 @@ int down(void **state)
 		s->mr_local = s->mr_ro = NULL;
 	}
 	return 0;
+}
+
+/* ---- XRC ---- */
+
+struct ibv_xrcd *loop_xrcd_open(unsigned int s, int fd)
+{
+	struct ibv_xrcd_init_attr a = { .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+					.fd = fd, .oflags = O_CREAT };
+	struct ibv_xrcd *xd = sib_hca_ops.open_xrcd(sides[s].ctx, &a);
+
+	assert_non_null(xd);
+	return xd;
+}
+
+struct ibv_srq *loop_xsrq_new(unsigned int s, struct ibv_xrcd *xd, uint32_t max_wr, uint32_t *srqn)
+{
+	struct ibv_srq_init_attr_ex a = { 0 };
+	struct ibv_srq *srq;
+
+	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
+		      IBV_SRQ_INIT_ATTR_CQ;
+	a.srq_type = IBV_SRQT_XRC;
+	a.pd = sides[s].pd;
+	a.xrcd = xd;
+	a.cq = sides[s].cq;
+	a.attr.max_wr = max_wr;
+	a.attr.max_sge = 1;
+	srq = sib_hca_ops.create_srq_ex(sides[s].ctx, &a);
+	assert_non_null(srq);
+	if (srqn)
+		assert_int_equal(sib_hca_ops.get_srq_num(srq, srqn), 0);
+	return srq;
 }
 
 /* ---- verbs through the ops table ---- */

@@ -134,6 +134,12 @@ void settle(unsigned int ms);
 void expect_no_wc(unsigned int s);
 void expect_wc(unsigned int s, uint64_t wr_id, enum ibv_wc_status st);
 
+/* XRC through the ops table: the domain of file fd (-1: a private one) on
+ * side s's context, and an XRC SRQ of max_wr WQEs (one SGE) in it, with
+ * side s's PD and CQ; *srqn (if not NULL) gets its number. */
+struct ibv_xrcd *loop_xrcd_open(unsigned int s, int fd);
+struct ibv_srq *loop_xsrq_new(unsigned int s, struct ibv_xrcd *xd, uint32_t max_wr, uint32_t *srqn);
+
 /* Verbs through the ops table (signaled; ImmDt 0x1234). */
 void post_send_sge(unsigned int s, enum ibv_wr_opcode op, uint64_t addr, uint32_t len,
 		   uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t wr_id);

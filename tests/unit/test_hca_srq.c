@@ -68,34 +68,6 @@ static struct ibv_srq *srq_new(uint32_t max_wr, uint32_t max_sge)
 	return srq;
 }
 
-static struct ibv_xrcd *xrcd_new(void)
-{
-	struct ibv_xrcd_init_attr a = { .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
-					.fd = -1, .oflags = O_CREAT };
-	struct ibv_xrcd *xd = ops->open_xrcd(sides[B].ctx, &a);
-
-	assert_non_null(xd);
-	return xd;
-}
-
-static struct ibv_srq *xsrq_new(struct ibv_xrcd *xd)
-{
-	struct ibv_srq_init_attr_ex a = { 0 };
-	struct ibv_srq *srq;
-
-	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
-		      IBV_SRQ_INIT_ATTR_CQ;
-	a.srq_type = IBV_SRQT_XRC;
-	a.pd = sides[B].pd;
-	a.xrcd = xd;
-	a.cq = sides[B].cq;
-	a.attr.max_wr = 64;
-	a.attr.max_sge = 1;
-	srq = ops->create_srq_ex(sides[B].ctx, &a);
-	assert_non_null(srq);
-	return srq;
-}
-
 /* A QP on side s: RC (on srq if given), XRC_SEND, or XRC_RECV in xd. */
 static struct ibv_qp *qp_new(unsigned int s, enum ibv_qp_type t, struct ibv_srq *srq, struct ibv_xrcd *xd)
 {
@@ -460,8 +432,8 @@ static void test_xrc_transfer(void **state)
 	bad_srq.attr.max_wr = 4;
 	assert_null(ops->create_srq_ex(sides[B].ctx, &bad_srq)); /* no XRCD, no CQ */
 	assert_null(qp_new(B, IBV_QPT_XRC_RECV, NULL, NULL));
-	x.xrcd[0] = xrcd_new();
-	x.srq[0] = xsrq_new(x.xrcd[0]);
+	x.xrcd[0] = loop_xrcd_open(B, -1);
+	x.srq[0] = loop_xsrq_new(B, x.xrcd[0], 64, NULL);
 	assert_int_equal(ops->get_srq_num(x.srq[0], &srqn), 0);
 	assert_int_not_equal(srqn, 0);
 	pair(0, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV, NULL, x.xrcd[0], &def_opts);
@@ -530,8 +502,8 @@ static void test_xrc_srq_destroy_mid_message(void **state)
 
 	(void)state;
 	up(&def_opts);
-	x.xrcd[0] = xrcd_new();
-	x.srq[0] = xsrq_new(x.xrcd[0]);
+	x.xrcd[0] = loop_xrcd_open(B, -1);
+	x.srq[0] = loop_xsrq_new(B, x.xrcd[0], 64, NULL);
 	assert_int_equal(ops->get_srq_num(x.srq[0], &srqn), 0);
 	pair(0, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV, NULL, x.xrcd[0], &def_opts);
 	srq_post(x.srq[0], 0, 4096, 31);
@@ -560,8 +532,8 @@ static void test_xrc_wr_api(void **state)
 
 	(void)state;
 	up(&def_opts);
-	x.xrcd[0] = xrcd_new();
-	x.srq[0] = xsrq_new(x.xrcd[0]);
+	x.xrcd[0] = loop_xrcd_open(B, -1);
+	x.srq[0] = loop_xsrq_new(B, x.xrcd[0], 64, NULL);
 	assert_int_equal(ops->get_srq_num(x.srq[0], &srqn), 0);
 	a.qp_type = IBV_QPT_XRC_SEND;
 	a.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
@@ -604,10 +576,10 @@ static void test_xrc_wrong_srqn_dropped(void **state)
 	(void)state;
 	up(&def_opts);
 	cb = to_sctx(sides[B].ctx);
-	x.xrcd[0] = xrcd_new();
-	x.xrcd[1] = xrcd_new();
-	x.srq[0] = xsrq_new(x.xrcd[0]);
-	x.srq[1] = xsrq_new(x.xrcd[1]);
+	x.xrcd[0] = loop_xrcd_open(B, -1);
+	x.xrcd[1] = loop_xrcd_open(B, -1);
+	x.srq[0] = loop_xsrq_new(B, x.xrcd[0], 64, NULL);
+	x.srq[1] = loop_xsrq_new(B, x.xrcd[1], 64, NULL);
 	x.srq[2] = srq_new(4, 1);
 	assert_int_equal(ops->get_srq_num(x.srq[0], &good), 0);
 	assert_int_equal(ops->get_srq_num(x.srq[1], &other), 0);
@@ -703,8 +675,8 @@ static void test_xrc_under_faults(void **state)
 	o.timeout = 10;
 	o.faults = fault_spec;
 	up(&o);
-	x.xrcd[0] = xrcd_new();
-	x.srq[0] = xsrq_new(x.xrcd[0]);
+	x.xrcd[0] = loop_xrcd_open(B, -1);
+	x.srq[0] = loop_xsrq_new(B, x.xrcd[0], 64, NULL);
 	assert_int_equal(ops->get_srq_num(x.srq[0], &srqn), 0);
 	pair(0, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV, NULL, x.xrcd[0], &o);
 	stream(x.qa[0], x.srq[0], srqn);

@@ -60,35 +60,6 @@ static int fwd_down(void **state)
 	return down(state);
 }
 
-static struct ibv_xrcd *xrcd_open(unsigned int s)
-{
-	struct ibv_xrcd_init_attr a = { .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
-					.fd = f.fd, .oflags = O_CREAT };
-	struct ibv_xrcd *xd = ops->open_xrcd(sides[s].ctx, &a);
-
-	assert_non_null(xd);
-	return xd;
-}
-
-static struct ibv_srq *xsrq(unsigned int s, struct ibv_xrcd *xd, uint32_t *srqn)
-{
-	struct ibv_srq_init_attr_ex a = { 0 };
-	struct ibv_srq *srq;
-
-	a.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_XRCD |
-		      IBV_SRQ_INIT_ATTR_CQ;
-	a.srq_type = IBV_SRQT_XRC;
-	a.pd = sides[s].pd;
-	a.xrcd = xd;
-	a.cq = sides[s].cq;
-	a.attr.max_wr = 2048;
-	a.attr.max_sge = 1;
-	srq = ops->create_srq_ex(sides[s].ctx, &a);
-	assert_non_null(srq);
-	assert_int_equal(ops->get_srq_num(srq, srqn), 0);
-	return srq;
-}
-
 /* RESET -> RTS toward dqpn (the XRC rows of ibv_xsrq_pingpong). */
 static void link_qp(struct ibv_qp *q, unsigned int s, uint16_t dlid, uint32_t dqpn)
 {
@@ -136,10 +107,10 @@ static void fwd_up(void)
 	f.fd = mkstemp(path);
 	assert_true(f.fd > 0);
 	unlink(path);
-	f.xrcd_b = xrcd_open(B);
-	f.xrcd_c = xrcd_open(C);
-	f.srq_b = xsrq(B, f.xrcd_b, &f.srqn_b);
-	f.srq_c = xsrq(C, f.xrcd_c, &f.srqn_c);
+	f.xrcd_b = loop_xrcd_open(B, f.fd);
+	f.xrcd_c = loop_xrcd_open(C, f.fd);
+	f.srq_b = loop_xsrq_new(B, f.xrcd_b, 2048, &f.srqn_b);
+	f.srq_c = loop_xsrq_new(C, f.xrcd_c, 2048, &f.srqn_c);
 	/* Unique numbers: the same index in each context, inbox above. */
 	assert_int_equal(f.srqn_b & 0xffff, f.srqn_c & 0xffff);
 	assert_int_equal(f.srqn_c >> 16, C);

@@ -11,16 +11,9 @@
 
 #include "iba/fields.h"
 #include "iba/mad.h"
+#include "iba/mad_table.h"
 
 /* ---- the generic engine --------------------------------------------------- */
-
-#define MSIZE(T, m) ((uint8_t)sizeof(((T *)0)->m))
-/* scalar field: F(struct, "IBA name", member, byte, container bytes, shift, mask) */
-#define F(T, name, m, off, bytes, shift, mask) \
-	{ name, off, bytes, shift, mask, offsetof(T, m), MSIZE(T, m), 1, 0 }
-/* n equal fields stride bytes apart into the array member m[] */
-#define FA(T, name, m, off, bytes, shift, mask, n, stride) \
-	{ name, off, bytes, shift, mask, offsetof(T, m), MSIZE(T, m[0]), n, stride }
 
 static uint64_t member_ld(const uint8_t *s, unsigned size)
 {

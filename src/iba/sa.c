@@ -10,15 +10,10 @@
 #include <string.h>
 
 #include "iba/fields.h"
+#include "iba/mad_table.h"
 #include "iba/sa.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
-#define MSIZE(T, m) ((uint8_t)sizeof(((T *)0)->m))
-/* the struct mad_field initialisers of mad.c (F scalar, FA array) */
-#define F(T, name, m, off, bytes, shift, mask) \
-	{ name, off, bytes, shift, mask, offsetof(T, m), MSIZE(T, m), 1, 0 }
-#define FA(T, name, m, off, bytes, shift, mask, n, stride) \
-	{ name, off, bytes, shift, mask, offsetof(T, m), MSIZE(T, m[0]), n, stride }
 #define GID(T, name, m, off) FA(T, name, m, off, 1, 0, 0xFF, 16, 1)
 #define EMB(T, layout, off, m) { layout, off, offsetof(T, m) }
 

@@ -15,13 +15,14 @@
 
 #include <stdint.h>
 
-#define SIB_ABI_VERSION 7u /* 2: sealed read-only map, no counters in it; 3: device
+#define SIB_ABI_VERSION 8u /* 2: sealed read-only map, no counters in it; 3: device
                                * generations, pushed events, registry commands;
                                * 4: link area in the fabric map, LINK_* ops;
                                * 5: multicast groups in the map, MCAST op;
                                * 6: XRC domains (XRCD_OPEN, SIB_OBJ_XRCD);
                                * 7: an XRC_RECV QP names its XRCD handle
-                               *    (obj.xrcd_handle), qp_xrcd[] in the map */
+                               *    (obj.xrcd_handle), qp_xrcd[] in the map;
+                               * 8: the managed fabric (MAI_*, MGMT_QUERY, ROUTE) */
 #define SIB_CTL_MAGIC   0x53494243u /* "SIBC" */
 
 /* Default socket path when SOFTIB_SOCKET is unset: $XDG_RUNTIME_DIR/softib.sock,
@@ -46,6 +47,10 @@ enum sib_ctl_op {
 	SIB_CTL_LINK_FAULTS,   /* set or clear a port's faults (`softib fault`) */
 	SIB_CTL_MCAST,         /* attach / detach a UD QP to a multicast group (daemon/mcast.c) */
 	SIB_CTL_XRCD_OPEN,     /* open an XRC domain (+ the file's fd): -> handle, number */
+	SIB_CTL_MAI_OPEN,      /* open a MAI channel on QP0/QP1 of a port: -> its fd (daemon/mai_chan.c) */
+	SIB_CTL_MAI_FILTER,    /* create / delete a filter of a MAI channel */
+	SIB_CTL_MGMT_QUERY,    /* CA and port attributes for libibumad (umad_get_ca, _port) */
+	SIB_CTL_ROUTE,         /* data path: where a LID-routed packet from a port ends (subnet.h) */
 	SIB_CTL_OP_MAX,
 };
 

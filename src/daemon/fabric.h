@@ -34,6 +34,7 @@ enum sib_node_type {
 };
 
 struct sib_fab_node;
+struct sib_node_mgmt; /* subnet.h: SMA/PMA state, owned by subnet.c */
 
 struct sib_fab_port {
 	struct sib_fab_node *node;
@@ -55,6 +56,7 @@ struct sib_fab_node {
 	char dev_name[64];           /* CAs: verbs device name, softib0, softib1, ... */
 	uint8_t num_ports;
 	struct sib_fab_port *ports;  /* num_ports + 1 entries; [0] is port 0 */
+	struct sib_node_mgmt *mgmt;  /* sib_subnet_init(); the parser leaves it NULL */
 };
 
 struct sib_fabric {

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "daemon/linkcfg.h"
+#include "daemon/subnet.h"
 #include "daemon/softibd.h"
 #include "link/link.h"
 #include "link/wrap.h"
@@ -277,6 +278,31 @@ void sibd_link_status(struct sibd *d, FILE *f)
 				fprintf(f, " %s=%llu", sib_link_counter_name[c],
 					(unsigned long long)atomic_load_explicit(&st->c[c], memory_order_relaxed));
 			fputc('\n', f);
+		}
+		munmap(page, SIB_INBOX_HDR_BYTES);
+	}
+}
+
+/* subnet.h.  Every context of the device counts for its one port until
+ * contexts count per port: a CA with two ports reports them on port 1. */
+void sibd_data_counters(struct sibd *d, uint32_t dev_index, uint8_t port_num,
+			struct sib_pma_counters *sum)
+{
+	for (uint32_t i = 0; i < SIB_MAX_INBOXES; i++) {
+		const struct sib_link_stats *st;
+		void *page;
+
+		if (d->inbox[i].fd < 0 || d->inbox[i].dev_index != dev_index || port_num != 1)
+			continue;
+		page = mmap(NULL, SIB_INBOX_HDR_BYTES, PROT_READ, MAP_SHARED, d->inbox[i].fd, 0);
+		if (page == MAP_FAILED)
+			continue;
+		st = (const struct sib_link_stats *)((const char *)page + SIB_LINK_STATS_OFF);
+		if (atomic_load_explicit(&st->magic, memory_order_acquire) == SIB_LINK_STATS_MAGIC) {
+			sum->xmit_pkts += atomic_load_explicit(&st->c[SIB_LC_TX], memory_order_relaxed);
+			sum->rcv_pkts += atomic_load_explicit(&st->c[SIB_LC_RX], memory_order_relaxed);
+			sum->rcv_errors += atomic_load_explicit(&st->c[SIB_LC_RX_ICRC], memory_order_relaxed) +
+					   atomic_load_explicit(&st->c[SIB_LC_RX_BAD], memory_order_relaxed);
 		}
 		munmap(page, SIB_INBOX_HDR_BYTES);
 	}

@@ -18,6 +18,7 @@
 #include "common/sib_shm.h"
 #include "daemon/fabric.h"
 #include "daemon/handle.h"
+#include "daemon/sma.h"
 
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
 #define SIBD_MAX_HANDLES   65536   /* devices + objects per connection; then ENOMEM */
@@ -25,6 +26,7 @@
 #define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */
 
 struct sibd_out;
+struct mai_mad;
 
 /* A connection's subscription to pushed events (events.c owns it). */
 struct sibd_ev_sub {
@@ -111,6 +113,15 @@ struct sibd {
 	/* XRC domains (xrcd.c) */
 	struct sibd_xrcd *xrcds;
 	uint32_t xrcd_next;             /* the last domain number handed out */
+
+	/* the managed subnet (sma.c, pma.c, sm_builtin.c; docs/subnet.md) */
+	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
+	bool sm_sweeping;               /* the built-in SM is running (no re-entry) */
+	/* set by the MAD router: sends a MAD (traps) from port `port` of n;
+	 * NULL: traps are counted unsent */
+	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m);
+	uint64_t trap_tid;              /* TID of the last trap sent */
+	struct sibd_sma_counters sma;
 
 	/* routes of the data path (route.c) */
 	uint32_t route_gen;             /* the map's route_gen, as last stored */
@@ -202,12 +213,10 @@ void sibd_mcast_qp_gone(struct sibd *d, struct sibd_client *c, uint32_t qp_handl
 uint32_t sibd_mcast_groups(const struct sibd *d, uint32_t *attachments);
 void sibd_mcast_fini(struct sibd *d);
 
-/* route.c: the data path's routes (SIB_CTL_ROUTE, docs/subnet.md).
- * route_changed: an LFT, MFT, LID, port or link state changed: clients'
- * cached routes are stale (bumps the map's route_gen).  route_answer: fill
- * r (dev_index, port, dlid in) as SIB_CTL_ROUTE answers; 0 or -EINVAL
- * (no such present device or port). */
-void sibd_route_changed(struct sibd *d);
+/* route.c: the data path's routes (SIB_CTL_ROUTE, docs/subnet.md;
+ * sibd_route_changed is declared in sma.h).  route_answer: fill r
+ * (dev_index, port, dlid in) as SIB_CTL_ROUTE answers; 0 or -EINVAL (no
+ * such present device or port). */
 int sibd_route_answer(struct sibd *d, struct sib_ctl_route *r);
 int sibd_cmd_route(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
 

@@ -258,7 +258,7 @@ static uint32_t plan_lft(struct bfs *b, unsigned int si, uint8_t *lft)
 		struct sib_fab_node *x = b->sw[j];
 		uint8_t e = j == si ? 0 : b->first[j];
 
-		if (!e)
+		if (j != si && !e)
 			continue; /* unreachable */
 		lid_range(lft, &x->mgmt->port[0].pi, e, &top);
 		for (unsigned int pn = 1; pn <= x->num_ports; pn++) {

@@ -277,6 +277,7 @@ int sibd_map_create(struct sibd *d)
 	d->shm->abi_version = SIB_ABI_VERSION;
 	d->shm->size = (uint32_t)size;
 	d->shm->daemon_pid = (uint64_t)getpid();
+	atomic_store_explicit(&d->shm->route_gen, d->route_gen, memory_order_release); /* route.c */
 	ret = map_fill(d);
 	if (ret) {
 		sibd_map_destroy(d);

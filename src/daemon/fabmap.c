@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "daemon/linkcfg.h"
 #include "daemon/softibd.h"
 
 /* Port attributes come from the SMA's PortInfo (sma_publish.c); the
@@ -349,6 +350,7 @@ void sibd_inbox_free(struct sibd *d, uint32_t inbox)
 	struct sib_shm_inbox_desc *desc = &d->shm->inboxes[inbox];
 	struct sibd_inbox *ib = &d->inbox[inbox];
 
+	sibd_link_inbox_gone(d, inbox); /* its PMA counts stay (linkcfg.c) */
 	ib->gen++; /* even: gone */
 	atomic_store_explicit(&desc->gen, ib->gen, memory_order_release);
 	desc->pid = 0;

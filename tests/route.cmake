@@ -16,3 +16,9 @@ if(TARGET sib_fabric)
   target_compile_definitions(test_route PRIVATE
     SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")
 endif()
+
+# Unmodified ibv_rc_pingpong and ib_send_bw across two switches in the
+# default mode, a path broken in the middle (retry exceeded) and healed.
+if(TARGET softibd AND TARGET softib AND TARGET ibverbs)
+  sib_itest(route_2sw route_2sw.sh)
+endif()

@@ -12,3 +12,12 @@ if(TARGET softibd)
   add_dependencies(test_mai_chan softibd)
   set_tests_properties(test_mai_chan PROPERTIES TIMEOUT 120)
 endif()
+# The client written against mai.h alone, privileged and not (mai_priv.sh).
+if(TARGET softibd AND TARGET softib)
+  add_executable(mai_client ${CMAKE_CURRENT_SOURCE_DIR}/integration/mai_client.c)
+  target_link_libraries(mai_client PRIVATE sib_mai)
+  add_test(NAME mai_priv
+    COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/mai_priv.sh $<TARGET_FILE:mai_client>)
+  set_tests_properties(mai_priv PROPERTIES TIMEOUT 120 LABELS integration SKIP_RETURN_CODE 77
+    ENVIRONMENT "${SIB_ITEST_ENV}")
+endif()

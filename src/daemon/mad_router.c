@@ -30,13 +30,13 @@ int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 		     const uint8_t *req, uint8_t *resp);
 int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 		     const uint8_t *req, uint8_t *resp);
-int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
-		     const uint8_t *req, uint8_t *resp)
+__attribute__((weak)) int sibd_sma_process(struct sibd *d, struct sib_fab_node *n,
+					    uint8_t in_port, const uint8_t *req, uint8_t *resp)
 {
 	return 0;
 }
-int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
-		     const uint8_t *req, uint8_t *resp)
+__attribute__((weak)) int sibd_pma_process(struct sibd *d, struct sib_fab_node *n,
+					    uint8_t in_port, const uint8_t *req, uint8_t *resp)
 {
 	return 0;
 }

@@ -21,26 +21,7 @@
 #include "daemon/subnet.h"
 #include "iba/mad.h"
 
-#if __has_include("daemon/sma.h")
 #include "daemon/sma.h"
-#else
-/* Until helper A's sma.c lands (the brief's prototypes): no agent
- * answers (counted as agent drops). */
-int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
-		     const uint8_t *req, uint8_t *resp);
-int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
-		     const uint8_t *req, uint8_t *resp);
-__attribute__((weak)) int sibd_sma_process(struct sibd *d, struct sib_fab_node *n,
-					    uint8_t in_port, const uint8_t *req, uint8_t *resp)
-{
-	return 0;
-}
-__attribute__((weak)) int sibd_pma_process(struct sibd *d, struct sib_fab_node *n,
-					    uint8_t in_port, const uint8_t *req, uint8_t *resp)
-{
-	return 0;
-}
-#endif
 
 #define GSI_QKEY	0x80010000u	/* IBA 13.4.6.1: the well-known GSI Q_Key */
 #define MAD_WORDS	72u		/* LRH 8 + BTH 12 + DETH 8 + MAD 256 + ICRC 4, in 4-byte words */

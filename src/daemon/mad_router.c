@@ -123,6 +123,15 @@ static bool link_up(const struct sib_fab_node *n, uint8_t port)
 	return true;
 }
 
+uint16_t sibd_mad_port_lid(const struct sib_fab_node *n, uint8_t port)
+{
+	if (port > n->num_ports)
+		return 0;
+	if (n->mgmt && n->mgmt->port)
+		return n->mgmt->port[port].pi.lid;
+	return n->ports[port].lid;
+}
+
 /* ---- delivery --------------------------------------------------------------- */
 
 static bool is_smp_class(uint8_t cls)
@@ -440,7 +449,7 @@ static void send_reply(struct sibd *d, struct sib_fab_node *n, uint8_t port,
 	r.port = port;
 	r.remote_qpn = req->remote_qpn;
 	r.lrh.dlid = req->lrh.slid;
-	r.lrh.slid = req->lrh.dlid == MAD_PERMISSIVE_LID ? n->ports[port].lid : req->lrh.dlid;
+	r.lrh.slid = req->lrh.dlid == MAD_PERMISSIVE_LID ? sibd_mad_port_lid(n, port) : req->lrh.dlid;
 	if (req->has_grh) {
 		memcpy(r.grh.dgid, req->grh.sgid, 16);
 		memcpy(r.grh.sgid, req->grh.dgid, 16);
@@ -464,8 +473,8 @@ void sibd_mad_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const m
 void sibd_mad_out(struct sibd *d, struct sib_fab_node *n, uint8_t port, mai_mad_t *m)
 {
 	m->port = port;
-	if (!m->lrh.slid && port <= n->num_ports)
-		m->lrh.slid = n->ports[port].lid;
+	if (!m->lrh.slid)
+		m->lrh.slid = sibd_mad_port_lid(n, port);
 	sibd_mad_send(d, n, port, m);
 }
 

@@ -224,8 +224,16 @@ static void deliver(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 	if (is_response(m)) {
 		uint32_t chan = (uint32_t)(m->tid >> MAI_TID_CHAN_SHIFT) & MAI_TID_CHAN_MASK;
 
-		if (chan == SIBD_MAI_CHAN_SMA || chan == SIBD_MAI_CHAN_PMA)
-			return; /* a TrapRepress or answer to softibd's own agent: taken */
+		if (chan == SIBD_MAI_CHAN_SMA || chan == SIBD_MAI_CHAN_PMA) {
+			/* a TrapRepress or answer to softibd's own agent: it takes
+			 * (and counts) it without a reply */
+			uint8_t in[MAD_SIZE], out[MAD_SIZE];
+
+			if (mai_towire(m, in, sizeof(in)) == MAD_SIZE)
+				(chan == SIBD_MAI_CHAN_SMA ? sibd_sma_process
+							   : sibd_pma_process)(d, n, port, in, out);
+			return;
+		}
 		if (sibd_mai_response(d, chan, n, port, m->qp, m))
 			drop(d, n, port, m->qp, SIBD_DROP_NO_AGENT);
 		return;

@@ -645,6 +645,16 @@ int sibd_cmd_mai_filter(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	return 0;
 }
 
+void sibd_mai_device_gone(struct sibd *d, uint32_t dev_index)
+{
+	if (!d->mai)
+		return;
+	for (struct chan *ch = d->mai->chans; ch; ch = ch->next)
+		if (ch->dev_index == dev_index)
+			chan_kill(d, ch);
+	reap(d);
+}
+
 void sibd_mai_client_gone(struct sibd *d, struct sibd_client *c)
 {
 	if (!d->mai)

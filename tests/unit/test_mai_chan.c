@@ -413,6 +413,81 @@ static void test_sma_answers(void **state)
 	mai_close(gsi);
 }
 
+/* A channel that never reads: its socket is the bounded queue; the rest is
+ * dropped and counted, the sender and softibd carry on. */
+static void test_queue_bound(void **state)
+{
+	int a = open_ok("softib3", 1), b = open_ok("softib3", 1);
+	unsigned long long full0 = status_val("mad_drop", "queue_full");
+	mai_mad_t m;
+	int sent = 0;
+
+	add_filter(b, 0, MAI_M_CLASS, 0x33, 0, 0);
+	memset(&m, 0, sizeof(m));
+	m.type = MAI_TYPE_OOB;
+	m.qp = 1;
+	m.base_version = 1;
+	m.mgmt_class = 0x33;
+	m.data_len = MAI_MAD_DATA_SIZE;
+	for (uint64_t t0 = now_ms(); sent < 4000 && now_ms() - t0 < 10000;) {
+		int ret = mai_send(a, &m);
+
+		if (ret == -EAGAIN) {
+			usleep(1000); /* softibd is behind: our own socket is full */
+			continue;
+		}
+		assert_int_equal(ret, 0);
+		sent++;
+	}
+	assert_int_equal(sent, 4000);
+	for (int i = 0; i < 200 && status_val("mad_drop", "queue_full") == full0; i++)
+		usleep(10000);
+	assert_true(status_val("mad_drop", "queue_full") > full0);
+	/* what was queued arrives whole */
+	int got = 0;
+
+	while (mai_recv(b, &m, 0) == 0) {
+		assert_int_equal(m.type, MAI_TYPE_OOB);
+		got++;
+	}
+	assert_true(got > 0 && got < 4000);
+	/* and the channel works again once read */
+	m.data_len = 1;
+	assert_int_equal(mai_send(a, &m), 0);
+	assert_int_equal(mai_recv(b, &m, 2000), 0);
+	mai_close(a);
+	mai_close(b);
+}
+
+static int dev_cmd(uint16_t op, const char *name)
+{
+	struct sib_ctl_msg msg = { .hdr.op = op };
+	int fd = sib_ctl_connect(daemon_socket()), ret;
+
+	assert_true(fd >= 0);
+	snprintf(msg.u.dev.name, sizeof(msg.u.dev.name), "%s", name);
+	ret = sib_ctl_call(fd, &msg, NULL);
+	close(fd);
+	return ret ? ret : -msg.hdr.status;
+}
+
+/* A device that goes away takes its channels along: their clients read
+ * end-of-file; softibd frees nothing they still use. */
+static void test_device_remove(void **state)
+{
+	mai_mad_t m;
+	int ch;
+
+	assert_int_equal(dev_cmd(SIB_CTL_DEVICE_ADD, "maidev"), 0);
+	ch = open_ok("maidev", 1);
+	add_filter(ch, 0, MAI_M_CLASS, 0x03, 0, 0);
+	assert_int_equal(dev_cmd(SIB_CTL_DEVICE_REMOVE, "maidev"), 0);
+	assert_int_equal(mai_recv(ch, &m, 2000), -ECONNRESET);
+	assert_int_equal(mai_open("maidev", 1, 1), -ENODEV);
+	assert_int_equal(mai_close(ch), 0);
+	assert_int_equal(status_val("mai", "filters"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -424,6 +499,8 @@ int main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_sma_answers),
+		cmocka_unit_test(test_queue_bound),
+		cmocka_unit_test(test_device_remove),
 	};
 
 	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);

@@ -392,6 +392,17 @@ static void test_sma_answers(void **state)
 	assert_int_equal(mai_send(sm, &m), 0);
 	assert_int_equal(mai_recv(sm, &r, 2000), 0);
 	assert_int_equal(r.status, 0x8000 | 0x000C);
+	/* a class version the SMA does not speak: 0x0004; a method it does not know: 0x0008 */
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, walk[0].path, 0);
+	m.class_version = 2;
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(sm, &r, 2000), 0);
+	assert_int_equal(r.status, 0x8000 | 0x0004);
+	mad_dr(&m, 0x10, MAD_NODEINFO, walk[0].path, 0);
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(sm, &r, 2000), 0);
+	assert_int_equal(r.status, 0x8000 | 0x0008);
+	assert_int_equal(r.method, 0x90);
 	/* LID routed to the switch's LID: its port 0 answers PortInfo with LID 1 */
 	mad_gmp(&m, 0x01, MAD_GET, MAD_PORTINFO, 1);
 	m.qp = 0;

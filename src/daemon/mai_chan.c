@@ -1,15 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * MAI channels in softibd (seed 002 mai_open/mai_filter_create/delete, mai_send,
- * mai_recv; docs/mai.md "Channels"): MAI_OPEN gives a client one end of a
- * SOCK_SEQPACKET socketpair bound to QP0/QP1 of a CA port; mai_mmstream
- * streams go both ways.  Owns the channels' filters (plus the internal
- * SMA/PMA filters, one engine for all), TID stamping and response routing,
- * mai_send_req timeouts and retries (kernel umad semantics, mgmt.md 1.4),
- * OOB wrap-back and the privilege check.  Never trusts a client's bytes:
- * malformed messages are counted and dropped; never blocks: a full channel
- * socket (the bounded queue) drops and counts.  Single-threaded (the event
- * loop); closed channels are freed only from the loop's own entry points.
+ * MAI channels in softibd (seed 002; docs/mai.md "Channels"): MAI_OPEN's
+ * socketpairs carrying mai_mmstream streams, filters (clients' and the
+ * internal SMA/PMA's), TID stamping, mai_send_req timeouts (umad semantics),
+ * OOB, privilege.  Never trusts or blocks on a client: bad bytes are counted,
+ * a full socket drops.  Single-threaded; closed channels freed only by reap().
  */
 #include <errno.h>
 #include <stdio.h>

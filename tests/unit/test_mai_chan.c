@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -470,6 +472,68 @@ static void test_queue_bound(void **state)
 	mai_close(b);
 }
 
+#define THREADS 4
+#define PER_THREAD 200
+
+/* One thread: its own channel and filter, OOB to itself, all back. */
+static void *thread_main(void *arg)
+{
+	uintptr_t i = (uintptr_t)arg;
+	int ch = mai_open("softib1", 1, 1), got = 0;
+	mai_filter_t f;
+	mai_mad_t m;
+
+	if (ch < 0)
+		return (void *)1;
+	memset(&f, 0, sizeof(f));
+	f.match = MAI_M_CLASS;
+	f.mgmt_class = (uint8_t)(0x40 + i);
+	if (mai_filter_create(ch, &f))
+		return (void *)2;
+	memset(&m, 0, sizeof(m));
+	m.type = MAI_TYPE_OOB;
+	m.qp = 1;
+	m.base_version = 1;
+	m.mgmt_class = (uint8_t)(0x40 + i);
+	m.data_len = 1;
+	for (int n = 0; n < PER_THREAD; n++) {
+		m.data[0] = (uint8_t)n;
+		while (mai_send(ch, &m) == -EAGAIN)
+			usleep(1000);
+		if (mai_recv(ch, &m, 2000) || m.mgmt_class != 0x40 + i || m.data[0] != (uint8_t)n)
+			return (void *)3;
+		got++;
+	}
+	if (mai_filter_delete(ch, f.handle) || mai_close(ch))
+		return (void *)4;
+	return got == PER_THREAD ? NULL : (void *)5;
+}
+
+/* mai_* from several threads at once, and a forked child that uses its
+ * own channel while the parent keeps another. */
+static void test_threads_fork(void **state)
+{
+	pthread_t th[THREADS];
+	void *ret;
+	int keep = open_ok("softib1", 1), st;
+	pid_t pid;
+
+	for (uintptr_t i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, thread_main, (void *)i), 0);
+	for (int i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(th[i], &ret), 0);
+		assert_null(ret);
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(thread_main((void *)7) ? 1 : 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	add_filter(keep, 0, MAI_M_CLASS, 0x03, 0, 0); /* the parent's channel still works */
+	assert_int_equal(mai_close(keep), 0);
+}
+
 static int dev_cmd(uint16_t op, const char *name)
 {
 	struct sib_ctl_msg msg = { .hdr.op = op };
@@ -511,6 +575,7 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_sma_answers),
 		cmocka_unit_test(test_queue_bound),
+		cmocka_unit_test(test_threads_fork),
 		cmocka_unit_test(test_device_remove),
 	};
 

@@ -534,6 +534,70 @@ static void test_threads_fork(void **state)
 	assert_int_equal(mai_close(keep), 0);
 }
 
+/* Random MADs (valid streams, hostile contents: classes, methods, hop
+ * counts and pointers, paths, LIDs, versions) and random bytes on QP0 and
+ * QP1 channels: softibd routes, answers or drops each and stays up. */
+static void test_fuzz(void **state)
+{
+	static const uint8_t classes[] = { 0x01, 0x81, 0x04, 0x03, 0x32, 0x07, 0xFF };
+	int ch[2] = { open_ok("softib0", 0), open_ok("softib1", 1) };
+	unsigned int seed = (unsigned int)now_ms();
+	mai_mad_t m;
+	uint8_t junk[MAI_MSTREAM_SIZE + 8];
+
+	print_message("fuzz seed %u\n", seed);
+	srand(seed);
+	for (int i = 0; i < 3000; i++) {
+		int c = i & 1;
+
+		memset(&m, 0, sizeof(m));
+		m.type = MAI_TYPE_MAD;
+		m.qp = (uint8_t)c;
+		m.remote_qpn = rand() % 4 ? (uint32_t)c : (uint32_t)(rand() & 0xFFFFFF);
+		m.data_len = MAI_MAD_DATA_SIZE;
+		m.lrh.dlid = rand() % 4 ? (uint16_t)(rand() % 8) : (uint16_t)rand();
+		m.base_version = rand() % 8 ? 1 : (uint8_t)rand();
+		m.mgmt_class = classes[rand() % sizeof(classes)];
+		m.class_version = rand() % 4 ? 1 : (uint8_t)rand();
+		m.method = rand() % 2 ? (uint8_t)(1 + rand() % 2) : (uint8_t)rand();
+		m.status = rand() % 4 ? 0 : (uint16_t)rand();
+		m.class_specific = (uint16_t)((rand() % 4 ? 0 : rand() % 70) << 8 | rand() % 70);
+		m.tid = (uint64_t)rand() << 32 | (uint64_t)rand();
+		m.attr_id = rand() % 2 ? (uint16_t)(0x10 + rand() % 0x24) : (uint16_t)rand();
+		m.attr_mod = rand() % 2 ? 0 : (uint32_t)rand();
+		for (int b = 0; b < MAI_MAD_DATA_SIZE; b++)
+			m.data[b] = rand() % 3 ? 0 : (uint8_t)rand();
+		for (int b = 0; b < 64; b++)	/* InitialPath: mostly real ports */
+			m.data[MAD_IPATH + b] = (uint8_t)(rand() % 4 ? rand() % 6 : rand());
+		if (rand() % 2)
+			memset(m.data + MAD_DR_SLID, 0xFF, 4);
+		int ret = rand() % 3 ? mai_send(ch[c], &m)
+				     : mai_send_req(ch[c], &m, 1 + rand() % 20, (uint32_t)(rand() % 3));
+
+		assert_true(ret == 0 || ret == -EAGAIN || ret == -EINVAL);
+		if (rand() % 16 == 0) {
+			for (size_t b = 0; b < sizeof(junk); b++)
+				junk[b] = (uint8_t)rand();
+			send(ch[c], junk, (size_t)(rand() % (int)sizeof(junk)) + 1, MSG_DONTWAIT);
+		}
+		while (mai_recv(ch[c], &m, 0) == 0)
+			;
+	}
+	usleep(100000); /* the last send_req timeouts */
+	for (int c = 0; c < 2; c++) {
+		while (mai_recv(ch[c], &m, 0) == 0)
+			;
+		assert_int_equal(mai_close(ch[c]), 0);
+	}
+	/* softibd answers, having routed most of it somewhere */
+	assert_true(status_val("mad", "sent") >= 2000);
+	print_message("sent %llu sma %llu pma %llu unsupported %llu forwarded %llu timeouts %llu\n",
+		      status_val("mad", "sent"), status_val("mad", "sma"), status_val("mad", "pma"),
+		      status_val("mad", "unsupported"), status_val("mad", "forwarded"),
+		      status_val("mad", "timeouts"));
+	assert_int_equal(status_val("mai", "pending"), 0);
+}
+
 static int dev_cmd(uint16_t op, const char *name)
 {
 	struct sib_ctl_msg msg = { .hdr.op = op };
@@ -576,6 +640,7 @@ int main(void)
 		cmocka_unit_test(test_sma_answers),
 		cmocka_unit_test(test_queue_bound),
 		cmocka_unit_test(test_threads_fork),
+		cmocka_unit_test(test_fuzz),
 		cmocka_unit_test(test_device_remove),
 	};
 

@@ -123,8 +123,11 @@ struct sibd {
 	/* set by the MAD router: sends a MAD (traps) from port `port` of n;
 	 * NULL: traps are counted unsent */
 	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m);
-	uint64_t trap_tid;              /* TID of the last trap sent */
+	uint64_t trap_tid;              /* TID of the last SMP softibd made (traps, built-in SM) */
 	struct sibd_sma_counters sma;
+
+	/* routes of the data path (route.c) */
+	uint32_t route_gen;             /* the map's route_gen, as last stored */
 };
 
 /* xrcd.c: XRC domains, one per device and file, counted by opener handles.
@@ -213,6 +216,13 @@ void sibd_mcast_qp_gone(struct sibd *d, struct sibd_client *c, uint32_t qp_handl
 /* Groups with members; *attachments: QPs attached in all. */
 uint32_t sibd_mcast_groups(const struct sibd *d, uint32_t *attachments);
 void sibd_mcast_fini(struct sibd *d);
+
+/* route.c: the data path's routes (SIB_CTL_ROUTE, docs/subnet.md;
+ * sibd_route_changed is declared in sma.h).  route_answer: fill r
+ * (dev_index, port, dlid in) as SIB_CTL_ROUTE answers; 0 or -EINVAL (no
+ * such present device or port). */
+int sibd_route_answer(struct sibd *d, struct sib_ctl_route *r);
+int sibd_cmd_route(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
 
 /* status.c */
 int sibd_status_text(struct sibd *d, char **text, size_t *len);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/ctl.h"
+#include "daemon/mad_router.h"
 #include "daemon/softibd.h"
 
 #ifndef SOFTIB_VERSION
@@ -418,10 +419,15 @@ static int take_lock(struct sibd *d)
 	return SETUP_FAILED;
 }
 
-/* Bind and listen, removing a stale socket first (we hold the lock). */
+/* Bind and listen, removing a stale socket first (we hold the lock).  The
+ * socket is bound under "<path>.new" and renamed into place once it
+ * listens, so that a client never finds the path before it can connect
+ * (a bound socket that does not listen yet refuses, ECONNREFUSED). */
 static int setup_socket(struct sibd *d)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char stage[sizeof(sa.sun_path)];
+	bool staged;
 	struct stat st;
 
 	if (lstat(d->sock_path, &st) == 0) {
@@ -434,19 +440,22 @@ static int setup_socket(struct sibd *d)
 			return -1;
 		}
 	}
-	strcpy(sa.sun_path, d->sock_path);
+	staged = (size_t)snprintf(stage, sizeof(stage), "%s.new", d->sock_path) < sizeof(stage);
+	if (staged)
+		unlink(stage); /* a stale one of a daemon that died here */
+	strcpy(sa.sun_path, staged ? stage : d->sock_path);
 	d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (d->listen_fd < 0) {
 		sibd_log("socket: %s", strerror(errno));
 		return -1;
 	}
 	if (bind(d->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		sibd_log("bind %s: %s", d->sock_path, strerror(errno));
+		sibd_log("bind %s: %s", sa.sun_path, strerror(errno));
 		return -1;
 	}
-	if (listen(d->listen_fd, 128) < 0) {
+	if (listen(d->listen_fd, 128) < 0 || (staged && rename(stage, d->sock_path) < 0)) {
 		sibd_log("listen %s: %s", d->sock_path, strerror(errno));
-		unlink(d->sock_path);
+		unlink(sa.sun_path);
 		return -1;
 	}
 	return 0;
@@ -467,6 +476,9 @@ static int setup_epoll(struct sibd *d)
 	ev.data.ptr = &d->sig_fd;
 	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, d->sig_fd, &ev) < 0)
 		goto fail;
+	ev.data.ptr = d->mai; /* every MAI channel, through mai_chan.c's epoll */
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_mai_poll_fd(d), &ev) < 0)
+		goto fail;
 	return 0;
 fail:
 	sibd_log("epoll_ctl: %s", strerror(errno));
@@ -486,7 +498,7 @@ static int setup(struct sibd *d)
 	ret = take_lock(d);
 	if (ret != SETUP_OK)
 		return ret;
-	if (sibd_fabric_load(d) || sibd_map_create(d) || setup_socket(d))
+	if (sibd_fabric_load(d) || sibd_map_create(d) || sibd_mai_init(d) || setup_socket(d))
 		return SETUP_FAILED;
 	if (setup_epoll(d)) {
 		unlink(d->sock_path);
@@ -506,6 +518,7 @@ static void teardown(struct sibd *d, bool listening)
 		close(d->lock_fd); /* the lock file stays: unlinking it would race */
 	while (d->clients)
 		sibd_client_release(d, d->clients);
+	sibd_mai_fini(d);
 	sibd_mcast_fini(d);
 	sibd_map_destroy(d);
 	sib_subnet_free(&d->fab);
@@ -583,6 +596,7 @@ static int run(struct sibd *d)
 			}
 			timeout = left > INT_MAX ? INT_MAX : (int)left;
 		}
+		timeout = sibd_mai_timeout(d, timeout);
 		n = epoll_wait(d->ep_fd, ev, 64, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -595,9 +609,12 @@ static int run(struct sibd *d)
 				accept_clients(d);
 			else if (ev[i].data.ptr == &d->sig_fd)
 				read_signal(d);
+			else if (ev[i].data.ptr == d->mai)
+				sibd_mai_event(d);
 			else
 				sibd_client_event(d, ev[i].data.ptr, ev[i].events);
 		}
+		sibd_mai_timers(d);
 	}
 	return 0;
 }

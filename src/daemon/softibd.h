@@ -19,6 +19,7 @@
 #include "daemon/fabric.h"
 #include "daemon/handle.h"
 #include "daemon/sma.h"
+#include "softib/mai.h"
 
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
 #define SIBD_MAX_HANDLES   65536   /* devices + objects per connection; then ENOMEM */
@@ -114,6 +115,8 @@ struct sibd {
 	struct sibd_xrcd *xrcds;
 	uint32_t xrcd_next;             /* the last domain number handed out */
 
+	/* MADs: MAI channels and the MAD router (mai_chan.c, mad_router.c) */
+	struct sibd_mai *mai;
 	/* the managed subnet (sma.c, pma.c, sm_builtin.c; docs/subnet.md) */
 	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
 	bool sm_sweeping;               /* the built-in SM is running (no re-entry) */
@@ -172,6 +175,7 @@ int sibd_qpn_alloc(struct sibd *d, uint32_t inbox, uint32_t dev_index, uint32_t 
 void sibd_qpn_free(struct sibd *d, uint32_t qpn);
 
 /* client.c */
+#define SIBD_REPLIED 1 /* a command handler's return: it sent its replies itself */
 struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid);
 void sibd_client_event(struct sibd *d, struct sibd_client *c, uint32_t events);
 void sibd_client_release(struct sibd *d, struct sibd_client *c);

@@ -491,6 +491,7 @@ static const struct sibd_cmd {
 	[SIB_CTL_LINK_FAULTS] = { sibd_link_faults, true },
 	[SIB_CTL_MCAST] = { sibd_cmd_mcast, true },             /* mcast.c */
 	[SIB_CTL_XRCD_OPEN] = { cmd_xrcd_open, true },
+	[SIB_CTL_MGMT_QUERY] = { sibd_cmd_mgmt_query, false },  /* mgmt_query.c */
 };
 
 /*

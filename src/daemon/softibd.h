@@ -199,6 +199,12 @@ void sibd_mcast_qp_gone(struct sibd *d, struct sibd_client *c, uint32_t qp_handl
 uint32_t sibd_mcast_groups(const struct sibd *d, uint32_t *attachments);
 void sibd_mcast_fini(struct sibd *d);
 
+/* mgmt_query.c: MGMT_QUERY, libibumad's CA and port attributes (docs/umad.md) */
+int sibd_cmd_mgmt_query(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			int *pass_fd);
+/* The ISSM FIFO path of device dev port `port`: 0 or -ENAMETOOLONG. */
+int sibd_issm_path(const struct sibd *d, const char *dev, uint32_t port, char *buf, size_t len);
+
 /* status.c */
 int sibd_status_text(struct sibd *d, char **text, size_t *len);
 

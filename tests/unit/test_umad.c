@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softib's libibumad.so.3 (src/umad/): the local functions against the
+ * layouts of the system's <infiniband/umad.h>, and the CA/port queries
+ * against a private softibd (MGMT_QUERY, also fed hostile requests).
+ * Linked against the drop-in library itself, as a consumer would be.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <infiniband/umad.h>
+#include <infiniband/umad_str.h>
+
+#include "common/ctl.h"
+
+#define WAIT_MS 5000
+
+static char g_dir[64], g_sock[128];
+static pid_t g_pid;
+
+/* ---- local functions ------------------------------------------------------ */
+
+static void test_layout(void **state)
+{
+	uint8_t buf[256 + 64];
+	struct ib_user_mad *u = (struct ib_user_mad *)buf;
+
+	assert_int_equal(umad_size(), 64);
+	assert_ptr_equal(umad_get_mad(buf), buf + 64);
+	assert_ptr_equal(umad_get_mad_addr(buf), &u->addr);
+	memset(buf, 0, sizeof(buf));
+	u->status = 110;
+	assert_int_equal(umad_status(buf), 110);
+	u->status = 0;
+	assert_int_equal(umad_status(buf), 0);
+}
+
+static void test_addr(void **state)
+{
+	uint8_t buf[320];
+	struct ib_user_mad *u = (struct ib_user_mad *)buf;
+	ib_mad_addr_t a;
+
+	memset(buf, 0xee, sizeof(buf));
+	assert_int_equal(umad_set_addr(buf, 0x1234, 1, 5, 0x80010000), 0);
+	assert_int_equal(u->addr.lid, htons(0x1234));
+	assert_int_equal(u->addr.qpn, htonl(1));
+	assert_int_equal(u->addr.qkey, htonl(0x80010000));
+	assert_int_equal(u->addr.sl, 5);
+
+	assert_int_equal(umad_set_addr_net(buf, htons(7), htonl(0x10), 3, htonl(0x1111)), 0);
+	assert_int_equal(u->addr.lid, htons(7));
+	assert_int_equal(u->addr.qpn, htonl(0x10));
+	assert_int_equal(u->addr.qkey, htonl(0x1111));
+	assert_int_equal(u->addr.sl, 3);
+
+	assert_int_equal(umad_set_pkey(buf, 5), 0);
+	assert_int_equal(umad_get_pkey(buf), 5);
+	assert_int_equal(u->addr.pkey_index, 5);
+
+	memset(&a, 0, sizeof(a));
+	for (int i = 0; i < 16; i++)
+		a.gid[i] = (uint8_t)(0xf0 + i);
+	a.flow_label = 0x12345;   /* host order in, network order out */
+	a.hop_limit = 63;
+	a.traffic_class = 9;
+	assert_int_equal(umad_set_grh(buf, &a), 0);
+	assert_int_equal(u->addr.grh_present, 1);
+	assert_memory_equal(u->addr.gid, a.gid, 16);
+	assert_int_equal(u->addr.flow_label, htonl(0x12345));
+	assert_int_equal(u->addr.hop_limit, 63);
+	assert_int_equal(u->addr.traffic_class, 9);
+	assert_int_equal(umad_set_grh(buf, NULL), 0);
+	assert_int_equal(u->addr.grh_present, 0);
+}
+
+static void test_strings(void **state)
+{
+	assert_string_equal(umad_class_str(0x81), "SubnDirectedRoute");
+	assert_string_equal(umad_class_str(0x03), "SubnAdm");
+	assert_string_equal(umad_class_str(0x33), "VendorRange2");
+	assert_string_equal(umad_class_str(0x77), "<unknown>");
+	assert_string_equal(umad_method_str(0x03, 0x92), "GetTableResp");
+	assert_string_equal(umad_method_str(0x01, 0x81), "GetResp");
+	assert_string_equal(umad_method_str(0x01, 0x12), "<unknown>");
+	assert_string_equal(umad_attribute_str(0x81, htons(0x0015)), "PortInfo");
+	assert_string_equal(umad_attribute_str(0x03, htons(0x0035)), "PathRecord");
+	assert_string_equal(umad_attribute_str(0x04, htons(0x0012)), "PortCounters");
+	assert_string_equal(umad_attribute_str(0x03, htons(0x0001)), "ClassPortInfo");
+	assert_string_equal(umad_common_mad_status_str(htons(0)), "Success");
+	assert_string_equal(umad_common_mad_status_str(htons(0x000C)),
+			    "Method/Attribute combination not supported");
+	assert_string_equal(umad_common_mad_status_str(htons(0x0001)), "Busy");
+	assert_string_equal(umad_sa_mad_status_str(htons(0x0300)), "No Records");
+}
+
+/* The dumps print the fields on stderr. */
+static void test_dump(void **state)
+{
+	uint8_t buf[320] = { 0 };
+	char out[1024] = { 0 };
+	int saved = dup(2), fd;
+	FILE *f = tmpfile();
+
+	assert_non_null(f);
+	umad_set_addr(buf, 9, 1, 2, 0x80010000);
+	((struct ib_user_mad *)buf)->agent_id = 3;
+	fflush(stderr);
+	dup2(fileno(f), 2);
+	umad_dump(buf);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(f);
+	fd = (int)fread(out, 1, sizeof(out) - 1, f);
+	fclose(f);
+	assert_true(fd > 0);
+	assert_non_null(strstr(out, "agent id 3"));
+	assert_non_null(strstr(out, "qpn 1 qkey 0x80010000 lid 9 sl 2"));
+	assert_int_equal(umad_debug(-1), 0);
+	assert_int_equal(umad_debug(2), 2);
+	assert_int_equal(umad_debug(-1), 2);
+	assert_int_equal(umad_debug(0), 0);
+}
+
+static void test_register_args(void **state)
+{
+	struct umad_reg_attr attr = { .mgmt_class = 0x30, .oui = 0 };
+	uint8_t oui[3] = { 0, 0x14, 0x05 };
+	uint32_t id;
+
+	assert_int_equal(umad_register_oui(-1, 0x03, 0, oui, NULL), -EINVAL);
+	assert_int_equal(umad_register2(-1, NULL, &id), EINVAL);
+	assert_int_equal(umad_register2(-1, &attr, NULL), EINVAL);
+	assert_int_equal(umad_register2(-1, &attr, &id), EINVAL); /* vendor class, OUI 0 */
+	attr.oui = 0x01001405;
+	assert_int_equal(umad_register2(-1, &attr, &id), EINVAL); /* OUI over 24 bits */
+}
+
+static void test_sort(void **state)
+{
+	const char *names[] = { "mlx5_1", "a0", "softib0", "b" };
+	struct umad_device_node n[4], *head = NULL, *p;
+
+	for (int i = 3; i >= 0; i--) {
+		n[i].ca_name = names[i];
+		n[i].next = head;
+		head = &n[i];
+	}
+	assert_int_equal(umad_sort_ca_device_list(&head, 0), 0);
+	assert_string_equal(head->ca_name, "a0");
+	p = head->next;
+	assert_string_equal(p->ca_name, "b");
+	assert_string_equal(p->next->ca_name, "mlx5_1");
+	assert_string_equal(p->next->next->ca_name, "softib0");
+	assert_null(p->next->next->next);
+	assert_int_not_equal(umad_sort_ca_device_list(&head, 7), 0);
+}
+
+/* No softibd: no CA, and resolution fails with ENODEV. */
+static void test_no_daemon(void **state)
+{
+	char names[4][UMAD_CA_NAME_LEN];
+	umad_ca_t ca;
+	umad_port_t port;
+
+	setenv("SOFTIB_SOCKET", "/nonexistent/softib.sock", 1);
+	setenv("SOFTIB_NO_AUTOSTART", "1", 1);
+	assert_int_equal(umad_get_cas_names(names, 4), 0);
+	assert_null(umad_get_ca_device_list());
+	assert_int_equal(umad_get_ca(NULL, &ca), -ENODEV);
+	assert_int_equal(umad_get_port(NULL, 0, &port), -ENODEV);
+	assert_int_equal(umad_open_port(NULL, 0), -ENODEV);
+}
+
+/* ---- against softibd ------------------------------------------------------ */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static int daemon_up(void **state)
+{
+	long long end;
+	int fd;
+
+	snprintf(g_dir, sizeof(g_dir), "/tmp/test_umad.XXXXXX");
+	if (!mkdtemp(g_dir))
+		return -1;
+	snprintf(g_sock, sizeof(g_sock), "%s/softib.sock", g_dir);
+	g_pid = fork();
+	if (g_pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+
+		dup2(null, 1);
+		execl(SOFTIBD_PATH, SOFTIBD_PATH, "--foreground", "--socket", g_sock, (char *)NULL);
+		_exit(127);
+	}
+	end = now_ms() + WAIT_MS;
+	while (now_ms() < end) {
+		fd = sib_ctl_connect(g_sock);
+		if (fd >= 0) {
+			close(fd);
+			setenv("SOFTIB_SOCKET", g_sock, 1);
+			setenv("SOFTIB_NO_AUTOSTART", "1", 1);
+			return 0;
+		}
+		usleep(10000);
+	}
+	return -1;
+}
+
+static int daemon_down(void **state)
+{
+	long long end = now_ms() + WAIT_MS;
+
+	if (g_pid > 0) {
+		kill(g_pid, SIGTERM);
+		while (waitpid(g_pid, NULL, WNOHANG) != g_pid && now_ms() < end)
+			usleep(10000);
+		if (now_ms() >= end) {
+			kill(g_pid, SIGKILL);
+			waitpid(g_pid, NULL, 0);
+		}
+	}
+	unlink(g_sock);
+	rmdir(g_dir);
+	return 0;
+}
+
+static void test_cas(void **state)
+{
+	char names[8][UMAD_CA_NAME_LEN];
+	struct umad_device_node *l, *p;
+	int i, n;
+
+	n = umad_get_cas_names(names, 8);
+	assert_int_equal(n, 4);
+	for (i = 0; i < 4; i++) {
+		char want[16];
+
+		snprintf(want, sizeof(want), "softib%d", i);
+		assert_string_equal(names[i], want);
+	}
+	assert_int_equal(umad_get_cas_names(names, 2), 2);
+	l = umad_get_ca_device_list();
+	assert_non_null(l);
+	for (p = l, i = 0; p; p = p->next, i++)
+		assert_string_equal(p->ca_name, names[i < 2 ? i : 0][0] ? p->ca_name : "");
+	assert_int_equal(i, 4);
+	umad_free_ca_device_list(l);
+}
+
+static void test_ca_port(void **state)
+{
+	umad_ca_t ca;
+	umad_port_t port;
+	__be64 guids[4];
+
+	assert_int_equal(umad_get_ca("softib1", &ca), 0);
+	assert_string_equal(ca.ca_name, "softib1");
+	assert_int_equal(ca.node_type, 1);
+	assert_int_equal(ca.numports, 1);
+	assert_true(be64toh(ca.node_guid) == 0x5eed000000000020ull);
+	assert_true(be64toh(ca.system_guid) == 0x5eed000000000020ull);
+	assert_null(ca.ports[0]);
+	assert_non_null(ca.ports[1]);
+	assert_int_equal(ca.ports[1]->base_lid, 3);
+	assert_int_equal(ca.ports[1]->sm_lid, 1);
+	assert_int_equal(ca.ports[1]->state, 4);
+	assert_int_equal(ca.ports[1]->phys_state, 5);
+	assert_string_equal(ca.ports[1]->link_layer, "InfiniBand");
+	assert_int_equal(umad_release_ca(&ca), 0);
+	assert_null(ca.ports[1]);
+
+	assert_int_equal(umad_get_port("softib2", 1, &port), 0);
+	assert_int_equal(port.portnum, 1);
+	assert_int_equal(port.base_lid, 4);
+	assert_int_equal(port.lmc, 0);
+	assert_int_equal(port.rate, 40);
+	assert_true(be64toh(port.port_guid) == 0x5eed000000000031ull);
+	assert_true(be64toh(port.gid_prefix) == 0xfe80000000000000ull);
+	assert_true(port.pkeys_size >= 1);
+	assert_int_equal(port.pkeys[0], 0xffff);
+	assert_int_equal(umad_release_port(&port), 0);
+	assert_null(port.pkeys);
+
+	/* NULL and 0: the first CA with an ACTIVE port */
+	assert_int_equal(umad_get_port(NULL, 0, &port), 0);
+	assert_string_equal(port.ca_name, "softib0");
+	assert_int_equal(port.portnum, 1);
+	umad_release_port(&port);
+
+	assert_int_equal(umad_get_ca_portguids("softib3", guids, 4), 2);
+	assert_true(guids[0] == 0);
+	assert_true(be64toh(guids[1]) == 0x5eed000000000041ull);
+	assert_int_equal(umad_get_ca_portguids("softib3", guids, 1), -ENOMEM);
+	assert_int_equal(umad_get_ca_portguids("softib3", NULL, 0), 2);
+
+	/* libibumad's errors for what does not exist */
+	assert_int_equal(umad_get_ca("nosuch0", &ca), -ENOENT);
+	assert_int_equal(umad_get_port("nosuch0", 1, &port), -EIO);
+	assert_int_equal(umad_get_port("nosuch0", 0, &port), -ENODEV);
+	assert_int_equal(umad_get_port("softib0", 2, &port), -EIO);
+	assert_int_equal(umad_get_port("softib0", 2, &port), -EIO);
+	assert_int_equal(umad_get_ca_portguids("nosuch0", guids, 4), -1);
+	assert_int_equal(umad_get_ca("a-name-much-longer-than-twenty", &ca), -ENOENT);
+}
+
+static void test_issm_path(void **state)
+{
+	char path[256];
+
+	assert_int_equal(umad_get_issm_path("softib0", 1, path, sizeof(path)), 0);
+	assert_ptr_equal(strstr(path, g_sock), path);
+	assert_non_null(strstr(path, "softib0"));
+	assert_int_equal(umad_get_issm_path("softib0", 3, path, sizeof(path)), -EINVAL);
+	assert_int_equal(umad_get_issm_path("nosuch0", 0, path, sizeof(path)), -ENODEV);
+}
+
+/* A port taken down: resolution moves on, values are live. */
+static void test_live_resolution(void **state)
+{
+	struct sib_ctl_msg m;
+	umad_port_t port;
+	int fd = sib_ctl_connect(g_sock);
+
+	assert_true(fd >= 0);
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_PORT_SET;
+	strcpy(m.u.dev.name, "softib0");
+	m.u.dev.port_num = 1;
+	m.u.dev.action = SIB_PORT_DOWN;
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+
+	assert_int_equal(umad_get_port("softib0", 1, &port), 0);
+	assert_int_equal(port.state, 1);
+	umad_release_port(&port);
+	assert_int_equal(umad_get_port(NULL, 0, &port), 0);
+	assert_string_equal(port.ca_name, "softib1");
+	umad_release_port(&port);
+	assert_int_equal(umad_get_port("softib0", 0, &port), -ENODEV); /* Disabled */
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_PORT_SET;
+	strcpy(m.u.dev.name, "softib0");
+	m.u.dev.port_num = 1;
+	m.u.dev.action = SIB_PORT_UP;
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	assert_int_equal(umad_get_port(NULL, 0, &port), 0);
+	assert_string_equal(port.ca_name, "softib0");
+	umad_release_port(&port);
+	close(fd);
+}
+
+/* Hostile MGMT_QUERY requests get errors; softibd keeps answering. */
+static void test_bad_queries(void **state)
+{
+	struct sib_ctl_msg m;
+	int fd = sib_ctl_connect(g_sock);
+
+	assert_true(fd >= 0);
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_MGMT_QUERY;
+	m.u.mgmt.abi_version = 1;
+	m.u.mgmt.what = SIB_MGMT_CAS;
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, EPROTO);
+	assert_int_equal(m.u.mgmt.abi_version, SIB_ABI_VERSION);
+
+	uint32_t whats[] = { 0, SIB_MGMT_WHAT_MAX, 0xffffffffu };
+	for (size_t i = 0; i < 3; i++) {
+		memset(&m, 0, sizeof(m));
+		m.hdr.op = SIB_CTL_MGMT_QUERY;
+		m.u.mgmt.abi_version = SIB_ABI_VERSION;
+		m.u.mgmt.what = whats[i];
+		assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+		assert_int_equal(m.hdr.status, EINVAL);
+	}
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_MGMT_QUERY;
+	m.u.mgmt.abi_version = SIB_ABI_VERSION;
+	m.u.mgmt.what = SIB_MGMT_PORT;
+	memset(m.u.mgmt.ca_name, 'x', sizeof(m.u.mgmt.ca_name)); /* no NUL */
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, EINVAL);
+
+	uint32_t ports[] = { 0, 2, 255, 0x80000000u };
+	for (size_t i = 0; i < 4; i++) {
+		memset(&m, 0, sizeof(m));
+		m.hdr.op = SIB_CTL_MGMT_QUERY;
+		m.u.mgmt.abi_version = SIB_ABI_VERSION;
+		m.u.mgmt.what = i & 1 ? SIB_MGMT_ISSM : SIB_MGMT_PORT;
+		strcpy(m.u.mgmt.ca_name, "softib0");
+		m.u.mgmt.port_num = ports[i];
+		assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+		assert_int_equal(m.hdr.status, ENODEV);
+	}
+	/* a short message is refused as every short command is */
+	memset(&m, 0, sizeof(m));
+	m.hdr.magic = SIB_CTL_MAGIC;
+	m.hdr.op = SIB_CTL_MGMT_QUERY;
+	assert_int_equal(send(fd, &m, sizeof(m.hdr) + 8, 0), (ssize_t)sizeof(m.hdr) + 8);
+	assert_true(sib_ctl_recv(fd, &m, NULL) > 0);
+	assert_int_equal(m.hdr.status, EINVAL);
+	close(fd);
+
+	umad_port_t port;
+	assert_int_equal(umad_get_port("softib3", 1, &port), 0);
+	umad_release_port(&port);
+}
+
+int main(void)
+{
+	const struct CMUnitTest local[] = {
+		cmocka_unit_test(test_layout),
+		cmocka_unit_test(test_addr),
+		cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_dump),
+		cmocka_unit_test(test_register_args),
+		cmocka_unit_test(test_sort),
+		cmocka_unit_test(test_no_daemon),
+	};
+	const struct CMUnitTest live[] = {
+		cmocka_unit_test(test_cas),
+		cmocka_unit_test(test_ca_port),
+		cmocka_unit_test(test_issm_path),
+		cmocka_unit_test(test_live_resolution),
+		cmocka_unit_test(test_bad_queries),
+	};
+	int fails = cmocka_run_group_tests_name("umad_local", local, NULL, NULL);
+
+	return fails + cmocka_run_group_tests_name("umad_softibd", live, daemon_up, daemon_down);
+}

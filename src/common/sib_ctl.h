@@ -204,6 +204,38 @@ struct sib_ctl_xrcd {
 };
 
 /*
+ * MAI_OPEN (include/softib/mai.h mai_open, docs/mai.md "Channels"): a
+ * channel on QP0 or QP1 of CA port (dev, port).  The reply passes one end
+ * of a SOCK_SEQPACKET socketpair (the channel handle); messages on it are
+ * mai_mmstream streams both ways (a client's may carry an 8-byte
+ * mai_send_req trailer).  The channel ends when that fd or this
+ * connection closes.  No HELLO needed; abi_version is checked instead.
+ */
+#define SIB_MAI_F_PRIV 0x1u /* out: the opener is privileged (uid 0 or CAP_NET_ADMIN) */
+struct sib_ctl_mai_open {
+	uint32_t abi_version; /* in: SIB_ABI_VERSION, else EPROTO */
+	char dev[64];         /* in: verbs device name, NUL-terminated */
+	uint32_t port;        /* in: 1-based CA port */
+	uint32_t qp;          /* in: 0 (SMI) or 1 (GSI) */
+	uint32_t chan;        /* out: channel number, TID bits 63..40 of its requests */
+	uint32_t flags;       /* out: SIB_MAI_F_* */
+};
+
+/* MAI_FILTER: create or delete a filter of a channel this connection opened. */
+enum sib_mai_filter_op {
+	SIB_MAI_FILTER_CREATE = 1,
+	SIB_MAI_FILTER_DELETE,
+};
+#define SIB_MAI_FSTREAM_MAX 120 /* >= MAI_FSTREAM_SIZE (114) */
+struct sib_ctl_mai_filter {
+	uint32_t chan;        /* in: the channel number MAI_OPEN gave */
+	uint32_t op;          /* in: enum sib_mai_filter_op */
+	uint32_t handle;      /* out (CREATE) / in (DELETE) */
+	uint32_t len;         /* in (CREATE): bytes of fstream used */
+	uint8_t fstream[SIB_MAI_FSTREAM_MAX]; /* in (CREATE): mai_mfstream's bytes */
+};
+
+/*
  * MGMT_QUERY (daemon/mgmt_query.c): what libibumad reads from sysfs on a
  * kernel stack, answered live from softibd's state (docs/umad.md).  No
  * HELLO needed; abi_version must be SIB_ABI_VERSION (else EPROTO, with
@@ -273,6 +305,8 @@ struct sib_ctl_msg {
 		struct sib_ctl_link link;
 		struct sib_ctl_mcast mcast;
 		struct sib_ctl_xrcd xrcd;
+		struct sib_ctl_mai_open mai_open;
+		struct sib_ctl_mai_filter mai_filter;
 		struct sib_ctl_mgmt_query mgmt;
 		uint32_t handle;
 	} u;
@@ -283,6 +317,8 @@ _Static_assert(sizeof(struct sib_ctl_obj) == 24, "ctl obj is ABI");
 _Static_assert(sizeof(struct sib_ctl_event) == 88, "ctl event is ABI");
 _Static_assert(sizeof(struct sib_ctl_dev_cmd) == 84, "ctl dev cmd is ABI");
 _Static_assert(sizeof(struct sib_ctl_mcast) == 24, "ctl mcast is ABI");
+_Static_assert(sizeof(struct sib_ctl_mai_open) == 84, "ctl mai_open is ABI");
+_Static_assert(sizeof(struct sib_ctl_mai_filter) == 136, "ctl mai_filter is ABI");
 _Static_assert(sizeof(struct sib_mgmt_port) == 104, "mgmt port is ABI");
 
 #endif

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/ctl.h"
+#include "daemon/mad_router.h"
 #include "daemon/softibd.h"
 
 #ifndef SOFTIB_VERSION
@@ -454,6 +455,9 @@ static int setup_epoll(struct sibd *d)
 	ev.data.ptr = &d->sig_fd;
 	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, d->sig_fd, &ev) < 0)
 		goto fail;
+	ev.data.ptr = d->mai; /* every MAI channel, through mai_chan.c's epoll */
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_mai_poll_fd(d), &ev) < 0)
+		goto fail;
 	return 0;
 fail:
 	sibd_log("epoll_ctl: %s", strerror(errno));
@@ -473,7 +477,7 @@ static int setup(struct sibd *d)
 	ret = take_lock(d);
 	if (ret != SETUP_OK)
 		return ret;
-	if (sibd_fabric_load(d) || sibd_map_create(d) || setup_socket(d))
+	if (sibd_fabric_load(d) || sibd_map_create(d) || sibd_mai_init(d) || setup_socket(d))
 		return SETUP_FAILED;
 	if (setup_epoll(d)) {
 		unlink(d->sock_path);
@@ -493,6 +497,7 @@ static void teardown(struct sibd *d, bool listening)
 		close(d->lock_fd); /* the lock file stays: unlinking it would race */
 	while (d->clients)
 		sibd_client_release(d, d->clients);
+	sibd_mai_fini(d);
 	sibd_mcast_fini(d);
 	sibd_map_destroy(d);
 	sib_fabric_free(&d->fab);
@@ -569,6 +574,7 @@ static int run(struct sibd *d)
 			}
 			timeout = left > INT_MAX ? INT_MAX : (int)left;
 		}
+		timeout = sibd_mai_timeout(d, timeout);
 		n = epoll_wait(d->ep_fd, ev, 64, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -581,9 +587,12 @@ static int run(struct sibd *d)
 				accept_clients(d);
 			else if (ev[i].data.ptr == &d->sig_fd)
 				read_signal(d);
+			else if (ev[i].data.ptr == d->mai)
+				sibd_mai_event(d);
 			else
 				sibd_client_event(d, ev[i].data.ptr, ev[i].events);
 		}
+		sibd_mai_timers(d);
 	}
 	return 0;
 }

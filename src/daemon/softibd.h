@@ -18,6 +18,7 @@
 #include "common/sib_shm.h"
 #include "daemon/fabric.h"
 #include "daemon/handle.h"
+#include "softib/mai.h"
 
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
 #define SIBD_MAX_HANDLES   65536   /* devices + objects per connection; then ENOMEM */
@@ -111,6 +112,11 @@ struct sibd {
 	/* XRC domains (xrcd.c) */
 	struct sibd_xrcd *xrcds;
 	uint32_t xrcd_next;             /* the last domain number handed out */
+
+	/* MADs: MAI channels (mai_chan.c); the router's exit for the SMA's
+	 * traps, set by sibd_mad_init (mad_router.c; NULL: count them unsent) */
+	struct sibd_mai *mai;
+	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, mai_mad_t *m);
 };
 
 /* xrcd.c: XRC domains, one per device and file, counted by opener handles.
@@ -158,6 +164,7 @@ int sibd_qpn_alloc(struct sibd *d, uint32_t inbox, uint32_t dev_index, uint32_t 
 void sibd_qpn_free(struct sibd *d, uint32_t qpn);
 
 /* client.c */
+#define SIBD_REPLIED 1 /* a command handler's return: it sent its replies itself */
 struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid);
 void sibd_client_event(struct sibd *d, struct sibd_client *c, uint32_t events);
 void sibd_client_release(struct sibd *d, struct sibd_client *c);

@@ -24,28 +24,21 @@
 #if __has_include("daemon/sma.h")
 #include "daemon/sma.h"
 #else
-/* Until helper A's sma.c/subnet.c land (the brief's prototypes): no agent
- * answers (counted as agent drops) and LID routing finds nothing. */
+/* Until helper A's sma.c lands (the brief's prototypes): no agent
+ * answers (counted as agent drops). */
 int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 		     const uint8_t *req, uint8_t *resp);
 int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 		     const uint8_t *req, uint8_t *resp);
-int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
-		     const uint8_t *req, uint8_t *resp)
+__attribute__((weak)) int sibd_sma_process(struct sibd *d, struct sib_fab_node *n,
+					    uint8_t in_port, const uint8_t *req, uint8_t *resp)
 {
 	return 0;
 }
-int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
-		     const uint8_t *req, uint8_t *resp)
+__attribute__((weak)) int sibd_pma_process(struct sibd *d, struct sib_fab_node *n,
+					    uint8_t in_port, const uint8_t *req, uint8_t *resp)
 {
 	return 0;
-}
-struct sib_route sib_subnet_route(const struct sib_fabric *f, const struct sib_fab_node *src,
-				  uint8_t src_port, uint16_t dlid, bool vl15)
-{
-	struct sib_route r = { .verdict = SIB_ROUTE_LFT_MISS };
-
-	return r;
 }
 #endif
 

@@ -49,6 +49,11 @@ static const char usage[] =
 "                        startup failed (exit 1); log to $SOFTIB_LOG or nowhere\n"
 "      --topology FILE   load the fabric from FILE (ibnetdiscover format)\n"
 "                        instead of the embedded default (one switch, 4 CAs)\n"
+"      --sm MODE         builtin (the default): softibd's own subnet manager\n"
+"                        gives LIDs, forwarding tables and ACTIVE ports at\n"
+"                        start and after every link change; external: ports\n"
+"                        come up LinkUp/INIT with LID 0 and wait for a subnet\n"
+"                        manager (OpenSM) to configure them\n"
 "      --socket PATH     control socket; default $SOFTIB_SOCKET, else\n"
 "                        $XDG_RUNTIME_DIR/softib.sock, else\n"
 "                        /tmp/softib-<uid>/softib.sock.  Its directory is\n"
@@ -68,7 +73,7 @@ static const char usage[] =
 "or when another daemon already serves the socket (without --autostart).\n";
 
 enum {
-	OPT_TOPOLOGY = 256, OPT_SOCKET, OPT_IDLE, OPT_AUTOSTART, OPT_STATUS, OPT_STOP,
+	OPT_TOPOLOGY = 256, OPT_SM, OPT_SOCKET, OPT_IDLE, OPT_AUTOSTART, OPT_STATUS, OPT_STOP,
 	OPT_VERSION,
 };
 
@@ -76,6 +81,7 @@ static const struct option long_opts[] = {
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "daemon", no_argument, NULL, 'd' },
 	{ "topology", required_argument, NULL, OPT_TOPOLOGY },
+	{ "sm", required_argument, NULL, OPT_SM },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "idle-exit", required_argument, NULL, OPT_IDLE },
 	{ "autostart", no_argument, NULL, OPT_AUTOSTART },
@@ -89,6 +95,7 @@ static const struct option long_opts[] = {
 struct options {
 	bool daemon, foreground, autostart, status, stop;
 	const char *socket;      /* NULL: sib_ctl_default_path() */
+	const char *sm;          /* --sm MODE, NULL: builtin */
 	long long idle_s;        /* -1: not given */
 };
 
@@ -146,6 +153,7 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 		case 'f': o->foreground = true; break;
 		case 'd': o->daemon = true; break;
 		case OPT_TOPOLOGY: d->topology = optarg; break;
+		case OPT_SM: o->sm = optarg; break; /* checked below, after --help */
 		case OPT_SOCKET: o->socket = optarg; break;
 		case OPT_IDLE:
 			if (parse_seconds(optarg, &o->idle_s)) {
@@ -174,6 +182,11 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 		fputs("softibd: --daemon and --foreground exclude each other\n", stderr);
 		return -1;
 	}
+	if (o->sm && strcmp(o->sm, "builtin") && strcmp(o->sm, "external")) {
+		fprintf(stderr, "softibd: --sm: builtin or external, not %s\n", o->sm);
+		return -1;
+	}
+	d->sm_external = o->sm && !strcmp(o->sm, "external");
 	return 0;
 }
 
@@ -500,6 +513,7 @@ static void teardown(struct sibd *d, bool listening)
 	sibd_mai_fini(d);
 	sibd_mcast_fini(d);
 	sibd_map_destroy(d);
+	sib_subnet_free(&d->fab);
 	sib_fabric_free(&d->fab);
 	if (d->ep_fd >= 0)
 		close(d->ep_fd);
@@ -634,8 +648,9 @@ int main(int argc, char **argv)
 		snprintf(idle, sizeof(idle), "never");
 	else
 		snprintf(idle, sizeof(idle), "after %lld s", d.idle_ms / 1000);
-	sibd_log("listening on %s: %u devices, topology %s, idle exit %s", d.sock_path,
-		 d.num_devices, d.topology ? d.topology : "default", idle);
+	sibd_log("listening on %s: %u devices, topology %s, %s SM, idle exit %s", d.sock_path,
+		 d.num_devices, d.topology ? d.topology : "default",
+		 d.sm_external ? "external" : "built-in", idle);
 	ret = run(&d);
 	teardown(&d, true);
 	return ret;

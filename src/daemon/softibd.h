@@ -18,6 +18,7 @@
 #include "common/sib_shm.h"
 #include "daemon/fabric.h"
 #include "daemon/handle.h"
+#include "daemon/sma.h"
 #include "softib/mai.h"
 
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
@@ -26,6 +27,7 @@
 #define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */
 
 struct sibd_out;
+struct mai_mad;
 
 /* A connection's subscription to pushed events (events.c owns it). */
 struct sibd_ev_sub {
@@ -113,10 +115,17 @@ struct sibd {
 	struct sibd_xrcd *xrcds;
 	uint32_t xrcd_next;             /* the last domain number handed out */
 
-	/* MADs: MAI channels (mai_chan.c); the router's exit for the SMA's
-	 * traps, set by sibd_mad_init (mad_router.c; NULL: count them unsent) */
+	/* MADs: MAI channels (mai_chan.c) */
 	struct sibd_mai *mai;
-	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, mai_mad_t *m);
+
+	/* the managed subnet (sma.c, pma.c, sm_builtin.c; docs/subnet.md) */
+	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
+	bool sm_sweeping;               /* the built-in SM is running (no re-entry) */
+	/* set by the MAD router (sibd_mad_init, mad_router.c): sends a MAD
+	 * (traps) from port `port` of n; NULL: traps are counted unsent */
+	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m);
+	uint64_t trap_tid;              /* TID of the last trap sent */
+	struct sibd_sma_counters sma;
 };
 
 /* xrcd.c: XRC domains, one per device and file, counted by opener handles.

@@ -15,9 +15,11 @@
 
 #define GID_PREFIX_DEFAULT  0xfe80000000000000ull  /* IBA 4.1.1 link-local */
 #define WIDTH_1X_4X         3    /* LinkWidthSupported/Enabled: 1X or 4X */
-#define WIDTH_4X            2    /* LinkWidthActive */
+#define WIDTH_1X            1    /* LinkWidthActive: 1X, 4X */
+#define WIDTH_4X            2
 #define SPEED_SDR_DDR_QDR   7    /* LinkSpeedSupported/Enabled: 2.5, 5, 10 Gb/s */
-#define SPEED_QDR           4    /* LinkSpeedActive: 10 Gb/s */
+#define SPEED_SDR           1    /* LinkSpeedActive: 2.5, 10 Gb/s */
+#define SPEED_QDR           4
 #define VLCAP_VL0_7         4    /* VLCap: VL0-7 */
 #define OPVLS_VL0           1    /* OperationalVLs after reset: VL0 only */
 #define VLARB_CAP           8    /* VLArbitrationHigh/LowCap: entries supported */
@@ -27,13 +29,14 @@
 #define CA_PARTITION_CAP    16   /* = SIB_PKEY_TBL_LEN, what verbs shows */
 
 /*
- * MulticastFDBCap: 4096 MLIDs (0xC000..0xCFFF).  OpenSM hands out MLIDs from
- * 0xC000 upward, one per multicast group, and limits itself to the smallest
- * cap of the fabric's switches; 4096 groups is more than a 10,000-node
- * fabric's IPoIB partitions use, while a 36-port switch's table (3
- * positions) stays at 24 KiB, allocated only on the first Set.
+ * MulticastFDBCap: 0x4000, every multicast LID (0xC000..0xFFFE; the last
+ * entry, 0xFFFF, is the permissive LID and never used).  Verbs clients
+ * pick any MLID for ibv_attach_mcast, and the default mode's SM programs
+ * all of them; OpenSM limits itself to the smallest cap of the fabric.
+ * A 36-port switch's table (3 positions) is 96 KiB, allocated only on the
+ * first MFT Set.
  */
-#define SW_MCAST_FDB_CAP    4096
+#define SW_MCAST_FDB_CAP    0x4000
 
 /*
  * PortInfo.CapabilityMask of a CA port, only what is true (14.2.5.6 table
@@ -66,10 +69,10 @@ static void port_defaults(const struct sib_fab_node *n, unsigned int pn, struct 
 	pi->local_port_num = (uint8_t)pn;
 	pi->link_width_supported = WIDTH_1X_4X;
 	pi->link_width_enabled = WIDTH_1X_4X;
-	pi->link_width_active = WIDTH_4X;
+	pi->link_width_active = linked ? WIDTH_4X : WIDTH_1X;
 	pi->link_speed_supported = SPEED_SDR_DDR_QDR;
 	pi->link_speed_enabled = SPEED_SDR_DDR_QDR;
-	pi->link_speed_active = SPEED_QDR;
+	pi->link_speed_active = linked ? SPEED_QDR : SPEED_SDR;
 	pi->port_state = linked ? MAD_PORT_STATE_INIT : MAD_PORT_STATE_DOWN;
 	pi->port_phys_state = linked ? MAD_PORT_PHYS_STATE_LINKUP : MAD_PORT_PHYS_STATE_POLLING;
 	pi->link_down_default_state = LINK_DOWN_POLLING;

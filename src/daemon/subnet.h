@@ -63,12 +63,20 @@ struct sib_switch_mgmt {
 	struct mad_switch_info si;
 	uint8_t *lft;          /* SIB_SUBN_LFT_CAP egress ports, 0xFF = none; NULL
 	                          until the first LFT Set (reads as all 0xFF) */
-	uint16_t *mft;         /* MulticastFDBCap MLIDs x positions (16 ports each);
-	                          NULL until the first MFT Set */
+	uint16_t *mft;         /* MulticastFDBCap MLIDs x positions (16 ports each):
+	                          mask of ports 16p..16p+15 for MLID m at
+	                          mft[(m - 0xC000) * sib_subnet_mft_positions(n) + p];
+	                          NULL until the first MFT Set (reads as all 0) */
 	uint8_t *sl2vl;        /* (num_ports + 1)^2 tables of 16: [in][out][sl];
 	                          NULL until the first SLtoVL Set (reads as
 	                          port[0].sl2vl, the default SL -> SL mod 8) */
 };
+
+/* MFT positions of switch n: ports 0..NumPorts in masks of 16 (14.2.5.12). */
+static inline unsigned int sib_subnet_mft_positions(const struct sib_fab_node *n)
+{
+	return n->num_ports / 16u + 1u;
+}
 
 /* Hung off sib_fab_node.mgmt by sib_subnet_init(). */
 struct sib_node_mgmt {

@@ -177,8 +177,8 @@ static void test_defaults(void **state)
 			assert_int_equal(pm->pi.mtu_cap, MAD_MTU_4096);
 			assert_int_equal(pm->pi.neighbor_mtu, MAD_MTU_4096);
 			assert_int_equal(pm->pi.vl_cap, 4);
-			assert_int_equal(pm->pi.link_width_active, 2);
-			assert_int_equal(pm->pi.link_speed_active, 4);
+			assert_int_equal(pm->pi.link_width_active, linked ? 2 : 1);
+			assert_int_equal(pm->pi.link_speed_active, linked ? 4 : 1);
 			assert_true(pm->pi.link_width_enabled & pm->pi.link_width_active);
 			assert_true(pm->pi.link_speed_enabled & pm->pi.link_speed_active);
 			assert_int_equal(pm->pkey[0], 0xFFFF);
@@ -190,7 +190,7 @@ static void test_defaults(void **state)
 		assert_true((n->type == SIB_NODE_SWITCH) == (n->mgmt->sw != NULL));
 	}
 	assert_int_equal(si->linear_fdb_cap, 0xC000);
-	assert_int_equal(si->multicast_fdb_cap, 4096);
+	assert_int_equal(si->multicast_fdb_cap, 0x4000);
 	assert_int_equal(si->enhanced_port0, 0);
 	assert_int_equal(si->linear_fdb_top, 0);
 	assert_int_equal(si->port_state_change, 0);

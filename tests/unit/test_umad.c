@@ -429,6 +429,214 @@ static void test_bad_queries(void **state)
 	umad_release_port(&port);
 }
 
+/* ---- MADs through softibd: two umad ports on softib0 port 1 ----------------- */
+
+#define VCLASS 0x32
+static const uint8_t test_oui[3] = { 0x00, 0x14, 0x05 };
+
+struct umbuf {
+	struct ib_user_mad hdr;
+	uint8_t mad[4096];
+};
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void make_mad(struct umbuf *b, uint8_t cls, uint8_t ver, uint8_t method, uint64_t tid,
+		     uint16_t attr)
+{
+	memset(b, 0, sizeof(*b));
+	b->mad[0] = 1;
+	b->mad[1] = cls;
+	b->mad[2] = ver;
+	b->mad[3] = method;
+	put_be64(b->mad + 8, tid);
+	b->mad[16] = (uint8_t)(attr >> 8);
+	b->mad[17] = (uint8_t)attr;
+	if (cls >= 0x30 && cls <= 0x4f)
+		memcpy(b->mad + 37, test_oui, 3);
+	for (int i = 40; i < 256; i++)
+		b->mad[i] = (uint8_t)(i * 7);
+}
+
+static long mask_get[2] = { 1 << 1 }; /* Get */
+
+static void test_transport(void **state)
+{
+	struct umbuf req, rsp, in;
+	umad_port_t port;
+	int srv, cli, sa, ca, len, lid;
+	uint8_t oui[3];
+
+	assert_int_equal(umad_get_port("softib0", 1, &port), 0);
+	lid = (int)port.base_lid;
+	umad_release_port(&port);
+
+	srv = umad_open_port("softib0", 1);
+	cli = umad_open_port("softib0", 1);
+	assert_true(srv >= 0);
+	assert_true(cli >= 0);
+	assert_int_equal(umad_get_fd(srv), srv);
+	memcpy(oui, test_oui, 3);
+	sa = umad_register_oui(srv, VCLASS, 0, oui, mask_get);
+	ca = umad_register_oui(cli, VCLASS, 0, oui, NULL);
+	assert_true(sa >= 0);
+	assert_true(ca >= 0);
+
+	/* nothing yet */
+	len = 256;
+	assert_int_equal(umad_recv(srv, &in, &len, 0), -EWOULDBLOCK);
+	assert_int_equal(umad_poll(srv, 50), -ETIMEDOUT);
+
+	/* a request to our own LID reaches the server's agent */
+	make_mad(&req, VCLASS, 1, 0x01, 0x00000000cafe1234ull, 0x10);
+	umad_set_addr(&req, lid, 1, 0, 0x80010000);
+	assert_int_equal(umad_send(cli, ca, &req, 256, 2000, 0), 0);
+	assert_int_equal(umad_poll(srv, 2000), 0);
+	len = 256;
+	assert_int_equal(umad_recv(srv, &in, &len, 2000), sa);
+	assert_int_equal(len, 256);
+	assert_int_equal(umad_status(&in), 0);
+	assert_int_equal(in.mad[3], 0x01);
+	assert_int_equal(get_be64(in.mad + 8) & 0xffffffffull, 0xcafe1234);
+	assert_int_equal((get_be64(in.mad + 8) >> 32) & 0xff, ca); /* agent id in 39..32 */
+	assert_memory_equal(in.mad + 40, req.mad + 40, 216);
+	assert_int_equal(ntohs(in.hdr.addr.lid), lid);
+	assert_int_equal(ntohl(in.hdr.addr.qpn), 1);
+
+	/* the response goes back to the requesting agent by TID */
+	rsp = in;
+	rsp.mad[3] = 0x81;
+	rsp.mad[100] = 0x5a;
+	assert_int_equal(umad_send(srv, sa, &rsp, 256, 0, 0), 0);
+	len = 256;
+	assert_int_equal(umad_recv(cli, &in, &len, 2000), ca);
+	assert_int_equal(in.mad[3], 0x81);
+	assert_int_equal(in.mad[100], 0x5a);
+	assert_int_equal(get_be64(in.mad + 8) & 0xffffffffull, 0xcafe1234);
+	assert_int_equal(umad_status(&in), 0);
+
+	/* no answer: the header comes back with status 110 (ETIMEDOUT) */
+	make_mad(&req, VCLASS, 1, 0x01, 0x77, 0x10);
+	umad_set_addr(&req, 0x7777, 1, 0, 0x80010000); /* nobody has this LID */
+	assert_int_equal(umad_send(cli, ca, &req, 256, 100, 1), 0);
+	len = 256;
+	assert_int_equal(umad_recv(cli, &in, &len, 3000), ca);
+	assert_int_equal(umad_status(&in), ETIMEDOUT);
+	assert_int_equal(len, 24);
+	assert_int_equal(get_be64(in.mad + 8) & 0xffffffffull, 0x77);
+
+	/* a method the server did not register for: not delivered to it */
+	make_mad(&req, VCLASS, 1, 0x02, 0x78, 0x10);
+	umad_set_addr(&req, lid, 1, 0, 0x80010000);
+	assert_int_equal(umad_send(cli, ca, &req, 256, 0, 0), 0);
+	len = 256;
+	assert_int_equal(umad_recv(srv, &in, &len, 200), -ETIMEDOUT);
+
+	/* bad sends: -EIO with errno */
+	errno = 0;
+	assert_int_equal(umad_send(cli, 31, &req, 256, 0, 0), -EIO);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(umad_send(cli, ca, &req, 10, 0, 0), -EIO);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(umad_send(cli, ca, &req, 300, 0, 0), -EIO);
+	assert_int_equal(errno, EMSGSIZE);
+	assert_int_equal(umad_send(12345, ca, &req, 256, 0, 0), -EIO);
+	assert_int_equal(errno, EBADF);
+
+	/* garbage written straight to a port id is refused by the kernel */
+	memset(&req, 0xa5, sizeof(req));
+	assert_true(write(cli, &req, 320) < 0);
+
+	assert_int_equal(umad_unregister(srv, sa), 0);
+	assert_int_equal(umad_unregister(srv, sa), -1);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(umad_close_port(srv), 0);
+	assert_int_equal(umad_close_port(cli), 0);
+}
+
+/* 32 agents per port, then -EPERM; ids are 0..31. */
+static void test_agent_limit(void **state)
+{
+	int fd = umad_open_port("softib1", 0), i, id;
+
+	assert_true(fd >= 0);
+	for (i = 0; i < 32; i++) {
+		id = umad_register(fd, 0x04, 1, 0, NULL);
+		assert_int_equal(id, i);
+	}
+	assert_int_equal(umad_register(fd, 0x04, 1, 0, NULL), -EPERM);
+	assert_int_equal(umad_unregister(fd, 7), 0);
+	assert_int_equal(umad_register(fd, 0x04, 1, 0, NULL), 7);
+	assert_int_equal(umad_close_port(fd), 0);
+	assert_int_equal(umad_register(fd, 0x04, 1, 0, NULL), -EPERM);
+}
+
+/* An SA response of 2,000 bytes: segmented by the sender's library,
+ * reassembled by the receiver's, delivered whole after -ENOSPC. */
+static void test_rmpp(void **state)
+{
+	static struct umbuf req, big, in;
+	long mask_gettable[2] = { 1L << 0x12 };
+	umad_port_t port;
+	int srv, cli, sa, ca, len, lid, total = 56 + 1944;
+
+	assert_int_equal(umad_get_port("softib0", 1, &port), 0);
+	lid = (int)port.base_lid;
+	umad_release_port(&port);
+	srv = umad_open_port("softib0", 1);
+	cli = umad_open_port("softib0", 1);
+	assert_true(srv >= 0 && cli >= 0);
+	sa = umad_register(srv, 0x03, 2, 1, mask_gettable);
+	ca = umad_register(cli, 0x03, 2, 1, NULL);
+	assert_true(sa >= 0 && ca >= 0);
+
+	make_mad(&req, 0x03, 2, 0x12, 0x4242, 0x11);
+	umad_set_addr(&req, lid, 1, 0, 0x80010000);
+	assert_int_equal(umad_send(cli, ca, &req, 256, 2000, 0), 0);
+	len = 256;
+	assert_int_equal(umad_recv(srv, &in, &len, 2000), sa);
+	assert_int_equal(in.mad[3], 0x12);
+
+	memset(&big, 0, sizeof(big));
+	big.hdr = in.hdr;
+	memcpy(big.mad, in.mad, 56);
+	big.mad[3] = 0x92;
+	big.mad[24] = 1;       /* RMPPVersion */
+	big.mad[25] = 1;       /* DATA */
+	big.mad[26] = 0x01;    /* Active */
+	for (int i = 56; i < total; i++)
+		big.mad[i] = (uint8_t)(i * 13 + 1);
+	assert_int_equal(umad_send(srv, sa, &big, total, 0, 0), 0);
+
+	len = 256;
+	assert_int_equal(umad_recv(cli, &in, &len, 3000), -ENOSPC);
+	assert_int_equal(len, total);
+	assert_int_equal(in.hdr.length, 64 + total);
+	len = (int)sizeof(in.mad);
+	assert_int_equal(umad_recv(cli, &in, &len, 0), ca);
+	assert_int_equal(len, total);
+	assert_int_equal(in.mad[3], 0x92);
+	assert_int_equal(get_be64(in.mad + 8) & 0xffffffffull, 0x4242);
+	assert_memory_equal(in.mad + 56, big.mad + 56, (size_t)(total - 56));
+	len = 256;
+	assert_int_equal(umad_recv(cli, &in, &len, 0), -EWOULDBLOCK);
+	umad_close_port(srv);
+	umad_close_port(cli);
+}
+
 int main(void)
 {
 	const struct CMUnitTest local[] = {
@@ -446,6 +654,9 @@ int main(void)
 		cmocka_unit_test(test_issm_path),
 		cmocka_unit_test(test_live_resolution),
 		cmocka_unit_test(test_bad_queries),
+		cmocka_unit_test(test_transport),
+		cmocka_unit_test(test_agent_limit),
+		cmocka_unit_test(test_rmpp),
 	};
 	int fails = cmocka_run_group_tests_name("umad_local", local, NULL, NULL);
 

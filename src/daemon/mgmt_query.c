@@ -100,7 +100,7 @@ int sibd_issm_path(const struct sibd *d, const char *dev, uint32_t port, char *b
 int sibd_cmd_mgmt_query(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
 {
 	struct sib_ctl_mgmt_query *q = &m->u.mgmt;
-	int idx = -1;
+	int idx = -1, ret;
 	uint32_t i, n = 0;
 
 	if (q->abi_version != SIB_ABI_VERSION) {
@@ -144,7 +144,12 @@ int sibd_cmd_mgmt_query(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	case SIB_MGMT_PORT:
 		fill_port(d, (uint32_t)idx, q->port_num, &q->port);
 		return 0;
-	default: /* SIB_MGMT_ISSM */
-		return sibd_issm_path(d, q->ca_name, q->port_num, q->path, sizeof(q->path));
+	default: /* SIB_MGMT_ISSM: the FIFO exists from the first ask on (issm.c) */
+		ret = sibd_issm_path(d, q->ca_name, q->port_num, q->path, sizeof(q->path));
+		if (!ret)
+			ret = sibd_issm_ensure(d, (uint32_t)idx, (uint8_t)q->port_num, q->path);
+		if (ret)
+			sibd_log("ISSM %s port %u: %s", q->ca_name, q->port_num, strerror(-ret));
+		return ret ? -EIO : 0;
 	}
 }

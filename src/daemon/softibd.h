@@ -117,6 +117,7 @@ struct sibd {
 
 	/* MADs: MAI channels (mai_chan.c) */
 	struct sibd_mai *mai;
+	struct sibd_issm *issm;         /* ISSM FIFOs (issm.c) */
 
 	/* the managed subnet (sma.c, pma.c, sm_builtin.c; docs/subnet.md) */
 	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
@@ -220,6 +221,16 @@ int sibd_cmd_mgmt_query(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 			int *pass_fd);
 /* The ISSM FIFO path of device dev port `port`: 0 or -ENAMETOOLONG. */
 int sibd_issm_path(const struct sibd *d, const char *dev, uint32_t port, char *buf, size_t len);
+
+/* issm.c: holding a port's ISSM FIFO open sets its IsSM (docs/umad.md).
+ * init: the inotify fd (0 or -errno); fd: it, for the event loop; event:
+ * read it; ensure: the FIFO at path of (dev_index, port) exists and is
+ * watched (0, -ENOSPC, -errno of mkfifo/inotify); fini: FIFOs removed. */
+int sibd_issm_init(struct sibd *d);
+int sibd_issm_fd(const struct sibd *d);
+void sibd_issm_event(struct sibd *d);
+int sibd_issm_ensure(struct sibd *d, uint32_t dev_index, uint8_t port, const char *path);
+void sibd_issm_fini(struct sibd *d);
 
 /* status.c */
 int sibd_status_text(struct sibd *d, char **text, size_t *len);

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -335,6 +336,66 @@ static void test_issm_path(void **state)
 	assert_int_equal(umad_get_issm_path("nosuch0", 0, path, sizeof(path)), -ENODEV);
 }
 
+/* PortInfo:CapabilityMask.IsSM of softib1 port 1, or -1. */
+static int is_sm(void)
+{
+	umad_port_t port;
+	int on;
+
+	if (umad_get_port("softib1", 1, &port))
+		return -1;
+	on = (ntohl(port.capmask) >> 1) & 1;
+	umad_release_port(&port);
+	return on;
+}
+
+static bool wait_is_sm(int want)
+{
+	long long end = now_ms() + WAIT_MS;
+
+	while (is_sm() != want) {
+		if (now_ms() >= end)
+			return false;
+		usleep(5000);
+	}
+	return true;
+}
+
+/* Holding the ISSM file open sets IsSM, as OpenSM does with open(2). */
+static void test_issm(void **state)
+{
+	char path[256];
+	struct stat st;
+	int a, b;
+
+	assert_int_equal(umad_get_issm_path("softib1", 1, path, sizeof(path)), 0);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISFIFO(st.st_mode));
+	assert_int_equal(is_sm(), 0);
+	a = open(path, O_RDONLY | O_NONBLOCK); /* osm_vendor_set_sm */
+	assert_true(a >= 0);
+	assert_true(wait_is_sm(1));
+	b = open(path, O_RDONLY | O_NONBLOCK);
+	assert_true(b >= 0);
+	close(a);
+	usleep(50000);
+	assert_int_equal(is_sm(), 1); /* still one holder */
+	close(b);
+	assert_true(wait_is_sm(0));
+	/* a holder that dies: the kernel closes its fd */
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (open(path, O_RDONLY | O_NONBLOCK) < 0)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	assert_true(wait_is_sm(1));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	assert_true(wait_is_sm(0));
+}
+
 /* A port taken down: resolution moves on, values are live. */
 static void test_live_resolution(void **state)
 {
@@ -652,6 +713,7 @@ int main(void)
 		cmocka_unit_test(test_cas),
 		cmocka_unit_test(test_ca_port),
 		cmocka_unit_test(test_issm_path),
+		cmocka_unit_test(test_issm),
 		cmocka_unit_test(test_live_resolution),
 		cmocka_unit_test(test_bad_queries),
 		cmocka_unit_test(test_transport),

@@ -21,26 +21,7 @@
 #include "daemon/subnet.h"
 #include "iba/mad.h"
 
-#if __has_include("daemon/sma.h")
 #include "daemon/sma.h"
-#else
-/* Until helper A's sma.c lands (the brief's prototypes): no agent
- * answers (counted as agent drops). */
-int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
-		     const uint8_t *req, uint8_t *resp);
-int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
-		     const uint8_t *req, uint8_t *resp);
-__attribute__((weak)) int sibd_sma_process(struct sibd *d, struct sib_fab_node *n,
-					    uint8_t in_port, const uint8_t *req, uint8_t *resp)
-{
-	return 0;
-}
-__attribute__((weak)) int sibd_pma_process(struct sibd *d, struct sib_fab_node *n,
-					    uint8_t in_port, const uint8_t *req, uint8_t *resp)
-{
-	return 0;
-}
-#endif
 
 #define GSI_QKEY	0x80010000u	/* IBA 13.4.6.1: the well-known GSI Q_Key */
 #define MAD_WORDS	72u		/* LRH 8 + BTH 12 + DETH 8 + MAD 256 + ICRC 4, in 4-byte words */
@@ -140,6 +121,15 @@ static bool link_up(const struct sib_fab_node *n, uint8_t port)
 	    peer->node->mgmt->port[peer->num].pi.port_phys_state != MAD_PORT_PHYS_STATE_LINKUP)
 		return false;
 	return true;
+}
+
+uint16_t sibd_mad_port_lid(const struct sib_fab_node *n, uint8_t port)
+{
+	if (port > n->num_ports)
+		return 0;
+	if (n->mgmt && n->mgmt->port)
+		return n->mgmt->port[port].pi.lid;
+	return n->ports[port].lid;
 }
 
 /* ---- delivery --------------------------------------------------------------- */
@@ -459,7 +449,7 @@ static void send_reply(struct sibd *d, struct sib_fab_node *n, uint8_t port,
 	r.port = port;
 	r.remote_qpn = req->remote_qpn;
 	r.lrh.dlid = req->lrh.slid;
-	r.lrh.slid = req->lrh.dlid == MAD_PERMISSIVE_LID ? n->ports[port].lid : req->lrh.dlid;
+	r.lrh.slid = req->lrh.dlid == MAD_PERMISSIVE_LID ? sibd_mad_port_lid(n, port) : req->lrh.dlid;
 	if (req->has_grh) {
 		memcpy(r.grh.dgid, req->grh.sgid, 16);
 		memcpy(r.grh.sgid, req->grh.dgid, 16);
@@ -483,8 +473,8 @@ void sibd_mad_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const m
 void sibd_mad_out(struct sibd *d, struct sib_fab_node *n, uint8_t port, mai_mad_t *m)
 {
 	m->port = port;
-	if (!m->lrh.slid && port <= n->num_ports)
-		m->lrh.slid = n->ports[port].lid;
+	if (!m->lrh.slid)
+		m->lrh.slid = sibd_mad_port_lid(n, port);
 	sibd_mad_send(d, n, port, m);
 }
 

@@ -88,6 +88,9 @@ void sibd_mad_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const m
 /* d->mad_out: A's traps leave through here (sibd_mad_send). */
 void sibd_mad_out(struct sibd *d, struct sib_fab_node *n, uint8_t port, mai_mad_t *m);
 
+/* The base LID of port `port` of n (PortInfo.LID; 0 = none). */
+uint16_t sibd_mad_port_lid(const struct sib_fab_node *n, uint8_t port);
+
 /* Short name of a drop cause ("dr_hop_cnt"). */
 const char *sibd_mad_drop_str(enum sibd_mad_drop why);
 

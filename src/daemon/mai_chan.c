@@ -319,7 +319,7 @@ static void oob_wrap(struct sibd *d, struct chan *from, const mai_mad_t *m)
  * VL15 for QP0, LNH by GRH, PktLen in words. */
 static void fill_lrh(const struct chan *ch, mai_mad_t *m)
 {
-	m->lrh.slid = ch->node->ports[ch->port].lid;
+	m->lrh.slid = sibd_mad_port_lid(ch->node, ch->port);
 	m->lrh.vl = ch->qp == 0 ? 15 : 0;
 	m->lrh.lver = 0;
 	m->lrh.lnh = m->has_grh ? 3 : 2;

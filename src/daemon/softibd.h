@@ -115,7 +115,7 @@ struct sibd {
 	struct sibd_xrcd *xrcds;
 	uint32_t xrcd_next;             /* the last domain number handed out */
 
-	/* MADs: MAI channels (mai_chan.c) */
+	/* MADs: MAI channels and the MAD router (mai_chan.c, mad_router.c) */
 	struct sibd_mai *mai;
 	struct sibd_issm *issm;         /* ISSM FIFOs (issm.c) */
 

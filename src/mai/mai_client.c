@@ -6,8 +6,9 @@
  * channel is one control connection (its filters) plus the SOCK_SEQPACKET
  * fd softibd passed back (the handle, mai_mmstream streams both ways).
  * Library code (linked into libibumad.so.3): no signal handlers, CLOEXEC
- * fds, bounded waits.  Locking: one mutex guards the channel list; each
- * channel's control connection has its own mutex for its round trips;
+ * fds, bounded waits.  Locking: one mutex guards the channel list (held
+ * briefly, never over I/O); each channel's control connection has its own
+ * mutex for its round trips, taken before the list lock is released;
  * sends and receives on the channel fd need none (one message per call).
  * After fork the child re-initialises the list lock (pthread_atfork).
  */
@@ -147,6 +148,8 @@ int mai_close(int chan)
 	pthread_mutex_unlock(&chans_lock);
 	if (!c)
 		return -EBADF;
+	pthread_mutex_lock(&c->lock); /* a filter call in flight ends first */
+	pthread_mutex_unlock(&c->lock);
 	/* Closing the control connection ends the channel and its filters. */
 	close(c->ctl);
 	close(c->fd);
@@ -167,13 +170,13 @@ static int filter_call(int chan, struct sib_ctl_msg *msg)
 		pthread_mutex_unlock(&chans_lock);
 		return -EBADF;
 	}
-	/* The list lock is held over the call so that mai_close cannot free c
-	 * meanwhile; softibd answers filter commands at once. */
+	/* c->lock is taken before the list lock goes: mai_close unlinks c,
+	 * then waits for c->lock before freeing it. */
 	pthread_mutex_lock(&c->lock);
+	pthread_mutex_unlock(&chans_lock);
 	msg->u.mai_filter.chan = c->num;
 	ret = sib_ctl_call(c->ctl, msg, NULL);
 	pthread_mutex_unlock(&c->lock);
-	pthread_mutex_unlock(&chans_lock);
 	if (!ret && msg->hdr.status)
 		ret = -msg->hdr.status;
 	return ret;

@@ -6,7 +6,7 @@
  * directed-route SMInfo Get from softib0's QP0 to an agent on softib1's
  * QP0 through the switch, the answer back by TID, a RAW send accepted.
  * `mai_client unpriv`: QP0 refused (-EACCES), RAW refused (-EPERM), QP1
- * and OOB usable.  Prints one line per step; exit 0 when all hold.
+ * usable (a Get nobody takes answered 0x000C) and OOB.  Prints one line per step; exit 0 when all hold.
  * Test code: single-threaded, every wait bounded.
  */
 #include <errno.h>
@@ -110,8 +110,12 @@ static int unpriv(void)
 	ret = mai_send(a, &m);
 	CHECK(ret == -EPERM, "RAW refused: %d", ret);
 	m.type = MAI_TYPE_MAD;
-	m.lrh.dlid = 2;
+	m.lrh.dlid = 2; /* a LID the built-in SM gave; nobody serves the SA there */
 	CHECK(mai_send(a, &m) == 0, "a GMP may be sent");
+	ret = mai_recv(a, &r, 3000);
+	CHECK(ret == 0 && r.method == 0x81 && r.status == 0x000C && (r.tid & 0xFFFFFFFFFFull) == m.tid,
+	      "Get nobody takes: GetResp 0x000C (%d, method %#x, status %#x)", ret, r.method,
+	      r.status);
 
 	memset(&f, 0, sizeof(f));
 	f.match = MAI_M_CLASS;

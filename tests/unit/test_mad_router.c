@@ -29,6 +29,7 @@
 #include "daemon/subnet.h"
 #include "iba/mad.h"
 #include "mad_build.h"
+#include "../data/mad_vectors.h"
 
 #define DATA(name) SIB_TEST_DATA "/" name
 
@@ -62,6 +63,9 @@ void sibd_client_send(struct sibd *d, struct sibd_client *c, const struct sib_ct
 	passed_fd = dup(pass_fd);
 }
 
+/* A NodeInfo payload (MAD bytes 64..127) the agents answer with instead, or NULL. */
+static const uint8_t *agent_payload;
+
 /* What the agents saw last. */
 static struct {
 	struct sib_fab_node *n;
@@ -75,6 +79,10 @@ static struct {
 static int agent(struct sib_fab_node *n, uint8_t in_port, const uint8_t *req, uint8_t *resp)
 {
 	memcpy(resp, req, MAD_SIZE);
+	if (agent_payload) {
+		memcpy(resp + 64, agent_payload, 64);
+		return mad_make_reply(resp, 0) == 0;
+	}
 	if (resp[16] == 0 && resp[17] == 0x11) {
 		for (int i = 0; i < 8; i++)
 			resp[64 + 12 + i] = (uint8_t)(n->node_guid >> (56 - 8 * i));
@@ -199,6 +207,40 @@ static int setup(void **state)
 	assert_non_null(t->d.mad_out);
 	memset(&sma_seen, 0, sizeof(sma_seen));
 	memset(&pma_seen, 0, sizeof(pma_seen));
+	*state = t;
+	return 0;
+}
+
+static const struct mad_vector *vec(const char *name)
+{
+	for (size_t i = 0; i < sizeof(mad_vectors) / sizeof(mad_vectors[0]); i++)
+		if (!strcmp(mad_vectors[i].name, name))
+			return &mad_vectors[i];
+	fail_msg("no vector %s", name);
+	return NULL;
+}
+
+/* mad-walk.topo: S1 with H1 (the SM's CA) on port 1 and H2 on port 4. */
+static int setup_walk(void **state)
+{
+	struct topo *t = calloc(1, sizeof(*t));
+	struct sib_fabric *f = &t->d.fab;
+	char err[256];
+
+	assert_non_null(t);
+	if (sib_fabric_load_file(f, DATA("mad-walk.topo"), err, sizeof(err)))
+		fail_msg("%s", err);
+	assert_int_equal(sib_subnet_init(f), 0);
+	t->a = node(f, "S-5eed000000000c00");
+	t->a1 = node(f, "H-5eed000000000c10");
+	t->a2 = node(f, "H-5eed000000000c20");
+	add_dev(t, t->a1, "h1");
+	add_dev(t, t->a2, "h2");
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, t->cfd), 0);
+	t->c.fd = t->cfd[0];
+	t->c.pid = getpid();
+	assert_int_equal(sibd_mai_init(&t->d), 0);
+	memset(&sma_seen, 0, sizeof(sma_seen));
 	*state = t;
 	return 0;
 }
@@ -620,6 +662,62 @@ static void test_trap_out(void **state)
 	close(sm);
 }
 
+/* Equal but for the bytes in skip[] (offsets). */
+static void assert_mad_equal(const uint8_t *got, const uint8_t *want, const int *skip, size_t nskip)
+{
+	for (int i = 0; i < MAD_SIZE; i++) {
+		bool s = false;
+
+		for (size_t k = 0; k < nskip; k++)
+			s |= skip[k] == i;
+		if (!s && got[i] != want[i])
+			fail_msg("MAD byte %d: %#x, vector %#x", i, got[i], want[i]);
+	}
+}
+
+/*
+ * The verified DR vectors (mad-vectors smi_walk.txt) through the router:
+ * the SM's Get of vector 1 (written with HopPointer 0) reaches H2's SMA as
+ * vector 2 after H2's step (HopPointer 3, ReturnPath 0,1,1); H2's answer
+ * reaches the SM as vector 3 after H1's step (HopPointer 0).  Only the TID
+ * bits 63..40 (softibd's channel number) and those steps differ.
+ */
+static void test_dr_vectors(void **state)
+{
+	struct topo *t = *state;
+	const struct mad_vector *v1 = vec("dr_get_nodeinfo_link1");
+	const struct mad_vector *v2 = vec("dr_get_nodeinfo_link2");
+	const struct mad_vector *v3 = vec("dr_getresp_nodeinfo_link1");
+	uint8_t want[MAD_SIZE], got[MAD_SIZE];
+	int sm = chan_open(t, "h1", 0, NULL);
+	mai_mad_t m, r;
+
+	memset(&m, 0, sizeof(m));
+	m.qp = 0;
+	assert_int_equal(mai_fromwire(v1->mad, MAD_SIZE, &m), MAD_SIZE);
+	m.class_specific &= 0x00FF; /* as the SM writes it: HopPointer 0 */
+	m.lrh.dlid = m.lrh.slid = 0xFFFF;
+	agent_payload = v3->mad + 64;
+	csend(t, sm, &m);
+	agent_payload = NULL;
+
+	assert_ptr_equal(sma_seen.n, t->a2);
+	assert_int_equal(sma_seen.in_port, 1);
+	memcpy(want, v2->mad, MAD_SIZE);
+	want[6] = 3;		/* C14-9:3 at H2: HopPointer hop_cnt + 1 */
+	want[192 + 2] = 1;	/* ReturnPath[2]: H2's port */
+	static const int tid_hi[] = { 8, 9, 10 };
+	assert_mad_equal(sma_seen.req, want, tid_hi, 3);
+
+	assert_true(crecv(sm, &r));
+	assert_int_equal(mai_towire(&r, got, sizeof(got)), MAD_SIZE);
+	memcpy(want, v3->mad, MAD_SIZE);
+	want[6] = 0;		/* C14-13:3 at H1: HopPointer 0, to the SM */
+	assert_mad_equal(got, want, tid_hi, 3);
+	assert_int_equal(r.tid & 0xFFFFFFFFFFull, 0xa100000042ull);
+	close(sm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -631,6 +729,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gmp_channels, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sma_precedence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dr_vectors, setup_walk, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

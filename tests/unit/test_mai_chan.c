@@ -349,6 +349,70 @@ static void test_bad_input(void **state)
 	mai_close(sm);
 }
 
+static uint64_t be64_at(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* softibd's own SMA and PMA answer through the router (the built-in SM
+ * gave LIDs in file order: switch 1, softib0 2, softib1 3, ...). */
+static void test_sma_answers(void **state)
+{
+	static const struct {
+		uint8_t hops, path[3];
+		uint64_t guid;
+		uint8_t type, local_port;
+	} walk[] = {
+		{ 0, { 0 }, 0x5eed000000000010ull, 1, 1 },		/* softib0 itself */
+		{ 1, { 0, 1 }, 0x5eed000000000100ull, 2, 1 },		/* the switch */
+		{ 2, { 0, 1, 3 }, 0x5eed000000000030ull, 1, 1 },	/* softib2 */
+	};
+	int sm = open_ok("softib0", 0), gsi = open_ok("softib0", 1);
+	mai_mad_t m, r;
+
+	for (size_t i = 0; i < sizeof(walk) / sizeof(walk[0]); i++) {
+		mad_dr(&m, MAD_GET, MAD_NODEINFO, walk[i].path, walk[i].hops);
+		assert_int_equal(mai_send_req(sm, &m, 1000, 0), 0);
+		assert_int_equal(mai_recv(sm, &r, 2000), 0);
+		assert_int_equal(r.type, MAI_TYPE_MAD);
+		assert_int_equal(r.method, MAD_GET_RESP);
+		assert_int_equal(r.status, 0x8000);
+		assert_int_equal(r.class_specific, walk[i].hops);
+		/* NodeInfo at MAD byte 64: NodeType 2, NodeGUID 12, LocalPortNum 36 */
+		assert_int_equal(r.data[40 + 2], walk[i].type);
+		assert_int_equal(be64_at(r.data + 40 + 12), walk[i].guid);
+		assert_int_equal(r.data[40 + 36], walk[i].local_port);
+	}
+	/* an attribute the SMA does not have: 0x000C, never silence */
+	mad_dr(&m, MAD_GET, 0xFF01, walk[0].path, 0);
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(sm, &r, 2000), 0);
+	assert_int_equal(r.status, 0x8000 | 0x000C);
+	/* LID routed to the switch's LID: its port 0 answers PortInfo with LID 1 */
+	mad_gmp(&m, 0x01, MAD_GET, MAD_PORTINFO, 1);
+	m.qp = 0;
+	m.remote_qpn = 0;
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(sm, &r, 2000), 0);
+	assert_int_equal(r.method, MAD_GET_RESP);
+	assert_int_equal(r.lrh.slid, 1);
+	assert_int_equal(r.data[40 + 16] << 8 | r.data[40 + 17], 1);
+	/* PerfMgt PortCounters Get to softib1 (LID 3): its PMA */
+	mad_gmp(&m, 0x04, MAD_GET, 0x0012, 3);
+	m.data[40 + 1] = 1; /* PortSelect */
+	assert_int_equal(mai_send(gsi, &m), 0);
+	assert_int_equal(mai_recv(gsi, &r, 2000), 0);
+	assert_int_equal(r.method, MAD_GET_RESP);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.lrh.slid, 3);
+	mai_close(sm);
+	mai_close(gsi);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -359,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_oob),
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_sma_answers),
 	};
 
 	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);

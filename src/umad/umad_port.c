@@ -214,6 +214,7 @@ static int agent_add(int portid, const struct umad_reg_attr *at)
 	struct uport *p = port_find(portid);
 	struct agent *a = NULL;
 	uint8_t qp = at->mgmt_class == 0x01 || at->mgmt_class == 0x81 ? 0 : 1;
+	bool all;
 	int id, ret = 0;
 
 	if (!p)
@@ -238,6 +239,7 @@ static int agent_add(int portid, const struct umad_reg_attr *at)
 	a->flags = at->flags;
 	a->oui = at->oui & 0xffffff;
 	memcpy(a->method_mask, at->method_mask, sizeof(a->method_mask));
+	all = ~a->method_mask[0] == 0 && ~a->method_mask[1] == 0;
 	for (unsigned int m = 0; m < 128 && !ret; m++) {
 		mai_filter_t f = {
 			.flags = MAI_F_CONSUME,
@@ -248,8 +250,10 @@ static int agent_add(int portid, const struct umad_reg_attr *at)
 			.method = (uint8_t)m,
 		};
 
-		if (!(a->method_mask[m / 64] >> (m % 64) & 1))
+		if (!(a->method_mask[m / 64] >> (m % 64) & 1) || (all && m > 0))
 			continue;
+		if (all) /* every method: the class is the agent's (one filter, not 128) */
+			f.match &= ~(uint32_t)MAI_M_METHOD;
 		if (vendor2(a->mgmt_class)) {
 			f.nquant = 1;
 			f.quant[0].offset = VENDOR2_OUI_OFF;

@@ -241,6 +241,10 @@ static int daemon_down(void **state)
 			waitpid(g_pid, NULL, 0);
 		}
 	}
+	char lock[sizeof(g_sock) + 8];
+
+	snprintf(lock, sizeof(lock), "%s.lock", g_sock); /* softibd leaves its lock file */
+	unlink(lock);
 	unlink(g_sock);
 	rmdir(g_dir);
 	return 0;
@@ -483,6 +487,29 @@ static void test_bad_queries(void **state)
 	assert_int_equal(send(fd, &m, sizeof(m.hdr) + 8, 0), (ssize_t)sizeof(m.hdr) + 8);
 	assert_true(sib_ctl_recv(fd, &m, NULL) > 0);
 	assert_int_equal(m.hdr.status, EINVAL);
+	close(fd);
+
+	/* random bodies, some with a valid header: every one answered */
+	fd = sib_ctl_connect(g_sock);
+	assert_true(fd >= 0);
+	srandom(7);
+	for (int i = 0; i < 3000; i++) {
+		uint8_t *b = (uint8_t *)&m.u.mgmt;
+
+		memset(&m, 0, sizeof(m));
+		for (size_t k = 0; k < sizeof(m.u.mgmt); k++)
+			b[k] = (uint8_t)random();
+		m.hdr.op = SIB_CTL_MGMT_QUERY;
+		if (i & 1)
+			m.u.mgmt.abi_version = SIB_ABI_VERSION;
+		if (i & 2)
+			m.u.mgmt.what = 1 + (uint32_t)(i % (SIB_MGMT_WHAT_MAX - 1));
+		if (i & 4)
+			snprintf(m.u.mgmt.ca_name, sizeof(m.u.mgmt.ca_name), "softib%d", i % 5);
+		assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+		assert_true(m.hdr.status == 0 || m.hdr.status == EINVAL || m.hdr.status == ENODEV ||
+			    m.hdr.status == EPROTO || m.hdr.status == EIO);
+	}
 	close(fd);
 
 	umad_port_t port;

@@ -673,24 +673,32 @@ static void test_agent_limit(void **state)
 	assert_int_equal(umad_register(fd, 0x04, 1, 0, NULL), -EPERM);
 }
 
+/* Two ports on softib0 port 1: an SA agent (GetTable, RMPP) and a client;
+ * and the port's LID. */
+static void sa_pair(int *srv, int *cli, int *sa, int *ca, int *lid)
+{
+	long mask_gettable[2] = { 1L << 0x12 };
+	umad_port_t port;
+
+	assert_int_equal(umad_get_port("softib0", 1, &port), 0);
+	*lid = (int)port.base_lid;
+	umad_release_port(&port);
+	*srv = umad_open_port("softib0", 1);
+	*cli = umad_open_port("softib0", 1);
+	assert_true(*srv >= 0 && *cli >= 0);
+	*sa = umad_register(*srv, 0x03, 2, 1, mask_gettable);
+	*ca = umad_register(*cli, 0x03, 2, 1, NULL);
+	assert_true(*sa >= 0 && *ca >= 0);
+}
+
 /* An SA response of 2,000 bytes: segmented by the sender's library,
  * reassembled by the receiver's, delivered whole after -ENOSPC. */
 static void test_rmpp(void **state)
 {
 	static struct umbuf req, big, in;
-	long mask_gettable[2] = { 1L << 0x12 };
-	umad_port_t port;
 	int srv, cli, sa, ca, len, lid, total = 56 + 1944;
 
-	assert_int_equal(umad_get_port("softib0", 1, &port), 0);
-	lid = (int)port.base_lid;
-	umad_release_port(&port);
-	srv = umad_open_port("softib0", 1);
-	cli = umad_open_port("softib0", 1);
-	assert_true(srv >= 0 && cli >= 0);
-	sa = umad_register(srv, 0x03, 2, 1, mask_gettable);
-	ca = umad_register(cli, 0x03, 2, 1, NULL);
-	assert_true(sa >= 0 && ca >= 0);
+	sa_pair(&srv, &cli, &sa, &ca, &lid);
 
 	make_mad(&req, 0x03, 2, 0x12, 0x4242, 0x11);
 	umad_set_addr(&req, lid, 1, 0, 0x80010000);
@@ -745,22 +753,12 @@ static void *big_receiver(void *arg)
 
 static void test_rmpp_big(void **state)
 {
-	long mask_gettable[2] = { 1L << 0x12 };
 	int total = 56 + 150 * 200, srv, cli, sa, ca, len, lid;
 	struct ib_user_mad *in, *big;
 	struct big_rx rx;
-	umad_port_t port;
 	pthread_t th;
 
-	assert_int_equal(umad_get_port("softib0", 1, &port), 0);
-	lid = (int)port.base_lid;
-	umad_release_port(&port);
-	srv = umad_open_port("softib0", 1);
-	cli = umad_open_port("softib0", 1);
-	assert_true(srv >= 0 && cli >= 0);
-	sa = umad_register(srv, 0x03, 2, 1, mask_gettable);
-	ca = umad_register(cli, 0x03, 2, 1, NULL);
-	assert_true(sa >= 0 && ca >= 0);
+	sa_pair(&srv, &cli, &sa, &ca, &lid);
 	in = calloc(1, 64 + (size_t)total);
 	big = calloc(1, 64 + (size_t)total);
 	assert_non_null(in);

@@ -236,6 +236,55 @@ struct sib_ctl_mai_filter {
 };
 
 /*
+ * MGMT_QUERY (daemon/mgmt_query.c): what libibumad reads from sysfs on a
+ * kernel stack, answered live from softibd's state (docs/umad.md).  No
+ * HELLO needed; abi_version must be SIB_ABI_VERSION (else EPROTO, with
+ * the daemon's in abi_version).  CA names are the verbs devices' (at most
+ * SIB_MGMT_NAME_LEN - 1 characters: longer names are not listed, as
+ * libibumad could not hold them).  Numbers are host order.
+ */
+#define SIB_MGMT_NAME_LEN  20          /* UMAD_CA_NAME_LEN */
+#define SIB_MGMT_MAX_CAS   64          /* names one CAS reply holds */
+#define SIB_MGMT_PKEYS     32          /* P_Keys one PORT reply holds */
+#define SIB_MGMT_PATH_MAX  108         /* sizeof(sockaddr_un.sun_path) */
+
+enum sib_mgmt_what {
+	SIB_MGMT_CAS = 1,     /* -> count, names[] in device order */
+	SIB_MGMT_CA,          /* ca_name -> node type, versions, GUIDs, count = ports */
+	SIB_MGMT_PORT,        /* ca_name, port_num -> port */
+	SIB_MGMT_ISSM,        /* ca_name, port_num -> path of the port's ISSM FIFO */
+	SIB_MGMT_WHAT_MAX,
+};
+
+struct sib_mgmt_port {
+	uint64_t gid_prefix;  /* GID index 0: subnet prefix */
+	uint64_t port_guid;   /* ... and interface ID */
+	uint32_t capmask;     /* PortInfo:CapabilityMask */
+	uint32_t rate;        /* Gb/s, integer part (sysfs "rate") */
+	uint16_t base_lid, sm_lid;
+	uint8_t lmc, sm_sl;
+	uint8_t state;        /* PortInfo:PortState, 1 Down .. 4 Active */
+	uint8_t phys_state;   /* PortInfo:PortPhysicalState, 5 LinkUp */
+	uint16_t num_pkeys;   /* entries of pkeys[] used */
+	uint16_t pkeys[SIB_MGMT_PKEYS];
+	uint16_t pad[3];
+};
+
+struct sib_ctl_mgmt_query {
+	uint32_t abi_version; /* in: SIB_ABI_VERSION; out: the daemon's */
+	uint32_t what;        /* in: enum sib_mgmt_what */
+	char ca_name[SIB_MGMT_NAME_LEN]; /* in (CA, PORT, ISSM) */
+	uint32_t port_num;    /* in (PORT, ISSM) */
+	uint32_t count;       /* out: CAS names; CA ports */
+	uint32_t node_type;   /* out (CA): 1 CA, 2 switch, 3 router */
+	uint64_t node_guid, sys_image_guid; /* out (CA) */
+	char fw_ver[20], hw_ver[20], ca_type[40]; /* out (CA) */
+	struct sib_mgmt_port port;                /* out (PORT) */
+	char path[SIB_MGMT_PATH_MAX];             /* out (ISSM) */
+	char names[SIB_MGMT_MAX_CAS][SIB_MGMT_NAME_LEN]; /* out (CAS) */
+};
+
+/*
  * ROUTE (data path, docs/subnet.md): where a packet leaving CA port `port`
  * of device `dev_index` for `dlid` ends, as the switches' forwarding
  * tables say (IBA 18.2.4.3.2 LFT, 18.2.4.3.3 MFT), computed by softibd
@@ -287,6 +336,7 @@ struct sib_ctl_msg {
 		struct sib_ctl_xrcd xrcd;
 		struct sib_ctl_mai_open mai_open;
 		struct sib_ctl_mai_filter mai_filter;
+		struct sib_ctl_mgmt_query mgmt;
 		struct sib_ctl_route route;
 		uint32_t handle;
 	} u;
@@ -299,6 +349,7 @@ _Static_assert(sizeof(struct sib_ctl_dev_cmd) == 84, "ctl dev cmd is ABI");
 _Static_assert(sizeof(struct sib_ctl_mcast) == 24, "ctl mcast is ABI");
 _Static_assert(sizeof(struct sib_ctl_mai_open) == 84, "ctl mai_open is ABI");
 _Static_assert(sizeof(struct sib_ctl_mai_filter) == 136, "ctl mai_filter is ABI");
+_Static_assert(sizeof(struct sib_mgmt_port) == 104, "mgmt port is ABI");
 _Static_assert(sizeof(struct sib_ctl_route) == 24 + 8 * SIB_CTL_ROUTE_MASK_WORDS, "ctl route is ABI");
 
 #endif

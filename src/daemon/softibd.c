@@ -479,6 +479,9 @@ static int setup_epoll(struct sibd *d)
 	ev.data.ptr = d->mai; /* every MAI channel, through mai_chan.c's epoll */
 	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_mai_poll_fd(d), &ev) < 0)
 		goto fail;
+	ev.data.ptr = &d->issm; /* ISSM FIFO opens and closes (issm.c) */
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_issm_fd(d), &ev) < 0)
+		goto fail;
 	return 0;
 fail:
 	sibd_log("epoll_ctl: %s", strerror(errno));
@@ -498,7 +501,8 @@ static int setup(struct sibd *d)
 	ret = take_lock(d);
 	if (ret != SETUP_OK)
 		return ret;
-	if (sibd_fabric_load(d) || sibd_map_create(d) || sibd_mai_init(d) || setup_socket(d))
+	if (sibd_fabric_load(d) || sibd_map_create(d) || sibd_mai_init(d) || sibd_issm_init(d) ||
+	    setup_socket(d))
 		return SETUP_FAILED;
 	if (setup_epoll(d)) {
 		unlink(d->sock_path);
@@ -519,6 +523,7 @@ static void teardown(struct sibd *d, bool listening)
 	while (d->clients)
 		sibd_client_release(d, d->clients);
 	sibd_mai_fini(d);
+	sibd_issm_fini(d);
 	sibd_mcast_fini(d);
 	sibd_map_destroy(d);
 	sib_subnet_free(&d->fab);
@@ -611,6 +616,8 @@ static int run(struct sibd *d)
 				read_signal(d);
 			else if (ev[i].data.ptr == d->mai)
 				sibd_mai_event(d);
+			else if (ev[i].data.ptr == &d->issm)
+				sibd_issm_event(d);
 			else
 				sibd_client_event(d, ev[i].data.ptr, ev[i].events);
 		}

@@ -117,11 +117,13 @@ struct sibd {
 
 	/* MADs: MAI channels and the MAD router (mai_chan.c, mad_router.c) */
 	struct sibd_mai *mai;
+	struct sibd_issm *issm;         /* ISSM FIFOs (issm.c) */
+
 	/* the managed subnet (sma.c, pma.c, sm_builtin.c; docs/subnet.md) */
 	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
 	bool sm_sweeping;               /* the built-in SM is running (no re-entry) */
-	/* set by the MAD router: sends a MAD (traps) from port `port` of n;
-	 * NULL: traps are counted unsent */
+	/* set by the MAD router (sibd_mad_init, mad_router.c): sends a MAD
+	 * (traps) from port `port` of n; NULL: traps are counted unsent */
 	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m);
 	uint64_t trap_tid;              /* TID of the last SMP softibd made (traps, built-in SM) */
 	struct sibd_sma_counters sma;
@@ -216,6 +218,22 @@ void sibd_mcast_qp_gone(struct sibd *d, struct sibd_client *c, uint32_t qp_handl
 /* Groups with members; *attachments: QPs attached in all. */
 uint32_t sibd_mcast_groups(const struct sibd *d, uint32_t *attachments);
 void sibd_mcast_fini(struct sibd *d);
+
+/* mgmt_query.c: MGMT_QUERY, libibumad's CA and port attributes (docs/umad.md) */
+int sibd_cmd_mgmt_query(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			int *pass_fd);
+/* The ISSM FIFO path of device dev port `port`: 0 or -ENAMETOOLONG. */
+int sibd_issm_path(const struct sibd *d, const char *dev, uint32_t port, char *buf, size_t len);
+
+/* issm.c: holding a port's ISSM FIFO open sets its IsSM (docs/umad.md).
+ * init: the inotify fd (0 or -errno); fd: it, for the event loop; event:
+ * read it; ensure: the FIFO at path of (dev_index, port) exists and is
+ * watched (0, -ENOSPC, -errno of mkfifo/inotify); fini: FIFOs removed. */
+int sibd_issm_init(struct sibd *d);
+int sibd_issm_fd(const struct sibd *d);
+void sibd_issm_event(struct sibd *d);
+int sibd_issm_ensure(struct sibd *d, uint32_t dev_index, uint8_t port, const char *path);
+void sibd_issm_fini(struct sibd *d);
 
 /* route.c: the data path's routes (SIB_CTL_ROUTE, docs/subnet.md;
  * sibd_route_changed is declared in sma.h).  route_answer: fill r

@@ -6,11 +6,8 @@
 # port GUID (-G, resolved through the SA); a LID with no server answers
 # nothing.
 . "$(dirname "$0")/mgmt_lib.sh"
-need_umad
 need_tool ibping infiniband-diags
-mgmt_start two_switch.topo external
-opensm_start
-check_ports_active
+two_switch_sm
 lid3=$(lid_of softib3)
 
 LD_PRELOAD=$SIB_PRELOAD timeout 60 ibping -C softib3 -P 1 -S >"$SIB_TMP/server.out" 2>&1 &

@@ -6,11 +6,8 @@
 # the packets and 4-byte words it sent); -x shows the extended counters and
 # agrees; -R and -x -R reset them.
 . "$(dirname "$0")/mgmt_lib.sh"
-need_umad
 need_tool perfquery infiniband-diags
-mgmt_start two_switch.topo external
-opensm_start
-check_ports_active
+two_switch_sm
 lid0=$(lid_of softib0)
 lid3=$(lid_of softib3)
 swlid0=$(osm_lid 0x5eed020000000010) # "chain 0", links to "chain 1" on ports 3, 4

@@ -6,11 +6,8 @@
 # broadcast group OpenSM creates) and the IsSM ports.  The tables span
 # several MADs, so the counts show that RMPP delivered them whole.
 . "$(dirname "$0")/mgmt_lib.sh"
-need_umad
 need_tool saquery infiniband-diags
-mgmt_start two_switch.topo external
-opensm_start
-check_ports_active
+two_switch_sm
 
 run() {
 	local name=$1; shift

@@ -6,11 +6,8 @@
 # ibportstate, each checked against the topology file and the LIDs OpenSM
 # gave (values, not exit codes).
 . "$(dirname "$0")/mgmt_lib.sh"
-need_umad
 need_tool smpquery infiniband-diags
-mgmt_start two_switch.topo external
-opensm_start
-check_ports_active
+two_switch_sm
 
 # run NAME CMD...: the client's output in $SIB_TMP/NAME.out; fails on rc != 0.
 run() {

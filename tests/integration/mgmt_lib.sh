@@ -182,18 +182,27 @@ check_ports_active() {
 	[ "$seen" != " " ] || fail "no CA port with a peer: $(status)"
 }
 
-# rc_pingpong DEV_A DEV_B [ARGS...]: unmodified ibv_rc_pingpong between two
-# CAs (e.g. on different switches), 500 iterations, both sides must finish.
-rc_pingpong() {
-	local a=$1 b=$2 crc src; shift 2
-	need_tool ibv_rc_pingpong ibverbs-utils
-	start_server "$SIB_TMP/server.out" timeout 60 ibv_rc_pingpong -d "$a" -p PORT -n 500 "$@"
-	client timeout 60 ibv_rc_pingpong -d "$b" -p "$port" -n 500 "$@" 127.0.0.1 >"$SIB_TMP/client.out" 2>&1
+# pair_run DEV_A DEV_B TOOL [ARGS...]: an unmodified ibverbs-utils
+# ping-pong or perftest tool between two CAs (e.g. on different switches),
+# server on DEV_A, 500 iterations; both sides must finish them.
+pair_run() {
+	local a=$1 b=$2 tool=$3 crc src done_re; shift 3
+	case $tool in
+	ibv_*) need_tool "$tool" ibverbs-utils; done_re="^500 iters in" ;;
+	*) need_tool "$tool" perftest; done_re="^ *[0-9]+ +500 " ;;
+	esac
+	start_server "$SIB_TMP/server.out" timeout 60 "$tool" -d "$a" -p PORT -n 500 "$@"
+	client timeout 60 "$tool" -d "$b" -p "$port" -n 500 "$@" 127.0.0.1 >"$SIB_TMP/client.out" 2>&1
 	crc=$?
 	wait "$srv"
 	src=$?
-	[ "$crc" = 0 ] && [ "$src" = 0 ] || fail "ibv_rc_pingpong $a <-> $b: $(cat "$SIB_TMP/server.out" "$SIB_TMP/client.out")"
-	grep -q "^500 iters in" "$SIB_TMP/client.out" || fail "ping-pong did not finish: $(cat "$SIB_TMP/client.out")"
+	[ "$crc" = 0 ] && [ "$src" = 0 ] || fail "$tool $a <-> $b: $(cat "$SIB_TMP/server.out" "$SIB_TMP/client.out")"
+	grep -Eq "$done_re" "$SIB_TMP/client.out" || fail "$tool did not finish: $(cat "$SIB_TMP/client.out")"
+}
+
+# rc_pingpong DEV_A DEV_B [ARGS...]: ibv_rc_pingpong through pair_run.
+rc_pingpong() {
+	pair_run "$1" "$2" ibv_rc_pingpong "${@:3}"
 }
 
 # topo_norm FILE: a topology file (docs/topology.md) or an ibnetdiscover
@@ -240,20 +249,6 @@ lid_of() {
 	port_field "$1" 1 lid
 }
 
-# perftest_pair DEV_A DEV_B TOOL [ARGS...]: unmodified perftest (500
-# iterations) between two CAs; the result line must show them.
-perftest_pair() {
-	local a=$1 b=$2 tool=$3 crc src; shift 3
-	need_tool "$tool" perftest
-	start_server "$SIB_TMP/pt_server.out" timeout 60 "$tool" -d "$a" -p PORT -n 500 "$@"
-	client timeout 60 "$tool" -d "$b" -p "$port" -n 500 "$@" 127.0.0.1 >"$SIB_TMP/pt_client.out" 2>&1
-	crc=$?
-	wait "$srv"
-	src=$?
-	[ "$crc" = 0 ] && [ "$src" = 0 ] || fail "$tool $a <-> $b: $(cat "$SIB_TMP/pt_server.out" "$SIB_TMP/pt_client.out")"
-	grep -Eq "^ *[0-9]+ +500 " "$SIB_TMP/pt_client.out" || fail "$tool: no result line: $(cat "$SIB_TMP/pt_client.out")"
-}
-
 # default_topo FILE: write the embedded default topology, as
 # docs/topology.md prints it, to FILE (so that the doc stays true).
 default_topo() {
@@ -276,4 +271,13 @@ topo_file() {
 # switch_guids: the switch node GUIDs of the running topology (0x...).
 switch_guids() {
 	topo_norm "$(topo_file)" | awk '$1 == "node" && $2 == "Switch" { print "0x" $3 }'
+}
+
+# two_switch_sm: the fabric most diags tests use: two_switch.topo in the
+# external-SM mode under a running OpenSM, every CA port ACTIVE.
+two_switch_sm() {
+	need_umad
+	mgmt_start two_switch.topo external
+	opensm_start
+	check_ports_active
 }

@@ -20,5 +20,5 @@ opensm_once
 check_ports_active
 mapfile -t devs < <(ca_devs)
 rc_pingpong "${devs[0]}" "${devs[-1]}"
-perftest_pair "${devs[0]}" "${devs[-1]}" ib_send_bw
+pair_run "${devs[0]}" "${devs[-1]}" ib_send_bw
 echo PASS

@@ -7,12 +7,9 @@
 # node); `up` brings the port back to ACTIVE with its old LID, and RC runs
 # again.
 . "$(dirname "$0")/mgmt_lib.sh"
-need_umad
 need_tool ibv_rc_pingpong ibverbs-utils
 need_tool saquery infiniband-diags
-mgmt_start two_switch.topo external
-opensm_start
-check_ports_active
+two_switch_sm
 lid3=$(lid_of softib3)
 node3=$(node_guid softib3)
 client timeout 20 saquery NR >"$SIB_TMP/nr0.out" 2>&1 || fail "saquery: $(cat "$SIB_TMP/nr0.out")"

@@ -37,6 +37,11 @@ enum mai_type {
 	MAI_TYPE_OOB = 3,	/* no MAD: out-of-band data wrapped back to the
 				 * receive queues of every channel with a matching
 				 * filter (takeover state handed to the new owner) */
+	MAI_TYPE_TIMEOUT = 4,	/* softibd -> channel only: a request sent with
+				 * mai_send_req got no response with its TID in
+				 * timeout_ms after `retries` resends; the message
+				 * is that request's header, data_len 0 (the
+				 * kernel's umad status 110, ETIMEDOUT) */
 };
 
 /* LRH fields (IBA 7.7): host order, each within its bit width. */
@@ -153,13 +158,22 @@ typedef struct mai_filter {
 	struct mai_quant quant[MAI_FILTER_QUANT_MAX];
 } mai_filter_t;
 
-/* ---- channel functions: need softibd; declared here, implemented with the
- * daemon's MAD layer (issue 7 part 3).  Not in libsib_mai yet. ---- */
+/* ---- channel functions (src/mai/mai_client.c, over softibd's control
+ * socket; docs/mai.md "Channels").  Thread-safe; a channel handle is a
+ * pollable file descriptor (POLLIN: a message waits). ---- */
+
+/* Bits 63..40 of a request's TID: softibd writes the sending channel's
+ * number there and routes responses by them; bits 39..0 are the sender's. */
+#define MAI_TID_CHAN_SHIFT	40
+#define MAI_TID_CHAN_MASK	0xFFFFFFu
 
 /* Opens a channel to QP `qp` (0 or 1) of device `dev` port `port` (seed 002
- * "mai_open").  Returns a channel handle >= 0, or -EINVAL (qp not 0/1,
- * port 0 on a CA), -ENODEV (no such device or port), -EACCES (QP0 without
- * privilege). */
+ * "mai_open") through softibd (the verbs library's socket rules: $SOFTIB_SOCKET,
+ * ...; autostarts it likewise).  Returns a channel handle >= 0 (a file
+ * descriptor, close-on-exec), or -EINVAL (qp not 0/1, port 0 on a CA, dev
+ * NULL or too long), -ENODEV (no such device or port), -EACCES (QP0 without
+ * privilege: uid 0 or CAP_NET_ADMIN, docs/mai.md), or the transport's
+ * -errno (-ECONNREFUSED, -ETIMEDOUT, ...). */
 int mai_open(const char *dev, uint8_t port, uint8_t qp);
 
 /* Closes a channel; its filters are deleted and queued MADs dropped
@@ -175,13 +189,30 @@ int mai_filter_create(int chan, mai_filter_t *f);
 int mai_filter_delete(int chan, uint32_t handle);
 
 /* Sends *m on `chan` ("mai_send"): MAD, RAW (privileged clients only:
- * -EPERM otherwise) or OOB (wrapped back to matching filters).  0, -EBADF,
- * -EINVAL (mai_mad_check fails), -EPERM, -EAGAIN (queue full). */
+ * -EPERM otherwise) or OOB (wrapped back to matching filters).  m->qp must
+ * be the channel's QP; m->port is the channel's port whatever it says.
+ * softibd puts the channel number in TID bits 63..40 of a request (not of
+ * a response or TrapRepress, nor of RAW).  0, -EBADF, -EINVAL
+ * (mai_mad_check fails, or a TIMEOUT), -EPERM, -EAGAIN (queue full),
+ * -ECONNRESET (softibd is gone).  A MAD that cannot be delivered is
+ * dropped and counted by softibd (`softib status`, "mad" lines). */
 int mai_send(int chan, const mai_mad_t *m);
 
-/* Receives the next message that passed one of `chan`'s filters
- * ("mai_recv"), waiting at most timeout_ms (0: poll, <0: forever).
- * 0, -EBADF, -ETIMEDOUT. */
+/* mai_send for a request that expects a response, with the kernel umad
+ * semantics (mgmt.md 1.4): without a response carrying the same TID
+ * (after softibd's rewrite of bits 63..40) and class within timeout_ms,
+ * softibd sends it again, `retries` times, then queues the request's
+ * header back to the channel as MAI_TYPE_TIMEOUT.  timeout_ms 0 is
+ * mai_send.  m must be a MAD (not RAW/OOB) request (no R bit, not
+ * TrapRepress): else -EINVAL.  Other errors as mai_send.  A second
+ * request with a TID still outstanding is answered at once by a TIMEOUT. */
+int mai_send_req(int chan, const mai_mad_t *m, uint32_t timeout_ms, uint32_t retries);
+
+/* Receives the next message that passed one of `chan`'s filters, or a
+ * response routed by TID, or a TIMEOUT ("mai_recv"), waiting at most
+ * timeout_ms (0: poll, <0: forever).  0, -EBADF, -ETIMEDOUT, -EINTR,
+ * -ECONNRESET (softibd closed the channel), -EBADMSG (a malformed
+ * message: skipped). */
 int mai_recv(int chan, mai_mad_t *m, int timeout_ms);
 
 /* ---- pure functions (libsib_mai) ---- */
@@ -249,12 +280,18 @@ struct mai_filter_ent {
  * write it (bytes past data_len of an OOB read as 0).  1 or 0. */
 int mai_filter_match(const mai_filter_t *f, const mai_mad_t *m);
 
+/* How specific a filter is: the number of fields it compares (bits set in
+ * match) plus its quantifiers.  mai_match's precedence among consumers. */
+int mai_filter_specificity(const mai_filter_t *f);
+
 /*
  * Who receives m (seed 002: "consuming or non-consuming"; the precedence
  * among several consuming filters is softib's, docs/mai.md):
  *  - MAD or RAW: if any consuming filter passes m, only the channel of the
- *    newest such filter (largest seq: the agent that took over) receives;
- *    otherwise every channel with a passing non-consuming filter receives.
+ *    most specific such filter (mai_filter_specificity), among equally
+ *    specific ones the newest (largest seq: the agent that took over),
+ *    receives; otherwise every channel with a passing non-consuming filter
+ *    receives.
  *  - OOB: every channel with a passing filter, consuming or not ("queued to
  *    the input buffers of all channels with matching filters").
  * `ents` holds the filters of the channels opened on the device and QP
@@ -264,7 +301,7 @@ int mai_filter_match(const mai_filter_t *f, const mai_mad_t *m);
  * of the first such filter in `ents`.  Writes up to `max` channels to
  * out[] and returns how many receive (may exceed max: the caller's array
  * was short); 0 means nobody (the caller drops and counts, or answers).
- * -EINVAL if m is NULL or not a known type, or an array is NULL while
+ * -EINVAL if m is NULL or not MAD/RAW/OOB, or an array is NULL while
  * its count is not 0.
  */
 int mai_match(const struct mai_filter_ent *ents, size_t n, const mai_mad_t *m,

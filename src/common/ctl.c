@@ -54,6 +54,9 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_LINK_FAULTS] = sizeof(struct sib_ctl_link),
 	[SIB_CTL_MCAST] = sizeof(struct sib_ctl_mcast),
 	[SIB_CTL_XRCD_OPEN] = sizeof(struct sib_ctl_xrcd),
+	[SIB_CTL_MAI_OPEN] = sizeof(struct sib_ctl_mai_open),
+	[SIB_CTL_MAI_FILTER] = sizeof(struct sib_ctl_mai_filter),
+	[SIB_CTL_MGMT_QUERY] = sizeof(struct sib_ctl_mgmt_query),
 };
 
 /* What connect() says when no daemon serves the path. */

@@ -203,6 +203,87 @@ struct sib_ctl_xrcd {
 	uint32_t pad;
 };
 
+/*
+ * MAI_OPEN (include/softib/mai.h mai_open, docs/mai.md "Channels"): a
+ * channel on QP0 or QP1 of CA port (dev, port).  The reply passes one end
+ * of a SOCK_SEQPACKET socketpair (the channel handle); messages on it are
+ * mai_mmstream streams both ways (a client's may carry an 8-byte
+ * mai_send_req trailer).  The channel ends when that fd or this
+ * connection closes.  No HELLO needed; abi_version is checked instead.
+ */
+#define SIB_MAI_F_PRIV 0x1u /* out: the opener is privileged (uid 0 or CAP_NET_ADMIN) */
+struct sib_ctl_mai_open {
+	uint32_t abi_version; /* in: SIB_ABI_VERSION, else EPROTO */
+	char dev[64];         /* in: verbs device name, NUL-terminated */
+	uint32_t port;        /* in: 1-based CA port */
+	uint32_t qp;          /* in: 0 (SMI) or 1 (GSI) */
+	uint32_t chan;        /* out: channel number, TID bits 63..40 of its requests */
+	uint32_t flags;       /* out: SIB_MAI_F_* */
+};
+
+/* MAI_FILTER: create or delete a filter of a channel this connection opened. */
+enum sib_mai_filter_op {
+	SIB_MAI_FILTER_CREATE = 1,
+	SIB_MAI_FILTER_DELETE,
+};
+#define SIB_MAI_FSTREAM_MAX 120 /* >= MAI_FSTREAM_SIZE (114) */
+struct sib_ctl_mai_filter {
+	uint32_t chan;        /* in: the channel number MAI_OPEN gave */
+	uint32_t op;          /* in: enum sib_mai_filter_op */
+	uint32_t handle;      /* out (CREATE) / in (DELETE) */
+	uint32_t len;         /* in (CREATE): bytes of fstream used */
+	uint8_t fstream[SIB_MAI_FSTREAM_MAX]; /* in (CREATE): mai_mfstream's bytes */
+};
+
+/*
+ * MGMT_QUERY (daemon/mgmt_query.c): what libibumad reads from sysfs on a
+ * kernel stack, answered live from softibd's state (docs/umad.md).  No
+ * HELLO needed; abi_version must be SIB_ABI_VERSION (else EPROTO, with
+ * the daemon's in abi_version).  CA names are the verbs devices' (at most
+ * SIB_MGMT_NAME_LEN - 1 characters: longer names are not listed, as
+ * libibumad could not hold them).  Numbers are host order.
+ */
+#define SIB_MGMT_NAME_LEN  20          /* UMAD_CA_NAME_LEN */
+#define SIB_MGMT_MAX_CAS   64          /* names one CAS reply holds */
+#define SIB_MGMT_PKEYS     32          /* P_Keys one PORT reply holds */
+#define SIB_MGMT_PATH_MAX  108         /* sizeof(sockaddr_un.sun_path) */
+
+enum sib_mgmt_what {
+	SIB_MGMT_CAS = 1,     /* -> count, names[] in device order */
+	SIB_MGMT_CA,          /* ca_name -> node type, versions, GUIDs, count = ports */
+	SIB_MGMT_PORT,        /* ca_name, port_num -> port */
+	SIB_MGMT_ISSM,        /* ca_name, port_num -> path of the port's ISSM FIFO */
+	SIB_MGMT_WHAT_MAX,
+};
+
+struct sib_mgmt_port {
+	uint64_t gid_prefix;  /* GID index 0: subnet prefix */
+	uint64_t port_guid;   /* ... and interface ID */
+	uint32_t capmask;     /* PortInfo:CapabilityMask */
+	uint32_t rate;        /* Gb/s, integer part (sysfs "rate") */
+	uint16_t base_lid, sm_lid;
+	uint8_t lmc, sm_sl;
+	uint8_t state;        /* PortInfo:PortState, 1 Down .. 4 Active */
+	uint8_t phys_state;   /* PortInfo:PortPhysicalState, 5 LinkUp */
+	uint16_t num_pkeys;   /* entries of pkeys[] used */
+	uint16_t pkeys[SIB_MGMT_PKEYS];
+	uint16_t pad[3];
+};
+
+struct sib_ctl_mgmt_query {
+	uint32_t abi_version; /* in: SIB_ABI_VERSION; out: the daemon's */
+	uint32_t what;        /* in: enum sib_mgmt_what */
+	char ca_name[SIB_MGMT_NAME_LEN]; /* in (CA, PORT, ISSM) */
+	uint32_t port_num;    /* in (PORT, ISSM) */
+	uint32_t count;       /* out: CAS names; CA ports */
+	uint32_t node_type;   /* out (CA): 1 CA, 2 switch, 3 router */
+	uint64_t node_guid, sys_image_guid; /* out (CA) */
+	char fw_ver[20], hw_ver[20], ca_type[40]; /* out (CA) */
+	struct sib_mgmt_port port;                /* out (PORT) */
+	char path[SIB_MGMT_PATH_MAX];             /* out (ISSM) */
+	char names[SIB_MGMT_MAX_CAS][SIB_MGMT_NAME_LEN]; /* out (CAS) */
+};
+
 #define SIB_CTL_TEXT_MAX 3072
 
 struct sib_ctl_text {
@@ -224,6 +305,9 @@ struct sib_ctl_msg {
 		struct sib_ctl_link link;
 		struct sib_ctl_mcast mcast;
 		struct sib_ctl_xrcd xrcd;
+		struct sib_ctl_mai_open mai_open;
+		struct sib_ctl_mai_filter mai_filter;
+		struct sib_ctl_mgmt_query mgmt;
 		uint32_t handle;
 	} u;
 };
@@ -233,5 +317,8 @@ _Static_assert(sizeof(struct sib_ctl_obj) == 24, "ctl obj is ABI");
 _Static_assert(sizeof(struct sib_ctl_event) == 88, "ctl event is ABI");
 _Static_assert(sizeof(struct sib_ctl_dev_cmd) == 84, "ctl dev cmd is ABI");
 _Static_assert(sizeof(struct sib_ctl_mcast) == 24, "ctl mcast is ABI");
+_Static_assert(sizeof(struct sib_ctl_mai_open) == 84, "ctl mai_open is ABI");
+_Static_assert(sizeof(struct sib_ctl_mai_filter) == 136, "ctl mai_filter is ABI");
+_Static_assert(sizeof(struct sib_mgmt_port) == 104, "mgmt port is ABI");
 
 #endif

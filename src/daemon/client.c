@@ -16,10 +16,11 @@
 
 #include "common/ctl.h"
 #include "daemon/linkcfg.h"
+#include "daemon/mad_router.h"
 #include "daemon/softibd.h"
 
 #define INPUT_BURST 32 /* messages per wakeup, for fairness between clients */
-#define REPLIED     1  /* a handler that sent its replies itself */
+#define REPLIED     SIBD_REPLIED
 
 struct sibd_obj {
 	uint8_t type;          /* SIB_OBJ_*, or SIBD_OBJ_DEVICE */
@@ -491,6 +492,9 @@ static const struct sibd_cmd {
 	[SIB_CTL_LINK_FAULTS] = { sibd_link_faults, true },
 	[SIB_CTL_MCAST] = { sibd_cmd_mcast, true },             /* mcast.c */
 	[SIB_CTL_XRCD_OPEN] = { cmd_xrcd_open, true },
+	[SIB_CTL_MAI_OPEN] = { sibd_cmd_mai_open, false },      /* mai_chan.c */
+	[SIB_CTL_MAI_FILTER] = { sibd_cmd_mai_filter, false },
+	[SIB_CTL_MGMT_QUERY] = { sibd_cmd_mgmt_query, false },  /* mgmt_query.c */
 };
 
 /*
@@ -626,6 +630,7 @@ void sibd_client_release(struct sibd *d, struct sibd_client *c)
 			dev_close(d, c, h);
 	sib_ht_fini(&c->ht);
 	sibd_link_client_gone(d, c);
+	sibd_mai_client_gone(d, c);
 	while (c->out_head)
 		out_pop(c);
 	epoll_ctl(d->ep_fd, EPOLL_CTL_DEL, c->fd, NULL);

@@ -22,28 +22,8 @@
 
 #include "daemon/softibd.h"
 
-#define GID_PREFIX_DEFAULT 0xfe80000000000000ull
-
-/*
- * PortInfo:CapabilityMask of a CA port (IBA 14.2.5.6): only what is true.
- * IsSystemImageGUIDSupported: SystemImageGUID is set.  Not claimed until
- * the agents exist: IsCommunicationManagementSupported (no CM answers on
- * QP1; librdmacm and ibv_rc_pingpong need none), IsTrapSupported and
- * IsSLMappingSupported (no SMA on QP0 to send traps or serve the
- * SLtoVLMappingTable), IsClientReregistrationSupported (no SM to ask it,
- * IBV_EVENT_CLIENT_REREGISTER never comes).  IsSM (bit 1) belongs to the
- * port where an SM runs, set by that SM.
- */
-#define CA_PORT_CAP_FLAGS IBV_PORT_SYS_IMAGE_GUID_SUP
-
-#define PHYS_POLLING   2 /* PortPhysicalState */
-#define PHYS_LINKUP    5
-#define WIDTH_1X       1 /* LinkWidthActive */
-#define WIDTH_4X       2
-#define SPEED_SDR      1 /* LinkSpeedActive */
-#define SPEED_QDR      4
-#define VLCAP_VL0_7    4 /* VLCap: 1 VL0, 2 VL0-1, 3 VL0-3, 4 VL0-7, 5 VL0-14 */
-#define SUBNET_TIMEOUT 18 /* 4.096 us * 2^18 = 1.07 s */
+/* Port attributes come from the SMA's PortInfo (sma_publish.c); the
+ * defaults of a powered fabric are subnet.c's. */
 
 int sibd_fabric_load(struct sibd *d)
 {
@@ -61,43 +41,15 @@ int sibd_fabric_load(struct sibd *d)
 		sib_fabric_free(&d->fab);
 		return -EINVAL;
 	}
-	sib_fabric_assign_lids(&d->fab);
-	return 0;
-}
-
-/*
- * Bring a port up as the daemon does until there is a subnet manager: every
- * linked CA port is ACTIVE at 4X QDR with MTU 4096 and the SM at LID 1; an
- * unlinked port is DOWN and Polling, without a LID.
- */
-static void port_init(struct sib_shm_port *p, const struct sib_fab_port *fp)
-{
-	bool up = fp->peer != NULL && fp->lid != 0;
-
-	memset(p, 0, sizeof(*p));
-	p->port_guid = fp->guid;
-	p->gid_prefix = GID_PREFIX_DEFAULT;
-	p->max_mtu = IBV_MTU_4096;
-	p->active_mtu = IBV_MTU_4096;
-	p->max_vl_num = VLCAP_VL0_7;
-	p->subnet_timeout = SUBNET_TIMEOUT;
-	p->cap_flags = CA_PORT_CAP_FLAGS;
-	p->pkey[0] = 0xffff; /* default full-member P_Key */
-	if (up) {
-		p->lid = fp->lid;
-		p->lmc = fp->lmc;
-		p->sm_lid = SIBD_SM_LID;
-		p->sm_sl = 0;
-		p->state = IBV_PORT_ACTIVE;
-		p->phys_state = PHYS_LINKUP;
-		p->active_width = WIDTH_4X;
-		p->active_speed = SPEED_QDR;
-	} else {
-		p->state = IBV_PORT_DOWN;
-		p->phys_state = PHYS_POLLING;
-		p->active_width = WIDTH_1X;
-		p->active_speed = SPEED_SDR;
+	/* a freshly powered fabric; in the default mode softibd's own SM
+	 * brings it up through the SMAs, as OpenSM would with --sm external */
+	if (sib_subnet_init(&d->fab)) {
+		sib_fabric_free(&d->fab);
+		return -ENOMEM;
 	}
+	if (!d->sm_external && sibd_sm_builtin_sweep(d))
+		sibd_log("built-in SM: the first sweep did not complete");
+	return 0;
 }
 
 /* Copy a string into a fixed field, cut to fit, NUL-terminated. */
@@ -129,34 +81,34 @@ void sibd_map_set_device(struct sibd *d, uint32_t nd, struct sib_fab_node *n)
 	dev->num_ports = n->num_ports;
 	memset(dev->ports, 0, sizeof(dev->ports));
 	for (pn = 1; pn <= n->num_ports; pn++)
-		port_init(&dev->ports[pn - 1], &n->ports[pn]);
+		sibd_sma_port_to_shm(&dev->ports[pn - 1], &n->ports[pn]);
 }
 
 /* Build the private devs[] from the fabric, all registered.  0 or -EINVAL (too big). */
 static int map_fill(struct sibd *d)
 {
+	unsigned int i, fabric_only = 0;
 	struct sib_fab_node *n;
 	uint32_t nd = 0;
-	unsigned int i;
 
 	for (i = 0; i < d->fab.n_nodes; i++) {
 		n = d->fab.nodes[i];
 		if (n->type != SIB_NODE_CA)
 			continue;
-		if (nd == SIB_MAX_DEVICES) {
-			sibd_log("topology: more than %d CAs", SIB_MAX_DEVICES);
-			return -EINVAL;
-		}
-		if (n->num_ports > SIB_MAX_PORTS) {
-			sibd_log("topology: CA %s has %u ports, softib supports %d",
-				 n->id, n->num_ports, SIB_MAX_PORTS);
-			return -EINVAL;
+		/* CAs past the verbs limits are in the fabric (SMA, PMA,
+		 * routing) without a verbs device */
+		if (nd == SIB_MAX_DEVICES || n->num_ports > SIB_MAX_PORTS) {
+			fabric_only++;
+			continue;
 		}
 		sibd_map_set_device(d, nd, n);
 		d->devs[nd].gen = 1; /* registered */
 		nd++;
 	}
 	d->num_devices = nd;
+	if (fabric_only)
+		sibd_log("topology: %u CAs are fabric-only nodes (no verbs device): more than "
+			 "%d CAs or more than %d ports", fabric_only, SIB_MAX_DEVICES, SIB_MAX_PORTS);
 	return 0;
 }
 

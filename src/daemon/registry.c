@@ -140,9 +140,10 @@ static int free_dev_slot(const struct sibd *d)
 	return d->num_devices < SIB_MAX_DEVICES ? (int)d->num_devices : -1;
 }
 
-/* A single-port CA called name, cabled to sw, with LID lid: appended to the fabric. */
+/* A single-port CA called name, cabled to sw (its link not trained yet):
+ * appended to the fabric. */
 static struct sib_fab_node *new_ca(struct sibd *d, const char *name, struct sib_fab_port *sw,
-				   uint64_t guid, uint16_t lid)
+				   uint64_t guid)
 {
 	struct sib_fab_node *n, **nodes;
 
@@ -169,7 +170,12 @@ static struct sib_fab_node *new_ca(struct sibd *d, const char *name, struct sib_
 	n->ports[1].node = n;
 	n->ports[1].num = 1;
 	n->ports[1].guid = guid + 1;
-	n->ports[1].lid = lid;
+	/* powered before it is cabled: Polling/DOWN, LID 0 (subnet.c) */
+	if (sib_subnet_node_init(n)) {
+		free(n->ports);
+		free(n);
+		return NULL;
+	}
 	n->ports[1].peer = sw;
 	sw->peer = &n->ports[1];
 	d->fab.nodes[d->fab.n_nodes++] = n;
@@ -179,7 +185,8 @@ static struct sib_fab_node *new_ca(struct sibd *d, const char *name, struct sib_
 
 /*
  * DEVICE_ADD: register a new single-port CA on a free switch port, with a
- * fresh GUID and LID and its port ACTIVE; new processes list it.
+ * fresh GUID, and in the default mode a fresh LID and its port ACTIVE
+ * (--sm external: INIT and LID 0 until the SM comes); new processes list it.
  * EINVAL (name), EEXIST, ENOSPC (no devs[] slot, switch port, GUID or LID).
  */
 int sibd_cmd_device_add(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
@@ -203,10 +210,15 @@ int sibd_cmd_device_add(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	lid = fresh_lid(d);
 	if (idx < 0 || !sw || !guid || !lid)
 		return -ENOSPC;
-	n = new_ca(d, dc->name, sw, guid, lid);
+	n = new_ca(d, dc->name, sw, guid);
 	if (!n)
 		return -ENOMEM;
 	guid_given = guid + 1;
+	/* The link trains (the switch's PortStateChange, trap 128); in the
+	 * default mode the built-in SM gives the port the lowest free LID
+	 * (= lid) and makes it ACTIVE before anyone can see the device. */
+	sibd_sma_link_up(d, n, 1);
+	lid = n->mgmt->port[1].pi.lid;
 
 	/* Our record first; then fill the map's slot while its gen is even
 	 * (nobody uses it), and only then make the gen odd. */
@@ -235,6 +247,9 @@ static void drop_node(struct sibd *d, struct sib_fab_node *n)
 {
 	unsigned int i, p;
 
+	for (p = 1; p <= n->num_ports; p++) /* the far ends go DOWN (trap 128) */
+		sibd_sma_link_down(d, n, (uint8_t)p, true);
+	sib_subnet_node_free(n);
 	for (p = 0; p <= n->num_ports; p++)
 		if (n->ports[p].peer) {
 			n->ports[p].peer->peer = NULL;
@@ -321,37 +336,60 @@ static bool lid_free(const struct sibd *d, uint32_t lid, const struct sib_fab_po
 }
 
 /*
- * Give a linked port a new base LID, as an SM's LID reassignment would: the
- * old LIDs unroute (packets to them are lost), the new ones lead here.
- * 0, EINVAL (not unicast, LMC range too high), EADDRINUSE.
+ * Give a linked port a new base LID, as an SM's LID reassignment would
+ * (Get + Set PortInfo through its SMA): the old LIDs unroute (packets to
+ * them are lost), the new ones lead here; in the default mode the built-in
+ * SM then reprograms the LFTs.  0, EINVAL (not unicast, LMC range too
+ * high), EADDRINUSE.
  */
 static int port_relid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t lid)
 {
-	struct sib_fab_port *fp = &d->dev_node[idx]->ports[pn];
-	struct sib_shm_port *p = &d->devs[idx].ports[pn - 1];
-	uint32_t n = 1u << p->lmc, l, old = p->lid;
+	struct sib_fab_node *node = d->dev_node[idx];
+	struct sib_fab_port *fp = &node->ports[pn];
+	struct mad_port_info pi;
+	uint32_t n, l;
 
+	if (sibd_sm_get_port_info(d, node, (uint8_t)pn, &pi))
+		return -EIO;
+	n = 1u << pi.lmc;
 	if (lid == 0 || lid >= SIB_UNICAST_LIDS || n > SIB_UNICAST_LIDS - lid)
 		return -EINVAL; /* overflow-safe: lid comes from a client */
 	for (l = lid; l < lid + n; l++)
 		if (!lid_free(d, l, fp))
 			return -EADDRINUSE;
-	p->lid = (uint16_t)lid;
-	fp->lid = (uint16_t)lid;
-	sibd_map_write_begin(d);
-	sibd_map_put_lids(d, old, n, 0);
-	sibd_map_put_lids(d, lid, n, SIB_LIDM_MAKE(idx, pn));
-	sibd_map_put_device(d, idx);
-	sibd_map_write_end(d);
+	pi.lid = (uint16_t)lid;
+	pi.port_state = MAD_PORT_STATE_NOP;
+	pi.port_phys_state = 0;
+	if (sibd_sm_set_port_info(d, node, (uint8_t)pn, &pi))
+		return -EIO;
+	if (!d->sm_external)
+		sibd_sm_builtin_sweep(d);
 	return 0;
 }
 
+/* A new MasterSMLID for a port, as an SM handover would.  0 or -EIO. */
+static int port_sm_lid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t sm_lid)
+{
+	struct sib_fab_node *node = d->dev_node[idx];
+	struct mad_port_info pi;
+
+	if (sibd_sm_get_port_info(d, node, (uint8_t)pn, &pi))
+		return -EIO;
+	pi.master_sm_lid = (uint16_t)sm_lid;
+	pi.port_state = MAD_PORT_STATE_NOP;
+	pi.port_phys_state = 0;
+	return sibd_sm_set_port_info(d, node, (uint8_t)pn, &pi) ? -EIO : 0;
+}
+
 /*
- * PORT_SET: a port goes DOWN (PortPhysicalState Disabled) or back to ACTIVE
- * (LinkUp), keeping its LID; or gets a new LID or SM LID.  Every subscriber
- * hears PORT_CHANGE, LID_CHANGE or SM_CHANGE; a command that changes
- * nothing says nothing.  EINVAL (name, port, action, LID), ENODEV, ENOLINK
- * (the port has no link), EADDRINUSE (LID taken).
+ * PORT_SET: a port's link goes down (PortPhysicalState Disabled here, DOWN
+ * at both ends: the switch's PortStateChange and trap 128) or comes back
+ * (LinkUp/INIT, then ACTIVE from the built-in SM in the default mode),
+ * keeping its LID; or gets a new LID or SM LID through its SMA, as an SM
+ * would (IBA 14.2.5.6).  Subscribers hear PORT_CHANGE, LID_CHANGE or
+ * SM_CHANGE from sma_publish.c; a command that changes nothing says
+ * nothing.  EINVAL (name, port, action, LID), ENODEV, ENOLINK (the port has
+ * no link), EADDRINUSE (LID taken), EIO (the SMA refused: a bug).
  */
 int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
 		      int *pass_fd)
@@ -361,9 +399,9 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 		[SIB_PORT_LID] = "LID", [SIB_PORT_SM_LID] = "SM LID",
 	};
 	struct sib_ctl_dev_cmd *dc = &m->u.dev;
-	enum sib_event_type type = SIB_EV_PORT_CHANGE;
+	const struct mad_port_info *pi;
+	struct sib_fab_node *node;
 	struct sib_shm_port *p;
-	uint8_t state;
 	int idx, ret;
 
 	(void)pass_fd;
@@ -375,18 +413,20 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	if (dc->port_num < 1 || dc->port_num > d->devs[idx].num_ports)
 		return -EINVAL;
 	p = &d->devs[idx].ports[dc->port_num - 1];
-	if (dc->action != SIB_PORT_DOWN && !d->dev_node[idx]->ports[dc->port_num].peer)
+	node = d->dev_node[idx];
+	pi = &node->mgmt->port[dc->port_num].pi;
+	if (dc->action != SIB_PORT_DOWN && !node->ports[dc->port_num].peer)
 		return -ENOLINK;
 	switch (dc->action) {
-	case SIB_PORT_DOWN:
-	case SIB_PORT_UP:
-		if (dc->action == SIB_PORT_UP && !p->lid)
-			return -ENOLINK;
-		state = dc->action == SIB_PORT_UP ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
-		if (p->state == state)
+	case SIB_PORT_DOWN: /* the state machine: Disabled here, DOWN at both ends */
+		if (pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED)
 			return 0;
-		port_set_state(p, state, state == IBV_PORT_ACTIVE ? PHYS_LINKUP : PHYS_DISABLED);
-		sibd_map_publish_device(d, (uint32_t)idx);
+		sibd_sma_link_down(d, node, (uint8_t)dc->port_num, true);
+		break;
+	case SIB_PORT_UP: /* LinkUp/INIT; the built-in SM (if any) activates it */
+		if (pi->port_phys_state != MAD_PORT_PHYS_STATE_DISABLED)
+			return 0;
+		sibd_sma_link_up(d, node, (uint8_t)dc->port_num);
 		break;
 	case SIB_PORT_LID:
 		if (dc->value == p->lid)
@@ -394,16 +434,15 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 		ret = port_relid(d, (uint32_t)idx, dc->port_num, dc->value);
 		if (ret)
 			return ret;
-		type = SIB_EV_LID_CHANGE;
 		break;
 	default: /* SIB_PORT_SM_LID */
 		if (dc->value == 0 || dc->value >= SIB_UNICAST_LIDS)
 			return -EINVAL;
 		if (dc->value == p->sm_lid)
 			return 0;
-		p->sm_lid = (uint16_t)dc->value;
-		sibd_map_publish_device(d, (uint32_t)idx);
-		type = SIB_EV_SM_CHANGE;
+		ret = port_sm_lid(d, (uint32_t)idx, dc->port_num, dc->value);
+		if (ret)
+			return ret;
 		break;
 	}
 	d->ctr.port_changes++;
@@ -413,6 +452,5 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	else
 		sibd_log("%s port %u %s (pid %d)", dc->name, dc->port_num, what[dc->action],
 			 (int)c->pid);
-	sibd_event_port(d, type, (uint32_t)idx, (uint8_t)dc->port_num);
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "common/ctl.h"
+#include "daemon/mad_router.h"
 #include "daemon/softibd.h"
 
 #ifndef SOFTIB_VERSION
@@ -48,6 +49,11 @@ static const char usage[] =
 "                        startup failed (exit 1); log to $SOFTIB_LOG or nowhere\n"
 "      --topology FILE   load the fabric from FILE (ibnetdiscover format)\n"
 "                        instead of the embedded default (one switch, 4 CAs)\n"
+"      --sm MODE         builtin (the default): softibd's own subnet manager\n"
+"                        gives LIDs, forwarding tables and ACTIVE ports at\n"
+"                        start and after every link change; external: ports\n"
+"                        come up LinkUp/INIT with LID 0 and wait for a subnet\n"
+"                        manager (OpenSM) to configure them\n"
 "      --socket PATH     control socket; default $SOFTIB_SOCKET, else\n"
 "                        $XDG_RUNTIME_DIR/softib.sock, else\n"
 "                        /tmp/softib-<uid>/softib.sock.  Its directory is\n"
@@ -67,7 +73,7 @@ static const char usage[] =
 "or when another daemon already serves the socket (without --autostart).\n";
 
 enum {
-	OPT_TOPOLOGY = 256, OPT_SOCKET, OPT_IDLE, OPT_AUTOSTART, OPT_STATUS, OPT_STOP,
+	OPT_TOPOLOGY = 256, OPT_SM, OPT_SOCKET, OPT_IDLE, OPT_AUTOSTART, OPT_STATUS, OPT_STOP,
 	OPT_VERSION,
 };
 
@@ -75,6 +81,7 @@ static const struct option long_opts[] = {
 	{ "foreground", no_argument, NULL, 'f' },
 	{ "daemon", no_argument, NULL, 'd' },
 	{ "topology", required_argument, NULL, OPT_TOPOLOGY },
+	{ "sm", required_argument, NULL, OPT_SM },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "idle-exit", required_argument, NULL, OPT_IDLE },
 	{ "autostart", no_argument, NULL, OPT_AUTOSTART },
@@ -88,6 +95,7 @@ static const struct option long_opts[] = {
 struct options {
 	bool daemon, foreground, autostart, status, stop;
 	const char *socket;      /* NULL: sib_ctl_default_path() */
+	const char *sm;          /* --sm MODE, NULL: builtin */
 	long long idle_s;        /* -1: not given */
 };
 
@@ -145,6 +153,7 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 		case 'f': o->foreground = true; break;
 		case 'd': o->daemon = true; break;
 		case OPT_TOPOLOGY: d->topology = optarg; break;
+		case OPT_SM: o->sm = optarg; break; /* checked below, after --help */
 		case OPT_SOCKET: o->socket = optarg; break;
 		case OPT_IDLE:
 			if (parse_seconds(optarg, &o->idle_s)) {
@@ -173,6 +182,11 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 		fputs("softibd: --daemon and --foreground exclude each other\n", stderr);
 		return -1;
 	}
+	if (o->sm && strcmp(o->sm, "builtin") && strcmp(o->sm, "external")) {
+		fprintf(stderr, "softibd: --sm: builtin or external, not %s\n", o->sm);
+		return -1;
+	}
+	d->sm_external = o->sm && !strcmp(o->sm, "external");
 	return 0;
 }
 
@@ -454,6 +468,12 @@ static int setup_epoll(struct sibd *d)
 	ev.data.ptr = &d->sig_fd;
 	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, d->sig_fd, &ev) < 0)
 		goto fail;
+	ev.data.ptr = d->mai; /* every MAI channel, through mai_chan.c's epoll */
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_mai_poll_fd(d), &ev) < 0)
+		goto fail;
+	ev.data.ptr = &d->issm; /* ISSM FIFO opens and closes (issm.c) */
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_issm_fd(d), &ev) < 0)
+		goto fail;
 	return 0;
 fail:
 	sibd_log("epoll_ctl: %s", strerror(errno));
@@ -473,7 +493,8 @@ static int setup(struct sibd *d)
 	ret = take_lock(d);
 	if (ret != SETUP_OK)
 		return ret;
-	if (sibd_fabric_load(d) || sibd_map_create(d) || setup_socket(d))
+	if (sibd_fabric_load(d) || sibd_map_create(d) || sibd_mai_init(d) || sibd_issm_init(d) ||
+	    setup_socket(d))
 		return SETUP_FAILED;
 	if (setup_epoll(d)) {
 		unlink(d->sock_path);
@@ -493,8 +514,11 @@ static void teardown(struct sibd *d, bool listening)
 		close(d->lock_fd); /* the lock file stays: unlinking it would race */
 	while (d->clients)
 		sibd_client_release(d, d->clients);
+	sibd_mai_fini(d);
+	sibd_issm_fini(d);
 	sibd_mcast_fini(d);
 	sibd_map_destroy(d);
+	sib_subnet_free(&d->fab);
 	sib_fabric_free(&d->fab);
 	if (d->ep_fd >= 0)
 		close(d->ep_fd);
@@ -569,6 +593,7 @@ static int run(struct sibd *d)
 			}
 			timeout = left > INT_MAX ? INT_MAX : (int)left;
 		}
+		timeout = sibd_mai_timeout(d, timeout);
 		n = epoll_wait(d->ep_fd, ev, 64, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -581,9 +606,14 @@ static int run(struct sibd *d)
 				accept_clients(d);
 			else if (ev[i].data.ptr == &d->sig_fd)
 				read_signal(d);
+			else if (ev[i].data.ptr == d->mai)
+				sibd_mai_event(d);
+			else if (ev[i].data.ptr == &d->issm)
+				sibd_issm_event(d);
 			else
 				sibd_client_event(d, ev[i].data.ptr, ev[i].events);
 		}
+		sibd_mai_timers(d);
 	}
 	return 0;
 }
@@ -625,8 +655,9 @@ int main(int argc, char **argv)
 		snprintf(idle, sizeof(idle), "never");
 	else
 		snprintf(idle, sizeof(idle), "after %lld s", d.idle_ms / 1000);
-	sibd_log("listening on %s: %u devices, topology %s, idle exit %s", d.sock_path,
-		 d.num_devices, d.topology ? d.topology : "default", idle);
+	sibd_log("listening on %s: %u devices, topology %s, %s SM, idle exit %s", d.sock_path,
+		 d.num_devices, d.topology ? d.topology : "default",
+		 d.sm_external ? "external" : "built-in", idle);
 	ret = run(&d);
 	teardown(&d, true);
 	return ret;

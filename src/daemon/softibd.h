@@ -18,6 +18,8 @@
 #include "common/sib_shm.h"
 #include "daemon/fabric.h"
 #include "daemon/handle.h"
+#include "daemon/sma.h"
+#include "softib/mai.h"
 
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
 #define SIBD_MAX_HANDLES   65536   /* devices + objects per connection; then ENOMEM */
@@ -25,6 +27,7 @@
 #define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */
 
 struct sibd_out;
+struct mai_mad;
 
 /* A connection's subscription to pushed events (events.c owns it). */
 struct sibd_ev_sub {
@@ -111,6 +114,19 @@ struct sibd {
 	/* XRC domains (xrcd.c) */
 	struct sibd_xrcd *xrcds;
 	uint32_t xrcd_next;             /* the last domain number handed out */
+
+	/* MADs: MAI channels and the MAD router (mai_chan.c, mad_router.c) */
+	struct sibd_mai *mai;
+	struct sibd_issm *issm;         /* ISSM FIFOs (issm.c) */
+
+	/* the managed subnet (sma.c, pma.c, sm_builtin.c; docs/subnet.md) */
+	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
+	bool sm_sweeping;               /* the built-in SM is running (no re-entry) */
+	/* set by the MAD router (sibd_mad_init, mad_router.c): sends a MAD
+	 * (traps) from port `port` of n; NULL: traps are counted unsent */
+	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m);
+	uint64_t trap_tid;              /* TID of the last trap sent */
+	struct sibd_sma_counters sma;
 };
 
 /* xrcd.c: XRC domains, one per device and file, counted by opener handles.
@@ -158,6 +174,7 @@ int sibd_qpn_alloc(struct sibd *d, uint32_t inbox, uint32_t dev_index, uint32_t 
 void sibd_qpn_free(struct sibd *d, uint32_t qpn);
 
 /* client.c */
+#define SIBD_REPLIED 1 /* a command handler's return: it sent its replies itself */
 struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid);
 void sibd_client_event(struct sibd *d, struct sibd_client *c, uint32_t events);
 void sibd_client_release(struct sibd *d, struct sibd_client *c);
@@ -198,6 +215,22 @@ void sibd_mcast_qp_gone(struct sibd *d, struct sibd_client *c, uint32_t qp_handl
 /* Groups with members; *attachments: QPs attached in all. */
 uint32_t sibd_mcast_groups(const struct sibd *d, uint32_t *attachments);
 void sibd_mcast_fini(struct sibd *d);
+
+/* mgmt_query.c: MGMT_QUERY, libibumad's CA and port attributes (docs/umad.md) */
+int sibd_cmd_mgmt_query(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			int *pass_fd);
+/* The ISSM FIFO path of device dev port `port`: 0 or -ENAMETOOLONG. */
+int sibd_issm_path(const struct sibd *d, const char *dev, uint32_t port, char *buf, size_t len);
+
+/* issm.c: holding a port's ISSM FIFO open sets its IsSM (docs/umad.md).
+ * init: the inotify fd (0 or -errno); fd: it, for the event loop; event:
+ * read it; ensure: the FIFO at path of (dev_index, port) exists and is
+ * watched (0, -ENOSPC, -errno of mkfifo/inotify); fini: FIFOs removed. */
+int sibd_issm_init(struct sibd *d);
+int sibd_issm_fd(const struct sibd *d);
+void sibd_issm_event(struct sibd *d);
+int sibd_issm_ensure(struct sibd *d, uint32_t dev_index, uint8_t port, const char *path);
+void sibd_issm_fini(struct sibd *d);
 
 /* status.c */
 int sibd_status_text(struct sibd *d, char **text, size_t *len);

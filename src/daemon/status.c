@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "daemon/linkcfg.h"
+#include "daemon/mad_router.h"
 #include "daemon/softibd.h"
 
 static const char *const port_state_str[] = {
@@ -131,6 +132,7 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 			SIB_MAX_MCAST_GRP, att, (unsigned long long)d->ctr.mcast_quota);
 	}
 	sibd_link_status(d, f);
+	sibd_mai_status(d, f);
 	fprintf(f, "counters bad_commands=%llu commands=%llu connections=%llu refused=%llu\n",
 		(unsigned long long)d->ctr.bad_commands, (unsigned long long)d->ctr.commands,
 		(unsigned long long)d->ctr.connections, (unsigned long long)d->ctr.refused);

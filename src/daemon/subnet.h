@@ -63,10 +63,20 @@ struct sib_switch_mgmt {
 	struct mad_switch_info si;
 	uint8_t *lft;          /* SIB_SUBN_LFT_CAP egress ports, 0xFF = none; NULL
 	                          until the first LFT Set (reads as all 0xFF) */
-	uint16_t *mft;         /* MulticastFDBCap MLIDs x positions (16 ports each);
-	                          NULL until the first MFT Set */
-	uint8_t *sl2vl;        /* (num_ports + 1)^2 tables of 16: [in][out][sl] */
+	uint16_t *mft;         /* MulticastFDBCap MLIDs x positions (16 ports each):
+	                          mask of ports 16p..16p+15 for MLID m at
+	                          mft[(m - 0xC000) * sib_subnet_mft_positions(n) + p];
+	                          NULL until the first MFT Set (reads as all 0) */
+	uint8_t *sl2vl;        /* (num_ports + 1)^2 tables of 16: [in][out][sl];
+	                          NULL until the first SLtoVL Set (reads as
+	                          port[0].sl2vl, the default SL -> SL mod 8) */
 };
+
+/* MFT positions of switch n: ports 0..NumPorts in masks of 16 (14.2.5.12). */
+static inline unsigned int sib_subnet_mft_positions(const struct sib_fab_node *n)
+{
+	return n->num_ports / 16u + 1u;
+}
 
 /* Hung off sib_fab_node.mgmt by sib_subnet_init(). */
 struct sib_node_mgmt {
@@ -102,24 +112,38 @@ struct sib_route {
 	uint8_t at_port;            /* drop: its port (egress, or ingress for NO_OWNER) */
 };
 
-/*
- * Route a packet to dlid leaving node src by port src_port (a CA port 1..n,
- * or 0 on a switch: the switch's own port 0 sends, e.g. a trap), following
- * each switch's LFT (IBA 18.2.4.3.2).  vl15: an SMP on VL15, which needs the
- * links physically up and ports at least INIT; otherwise data, which needs
- * every egress port ACTIVE and every ingress port ARMED or ACTIVE
- * (IBA 7.2, table 8? "port states"; 18.2.4.1).  A dlid inside the source
- * port's own LID range routes to itself (hops 0).  Never fails otherwise:
- * every stop is a verdict.
- */
 /* Allocate and fill every node's management state with the defaults a
  * freshly powered fabric has (ports LinkUp/INIT or Polling/DOWN, LID 0,
  * empty LFTs).  0 or -ENOMEM. */
 int sib_subnet_init(struct sib_fabric *f);
 void sib_subnet_free(struct sib_fabric *f);
 
+/* The same for one node (a CA added at run time; a no-op if n->mgmt is
+ * set) and its release (n->mgmt NULL after).  0 or -ENOMEM. */
+int sib_subnet_node_init(struct sib_fab_node *n);
+void sib_subnet_node_free(struct sib_fab_node *n);
+
+/* Does the port with PortInfo pi own lid (LID .. LID + 2^LMC - 1, LID != 0)? */
+bool sib_subnet_owns(const struct mad_port_info *pi, uint16_t lid);
+
+/*
+ * Route a packet to dlid leaving node src by port src_port (a CA port 1..n,
+ * or 0 on a switch: the switch's own port 0 sends, e.g. a trap), following
+ * each switch's LFT (IBA 18.2.4.3.2).  vl15: an SMP on VL15, which needs the
+ * links physically up and ports at least INIT; otherwise data, which needs
+ * every egress port ACTIVE and every ingress port ARMED or ACTIVE
+ * (IBA 7.2 port states; 18.2.4.1).  A dlid inside the source
+ * port's own LID range routes to itself (hops 0).  Never fails otherwise:
+ * every stop is a verdict.  A switch drops unicast DLIDs above its
+ * LinearFDBTop (14.2.5.4) as LFT_MISS; an LFT entry 0 that is not the
+ * switch's own LID is NO_OWNER at port 0.  .at_port of LFT_MISS is the
+ * ingress port (there is no egress).
+ */
 struct sib_route sib_subnet_route(const struct sib_fabric *f, const struct sib_fab_node *src,
 				  uint8_t src_port, uint16_t dlid, bool vl15);
+
+/* Short name of a verdict ("ok", "lft_miss", ...) for logs and counters. */
+const char *sib_route_verdict_str(enum sib_route_verdict v);
 
 /*
  * Data-path counters the clients' contexts keep for CA port port_num of

@@ -100,6 +100,22 @@ static size_t add_chan(uint32_t *out, size_t max, size_t cnt, uint32_t chan,
 	return cnt + 1;
 }
 
+int mai_filter_specificity(const mai_filter_t *f)
+{
+	int n = f->nquant < MAI_FILTER_QUANT_MAX ? f->nquant : MAI_FILTER_QUANT_MAX;
+
+	for (uint32_t w = f->match & MAI_M_ALL; w; w &= w - 1)
+		n++; /* one per field compared */
+	return n;
+}
+
+/* Does consuming filter a take precedence over b: more specific, then newer. */
+static int beats(const struct mai_filter_ent *a, int spec_a, const struct mai_filter_ent *b,
+		 int spec_b)
+{
+	return spec_a > spec_b || (spec_a == spec_b && a->seq > b->seq);
+}
+
 int mai_match(const struct mai_filter_ent *ents, size_t n, const mai_mad_t *m,
 	      uint32_t *out, size_t max)
 {
@@ -111,13 +127,23 @@ int mai_match(const struct mai_filter_ent *ents, size_t n, const mai_mad_t *m,
 		return -EINVAL;
 
 	if (m->type != MAI_TYPE_OOB) {
-		/* Exclusive delivery: the newest passing consuming filter. */
+		/* Exclusive delivery: the most specific passing consuming
+		 * filter, the newest among equals. */
 		const struct mai_filter_ent *best = NULL;
+		int best_spec = -1;
 
-		for (size_t i = 0; i < n; i++)
-			if (ents[i].f && (ents[i].f->flags & MAI_F_CONSUME) &&
-			    (!best || ents[i].seq > best->seq) && mai_filter_match(ents[i].f, m))
+		for (size_t i = 0; i < n; i++) {
+			int spec;
+
+			if (!ents[i].f || !(ents[i].f->flags & MAI_F_CONSUME))
+				continue;
+			spec = mai_filter_specificity(ents[i].f);
+			if ((!best || beats(&ents[i], spec, best, best_spec)) &&
+			    mai_filter_match(ents[i].f, m)) {
 				best = &ents[i];
+				best_spec = spec;
+			}
+		}
 		if (best) {
 			if (max)
 				out[0] = best->chan;

@@ -25,7 +25,8 @@ int mai_mad_check(const mai_mad_t *m)
 {
 	if (!m)
 		return -EINVAL;
-	if (m->type != MAI_TYPE_MAD && m->type != MAI_TYPE_RAW && m->type != MAI_TYPE_OOB)
+	if (m->type != MAI_TYPE_MAD && m->type != MAI_TYPE_RAW && m->type != MAI_TYPE_OOB &&
+	    m->type != MAI_TYPE_TIMEOUT)
 		return -EINVAL;
 	if (m->qp > 1 || m->has_grh > 1 || m->remote_qpn > 0xFFFFFF)
 		return -EINVAL;
@@ -35,7 +36,8 @@ int mai_mad_check(const mai_mad_t *m)
 	if (m->grh.ipver > 0xF || m->grh.flow_label > 0xFFFFF)
 		return -EINVAL;
 	if (m->type == MAI_TYPE_OOB ? m->data_len > MAI_MAD_DATA_SIZE
-				    : m->data_len != MAI_MAD_DATA_SIZE)
+	    : m->type == MAI_TYPE_TIMEOUT ? m->data_len != 0
+	    : m->data_len != MAI_MAD_DATA_SIZE)
 		return -EINVAL;
 	return 0;
 }
@@ -320,7 +322,7 @@ int mai_towire(const mai_mad_t *m, uint8_t *wire, size_t cap)
 {
 	struct mai_cur c = { .w = wire, .len = cap };
 
-	if (mai_mad_check(m) || m->type == MAI_TYPE_OOB)
+	if (mai_mad_check(m) || m->type == MAI_TYPE_OOB || m->type == MAI_TYPE_TIMEOUT)
 		return -EINVAL;
 	if (!wire || cap < MAI_MAD_SIZE)
 		return -ENOSPC;

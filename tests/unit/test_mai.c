@@ -683,26 +683,46 @@ static void test_match_consuming(void **state)
 	assert_int_equal(mai_match(e2, 3, &m, out, 8), 1);
 	assert_int_equal(out[0], 20);
 
-	/* two consuming filters pass: the newest (takeover) wins, either order */
+	/* two consuming filters pass: the more specific wins whatever the age
+	 * (c_old names class and attribute, c_new only the class) */
 	struct mai_filter_ent e3[] = {
 		{ .chan = 21, .seq = 9, .f = &c_new },
 		{ .chan = 20, .seq = 2, .f = &c_old },
 		{ .chan = 10, .seq = 1, .f = &nc_all },
 	};
+	assert_int_equal(mai_filter_specificity(&c_new), 1);
+	assert_int_equal(mai_filter_specificity(&c_old), 2);
 	assert_int_equal(mai_match(e3, 3, &m, out, 8), 1);
-	assert_int_equal(out[0], 21);
+	assert_int_equal(out[0], 20);
 	e3[0].seq = 1;
 	e3[1].seq = 9;
 	assert_int_equal(mai_match(e3, 3, &m, out, 8), 1);
 	assert_int_equal(out[0], 20);
-	/* the newer one stops matching (another attribute): the older keeps it */
-	m.attr_id = 0x0011;
-	e3[0].seq = 9;
-	e3[1].seq = 2;
+	/* equally specific: the newest (takeover) wins, either order */
+	mai_filter_t c_eq = filt(MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x01, m.method, 0);
+	e3[0].f = &c_eq;
+	e3[0].seq = 10;
 	assert_int_equal(mai_match(e3, 3, &m, out, 8), 1);
 	assert_int_equal(out[0], 21);
-	c_new.match |= MAI_M_ATTR;
-	c_new.attr_id = 0x0020;
+	e3[0].seq = 3;
+	assert_int_equal(mai_match(e3, 3, &m, out, 8), 1);
+	assert_int_equal(out[0], 20);
+	/* a quantifier counts as much as a field */
+	c_new.nquant = 1;
+	c_new.quant[0] = (struct mai_quant){ .offset = 1, .length = 1, .value = 0x01 };
+	c_new.match |= MAI_M_BASE_VER;
+	c_new.base_version = m.base_version;
+	assert_int_equal(mai_filter_specificity(&c_new), 3);
+	e3[0].f = &c_new;
+	assert_int_equal(mai_match(e3, 3, &m, out, 8), 1);
+	assert_int_equal(out[0], 21);
+	/* the more specific one stops matching (another attribute): the other keeps it */
+	e3[0].f = &c_eq;
+	m.attr_id = 0x0011;
+	assert_int_equal(mai_match(e3, 3, &m, out, 8), 1);
+	assert_int_equal(out[0], 21);
+	c_eq.match |= MAI_M_ATTR;
+	c_eq.attr_id = 0x0020;
 	assert_int_equal(mai_match(e3, 3, &m, out, 8), 1);
 	assert_int_equal(out[0], 10);	/* no consumer passes: the copy goes out */
 
@@ -739,7 +759,7 @@ static void test_match_oob(void **state)
 	assert_int_equal(out[0], 30);
 	assert_int_equal(out[1], 31);
 	assert_int_equal(out[2], 32);
-	/* the same as a MAD: the newest consumer only */
+	/* the same as a MAD: the most specific consumer only (c2 names the method) */
 	m.type = MAI_TYPE_MAD;
 	m.data_len = MAI_MAD_DATA_SIZE;
 	assert_int_equal(mai_match(e, 5, &m, out, 8), 1);

@@ -1,0 +1,485 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The MAD router of softibd (docs/mai.md "MAD routing"): a MAD leaving a
+ * port's QP0/QP1 is walked over the fabric model, directed route hop by
+ * hop with the SMI rules of IBA 14.2.2 (mad_dr_send/mad_dr_recv: C14-6,
+ * C14-9, C14-13) over physically LinkUp links, or LID routed through the
+ * switches' LFTs (sib_subnet_route, IBA 18.2.4.3.2), and delivered at the
+ * destination's QP: responses by TID (bits 63..40 = channel), requests
+ * through mai_match over the channels' and the internal SMA/PMA filters,
+ * unmatched requests answered as IBA 13.4.7 and Linux's
+ * generate_unmatched_resp do.  Counts every MAD on the PMA counters of the
+ * ports it crosses.  Must not trust a MAD: every field it reads is checked
+ * here or by mad_dr_*.  Single-threaded (the event loop); synchronous: a
+ * request and its internal agent's answer travel within one call.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "daemon/mad_router.h"
+#include "daemon/softibd.h"
+#include "daemon/subnet.h"
+#include "iba/mad.h"
+
+#include "daemon/sma.h"
+
+#define GSI_QKEY	0x80010000u	/* IBA 13.4.6.1: the well-known GSI Q_Key */
+#define MAD_WORDS	72u		/* LRH 8 + BTH 12 + DETH 8 + MAD 256 + ICRC 4, in 4-byte words */
+#define GRH_WORDS	10u
+#define DR_WALK_MAX	(2 * MAD_DR_MAX_HOPS + 4)	/* hops one DR walk may take */
+
+const char *sibd_mad_drop_str(enum sibd_mad_drop why)
+{
+	static const char *const s[SIBD_DROP_MAX] = {
+		[SIBD_DROP_BAD_BASE_VERSION] = "bad_base_version",
+		[SIBD_DROP_BAD_QP_CLASS] = "bad_qp_class",
+		[SIBD_DROP_QP_MISMATCH] = "qp_mismatch",
+		[SIBD_DROP_NOT_PRIV] = "not_priv",
+		[SIBD_DROP_DR_HOP_CNT] = "dr_hop_cnt",
+		[SIBD_DROP_DR_HOP_PTR] = "dr_hop_ptr",
+		[SIBD_DROP_DR_PORT] = "dr_port",
+		[SIBD_DROP_DR_NOT_SWITCH] = "dr_not_switch",
+		[SIBD_DROP_DR_PERMISSIVE] = "dr_permissive",
+		[SIBD_DROP_DR_LID_PART] = "dr_lid_part",
+		[SIBD_DROP_LINK_DOWN] = "link_down",
+		[SIBD_DROP_ROUTE] = "route",
+		[SIBD_DROP_NO_QP] = "no_qp",
+		[SIBD_DROP_NO_AGENT] = "no_agent",
+		[SIBD_DROP_UNMATCHED] = "unmatched",
+		[SIBD_DROP_AGENT] = "agent",
+		[SIBD_DROP_QUEUE_FULL] = "queue_full",
+	};
+
+	return (unsigned)why < SIBD_DROP_MAX && s[why] ? s[why] : "?";
+}
+
+/* ---- counters ------------------------------------------------------------ */
+
+static struct sib_pma_counters *pma(struct sib_fab_node *n, uint8_t port)
+{
+	if (!n->mgmt || !n->mgmt->port || port > n->num_ports)
+		return NULL;
+	return &n->mgmt->port[port].pma;
+}
+
+static uint32_t words(const mai_mad_t *m)
+{
+	return MAD_WORDS + (m->has_grh ? GRH_WORDS : 0);
+}
+
+/* One link crossing: transmitted at (n, port), received at its peer. */
+static void count_link(struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+{
+	struct sib_fab_port *peer = n->ports[port].peer;
+	struct sib_pma_counters *c = pma(n, port);
+
+	if (c) {
+		c->xmit_pkts++;
+		c->ucast_xmit_pkts++;
+		c->xmit_data += words(m);
+	}
+	if (peer && (c = pma(peer->node, peer->num))) {
+		c->rcv_pkts++;
+		c->ucast_rcv_pkts++;
+		c->rcv_data += words(m);
+	}
+}
+
+/* A drop at (n, port): the cause's counter, and VL15Dropped for an SMP
+ * (IBA 16.1.3.5) or the QP1 counter for a GMP. */
+static void drop(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_t qp,
+		 enum sibd_mad_drop why)
+{
+	struct sib_pma_counters *c = n ? pma(n, port) : NULL;
+
+	sibd_mad_ctr(d)->drop[why]++;
+	if (c) {
+		if (qp == 0)
+			c->vl15_dropped++;
+		else
+			c->qp1_dropped++;
+	}
+}
+
+/* Is the link at (n, port) physically up at both ends (IBA 14.2.5.6
+ * PortPhysicalState LinkUp)?  A port without management state (no
+ * subnet yet) counts as up when cabled. */
+static bool link_up(const struct sib_fab_node *n, uint8_t port)
+{
+	const struct sib_fab_port *p, *peer;
+
+	if (port == 0 || port > n->num_ports)
+		return false;
+	p = &n->ports[port];
+	peer = p->peer;
+	if (!peer)
+		return false;
+	if (n->mgmt && n->mgmt->port &&
+	    n->mgmt->port[port].pi.port_phys_state != MAD_PORT_PHYS_STATE_LINKUP)
+		return false;
+	if (peer->node->mgmt && peer->node->mgmt->port &&
+	    peer->node->mgmt->port[peer->num].pi.port_phys_state != MAD_PORT_PHYS_STATE_LINKUP)
+		return false;
+	return true;
+}
+
+uint16_t sibd_mad_port_lid(const struct sib_fab_node *n, uint8_t port)
+{
+	if (port > n->num_ports)
+		return 0;
+	if (n->mgmt && n->mgmt->port)
+		return n->mgmt->port[port].pi.lid;
+	return n->ports[port].lid;
+}
+
+/* ---- delivery --------------------------------------------------------------- */
+
+static bool is_smp_class(uint8_t cls)
+{
+	return cls == MAD_MGMT_CLASS_SUBN_LID_ROUTED || cls == MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
+}
+
+static bool is_response(const mai_mad_t *m)
+{
+	return (m->method & MAD_METHOD_RESP_MASK) || m->method == MAD_METHOD_TRAP_REPRESS;
+}
+
+static void send_reply(struct sibd *d, struct sib_fab_node *n, uint8_t port,
+		       const mai_mad_t *req, const uint8_t *wire);
+
+/* What every SMI/GSI drops (counted at (n, port)): BaseVersion other than
+ * 1 (the kernel's ib_mad drops those too), an SMP off QP0 or a GMP on it
+ * (IBA 13.5.1: QP0 carries SMPs only). */
+static bool header_ok(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+{
+	if (m->base_version != MAD_BASE_VERSION) {
+		drop(d, n, port, m->qp, SIBD_DROP_BAD_BASE_VERSION);
+		return false;
+	}
+	if (is_smp_class(m->mgmt_class) != (m->qp == 0)) {
+		drop(d, n, port, m->qp, SIBD_DROP_BAD_QP_CLASS);
+		return false;
+	}
+	return true;
+}
+
+typedef int (*agent_fn)(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
+			const uint8_t *req, uint8_t *resp);
+
+/* An internal agent (SMA or PMA) answers req at (n, port). */
+static void run_agent(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *req,
+		      agent_fn fn)
+{
+	uint8_t in[MAD_SIZE], out[MAD_SIZE];
+
+	if (mai_towire(req, in, sizeof(in)) != MAD_SIZE) {
+		drop(d, n, port, req->qp, SIBD_DROP_AGENT);
+		return;
+	}
+	memset(out, 0, sizeof(out));
+	if (fn(d, n, port, in, out) != 1) {
+		drop(d, n, port, req->qp, SIBD_DROP_AGENT);
+		return;
+	}
+	send_reply(d, n, port, req, out);
+}
+
+/* A request nobody's filter took (IBA 13.4.7; Linux ib_mad's
+ * generate_unmatched_resp): an SMP goes to the SMA and a PerfMgt GMP to
+ * the PMA, which answer "unsupported" themselves; any other Get or Set
+ * gets GetResp with status 0x000C; the rest is dropped and counted. */
+static void unmatched(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+{
+	uint8_t wire[MAD_SIZE];
+
+	if (is_smp_class(m->mgmt_class)) {
+		sibd_mad_ctr(d)->sma++;
+		run_agent(d, n, port, m, sibd_sma_process);
+	} else if (m->mgmt_class == MAD_MGMT_CLASS_PERF_MGMT) {
+		sibd_mad_ctr(d)->pma++;
+		run_agent(d, n, port, m, sibd_pma_process);
+	} else if ((m->method == MAD_METHOD_GET || m->method == MAD_METHOD_SET) &&
+		   mai_towire(m, wire, sizeof(wire)) == MAD_SIZE &&
+		   mad_make_reply(wire, MAD_STATUS_UNSUP_METHOD_ATTR) == 0) {
+		sibd_mad_ctr(d)->unsupported++;
+		send_reply(d, n, port, m, wire);
+	} else {
+		drop(d, n, port, m->qp, SIBD_DROP_UNMATCHED);
+	}
+}
+
+/*
+ * m arrived at QP m->qp of (n, port), its routing fields already those of
+ * the receive.  Responses go by TID; requests through the filter engine.
+ */
+static void deliver(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+{
+	const struct mai_filter_ent *ents;
+	uint32_t out[64];
+	size_t nents;
+	int cnt;
+
+	if (!header_ok(d, n, port, m))
+		return;
+	if (is_response(m)) {
+		uint32_t chan = (uint32_t)(m->tid >> MAI_TID_CHAN_SHIFT) & MAI_TID_CHAN_MASK;
+
+		if (chan == SIBD_MAI_CHAN_SMA || chan == SIBD_MAI_CHAN_PMA)
+			return; /* a TrapRepress or answer to softibd's own agent: taken */
+		if (sibd_mai_response(d, chan, n, port, m->qp, m))
+			drop(d, n, port, m->qp, SIBD_DROP_NO_AGENT);
+		return;
+	}
+	nents = sibd_mai_ents(d, n, port, m->qp, &ents);
+	cnt = mai_match(ents, nents, m, out, sizeof(out) / sizeof(out[0]));
+	if (cnt <= 0) {
+		unmatched(d, n, port, m);
+		return;
+	}
+	if (cnt > (int)(sizeof(out) / sizeof(out[0])))
+		cnt = (int)(sizeof(out) / sizeof(out[0]));
+	for (int i = 0; i < cnt; i++) {
+		if (out[i] == SIBD_MAI_CHAN_SMA) {
+			sibd_mad_ctr(d)->sma++;
+			run_agent(d, n, port, m, sibd_sma_process);
+		} else if (out[i] == SIBD_MAI_CHAN_PMA) {
+			sibd_mad_ctr(d)->pma++;
+			run_agent(d, n, port, m, sibd_pma_process);
+		} else {
+			sibd_mai_push(d, out[i], m);
+		}
+	}
+}
+
+/* The routing fields a receive at (n, port) sees of m sent from QP sqp. */
+static void as_received(mai_mad_t *m, uint8_t port, uint8_t sqp)
+{
+	m->type = MAI_TYPE_MAD;
+	m->port = port;
+	m->remote_qpn = sqp;
+	m->remote_qkey = sqp ? GSI_QKEY : 0;
+	m->pkey_index = 0;
+}
+
+/* ---- directed route ------------------------------------------------------- */
+
+static struct mad_dr_node dr_node(const struct sib_fab_node *n)
+{
+	struct mad_dr_node dn = {
+		.is_switch = n->type == SIB_NODE_SWITCH,
+		.num_ports = n->num_ports,
+	};
+
+	return dn;
+}
+
+static enum sibd_mad_drop dr_drop_cause(enum mad_dr_verdict v)
+{
+	switch (v) {
+	case MAD_DR_DROP_HOP_CNT: return SIBD_DROP_DR_HOP_CNT;
+	case MAD_DR_DROP_PORT: return SIBD_DROP_DR_PORT;
+	case MAD_DR_DROP_NOT_SWITCH: return SIBD_DROP_DR_NOT_SWITCH;
+	case MAD_DR_DROP_PERMISSIVE: return SIBD_DROP_DR_PERMISSIVE;
+	case MAD_DR_DROP_NOT_DR: return SIBD_DROP_BAD_QP_CLASS;
+	default: return SIBD_DROP_DR_HOP_PTR;
+	}
+}
+
+/* The DR SMP in wire, with `tmpl` its routing fields, arrived at (n,
+ * port) and was judged r: deliver it there (LOCAL), or drop it. */
+static void dr_local(struct sibd *d, struct sib_fab_node *n, uint8_t port, const uint8_t *wire,
+		     const mai_mad_t *tmpl)
+{
+	mai_mad_t m = *tmpl;
+
+	mai_fromwire(wire, MAD_SIZE, &m);
+	as_received(&m, port, 0);
+	deliver(d, n, port, &m);
+}
+
+/*
+ * Walk a DR SMP that mad_dr_send let leave node n by `port` (C14-9 or
+ * C14-13 at the sender).  Hop count 0 never leaves the node: the SMI
+ * loops it back to itself (IBA 14.2.2.2).  Each arrival runs mad_dr_recv:
+ * FORWARD crosses the next link, LOCAL delivers, LID_ROUTE takes the
+ * LID-routed part, a drop verdict is counted with its cause.
+ */
+static void dr_walk(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_t *wire,
+		    const mai_mad_t *tmpl)
+{
+	struct mad_dr_result r;
+	struct mad_dr_node dn;
+
+	for (int hop = 0; hop < DR_WALK_MAX; hop++) {
+		if (wire[7] == 0) {
+			dn = dr_node(n); /* hop count 0: loop back to this node's SMI */
+			r = mad_dr_recv(wire, &dn, port);
+		} else {
+			struct sib_fab_port *peer;
+
+			if (!link_up(n, port)) {
+				drop(d, n, port, 0, SIBD_DROP_LINK_DOWN);
+				return;
+			}
+			count_link(n, port, tmpl);
+			peer = n->ports[port].peer;
+			n = peer->node;
+			port = peer->num;
+			dn = dr_node(n);
+			r = mad_dr_recv(wire, &dn, port);
+		}
+		switch (r.verdict) {
+		case MAD_DR_FORWARD:
+			sibd_mad_ctr(d)->forwarded++;
+			port = r.port; /* link_up() refuses port 0 and ports past NumPorts */
+			continue;
+		case MAD_DR_LOCAL:
+			dr_local(d, n, port, wire, tmpl);
+			return;
+		case MAD_DR_LID_ROUTE: {
+			/* The LID-routed part (IBA 14.2.2.2 C14-9:3): the switch
+			 * LID-routes to DrDLID (D=0) or DrSLID (D=1). */
+			struct sib_route rt = sib_subnet_route(&d->fab, n, 0, r.lid, true);
+
+			dn = dr_node(n);
+			if (rt.verdict != SIB_ROUTE_OK ||
+			    mad_dr_send(wire, &dn, 0).verdict != MAD_DR_SEND) {
+				drop(d, n, port, 0, SIBD_DROP_DR_LID_PART);
+				return;
+			}
+			n = rt.node;
+			port = rt.port;
+			dn = dr_node(n);
+			r = mad_dr_recv(wire, &dn, port);
+			if (r.verdict == MAD_DR_LOCAL)
+				dr_local(d, n, port, wire, tmpl);
+			else
+				drop(d, n, port, 0, SIBD_DROP_DR_LID_PART);
+			return;
+		}
+		default:
+			drop(d, n, port, 0, dr_drop_cause(r.verdict));
+			return;
+		}
+	}
+	drop(d, n, port, 0, SIBD_DROP_DR_HOP_PTR);
+}
+
+/* A DR SMP leaving (n, port): the sender's SMI step, then the walk. */
+static void dr_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+{
+	uint8_t wire[MAD_SIZE];
+	struct mad_dr_node dn = dr_node(n);
+	struct mad_dr_result r;
+
+	if (mai_towire(m, wire, sizeof(wire)) != MAD_SIZE) {
+		drop(d, n, port, 0, SIBD_DROP_BAD_QP_CLASS);
+		return;
+	}
+	r = mad_dr_send(wire, &dn, port);
+	if (r.verdict != MAD_DR_SEND) {
+		drop(d, n, port, 0, dr_drop_cause(r.verdict));
+		return;
+	}
+	dr_walk(d, n, port, wire, m);
+}
+
+/* ---- LID routed ------------------------------------------------------------ */
+
+/* Count the ports a LID-routed packet crosses from (n, port) to dlid, on
+ * a route sib_subnet_route found whole (so every step exists). */
+static void count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
+			   const mai_mad_t *m)
+{
+	for (uint16_t h = 0; h < hops; h++) {
+		struct sib_fab_port *peer;
+		struct sib_switch_mgmt *sw;
+
+		if (port == 0 || port > n->num_ports || !(peer = n->ports[port].peer))
+			return;
+		count_link(n, port, m);
+		n = peer->node;
+		if (n->type != SIB_NODE_SWITCH || !n->mgmt || !(sw = n->mgmt->sw) || !sw->lft ||
+		    dlid >= SIB_SUBN_LFT_CAP)
+			return;
+		port = sw->lft[dlid];
+	}
+}
+
+static void lid_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+{
+	struct sib_route rt;
+	mai_mad_t rx;
+
+	if (m->qp == 1 && m->remote_qpn != 1) {
+		drop(d, n, port, 1, SIBD_DROP_NO_QP); /* no redirected GSI QPs here */
+		return;
+	}
+	if (m->qp == 0 && m->lrh.dlid == MAD_PERMISSIVE_LID) {
+		rt.verdict = SIB_ROUTE_OK; /* a LID-routed SMP to the permissive LID: this node */
+		rt.node = n;
+		rt.port = port;
+		rt.hops = 0;
+	} else {
+		rt = sib_subnet_route(&d->fab, n, port, m->lrh.dlid, m->qp == 0);
+	}
+	if (rt.verdict != SIB_ROUTE_OK) {
+		drop(d, rt.at ? rt.at : n, rt.at ? rt.at_port : port, m->qp, SIBD_DROP_ROUTE);
+		return;
+	}
+	count_lid_path(n, port, m->lrh.dlid, rt.hops, m);
+	rx = *m;
+	as_received(&rx, rt.port, m->qp);
+	deliver(d, rt.node, rt.port, &rx);
+}
+
+/* ---- sending ------------------------------------------------------------------ */
+
+/* The reply (wire, mad_make_reply already applied) to req, which arrived
+ * at (n, port): DR back along its return path, else LID routed to the
+ * requester's SLID and QP. */
+static void send_reply(struct sibd *d, struct sib_fab_node *n, uint8_t port,
+		       const mai_mad_t *req, const uint8_t *wire)
+{
+	mai_mad_t r = *req;
+
+	if (mai_fromwire(wire, MAD_SIZE, &r) != MAD_SIZE)
+		return;
+	r.type = MAI_TYPE_MAD;
+	r.port = port;
+	r.remote_qpn = req->remote_qpn;
+	r.lrh.dlid = req->lrh.slid;
+	r.lrh.slid = req->lrh.dlid == MAD_PERMISSIVE_LID ? sibd_mad_port_lid(n, port) : req->lrh.dlid;
+	if (req->has_grh) {
+		memcpy(r.grh.dgid, req->grh.sgid, 16);
+		memcpy(r.grh.sgid, req->grh.dgid, 16);
+	}
+	sibd_mad_send(d, n, port, &r);
+}
+
+void sibd_mad_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+{
+	if (!n || port > n->num_ports || m->type == MAI_TYPE_OOB || m->type == MAI_TYPE_TIMEOUT)
+		return;
+	sibd_mad_ctr(d)->sent++;
+	if (!header_ok(d, n, port, m))
+		return;
+	if (m->mgmt_class == MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE)
+		dr_send(d, n, port, m);
+	else
+		lid_send(d, n, port, m);
+}
+
+void sibd_mad_out(struct sibd *d, struct sib_fab_node *n, uint8_t port, mai_mad_t *m)
+{
+	m->port = port;
+	if (!m->lrh.slid)
+		m->lrh.slid = sibd_mad_port_lid(n, port);
+	sibd_mad_send(d, n, port, m);
+}
+
+int sibd_mad_init(struct sibd *d)
+{
+	d->mad_out = sibd_mad_out;
+	return 0;
+}

@@ -1,0 +1,738 @@
+// SPDX-License-Identifier: MIT
+/*
+ * MAI channels in softibd (seed 002 mai_open/mai_filter_create/delete, mai_send,
+ * mai_recv; docs/mai.md "Channels"): MAI_OPEN gives a client one end of a
+ * SOCK_SEQPACKET socketpair bound to QP0/QP1 of a CA port; mai_mmstream
+ * streams go both ways.  Owns the channels' filters (plus the internal
+ * SMA/PMA filters, one engine for all), TID stamping and response routing,
+ * mai_send_req timeouts and retries (kernel umad semantics, mgmt.md 1.4),
+ * OOB wrap-back and the privilege check.  Never trusts a client's bytes:
+ * malformed messages are counted and dropped; never blocks: a full channel
+ * socket (the bounded queue) drops and counts.  Single-threaded (the event
+ * loop); closed channels are freed only from the loop's own entry points.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon/mad_router.h"
+#include "daemon/softibd.h"
+#include "iba/mad.h"
+
+#define CHAN_BURST	32	/* messages read per channel per wakeup */
+#define REQ_TRAILER	8	/* mai_send_req: timeout_ms, retries (big-endian u32 each) */
+#define CAP_NET_ADMIN_BIT 12	/* linux/capability.h */
+
+struct pending {
+	mai_mad_t m;		/* the request as sent (TID stamped) */
+	uint32_t timeout_ms;
+	uint32_t retries;	/* resends left */
+	long long deadline;	/* sibd_now_ms() */
+};
+
+struct filt {
+	mai_filter_t f;
+	uint64_t seq;
+};
+
+struct chan {
+	struct chan *next;
+	uint32_t num;
+	int fd;			/* our end of the socketpair */
+	struct sibd_client *owner;
+	struct sib_fab_node *node;
+	uint32_t dev_index;
+	uint8_t port, qp;
+	bool priv, dead;
+	uint32_t next_handle;
+	uint32_t nfilt;
+	struct filt filt[SIBD_MAI_FILTERS_MAX];
+	uint32_t npend;
+	struct pending *pend;	/* SIBD_MAI_PENDING_MAX, allocated on first use */
+	uint64_t rx, tx, dropped;
+};
+
+struct sibd_mai {
+	int ep_fd;
+	struct chan *chans;
+	uint32_t nchans;
+	uint32_t next_num;
+	uint64_t seq;
+	struct sibd_mad_counters ctr;
+	/* the internal agents' filters, then scratch for sibd_mai_ents */
+	mai_filter_t *agent_f;
+	struct mai_filter_ent *agent;
+	size_t nagent;
+	struct mai_filter_ent *ents;
+	size_t ents_cap;
+};
+
+struct sibd_mad_counters *sibd_mad_ctr(struct sibd *d)
+{
+	return &d->mai->ctr;
+}
+
+/* ---- internal agents ------------------------------------------------------ */
+
+/* The SMA's attributes (IBA 14.2.5, the brief's table): its consuming
+ * filters name base version, class, class version, method and attribute,
+ * so they beat a manager's class + method registration, while what the
+ * SMA has no filter for (SMInfo) reaches the SM.  The PMA takes class 0x04
+ * Get/Set by base version, class, class version and method. */
+static const uint16_t sma_attrs[] = {
+	MAD_ATTR_NODE_DESC, MAD_ATTR_NODE_INFO, MAD_ATTR_SWITCH_INFO, MAD_ATTR_GUID_INFO,
+	MAD_ATTR_PORT_INFO, MAD_ATTR_P_KEY_TABLE, MAD_ATTR_SLVL_TABLE, MAD_ATTR_VL_ARBITRATION,
+	MAD_ATTR_LIN_FWD_TBL, MAD_ATTR_MCAST_FWD_TBL,
+};
+
+static int agents_init(struct sibd_mai *mai)
+{
+	static const uint8_t smp_classes[] = {
+		MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE,
+	};
+	static const uint8_t methods[] = { MAD_METHOD_GET, MAD_METHOD_SET };
+	size_t n = sizeof(sma_attrs) / sizeof(sma_attrs[0]) * 2 * 2 + 2, i = 0;
+
+	mai->agent_f = calloc(n, sizeof(*mai->agent_f));
+	mai->agent = calloc(n, sizeof(*mai->agent));
+	if (!mai->agent_f || !mai->agent)
+		return -ENOMEM;
+	for (size_t c = 0; c < 2; c++)
+		for (size_t a = 0; a < sizeof(sma_attrs) / sizeof(sma_attrs[0]); a++)
+			for (size_t me = 0; me < 2; me++) {
+				mai_filter_t *f = &mai->agent_f[i];
+
+				f->flags = MAI_F_CONSUME;
+				f->match = MAI_M_BASE_VER | MAI_M_CLASS | MAI_M_CLASS_VER |
+					   MAI_M_METHOD | MAI_M_ATTR;
+				f->base_version = MAD_BASE_VERSION;
+				f->mgmt_class = smp_classes[c];
+				f->class_version = MAD_SMP_CLASS_VERSION;
+				f->method = methods[me];
+				f->attr_id = sma_attrs[a];
+				mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_SMA, .f = f };
+				i++;
+			}
+	for (size_t me = 0; me < 2; me++) {
+		mai_filter_t *f = &mai->agent_f[i];
+
+		f->flags = MAI_F_CONSUME;
+		f->match = MAI_M_BASE_VER | MAI_M_CLASS | MAI_M_CLASS_VER | MAI_M_METHOD;
+		f->base_version = MAD_BASE_VERSION;
+		f->mgmt_class = MAD_MGMT_CLASS_PERF_MGMT;
+		f->class_version = MAD_PMA_CLASS_VERSION;
+		f->method = methods[me];
+		mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_PMA, .f = f };
+		i++;
+	}
+	mai->nagent = i;
+	return 0;
+}
+
+/* ---- channels -------------------------------------------------------------- */
+
+static struct chan *chan_find(struct sibd_mai *mai, uint32_t num)
+{
+	for (struct chan *ch = mai->chans; ch; ch = ch->next)
+		if (ch->num == num && !ch->dead)
+			return ch;
+	return NULL;
+}
+
+/* Mark closed: the struct goes at the next reap (callers may hold it). */
+static void chan_kill(struct sibd *d, struct chan *ch)
+{
+	if (ch->dead)
+		return;
+	ch->dead = true;
+	epoll_ctl(d->mai->ep_fd, EPOLL_CTL_DEL, ch->fd, NULL);
+	close(ch->fd);
+	ch->fd = -1;
+}
+
+static void reap(struct sibd *d)
+{
+	struct sibd_mai *mai = d->mai;
+	struct chan **pp = &mai->chans, *ch;
+
+	while ((ch = *pp)) {
+		if (!ch->dead) {
+			pp = &ch->next;
+			continue;
+		}
+		*pp = ch->next;
+		mai->nchans--;
+		free(ch->pend);
+		free(ch);
+	}
+}
+
+/* Write m to the channel's socket: never blocks; a full socket drops. */
+static int chan_write(struct sibd *d, struct chan *ch, const mai_mad_t *m)
+{
+	uint8_t buf[MAI_MSTREAM_SIZE];
+	int n = mai_mmstream(m, buf, sizeof(buf));
+	ssize_t w;
+
+	if (n < 0 || ch->dead)
+		return -EINVAL;
+	w = send(ch->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (w == n) {
+		ch->rx++;
+		d->mai->ctr.delivered++;
+		return 0;
+	}
+	ch->dropped++;
+	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
+		d->mai->ctr.drop[SIBD_DROP_QUEUE_FULL]++;
+		return -EAGAIN;
+	}
+	chan_kill(d, ch); /* EPIPE, ECONNRESET: the client end is gone */
+	return -EPIPE;
+}
+
+int sibd_mai_push(struct sibd *d, uint32_t chan, const mai_mad_t *m)
+{
+	struct chan *ch = chan_find(d->mai, chan);
+
+	if (!ch)
+		return -ENOENT;
+	return chan_write(d, ch, m);
+}
+
+int sibd_mai_response(struct sibd *d, uint32_t chan, const struct sib_fab_node *n, uint8_t port,
+		      uint8_t qp, const mai_mad_t *m)
+{
+	struct chan *ch = chan_find(d->mai, chan);
+
+	if (!ch || ch->node != n || ch->port != port || ch->qp != qp)
+		return -ENOENT;
+	for (uint32_t i = 0; i < ch->npend; i++)
+		if (ch->pend[i].m.tid == m->tid && ch->pend[i].m.mgmt_class == m->mgmt_class) {
+			ch->pend[i] = ch->pend[--ch->npend];
+			break;
+		}
+	chan_write(d, ch, m);
+	return 0;
+}
+
+/* Appends ch's filters to mai->ents[cnt..]; returns the new count (what
+ * fits if memory runs out: those still decide). */
+static size_t ents_add(struct sibd_mai *mai, size_t cnt, const struct chan *ch)
+{
+	for (uint32_t i = 0; i < ch->nfilt; i++) {
+		if (cnt == mai->ents_cap) {
+			size_t cap = mai->ents_cap ? mai->ents_cap * 2 : 256;
+			struct mai_filter_ent *e = realloc(mai->ents, cap * sizeof(*e));
+
+			if (!e)
+				return cnt;
+			mai->ents = e;
+			mai->ents_cap = cap;
+		}
+		mai->ents[cnt++] = (struct mai_filter_ent){
+			.chan = ch->num, .seq = ch->filt[i].seq, .f = &ch->filt[i].f,
+		};
+	}
+	return cnt;
+}
+
+size_t sibd_mai_ents(struct sibd *d, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
+		     const struct mai_filter_ent **ents)
+{
+	struct sibd_mai *mai = d->mai;
+	size_t cnt = 0;
+
+	for (struct chan *ch = mai->chans; ch; ch = ch->next)
+		if (!ch->dead && ch->node == n && ch->port == port && ch->qp == qp)
+			cnt = ents_add(mai, cnt, ch);
+	if (cnt == 0) {
+		*ents = mai->agent; /* the common case: only the agents */
+		return qp == 0 ? mai->nagent - 2 : 2;
+	}
+	if (cnt + mai->nagent > mai->ents_cap) {
+		size_t cap = cnt + mai->nagent;
+		struct mai_filter_ent *e = realloc(mai->ents, cap * sizeof(*e));
+
+		if (!e) {
+			*ents = mai->ents;
+			return cnt;
+		}
+		mai->ents = e;
+		mai->ents_cap = cap;
+	}
+	if (qp == 0) {
+		memcpy(mai->ents + cnt, mai->agent, (mai->nagent - 2) * sizeof(*mai->ents));
+		cnt += mai->nagent - 2;
+	} else {
+		memcpy(mai->ents + cnt, mai->agent + mai->nagent - 2, 2 * sizeof(*mai->ents));
+		cnt += 2;
+	}
+	*ents = mai->ents;
+	return cnt;
+}
+
+/* ---- what a channel sends ---------------------------------------------------- */
+
+static bool is_request(const mai_mad_t *m)
+{
+	return !(m->method & MAD_METHOD_RESP_MASK) && m->method != MAD_METHOD_TRAP_REPRESS;
+}
+
+/* The request's header back to its channel as MAI_TYPE_TIMEOUT. */
+static void timeout_msg(struct sibd *d, struct chan *ch, const mai_mad_t *req)
+{
+	mai_mad_t t = *req;
+
+	t.type = MAI_TYPE_TIMEOUT;
+	t.data_len = 0;
+	memset(t.data, 0, sizeof(t.data));
+	d->mai->ctr.timeouts++;
+	chan_write(d, ch, &t);
+}
+
+/* OOB (seed 002): wrapped back to every channel on the same device and QP
+ * whose filters pass it, consuming or not. */
+static void oob_wrap(struct sibd *d, struct chan *from, const mai_mad_t *m)
+{
+	struct sibd_mai *mai = d->mai;
+	uint32_t out[256];
+	size_t cnt = 0;
+	int r;
+
+	for (struct chan *ch = mai->chans; ch; ch = ch->next)
+		if (!ch->dead && ch->node == from->node && ch->qp == from->qp)
+			cnt = ents_add(mai, cnt, ch);
+	mai->ctr.oob++;
+	r = mai_match(mai->ents, cnt, m, out, sizeof(out) / sizeof(out[0]));
+	if (r > (int)(sizeof(out) / sizeof(out[0])))
+		r = (int)(sizeof(out) / sizeof(out[0]));
+	for (int i = 0; i < r; i++)
+		sibd_mai_push(d, out[i], m);
+}
+
+/* The LRH a normal MAD gets from softibd (IBA 7.7): SLID of the port,
+ * VL15 for QP0, LNH by GRH, PktLen in words. */
+static void fill_lrh(const struct chan *ch, mai_mad_t *m)
+{
+	m->lrh.slid = sibd_mad_port_lid(ch->node, ch->port);
+	m->lrh.vl = ch->qp == 0 ? 15 : 0;
+	m->lrh.lver = 0;
+	m->lrh.lnh = m->has_grh ? 3 : 2;
+	m->lrh.pktlen = (uint16_t)((8 + (m->has_grh ? 40 : 0) + 12 + 8 + MAI_MAD_SIZE + 4) / 4);
+}
+
+static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t timeout_ms,
+		      uint32_t retries)
+{
+	struct sibd_mai *mai = d->mai;
+
+	ch->tx++;
+	if (m->type == MAI_TYPE_OOB) {
+		oob_wrap(d, ch, m);
+		return;
+	}
+	if (m->type == MAI_TYPE_RAW && !ch->priv) {
+		mai->ctr.drop[SIBD_DROP_NOT_PRIV]++;
+		return;
+	}
+	if (m->qp != ch->qp) {
+		mai->ctr.drop[SIBD_DROP_QP_MISMATCH]++;
+		return;
+	}
+	m->port = ch->port;
+	if (m->type == MAI_TYPE_MAD) {
+		fill_lrh(ch, m);
+		if (is_request(m))
+			m->tid = (m->tid & ((1ull << MAI_TID_CHAN_SHIFT) - 1)) |
+				 (uint64_t)ch->num << MAI_TID_CHAN_SHIFT;
+	}
+	if (timeout_ms && m->type == MAI_TYPE_MAD && is_request(m)) {
+		struct pending *p;
+
+		for (uint32_t i = 0; i < ch->npend; i++)
+			if (ch->pend[i].m.tid == m->tid && ch->pend[i].m.mgmt_class == m->mgmt_class) {
+				mai->ctr.dup_tid++; /* the kernel refuses it (EINVAL) */
+				timeout_msg(d, ch, m);
+				return;
+			}
+		if (!ch->pend)
+			ch->pend = calloc(SIBD_MAI_PENDING_MAX, sizeof(*ch->pend));
+		if (!ch->pend || ch->npend >= SIBD_MAI_PENDING_MAX) {
+			timeout_msg(d, ch, m); /* no room to wait: it times out now */
+			return;
+		}
+		if (timeout_ms > SIBD_MAI_TIMEOUT_MAX)
+			timeout_ms = SIBD_MAI_TIMEOUT_MAX;
+		if (retries > SIBD_MAI_RETRIES_MAX)
+			retries = SIBD_MAI_RETRIES_MAX;
+		p = &ch->pend[ch->npend++];
+		p->m = *m;
+		p->timeout_ms = timeout_ms;
+		p->retries = retries;
+		p->deadline = sibd_now_ms() + timeout_ms;
+	}
+	/* the answer may come back (and end the pending entry) inside this call */
+	sibd_mad_send(d, ch->node, ch->port, m);
+}
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void chan_input(struct sibd *d, struct chan *ch)
+{
+	uint8_t buf[MAI_MSTREAM_SIZE + REQ_TRAILER + 1];
+	mai_mad_t m;
+
+	for (int i = 0; i < CHAN_BURST && !ch->dead; i++) {
+		ssize_t n = recv(ch->fd, buf, sizeof(buf), MSG_DONTWAIT);
+		uint32_t tmo = 0, retries = 0;
+
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		if (n <= 0) {
+			chan_kill(d, ch); /* the client closed its end */
+			return;
+		}
+		if ((n != MAI_MSTREAM_SIZE && n != MAI_MSTREAM_SIZE + REQ_TRAILER) ||
+		    mai_rmstream(buf, MAI_MSTREAM_SIZE, &m) != MAI_MSTREAM_SIZE ||
+		    m.type == MAI_TYPE_TIMEOUT) {
+			d->mai->ctr.bad_messages++;
+			continue;
+		}
+		if (n == MAI_MSTREAM_SIZE + REQ_TRAILER) {
+			tmo = be32(buf + MAI_MSTREAM_SIZE);
+			retries = be32(buf + MAI_MSTREAM_SIZE + 4);
+			if (m.type != MAI_TYPE_MAD || !is_request(&m)) {
+				d->mai->ctr.bad_messages++;
+				continue;
+			}
+		}
+		chan_send(d, ch, &m, tmo, retries);
+	}
+}
+
+void sibd_mai_event(struct sibd *d)
+{
+	struct epoll_event ev[32];
+	int n = epoll_wait(d->mai->ep_fd, ev, 32, 0);
+
+	for (int i = 0; i < n; i++) {
+		struct chan *ch = ev[i].data.ptr;
+
+		if (ch->dead)
+			continue;
+		if (ev[i].events & EPOLLIN)
+			chan_input(d, ch);
+		if (!ch->dead && (ev[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) &&
+		    !(ev[i].events & EPOLLIN))
+			chan_kill(d, ch);
+	}
+	reap(d);
+}
+
+/* ---- timeouts ------------------------------------------------------------------ */
+
+int sibd_mai_timeout(struct sibd *d, int timeout)
+{
+	long long now = sibd_now_ms(), next = -1;
+
+	if (!d->mai)
+		return timeout;
+	for (struct chan *ch = d->mai->chans; ch; ch = ch->next)
+		for (uint32_t i = 0; i < ch->npend; i++)
+			if (next < 0 || ch->pend[i].deadline < next)
+				next = ch->pend[i].deadline;
+	if (next < 0)
+		return timeout;
+	next = next > now ? next - now : 0;
+	return timeout < 0 || next < timeout ? (int)next : timeout;
+}
+
+void sibd_mai_timers(struct sibd *d)
+{
+	long long now = sibd_now_ms();
+
+	if (!d->mai)
+		return;
+	for (struct chan *ch = d->mai->chans; ch; ch = ch->next) {
+		for (uint32_t i = 0; i < ch->npend && !ch->dead;) {
+			struct pending *p = &ch->pend[i];
+			mai_mad_t m;
+
+			if (p->deadline > now) {
+				i++;
+				continue;
+			}
+			m = p->m;
+			if (p->retries) {
+				p->retries--;
+				p->deadline = now + p->timeout_ms;
+				d->mai->ctr.resent++;
+				/* may deliver the response and remove entry i */
+				sibd_mad_send(d, ch->node, ch->port, &m);
+				i = 0; /* the array may have changed: rescan (deadlines moved on) */
+				continue;
+			}
+			ch->pend[i] = ch->pend[--ch->npend];
+			timeout_msg(d, ch, &m);
+		}
+	}
+	reap(d);
+}
+
+/* ---- commands ------------------------------------------------------------------- */
+
+/* Privileged: uid 0, or CAP_NET_ADMIN in the effective set, of the peer
+ * (as opening /dev/infiniband/umad* needs root on most systems).  The
+ * capability is read from /proc at MAI_OPEN. */
+static bool peer_privileged(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char path[64], line[256];
+	bool priv = false;
+	FILE *f;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return false;
+	if (cred.uid == 0)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)cred.pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long caps;
+
+		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+			priv = caps & (1ull << CAP_NET_ADMIN_BIT);
+			break;
+		}
+	}
+	fclose(f);
+	return priv;
+}
+
+static uint32_t next_num(struct sibd_mai *mai)
+{
+	for (uint32_t tries = 0; tries <= MAI_TID_CHAN_MASK; tries++) {
+		uint32_t n = mai->next_num++;
+
+		if (mai->next_num > MAI_TID_CHAN_MASK)
+			mai->next_num = SIBD_MAI_CHAN_FIRST;
+		if (n >= SIBD_MAI_CHAN_FIRST && !chan_find(mai, n))
+			return n;
+	}
+	return 0;
+}
+
+int sibd_cmd_mai_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	struct sib_ctl_mai_open *o = &m->u.mai_open;
+	struct sibd_mai *mai = d->mai;
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct sib_fab_node *node = NULL;
+	uint32_t idx, mine = 0, num;
+	struct chan *ch;
+	int sv[2];
+
+	if (o->abi_version != SIB_ABI_VERSION) {
+		o->abi_version = SIB_ABI_VERSION;
+		return -EPROTO;
+	}
+	if (!memchr(o->dev, '\0', sizeof(o->dev)) || o->qp > 1)
+		return -EINVAL;
+	for (idx = 0; idx < d->num_devices; idx++)
+		if (sibd_dev_present(d, idx) && !strcmp(d->devs[idx].name, o->dev)) {
+			node = d->dev_node[idx];
+			break;
+		}
+	if (!node)
+		return -ENODEV;
+	if (o->port == 0)
+		return -EINVAL;
+	if (o->port > node->num_ports)
+		return -ENODEV;
+	bool priv = peer_privileged(c->fd);
+
+	if (o->qp == 0 && !priv)
+		return -EACCES;
+	for (ch = mai->chans; ch; ch = ch->next)
+		mine += ch->owner == c && !ch->dead;
+	if (mine >= SIBD_MAI_CHANS_PER_CONN)
+		return -ENOSPC;
+	num = next_num(mai);
+	if (!num)
+		return -ENOSPC;
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv) < 0) {
+		free(ch);
+		return -errno;
+	}
+	ch->fd = sv[0];
+	ev.data.ptr = ch;
+	if (epoll_ctl(mai->ep_fd, EPOLL_CTL_ADD, sv[0], &ev) < 0) {
+		int err = errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		free(ch);
+		return -err;
+	}
+	ch->num = num;
+	ch->owner = c;
+	ch->node = node;
+	ch->dev_index = idx;
+	ch->port = (uint8_t)o->port;
+	ch->qp = (uint8_t)o->qp;
+	ch->priv = priv;
+	ch->next_handle = 1;
+	ch->next = mai->chans;
+	mai->chans = ch;
+	mai->nchans++;
+	o->chan = num;
+	o->flags = priv ? SIB_MAI_F_PRIV : 0;
+	/* The reply carries sv[1]; our copy goes once it is sent or queued
+	 * (client.c dups a queued fd), so we reply here and say so. */
+	m->hdr.magic = SIB_CTL_MAGIC;
+	m->hdr.flags = 0;
+	m->hdr.status = 0;
+	sibd_client_send(d, c, m, sv[1]);
+	close(sv[1]);
+	return SIBD_REPLIED;
+}
+
+int sibd_cmd_mai_filter(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
+			int *pass_fd)
+{
+	struct sib_ctl_mai_filter *mf = &m->u.mai_filter;
+	struct chan *ch = chan_find(d->mai, mf->chan);
+	mai_filter_t f;
+
+	if (!ch || ch->owner != c)
+		return -EBADF;
+	if (mf->op == SIB_MAI_FILTER_DELETE) {
+		for (uint32_t i = 0; i < ch->nfilt; i++)
+			if (ch->filt[i].f.handle == mf->handle) {
+				memmove(&ch->filt[i], &ch->filt[i + 1],
+					(ch->nfilt - i - 1) * sizeof(ch->filt[0]));
+				ch->nfilt--;
+				return 0;
+			}
+		return -ENOENT;
+	}
+	if (mf->op != SIB_MAI_FILTER_CREATE || mf->len > sizeof(mf->fstream) ||
+	    mai_rfstream(mf->fstream, mf->len, &f) < 0)
+		return -EINVAL;
+	if (ch->nfilt >= SIBD_MAI_FILTERS_MAX)
+		return -ENOMEM;
+	f.handle = ch->next_handle++;
+	if (!ch->next_handle)
+		ch->next_handle = 1;
+	ch->filt[ch->nfilt].f = f;
+	ch->filt[ch->nfilt].seq = ++d->mai->seq;
+	ch->nfilt++;
+	mf->handle = f.handle;
+	return 0;
+}
+
+void sibd_mai_client_gone(struct sibd *d, struct sibd_client *c)
+{
+	if (!d->mai)
+		return;
+	for (struct chan *ch = d->mai->chans; ch; ch = ch->next)
+		if (ch->owner == c)
+			chan_kill(d, ch);
+	reap(d);
+}
+
+/* ---- lifetime and report -------------------------------------------------------- */
+
+int sibd_mai_poll_fd(const struct sibd *d)
+{
+	return d->mai ? d->mai->ep_fd : -1;
+}
+
+int sibd_mai_init(struct sibd *d)
+{
+	struct sibd_mai *mai = calloc(1, sizeof(*mai));
+
+	if (!mai)
+		return -ENOMEM;
+	mai->next_num = SIBD_MAI_CHAN_FIRST;
+	mai->ep_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (mai->ep_fd < 0 || agents_init(mai)) {
+		sibd_log("MAI: %s", strerror(mai->ep_fd < 0 ? errno : ENOMEM));
+		if (mai->ep_fd >= 0)
+			close(mai->ep_fd);
+		free(mai->agent);
+		free(mai->agent_f);
+		free(mai);
+		return -1;
+	}
+	d->mai = mai;
+	return sibd_mad_init(d);
+}
+
+void sibd_mai_fini(struct sibd *d)
+{
+	struct sibd_mai *mai = d->mai;
+
+	if (!mai)
+		return;
+	for (struct chan *ch = mai->chans; ch; ch = ch->next)
+		chan_kill(d, ch);
+	reap(d);
+	close(mai->ep_fd);
+	free(mai->ents);
+	free(mai->agent);
+	free(mai->agent_f);
+	free(mai);
+	d->mai = NULL;
+	d->mad_out = NULL;
+}
+
+void sibd_mai_status(struct sibd *d, FILE *f)
+{
+	const struct sibd_mad_counters *c;
+	uint32_t nf = 0, np = 0;
+
+	if (!d->mai)
+		return;
+	c = &d->mai->ctr;
+	fprintf(f, "mad sent=%llu delivered=%llu sma=%llu pma=%llu unsupported=%llu forwarded=%llu"
+		" oob=%llu resent=%llu timeouts=%llu dup_tid=%llu bad_messages=%llu\n",
+		(unsigned long long)c->sent, (unsigned long long)c->delivered,
+		(unsigned long long)c->sma, (unsigned long long)c->pma,
+		(unsigned long long)c->unsupported, (unsigned long long)c->forwarded,
+		(unsigned long long)c->oob, (unsigned long long)c->resent,
+		(unsigned long long)c->timeouts, (unsigned long long)c->dup_tid,
+		(unsigned long long)c->bad_messages);
+	fprintf(f, "mad_drop");
+	for (int i = 0; i < SIBD_DROP_MAX; i++)
+		fprintf(f, " %s=%llu", sibd_mad_drop_str((enum sibd_mad_drop)i),
+			(unsigned long long)c->drop[i]);
+	fputc('\n', f);
+	for (struct chan *ch = d->mai->chans; ch; ch = ch->next) {
+		if (ch->dead)
+			continue;
+		nf += ch->nfilt;
+		np += ch->npend;
+		fprintf(f, "mai_chan num=%u dev=%s port=%u qp=%u priv=%d pid=%d filters=%u"
+			" pending=%u rx=%llu tx=%llu dropped=%llu\n",
+			ch->num, d->devs[ch->dev_index].name, ch->port, ch->qp, ch->priv,
+			(int)ch->owner->pid, ch->nfilt, ch->npend, (unsigned long long)ch->rx,
+			(unsigned long long)ch->tx, (unsigned long long)ch->dropped);
+	}
+	fprintf(f, "mai channels=%u filters=%u pending=%u agent_filters=%zu\n", d->mai->nchans,
+		nf, np, d->mai->nagent);
+}

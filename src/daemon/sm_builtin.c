@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The default mode's subnet manager: one sweep as a real SM makes it
+ * (IBA 1.4 vol 1, 14.4 subnet management, the state sequence of 7.2:
+ * INIT -> ARMED -> ACTIVE), every change a Get/Set SMP handed to the node's
+ * SMA (sma.c), so that both modes program the same tables the same way.
+ * Reads the subnet state only to plan (what an SM learns by discovery).
+ * Must not run with --sm external.  Single-threaded; no locks.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/sma.h"
+#include "daemon/softibd.h"
+
+#define SM_SUBNET_TIMEOUT 18 /* 4.096 us * 2^18 ~ 1.07 s, as before */
+
+struct sweep {
+	struct sibd *d;
+	int errors;
+};
+
+/* One SMP from the SM to node n's SMA, as if it came in on in_port:
+ * data (64 bytes) in and out.  The reply's status, or -1 (no reply). */
+static int smp(struct sweep *s, struct sib_fab_node *n, uint8_t in_port, uint8_t method,
+	       uint16_t attr, uint32_t mod, uint8_t *data)
+{
+	struct mad_smp m;
+	uint8_t mad[MAD_SIZE];
+	struct mad_hdr h;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.base_version = MAD_BASE_VERSION;
+	m.hdr.mgmt_class = MAD_MGMT_CLASS_SUBN_LID_ROUTED;
+	m.hdr.class_version = MAD_SMP_CLASS_VERSION;
+	m.hdr.method = method;
+	m.hdr.tid = ++s->d->trap_tid;
+	m.hdr.attr_id = attr;
+	m.hdr.attr_mod = mod;
+	memcpy(m.data, data, MAD_SMP_DATA_SIZE);
+	mad_smp_encode(&m, mad);
+	if (!sibd_sma_process(s->d, n, in_port, mad, mad)) {
+		s->errors++;
+		return -1;
+	}
+	mad_hdr_decode(&h, mad);
+	memcpy(data, mad + MAD_SMP_DATA_OFFS, MAD_SMP_DATA_SIZE);
+	if (h.status) {
+		s->errors++;
+		sibd_log("built-in SM: %s attribute 0x%04x mod 0x%x: status 0x%04x",
+			 n->id, attr, mod, h.status);
+	}
+	return h.status;
+}
+
+/* The port the SM reaches node n through (any linked port; switches: 0). */
+static uint8_t via(const struct sib_fab_node *n, uint8_t pn)
+{
+	return n->type == SIB_NODE_SWITCH ? 0 : pn;
+}
+
+/* Does port pn of n take part: switch port 0, or a port whose link is up? */
+static bool in_subnet(const struct sib_fab_node *n, unsigned int pn)
+{
+	if (n->type == SIB_NODE_SWITCH && pn == 0)
+		return true;
+	return pn > 0 && n->ports[pn].peer &&
+	       n->mgmt->port[pn].pi.port_phys_state == MAD_PORT_PHYS_STATE_LINKUP;
+}
+
+static bool has_lid(const struct sib_fab_node *n, unsigned int pn)
+{
+	return n->type == SIB_NODE_SWITCH ? pn == 0 : pn > 0;
+}
+
+/* ---- LIDs and the PortInfo fields ------------------------------------------ */
+
+/*
+ * Ports without a LID get the lowest free one, in fabric order (switch
+ * port 0, then each linked CA port): at start this is
+ * sib_fabric_assign_lids' order.  Then LID, MasterSMLID, SubnetTimeout,
+ * NeighborMTU and OperationalVLs by Get + Set PortInfo.
+ */
+static void configure_ports(struct sweep *s, uint8_t *used)
+{
+	struct sib_fabric *f = &s->d->fab;
+	uint32_t next = 1;
+	unsigned int i, pn;
+
+	for (i = 0; i < f->n_nodes; i++) {
+		struct sib_fab_node *n = f->nodes[i];
+
+		for (pn = 0; pn <= n->num_ports; pn++) {
+			const struct mad_port_info *pi = &n->mgmt->port[pn].pi;
+
+			if (has_lid(n, pn) && pi->lid)
+				for (uint32_t l = pi->lid; l < pi->lid + (1u << pi->lmc) &&
+							  l < SIB_SUBN_LFT_CAP; l++)
+					used[l] = 1;
+		}
+	}
+	for (i = 0; i < f->n_nodes; i++) {
+		struct sib_fab_node *n = f->nodes[i];
+
+		for (pn = 0; pn <= n->num_ports; pn++) {
+			uint8_t data[MAD_SMP_DATA_SIZE];
+			struct mad_port_info pi;
+
+			if (!in_subnet(n, pn))
+				continue;
+			memset(data, 0, sizeof(data));
+			if (smp(s, n, via(n, pn), MAD_METHOD_GET, MAD_ATTR_PORT_INFO, pn, data))
+				continue;
+			mad_port_info_decode(&pi, data);
+			if (has_lid(n, pn)) {
+				if (!pi.lid) {
+					while (next < SIB_SUBN_LFT_CAP && used[next])
+						next++;
+					if (next == SIB_SUBN_LFT_CAP) {
+						sibd_log("built-in SM: no LID left for %s port %u",
+							 n->id, pn);
+						s->errors++;
+						continue;
+					}
+					pi.lid = (uint16_t)next;
+					pi.lmc = 0;
+					used[next] = 1;
+				}
+				pi.master_sm_lid = SIBD_SM_LID;
+				pi.master_sm_sl = 0;
+				pi.subnet_timeout = SM_SUBNET_TIMEOUT;
+			}
+			pi.neighbor_mtu = pi.mtu_cap;
+			pi.operational_vls = pi.vl_cap;
+			pi.port_state = MAD_PORT_STATE_NOP;
+			pi.port_phys_state = 0;
+			pi.link_width_enabled = 0;
+			pi.link_speed_enabled = 0;
+			mad_port_info_encode(&pi, data);
+			smp(s, n, via(n, pn), MAD_METHOD_SET, MAD_ATTR_PORT_INFO, pn, data);
+		}
+	}
+}
+
+int sibd_sm_get_port_info(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
+			  struct mad_port_info *pi)
+{
+	struct sweep s = { .d = d };
+	uint8_t data[MAD_SMP_DATA_SIZE] = { 0 };
+	int st = smp(&s, n, via(n, pn), MAD_METHOD_GET, MAD_ATTR_PORT_INFO, pn, data);
+
+	if (!st)
+		mad_port_info_decode(pi, data);
+	return st;
+}
+
+int sibd_sm_set_port_info(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
+			  struct mad_port_info *pi)
+{
+	struct sweep s = { .d = d };
+	uint8_t data[MAD_SMP_DATA_SIZE];
+	int st;
+
+	mad_port_info_encode(pi, data);
+	st = smp(&s, n, via(n, pn), MAD_METHOD_SET, MAD_ATTR_PORT_INFO, pn, data);
+	mad_port_info_decode(pi, data);
+	return st;
+}
+
+/* ---- forwarding tables -------------------------------------------------- */
+
+/* Is the link of port pn of n up at both ends (the SM routes over it)? */
+static bool link_up(const struct sib_fab_node *n, unsigned int pn)
+{
+	const struct sib_fab_port *peer = n->ports[pn].peer;
+
+	return peer && peer->node->mgmt && in_subnet(n, pn) &&
+	       peer->node->mgmt->port[peer->num].pi.port_phys_state == MAD_PORT_PHYS_STATE_LINKUP;
+}
+
+struct bfs {
+	struct sib_fab_node **sw;  /* the switches */
+	unsigned int nsw;
+	unsigned int *queue;
+	uint8_t *first;            /* per switch: src's egress port toward it, 0 = unreached */
+};
+
+static int sw_index(const struct bfs *b, const struct sib_fab_node *n)
+{
+	unsigned int lo = 0, hi = b->nsw;
+
+	while (lo < hi) { /* b->sw is sorted by address */
+		unsigned int mid = (lo + hi) / 2;
+
+		if (b->sw[mid] == n)
+			return (int)mid;
+		if ((uintptr_t)b->sw[mid] < (uintptr_t)n)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Breadth-first from switch src: b->first[j] = src's port of the first hop
+ * of a min-hop path to switch j (lowest port first), src itself 0xFF. */
+static void bfs_from(struct bfs *b, unsigned int src)
+{
+	unsigned int head = 0, tail = 0;
+
+	memset(b->first, 0, b->nsw);
+	b->first[src] = 0xFF;
+	b->queue[tail++] = src;
+	while (head < tail) {
+		unsigned int u = b->queue[head++];
+		struct sib_fab_node *n = b->sw[u];
+
+		for (unsigned int pn = 1; pn <= n->num_ports; pn++) {
+			int v;
+
+			if (!link_up(n, pn) || n->ports[pn].peer->node->type != SIB_NODE_SWITCH)
+				continue;
+			v = sw_index(b, n->ports[pn].peer->node);
+			if (v < 0 || b->first[v])
+				continue;
+			b->first[v] = u == src ? (uint8_t)pn : b->first[u];
+			b->queue[tail++] = (unsigned int)v;
+		}
+	}
+}
+
+static void lid_range(uint8_t *lft, const struct mad_port_info *pi, uint8_t port, uint32_t *top)
+{
+	for (uint32_t l = pi->lid; pi->lid && l < pi->lid + (1u << pi->lmc) &&
+				   l < SIB_SUBN_LFT_CAP; l++) {
+		lft[l] = port;
+		if (l > *top)
+			*top = l;
+	}
+}
+
+/* Min-hop LFT of switch b->sw[si] into lft; returns LinearFDBTop. */
+static uint32_t plan_lft(struct bfs *b, unsigned int si, uint8_t *lft)
+{
+	uint32_t top = 0;
+
+	memset(lft, MAD_LFT_NO_PATH, SIB_SUBN_LFT_CAP);
+	bfs_from(b, si);
+	for (unsigned int j = 0; j < b->nsw; j++) {
+		struct sib_fab_node *x = b->sw[j];
+		uint8_t e = j == si ? 0 : b->first[j];
+
+		if (!e && j != si)
+			continue; /* unreachable (the switch itself: its port 0 and CAs) */
+		lid_range(lft, &x->mgmt->port[0].pi, e, &top);
+		for (unsigned int pn = 1; pn <= x->num_ports; pn++) {
+			const struct sib_fab_port *peer = x->ports[pn].peer;
+
+			if (!link_up(x, pn) || peer->node->type == SIB_NODE_SWITCH)
+				continue;
+			lid_range(lft, &peer->node->mgmt->port[peer->num].pi,
+				  j == si ? (uint8_t)pn : e, &top);
+		}
+	}
+	return top;
+}
+
+static void program_lfts(struct sweep *s, struct bfs *b)
+{
+	uint8_t *lft = malloc(SIB_SUBN_LFT_CAP), data[MAD_SMP_DATA_SIZE];
+	struct mad_switch_info si;
+
+	if (!lft) {
+		s->errors++;
+		return;
+	}
+	for (unsigned int i = 0; i < b->nsw; i++) {
+		struct sib_fab_node *n = b->sw[i];
+		uint32_t top = plan_lft(b, i, lft);
+
+		for (uint32_t blk = 0; blk <= top / MAD_LFT_BLOCK_SIZE; blk++) {
+			struct mad_lft t;
+
+			memcpy(t.port, lft + blk * MAD_LFT_BLOCK_SIZE, MAD_LFT_BLOCK_SIZE);
+			mad_lft_encode(&t, data);
+			smp(s, n, 0, MAD_METHOD_SET, MAD_ATTR_LIN_FWD_TBL, blk, data);
+		}
+		memset(data, 0, sizeof(data));
+		if (smp(s, n, 0, MAD_METHOD_GET, MAD_ATTR_SWITCH_INFO, 0, data))
+			continue;
+		mad_switch_info_decode(&si, data);
+		si.linear_fdb_top = (uint16_t)top;
+		si.life_time_value = 18;
+		si.port_state_change = 1; /* written 1: clears it, as after a sweep */
+		mad_switch_info_encode(&si, data);
+		smp(s, n, 0, MAD_METHOD_SET, MAD_ATTR_SWITCH_INFO, 0, data);
+	}
+	free(lft);
+}
+
+/*
+ * MFTs: one spanning tree of the switches (breadth-first from the first),
+ * and every MLID forwarded along its links and to every linked CA port, so
+ * that a multicast packet reaches every CA port once.
+ */
+static void program_mfts(struct sweep *s, struct bfs *b)
+{
+	uint8_t data[MAD_SMP_DATA_SIZE];
+	uint16_t *mask;
+	unsigned int i, pn;
+
+	if (!b->nsw)
+		return;
+	bfs_from(b, 0);
+	/* tree links: from each reached switch toward the one it was reached from */
+	mask = calloc((size_t)b->nsw * 16, sizeof(*mask));
+	if (!mask) {
+		s->errors++;
+		return;
+	}
+	for (i = 0; i < b->nsw; i++) {
+		struct sib_fab_node *n = b->sw[i];
+
+		for (pn = 1; pn <= n->num_ports; pn++) {
+			const struct sib_fab_port *peer = n->ports[pn].peer;
+
+			if (!link_up(n, pn))
+				continue;
+			if (peer->node->type != SIB_NODE_SWITCH)
+				mask[i * 16 + pn / 16] |= (uint16_t)(1u << (pn % 16));
+		}
+	}
+	/* a tree: re-run the search and keep the edge each switch was found by */
+	{
+		unsigned int head = 0, tail = 0;
+		uint8_t *seen = calloc(b->nsw, 1);
+
+		if (!seen) {
+			free(mask);
+			s->errors++;
+			return;
+		}
+		seen[0] = 1;
+		b->queue[tail++] = 0;
+		while (head < tail) {
+			unsigned int u = b->queue[head++];
+			struct sib_fab_node *n = b->sw[u];
+
+			for (pn = 1; pn <= n->num_ports; pn++) {
+				const struct sib_fab_port *peer = n->ports[pn].peer;
+				int v;
+
+				if (!link_up(n, pn) || peer->node->type != SIB_NODE_SWITCH)
+					continue;
+				v = sw_index(b, peer->node);
+				if (v < 0 || seen[v])
+					continue;
+				seen[v] = 1;
+				b->queue[tail++] = (unsigned int)v;
+				mask[u * 16 + pn / 16] |= (uint16_t)(1u << (pn % 16));
+				mask[v * 16 + peer->num / 16] |= (uint16_t)(1u << (peer->num % 16));
+			}
+		}
+		free(seen);
+	}
+	for (i = 0; i < b->nsw; i++) {
+		struct sib_fab_node *n = b->sw[i];
+		unsigned int npos = sib_subnet_mft_positions(n);
+		unsigned int blocks = n->mgmt->sw->si.multicast_fdb_cap / MAD_MFT_BLOCK_SIZE;
+
+		for (unsigned int pos = 0; pos < npos && pos < 16; pos++) {
+			struct mad_mft t;
+
+			for (unsigned int k = 0; k < MAD_MFT_BLOCK_SIZE; k++)
+				t.port_mask[k] = mask[i * 16 + pos];
+			mad_mft_encode(&t, data);
+			for (unsigned int blk = 0; blk < blocks; blk++)
+				smp(s, n, 0, MAD_METHOD_SET, MAD_ATTR_MCAST_FWD_TBL,
+				    (uint32_t)pos << 28 | blk, data);
+		}
+	}
+	free(mask);
+}
+
+/* ---- states ------------------------------------------------------------- */
+
+/* Every port of the subnet from `from` to `to` by Set PortInfo.PortState. */
+static void move_ports(struct sweep *s, uint8_t from, uint8_t to)
+{
+	struct sib_fabric *f = &s->d->fab;
+
+	for (unsigned int i = 0; i < f->n_nodes; i++) {
+		struct sib_fab_node *n = f->nodes[i];
+
+		for (unsigned int pn = 0; pn <= n->num_ports; pn++) {
+			uint8_t data[MAD_SMP_DATA_SIZE];
+			struct mad_port_info pi;
+
+			if (!in_subnet(n, pn) || n->mgmt->port[pn].pi.port_state != from)
+				continue;
+			memset(data, 0, sizeof(data));
+			if (smp(s, n, via(n, pn), MAD_METHOD_GET, MAD_ATTR_PORT_INFO, pn, data))
+				continue;
+			mad_port_info_decode(&pi, data);
+			pi.port_state = to;
+			pi.port_phys_state = 0;
+			pi.link_width_enabled = 0;
+			pi.link_speed_enabled = 0;
+			mad_port_info_encode(&pi, data);
+			smp(s, n, via(n, pn), MAD_METHOD_SET, MAD_ATTR_PORT_INFO, pn, data);
+		}
+	}
+}
+
+int sibd_sm_builtin_sweep(struct sibd *d)
+{
+	struct sweep s = { .d = d };
+	struct bfs b = { 0 };
+	uint8_t *used = calloc(SIB_SUBN_LFT_CAP, 1);
+	unsigned int i;
+
+	if (d->sm_sweeping)
+		return 0;
+	b.sw = calloc(d->fab.n_nodes + 1, sizeof(*b.sw));
+	b.queue = calloc(d->fab.n_nodes + 1, sizeof(*b.queue));
+	b.first = calloc(d->fab.n_nodes + 1, 1);
+	if (!used || !b.sw || !b.queue || !b.first) {
+		free(used);
+		free(b.sw);
+		free(b.queue);
+		free(b.first);
+		return -ENOMEM;
+	}
+	d->sm_sweeping = true;
+	for (i = 0; i < d->fab.n_nodes; i++)
+		if (d->fab.nodes[i]->type == SIB_NODE_SWITCH && d->fab.nodes[i]->mgmt)
+			b.sw[b.nsw++] = d->fab.nodes[i];
+	qsort(b.sw, b.nsw, sizeof(*b.sw), cmp_ptr);
+
+	configure_ports(&s, used);
+	program_lfts(&s, &b);
+	program_mfts(&s, &b);
+	move_ports(&s, MAD_PORT_STATE_INIT, MAD_PORT_STATE_ARMED);
+	move_ports(&s, MAD_PORT_STATE_ARMED, MAD_PORT_STATE_ACTIVE);
+
+	d->sm_sweeping = false;
+	free(used);
+	free(b.sw);
+	free(b.queue);
+	free(b.first);
+	if (s.errors)
+		sibd_log("built-in SM: %d SMPs failed", s.errors);
+	return s.errors ? -EIO : 0;
+}

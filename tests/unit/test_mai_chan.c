@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+/*
+ * MAI channels against a real softibd (daemon_fixture, default fabric: one
+ * switch, softib0..3 on its ports 1..4): open errors, filter create/delete,
+ * directed-route SMPs through the switch and back by TID, consuming
+ * precedence (most specific, then newest) against the internal SMA,
+ * non-consuming copies, OOB wrap-back, mai_send_req timeouts and retries,
+ * hop-count and garbage handling counted by the daemon.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/ctl.h"
+#include "daemon_fixture.h"
+#include "mad_build.h"
+#include "softib/mai.h"
+
+/* The value of `key=` in the daemon's status line starting with `line `. */
+static unsigned long long status_val(const char *line, const char *key)
+{
+	char *text = NULL, *p, *end, pat[64];
+	unsigned long long v = ~0ull;
+	int fd = sib_ctl_connect(daemon_socket());
+
+	assert_true(fd >= 0);
+	assert_int_equal(sib_ctl_status(fd, &text), 0);
+	close(fd);
+	snprintf(pat, sizeof(pat), "\n%s ", line);
+	p = strstr(text, pat);
+	if (p) {
+		end = strchr(p + 1, '\n');
+		snprintf(pat, sizeof(pat), " %s=", key);
+		p = strstr(p, pat);
+		if (p && (!end || p < end))
+			v = strtoull(p + strlen(pat), NULL, 10);
+	}
+	free(text);
+	return v;
+}
+
+static int open_ok(const char *dev, uint8_t qp)
+{
+	int ch = mai_open(dev, 1, qp);
+
+	assert_true(ch >= 0);
+	return ch;
+}
+
+static uint32_t add_filter(int ch, uint32_t flags, uint32_t match, uint8_t cls, uint8_t method,
+			   uint16_t attr)
+{
+	mai_filter_t f;
+
+	memset(&f, 0, sizeof(f));
+	f.flags = flags;
+	f.match = match;
+	f.mgmt_class = cls;
+	f.method = method;
+	f.attr_id = attr;
+	assert_int_equal(mai_filter_create(ch, &f), 0);
+	assert_true(f.handle != 0);
+	return f.handle;
+}
+
+/* Nothing arrives on ch within ms. */
+static void assert_quiet(int ch, int ms)
+{
+	mai_mad_t m;
+
+	assert_int_equal(mai_recv(ch, &m, ms), -ETIMEDOUT);
+}
+
+static void test_open_errors(void **state)
+{
+	mai_mad_t m;
+	mai_filter_t f;
+
+	assert_int_equal(mai_open("nosuch", 1, 1), -ENODEV);
+	assert_int_equal(mai_open("softib0", 2, 1), -ENODEV);
+	assert_int_equal(mai_open("softib0", 0, 1), -EINVAL);
+	assert_int_equal(mai_open("softib0", 1, 2), -EINVAL);
+	assert_int_equal(mai_open(NULL, 1, 1), -EINVAL);
+	assert_int_equal(mai_close(12345), -EBADF);
+	mad_gmp(&m, 0x03, MAD_GET, 0x0011, 1);
+	assert_int_equal(mai_send(0, &m), -EBADF);
+	assert_int_equal(mai_recv(0, &m, 0), -EBADF);
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(mai_filter_create(0, &f), -EBADF);
+
+	int ch = open_ok("softib0", 1);
+
+	/* a QP1 channel sends QP1 MADs only; TIMEOUT is softibd's */
+	m.qp = 0;
+	assert_int_equal(mai_send(ch, &m), -EINVAL);
+	m.qp = 1;
+	m.type = MAI_TYPE_TIMEOUT;
+	m.data_len = 0;
+	assert_int_equal(mai_send(ch, &m), -EINVAL);
+	mad_gmp(&m, 0x03, MAD_GET_RESP, 0x0011, 1);
+	assert_int_equal(mai_send_req(ch, &m, 100, 1), -EINVAL); /* a response */
+	assert_quiet(ch, 0);
+	assert_int_equal(mai_close(ch), 0);
+	assert_int_equal(mai_close(ch), -EBADF);
+}
+
+static void test_filters(void **state)
+{
+	int ch = open_ok("softib1", 1);
+	mai_filter_t f;
+	uint32_t h;
+
+	memset(&f, 0, sizeof(f));
+	f.match = 1u << 20; /* unknown bit */
+	assert_int_equal(mai_filter_create(ch, &f), -EINVAL);
+	h = add_filter(ch, 0, MAI_M_CLASS, 0x03, 0, 0);
+	assert_int_equal(status_val("mai", "filters"), 1);
+	assert_int_equal(mai_filter_delete(ch, h), 0);
+	assert_int_equal(mai_filter_delete(ch, h), -ENOENT);
+	for (int i = 0; i < 64; i++)
+		add_filter(ch, 0, MAI_M_CLASS, (uint8_t)i, 0, 0);
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(mai_filter_create(ch, &f), -ENOMEM);
+	assert_int_equal(status_val("mai", "filters"), 64);
+	assert_int_equal(mai_close(ch), 0);
+	/* the channel and its filters are gone once softibd saw the close */
+	for (int i = 0; i < 100 && status_val("mai", "filters") != 0; i++)
+		usleep(10000);
+	assert_int_equal(status_val("mai", "filters"), 0);
+}
+
+/* SM on softib0 QP0, an agent on softib1 QP0 taking SMInfo Get: a DR SMP
+ * out through the switch (path 0,1,2), the answer back by its TID. */
+static void test_dr_roundtrip(void **state)
+{
+	static const uint8_t path[] = { 0, 1, 2 };
+	int sm = open_ok("softib0", 0), ag = open_ok("softib1", 0);
+	mai_mad_t m, r;
+
+	add_filter(ag, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD | MAI_M_ATTR, 0x81, MAD_GET,
+		   MAD_SMINFO);
+	mad_dr(&m, MAD_GET, MAD_SMINFO, path, 2);
+	m.tid = 0xABCDEF0123456789ull;
+	assert_int_equal(mai_send_req(sm, &m, 2000, 0), 0);
+
+	assert_int_equal(mai_recv(ag, &r, 2000), 0);
+	assert_int_equal(r.type, MAI_TYPE_MAD);
+	assert_int_equal(r.port, 1);
+	assert_int_equal(r.qp, 0);
+	assert_int_equal(r.remote_qpn, 0);
+	assert_int_equal(r.attr_id, MAD_SMINFO);
+	/* bits 39..0 are the sender's, 63..40 softibd's channel number */
+	assert_int_equal(r.tid & 0xFFFFFFFFFFull, m.tid & 0xFFFFFFFFFFull);
+	assert_true((r.tid >> 40) >= 16);
+	/* at the end of the path: hop pointer hop_cnt + 1, return path 1, 1 */
+	assert_int_equal(r.class_specific, (3 << 8) | 2);
+	assert_int_equal(r.data[MAD_RPATH + 1], 1);
+	assert_int_equal(r.data[MAD_RPATH + 2], 1);
+
+	/* the agent answers: GetResp with the D bit, back along the return path */
+	r.method = MAD_GET_RESP;
+	r.status = 0x8000;
+	r.data[40] = 0x5A; /* SMInfo payload byte */
+	assert_int_equal(mai_send(ag, &r), 0);
+	assert_int_equal(mai_recv(sm, &m, 2000), 0);
+	assert_int_equal(m.method, MAD_GET_RESP);
+	assert_int_equal(m.tid, r.tid);
+	assert_int_equal(m.class_specific, 2); /* hop pointer back to 0 */
+	assert_int_equal(m.data[40], 0x5A);
+	assert_int_equal(status_val("mai", "pending"), 0);
+	assert_quiet(ag, 50);
+	mai_close(sm);
+	mai_close(ag);
+}
+
+/* Consuming filters: the most specific wins, then the newest; the SMA's
+ * per-attribute filters beat a class + method one; non-consuming copies
+ * go out only when no consumer passes. */
+static void test_precedence(void **state)
+{
+	static const uint8_t path[] = { 0, 1, 2 };
+	int sm = open_ok("softib0", 0);
+	int c1 = open_ok("softib1", 0), c2 = open_ok("softib1", 0), c3 = open_ok("softib1", 0);
+	unsigned long long sma0 = status_val("mad", "sma");
+	mai_mad_t m, r;
+
+	add_filter(c2, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD | MAI_M_ATTR, 0x81, MAD_GET,
+		   MAD_SMINFO);
+	add_filter(c1, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x81, MAD_GET, 0);
+	add_filter(c3, 0, MAI_M_CLASS, 0x81, 0, 0);
+
+	/* SMInfo: c2 names the attribute, so it beats c1, newer but less specific */
+	mad_dr(&m, MAD_GET, MAD_SMINFO, path, 2);
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(c2, &r, 2000), 0);
+	assert_quiet(c1, 50);
+	assert_quiet(c3, 0);
+	/* NodeInfo: the SMA's filter (5 fields) beats c1's class + method */
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, path, 2);
+	assert_int_equal(mai_send(sm, &m), 0);
+	for (int i = 0; i < 100 && status_val("mad", "sma") == sma0; i++)
+		usleep(10000);
+	assert_int_equal(status_val("mad", "sma"), sma0 + 1);
+	assert_quiet(c1, 50);
+	/* a vendor attribute nobody but c1 names: c1, exclusively */
+	mad_dr(&m, MAD_GET, 0xFF01, path, 2);
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(c1, &r, 2000), 0);
+	assert_int_equal(r.attr_id, 0xFF01);
+	assert_quiet(c3, 50);
+	/* an equally specific newer consumer takes over from c1 */
+	int c4 = open_ok("softib1", 0);
+
+	add_filter(c4, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x81, MAD_GET, 0);
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(c4, &r, 2000), 0);
+	assert_quiet(c1, 50);
+	/* a Set nobody consumes: the non-consuming c3 gets its copy */
+	mad_dr(&m, MAD_SET, 0xFF01, path, 2);
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(c3, &r, 2000), 0);
+	assert_int_equal(r.method, MAD_SET);
+	assert_quiet(c1, 50);
+	assert_quiet(c4, 0);
+	mai_close(c4);
+	mai_close(c3);
+	mai_close(c2);
+	mai_close(c1);
+	mai_close(sm);
+}
+
+/* OOB: wrapped back to every channel of the device and QP whose filters
+ * pass it, consumers included, the sender too if its filter passes. */
+static void test_oob(void **state)
+{
+	int a = open_ok("softib2", 1), b = open_ok("softib2", 1), c = open_ok("softib2", 1);
+	int other = open_ok("softib3", 1);
+	mai_mad_t m, r;
+
+	add_filter(b, MAI_F_CONSUME, MAI_M_CLASS, 0x03, 0, 0);
+	add_filter(c, 0, MAI_M_CLASS | MAI_M_ATTR, 0x03, 0, 0x0038);
+	add_filter(other, 0, MAI_M_CLASS, 0x03, 0, 0);
+	memset(&m, 0, sizeof(m));
+	m.type = MAI_TYPE_OOB;
+	m.qp = 1;
+	m.base_version = 1;
+	m.mgmt_class = 0x03;
+	m.attr_id = 0x0038;
+	m.data_len = 5;
+	memcpy(m.data, "state", 5);
+	assert_int_equal(mai_send(a, &m), 0);
+	assert_int_equal(mai_recv(b, &r, 2000), 0);
+	assert_int_equal(r.type, MAI_TYPE_OOB);
+	assert_int_equal(r.data_len, 5);
+	assert_memory_equal(r.data, "state", 5);
+	assert_int_equal(mai_recv(c, &r, 2000), 0);
+	assert_int_equal(r.type, MAI_TYPE_OOB);
+	assert_quiet(a, 50);
+	assert_quiet(other, 0); /* another device */
+	/* an OOB no filter passes goes nowhere */
+	m.mgmt_class = 0x04;
+	assert_int_equal(mai_send(a, &m), 0);
+	assert_quiet(b, 50);
+	mai_close(a);
+	mai_close(b);
+	mai_close(c);
+	mai_close(other);
+}
+
+/* mai_send_req without an answer: resent `retries` times, then the header
+ * comes back as MAI_TYPE_TIMEOUT; with an answer, no timeout. */
+static void test_timeout(void **state)
+{
+	static const uint8_t dead_end[] = { 0, 1, 7 }; /* switch port 7 has no cable */
+	int sm = open_ok("softib0", 0);
+	unsigned long long resent0 = status_val("mad", "resent");
+	unsigned long long down0 = status_val("mad_drop", "link_down");
+	mai_mad_t m, r;
+	uint64_t t0;
+
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, dead_end, 2);
+	m.tid = 0x1234;
+	t0 = now_ms();
+	assert_int_equal(mai_send_req(sm, &m, 60, 2), 0);
+	assert_int_equal(mai_recv(sm, &r, 3000), 0);
+	assert_true(now_ms() - t0 >= 170); /* 3 x 60 ms, less scheduling slack */
+	assert_int_equal(r.type, MAI_TYPE_TIMEOUT);
+	assert_int_equal(r.data_len, 0);
+	assert_int_equal(r.tid & 0xFFFFFFFFFFull, 0x1234);
+	assert_int_equal(r.attr_id, MAD_NODEINFO);
+	assert_int_equal(status_val("mad", "resent"), resent0 + 2);
+	assert_int_equal(status_val("mad_drop", "link_down"), down0 + 3);
+	assert_int_equal(status_val("mai", "pending"), 0);
+
+	/* a second request with an outstanding TID times out at once */
+	assert_int_equal(mai_send_req(sm, &m, 1000, 0), 0);
+	assert_int_equal(mai_send_req(sm, &m, 1000, 0), 0);
+	assert_int_equal(mai_recv(sm, &r, 500), 0);
+	assert_int_equal(r.type, MAI_TYPE_TIMEOUT);
+	mai_close(sm);
+}
+
+/* Hop counts over 63 and bad hop pointers are dropped and counted; a
+ * bad base version too; garbage on a channel is counted, not fatal. */
+static void test_bad_input(void **state)
+{
+	uint8_t path[64] = { 0, 1, 2 };
+	int sm = open_ok("softib0", 0);
+	unsigned long long hc0 = status_val("mad_drop", "dr_hop_cnt");
+	unsigned long long hp0 = status_val("mad_drop", "dr_hop_ptr");
+	unsigned long long bv0 = status_val("mad_drop", "bad_base_version");
+	unsigned long long bad0 = status_val("mad", "bad_messages");
+	mai_mad_t m;
+
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, path, 63);
+	m.class_specific = 64; /* HopCount 64 (C14-6) */
+	assert_int_equal(mai_send(sm, &m), 0);
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, path, 2);
+	m.class_specific = (5 << 8) | 2; /* HopPointer 5 > HopCount + 1 at the sender */
+	assert_int_equal(mai_send(sm, &m), 0);
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, path, 2);
+	m.base_version = 2;
+	assert_int_equal(mai_send(sm, &m), 0);
+	/* garbage: short, long, and a filter stream instead of a message */
+	uint8_t junk[400];
+	memset(junk, 0xA5, sizeof(junk));
+	assert_int_equal(send(sm, junk, 10, 0), 10);
+	assert_int_equal(send(sm, junk, sizeof(junk), 0), (ssize_t)sizeof(junk));
+	assert_int_equal(send(sm, junk, MAI_MSTREAM_SIZE, 0), MAI_MSTREAM_SIZE);
+	for (int i = 0; i < 100 && status_val("mad", "bad_messages") < bad0 + 3; i++)
+		usleep(10000);
+	assert_int_equal(status_val("mad", "bad_messages"), bad0 + 3);
+	assert_int_equal(status_val("mad_drop", "dr_hop_cnt"), hc0 + 1);
+	assert_int_equal(status_val("mad_drop", "dr_hop_ptr"), hp0 + 1);
+	assert_int_equal(status_val("mad_drop", "bad_base_version"), bv0 + 1);
+	assert_quiet(sm, 20);
+	/* the channel still works */
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, path, 0);
+	assert_int_equal(mai_send(sm, &m), 0);
+	mai_close(sm);
+}
+
+static uint64_t be64_at(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* softibd's own SMA and PMA answer through the router (the built-in SM
+ * gave LIDs in file order: switch 1, softib0 2, softib1 3, ...). */
+static void test_sma_answers(void **state)
+{
+	static const struct {
+		uint8_t hops, path[3];
+		uint64_t guid;
+		uint8_t type, local_port;
+	} walk[] = {
+		{ 0, { 0 }, 0x5eed000000000010ull, 1, 1 },		/* softib0 itself */
+		{ 1, { 0, 1 }, 0x5eed000000000100ull, 2, 1 },		/* the switch */
+		{ 2, { 0, 1, 3 }, 0x5eed000000000030ull, 1, 1 },	/* softib2 */
+	};
+	int sm = open_ok("softib0", 0), gsi = open_ok("softib0", 1);
+	mai_mad_t m, r;
+
+	for (size_t i = 0; i < sizeof(walk) / sizeof(walk[0]); i++) {
+		mad_dr(&m, MAD_GET, MAD_NODEINFO, walk[i].path, walk[i].hops);
+		assert_int_equal(mai_send_req(sm, &m, 1000, 0), 0);
+		assert_int_equal(mai_recv(sm, &r, 2000), 0);
+		assert_int_equal(r.type, MAI_TYPE_MAD);
+		assert_int_equal(r.method, MAD_GET_RESP);
+		assert_int_equal(r.status, 0x8000);
+		assert_int_equal(r.class_specific, walk[i].hops);
+		/* NodeInfo at MAD byte 64: NodeType 2, NodeGUID 12, LocalPortNum 36 */
+		assert_int_equal(r.data[40 + 2], walk[i].type);
+		assert_int_equal(be64_at(r.data + 40 + 12), walk[i].guid);
+		assert_int_equal(r.data[40 + 36], walk[i].local_port);
+	}
+	/* an attribute the SMA does not have: 0x000C, never silence */
+	mad_dr(&m, MAD_GET, 0xFF01, walk[0].path, 0);
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(sm, &r, 2000), 0);
+	assert_int_equal(r.status, 0x8000 | 0x000C);
+	/* LID routed to the switch's LID: its port 0 answers PortInfo with LID 1 */
+	mad_gmp(&m, 0x01, MAD_GET, MAD_PORTINFO, 1);
+	m.qp = 0;
+	m.remote_qpn = 0;
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(sm, &r, 2000), 0);
+	assert_int_equal(r.method, MAD_GET_RESP);
+	assert_int_equal(r.lrh.slid, 1);
+	assert_int_equal(r.data[40 + 16] << 8 | r.data[40 + 17], 1);
+	/* PerfMgt PortCounters Get to softib1 (LID 3): its PMA */
+	mad_gmp(&m, 0x04, MAD_GET, 0x0012, 3);
+	m.data[40 + 1] = 1; /* PortSelect */
+	assert_int_equal(mai_send(gsi, &m), 0);
+	assert_int_equal(mai_recv(gsi, &r, 2000), 0);
+	assert_int_equal(r.method, MAD_GET_RESP);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.lrh.slid, 3);
+	mai_close(sm);
+	mai_close(gsi);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_filters),
+		cmocka_unit_test(test_dr_roundtrip),
+		cmocka_unit_test(test_precedence),
+		cmocka_unit_test(test_oob),
+		cmocka_unit_test(test_timeout),
+		cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_sma_answers),
+	};
+
+	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);
+}

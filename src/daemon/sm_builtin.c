@@ -258,8 +258,8 @@ static uint32_t plan_lft(struct bfs *b, unsigned int si, uint8_t *lft)
 		struct sib_fab_node *x = b->sw[j];
 		uint8_t e = j == si ? 0 : b->first[j];
 
-		if (!e && j != si)
-			continue; /* unreachable (the switch itself: its port 0 and CAs) */
+		if (j != si && !e)
+			continue; /* unreachable */
 		lid_range(lft, &x->mgmt->port[0].pi, e, &top);
 		for (unsigned int pn = 1; pn <= x->num_ports; pn++) {
 			const struct sib_fab_port *peer = x->ports[pn].peer;

@@ -1,0 +1,1087 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the SMA, PMA and built-in SM (src/daemon/sma.c, pma.c,
+ * sm_builtin.c, sma_publish.c) without a daemon: the verified vectors of
+ * ../shared/research/mad-vectors (tests/data/mad_vectors.h) where they
+ * apply (NodeInfo over DR, PortInfo, LFT Set, PortCounters, trap 128,
+ * TrapRepress), the port state machine, M_Key, every status, the PMA's
+ * clearing, and the built-in SM's sweep.  The map writers and events are
+ * recorded by the stubs below.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <infiniband/verbs.h>
+
+#include "daemon/softibd.h"
+#include "mad_vectors.h"
+#include "softib/mai.h"
+
+#define DATA(name) SIB_TEST_DATA "/" name
+
+/* ---- stubs of softibd's other files, recording what they were asked ---- */
+
+#define MAX_REC 64
+static struct { int type; uint32_t dev; uint8_t port; uint8_t state; uint16_t lid; } events[MAX_REC];
+static unsigned int n_events, n_route_changed, n_traps;
+static mai_mad_t traps[MAX_REC];
+static uint16_t lid_map[SIB_UNICAST_LIDS];
+
+bool sibd_dev_present(const struct sibd *d, uint32_t i)
+{
+	return i < d->num_devices && (d->devs[i].gen & 1);
+}
+void sibd_map_write_begin(struct sibd *d) { (void)d; }
+void sibd_map_write_end(struct sibd *d) { (void)d; }
+void sibd_map_put_device(struct sibd *d, uint32_t idx) { (void)d; (void)idx; }
+void sibd_map_put_lids(struct sibd *d, uint32_t lid, uint32_t n, uint16_t entry)
+{
+	(void)d;
+	for (uint32_t l = lid; l && l < lid + n && l < SIB_UNICAST_LIDS; l++)
+		lid_map[l] = entry;
+}
+void sibd_event_port(struct sibd *d, enum sib_event_type type, uint32_t dev_index,
+		     uint8_t port_num)
+{
+	if (n_events < MAX_REC) {
+		events[n_events].type = type;
+		events[n_events].dev = dev_index;
+		events[n_events].port = port_num;
+		events[n_events].state = d->devs[dev_index].ports[port_num - 1].state;
+		events[n_events].lid = d->devs[dev_index].ports[port_num - 1].lid;
+	}
+	n_events++;
+}
+void sibd_log(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+static uint64_t data_pkts; /* what the "contexts" counted */
+void sibd_data_counters(struct sibd *d, uint32_t dev_index, uint8_t port_num,
+			struct sib_pma_counters *sum)
+{
+	(void)d;
+	(void)dev_index;
+	(void)port_num;
+	sum->xmit_pkts += data_pkts;
+}
+void sibd_route_changed(struct sibd *d)
+{
+	(void)d;
+	n_route_changed++;
+}
+static void mad_out(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m)
+{
+	(void)d;
+	(void)n;
+	(void)port;
+	if (n_traps < MAX_REC)
+		traps[n_traps] = *m;
+	n_traps++;
+}
+
+/* ---- fixtures ------------------------------------------------------------ */
+
+/* The fabric of the vectors: H1 -- S1[1], S1[4] -- H2 (2 ports, mlx4-like). */
+static const char vec_topo[] =
+	"switchguid=0x0008f10400000100\n"
+	"Switch\t8 \"S1\"\t# \"S1\"\n"
+	"[1]\t\"H1\"[1]\n"
+	"[4]\t\"H2\"[1]\n"
+	"\n"
+	"caguid=0x0008f10400000200\n"
+	"Ca\t1 \"H1\"\t# \"H1\"\n"
+	"[1](8f10400000201)\t\"S1\"[1]\n"
+	"\n"
+	"vendid=0x0002c9\n"
+	"devid=0x1017\n"
+	"sysimgguid=0x0008f10400000300\n"
+	"caguid=0x0008f10400000300\n"
+	"Ca\t2 \"H2\"\t# \"H2\"\n"
+	"[1](8f10400000301)\t\"S1\"[4]\n";
+
+struct fx {
+	struct sibd *d;
+};
+
+static struct sib_fab_node *node(struct sibd *d, const char *id)
+{
+	for (unsigned int i = 0; i < d->fab.n_nodes; i++)
+		if (!strcmp(d->fab.nodes[i]->id, id))
+			return d->fab.nodes[i];
+	fail_msg("no node %s", id);
+	return NULL;
+}
+
+/* A daemon's state over a topology: every CA a verbs device, map present. */
+static struct sibd *make(const char *text, const char *file, bool external)
+{
+	struct sibd *d = calloc(1, sizeof(*d));
+	char err[256];
+	uint32_t nd = 0;
+
+	assert_non_null(d);
+	if (file)
+		assert_int_equal(sib_fabric_load_file(&d->fab, file, err, sizeof(err)), 0);
+	else
+		assert_int_equal(sib_fabric_parse(&d->fab, text, "t", err, sizeof(err)), 0);
+	assert_int_equal(sib_subnet_init(&d->fab), 0);
+	d->sm_external = external;
+	d->mad_out = mad_out;
+	for (unsigned int i = 0; i < d->fab.n_nodes; i++) {
+		struct sib_fab_node *n = d->fab.nodes[i];
+
+		if (n->type != SIB_NODE_CA)
+			continue;
+		d->dev_node[nd] = n;
+		d->devs[nd].num_ports = n->num_ports;
+		d->devs[nd].gen = 1;
+		for (unsigned int pn = 1; pn <= n->num_ports; pn++)
+			sibd_sma_port_to_shm(&d->devs[nd].ports[pn - 1], &n->ports[pn]);
+		nd++;
+	}
+	d->num_devices = nd;
+	d->shm = (struct sib_fabric_shm *)(void *)lid_map; /* non-NULL: "the map exists" */
+	n_events = n_route_changed = n_traps = 0;
+	data_pkts = 0;
+	memset(lid_map, 0, sizeof(lid_map));
+	return d;
+}
+
+static void destroy(struct sibd *d)
+{
+	sib_subnet_free(&d->fab);
+	sib_fabric_free(&d->fab);
+	free(d);
+}
+
+static int setup_vec(void **state)
+{
+	*state = make(vec_topo, NULL, true);
+	return 0;
+}
+
+static int setup_2sw(void **state)
+{
+	*state = make(NULL, DATA("subnet-2sw.topo"), true);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	destroy(*state);
+	return 0;
+}
+
+static const uint8_t *vector(const char *name)
+{
+	for (size_t i = 0; i < sizeof(mad_vectors) / sizeof(mad_vectors[0]); i++)
+		if (!strcmp(mad_vectors[i].name, name))
+			return mad_vectors[i].mad;
+	fail_msg("no vector %s", name);
+	return NULL;
+}
+
+/* A LID-routed SMP (or, with cls 4, a PMA GMP) with data. */
+static void build(uint8_t *mad, uint8_t cls, uint8_t method, uint16_t attr, uint32_t mod,
+		  const uint8_t *data, size_t len)
+{
+	struct mad_hdr h = {
+		.base_version = 1, .mgmt_class = cls, .class_version = 1, .method = method,
+		.tid = 0x1234, .attr_id = attr, .attr_mod = mod,
+	};
+
+	memset(mad, 0, MAD_SIZE);
+	mad_hdr_encode(&h, mad);
+	if (data)
+		memcpy(mad + 64, data, len);
+}
+
+/* Send an SMP; the reply's status, or -1 for no reply. */
+static int sma(struct sibd *d, struct sib_fab_node *n, uint8_t in_port, uint8_t method,
+	       uint16_t attr, uint32_t mod, uint8_t *data)
+{
+	uint8_t mad[MAD_SIZE];
+	struct mad_hdr h;
+
+	build(mad, MAD_MGMT_CLASS_SUBN_LID_ROUTED, method, attr, mod, data, 64);
+	if (!sibd_sma_process(d, n, in_port, mad, mad))
+		return -1;
+	mad_hdr_decode(&h, mad);
+	assert_int_equal(h.r, 1); /* GetResp for Get and Set, else R set */
+	assert_int_equal(h.method, method == MAD_METHOD_SET ? MAD_METHOD_GET : method);
+	assert_int_equal(h.tid, 0x1234);
+	memcpy(data, mad + 64, 64);
+	return h.status;
+}
+
+static struct mad_port_info get_pi(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
+{
+	struct mad_port_info pi;
+
+	assert_int_equal(sibd_sm_get_port_info(d, n, pn, &pi), 0);
+	return pi;
+}
+
+/* Set PortInfo from pi with the given state actions. */
+static int set_pi(struct sibd *d, struct sib_fab_node *n, uint8_t pn, struct mad_port_info pi,
+		  uint8_t state, uint8_t phys)
+{
+	pi.port_state = state;
+	pi.port_phys_state = phys;
+	return sibd_sm_set_port_info(d, n, pn, &pi);
+}
+
+static const struct mad_port_info *pi_of(struct sib_fab_node *n, uint8_t pn)
+{
+	return &n->mgmt->port[pn].pi;
+}
+
+/* ---- the vectors --------------------------------------------------------- */
+
+/* Vector 2 arrives at H2; our reply, sent back through S1, is vector 3
+ * (but for PartitionCap: H2 was an mlx4 with 128, a softib CA has 16). */
+static void test_vector_nodeinfo_dr(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *h2 = node(d, "H2");
+	struct mad_dr_node ca = { false, 2 }, sw = { true, 8 };
+	uint8_t mad[MAD_SIZE], want[MAD_SIZE];
+	struct mad_dr_result r;
+	struct mad_node_info ni;
+
+	memcpy(mad, vector("dr_get_nodeinfo_link2"), MAD_SIZE);
+	r = mad_dr_recv(mad, &ca, 1);
+	assert_int_equal(r.verdict, MAD_DR_LOCAL);
+	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 1);
+	assert_int_equal(mad_dr_send(mad, &ca, 1).verdict, MAD_DR_SEND);
+	r = mad_dr_recv(mad, &sw, 4);
+	assert_int_equal(r.verdict, MAD_DR_FORWARD);
+	assert_int_equal(r.port, 1);
+	memcpy(want, vector("dr_getresp_nodeinfo_link1"), MAD_SIZE);
+	mad_node_info_decode(&ni, mad + 64);
+	assert_int_equal(ni.partition_cap, SIB_PKEY_TBL_LEN);
+	want[64 + 28] = 0;
+	want[64 + 29] = SIB_PKEY_TBL_LEN;
+	assert_memory_equal(mad, want, MAD_SIZE);
+}
+
+/* A Get of a port holding vector 4's PortInfo answers vector 4. */
+static void test_vector_portinfo(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *h2 = node(d, "H2");
+	const uint8_t *v = vector("lid_getresp_portinfo");
+	uint8_t mad[MAD_SIZE];
+
+	mad_port_info_decode(&h2->mgmt->port[1].pi, v + 64);
+	memcpy(mad, v, MAD_SIZE);
+	mad[3] = MAD_METHOD_GET;
+	memset(mad + 64, 0, 64);
+	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 1);
+	assert_memory_equal(mad, v, MAD_SIZE);
+	/* a CA answers for its other port too, and mod 0 means "this one" */
+	memcpy(mad, v, MAD_SIZE);
+	mad[3] = MAD_METHOD_GET;
+	mad[23] = 0;
+	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 1);
+	assert_memory_equal(mad + 64, v + 64, 64);
+}
+
+/* Vector 5 (LFT block 0 Set, DR to S1) programs exactly its entries. */
+static void test_vector_lft(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *s1 = node(d, "S1");
+	struct mad_dr_node sw = { true, 8 };
+	const uint8_t *v = vector("dr_set_lft_block0");
+	uint8_t mad[MAD_SIZE], data[64];
+	struct mad_hdr h;
+
+	memcpy(mad, v, MAD_SIZE);
+	assert_int_equal(mad_dr_recv(mad, &sw, 1).verdict, MAD_DR_LOCAL);
+	assert_null(s1->mgmt->sw->lft);
+	assert_int_equal(sibd_sma_process(d, s1, 1, mad, mad), 1);
+	mad_hdr_decode(&h, mad);
+	assert_int_equal(h.status, MAD_SMP_DIRECTION); /* D=1, status 0 */
+	assert_memory_equal(mad + 64, v + 64, 64);
+	assert_int_equal(s1->mgmt->sw->lft[1], 1);
+	assert_int_equal(s1->mgmt->sw->lft[2], 0);
+	assert_int_equal(s1->mgmt->sw->lft[3], 4);
+	assert_int_equal(s1->mgmt->sw->lft[0], 0xFF);
+	assert_int_equal(s1->mgmt->sw->lft[4], 0xFF);
+	assert_int_equal(s1->mgmt->sw->lft[64], 0xFF);
+	assert_int_equal(n_route_changed, 1);
+	/* the same block again changes nothing */
+	memcpy(mad, v, MAD_SIZE);
+	assert_int_equal(mad_dr_recv(mad, &sw, 1).verdict, MAD_DR_LOCAL);
+	assert_int_equal(sibd_sma_process(d, s1, 1, mad, mad), 1);
+	assert_int_equal(n_route_changed, 1);
+	/* block 1 reads unprogrammed */
+	memset(data, 0, sizeof(data));
+	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_LIN_FWD_TBL, 1, data), 0);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(data[i], 0xFF);
+}
+
+/* H2 port 1 with vector 11's counts answers vector 11 (SymbolErrorCounter
+ * saturated from a larger count). */
+static void test_vector_pma(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *h2 = node(d, "H2");
+	const uint8_t *v = vector("pma_getresp_portcounters");
+	struct sib_pma_counters *c = &h2->mgmt->port[1].pma;
+	uint8_t mad[MAD_SIZE];
+
+	c->symbol_errors = 0x12345;
+	c->link_downed = 1;
+	c->xmit_discards = 2;
+	c->xmit_data = 0x12345;
+	c->rcv_data = 0x11111;
+	c->xmit_pkts = 0x40d - 5;
+	data_pkts = 5; /* the data path's share */
+	c->rcv_pkts = 0x3fe;
+	memcpy(mad, v, MAD_SIZE);
+	mad[3] = MAD_METHOD_GET;
+	memset(mad + 64, 0, 192);
+	mad[65] = 1; /* PortSelect */
+	assert_int_equal(sibd_pma_process(d, h2, 1, mad, mad), 1);
+	assert_memory_equal(mad, v, MAD_SIZE);
+}
+
+static void to_wire(const mai_mad_t *m, uint8_t *wire)
+{
+	struct mad_hdr h = {
+		.base_version = m->base_version, .mgmt_class = m->mgmt_class,
+		.class_version = m->class_version, .r = m->method >> 7, .method = m->method & 0x7f,
+		.status = m->status, .class_specific = m->class_specific, .tid = m->tid,
+		.attr_id = m->attr_id, .attr_mod = m->attr_mod,
+	};
+
+	mad_hdr_encode(&h, wire);
+	memcpy(wire + 24, m->data, MAI_MAD_DATA_SIZE);
+}
+
+/* A link of S1 going down sends vector 12; vector 13 (the repress) is taken
+ * quietly. */
+static void test_vector_trap128(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *s1 = node(d, "S1"), *h1 = node(d, "H1");
+	uint8_t wire[MAD_SIZE], mad[MAD_SIZE];
+
+	s1->mgmt->port[0].pi.lid = 2;
+	s1->mgmt->port[0].pi.master_sm_lid = 1;
+	d->trap_tid = 2;
+	sibd_sma_link_down(d, h1, 1, true);
+	assert_int_equal(n_traps, 1);
+	assert_int_equal(traps[0].lrh.dlid, 1);
+	assert_int_equal(traps[0].lrh.slid, 2);
+	assert_int_equal(traps[0].lrh.vl, 15);
+	assert_int_equal(traps[0].qp, 0);
+	to_wire(&traps[0], wire);
+	assert_memory_equal(wire, vector("lid_trap128_notice"), MAD_SIZE);
+	assert_int_equal(s1->mgmt->sw->si.port_state_change, 1);
+	assert_int_equal(d->sma.traps_sent, 1);
+
+	memcpy(mad, vector("lid_trap_repress"), MAD_SIZE);
+	assert_int_equal(sibd_sma_process(d, s1, 1, mad, mad), 0);
+	assert_int_equal(d->sma.trap_represses, 1);
+
+	/* without an SM LID, or without the router, a trap is counted unsent */
+	s1->mgmt->port[0].pi.master_sm_lid = 0;
+	sibd_sma_link_up(d, h1, 1);
+	assert_int_equal(n_traps, 1);
+	assert_int_equal(d->sma.traps_unsent, 1);
+	s1->mgmt->port[0].pi.master_sm_lid = 1;
+	d->mad_out = NULL;
+	sibd_sma_link_down(d, h1, 1, true);
+	assert_int_equal(d->sma.traps_unsent, 2);
+}
+
+/* ---- statuses -------------------------------------------------------------- */
+
+static void test_statuses(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *h2 = node(d, "H2"), *s1 = node(d, "S1");
+	uint8_t mad[MAD_SIZE], data[64] = { 0 };
+	struct mad_hdr h;
+
+	/* bad base / class version */
+	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
+	mad[0] = 2;
+	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 1);
+	mad_hdr_decode(&h, mad);
+	assert_int_equal(h.status, MAD_STATUS_BAD_VERSION);
+	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
+	mad[2] = 2;
+	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 1);
+	mad_hdr_decode(&h, mad);
+	assert_int_equal(h.status, MAD_STATUS_BAD_VERSION);
+	assert_int_equal(d->sma.bad_version, 2);
+	/* methods and attributes */
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GETTABLE, MAD_ATTR_NODE_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GET, 0xFF90, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_SET, MAD_ATTR_NODE_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_SET, MAD_ATTR_GUID_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GET, MAD_ATTR_SWITCH_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GET, MAD_ATTR_LIN_FWD_TBL, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	/* modifiers */
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 3, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 9, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 1, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_LIN_FWD_TBL, 768, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_LIN_FWD_TBL, 767, data), 0);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GET, MAD_ATTR_P_KEY_TABLE, 1, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GET, MAD_ATTR_GUID_INFO, 1, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GET, MAD_ATTR_VL_ARBITRATION, 0, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GET, MAD_ATTR_VL_ARBITRATION, 5 << 16, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_SLVL_TABLE, 9 << 8, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_MCAST_FWD_TBL, 1u << 28, data),
+			 MAD_STATUS_INVALID_FIELD); /* 8 ports: one position */
+	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_MCAST_FWD_TBL, 512, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_MCAST_FWD_TBL, 511, data), 0);
+	assert_int_equal(d->sma.invalid_field, 11);
+	/* no reply: responses, other classes, a port the node lacks */
+	build(mad, 1, MAD_METHOD_GET_RESP & 0x7f, MAD_ATTR_NODE_INFO, 0, NULL, 0);
+	mad[3] = MAD_METHOD_GET_RESP;
+	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 0);
+	build(mad, MAD_MGMT_CLASS_SUBN_ADM, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
+	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 0);
+	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
+	assert_int_equal(sibd_sma_process(d, h2, 3, mad, mad), 0);
+	assert_int_equal(sibd_sma_process(d, h2, 0, mad, mad), 0);
+	assert_int_equal(sibd_sma_process(d, s1, 9, mad, mad), 0);
+	assert_int_equal(d->sma.dropped, 5);
+}
+
+/* NodeInfo/NodeDescription/GUIDInfo of a switch: LocalPortNum = arrival. */
+static void test_switch_identity(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *s1 = node(d, "S1");
+	struct mad_node_info ni;
+	struct mad_guid_info gi;
+	uint8_t data[64] = { 0 };
+
+	assert_int_equal(sma(d, s1, 4, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, data), 0);
+	mad_node_info_decode(&ni, data);
+	assert_int_equal(ni.node_type, MAD_NODE_TYPE_SWITCH);
+	assert_int_equal(ni.num_ports, 8);
+	assert_int_equal(ni.local_port_num, 4);
+	assert_int_equal(ni.node_guid, 0x0008f10400000100ull);
+	assert_int_equal(ni.port_guid, 0x0008f10400000100ull);
+	assert_int_equal(ni.partition_cap, 32);
+	assert_int_equal(sma(d, s1, 0, MAD_METHOD_GET, MAD_ATTR_NODE_DESC, 0, data), 0);
+	assert_string_equal((char *)data, "S1");
+	assert_int_equal(sma(d, s1, 2, MAD_METHOD_GET, MAD_ATTR_GUID_INFO, 0, data), 0);
+	mad_guid_info_decode(&gi, data);
+	assert_int_equal(gi.guid[0], 0x0008f10400000100ull);
+	assert_int_equal(gi.guid[1], 0);
+	assert_int_equal(sma(d, s1, 2, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 0, data), 0);
+	{
+		struct mad_port_info pi;
+
+		mad_port_info_decode(&pi, data);
+		assert_int_equal(pi.local_port_num, 2); /* port 0's, asked on port 2 */
+		assert_int_equal(pi.capability_mask & MAD_PORT_CAP_IS_TRAP_SUP,
+				 MAD_PORT_CAP_IS_TRAP_SUP);
+	}
+}
+
+/* ---- the port state machine ---------------------------------------------- */
+
+static void test_state_machine(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *a = node(d, "S-5eed000000000a00"), *b = node(d, "S-5eed000000000b00");
+	struct sib_fab_node *a1 = node(d, "H-5eed000000000a10");
+	struct mad_port_info pi = get_pi(d, a1, 1);
+
+	assert_int_equal(pi.port_state, MAD_PORT_STATE_INIT);
+	assert_int_equal(d->devs[0].ports[0].state, IBV_PORT_INIT);
+	/* INIT -> ACTIVE skips ARMED: refused, nothing changes */
+	pi.lid = 40;
+	assert_int_equal(set_pi(d, a1, 1, pi, MAD_PORT_STATE_ACTIVE, 0), MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(pi_of(a1, 1)->lid, 0);
+	assert_int_equal(n_events, 0);
+	/* ARMED, then ACTIVE: each published */
+	assert_int_equal(set_pi(d, a1, 1, pi, MAD_PORT_STATE_ARMED, 0), 0);
+	assert_int_equal(pi_of(a1, 1)->lid, 40);
+	assert_int_equal(a1->ports[1].lid, 40);
+	assert_int_equal(lid_map[40], SIB_LIDM_MAKE(0, 1));
+	assert_int_equal(pi_of(a1, 1)->port_state, MAD_PORT_STATE_ARMED);
+	assert_int_equal(set_pi(d, a1, 1, pi, MAD_PORT_STATE_ACTIVE, 0), 0);
+	assert_int_equal(d->devs[0].ports[0].state, IBV_PORT_ACTIVE);
+	assert_int_equal(events[n_events - 1].type, SIB_EV_PORT_CHANGE);
+	assert_int_equal(events[n_events - 1].state, IBV_PORT_ACTIVE);
+	/* back to INIT or ARMED from ACTIVE: refused; ACTIVE again: no change */
+	assert_int_equal(set_pi(d, a1, 1, pi, MAD_PORT_STATE_INIT, 0), MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(set_pi(d, a1, 1, pi, MAD_PORT_STATE_ARMED, 0), MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(set_pi(d, a1, 1, pi, 7, 0), MAD_STATUS_INVALID_FIELD);
+	n_events = 0;
+	assert_int_equal(set_pi(d, a1, 1, pi, MAD_PORT_STATE_ACTIVE, 0), 0);
+	assert_int_equal(n_events, 0);
+
+	/* Set Down: both ends go down, retrain, come back INIT; switch A notes it */
+	a->mgmt->port[0].pi.lid = 1;
+	a->mgmt->port[0].pi.master_sm_lid = 1;
+	assert_int_equal(set_pi(d, a1, 1, pi, MAD_PORT_STATE_DOWN, 0), 0);
+	assert_int_equal(pi_of(a1, 1)->port_state, MAD_PORT_STATE_INIT);
+	assert_int_equal(pi_of(a1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
+	assert_int_equal(pi_of(a, 1)->port_state, MAD_PORT_STATE_INIT);
+	assert_int_equal(a->mgmt->sw->si.port_state_change, 1);
+	assert_int_equal(n_traps, 2); /* down, and up again */
+	assert_int_equal(a1->mgmt->port[1].pma.link_downed, 1);
+	assert_int_equal(a->mgmt->port[1].pma.link_downed, 1);
+	assert_int_equal(events[0].state, IBV_PORT_DOWN);
+	assert_int_equal(events[n_events - 1].state, IBV_PORT_INIT);
+	assert_int_equal(pi_of(a1, 1)->lid, 40); /* the LID stays */
+
+	/* PortStateChange: written 0 stays, written 1 clears */
+	{
+		uint8_t data[64] = { 0 };
+		struct mad_switch_info si;
+
+		assert_int_equal(sma(d, a, 0, MAD_METHOD_GET, MAD_ATTR_SWITCH_INFO, 0, data), 0);
+		mad_switch_info_decode(&si, data);
+		assert_int_equal(si.port_state_change, 1);
+		si.port_state_change = 0;
+		mad_switch_info_encode(&si, data);
+		assert_int_equal(sma(d, a, 0, MAD_METHOD_SET, MAD_ATTR_SWITCH_INFO, 0, data), 0);
+		assert_int_equal(a->mgmt->sw->si.port_state_change, 1);
+		si.port_state_change = 1;
+		mad_switch_info_encode(&si, data);
+		assert_int_equal(sma(d, a, 0, MAD_METHOD_SET, MAD_ATTR_SWITCH_INFO, 0, data), 0);
+		assert_int_equal(a->mgmt->sw->si.port_state_change, 0);
+		si.linear_fdb_top = 0xC000;
+		mad_switch_info_encode(&si, data);
+		assert_int_equal(sma(d, a, 0, MAD_METHOD_SET, MAD_ATTR_SWITCH_INFO, 0, data),
+				 MAD_STATUS_INVALID_FIELD);
+	}
+
+	/* PortPhysicalState Disabled on the switch side (A-B link): DOWN both
+	 * ends, this one Disabled, the far one Polling; both switches note it */
+	b->mgmt->sw->si.port_state_change = 0;
+	pi = get_pi(d, a, 3);
+	assert_int_equal(set_pi(d, a, 3, pi, 0, MAD_PORT_PHYS_STATE_DISABLED), 0);
+	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_DOWN);
+	assert_int_equal(pi_of(a, 3)->port_phys_state, MAD_PORT_PHYS_STATE_DISABLED);
+	assert_int_equal(pi_of(b, 3)->port_state, MAD_PORT_STATE_DOWN);
+	assert_int_equal(pi_of(b, 3)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
+	assert_int_equal(b->mgmt->sw->si.port_state_change, 1);
+	/* ARMED on a DOWN port: refused */
+	pi = get_pi(d, a, 3);
+	assert_int_equal(set_pi(d, a, 3, pi, MAD_PORT_STATE_ARMED, 0), MAD_STATUS_INVALID_FIELD);
+	/* PortPhysicalState values other than 0, 2, 3: refused */
+	assert_int_equal(set_pi(d, a, 3, pi, 0, MAD_PORT_PHYS_STATE_LINKUP),
+			 MAD_STATUS_INVALID_FIELD);
+	/* Polling: the link trains again */
+	assert_int_equal(set_pi(d, a, 3, pi, 0, MAD_PORT_PHYS_STATE_POLLING), 0);
+	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_INIT);
+	assert_int_equal(pi_of(b, 3)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
+	/* an unlinked port stays Polling */
+	sibd_sma_link_up(d, a, 4);
+	assert_int_equal(pi_of(a, 4)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
+}
+
+/* Field checks of a PortInfo Set: a bad one changes nothing. */
+static void test_portinfo_fields(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *a = node(d, "S-5eed000000000a00");
+	struct sib_fab_node *b1 = node(d, "H-5eed000000000b10");
+	struct mad_port_info pi = get_pi(d, b1, 1), bad;
+	unsigned int ev;
+
+	pi.lid = 0x20;
+	pi.lmc = 2;
+	pi.master_sm_lid = 7;
+	pi.master_sm_sl = 3;
+	pi.neighbor_mtu = MAD_MTU_2048;
+	pi.operational_vls = 4;
+	pi.link_width_enabled = 0xFF;
+	pi.link_speed_enabled = 1;
+	assert_int_equal(set_pi(d, b1, 1, pi, 0, 0), 0);
+	assert_int_equal(pi_of(b1, 1)->lid, 0x20);
+	assert_int_equal(pi_of(b1, 1)->lmc, 2);
+	assert_int_equal(pi_of(b1, 1)->link_width_enabled, pi_of(b1, 1)->link_width_supported);
+	assert_int_equal(pi_of(b1, 1)->link_speed_enabled, 1);
+	for (int l = 0x20; l < 0x24; l++)
+		assert_int_equal(lid_map[l], SIB_LIDM_MAKE(2, 1));
+	assert_int_equal(d->devs[2].ports[0].lid, 0x20);
+	assert_int_equal(d->devs[2].ports[0].sm_lid, 7);
+	assert_int_equal(d->devs[2].ports[0].sm_sl, 3);
+	assert_int_equal(d->devs[2].ports[0].active_mtu, IBV_MTU_2048);
+	assert_int_equal(events[n_events - 2].type, SIB_EV_LID_CHANGE);
+	assert_int_equal(events[n_events - 1].type, SIB_EV_SM_CHANGE);
+	/* the LID moves: the old range unroutes */
+	pi.lmc = 0;
+	pi.lid = 0x30;
+	assert_int_equal(set_pi(d, b1, 1, pi, 0, 0), 0);
+	assert_int_equal(lid_map[0x20], 0);
+	assert_int_equal(lid_map[0x23], 0);
+	assert_int_equal(lid_map[0x30], SIB_LIDM_MAKE(2, 1));
+
+	ev = n_events;
+	bad = pi;
+	bad.lid = 0xC000;
+	assert_int_equal(set_pi(d, b1, 1, bad, 0, 0), MAD_STATUS_INVALID_FIELD);
+	bad = pi;
+	bad.lid = 0xBFFE;
+	bad.lmc = 2; /* range past the last unicast LID */
+	assert_int_equal(set_pi(d, b1, 1, bad, 0, 0), MAD_STATUS_INVALID_FIELD);
+	bad = pi;
+	bad.master_sm_lid = 0xFFFF;
+	assert_int_equal(set_pi(d, b1, 1, bad, 0, 0), MAD_STATUS_INVALID_FIELD);
+	bad = pi;
+	bad.neighbor_mtu = 6;
+	assert_int_equal(set_pi(d, b1, 1, bad, 0, 0), MAD_STATUS_INVALID_FIELD);
+	bad = pi;
+	bad.neighbor_mtu = 0;
+	assert_int_equal(set_pi(d, b1, 1, bad, 0, 0), MAD_STATUS_INVALID_FIELD);
+	bad = pi;
+	bad.operational_vls = 5; /* VLCap is VL0-7 */
+	assert_int_equal(set_pi(d, b1, 1, bad, 0, 0), MAD_STATUS_INVALID_FIELD);
+	bad = pi;
+	bad.link_width_enabled = 8; /* 12X: not supported */
+	assert_int_equal(set_pi(d, b1, 1, bad, 0, 0), MAD_STATUS_INVALID_FIELD);
+	bad = pi;
+	bad.link_speed_enabled = 8;
+	assert_int_equal(set_pi(d, b1, 1, bad, 0, 0), MAD_STATUS_INVALID_FIELD);
+	bad = pi;
+	bad.link_down_default_state = 3;
+	bad.lid = 0x31;
+	assert_int_equal(set_pi(d, b1, 1, bad, 0, 0), MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(pi_of(b1, 1)->lid, 0x30);
+	assert_int_equal(n_events, ev);
+
+	/* a switch's external port has no LID: it is not taken */
+	pi = get_pi(d, a, 1);
+	pi.lid = 0x55;
+	assert_int_equal(set_pi(d, a, 1, pi, 0, 0), 0);
+	assert_int_equal(pi_of(a, 1)->lid, 0);
+	/* its port 0 does */
+	pi = get_pi(d, a, 0);
+	pi.lid = 0x56;
+	assert_int_equal(set_pi(d, a, 0, pi, 0, 0), 0);
+	assert_int_equal(pi_of(a, 0)->lid, 0x56);
+	assert_int_equal(a->ports[0].lid, 0x56);
+}
+
+/* M_Key (14.2.4): protect bits decide what a wrong key may do. */
+static void test_m_key(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *a2 = node(d, "H-5eed000000000a20");
+	struct mad_port_info pi = get_pi(d, a2, 1);
+	uint8_t mad[MAD_SIZE];
+	struct mad_hdr h;
+
+	pi.m_key = 0x1122334455667788ull;
+	pi.m_key_protect_bits = 1;
+	assert_int_equal(set_pi(d, a2, 1, pi, 0, 0), 0);
+	/* Get without the key: answered, the key hidden */
+	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
+	assert_int_equal(sibd_sma_process(d, a2, 1, mad, mad), 1);
+	assert_int_equal(mad[64], 0);
+	/* with it: shown */
+	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
+	for (int i = 0; i < 8; i++)
+		mad[24 + i] = (uint8_t)(pi.m_key >> (56 - 8 * i));
+	assert_int_equal(sibd_sma_process(d, a2, 1, mad, mad), 1);
+	mad_hdr_decode(&h, mad);
+	assert_int_equal(h.status, 0);
+	assert_int_equal(mad[64], 0x11);
+	/* Set without it: dropped and counted */
+	build(mad, 1, MAD_METHOD_SET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
+	assert_int_equal(sibd_sma_process(d, a2, 1, mad, mad), 0);
+	assert_int_equal(pi_of(a2, 1)->m_key_violations, 1);
+	assert_int_equal(d->sma.m_key_violations, 1);
+	/* protect bits 2: a Get without it is dropped too */
+	a2->mgmt->port[1].pi.m_key_protect_bits = 2;
+	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
+	assert_int_equal(sibd_sma_process(d, a2, 1, mad, mad), 0);
+	assert_int_equal(d->sma.m_key_violations, 2);
+	/* protect bits 0: a Get shows the key to anyone */
+	a2->mgmt->port[1].pi.m_key_protect_bits = 0;
+	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
+	assert_int_equal(sibd_sma_process(d, a2, 1, mad, mad), 1);
+	assert_int_equal(mad[64], 0x11);
+}
+
+/* P_KeyTable, SLtoVL, VLArb, MFT: what is set is read back, bounds hold. */
+static void test_tables(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *a = node(d, "S-5eed000000000a00");
+	struct sib_fab_node *a1 = node(d, "H-5eed000000000a10");
+	struct mad_pkey_table pk = { { 0 } };
+	struct mad_sl2vl sv;
+	struct mad_vl_arb va;
+	struct mad_mft mft;
+	uint8_t data[64];
+
+	/* P_Keys: a CA keeps 16 (its PartitionCap), published to verbs */
+	for (int i = 0; i < 32; i++)
+		pk.pkey[i] = (uint16_t)(0x8000 | i);
+	mad_pkey_table_encode(&pk, data);
+	assert_int_equal(sma(d, a1, 1, MAD_METHOD_SET, MAD_ATTR_P_KEY_TABLE, 0, data), 0);
+	mad_pkey_table_decode(&pk, data);
+	assert_int_equal(pk.pkey[15], 0x800f);
+	assert_int_equal(pk.pkey[16], 0);
+	assert_int_equal(d->devs[0].ports[0].pkey[3], 0x8003);
+	/* a switch: port in bits 31-16, 32 entries */
+	for (int i = 0; i < 32; i++)
+		pk.pkey[i] = (uint16_t)(0x8000 | i);
+	mad_pkey_table_encode(&pk, data);
+	assert_int_equal(sma(d, a, 1, MAD_METHOD_SET, MAD_ATTR_P_KEY_TABLE, 2u << 16, data), 0);
+	assert_int_equal(a->mgmt->port[2].pkey[31], 0x801f);
+	assert_int_equal(a->mgmt->port[1].pkey[0], 0xFFFF);
+
+	/* SL2VL: default SL mod 8; a switch table per (in, out) */
+	memset(data, 0, sizeof(data));
+	assert_int_equal(sma(d, a, 1, MAD_METHOD_GET, MAD_ATTR_SLVL_TABLE, 1 << 8 | 2, data), 0);
+	mad_sl2vl_decode(&sv, data);
+	assert_int_equal(sv.vl[9], 1);
+	assert_null(a->mgmt->sw->sl2vl);
+	for (int i = 0; i < 16; i++)
+		sv.vl[i] = (uint8_t)(15 - i);
+	mad_sl2vl_encode(&sv, data);
+	assert_int_equal(sma(d, a, 1, MAD_METHOD_SET, MAD_ATTR_SLVL_TABLE, 1 << 8 | 2, data), 0);
+	memset(data, 0, sizeof(data));
+	assert_int_equal(sma(d, a, 1, MAD_METHOD_GET, MAD_ATTR_SLVL_TABLE, 2 << 8 | 1, data), 0);
+	mad_sl2vl_decode(&sv, data);
+	assert_int_equal(sv.vl[0], 0); /* another pair: still the default */
+	assert_int_equal(sma(d, a, 1, MAD_METHOD_GET, MAD_ATTR_SLVL_TABLE, 1 << 8 | 2, data), 0);
+	mad_sl2vl_decode(&sv, data);
+	assert_int_equal(sv.vl[0], 15);
+	/* a CA: its own port's */
+	assert_int_equal(sma(d, a1, 1, MAD_METHOD_SET, MAD_ATTR_SLVL_TABLE, 0, data), 0);
+	assert_int_equal(a1->mgmt->port[1].sl2vl[1], 14);
+
+	/* VLArb block 3 (high 0-31) of switch port 4 */
+	memset(&va, 0, sizeof(va));
+	va.vl[0] = 2;
+	va.weight[0] = 64;
+	mad_vl_arb_encode(&va, data);
+	assert_int_equal(sma(d, a, 1, MAD_METHOD_SET, MAD_ATTR_VL_ARBITRATION, 3u << 16 | 4, data),
+			 0);
+	assert_int_equal(a->mgmt->port[4].vlarb[2].weight[0], 64);
+
+	/* MFT: MLID 0xC000 + 32 * 3 + 5, position 0 */
+	n_route_changed = 0;
+	memset(&mft, 0, sizeof(mft));
+	mft.port_mask[5] = 0x000E;
+	mad_mft_encode(&mft, data);
+	assert_int_equal(sma(d, a, 1, MAD_METHOD_SET, MAD_ATTR_MCAST_FWD_TBL, 3, data), 0);
+	assert_int_equal(a->mgmt->sw->mft[(32 * 3 + 5) * sib_subnet_mft_positions(a)], 0x000E);
+	assert_int_equal(n_route_changed, 1);
+	memset(data, 0, sizeof(data));
+	assert_int_equal(sma(d, a, 1, MAD_METHOD_GET, MAD_ATTR_MCAST_FWD_TBL, 3, data), 0);
+	mad_mft_decode(&mft, data);
+	assert_int_equal(mft.port_mask[5], 0x000E);
+	assert_int_equal(mft.port_mask[4], 0);
+}
+
+/* IsSM on and off: published, trap 144 each time it changes. */
+static void test_capability(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *a1 = node(d, "H-5eed000000000a10");
+	struct mad_port_info pi = get_pi(d, a1, 1);
+	uint8_t wire[MAD_SIZE];
+	struct mad_notice nt;
+	struct mad_trap144 t;
+
+	pi.lid = 3;
+	pi.master_sm_lid = 3;
+	assert_int_equal(set_pi(d, a1, 1, pi, 0, 0), 0);
+	sibd_sma_set_capability(d, a1, 1, MAD_PORT_CAP_IS_SM, true);
+	assert_true(d->devs[0].ports[0].cap_flags & MAD_PORT_CAP_IS_SM);
+	assert_int_equal(n_traps, 1);
+	to_wire(&traps[0], wire);
+	mad_notice_decode(&nt, wire + 64);
+	assert_int_equal(nt.trap_num, 144);
+	assert_int_equal(nt.issuer_lid, 3);
+	mad_trap144_decode(&t, &nt);
+	assert_true(t.capability_mask & MAD_PORT_CAP_IS_SM);
+	sibd_sma_set_capability(d, a1, 1, MAD_PORT_CAP_IS_SM, true); /* no change */
+	assert_int_equal(n_traps, 1);
+	sibd_sma_set_capability(d, a1, 1, MAD_PORT_CAP_IS_SM, false);
+	assert_int_equal(n_traps, 2);
+	assert_false(d->devs[0].ports[0].cap_flags & MAD_PORT_CAP_IS_SM);
+	sibd_sma_set_capability(d, a1, 0, MAD_PORT_CAP_IS_SM, true); /* no port 0 */
+	sibd_sma_set_capability(d, a1, 5, MAD_PORT_CAP_IS_SM, true);
+	assert_int_equal(n_traps, 2);
+}
+
+/* ---- PMA -------------------------------------------------------------------- */
+
+static int pma(struct sibd *d, struct sib_fab_node *n, uint8_t method, uint16_t attr,
+	       uint32_t mod, uint8_t *data)
+{
+	uint8_t mad[MAD_SIZE];
+	struct mad_hdr h;
+
+	build(mad, MAD_MGMT_CLASS_PERF_MGMT, method, attr, mod, data, 192);
+	if (!sibd_pma_process(d, n, 1, mad, mad))
+		return -1;
+	mad_hdr_decode(&h, mad);
+	memcpy(data, mad + 64, 192);
+	return h.status;
+}
+
+static void test_pma(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *a = node(d, "S-5eed000000000a00");
+	struct sib_fab_node *a1 = node(d, "H-5eed000000000a10");
+	struct mad_class_port_info cpi;
+	struct mad_port_counters pc;
+	struct mad_port_counters_ext x;
+	uint8_t data[192] = { 0 }, mad[MAD_SIZE];
+
+	assert_int_equal(pma(d, a1, MAD_METHOD_GET, MAD_ATTR_CLASS_PORT_INFO, 0, data), 0);
+	mad_class_port_info_decode(&cpi, data);
+	assert_true(cpi.capability_mask & (1u << 8)); /* AllPortSelect */
+	assert_true(cpi.capability_mask & (1u << 9)); /* PortCountersExtended */
+
+	a1->mgmt->port[1].pma.rcv_pkts = 10;
+	data_pkts = 7;
+	memset(data, 0, sizeof(data));
+	data[1] = 1;
+	assert_int_equal(pma(d, a1, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, data), 0);
+	mad_port_counters_decode(&pc, data);
+	assert_int_equal(pc.port_rcv_pkts, 10);
+	assert_int_equal(pc.port_xmit_pkts, 7);
+	/* Set clears what CounterSelect names: PortXmitPkts (bit 14) only */
+	memset(data, 0, sizeof(data));
+	pc.port_select = 1;
+	pc.counter_select = 1u << 14;
+	mad_port_counters_encode(&pc, data);
+	assert_int_equal(pma(d, a1, MAD_METHOD_SET, MAD_ATTR_PORT_CNTRS, 0, data), 0);
+	mad_port_counters_decode(&pc, data);
+	assert_int_equal(pc.port_xmit_pkts, 0);
+	assert_int_equal(pc.port_rcv_pkts, 10);
+	data_pkts = 9; /* the data path moves on: 2 since the clear */
+	memset(data, 0, sizeof(data));
+	data[1] = 1;
+	assert_int_equal(pma(d, a1, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS_EXT, 0, data), 0);
+	mad_port_counters_ext_decode(&x, data);
+	assert_int_equal(x.port_xmit_pkts, 2);
+	assert_int_equal(x.port_rcv_pkts, 10);
+	/* a context that went away: never below 0 */
+	data_pkts = 0;
+	assert_int_equal(pma(d, a1, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS_EXT, 0, data), 0);
+	mad_port_counters_ext_decode(&x, data);
+	assert_int_equal(x.port_xmit_pkts, 0);
+	/* extended Set: RcvPkts (bit 3) */
+	memset(&x, 0, sizeof(x));
+	x.port_select = 1;
+	x.counter_select = 1u << 3;
+	mad_port_counters_ext_encode(&x, data);
+	assert_int_equal(pma(d, a1, MAD_METHOD_SET, MAD_ATTR_PORT_CNTRS_EXT, 0, data), 0);
+	mad_port_counters_ext_decode(&x, data);
+	assert_int_equal(x.port_rcv_pkts, 0);
+
+	/* PortSelect 0xFF: the sum of a switch's ports */
+	a->mgmt->port[1].pma.xmit_discards = 3;
+	a->mgmt->port[3].pma.xmit_discards = 4;
+	memset(data, 0, sizeof(data));
+	data[1] = 0xFF;
+	assert_int_equal(pma(d, a, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, data), 0);
+	mad_port_counters_decode(&pc, data);
+	assert_int_equal(pc.port_xmit_discards, 7);
+	/* and a clear of all of them */
+	pc.counter_select = 1u << 6;
+	mad_port_counters_encode(&pc, data);
+	assert_int_equal(pma(d, a, MAD_METHOD_SET, MAD_ATTR_PORT_CNTRS, 0, data), 0);
+	mad_port_counters_decode(&pc, data);
+	assert_int_equal(pc.port_xmit_discards, 0);
+	/* saturation: 8-bit LinkDowned */
+	a->mgmt->port[2].pma.link_downed = 300;
+	memset(data, 0, sizeof(data));
+	data[1] = 2;
+	assert_int_equal(pma(d, a, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, data), 0);
+	mad_port_counters_decode(&pc, data);
+	assert_int_equal(pc.link_downed_counter, 255);
+
+	/* bad input */
+	memset(data, 0, sizeof(data));
+	data[1] = 5;
+	assert_int_equal(pma(d, a, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, data),
+			 MAD_STATUS_INVALID_FIELD);
+	data[1] = 0; /* a CA has no port 0 */
+	assert_int_equal(pma(d, a1, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, data),
+			 MAD_STATUS_INVALID_FIELD);
+	data[1] = 1;
+	assert_int_equal(pma(d, a1, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 1, data),
+			 MAD_STATUS_INVALID_FIELD);
+	assert_int_equal(pma(d, a1, MAD_METHOD_GET, 0x0015, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(pma(d, a1, MAD_METHOD_SET, MAD_ATTR_CLASS_PORT_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(pma(d, a1, MAD_METHOD_GETTABLE, MAD_ATTR_PORT_CNTRS, 0, data),
+			 MAD_STATUS_UNSUP_METHOD);
+	build(mad, MAD_MGMT_CLASS_PERF_MGMT, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, NULL, 0);
+	mad[2] = 2;
+	assert_int_equal(sibd_pma_process(d, a1, 1, mad, mad), 1);
+	assert_int_equal(mad[4] << 8 | mad[5], MAD_STATUS_BAD_VERSION);
+	build(mad, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, NULL, 0);
+	assert_int_equal(sibd_pma_process(d, a1, 1, mad, mad), 0);
+}
+
+/* ---- the built-in SM ------------------------------------------------------- */
+
+static void test_builtin_sweep(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *a = node(d, "S-5eed000000000a00"), *b = node(d, "S-5eed000000000b00");
+	struct sib_fab_node *cas[4] = {
+		node(d, "H-5eed000000000a10"), node(d, "H-5eed000000000a20"),
+		node(d, "H-5eed000000000b10"), node(d, "H-5eed000000000b20"),
+	};
+	unsigned int i, j, npos = sib_subnet_mft_positions(a);
+
+	d->sm_external = false;
+	assert_int_equal(sibd_sm_builtin_sweep(d), 0);
+	/* LIDs in file order: switch port 0s, then the linked CA ports */
+	assert_int_equal(pi_of(a, 0)->lid, 1);
+	assert_int_equal(pi_of(b, 0)->lid, 2);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(pi_of(cas[i], 1)->lid, 3 + i);
+		assert_int_equal(pi_of(cas[i], 1)->port_state, MAD_PORT_STATE_ACTIVE);
+		assert_int_equal(pi_of(cas[i], 1)->master_sm_lid, SIBD_SM_LID);
+		assert_int_equal(pi_of(cas[i], 1)->subnet_timeout, 18);
+		assert_int_equal(pi_of(cas[i], 1)->operational_vls, 4);
+		assert_int_equal(d->devs[i].ports[0].state, IBV_PORT_ACTIVE);
+		assert_int_equal(lid_map[3 + i], SIB_LIDM_MAKE(i, 1));
+	}
+	assert_int_equal(pi_of(cas[2], 2)->port_state, MAD_PORT_STATE_DOWN); /* no link */
+	assert_int_equal(pi_of(cas[2], 2)->lid, 0);
+	assert_int_equal(pi_of(a, 0)->port_state, MAD_PORT_STATE_ACTIVE);
+	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_ACTIVE);
+	assert_int_equal(pi_of(a, 4)->port_state, MAD_PORT_STATE_DOWN);
+	assert_int_equal(a->mgmt->sw->si.linear_fdb_top, 6);
+	assert_int_equal(a->mgmt->sw->si.port_state_change, 0);
+	/* every CA reaches every CA and both switches, for data */
+	for (i = 0; i < 4; i++) {
+		for (j = 0; j < 4; j++) {
+			struct sib_route r = sib_subnet_route(&d->fab, cas[i], 1, (uint16_t)(3 + j),
+							      false);
+
+			if (r.verdict != SIB_ROUTE_OK)
+				fail_msg("%u -> %u: %s at %s port %u", i, j,
+					 sib_route_verdict_str(r.verdict), r.at->id, r.at_port);
+			assert_ptr_equal(r.node, cas[j]);
+			assert_int_equal(r.hops, i == j ? 0 : (i / 2 == j / 2 ? 2 : 3));
+		}
+		assert_int_equal(sib_subnet_route(&d->fab, cas[i], 1, 2, false).verdict,
+				 SIB_ROUTE_OK);
+	}
+	/* multicast: A sends to its CAs and B, B to its CAs and A, every MLID */
+	assert_int_equal(a->mgmt->sw->mft[0], 1 << 1 | 1 << 2 | 1 << 3);
+	assert_int_equal(b->mgmt->sw->mft[(0x3FFE) * npos], 1 << 1 | 1 << 2 | 1 << 3);
+
+	/* a second sweep changes nothing */
+	n_events = n_route_changed = 0;
+	assert_int_equal(sibd_sm_builtin_sweep(d), 0);
+	assert_int_equal(n_events, 0);
+	assert_int_equal(n_route_changed, 0);
+
+	/* a link retrains after Set Down: the SM makes it ACTIVE again */
+	sibd_sma_link_down(d, a, 3, false);
+	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_ACTIVE);
+	assert_int_equal(pi_of(b, 3)->port_state, MAD_PORT_STATE_ACTIVE);
+	assert_int_equal(sib_subnet_route(&d->fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
+	/* a disabled CA link stays down until it is enabled */
+	n_events = 0;
+	sibd_sma_link_down(d, cas[3], 1, true);
+	assert_int_equal(n_events, 1);
+	assert_int_equal(d->devs[3].ports[0].state, IBV_PORT_DOWN);
+	assert_int_equal(d->devs[3].ports[0].phys_state, MAD_PORT_PHYS_STATE_DISABLED);
+	assert_int_equal(sib_subnet_route(&d->fab, cas[0], 1, 6, false).verdict,
+			 SIB_ROUTE_LINK_DOWN);
+	sibd_sma_link_up(d, cas[3], 1);
+	assert_int_equal(d->devs[3].ports[0].state, IBV_PORT_ACTIVE);
+	assert_int_equal(events[n_events - 1].state, IBV_PORT_ACTIVE);
+	assert_int_equal(pi_of(cas[3], 1)->lid, 6);
+	assert_int_equal(sib_subnet_route(&d->fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
+}
+
+/* The default fabric: switch port 0 LID 1, softib0..3 LIDs 2..5, as before. */
+static void test_builtin_default(void **state)
+{
+	struct sibd *d = make(sib_fabric_default_topology(), NULL, false);
+
+	(void)state;
+	assert_int_equal(sibd_sm_builtin_sweep(d), 0);
+	assert_int_equal(node(d, "S-5eed000000000100")->mgmt->port[0].pi.lid, 1);
+	for (uint32_t i = 0; i < 4; i++) {
+		assert_int_equal(d->devs[i].ports[0].lid, 2 + i);
+		assert_int_equal(d->devs[i].ports[0].sm_lid, 1);
+		assert_int_equal(d->devs[i].ports[0].state, IBV_PORT_ACTIVE);
+		assert_int_equal(d->devs[i].ports[0].phys_state, 5);
+		assert_int_equal(d->devs[i].ports[0].active_mtu, IBV_MTU_4096);
+		assert_int_equal(d->devs[i].ports[0].active_width, 2);
+		assert_int_equal(d->devs[i].ports[0].active_speed, 4);
+		assert_int_equal(d->devs[i].ports[0].subnet_timeout, 18);
+		assert_int_equal(d->devs[i].ports[0].max_vl_num, 4);
+		assert_int_equal(d->devs[i].ports[0].pkey[0], 0xFFFF);
+	}
+	destroy(d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_vector_nodeinfo_dr, setup_vec, teardown),
+		cmocka_unit_test_setup_teardown(test_vector_portinfo, setup_vec, teardown),
+		cmocka_unit_test_setup_teardown(test_vector_lft, setup_vec, teardown),
+		cmocka_unit_test_setup_teardown(test_vector_pma, setup_vec, teardown),
+		cmocka_unit_test_setup_teardown(test_vector_trap128, setup_vec, teardown),
+		cmocka_unit_test_setup_teardown(test_statuses, setup_vec, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_identity, setup_vec, teardown),
+		cmocka_unit_test_setup_teardown(test_state_machine, setup_2sw, teardown),
+		cmocka_unit_test_setup_teardown(test_portinfo_fields, setup_2sw, teardown),
+		cmocka_unit_test_setup_teardown(test_m_key, setup_2sw, teardown),
+		cmocka_unit_test_setup_teardown(test_tables, setup_2sw, teardown),
+		cmocka_unit_test_setup_teardown(test_capability, setup_2sw, teardown),
+		cmocka_unit_test_setup_teardown(test_pma, setup_2sw, teardown),
+		cmocka_unit_test_setup_teardown(test_builtin_sweep, setup_2sw, teardown),
+		cmocka_unit_test(test_builtin_default),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

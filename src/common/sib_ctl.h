@@ -284,6 +284,35 @@ struct sib_ctl_mgmt_query {
 	char names[SIB_MGMT_MAX_CAS][SIB_MGMT_NAME_LEN]; /* out (CAS) */
 };
 
+/*
+ * ROUTE (data path, docs/subnet.md): where a packet leaving CA port `port`
+ * of device `dev_index` for `dlid` ends, as the switches' forwarding
+ * tables say (IBA 18.2.4.3.2 LFT, 18.2.4.3.3 MFT), computed by softibd
+ * (sib_subnet_route, data rules: every port on the way ACTIVE).
+ * Unicast: verdict 0 and (dst_dev, dst_port), the CA port owning dlid;
+ * else the drop verdict (daemon/subnet.h enum sib_route_verdict values,
+ * or SIB_CTL_ROUTE_NOT_CA: the LID is a switch's, not a verbs device's).
+ * Multicast (0xC000..0xFFFE): verdict 0 and the CA ports the MFTs reach
+ * from that port, bit dev * SIB_MAX_PORTS + (port - 1) of mcast_mask
+ * (the sending port itself included: local loopback).  route_gen: the
+ * map's route_gen when computed; the answer holds while it is unchanged.
+ */
+#define SIB_CTL_ROUTE_NOT_CA 0x80u
+#define SIB_CTL_ROUTE_MASK_WORDS 2u /* SIB_MAX_DEVICES * SIB_MAX_PORTS bits (sib_shm.h) */
+struct sib_ctl_route {
+	uint32_t dev_index;   /* in: index in sib_fabric_shm.devs (a present device) */
+	uint8_t port;         /* in: 1-based port of that device */
+	uint8_t verdict;      /* out: 0 = reaches, else why it is dropped */
+	uint16_t dlid;        /* in */
+	uint32_t route_gen;   /* out */
+	uint32_t dst_dev;     /* out (unicast, verdict 0) */
+	uint8_t dst_port;     /* out (unicast, verdict 0) */
+	uint8_t hops;         /* out: links crossed (unicast; 255 and more: 255) */
+	uint16_t pad;
+	uint32_t pad2;
+	uint64_t mcast_mask[SIB_CTL_ROUTE_MASK_WORDS]; /* out (multicast) */
+};
+
 #define SIB_CTL_TEXT_MAX 3072
 
 struct sib_ctl_text {
@@ -308,6 +337,7 @@ struct sib_ctl_msg {
 		struct sib_ctl_mai_open mai_open;
 		struct sib_ctl_mai_filter mai_filter;
 		struct sib_ctl_mgmt_query mgmt;
+		struct sib_ctl_route route;
 		uint32_t handle;
 	} u;
 };
@@ -320,5 +350,6 @@ _Static_assert(sizeof(struct sib_ctl_mcast) == 24, "ctl mcast is ABI");
 _Static_assert(sizeof(struct sib_ctl_mai_open) == 84, "ctl mai_open is ABI");
 _Static_assert(sizeof(struct sib_ctl_mai_filter) == 136, "ctl mai_filter is ABI");
 _Static_assert(sizeof(struct sib_mgmt_port) == 104, "mgmt port is ABI");
+_Static_assert(sizeof(struct sib_ctl_route) == 24 + 8 * SIB_CTL_ROUTE_MASK_WORDS, "ctl route is ABI");
 
 #endif

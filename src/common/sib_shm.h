@@ -154,7 +154,11 @@ struct sib_fabric_shm {
 	uint32_t size;              /* bytes of this mapping */
 	_Atomic uint32_t num_devices; /* devs[] slots ever used; present ones have gen odd */
 	_Atomic uint32_t port_seq;  /* seqlock over ports[] and lid_map[] */
-	uint32_t pad;
+	/* Bumped (release) by softibd on every change that can move a
+	 * LID-routed packet: an LFT or MFT entry, a LID, a port or link state
+	 * (daemon/route.c).  Clients cache SIB_CTL_ROUTE answers while it
+	 * keeps the value they were computed at: one load per packet. */
+	_Atomic uint32_t route_gen;
 	uint64_t daemon_pid;
 	struct sib_shm_device devs[SIB_MAX_DEVICES];
 	struct sib_shm_inbox_desc inboxes[SIB_MAX_INBOXES];

@@ -495,6 +495,7 @@ static const struct sibd_cmd {
 	[SIB_CTL_MAI_OPEN] = { sibd_cmd_mai_open, false },      /* mai_chan.c */
 	[SIB_CTL_MAI_FILTER] = { sibd_cmd_mai_filter, false },
 	[SIB_CTL_MGMT_QUERY] = { sibd_cmd_mgmt_query, false },  /* mgmt_query.c */
+	[SIB_CTL_ROUTE] = { sibd_cmd_route, true },             /* route.c */
 };
 
 /*

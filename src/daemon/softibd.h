@@ -127,6 +127,9 @@ struct sibd {
 	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m);
 	uint64_t trap_tid;              /* TID of the last trap sent */
 	struct sibd_sma_counters sma;
+
+	/* routes of the data path (route.c) */
+	uint32_t route_gen;             /* the map's route_gen, as last stored */
 };
 
 /* xrcd.c: XRC domains, one per device and file, counted by opener handles.
@@ -231,6 +234,13 @@ int sibd_issm_fd(const struct sibd *d);
 void sibd_issm_event(struct sibd *d);
 int sibd_issm_ensure(struct sibd *d, uint32_t dev_index, uint8_t port, const char *path);
 void sibd_issm_fini(struct sibd *d);
+
+/* route.c: the data path's routes (SIB_CTL_ROUTE, docs/subnet.md;
+ * sibd_route_changed is declared in sma.h).  route_answer: fill r
+ * (dev_index, port, dlid in) as SIB_CTL_ROUTE answers; 0 or -EINVAL (no
+ * such present device or port). */
+int sibd_route_answer(struct sibd *d, struct sib_ctl_route *r);
+int sibd_cmd_route(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
 
 /* status.c */
 int sibd_status_text(struct sibd *d, char **text, size_t *len);

@@ -54,15 +54,20 @@ void sib_qp_dest_release(struct sib_qp *qp)
 	memset(&qp->dest, 0, sizeof(qp->dest));
 }
 
-/* Resolve the connected peer of qp to its inbox (IBA routing by DLID, then
- * the destination CA's QPN demultiplexing, done here by the sender).  The
- * dest cache holds a reference on the mapping: let go when the inbox's
- * generation is gone or the destination changes. */
-static struct sib_ring *dest_ring(struct sib_qp *qp, uint16_t dlid, uint32_t dqpn)
+/* Resolve the connected peer of qp to its inbox: the switches' forwarding
+ * tables take the DLID to a CA port (IBA 18.2.4.3, route.c), whose CA must
+ * own the QPN (the destination CA's QPN demultiplexing, done here by the
+ * sender).  The dest cache holds a reference on the mapping: let go when
+ * the inbox's generation is gone or the destination changes.  The route
+ * is resolved again only when the map's route_gen moved (one load per
+ * packet).  *no_route: the tables drop the packet (counted by the caller). */
+static struct sib_ring *dest_ring(struct sib_qp *qp, uint16_t dlid, uint32_t dqpn, uint8_t port,
+				  bool *no_route)
 {
 	struct sib_dest *d = &qp->dest;
+	const struct sib_route_ent *r;
+	uint32_t inbox, gen;
 	uint64_t w;
-	uint32_t inbox;
 
 	if (dqpn >= SIB_MAX_QPN)
 		return NULL;
@@ -78,13 +83,18 @@ static struct sib_ring *dest_ring(struct sib_qp *qp, uint16_t dlid, uint32_t dqp
 		}
 		return NULL;
 	}
-	if (d->ring && d->owner == w && d->dlid == dlid && d->dqpn == dqpn)
+	gen = atomic_load_explicit(&sib_fabric->route_gen, memory_order_acquire);
+	if (d->ring && d->owner == w && d->dlid == dlid && d->dqpn == dqpn && d->route_gen == gen)
 		return d->ring;
 
-	/* Slow path: check that the DLID leads to the CA that owns the QPN. */
-	uint16_t lm = dlid < SIB_UNICAST_LIDS ?
-		      atomic_load_explicit(&sib_fabric->lid_map[dlid], memory_order_acquire) : 0;
-	if (!lm || (uint32_t)(lm >> 8) != SIB_QPO_DEV(w))
+	/* Slow path: where the DLID leads (cached per context), and is it
+	 * the CA that owns the QPN? */
+	r = sib_route_get(qp->ctx, port, dlid, gen);
+	if (r->verdict) {
+		*no_route = true;
+		return NULL;
+	}
+	if (r->dst_dev != SIB_QPO_DEV(w))
 		return NULL;
 	/* Another QP of the same inbox (a UD QP answering several peers of
 	 * one process) keeps the mapping; otherwise map the new one before
@@ -99,7 +109,15 @@ static struct sib_ring *dest_ring(struct sib_qp *qp, uint16_t dlid, uint32_t dqp
 	d->owner = w;
 	d->dlid = dlid;
 	d->dqpn = dqpn;
+	d->route_gen = r->gen;
 	return d->ring;
+}
+
+/* A packet of ours the port or the forwarding tables do not let out: lost
+ * on the wire, counted as the port's PortXmitDiscards (IBA 16.1.3.5). */
+static void tx_discard(struct sib_qp *qp, uint8_t port)
+{
+	sib_link_count_port(&qp->ctx->link, port, SIB_LP_XMIT_DISCARDS, 1);
 }
 
 /*
@@ -122,24 +140,32 @@ bool sib_tx_begin_to(struct sib_qp *qp, struct sib_tx *tx, const struct ibv_ah_a
 bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_ring *ring,
 		       const struct ibv_ah_attr *ah, uint32_t dqpn)
 {
+	uint8_t pn = qp->port_num ? qp->port_num : 1;
 	const struct sib_shm_device *sd = &sib_fabric->devs[qp->ctx->dev->index];
-	const struct sib_shm_port *port = &sd->ports[(qp->port_num ? qp->port_num : 1) - 1];
+	const struct sib_shm_port *port = &sd->ports[pn - 1];
 	struct iba_pkt *h = &tx->h;
 	struct sib_ring *dest;
+	bool no_route = false;
 	int rc;
 
 	tx->slot = NULL;
-	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen,
-			     qp->port_num ? qp->port_num : 1)) {
+	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen, pn)) {
 		qp->ctx->port_down_drops++; /* link down: lost on the wire */
+		tx_discard(qp, pn);
 		return true;
 	}
-	dest = ring ? ring : dest_ring(qp, ah->dlid, dqpn);
+	dest = ring ? ring : dest_ring(qp, ah->dlid, dqpn, pn, &no_route);
 	if (!dest) {
-		qp->ctx->tx_no_dest++;
+		if (no_route) {
+			qp->ctx->route_drops++;
+			sib_link_count(&qp->ctx->link, SIB_LC_NO_ROUTE, 1);
+			tx_discard(qp, pn);
+		} else {
+			qp->ctx->tx_no_dest++;
+		}
 		return true;
 	}
-	rc = sib_link_reserve(&qp->ctx->link, dest, qp->port_num ? qp->port_num : 1, &tx->lt);
+	rc = sib_link_reserve(&qp->ctx->link, dest, pn, &tx->lt);
 	if (rc) {
 		qp->ctx->tx_ring_full++;
 		/* -EAGAIN: the peer's inbox is full, poll it again soon.

@@ -164,6 +164,7 @@ struct sib_rwqe {
 struct sib_dest {
 	uint16_t dlid;
 	uint32_t dqpn;
+	uint32_t route_gen;            /* sib_fabric->route_gen the route was resolved at */
 	uint64_t owner;                /* qp_owner word seen when resolved */
 	struct sib_ring *ring;         /* peer inbox (a reference), NULL when unresolved */
 };
@@ -292,6 +293,30 @@ struct sib_ah {
 #define SIB_MAX_AH           (1u << 20) /* AHs per context (max_ah) */
 
 /* What a context is: verbs_context first (ops at negative offsets), then ours. */
+/*
+ * The context's cache of softibd's route answers (route.c, IBA 18.2.4.3:
+ * where the forwarding tables take a packet from one of our ports), one
+ * entry per (port, DLID) or (port, MLID), valid while the fabric map's
+ * route_gen keeps the value it was computed at.  Direct-mapped; engine
+ * context only (progress_lock).
+ */
+#define SIB_ROUTE_CACHE  64u
+#define SIB_MROUTE_CACHE 16u
+struct sib_route_ent {
+	uint32_t gen;                  /* route_gen of the answer */
+	uint16_t dlid;
+	uint8_t port;                  /* 0 = empty */
+	uint8_t verdict;               /* 0 = reaches (dst_dev, dst_port) */
+	uint32_t dst_dev;
+	uint8_t dst_port;
+};
+struct sib_mroute_ent {
+	uint32_t gen;
+	uint16_t mlid;
+	uint8_t port;                  /* 0 = empty */
+	uint64_t mask[SIB_CTL_ROUTE_MASK_WORDS]; /* CA ports reached: dev * SIB_MAX_PORTS + port - 1 */
+};
+
 struct sib_context {
 	struct verbs_context vctx;
 	struct sib_device *dev;
@@ -336,6 +361,10 @@ struct sib_context {
 	uint64_t tx_no_dest, tx_ring_full, rx_skipped_slots;
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
 	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
+	uint64_t route_drops;          /* packets the forwarding tables drop (route.c) */
+	uint64_t route_asks;           /* route answers asked of the host (route.c) */
+	struct sib_route_ent route[SIB_ROUTE_CACHE];     /* route.c, engine context */
+	struct sib_mroute_ent mroute[SIB_MROUTE_CACHE];
 	uint64_t uc_dropped_msgs;      /* UC: messages dropped by the responder (uc.c) */
 	uint64_t ud_hoq_drops;         /* UD: datagrams dropped at a full inbox (ud.c) */
 	struct sib_ctx_events ev;      /* pushed events (events.c) */
@@ -510,6 +539,21 @@ void sib_ud_req_run(struct sib_qp *qp);
  * packet, for its GRH).  SIB_RX_DELIVERED or the drop cause. */
 enum sib_rx_drop sib_ud_packet(struct sib_qp *qp, const struct iba_pkt *pkt, const uint8_t *buf);
 
+/*
+ * route.c: the route from port `port` (1-based) of ctx's device to dlid
+ * as the forwarding tables have it at route_gen `gen` (the map's, loaded
+ * by the caller), from the cache or asked of the host once (a round trip
+ * to softibd: the slow path).  Engine context.  Never NULL.
+ */
+const struct sib_route_ent *sib_route_get(struct sib_context *ctx, uint8_t port, uint16_t dlid,
+					  uint32_t gen);
+/* The CA ports a multicast packet from `port` to mlid reaches (the
+ * sending port included); all of them when the host has no route hook.
+ * Engine context. */
+const uint64_t *sib_mroute_get(struct sib_context *ctx, uint8_t port, uint16_t mlid);
+/* Does mask (sib_mroute_get) name a port of device dev? */
+bool sib_mroute_reaches_dev(const uint64_t *mask, uint32_t dev);
+
 /* mcast.c: multicast (IBA 10.5.2.x).  The QP's attachments end (destroy). */
 void sib_mcast_qp_gone(struct sib_qp *qp);
 void sib_mcast_ctx_fini(struct sib_context *ctx);
@@ -520,6 +564,10 @@ uint32_t sib_mcast_local_qps(struct sib_context *ctx, uint16_t mlid, const uint8
 /* The member inboxes of the group with this MLID, read from the fabric
  * map (m holds SIB_MAX_MCAST_QP_ATTACH); 0 if none or unreadable. */
 uint32_t sib_mcast_members(uint16_t mlid, struct sib_shm_mcast_member *m);
+/* The same, less the members whose device the multicast forwarding
+ * tables do not reach from qp's port (sib_mroute_get; a member context is
+ * reached when a port of its device is).  Engine context. */
+uint32_t sib_mcast_members_routed(struct sib_qp *qp, uint16_t mlid, struct sib_shm_mcast_member *m);
 /* A member inbox's ring from qp's cache (mapped once); NULL if it is gone.
  * release drops them all (engine context). */
 struct sib_ring *sib_mcast_ring(struct sib_qp *qp, uint32_t inbox, uint32_t gen);

@@ -176,6 +176,24 @@ uint32_t sib_mcast_members(uint16_t mlid, struct sib_shm_mcast_member *m)
 	return 0; /* softibd keeps writing: this datagram is lost */
 }
 
+uint32_t sib_mcast_members_routed(struct sib_qp *qp, uint16_t mlid, struct sib_shm_mcast_member *m)
+{
+	uint32_t n = sib_mcast_members(mlid, m), k = 0;
+	const uint64_t *mask;
+
+	if (!n)
+		return 0;
+	mask = sib_mroute_get(qp->ctx, qp->port_num ? qp->port_num : 1, mlid);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t dev = m[i].inbox < SIB_MAX_INBOXES ?
+			       sib_fabric->inboxes[m[i].inbox].dev_index : SIB_MAX_DEVICES;
+
+		if (sib_mroute_reaches_dev(mask, dev))
+			m[k++] = m[i];
+	}
+	return k;
+}
+
 struct sib_ring *sib_mcast_ring(struct sib_qp *qp, uint32_t inbox, uint32_t gen)
 {
 	struct sib_mcast_rings *c = qp->mcast_rings;

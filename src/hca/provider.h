@@ -146,6 +146,13 @@ struct sib_hca_host {
 	 * 0 or errno (EBADF: not such an XRCD).  NULL with xrcd_open NULL. */
 	int (*xrc_tgt_create)(uint32_t dev_handle, uint32_t xrcd_handle, uint32_t *handle,
 			      uint32_t *qpn);
+	/* Routing (hca route.c; softibd's SIB_CTL_ROUTE, common/sib_ctl.h):
+	 * r->dev_index, r->port and r->dlid in; the verdict, destination or
+	 * multicast mask and the route_gen they hold at out.  0 or errno.
+	 * Called once per path and per route_gen change, never per packet.
+	 * NULL: no switches, a LID leads straight to the port lid_map names
+	 * (a test host). */
+	int (*route)(struct sib_ctl_route *r);
 };
 
 void sib_hca_set_host(const struct sib_hca_host *host);

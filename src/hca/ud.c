@@ -161,7 +161,8 @@ static void ud_tx_ok(struct sib_qp *qp, uint32_t inbox)
  * A datagram to a multicast LID (IBA 10.5.2.x): one copy to each member
  * inbox of the group (softibd's list in the fabric map), BTH.DestQP
  * 0xFFFFFF; each receiving context hands it to its attached QPs.  A group
- * nobody joined loses it, as a switch with no MFT entry would.  The
+ * nobody joined loses it, and so do members the switches' MFTs do not
+ * reach from the sending port (mcast.c).  The
  * inboxes reached are marked in ud_mcast_sent, so that a fan-out resumed
  * after a full inbox sends to each member once even if the member list
  * changed meanwhile.  0: sent to all; -1: a member's inbox is full
@@ -171,7 +172,7 @@ static void ud_tx_ok(struct sib_qp *qp, uint32_t inbox)
 static int ud_mcast_send(struct sib_qp *qp, struct sib_swqe *w)
 {
 	struct sib_shm_mcast_member m[SIB_MAX_MCAST_QP_ATTACH];
-	uint32_t n = sib_mcast_members(w->ud_av.dlid, m);
+	uint32_t n = sib_mcast_members_routed(qp, w->ud_av.dlid, m);
 	int rc = 0;
 
 	if (!qp->req.offset) /* a new fan-out (also after a QP reset) */

@@ -50,7 +50,27 @@ enum sib_link_counter {
 	SIB_LC_TR_ACK_TIMEOUTS, /* local ACK timeouts */
 	SIB_LC_TR_SEQ_NAKS,     /* PSN sequence error NAKs received */
 	SIB_LC_TR_RNR_NAKS,     /* RNR NAKs received */
+	SIB_LC_NO_ROUTE,        /* not sent: the forwarding tables drop it (hca route.c) */
 	SIB_LC_MAX
+};
+
+/*
+ * Per-port data counters of one context, what the PMA of the port adds up
+ * over the contexts of its device (IBA 16.1.3.5 PortCounters, 16.1.4.6
+ * PortCountersExtended; daemon/linkcfg.c sibd_data_counters).  Data in
+ * 4-byte words of LRH..ICRC (PortXmitData/PortRcvData: the octets between
+ * the start delimiter and the VCRC, divided by 4).  Packets by DLID:
+ * unicast or multicast (the total is their sum).  Display only, as above.
+ */
+enum sib_link_port_counter {
+	SIB_LP_XMIT_DATA,       /* words sent */
+	SIB_LP_RCV_DATA,        /* words received */
+	SIB_LP_UCAST_XMIT,      /* packets sent to a unicast DLID */
+	SIB_LP_UCAST_RCV,
+	SIB_LP_MCAST_XMIT,      /* packets sent to a multicast DLID */
+	SIB_LP_MCAST_RCV,
+	SIB_LP_XMIT_DISCARDS,   /* not sent: port down, or no route (PortXmitDiscards) */
+	SIB_LP_MAX
 };
 
 /* Counter names as printed by `softib status` (key=value). */
@@ -65,6 +85,7 @@ struct sib_link_stats {
 	_Atomic uint32_t magic;        /* SIB_LINK_STATS_MAGIC once the owner started */
 	_Atomic uint32_t flags;        /* SIB_LINK_STAT_* */
 	_Atomic uint64_t c[SIB_LC_MAX];
+	_Atomic uint64_t port[SIB_MAX_PORTS][SIB_LP_MAX]; /* [port - 1] */
 };
 _Static_assert(SIB_LINK_STATS_OFF + sizeof(struct sib_link_stats) <= SIB_INBOX_HDR_BYTES,
 	       "link stats fit in the inbox header page");
@@ -130,6 +151,53 @@ static inline void sib_link_count(struct sib_link *l, enum sib_link_counter c, u
 	atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
+/* Per-port counter update by the owner (port 1-based; others ignored). */
+static inline void sib_link_count_port(struct sib_link *l, uint8_t port, enum sib_link_port_counter c,
+				       uint64_t n)
+{
+	_Atomic uint64_t *p;
+
+	if (port - 1u >= SIB_MAX_PORTS)
+		return;
+	p = &l->stats->port[port - 1][c];
+	atomic_store_explicit(p, atomic_load_explicit(p, memory_order_relaxed) + n, memory_order_relaxed);
+}
+
+/* One packet of len bytes (LRH..ICRC, then the 2 VCRC bytes) through port
+ * `port`: its words and its unicast or multicast count (DLID >= 0xC000:
+ * the LRH's DLID high byte >= 0xC0).  xmit: sent, else received. */
+static inline void sib_link_count_data(struct sib_link *l, uint8_t port, const uint8_t *pkt,
+				       uint32_t len, bool xmit)
+{
+	bool mc;
+
+	if (len < 4 || len > SIB_SLOT_DATA_BYTES)
+		return;
+	mc = pkt[2] >= 0xC0;
+	sib_link_count_port(l, port, xmit ? SIB_LP_XMIT_DATA : SIB_LP_RCV_DATA, (len - 2) / 4);
+	sib_link_count_port(l, port, xmit ? (mc ? SIB_LP_MCAST_XMIT : SIB_LP_UCAST_XMIT)
+					  : (mc ? SIB_LP_MCAST_RCV : SIB_LP_UCAST_RCV), 1);
+}
+
+/* The port of ours a received packet's DLID names (LMC ranges); 1 when the
+ * device has one port, or for a multicast or unknown DLID. */
+static inline uint8_t sib_link_rx_port(const struct sib_link *l, const uint8_t *pkt, uint32_t len)
+{
+	uint16_t dlid;
+
+	if (!l->dev || l->dev->num_ports < 2 || len < 4)
+		return 1;
+	dlid = (uint16_t)(pkt[2] << 8 | pkt[3]);
+	for (unsigned int i = 0; i < SIB_MAX_PORTS; i++) {
+		const struct sib_shm_port *p = &l->dev->ports[i];
+		uint16_t mask = (uint16_t)~((1u << (p->lmc & 7)) - 1);
+
+		if (p->lid && (dlid & mask) == (p->lid & mask))
+			return (uint8_t)(i + 1);
+	}
+	return 1;
+}
+
 /*
  * Open the link of a context over its inbox mapping: the shm ring, plus
  * the wrappers that $SOFTIB_CAPTURE / $SOFTIB_FAULTS ask for this device,
@@ -180,6 +248,7 @@ static inline int sib_link_send(struct sib_link *l, struct sib_link_tx *tx, uint
 {
 	int rc;
 
+	sib_link_count_data(l, tx->port, tx->data, len, true);
 	if (__builtin_expect(l->slow, 0))
 		return sib_link_send_slow(l, tx, len, flags);
 	sib_link_count(l, SIB_LC_TX, 1);
@@ -207,6 +276,7 @@ static inline const uint8_t *sib_link_recv(struct sib_link *l, uint32_t *len, ui
 	*len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
 	*flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
 	sib_link_count(l, SIB_LC_RX, 1);
+	sib_link_count_data(l, sib_link_rx_port(l, s->data, *len), s->data, *len, false);
 	if (__builtin_expect(l->slow, 0))
 		sib_link_recv_slow(l, s->data, *len, *flags);
 	return s->data;

@@ -209,6 +209,21 @@ static int sib_mcast(uint32_t qp_handle, const uint8_t *mgid, uint16_t mlid, boo
 	return sib_ctl_rpc(&m, NULL);
 }
 
+/* The HCA's route hook (provider.h): softibd's SIB_CTL_ROUTE answer for a
+ * path, asked once per path and per route_gen (hca route.c). */
+static int verbs_route(struct sib_ctl_route *r)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_ROUTE };
+	int rc;
+
+	m.u.route = *r;
+	rc = sib_ctl_rpc(&m, NULL);
+	if (rc)
+		return rc;
+	*r = m.u.route;
+	return 0;
+}
+
 /* The HCA's xrcd_open hook (provider.h): XRCD_OPEN with the file's fd. */
 static int verbs_xrcd_open(uint32_t dev_handle, int fd, int oflags, uint32_t *handle, uint32_t *num)
 {
@@ -288,6 +303,7 @@ static const struct sib_hca_host verbs_host = {
 	.mcast = sib_mcast,
 	.xrcd_open = verbs_xrcd_open,
 	.xrc_tgt_create = verbs_xrc_tgt_create,
+	.route = verbs_route,
 };
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */

@@ -101,12 +101,38 @@ static int host_xrcd_open(uint32_t dev_handle, int fd, int oflags, uint32_t *han
 	return 0;
 }
 
+/* Routing as softibd would answer it over a fabric without switches:
+ * a LID leads to the port lid_map names, except route_block, which the
+ * tables drop (a test stands for an unprogrammed LFT entry with it).
+ * Counted in route_calls; answers at the map's route_gen. */
+unsigned int route_calls;
+uint16_t route_block;
+
+static int host_route(struct sib_ctl_route *r)
+{
+	uint16_t lm;
+
+	route_calls++;
+	r->route_gen = atomic_load(&sib_fabric->route_gen);
+	if (r->dlid >= SIB_MCAST_LID_MIN) {
+		memset(r->mcast_mask, r->dlid == route_block ? 0 : 0xff, sizeof(r->mcast_mask));
+		r->verdict = 0;
+		return 0;
+	}
+	lm = r->dlid ? atomic_load(&sib_fabric->lid_map[r->dlid]) : 0;
+	r->verdict = !lm ? SIB_CTL_ROUTE_NOT_CA : r->dlid == route_block ? 4 /* LFT miss */ : 0;
+	r->dst_dev = lm >> 8;
+	r->dst_port = lm & 0xff;
+	return 0;
+}
+
 static const struct sib_hca_host host = {
 	.obj_create = host_obj_create,
 	.obj_destroy = host_obj_destroy,
 	.peer_ring = host_peer_ring,
 	.xrcd_open = host_xrcd_open,
 	.xrc_tgt_create = host_xrc_tgt_create,
+	.route = host_route,
 };
 
 /* ---- the pump: every packet between the two contexts ---- */

@@ -91,6 +91,13 @@ extern struct side sides[NINBOX]; /* C: only after side_open_c() */
 extern struct ibv_device *devices[NDEV]; /* never freed (as the library's) */
 extern void *inbox_mem[NINBOX];      /* SIB_INBOX_BYTES each */
 
+/* The host's route hook (a fabric without switches, softibd's
+ * SIB_CTL_ROUTE answers): calls so far, and a LID (unicast or multicast)
+ * whose route it answers as dropped (0: none).  Bump
+ * sib_fabric->route_gen after changing route_block. */
+extern unsigned int route_calls;
+extern uint16_t route_block;
+
 uint64_t now_ms(void);
 
 /* cmocka group setup/teardown: the fabric map and the host hooks. */

@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The context's route cache (IBA 18.2.4.3: switches forward LID-routed
+ * packets by their linear and multicast forwarding tables).  softibd
+ * resolves a path through the tables it holds (SIB_CTL_ROUTE through the
+ * host's route hook); the answer is kept per (port, DLID) while the fabric
+ * map's route_gen keeps the value it was computed at, so the data path asks
+ * once per path and per table change, and pays one atomic load per packet.
+ * Engine context only (progress_lock); no allocation.  Answers come from
+ * softibd, but are still bounds-checked before use.
+ */
+#include <string.h>
+
+#include "hca/transport.h"
+
+_Static_assert(SIB_CTL_ROUTE_MASK_WORDS * 64 >= SIB_MAX_DEVICES * SIB_MAX_PORTS,
+	       "the route mask covers every CA port");
+
+static uint32_t slot_of(uint8_t port, uint16_t lid, uint32_t n)
+{
+	return ((uint32_t)lid * 0x9e37u + port) % n;
+}
+
+/* No route hook (a test host, no switches): the LID leads where lid_map says. */
+static void route_direct(uint16_t dlid, struct sib_route_ent *e)
+{
+	uint16_t lm = dlid && dlid < SIB_UNICAST_LIDS ?
+		      atomic_load_explicit(&sib_fabric->lid_map[dlid], memory_order_acquire) : 0;
+
+	e->verdict = lm ? 0 : SIB_CTL_ROUTE_NOT_CA;
+	e->dst_dev = lm >> 8;
+	e->dst_port = lm & 0xff;
+}
+
+const struct sib_route_ent *sib_route_get(struct sib_context *ctx, uint8_t port, uint16_t dlid,
+					  uint32_t gen)
+{
+	struct sib_route_ent *e = &ctx->route[slot_of(port, dlid, SIB_ROUTE_CACHE)];
+	struct sib_ctl_route r;
+
+	if (e->port == port && e->dlid == dlid && e->gen == gen)
+		return e;
+	e->port = port;
+	e->dlid = dlid;
+	e->gen = gen;
+	if (!sib_host->route) {
+		route_direct(dlid, e);
+		return e;
+	}
+	memset(&r, 0, sizeof(r));
+	r.dev_index = ctx->dev->index;
+	r.port = port;
+	r.dlid = dlid;
+	ctx->route_asks++;
+	if (sib_host->route(&r)) {
+		/* softibd is gone: lost on the wire, and not asked again
+		 * until the tables change. */
+		e->verdict = SIB_CTL_ROUTE_NOT_CA;
+		return e;
+	}
+	/* The answer holds at the gen it was computed at, which may be newer
+	 * than the one we loaded: a later load of that value hits. */
+	e->gen = r.route_gen;
+	e->verdict = r.verdict;
+	e->dst_dev = r.dst_dev;
+	e->dst_port = r.dst_port;
+	if (!r.verdict && (r.dst_dev >= SIB_MAX_DEVICES || r.dst_port - 1u >= SIB_MAX_PORTS))
+		e->verdict = SIB_CTL_ROUTE_NOT_CA;
+	return e;
+}
+
+const uint64_t *sib_mroute_get(struct sib_context *ctx, uint8_t port, uint16_t mlid)
+{
+	uint32_t gen = atomic_load_explicit(&sib_fabric->route_gen, memory_order_acquire);
+	struct sib_mroute_ent *e = &ctx->mroute[slot_of(port, mlid, SIB_MROUTE_CACHE)];
+	struct sib_ctl_route r;
+
+	if (e->port == port && e->mlid == mlid && e->gen == gen)
+		return e->mask;
+	e->port = port;
+	e->mlid = mlid;
+	e->gen = gen;
+	if (!sib_host->route) {
+		memset(e->mask, 0xff, sizeof(e->mask));
+		return e->mask;
+	}
+	memset(&r, 0, sizeof(r));
+	r.dev_index = ctx->dev->index;
+	r.port = port;
+	r.dlid = mlid;
+	ctx->route_asks++;
+	if (sib_host->route(&r) || r.verdict) {
+		memset(e->mask, 0, sizeof(e->mask)); /* reaches nobody */
+		return e->mask;
+	}
+	e->gen = r.route_gen;
+	memcpy(e->mask, r.mcast_mask, sizeof(e->mask));
+	return e->mask;
+}
+
+bool sib_mroute_reaches_dev(const uint64_t *mask, uint32_t dev)
+{
+	if (dev >= SIB_MAX_DEVICES)
+		return false;
+	for (uint32_t p = 0; p < SIB_MAX_PORTS; p++) {
+		uint32_t bit = dev * SIB_MAX_PORTS + p;
+
+		if (mask[bit / 64] & (1ull << (bit % 64)))
+			return true;
+	}
+	return false;
+}

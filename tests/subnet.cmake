@@ -22,3 +22,8 @@ if(TARGET sib_fabric)
   target_compile_definitions(test_sma PRIVATE
     SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")
 endif()
+
+# softibd --sm external with the unmodified ibv_devinfo.
+if(TARGET softibd AND TARGET softib AND TARGET ibverbs)
+  sib_itest(sm_external sm_external.sh)
+endif()

@@ -20,6 +20,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "daemon/linkcfg.h"
 #include "daemon/softibd.h"
 
 /* Port attributes come from the SMA's PortInfo (sma_publish.c); the
@@ -277,6 +278,7 @@ int sibd_map_create(struct sibd *d)
 	d->shm->abi_version = SIB_ABI_VERSION;
 	d->shm->size = (uint32_t)size;
 	d->shm->daemon_pid = (uint64_t)getpid();
+	atomic_store_explicit(&d->shm->route_gen, d->route_gen, memory_order_release); /* route.c */
 	ret = map_fill(d);
 	if (ret) {
 		sibd_map_destroy(d);
@@ -348,6 +350,7 @@ void sibd_inbox_free(struct sibd *d, uint32_t inbox)
 	struct sib_shm_inbox_desc *desc = &d->shm->inboxes[inbox];
 	struct sibd_inbox *ib = &d->inbox[inbox];
 
+	sibd_link_inbox_gone(d, inbox); /* its PMA counts stay (linkcfg.c) */
 	ib->gen++; /* even: gone */
 	atomic_store_explicit(&desc->gen, ib->gen, memory_order_release);
 	desc->pid = 0;

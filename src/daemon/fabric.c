@@ -16,7 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ID_HASH_SLOTS (2 * SIB_FAB_MAX_NODES)   /* power of two */
+#define ID_HASH_MAX   (2 * SIB_FAB_MAX_NODES)   /* power of two */
+#define NODE_MIN_TEXT 9  /* bytes of the shortest node line: Ca 1 "a" + EOL */
 #define DESC_MAX      64                        /* NodeDescription bytes */
 #define LID_MAX       0xbfff                    /* last unicast LID */
 
@@ -91,6 +92,7 @@ struct parser {
 	size_t n_decls, cap_decls;
 	size_t total_ports;
 	int32_t *id_hash;
+	size_t id_mask;               /* slots - 1: twice the nodes the text can hold */
 	struct sib_fab_node *cur;   /* record being read, NULL outside one */
 	bool have_vendor, have_device;
 	uint32_t vendor_id, device_id;
@@ -130,7 +132,7 @@ static uint64_t fnv1a(const char *s, size_t len)
 /* Slot of id in the id hash: its node's slot, or the empty slot to use. */
 static size_t id_slot(const struct parser *ps, const char *id, size_t len)
 {
-	size_t i = fnv1a(id, len) & (ID_HASH_SLOTS - 1);
+	size_t i = fnv1a(id, len) & ps->id_mask;
 
 	for (;;) {
 		int32_t n = ps->id_hash[i];
@@ -141,7 +143,7 @@ static size_t id_slot(const struct parser *ps, const char *id, size_t len)
 		nid = ps->f->nodes[n]->id;
 		if (strlen(nid) == len && !memcmp(nid, id, len))
 			return i;
-		i = (i + 1) & (ID_HASH_SLOTS - 1);
+		i = (i + 1) & ps->id_mask;
 	}
 }
 
@@ -796,8 +798,8 @@ int sib_fabric_parse(struct sib_fabric *f, const char *text, const char *origin,
 	};
 	char *buf = NULL;
 	const char *p, *end;
+	size_t i, slots;
 	int rc = -1;
-	size_t i;
 
 	memset(f, 0, sizeof(*f));
 	if (err && errlen)
@@ -806,13 +808,17 @@ int sib_fabric_parse(struct sib_fabric *f, const char *text, const char *origin,
 		perr_at(&ps, 0, "no text");
 		return -1;
 	}
-	ps.id_hash = malloc(ID_HASH_SLOTS * sizeof(*ps.id_hash));
+	/* sized to the text, so that a small file costs little */
+	for (slots = 64; slots < ID_HASH_MAX && slots < 2 * (strlen(text) / NODE_MIN_TEXT + 1);)
+		slots *= 2;
+	ps.id_mask = slots - 1;
+	ps.id_hash = malloc(slots * sizeof(*ps.id_hash));
 	buf = malloc(SIB_FAB_MAX_LINE + 1);
 	if (!ps.id_hash || !buf) {
 		perr_at(&ps, 0, "out of memory");
 		goto out;
 	}
-	for (i = 0; i < ID_HASH_SLOTS; i++)
+	for (i = 0; i < slots; i++)
 		ps.id_hash[i] = -1;
 
 	p = text;

@@ -14,9 +14,10 @@
 #include <stdio.h>
 
 /* Limits of the parser (docs/topology.md). */
-#define SIB_FAB_MAX_NODES        4096
+/* A full subnet fits: 49,151 unicast LIDs (one per CA port or switch). */
+#define SIB_FAB_MAX_NODES        65536
 #define SIB_FAB_MAX_NODE_PORTS   254       /* ports per node, 1..254 */
-#define SIB_FAB_MAX_TOTAL_PORTS  262144    /* sum over nodes of ports + 1 */
+#define SIB_FAB_MAX_TOTAL_PORTS  1048576   /* sum over nodes of ports + 1 */
 #define SIB_FAB_MAX_LINE         4096      /* bytes per line, without EOL */
 #define SIB_FAB_MAX_FILE         (64u << 20)
 

@@ -4,8 +4,9 @@
  * faults that `softib capture` and `softib fault` set on running programs,
  * pushed to clients through the link area at the end of the fabric map
  * (sib_fabric_shm.link, written only here); and the per-context link
- * counters of the status report, read from each inbox's header page through
- * a read-only mapping, printed and never acted on.
+ * counters of the status report and the PMA's data counters
+ * (sibd_data_counters), read from each inbox's header page through a
+ * read-only mapping, printed or reported and never acted on.
  * What is armed and set where is softibd's PRIVATE record (ports[] here,
  * devices from d->devs): the map's link area is written from it and never
  * read back.  Nothing a client wrote is trusted.  Single-threaded.
@@ -41,6 +42,11 @@ static struct port_rec {
 	bool faults;                   /* faults set (cfg valid) */
 	struct sib_faults_cfg cfg;
 } ports[SIB_MAX_DEVICES][SIB_MAX_PORTS];
+
+/* The data counters of contexts that closed, per port: the PMA's counts do
+ * not go back when a program exits (IBA 16.1.3.5: they only grow, until a
+ * clearing Set).  Display only, as the link stats they come from. */
+static struct sib_pma_counters retired[SIB_MAX_DEVICES][SIB_MAX_PORTS];
 
 static void init_caps(void)
 {
@@ -203,6 +209,7 @@ void sibd_link_device_gone(struct sibd *d, uint32_t dev)
 {
 	if (dev >= SIB_MAX_DEVICES)
 		return;
+	memset(retired[dev], 0, sizeof(retired[dev])); /* a new device starts at 0 */
 	for (uint32_t p = 0; p < SIB_MAX_PORTS; p++) {
 		set_cap(d, dev, p, 0);
 		port_faults(d, dev, p, NULL); /* seq moves on: running links drop pushed faults */
@@ -283,27 +290,88 @@ void sibd_link_status(struct sibd *d, FILE *f)
 	}
 }
 
-/* subnet.h.  Every context of the device counts for its one port until
- * contexts count per port: a CA with two ports reports them on port 1. */
+/* Add what one context's link stats say for port_num into *sum: packets
+ * (unicast + multicast), data words, discards; receive errors (the
+ * context's, not per port) on port 1. */
+static void add_stats(const struct sib_link_stats *st, uint8_t port_num, struct sib_pma_counters *sum)
+{
+	const _Atomic uint64_t *pc = st->port[port_num - 1];
+	uint64_t v[SIB_LP_MAX];
+
+	for (int c = 0; c < SIB_LP_MAX; c++)
+		v[c] = atomic_load_explicit(&pc[c], memory_order_relaxed);
+	sum->xmit_data += v[SIB_LP_XMIT_DATA];
+	sum->rcv_data += v[SIB_LP_RCV_DATA];
+	sum->ucast_xmit_pkts += v[SIB_LP_UCAST_XMIT];
+	sum->mcast_xmit_pkts += v[SIB_LP_MCAST_XMIT];
+	sum->xmit_pkts += v[SIB_LP_UCAST_XMIT] + v[SIB_LP_MCAST_XMIT];
+	sum->ucast_rcv_pkts += v[SIB_LP_UCAST_RCV];
+	sum->mcast_rcv_pkts += v[SIB_LP_MCAST_RCV];
+	sum->rcv_pkts += v[SIB_LP_UCAST_RCV] + v[SIB_LP_MCAST_RCV];
+	sum->xmit_discards += v[SIB_LP_XMIT_DISCARDS];
+	if (port_num == 1)
+		sum->rcv_errors += atomic_load_explicit(&st->c[SIB_LC_RX_ICRC], memory_order_relaxed) +
+				   atomic_load_explicit(&st->c[SIB_LC_RX_BAD], memory_order_relaxed);
+}
+
+/* Inbox i's link stats, mapped read-only (munmap SIB_INBOX_HDR_BYTES at
+ * page), or NULL if it has none (yet). */
+static const struct sib_link_stats *map_stats(struct sibd *d, uint32_t i, void **page)
+{
+	const struct sib_link_stats *st;
+
+	*page = mmap(NULL, SIB_INBOX_HDR_BYTES, PROT_READ, MAP_SHARED, d->inbox[i].fd, 0);
+	if (*page == MAP_FAILED)
+		return NULL;
+	st = (const struct sib_link_stats *)((const char *)*page + SIB_LINK_STATS_OFF);
+	if (atomic_load_explicit(&st->magic, memory_order_acquire) != SIB_LINK_STATS_MAGIC) {
+		munmap(*page, SIB_INBOX_HDR_BYTES);
+		return NULL;
+	}
+	return st;
+}
+
+void sibd_link_inbox_gone(struct sibd *d, uint32_t inbox)
+{
+	uint32_t dev = d->inbox[inbox].dev_index;
+	const struct sib_link_stats *st;
+	void *page;
+
+	if (inbox >= SIB_MAX_INBOXES || d->inbox[inbox].fd < 0 || dev >= SIB_MAX_DEVICES ||
+	    !(st = map_stats(d, inbox, &page)))
+		return;
+	for (uint8_t p = 1; p <= SIB_MAX_PORTS; p++)
+		add_stats(st, p, &retired[dev][p - 1]);
+	munmap(page, SIB_INBOX_HDR_BYTES);
+}
+
+/* subnet.h: the open contexts' counters of the port, and the closed ones'. */
 void sibd_data_counters(struct sibd *d, uint32_t dev_index, uint8_t port_num,
 			struct sib_pma_counters *sum)
 {
+	struct sib_pma_counters t;
+
+	if (dev_index >= SIB_MAX_DEVICES || port_num < 1 || port_num > SIB_MAX_PORTS)
+		return;
+	t = retired[dev_index][port_num - 1];
 	for (uint32_t i = 0; i < SIB_MAX_INBOXES; i++) {
 		const struct sib_link_stats *st;
 		void *page;
 
-		if (d->inbox[i].fd < 0 || d->inbox[i].dev_index != dev_index || port_num != 1)
+		if (d->inbox[i].fd < 0 || d->inbox[i].dev_index != dev_index ||
+		    !(st = map_stats(d, i, &page)))
 			continue;
-		page = mmap(NULL, SIB_INBOX_HDR_BYTES, PROT_READ, MAP_SHARED, d->inbox[i].fd, 0);
-		if (page == MAP_FAILED)
-			continue;
-		st = (const struct sib_link_stats *)((const char *)page + SIB_LINK_STATS_OFF);
-		if (atomic_load_explicit(&st->magic, memory_order_acquire) == SIB_LINK_STATS_MAGIC) {
-			sum->xmit_pkts += atomic_load_explicit(&st->c[SIB_LC_TX], memory_order_relaxed);
-			sum->rcv_pkts += atomic_load_explicit(&st->c[SIB_LC_RX], memory_order_relaxed);
-			sum->rcv_errors += atomic_load_explicit(&st->c[SIB_LC_RX_ICRC], memory_order_relaxed) +
-					   atomic_load_explicit(&st->c[SIB_LC_RX_BAD], memory_order_relaxed);
-		}
+		add_stats(st, port_num, &t);
 		munmap(page, SIB_INBOX_HDR_BYTES);
 	}
+	sum->xmit_data += t.xmit_data;
+	sum->rcv_data += t.rcv_data;
+	sum->xmit_pkts += t.xmit_pkts;
+	sum->rcv_pkts += t.rcv_pkts;
+	sum->ucast_xmit_pkts += t.ucast_xmit_pkts;
+	sum->ucast_rcv_pkts += t.ucast_rcv_pkts;
+	sum->mcast_xmit_pkts += t.mcast_xmit_pkts;
+	sum->mcast_rcv_pkts += t.mcast_rcv_pkts;
+	sum->xmit_discards += t.xmit_discards;
+	sum->rcv_errors += t.rcv_errors;
 }

@@ -34,6 +34,10 @@ void sibd_link_device_gone(struct sibd *d, uint32_t dev);
 /* A connection is going away: end its capture sessions. */
 void sibd_link_client_gone(struct sibd *d, const struct sibd_client *c);
 
+/* Inbox `inbox` is about to be freed: keep its data counters for the PMA
+ * (sibd_data_counters), so that they do not go back when a program exits. */
+void sibd_link_inbox_gone(struct sibd *d, uint32_t inbox);
+
 /* "link_port" lines (armed captures, faults) and one "link" line per open
  * inbox: its owner's link counters, read from a read-only mapping of the
  * inbox's header page.  Those values come from shared memory any producer

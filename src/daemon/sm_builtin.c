@@ -74,6 +74,41 @@ static bool has_lid(const struct sib_fab_node *n, unsigned int pn)
 	return n->type == SIB_NODE_SWITCH ? pn == 0 : pn > 0;
 }
 
+/* Get PortInfo of port pn of n: 0 or the status (-1: no reply). */
+static int pi_get(struct sweep *s, struct sib_fab_node *n, uint8_t pn, struct mad_port_info *pi)
+{
+	uint8_t data[MAD_SMP_DATA_SIZE] = { 0 };
+	int st = smp(s, n, via(n, pn), MAD_METHOD_GET, MAD_ATTR_PORT_INFO, pn, data);
+
+	if (!st)
+		mad_port_info_decode(pi, data);
+	return st;
+}
+
+/* Set PortInfo *pi whole; *pi gets the reply.  0 or the status. */
+static int pi_put(struct sweep *s, struct sib_fab_node *n, uint8_t pn, struct mad_port_info *pi)
+{
+	uint8_t data[MAD_SMP_DATA_SIZE];
+	int st;
+
+	mad_port_info_encode(pi, data);
+	st = smp(s, n, via(n, pn), MAD_METHOD_SET, MAD_ATTR_PORT_INFO, pn, data);
+	mad_port_info_decode(pi, data);
+	return st;
+}
+
+/* Set PortInfo with PortState `state` (0: no change), the physical state
+ * and the enabled link widths and speeds untouched. */
+static int pi_set(struct sweep *s, struct sib_fab_node *n, uint8_t pn, struct mad_port_info *pi,
+		  uint8_t state)
+{
+	pi->port_state = state;
+	pi->port_phys_state = 0;
+	pi->link_width_enabled = 0;
+	pi->link_speed_enabled = 0;
+	return pi_put(s, n, pn, pi);
+}
+
 /* ---- LIDs and the PortInfo fields ------------------------------------------ */
 
 /*
@@ -104,15 +139,10 @@ static void configure_ports(struct sweep *s, uint8_t *used)
 		struct sib_fab_node *n = f->nodes[i];
 
 		for (pn = 0; pn <= n->num_ports; pn++) {
-			uint8_t data[MAD_SMP_DATA_SIZE];
 			struct mad_port_info pi;
 
-			if (!in_subnet(n, pn))
+			if (!in_subnet(n, pn) || pi_get(s, n, (uint8_t)pn, &pi))
 				continue;
-			memset(data, 0, sizeof(data));
-			if (smp(s, n, via(n, pn), MAD_METHOD_GET, MAD_ATTR_PORT_INFO, pn, data))
-				continue;
-			mad_port_info_decode(&pi, data);
 			if (has_lid(n, pn)) {
 				if (!pi.lid) {
 					while (next < SIB_SUBN_LFT_CAP && used[next])
@@ -133,12 +163,7 @@ static void configure_ports(struct sweep *s, uint8_t *used)
 			}
 			pi.neighbor_mtu = pi.mtu_cap;
 			pi.operational_vls = pi.vl_cap;
-			pi.port_state = MAD_PORT_STATE_NOP;
-			pi.port_phys_state = 0;
-			pi.link_width_enabled = 0;
-			pi.link_speed_enabled = 0;
-			mad_port_info_encode(&pi, data);
-			smp(s, n, via(n, pn), MAD_METHOD_SET, MAD_ATTR_PORT_INFO, pn, data);
+			pi_set(s, n, (uint8_t)pn, &pi, MAD_PORT_STATE_NOP);
 		}
 	}
 }
@@ -147,25 +172,16 @@ int sibd_sm_get_port_info(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
 			  struct mad_port_info *pi)
 {
 	struct sweep s = { .d = d };
-	uint8_t data[MAD_SMP_DATA_SIZE] = { 0 };
-	int st = smp(&s, n, via(n, pn), MAD_METHOD_GET, MAD_ATTR_PORT_INFO, pn, data);
 
-	if (!st)
-		mad_port_info_decode(pi, data);
-	return st;
+	return pi_get(&s, n, pn, pi);
 }
 
 int sibd_sm_set_port_info(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
 			  struct mad_port_info *pi)
 {
 	struct sweep s = { .d = d };
-	uint8_t data[MAD_SMP_DATA_SIZE];
-	int st;
 
-	mad_port_info_encode(pi, data);
-	st = smp(&s, n, via(n, pn), MAD_METHOD_SET, MAD_ATTR_PORT_INFO, pn, data);
-	mad_port_info_decode(pi, data);
-	return st;
+	return pi_put(&s, n, pn, pi);
 }
 
 /* ---- forwarding tables -------------------------------------------------- */
@@ -180,10 +196,12 @@ static bool link_up(const struct sib_fab_node *n, unsigned int pn)
 }
 
 struct bfs {
-	struct sib_fab_node **sw;  /* the switches */
-	unsigned int nsw;
+	struct sib_fab_node **sw;  /* the switches, sorted by address (sw_index) */
+	unsigned int nsw, root;    /* root: the file's first switch */
 	unsigned int *queue;
 	uint8_t *first;            /* per switch: src's egress port toward it, 0 = unreached */
+	const struct sib_fab_port **tree; /* per switch: the port it was reached by (the
+	                              far end's: a spanning-tree link), NULL for src */
 };
 
 static int sw_index(const struct bfs *b, const struct sib_fab_node *n)
@@ -218,6 +236,7 @@ static void bfs_from(struct bfs *b, unsigned int src)
 
 	memset(b->first, 0, b->nsw);
 	b->first[src] = 0xFF;
+	b->tree[src] = NULL;
 	b->queue[tail++] = src;
 	while (head < tail) {
 		unsigned int u = b->queue[head++];
@@ -232,6 +251,7 @@ static void bfs_from(struct bfs *b, unsigned int src)
 			if (v < 0 || b->first[v])
 				continue;
 			b->first[v] = u == src ? (uint8_t)pn : b->first[u];
+			b->tree[v] = &n->ports[pn];
 			b->queue[tail++] = (unsigned int)v;
 		}
 	}
@@ -307,7 +327,8 @@ static void program_lfts(struct sweep *s, struct bfs *b)
 }
 
 /*
- * MFTs: one spanning tree of the switches (breadth-first from the first),
+ * MFTs: one spanning tree of the switches (breadth-first from the first in
+ * the file),
  * and every MLID forwarded along its links and to every linked CA port, so
  * that a multicast packet reaches every CA port once.
  */
@@ -319,57 +340,25 @@ static void program_mfts(struct sweep *s, struct bfs *b)
 
 	if (!b->nsw)
 		return;
-	bfs_from(b, 0);
-	/* tree links: from each reached switch toward the one it was reached from */
 	mask = calloc((size_t)b->nsw * 16, sizeof(*mask));
 	if (!mask) {
 		s->errors++;
 		return;
 	}
+	bfs_from(b, b->root);
 	for (i = 0; i < b->nsw; i++) {
 		struct sib_fab_node *n = b->sw[i];
+		const struct sib_fab_port *up = b->tree[i];
 
-		for (pn = 1; pn <= n->num_ports; pn++) {
-			const struct sib_fab_port *peer = n->ports[pn].peer;
-
-			if (!link_up(n, pn))
-				continue;
-			if (peer->node->type != SIB_NODE_SWITCH)
+		for (pn = 1; pn <= n->num_ports; pn++) /* the CAs */
+			if (link_up(n, pn) && n->ports[pn].peer->node->type != SIB_NODE_SWITCH)
 				mask[i * 16 + pn / 16] |= (uint16_t)(1u << (pn % 16));
-		}
-	}
-	/* a tree: re-run the search and keep the edge each switch was found by */
-	{
-		unsigned int head = 0, tail = 0;
-		uint8_t *seen = calloc(b->nsw, 1);
+		if (up) { /* the tree link, both ends */
+			int u = sw_index(b, up->node);
 
-		if (!seen) {
-			free(mask);
-			s->errors++;
-			return;
+			mask[i * 16 + up->peer->num / 16] |= (uint16_t)(1u << (up->peer->num % 16));
+			mask[(unsigned int)u * 16 + up->num / 16] |= (uint16_t)(1u << (up->num % 16));
 		}
-		seen[0] = 1;
-		b->queue[tail++] = 0;
-		while (head < tail) {
-			unsigned int u = b->queue[head++];
-			struct sib_fab_node *n = b->sw[u];
-
-			for (pn = 1; pn <= n->num_ports; pn++) {
-				const struct sib_fab_port *peer = n->ports[pn].peer;
-				int v;
-
-				if (!link_up(n, pn) || peer->node->type != SIB_NODE_SWITCH)
-					continue;
-				v = sw_index(b, peer->node);
-				if (v < 0 || seen[v])
-					continue;
-				seen[v] = 1;
-				b->queue[tail++] = (unsigned int)v;
-				mask[u * 16 + pn / 16] |= (uint16_t)(1u << (pn % 16));
-				mask[v * 16 + peer->num / 16] |= (uint16_t)(1u << (peer->num % 16));
-			}
-		}
-		free(seen);
 	}
 	for (i = 0; i < b->nsw; i++) {
 		struct sib_fab_node *n = b->sw[i];
@@ -401,21 +390,12 @@ static void move_ports(struct sweep *s, uint8_t from, uint8_t to)
 		struct sib_fab_node *n = f->nodes[i];
 
 		for (unsigned int pn = 0; pn <= n->num_ports; pn++) {
-			uint8_t data[MAD_SMP_DATA_SIZE];
 			struct mad_port_info pi;
 
-			if (!in_subnet(n, pn) || n->mgmt->port[pn].pi.port_state != from)
+			if (!in_subnet(n, pn) || n->mgmt->port[pn].pi.port_state != from ||
+			    pi_get(s, n, (uint8_t)pn, &pi))
 				continue;
-			memset(data, 0, sizeof(data));
-			if (smp(s, n, via(n, pn), MAD_METHOD_GET, MAD_ATTR_PORT_INFO, pn, data))
-				continue;
-			mad_port_info_decode(&pi, data);
-			pi.port_state = to;
-			pi.port_phys_state = 0;
-			pi.link_width_enabled = 0;
-			pi.link_speed_enabled = 0;
-			mad_port_info_encode(&pi, data);
-			smp(s, n, via(n, pn), MAD_METHOD_SET, MAD_ATTR_PORT_INFO, pn, data);
+			pi_set(s, n, (uint8_t)pn, &pi, to);
 		}
 	}
 }
@@ -432,11 +412,13 @@ int sibd_sm_builtin_sweep(struct sibd *d)
 	b.sw = calloc(d->fab.n_nodes + 1, sizeof(*b.sw));
 	b.queue = calloc(d->fab.n_nodes + 1, sizeof(*b.queue));
 	b.first = calloc(d->fab.n_nodes + 1, 1);
-	if (!used || !b.sw || !b.queue || !b.first) {
+	b.tree = calloc(d->fab.n_nodes + 1, sizeof(*b.tree));
+	if (!used || !b.sw || !b.queue || !b.first || !b.tree) {
 		free(used);
 		free(b.sw);
 		free(b.queue);
 		free(b.first);
+		free(b.tree);
 		return -ENOMEM;
 	}
 	d->sm_sweeping = true;
@@ -444,6 +426,11 @@ int sibd_sm_builtin_sweep(struct sibd *d)
 		if (d->fab.nodes[i]->type == SIB_NODE_SWITCH && d->fab.nodes[i]->mgmt)
 			b.sw[b.nsw++] = d->fab.nodes[i];
 	qsort(b.sw, b.nsw, sizeof(*b.sw), cmp_ptr);
+	for (i = 0; i < d->fab.n_nodes && b.nsw; i++)
+		if (d->fab.nodes[i]->type == SIB_NODE_SWITCH && d->fab.nodes[i]->mgmt) {
+			b.root = (unsigned int)sw_index(&b, d->fab.nodes[i]);
+			break;
+		}
 
 	configure_ports(&s, used);
 	program_lfts(&s, &b);
@@ -456,6 +443,7 @@ int sibd_sm_builtin_sweep(struct sibd *d)
 	free(b.sw);
 	free(b.queue);
 	free(b.first);
+	free(b.tree);
 	if (s.errors)
 		sibd_log("built-in SM: %d SMPs failed", s.errors);
 	return s.errors ? -EIO : 0;

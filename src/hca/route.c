@@ -58,9 +58,9 @@ const struct sib_route_ent *sib_route_get(struct sib_context *ctx, uint8_t port,
 		e->verdict = SIB_CTL_ROUTE_NOT_CA;
 		return e;
 	}
-	/* The answer holds at the gen it was computed at, which may be newer
-	 * than the one we loaded: a later load of that value hits. */
-	e->gen = r.route_gen;
+	/* Kept under the gen we loaded before asking: the answer is at least
+	 * that new (softibd's gen only grows), and if the tables changed in
+	 * between, the next load misses and asks once more. */
 	e->verdict = r.verdict;
 	e->dst_dev = r.dst_dev;
 	e->dst_port = r.dst_port;
@@ -93,7 +93,6 @@ const uint64_t *sib_mroute_get(struct sib_context *ctx, uint8_t port, uint16_t m
 		memset(e->mask, 0, sizeof(e->mask)); /* reaches nobody */
 		return e->mask;
 	}
-	e->gen = r.route_gen;
 	memcpy(e->mask, r.mcast_mask, sizeof(e->mask));
 	return e->mask;
 }

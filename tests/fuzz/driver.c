@@ -50,7 +50,7 @@ void fuzz_print_stats(FILE *out);
 #elif defined(FUZZ_TARGET_TOPOLOGY)
 #include "daemon/fabric.h"
 #define TARGET "fuzz_topology"
-#define FUZZ_MAX_INPUT (96 * 1024)	/* room for > SIB_FAB_MAX_NODES small nodes */
+#define FUZZ_MAX_INPUT (96 * 1024)	/* room for > SIB_FAB_MAX_TOTAL_PORTS in switches */
 #define TEXT_TARGET 1
 #else
 #error "define FUZZ_TARGET_IBA or FUZZ_TARGET_TOPOLOGY"
@@ -1000,10 +1000,13 @@ static size_t target_random(struct rng *r, uint8_t *b, size_t cap)
 	size_t len = 0, nodes, i, k;
 
 	if (chance(r, 64)) {
-		/* Many nodes: past SIB_FAB_MAX_NODES or SIB_FAB_MAX_TOTAL_PORTS. */
+		/* Many nodes: past SIB_FAB_MAX_TOTAL_PORTS (254-port switches),
+		 * or as many small CAs as fit (the node limit, 65536, needs
+		 * more than this buffer: test_fabric checks it). */
 		unsigned ports = chance(r, 2) ? 1 : 254;
 
-		nodes = ports == 1 ? SIB_FAB_MAX_NODES - 2 + rnd(r, 4) : 1030 + rnd(r, 4);
+		nodes = ports == 1 ? SIB_FAB_MAX_NODES - 2 + rnd(r, 4)
+				   : SIB_FAB_MAX_TOTAL_PORTS / 255 + rnd(r, 4);
 		for (i = 0; i < nodes && len + 64 < cap; i++) {
 			snprintf(line, sizeof(line), "%s %u \"n%zu\"\n%s\n",
 				 ports == 1 ? "Ca" : "Switch", ports, i,

@@ -528,7 +528,7 @@ static void test_errors(void **state)
 
 static void test_long_line_and_limits(void **state)
 {
-	size_t n = 5000, len = 0, cap = 64 * 4200;
+	size_t n = SIB_FAB_MAX_NODES + 10, len = 0, cap = 24 * (SIB_FAB_MAX_NODES + 10);
 	char *text = malloc(cap), *big;
 	struct sib_fabric f;
 	unsigned int i;
@@ -546,24 +546,24 @@ static void test_long_line_and_limits(void **state)
 	sib_fabric_free(&f);
 	free(big);
 
-	/* 4096 nodes load; node 4097 is refused on its own line. */
+	/* 65536 nodes load; node 65537 is refused on its own line. */
 	len = 0;
 	for (i = 0; i < n && i <= SIB_FAB_MAX_NODES; i++)
 		len += (size_t)snprintf(text + len, cap - len, "Ca 1 \"n%u\"\n", i);
 	assert_int_equal(sib_fabric_parse(&f, text, "t.topo", err, sizeof(err)), -1);
-	assert_string_equal(err, "t.topo:4097: more than 4096 nodes");
+	assert_string_equal(err, "t.topo:65537: more than 65536 nodes");
 	*strrchr(text, 'C') = 0;
 	f = parse_ok(text);
 	assert_int_equal(f.n_nodes, SIB_FAB_MAX_NODES);
-	assert_string_equal(f.nodes[4095]->dev_name, "softib4095");
+	assert_string_equal(f.nodes[65535]->dev_name, "softib65535");
 	sib_fabric_free(&f);
 
-	/* Total ports are bounded too: 1100 switches of 254 ports. */
+	/* Total ports are bounded too: 4200 switches of 254 ports. */
 	len = 0;
-	for (i = 0; i < 1100; i++)
+	for (i = 0; i < 4200; i++)
 		len += (size_t)snprintf(text + len, cap - len, "Switch 254 \"s%u\"\n", i);
 	assert_int_equal(sib_fabric_parse(&f, text, "t.topo", err, sizeof(err)), -1);
-	assert_string_equal(err, "t.topo:1029: more than 262144 ports in the fabric");
+	assert_string_equal(err, "t.topo:4113: more than 1048576 ports in the fabric");
 	free(text);
 }
 

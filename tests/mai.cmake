@@ -7,7 +7,7 @@ sib_unit_test(test_mai SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_mai.c LIBS 
 if(TARGET softibd)
   sib_unit_test(test_mai_chan SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_mai_chan.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
-    LIBS sib_mai sib_common)
+    LIBS sib_mai sib_common Threads::Threads)
   target_compile_definitions(test_mai_chan PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
   add_dependencies(test_mai_chan softibd)
   set_tests_properties(test_mai_chan PROPERTIES TIMEOUT 120)

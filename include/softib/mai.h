@@ -170,7 +170,8 @@ typedef struct mai_filter {
 /* Opens a channel to QP `qp` (0 or 1) of device `dev` port `port` (seed 002
  * "mai_open") through softibd (the verbs library's socket rules: $SOFTIB_SOCKET,
  * ...; autostarts it likewise).  Returns a channel handle >= 0 (a file
- * descriptor, close-on-exec), or -EINVAL (qp not 0/1, port 0 on a CA, dev
+ * descriptor, close-on-exec, O_NONBLOCK: read/recv on it never block, as on
+ * /dev/infiniband/umad*), or -EINVAL (qp not 0/1, port 0 on a CA, dev
  * NULL or too long), -ENODEV (no such device or port), -EACCES (QP0 without
  * privilege: uid 0 or CAP_NET_ADMIN, docs/mai.md), or the transport's
  * -errno (-ECONNREFUSED, -ETIMEDOUT, ...). */

@@ -1,17 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The MAD router of softibd (docs/mai.md "MAD routing"): a MAD leaving a
- * port's QP0/QP1 is walked over the fabric model, directed route hop by
- * hop with the SMI rules of IBA 14.2.2 (mad_dr_send/mad_dr_recv: C14-6,
- * C14-9, C14-13) over physically LinkUp links, or LID routed through the
- * switches' LFTs (sib_subnet_route, IBA 18.2.4.3.2), and delivered at the
- * destination's QP: responses by TID (bits 63..40 = channel), requests
- * through mai_match over the channels' and the internal SMA/PMA filters,
- * unmatched requests answered as IBA 13.4.7 and Linux's
- * generate_unmatched_resp do.  Counts every MAD on the PMA counters of the
- * ports it crosses.  Must not trust a MAD: every field it reads is checked
- * here or by mad_dr_*.  Single-threaded (the event loop); synchronous: a
- * request and its internal agent's answer travel within one call.
+ * softibd's MAD router (docs/mai.md "MAD routing"): DR SMPs walked hop by hop
+ * over LinkUp links with the SMI rules (IBA 14.2.2, mad_dr_*), the rest LID
+ * routed through the LFTs (sib_subnet_route); delivery by TID or mai_match,
+ * unmatched requests answered as IBA 13.4.7; PMA counters of every port.
+ * Trusts no MAD field unchecked.  Single-threaded (the event loop), synchronous.
  */
 #include <errno.h>
 #include <string.h>
@@ -224,8 +217,16 @@ static void deliver(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 	if (is_response(m)) {
 		uint32_t chan = (uint32_t)(m->tid >> MAI_TID_CHAN_SHIFT) & MAI_TID_CHAN_MASK;
 
-		if (chan == SIBD_MAI_CHAN_SMA || chan == SIBD_MAI_CHAN_PMA)
-			return; /* a TrapRepress or answer to softibd's own agent: taken */
+		if (chan == SIBD_MAI_CHAN_SMA || chan == SIBD_MAI_CHAN_PMA) {
+			/* a TrapRepress or answer to softibd's own agent: it takes
+			 * (and counts) it without a reply */
+			uint8_t in[MAD_SIZE], out[MAD_SIZE];
+
+			if (mai_towire(m, in, sizeof(in)) == MAD_SIZE)
+				(chan == SIBD_MAI_CHAN_SMA ? sibd_sma_process
+							   : sibd_pma_process)(d, n, port, in, out);
+			return;
+		}
 		if (sibd_mai_response(d, chan, n, port, m->qp, m))
 			drop(d, n, port, m->qp, SIBD_DROP_NO_AGENT);
 		return;

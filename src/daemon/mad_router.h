@@ -107,6 +107,9 @@ void sibd_mai_event(struct sibd *d);
 int sibd_mai_timeout(struct sibd *d, int timeout);
 /* Resend or time out the requests whose deadline passed. */
 void sibd_mai_timers(struct sibd *d);
+/* Device dev_index is unregistered (its node is about to be freed): its
+ * channels close (their clients read end-of-file). */
+void sibd_mai_device_gone(struct sibd *d, uint32_t dev_index);
 /* Connection c closes: its channels close. */
 void sibd_mai_client_gone(struct sibd *d, struct sibd_client *c);
 int sibd_cmd_mai_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,

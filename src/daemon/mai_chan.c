@@ -1,15 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * MAI channels in softibd (seed 002 mai_open/mai_filter_create/delete, mai_send,
- * mai_recv; docs/mai.md "Channels"): MAI_OPEN gives a client one end of a
- * SOCK_SEQPACKET socketpair bound to QP0/QP1 of a CA port; mai_mmstream
- * streams go both ways.  Owns the channels' filters (plus the internal
- * SMA/PMA filters, one engine for all), TID stamping and response routing,
- * mai_send_req timeouts and retries (kernel umad semantics, mgmt.md 1.4),
- * OOB wrap-back and the privilege check.  Never trusts a client's bytes:
- * malformed messages are counted and dropped; never blocks: a full channel
- * socket (the bounded queue) drops and counts.  Single-threaded (the event
- * loop); closed channels are freed only from the loop's own entry points.
+ * MAI channels in softibd (seed 002; docs/mai.md "Channels"): MAI_OPEN's
+ * socketpairs carrying mai_mmstream streams, filters (clients' and the
+ * internal SMA/PMA's), TID stamping, mai_send_req timeouts (umad semantics),
+ * OOB, privilege.  Never trusts or blocks on a client: bad bytes are counted,
+ * a full socket drops.  Single-threaded; closed channels freed only by reap().
  */
 #include <errno.h>
 #include <stdio.h>
@@ -78,16 +73,26 @@ struct sibd_mad_counters *sibd_mad_ctr(struct sibd *d)
 
 /* ---- internal agents ------------------------------------------------------ */
 
-/* The SMA's attributes (IBA 14.2.5, the brief's table): its consuming
- * filters name base version, class, class version, method and attribute,
- * so they beat a manager's class + method registration, while what the
- * SMA has no filter for (SMInfo) reaches the SM.  The PMA takes class 0x04
+/* The SMA's attributes (IBA 14.2.5; research mgmt.md 3.4): what it
+ * implements, and what it must answer 0x000C for rather than let a
+ * manager's broad filter swallow (Notice, RandomFT, VendorDiag, LedInfo,
+ * CableInfo, PortInfoExtended; plus every vendor attribute 0xFF00-0xFFFF,
+ * e.g. MlnxExtPortInfo, by a quantifier on the attribute's high byte).
+ * Each filter names base version, class, class version, method and
+ * attribute (or the quantifier): specificity 5, so it beats a manager's
+ * class + class version + method (+ port) registration, while SMInfo,
+ * which the SMA does not claim, reaches the SM.  The PMA takes class 0x04
  * Get/Set by base version, class, class version and method. */
 static const uint16_t sma_attrs[] = {
-	MAD_ATTR_NODE_DESC, MAD_ATTR_NODE_INFO, MAD_ATTR_SWITCH_INFO, MAD_ATTR_GUID_INFO,
-	MAD_ATTR_PORT_INFO, MAD_ATTR_P_KEY_TABLE, MAD_ATTR_SLVL_TABLE, MAD_ATTR_VL_ARBITRATION,
-	MAD_ATTR_LIN_FWD_TBL, MAD_ATTR_MCAST_FWD_TBL,
+	MAD_ATTR_NOTICE, MAD_ATTR_NODE_DESC, MAD_ATTR_NODE_INFO, MAD_ATTR_SWITCH_INFO,
+	MAD_ATTR_GUID_INFO, MAD_ATTR_PORT_INFO, MAD_ATTR_P_KEY_TABLE, MAD_ATTR_SLVL_TABLE,
+	MAD_ATTR_VL_ARBITRATION, MAD_ATTR_LIN_FWD_TBL, 0x001A /* RandomForwardingTable */,
+	MAD_ATTR_MCAST_FWD_TBL, 0x0030 /* VendorDiag */, 0x0031 /* LedInfo */,
+	0x0032 /* CableInfo */, 0x0033 /* PortInfoExtended */,
+	0xFF00 /* stands for the vendor range: see agents_init */,
 };
+#define N_SMA_ATTRS (sizeof(sma_attrs) / sizeof(sma_attrs[0]))
+#define N_PMA_FILTERS 2	/* the last entries of mai->agent */
 
 static int agents_init(struct sibd_mai *mai)
 {
@@ -95,14 +100,14 @@ static int agents_init(struct sibd_mai *mai)
 		MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE,
 	};
 	static const uint8_t methods[] = { MAD_METHOD_GET, MAD_METHOD_SET };
-	size_t n = sizeof(sma_attrs) / sizeof(sma_attrs[0]) * 2 * 2 + 2, i = 0;
+	size_t n = N_SMA_ATTRS * 2 * 2 + N_PMA_FILTERS, i = 0;
 
 	mai->agent_f = calloc(n, sizeof(*mai->agent_f));
 	mai->agent = calloc(n, sizeof(*mai->agent));
 	if (!mai->agent_f || !mai->agent)
 		return -ENOMEM;
 	for (size_t c = 0; c < 2; c++)
-		for (size_t a = 0; a < sizeof(sma_attrs) / sizeof(sma_attrs[0]); a++)
+		for (size_t a = 0; a < N_SMA_ATTRS; a++)
 			for (size_t me = 0; me < 2; me++) {
 				mai_filter_t *f = &mai->agent_f[i];
 
@@ -114,6 +119,12 @@ static int agents_init(struct sibd_mai *mai)
 				f->class_version = MAD_SMP_CLASS_VERSION;
 				f->method = methods[me];
 				f->attr_id = sma_attrs[a];
+				if (sma_attrs[a] == 0xFF00) { /* AttributeID byte 16 = 0xFF */
+					f->match &= ~(uint32_t)MAI_M_ATTR;
+					f->nquant = 1;
+					f->quant[0] = (struct mai_quant){ .offset = 16, .length = 1,
+									  .value = 0xFF };
+				}
 				mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_SMA, .f = f };
 				i++;
 			}
@@ -251,8 +262,9 @@ size_t sibd_mai_ents(struct sibd *d, const struct sib_fab_node *n, uint8_t port,
 		if (!ch->dead && ch->node == n && ch->port == port && ch->qp == qp)
 			cnt = ents_add(mai, cnt, ch);
 	if (cnt == 0) {
-		*ents = mai->agent; /* the common case: only the agents */
-		return qp == 0 ? mai->nagent - 2 : 2;
+		/* the common case: only the agents (the SMA's first, the PMA's last) */
+		*ents = qp == 0 ? mai->agent : mai->agent + mai->nagent - N_PMA_FILTERS;
+		return qp == 0 ? mai->nagent - N_PMA_FILTERS : N_PMA_FILTERS;
 	}
 	if (cnt + mai->nagent > mai->ents_cap) {
 		size_t cap = cnt + mai->nagent;
@@ -266,11 +278,13 @@ size_t sibd_mai_ents(struct sibd *d, const struct sib_fab_node *n, uint8_t port,
 		mai->ents_cap = cap;
 	}
 	if (qp == 0) {
-		memcpy(mai->ents + cnt, mai->agent, (mai->nagent - 2) * sizeof(*mai->ents));
-		cnt += mai->nagent - 2;
+		memcpy(mai->ents + cnt, mai->agent,
+		       (mai->nagent - N_PMA_FILTERS) * sizeof(*mai->ents));
+		cnt += mai->nagent - N_PMA_FILTERS;
 	} else {
-		memcpy(mai->ents + cnt, mai->agent + mai->nagent - 2, 2 * sizeof(*mai->ents));
-		cnt += 2;
+		memcpy(mai->ents + cnt, mai->agent + mai->nagent - N_PMA_FILTERS,
+		       N_PMA_FILTERS * sizeof(*mai->ents));
+		cnt += N_PMA_FILTERS;
 	}
 	*ents = mai->ents;
 	return cnt;
@@ -643,6 +657,16 @@ int sibd_cmd_mai_filter(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	ch->nfilt++;
 	mf->handle = f.handle;
 	return 0;
+}
+
+void sibd_mai_device_gone(struct sibd *d, uint32_t dev_index)
+{
+	if (!d->mai)
+		return;
+	for (struct chan *ch = d->mai->chans; ch; ch = ch->next)
+		if (ch->dev_index == dev_index)
+			chan_kill(d, ch);
+	reap(d);
 }
 
 void sibd_mai_client_gone(struct sibd *d, struct sibd_client *c)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "daemon/linkcfg.h"
+#include "daemon/mad_router.h"
 #include "daemon/softibd.h"
 
 #define PHYS_DISABLED 3 /* PortPhysicalState (IBA 14.2.5.6) */
@@ -307,6 +308,7 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	for (cl = d->clients; cl; cl = cl->next)
 		sibd_client_device_gone(d, cl, (uint32_t)idx);
 	sibd_link_device_gone(d, (uint32_t)idx);
+	sibd_mai_device_gone(d, (uint32_t)idx); /* before its node goes */
 	drop_node(d, d->dev_node[idx]);
 	d->dev_node[idx] = NULL;
 	d->ctr.devices_removed++;

@@ -1,16 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The MAI channel functions (include/softib/mai.h: mai_open, mai_close,
- * mai_filter_create/delete, mai_send, mai_send_req, mai_recv) over
- * softibd's control socket (common/ctl.c; docs/mai.md "Channels").  A
- * channel is one control connection (its filters) plus the SOCK_SEQPACKET
- * fd softibd passed back (the handle, mai_mmstream streams both ways).
- * Library code (linked into libibumad.so.3): no signal handlers, CLOEXEC
- * fds, bounded waits.  Locking: one mutex guards the channel list (held
- * briefly, never over I/O); each channel's control connection has its own
- * mutex for its round trips, taken before the list lock is released;
- * sends and receives on the channel fd need none (one message per call).
- * After fork the child re-initialises the list lock (pthread_atfork).
+ * The MAI channel functions of include/softib/mai.h over softibd's control
+ * socket (docs/mai.md "Channels"): a channel = one control connection + the
+ * SOCK_SEQPACKET fd softibd passes (the handle).  Library code (PIC, in
+ * libibumad.so.3): no signal handlers, CLOEXEC, bounded waits.  Locks: a list
+ * mutex (never over I/O), one per channel's control round trips; atfork-safe.
  */
 #include <errno.h>
 #include <poll.h>

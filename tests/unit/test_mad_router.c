@@ -292,6 +292,7 @@ static void filter(struct topo *t, uint32_t chan, uint32_t flags, uint32_t match
 	memset(&f, 0, sizeof(f));
 	f.flags = flags;
 	f.match = match;
+	f.port = 1;
 	f.mgmt_class = cls;
 	f.class_version = cls == 0x03 ? 2 : 1;
 	f.method = method;
@@ -518,6 +519,7 @@ static void test_lid_routed(void **state)
 	csend(t, gsi, &m);
 	assert_ptr_equal(pma_seen.n, t->b2);
 	assert_int_equal(pma_seen.in_port, 1);
+	assert_int_equal(sibd_mad_ctr(&t->d)->pma, 1);
 	assert_true(crecv(gsi, &r));
 	assert_int_equal(r.method, MAD_GET_RESP);
 	assert_int_equal(r.tid, (uint64_t)num << 40 | 0x55);
@@ -622,15 +624,32 @@ static void test_sma_precedence(void **state)
 	unsigned calls = sma_seen.calls;
 	mai_mad_t m, r;
 
-	filter(t, num, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_CLASS_VER | MAI_M_METHOD, 0x81, MAD_GET, 0);
+	/* as libibumad registers an SM: port, class, class version, method */
+	filter(t, num, MAI_F_CONSUME, MAI_M_PORT | MAI_M_CLASS | MAI_M_CLASS_VER | MAI_M_METHOD, 0x81,
+	       MAD_GET, 0);
+	filter(t, num, MAI_F_CONSUME, MAI_M_PORT | MAI_M_CLASS | MAI_M_CLASS_VER | MAI_M_METHOD, 0x81,
+	       MAD_SET, 0);
 	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 1, 2 }, 2);
 	csend(t, sm, &m);
 	assert_int_equal(sma_seen.calls, calls + 1);
 	assert_false(crecv(sm2, &r));
 	assert_true(crecv(sm, &r));
+	/* a vendor attribute (MlnxExtPortInfo) and PortInfoExtended: the SMA
+	 * answers them too (0x000C here), not the SM's broad filter */
+	mad_dr(&m, MAD_GET, 0xFF90, (const uint8_t[]){ 0, 1, 2 }, 2);
+	csend(t, sm, &m);
+	assert_int_equal(sma_seen.calls, calls + 2);
+	assert_true(crecv(sm, &r));
+	assert_int_equal(r.status, 0x8000 | MAD_STATUS_UNSUP_METHOD_ATTR);
+	mad_dr(&m, MAD_SET, 0x0033, (const uint8_t[]){ 0, 1, 2 }, 2);
+	csend(t, sm, &m);
+	assert_int_equal(sma_seen.calls, calls + 3);
+	assert_true(crecv(sm, &r));
+	assert_false(crecv(sm2, &r));
+	/* SMInfo, which the SMA does not claim, reaches the SM */
 	mad_dr(&m, MAD_GET, MAD_SMINFO, (const uint8_t[]){ 0, 1, 2 }, 2);
 	csend(t, sm, &m);
-	assert_int_equal(sma_seen.calls, calls + 1);
+	assert_int_equal(sma_seen.calls, calls + 3);
 	assert_true(crecv(sm2, &r));
 	assert_int_equal(r.attr_id, MAD_SMINFO);
 	close(sm);

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -211,11 +213,11 @@ static void test_precedence(void **state)
 		usleep(10000);
 	assert_int_equal(status_val("mad", "sma"), sma0 + 1);
 	assert_quiet(c1, 50);
-	/* a vendor attribute nobody but c1 names: c1, exclusively */
-	mad_dr(&m, MAD_GET, 0xFF01, path, 2);
+	/* an attribute nobody but c1 names (the SMA does not claim 0x0040): c1, exclusively */
+	mad_dr(&m, MAD_GET, 0x0040, path, 2);
 	assert_int_equal(mai_send(sm, &m), 0);
 	assert_int_equal(mai_recv(c1, &r, 2000), 0);
-	assert_int_equal(r.attr_id, 0xFF01);
+	assert_int_equal(r.attr_id, 0x0040);
 	assert_quiet(c3, 50);
 	/* an equally specific newer consumer takes over from c1 */
 	int c4 = open_ok("softib1", 0);
@@ -225,7 +227,7 @@ static void test_precedence(void **state)
 	assert_int_equal(mai_recv(c4, &r, 2000), 0);
 	assert_quiet(c1, 50);
 	/* a Set nobody consumes: the non-consuming c3 gets its copy */
-	mad_dr(&m, MAD_SET, 0xFF01, path, 2);
+	mad_dr(&m, MAD_SET, 0x0040, path, 2);
 	assert_int_equal(mai_send(sm, &m), 0);
 	assert_int_equal(mai_recv(c3, &r, 2000), 0);
 	assert_int_equal(r.method, MAD_SET);
@@ -388,10 +390,21 @@ static void test_sma_answers(void **state)
 		assert_int_equal(r.data[40 + 36], walk[i].local_port);
 	}
 	/* an attribute the SMA does not have: 0x000C, never silence */
-	mad_dr(&m, MAD_GET, 0xFF01, walk[0].path, 0);
+	mad_dr(&m, MAD_GET, 0x0040, walk[0].path, 0);
 	assert_int_equal(mai_send(sm, &m), 0);
 	assert_int_equal(mai_recv(sm, &r, 2000), 0);
 	assert_int_equal(r.status, 0x8000 | 0x000C);
+	/* a class version the SMA does not speak: 0x0004; a method it does not know: 0x0008 */
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, walk[0].path, 0);
+	m.class_version = 2;
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(sm, &r, 2000), 0);
+	assert_int_equal(r.status, 0x8000 | 0x0004);
+	mad_dr(&m, 0x10, MAD_NODEINFO, walk[0].path, 0);
+	assert_int_equal(mai_send(sm, &m), 0);
+	assert_int_equal(mai_recv(sm, &r, 2000), 0);
+	assert_int_equal(r.status, 0x8000 | 0x0008);
+	assert_int_equal(r.method, 0x90);
 	/* LID routed to the switch's LID: its port 0 answers PortInfo with LID 1 */
 	mad_gmp(&m, 0x01, MAD_GET, MAD_PORTINFO, 1);
 	m.qp = 0;
@@ -413,6 +426,207 @@ static void test_sma_answers(void **state)
 	mai_close(gsi);
 }
 
+/* A channel that never reads: its socket is the bounded queue; the rest is
+ * dropped and counted, the sender and softibd carry on. */
+static void test_queue_bound(void **state)
+{
+	int a = open_ok("softib3", 1), b = open_ok("softib3", 1);
+	unsigned long long full0 = status_val("mad_drop", "queue_full");
+	mai_mad_t m;
+	int sent = 0;
+
+	add_filter(b, 0, MAI_M_CLASS, 0x33, 0, 0);
+	memset(&m, 0, sizeof(m));
+	m.type = MAI_TYPE_OOB;
+	m.qp = 1;
+	m.base_version = 1;
+	m.mgmt_class = 0x33;
+	m.data_len = MAI_MAD_DATA_SIZE;
+	for (uint64_t t0 = now_ms(); sent < 4000 && now_ms() - t0 < 10000;) {
+		int ret = mai_send(a, &m);
+
+		if (ret == -EAGAIN) {
+			usleep(1000); /* softibd is behind: our own socket is full */
+			continue;
+		}
+		assert_int_equal(ret, 0);
+		sent++;
+	}
+	assert_int_equal(sent, 4000);
+	for (int i = 0; i < 200 && status_val("mad_drop", "queue_full") == full0; i++)
+		usleep(10000);
+	assert_true(status_val("mad_drop", "queue_full") > full0);
+	/* what was queued arrives whole */
+	int got = 0;
+
+	while (mai_recv(b, &m, 0) == 0) {
+		assert_int_equal(m.type, MAI_TYPE_OOB);
+		got++;
+	}
+	assert_true(got > 0 && got < 4000);
+	/* and the channel works again once read */
+	m.data_len = 1;
+	assert_int_equal(mai_send(a, &m), 0);
+	assert_int_equal(mai_recv(b, &m, 2000), 0);
+	mai_close(a);
+	mai_close(b);
+}
+
+#define THREADS 4
+#define PER_THREAD 200
+
+/* One thread: its own channel and filter, OOB to itself, all back. */
+static void *thread_main(void *arg)
+{
+	uintptr_t i = (uintptr_t)arg;
+	int ch = mai_open("softib1", 1, 1), got = 0;
+	mai_filter_t f;
+	mai_mad_t m;
+
+	if (ch < 0)
+		return (void *)1;
+	memset(&f, 0, sizeof(f));
+	f.match = MAI_M_CLASS;
+	f.mgmt_class = (uint8_t)(0x40 + i);
+	if (mai_filter_create(ch, &f))
+		return (void *)2;
+	memset(&m, 0, sizeof(m));
+	m.type = MAI_TYPE_OOB;
+	m.qp = 1;
+	m.base_version = 1;
+	m.mgmt_class = (uint8_t)(0x40 + i);
+	m.data_len = 1;
+	for (int n = 0; n < PER_THREAD; n++) {
+		m.data[0] = (uint8_t)n;
+		while (mai_send(ch, &m) == -EAGAIN)
+			usleep(1000);
+		if (mai_recv(ch, &m, 2000) || m.mgmt_class != 0x40 + i || m.data[0] != (uint8_t)n)
+			return (void *)3;
+		got++;
+	}
+	if (mai_filter_delete(ch, f.handle) || mai_close(ch))
+		return (void *)4;
+	return got == PER_THREAD ? NULL : (void *)5;
+}
+
+/* mai_* from several threads at once, and a forked child that uses its
+ * own channel while the parent keeps another. */
+static void test_threads_fork(void **state)
+{
+	pthread_t th[THREADS];
+	void *ret;
+	int keep = open_ok("softib1", 1), st;
+	pid_t pid;
+
+	for (uintptr_t i = 0; i < THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, thread_main, (void *)i), 0);
+	for (int i = 0; i < THREADS; i++) {
+		assert_int_equal(pthread_join(th[i], &ret), 0);
+		assert_null(ret);
+	}
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(thread_main((void *)7) ? 1 : 0);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	add_filter(keep, 0, MAI_M_CLASS, 0x03, 0, 0); /* the parent's channel still works */
+	assert_int_equal(mai_close(keep), 0);
+}
+
+/* Random MADs (valid streams, hostile contents: classes, methods, hop
+ * counts and pointers, paths, LIDs, versions) and random bytes on QP0 and
+ * QP1 channels: softibd routes, answers or drops each and stays up. */
+static void test_fuzz(void **state)
+{
+	static const uint8_t classes[] = { 0x01, 0x81, 0x04, 0x03, 0x32, 0x07, 0xFF };
+	int ch[2] = { open_ok("softib0", 0), open_ok("softib1", 1) };
+	unsigned int seed = (unsigned int)now_ms();
+	mai_mad_t m;
+	uint8_t junk[MAI_MSTREAM_SIZE + 8];
+
+	print_message("fuzz seed %u\n", seed);
+	srand(seed);
+	for (int i = 0; i < 3000; i++) {
+		int c = i & 1;
+
+		memset(&m, 0, sizeof(m));
+		m.type = MAI_TYPE_MAD;
+		m.qp = (uint8_t)c;
+		m.remote_qpn = rand() % 4 ? (uint32_t)c : (uint32_t)(rand() & 0xFFFFFF);
+		m.data_len = MAI_MAD_DATA_SIZE;
+		m.lrh.dlid = rand() % 4 ? (uint16_t)(rand() % 8) : (uint16_t)rand();
+		m.base_version = rand() % 8 ? 1 : (uint8_t)rand();
+		m.mgmt_class = classes[rand() % sizeof(classes)];
+		m.class_version = rand() % 4 ? 1 : (uint8_t)rand();
+		m.method = rand() % 2 ? (uint8_t)(1 + rand() % 2) : (uint8_t)rand();
+		m.status = rand() % 4 ? 0 : (uint16_t)rand();
+		m.class_specific = (uint16_t)((rand() % 4 ? 0 : rand() % 70) << 8 | rand() % 70);
+		m.tid = (uint64_t)rand() << 32 | (uint64_t)rand();
+		m.attr_id = rand() % 2 ? (uint16_t)(0x10 + rand() % 0x24) : (uint16_t)rand();
+		m.attr_mod = rand() % 2 ? 0 : (uint32_t)rand();
+		for (int b = 0; b < MAI_MAD_DATA_SIZE; b++)
+			m.data[b] = rand() % 3 ? 0 : (uint8_t)rand();
+		for (int b = 0; b < 64; b++)	/* InitialPath: mostly real ports */
+			m.data[MAD_IPATH + b] = (uint8_t)(rand() % 4 ? rand() % 6 : rand());
+		if (rand() % 2)
+			memset(m.data + MAD_DR_SLID, 0xFF, 4);
+		int ret = rand() % 3 ? mai_send(ch[c], &m)
+				     : mai_send_req(ch[c], &m, 1 + rand() % 20, (uint32_t)(rand() % 3));
+
+		assert_true(ret == 0 || ret == -EAGAIN || ret == -EINVAL);
+		if (rand() % 16 == 0) {
+			for (size_t b = 0; b < sizeof(junk); b++)
+				junk[b] = (uint8_t)rand();
+			send(ch[c], junk, (size_t)(rand() % (int)sizeof(junk)) + 1, MSG_DONTWAIT);
+		}
+		while (mai_recv(ch[c], &m, 0) == 0)
+			;
+	}
+	usleep(100000); /* the last send_req timeouts */
+	for (int c = 0; c < 2; c++) {
+		while (mai_recv(ch[c], &m, 0) == 0)
+			;
+		assert_int_equal(mai_close(ch[c]), 0);
+	}
+	/* softibd answers, having routed most of it somewhere */
+	assert_true(status_val("mad", "sent") >= 2000);
+	print_message("sent %llu sma %llu pma %llu unsupported %llu forwarded %llu timeouts %llu\n",
+		      status_val("mad", "sent"), status_val("mad", "sma"), status_val("mad", "pma"),
+		      status_val("mad", "unsupported"), status_val("mad", "forwarded"),
+		      status_val("mad", "timeouts"));
+	assert_int_equal(status_val("mai", "pending"), 0);
+}
+
+static int dev_cmd(uint16_t op, const char *name)
+{
+	struct sib_ctl_msg msg = { .hdr.op = op };
+	int fd = sib_ctl_connect(daemon_socket()), ret;
+
+	assert_true(fd >= 0);
+	snprintf(msg.u.dev.name, sizeof(msg.u.dev.name), "%s", name);
+	ret = sib_ctl_call(fd, &msg, NULL);
+	close(fd);
+	return ret ? ret : -msg.hdr.status;
+}
+
+/* A device that goes away takes its channels along: their clients read
+ * end-of-file; softibd frees nothing they still use. */
+static void test_device_remove(void **state)
+{
+	mai_mad_t m;
+	int ch;
+
+	assert_int_equal(dev_cmd(SIB_CTL_DEVICE_ADD, "maidev"), 0);
+	ch = open_ok("maidev", 1);
+	add_filter(ch, 0, MAI_M_CLASS, 0x03, 0, 0);
+	assert_int_equal(dev_cmd(SIB_CTL_DEVICE_REMOVE, "maidev"), 0);
+	assert_int_equal(mai_recv(ch, &m, 2000), -ECONNRESET);
+	assert_int_equal(mai_open("maidev", 1, 1), -ENODEV);
+	assert_int_equal(mai_close(ch), 0);
+	assert_int_equal(status_val("mai", "filters"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -424,6 +638,10 @@ int main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_sma_answers),
+		cmocka_unit_test(test_queue_bound),
+		cmocka_unit_test(test_threads_fork),
+		cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_device_remove),
 	};
 
 	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);

@@ -75,20 +75,60 @@ struct uport {
 	uint64_t reasm_age;
 	uint64_t dropped;           /* received MADs no agent takes, bad RMPP */
 	bool dead;                  /* a channel ended: softibd is gone */
+	int refs;                   /* calls using the port (ports_lock) */
+	bool closed;                /* umad_close_port done: freed by the last call */
 };
 
 static pthread_mutex_t ports_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct uport *ports;
 
-static struct uport *port_find(int id)
+static void port_free(struct uport *p);
+
+/* The open port with this id, held until port_put (a close meanwhile
+ * frees it only then), or NULL. */
+static struct uport *port_get(int id)
 {
 	struct uport *p;
 
 	pthread_mutex_lock(&ports_lock);
 	for (p = ports; p && p->id != id; p = p->next)
 		;
+	if (p)
+		p->refs++;
 	pthread_mutex_unlock(&ports_lock);
 	return p;
+}
+
+static void port_put(struct uport *p)
+{
+	bool last;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&ports_lock);
+	last = --p->refs == 0 && p->closed;
+	pthread_mutex_unlock(&ports_lock);
+	if (last)
+		port_free(p);
+}
+
+/*
+ * A port's lock, taken with thread cancellation off: OpenSM stops its
+ * receiver thread with pthread_cancel while it waits in umad_recv, and a
+ * thread cancelled inside a send or receive (both cancellation points)
+ * would leave the lock held for ever.  The only cancellation point of
+ * umad_recv is its wait, outside the lock.
+ */
+static void port_lock(struct uport *p, int *cancel_state)
+{
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, cancel_state);
+	pthread_mutex_lock(&p->lock);
+}
+
+static void port_unlock(struct uport *p, int cancel_state)
+{
+	pthread_mutex_unlock(&p->lock);
+	pthread_setcancelstate(cancel_state, NULL);
 }
 
 static void port_free(struct uport *p)
@@ -171,16 +211,19 @@ UMAD_EXPORT int umad_open_port(const char *ca_name, int portnum)
 UMAD_EXPORT int umad_close_port(int portid)
 {
 	struct uport **pp, *p = NULL;
+	bool now = false;
 
 	pthread_mutex_lock(&ports_lock);
 	for (pp = &ports; *pp; pp = &(*pp)->next)
 		if ((*pp)->id == portid) {
 			p = *pp;
 			*pp = p->next;
+			p->closed = true;
+			now = p->refs == 0;
 			break;
 		}
 	pthread_mutex_unlock(&ports_lock);
-	if (p)
+	if (now)
 		port_free(p);
 	return 0;
 }
@@ -209,17 +252,16 @@ static void agent_drop_filters(struct uport *p, struct agent *a)
 /* Register an agent: one consuming MAI filter per method of its mask
  * (unsolicited MADs of that class, version, method and, for vendor range
  * 2, OUI, arriving on this port).  The agent id, or -errno. */
-static int agent_add(int portid, const struct umad_reg_attr *at)
+static int agent_add_on(struct uport *p, const struct umad_reg_attr *at)
 {
-	struct uport *p = port_find(portid);
 	struct agent *a = NULL;
 	uint8_t qp = at->mgmt_class == 0x01 || at->mgmt_class == 0x81 ? 0 : 1;
 	bool all;
-	int id, ret = 0;
+	int id, ret = 0, cs;
 
 	if (!p)
 		return -EBADF;
-	pthread_mutex_lock(&p->lock);
+	port_lock(p, &cs);
 	for (id = 0; id < MAX_AGENTS && p->agents[id].used; id++)
 		;
 	if (id == MAX_AGENTS)
@@ -227,7 +269,7 @@ static int agent_add(int portid, const struct umad_reg_attr *at)
 	else if (p->chan[qp] < 0)
 		ret = -EPERM; /* QP0 refused to this caller */
 	if (ret) {
-		pthread_mutex_unlock(&p->lock);
+		port_unlock(p, cs);
 		return ret;
 	}
 	a = &p->agents[id];
@@ -266,14 +308,23 @@ static int agent_add(int portid, const struct umad_reg_attr *at)
 	}
 	if (ret) {
 		agent_drop_filters(p, a);
-		pthread_mutex_unlock(&p->lock);
+		port_unlock(p, cs);
 		return ret;
 	}
 	a->used = true;
-	pthread_mutex_unlock(&p->lock);
-	UMAD_DEBUG("port %d agent %d: class 0x%x version %u rmpp %u", portid, id, a->mgmt_class,
+	port_unlock(p, cs);
+	UMAD_DEBUG("port %d agent %d: class 0x%x version %u rmpp %u", p->id, id, a->mgmt_class,
 		   a->class_version, a->rmpp_version);
 	return id;
+}
+
+static int agent_add(int portid, const struct umad_reg_attr *at)
+{
+	struct uport *p = port_get(portid);
+	int ret = agent_add_on(p, at);
+
+	port_put(p);
+	return ret;
 }
 
 static void mask_from_longs(uint64_t out[2], long method_mask[16 / sizeof(long)])
@@ -344,18 +395,17 @@ UMAD_EXPORT int umad_register2(int port_fd, struct umad_reg_attr *attr, uint32_t
 
 /* 0, or -1 with errno EINVAL (no such agent) / ENOTTY (not a umad port),
  * as the kernel's ioctl. */
-UMAD_EXPORT int umad_unregister(int portid, int agentid)
+static int unregister_on(struct uport *p, int agentid)
 {
-	struct uport *p = port_find(portid);
-	int i;
+	int i, cs;
 
 	if (!p) {
 		errno = ENOTTY;
 		return -1;
 	}
-	pthread_mutex_lock(&p->lock);
+	port_lock(p, &cs);
 	if (agentid < 0 || agentid >= MAX_AGENTS || !p->agents[agentid].used) {
-		pthread_mutex_unlock(&p->lock);
+		port_unlock(p, cs);
 		errno = EINVAL;
 		return -1;
 	}
@@ -364,8 +414,17 @@ UMAD_EXPORT int umad_unregister(int portid, int agentid)
 	for (i = 0; i < MAX_REASM; i++)
 		if (p->reasm[i].used && p->reasm[i].agent == agentid)
 			p->reasm[i].used = false;
-	pthread_mutex_unlock(&p->lock);
+	port_unlock(p, cs);
 	return 0;
+}
+
+UMAD_EXPORT int umad_unregister(int portid, int agentid)
+{
+	struct uport *p = port_get(portid);
+	int ret = unregister_on(p, agentid);
+
+	port_put(p);
+	return ret;
 }
 
 /* ---- sending --------------------------------------------------------------------- */
@@ -456,12 +515,11 @@ static int do_send(struct uport *p, int agentid, struct ib_user_mad *u, int leng
  * agentid.  0, or -EIO with errno set (EINVAL: bad agent, length, class;
  * EBADF: not a port; EMSGSIZE: longer than a MAD without RMPP; EAGAIN;
  * ECONNRESET: softibd is gone), as libibumad reports a failed write. */
-UMAD_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int timeout_ms,
-			  int retries)
+static int send_on(struct uport *p, int agentid, void *umad, int length, int timeout_ms,
+		   int retries)
 {
 	struct ib_user_mad *u = umad;
-	struct uport *p = port_find(portid);
-	int ret;
+	int ret, cs;
 
 	if (!p || !u) {
 		errno = p ? EINVAL : EBADF;
@@ -472,15 +530,25 @@ UMAD_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int t
 	u->retries = (uint32_t)retries;
 	if (sib_umad_debug_level > 1)
 		umad_dump(u);
-	pthread_mutex_lock(&p->lock);
+	port_lock(p, &cs);
 	ret = do_send(p, agentid, u, length, timeout_ms > 0 ? (uint32_t)timeout_ms : 0,
 		      retries > 0 ? (uint32_t)retries : 0);
-	pthread_mutex_unlock(&p->lock);
+	port_unlock(p, cs);
 	if (!ret)
 		return 0;
-	UMAD_DEBUG("port %d agent %d: send failed: %s", portid, agentid, strerror(-ret));
+	UMAD_DEBUG("port %d agent %d: send failed: %s", p->id, agentid, strerror(-ret));
 	errno = -ret;
 	return -EIO;
+}
+
+UMAD_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int timeout_ms,
+			  int retries)
+{
+	struct uport *p = port_get(portid);
+	int ret = send_on(p, agentid, umad, length, timeout_ms, retries);
+
+	port_put(p);
+	return ret;
 }
 
 /* ---- receiving ------------------------------------------------------------------- */
@@ -688,7 +756,7 @@ static int port_wait(int id, int timeout_ms)
 	int n = poll(&pfd, 1, timeout_ms);
 
 	if (n == 1)
-		return 0;
+		return pfd.revents & POLLIN ? 0 : -EIO; /* POLLNVAL: closed meanwhile */
 	return n == 0 ? -ETIMEDOUT : -EIO;
 }
 
@@ -701,12 +769,11 @@ static int port_wait(int id, int timeout_ms)
  * the message kept for the next call (libibumad's realloc protocol);
  * -EINVAL (NULL arguments), -EIO.  errno is set likewise.
  */
-UMAD_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms)
+static int recv_on(struct uport *p, void *umad, int *length, int timeout_ms)
 {
-	struct uport *p = port_find(portid);
 	long long end = timeout_ms > 0 ? mono_ms() + timeout_ms : 0;
 	struct ib_user_mad *u = umad;
-	int ret, agent;
+	int ret, agent, cs;
 
 	if (!umad || !length || *length < 0) {
 		errno = EINVAL;
@@ -717,7 +784,7 @@ UMAD_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms)
 		return -EBADF;
 	}
 	for (;;) {
-		pthread_mutex_lock(&p->lock);
+		port_lock(p, &cs);
 		fill_pending(p);
 		if (p->pending) {
 			const struct ib_user_mad *pu = (const struct ib_user_mad *)p->pending;
@@ -725,7 +792,7 @@ UMAD_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms)
 			if (p->pending_len > (size_t)*length) {
 				memcpy(u, pu, sizeof(*u));
 				*length = (int)p->pending_len;
-				pthread_mutex_unlock(&p->lock);
+				port_unlock(p, cs);
 				errno = ENOSPC;
 				return -ENOSPC;
 			}
@@ -733,11 +800,15 @@ UMAD_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms)
 			*length = (int)p->pending_len;
 			agent = (int)pu->agent_id;
 			clear_pending(p);
-			pthread_mutex_unlock(&p->lock);
+			port_unlock(p, cs);
 			return agent;
 		}
-		pthread_mutex_unlock(&p->lock);
-		if (p->dead) {
+		port_unlock(p, cs);
+		if (p->dead) { /* softibd is gone: nothing will come; wait as asked */
+			long long left = end - mono_ms();
+
+			if (timeout_ms)
+				poll(NULL, 0, timeout_ms < 0 ? -1 : left > 0 ? (int)left : 0);
 			errno = ECONNRESET;
 			return -EIO;
 		}
@@ -752,9 +823,9 @@ UMAD_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms)
 				errno = ETIMEDOUT;
 				return -ETIMEDOUT;
 			}
-			ret = port_wait(portid, (int)left);
+			ret = port_wait(p->id, (int)left);
 		} else {
-			ret = port_wait(portid, -1);
+			ret = port_wait(p->id, -1);
 		}
 		if (ret == -ETIMEDOUT) {
 			errno = ETIMEDOUT;
@@ -765,6 +836,16 @@ UMAD_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms)
 			return ret;
 		}
 	}
+}
+
+/* umad_recv: recv_on on the port held for the call. */
+UMAD_EXPORT int umad_recv(int portid, void *umad, int *length, int timeout_ms)
+{
+	struct uport *p = port_get(portid);
+	int ret = recv_on(p, umad, length, timeout_ms);
+
+	port_put(p);
+	return ret;
 }
 
 /* Wait until the port has something to read: 0, -ETIMEDOUT, -EIO. */

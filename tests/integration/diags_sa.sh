@@ -9,10 +9,6 @@
 need_tool saquery infiniband-diags
 two_switch_sm
 
-run() {
-	local name=$1; shift
-	client timeout 20 saquery "$@" >"$SIB_TMP/$name.out" 2>&1 || fail "saquery $*: rc $?: $(cat "$SIB_TMP/$name.out")"
-}
 count() {
 	grep -c "$2" "$SIB_TMP/$1.out"
 }
@@ -25,7 +21,7 @@ lid0=$(lid_of softib0)
 lid3=$(lid_of softib3)
 
 # NodeRecord: switches once (port 0), CAs once per cabled port.
-run nr NR
+run nr saquery NR
 [ "$(count nr 'NodeRecord dump')" = "$nlid" ] ||
 	fail "saquery NR: $(count nr 'NodeRecord dump') records, the fabric has $nlid: $(cat "$SIB_TMP/nr.out")"
 for g in $(switch_guids) $(for d in $(ca_devs); do node_guid "$d"; done); do
@@ -34,7 +30,7 @@ done
 grep -Eq 'NodeDescription\.+softib HCA softib3$' "$SIB_TMP/nr.out" || fail "saquery NR: no NodeDescription of softib3"
 
 # PortInfoRecord: at least every LID's port, each CA LID among them.
-run pir PIR
+run pir saquery PIR
 [ "$(count pir 'PortInfoRecord dump')" -ge "$nlid" ] ||
 	fail "saquery PIR: $(count pir 'PortInfoRecord dump') records, fewer than $nlid ports with a LID"
 for dev in $(ca_devs); do
@@ -44,23 +40,23 @@ done
 
 # PathRecord: all of them (at least one per LID, at most every pair), and
 # the one from softib0 to softib3.
-run pr PR
+run pr saquery PR
 n=$(count pr 'PathRecord dump')
 [ "$n" -ge "$nlid" ] && [ "$n" -le $((nlid * nlid)) ] ||
 	fail "saquery PR: $n records for $nlid LIDs: $(cat "$SIB_TMP/pr.out")"
-run pr03 PR --src-to-dst "$lid0:$lid3"
+run pr03 saquery PR --src-to-dst "$lid0:$lid3"
 grep -Eq "dlid\.+$lid3\$" "$SIB_TMP/pr03.out" && grep -Eq "slid\.+$lid0\$" "$SIB_TMP/pr03.out" ||
 	fail "saquery PR $lid0 -> $lid3: $(cat "$SIB_TMP/pr03.out")"
 grep -Eq "dgid\.+$(python3 -c "import ipaddress, sys; print(ipaddress.IPv6Address((0xfe80 << 112) | int(sys.argv[1], 16)))" "$(port_guid softib3 1)")\$" \
 	"$SIB_TMP/pr03.out" || fail "saquery PR $lid0 -> $lid3: wrong DGID: $(cat "$SIB_TMP/pr03.out")"
 
 # MCMemberRecord: OpenSM's IPoIB broadcast group of the default partition.
-run mcg -g
+run mcg saquery -g
 grep -q 'MGID\.*ff12:401b:ffff::ffff:ffff' "$SIB_TMP/mcg.out" || fail "saquery -g: no broadcast group: $(cat "$SIB_TMP/mcg.out")"
 grep -Eq 'Mlid\.+0xC000$' "$SIB_TMP/mcg.out" || fail "saquery -g: broadcast group not at MLID 0xC000: $(cat "$SIB_TMP/mcg.out")"
-run mcm MCMR
+run mcm saquery MCMR
 
 # IsSM ports: OpenSM's own port, which holds the ISSM device.
-run issm -s
+run issm saquery -s
 grep -Eq "EndPortLid\.+$lid0\$" "$SIB_TMP/issm.out" || fail "saquery -s: the SM port (LID $lid0) is not IsSM: $(cat "$SIB_TMP/issm.out")"
 echo PASS

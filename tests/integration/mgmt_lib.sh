@@ -126,7 +126,7 @@ opensm_start() {
 
 # subnet_ups: how many times the OpenSM log says SUBNET UP.
 subnet_ups() {
-	grep -c "SUBNET UP" "$OSM_LOG" 2>/dev/null || echo 0
+	awk '/SUBNET UP/ { n++ } END { print n + 0 }' "$OSM_LOG" 2>/dev/null || echo 0
 }
 
 subnet_up_at_least() {
@@ -280,4 +280,16 @@ two_switch_sm() {
 	mgmt_start two_switch.topo external
 	opensm_start
 	check_ports_active
+}
+
+# run NAME CMD...: an unmodified client's output in $SIB_TMP/NAME.out; fails
+# on a non-zero exit.
+run() {
+	local name=$1; shift
+	client timeout 20 "$@" >"$SIB_TMP/$name.out" 2>&1 || fail "$*: rc $?: $(cat "$SIB_TMP/$name.out")"
+}
+
+# want NAME REGEX: that output must have a line matching REGEX.
+want() {
+	grep -Eq "$2" "$SIB_TMP/$1.out" || fail "$1: no line matching '$2' in: $(cat "$SIB_TMP/$1.out")"
 }

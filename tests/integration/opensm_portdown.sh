@@ -27,7 +27,7 @@ ups=$(subnet_ups)
 "$SIB_BIN/softib" port softib3 1 down || fail "softib port softib3 1 down"
 wait_until 30 sh -c "! kill -0 $cli 2>/dev/null" || fail "RC traffic still runs 30 s after the port went down"
 wait "$cli"
-grep -q "retry counter exceeded" "$SIB_TMP/client.out" "$SIB_TMP/server.out" ||
+grep "retry counter exceeded" "$SIB_TMP/client.out" "$SIB_TMP/server.out" ||
 	fail "no retry exceeded: $(cat "$SIB_TMP/client.out" "$SIB_TMP/server.out")"
 [ "$(port_field softib3 1 state)" != ACTIVE ] || fail "softib3 port 1 still ACTIVE: $(status)"
 
@@ -37,6 +37,9 @@ nr_lacks() {
 	client timeout 20 saquery NR >"$SIB_TMP/nr1.out" 2>&1 && ! grep -qi "node_guid\.*$node3" "$SIB_TMP/nr1.out"
 }
 wait_until 20 nr_lacks || fail "OpenSM's SA still lists $node3 after the port went down"
+pg3=$(port_guid softib3 1)
+grep -q "Removed port with GUID:$pg3" "$OSM_LOG" || fail "OpenSM did not drop $pg3: $(tail -20 "$OSM_LOG")"
+grep -Eo "Received Generic Notice .*num:128.*|Removed port with GUID:$pg3.*" "$OSM_LOG" | head -3
 
 # Back up: OpenSM brings it to ACTIVE again, with the same LID.
 ups=$(subnet_ups)
@@ -44,6 +47,7 @@ ups=$(subnet_ups)
 port_active() { [ "$(port_field softib3 1 state)" = ACTIVE ]; }
 wait_until 30 port_active || fail "softib3 port 1 not ACTIVE 30 s after up: $(status)"
 [ "$(lid_of softib3)" = "$lid3" ] || fail "softib3 came back with LID $(lid_of softib3), had $lid3"
+grep -q "Discovered new port with GUID:$pg3" "$OSM_LOG" || fail "OpenSM did not find $pg3 again: $(tail -20 "$OSM_LOG")"
 check_ports_active
 rc_pingpong softib0 softib3
 echo PASS

@@ -77,7 +77,7 @@ log_to_up() {
 # Node count of an ibnetdiscover print-out.
 disc_nodes() { grep -Ec '^(Switch|Ca|Hca)[[:space:]]' "$1" 2>/dev/null || echo 0; }
 
-probe() { [ -x "$build/bin/cacheline_rtt" ] && "$build/bin/cacheline_rtt" | awk '{print $1}' || echo -; }
+probe() { [ -x "$build/bin/cacheline_rtt" ] && "$build/bin/cacheline_rtt" 200000 | awk '{print $1}' || echo -; }
 
 # run_side SIDE FILE GUID -> "opensm_wall log_to_up disc_wall disc_nodes fabric_cpu"
 # or "! reason".  The fabric (ibsim or softibd) is started fresh for every run.

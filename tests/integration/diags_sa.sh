@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Unmodified saquery against OpenSM's SA on two_switch.topo: NodeRecord
 # (one per switch and per cabled CA port, exactly), PortInfoRecord,
-# PathRecord (all, and softib0 -> softib3), MCMemberRecord (the IPoIB
-# broadcast group OpenSM creates) and the IsSM ports.  The tables span
+# PathRecord (every pair of LIDs, and softib0 -> softib3), LinkRecord
+# (each link both ways), MCMemberRecord (the IPoIB broadcast group OpenSM
+# creates) and the IsSM ports.  The tables span
 # several MADs, so the counts show that RMPP delivered them whole.
 . "$(dirname "$0")/mgmt_lib.sh"
 need_tool saquery infiniband-diags
@@ -38,17 +39,22 @@ for dev in $(ca_devs); do
 	[ "$l" = 0 ] || grep -Eq "EndPortLid\.+$l\$" "$SIB_TMP/pir.out" || fail "saquery PIR: no record of LID $l ($dev)"
 done
 
-# PathRecord: all of them (at least one per LID, at most every pair), and
-# the one from softib0 to softib3.
+# PathRecord: one for every pair of LIDs (LMC 0), and the one from
+# softib0 to softib3.
 run pr saquery PR
 n=$(count pr 'PathRecord dump')
-[ "$n" -ge "$nlid" ] && [ "$n" -le $((nlid * nlid)) ] ||
-	fail "saquery PR: $n records for $nlid LIDs: $(cat "$SIB_TMP/pr.out")"
+[ "$n" = $((nlid * nlid)) ] || fail "saquery PR: $n records for $nlid LIDs, want $((nlid * nlid)): $(cat "$SIB_TMP/pr.out")"
 run pr03 saquery PR --src-to-dst "$lid0:$lid3"
 grep -Eq "dlid\.+$lid3\$" "$SIB_TMP/pr03.out" && grep -Eq "slid\.+$lid0\$" "$SIB_TMP/pr03.out" ||
 	fail "saquery PR $lid0 -> $lid3: $(cat "$SIB_TMP/pr03.out")"
 grep -Eq "dgid\.+$(python3 -c "import ipaddress, sys; print(ipaddress.IPv6Address((0xfe80 << 112) | int(sys.argv[1], 16)))" "$(port_guid softib3 1)")\$" \
 	"$SIB_TMP/pr03.out" || fail "saquery PR $lid0 -> $lid3: wrong DGID: $(cat "$SIB_TMP/pr03.out")"
+
+# LinkRecord: each link of the file once per direction.
+links=$(topo_norm "$(topo_file)" | grep -c '^link')
+run lr saquery LR
+[ "$(count lr 'LinkRecord dump')" = $((2 * links)) ] ||
+	fail "saquery LR: $(count lr 'LinkRecord dump') records for $links links: $(cat "$SIB_TMP/lr.out")"
 
 # MCMemberRecord: OpenSM's IPoIB broadcast group of the default partition.
 run mcg saquery -g

@@ -6,6 +6,9 @@
 # softib (softibd --sm external + our libibumad.so.3), on the same file in
 # one run, then ibnetdiscover walks it; printed side by side with the
 # cache-line round trip (where the host put the VM's CPUs) before and after.
+# Columns: opensm -o wall time, its log's first line to SUBNET UP,
+# ibnetdiscover's wall time and node count, and the CPU seconds the fabric
+# process (ibsim or softibd) and OpenSM spent during the sweep.
 # Usage: bench/sm_scale.sh [BUILD_DIR] [FABRIC...]
 #   FABRIC is gen_fabric.py's arguments in one word, e.g. "fattree 8 4 16 36";
 #   default: the issue's two sizes, "fattree 180 20 8 36" (200 switches,
@@ -113,8 +116,8 @@ run_side() {
 	fi
 	c0=$(cpu_of "$fab")
 	t0=$(now)
-	(cd "$dir" && env "${env[@]}" timeout "$limit" opensm -o -e -g "$guid" -f "$dir/osm.log") \
-		>"$dir/osm.out" 2>&1
+	(cd "$dir" && env "${env[@]}" /usr/bin/time -f '%U %S' -o "$dir/osm.time" \
+		timeout "$limit" opensm -o -e -g "$guid" -f "$dir/osm.log") >"$dir/osm.out" 2>&1
 	rc=$?
 	t1=$(now)
 	c1=$(cpu_of "$fab")
@@ -127,7 +130,9 @@ run_side() {
 	(cd "$dir" && env "${env[@]}" timeout "$limit" ibnetdiscover) >"$dir/disc.out" 2>"$dir/disc.err"
 	t2=$(now)
 	stop "$fab"
-	echo "$(elapsed "$t0" "$t1") $up $(elapsed "$t1" "$t2") $(disc_nodes "$dir/disc.out") $(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')"
+	echo "$(elapsed "$t0" "$t1") $up $(elapsed "$t1" "$t2") $(disc_nodes "$dir/disc.out")" \
+		"$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" \
+		"$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { printf "%.2f", $1 + $2 }' "$dir/osm.time" 2>/dev/null)"
 }
 
 # median of RUNS runs of run_side, by the opensm wall time (errors sort last).
@@ -173,15 +178,17 @@ for spec in "${fabrics[@]}"; do
 done
 rtt_after=$(probe)
 
-printf '%-22s %5s %6s  %-6s %11s %9s %10s %6s %10s\n' fabric sw CAs via "opensm -o s" "log->UP s" "ibnetdisc s" nodes "fabric CPU"
+printf '%-22s %5s %6s  %-6s %11s %9s %10s %6s %10s %10s\n' fabric sw CAs via "opensm -o s" "log->UP s" \
+	"ibnetdisc s" nodes "fabric CPU" "opensm CPU"
 for r in "${rows[@]}"; do
 	IFS='|' read -r spec nsw nca side res <<<"$r"
 	if [ "${res:0:1}" = '!' ]; then
 		printf '%-22s %5s %6s  %-6s %s\n' "$spec" "$nsw" "$nca" "$side" "n/a: ${res:2}"
 	else
-		read -r wall up dwall dn cpu <<<"$res"
+		read -r wall up dwall dn cpu ocpu <<<"$res"
 		[ "$dn" = "$((nsw + nca))" ] || dn="$dn (of $((nsw + nca)))"
-		printf '%-22s %5s %6s  %-6s %11s %9s %10s %6s %10s\n' "$spec" "$nsw" "$nca" "$side" "$wall" "$up" "$dwall" "$dn" "$cpu"
+		printf '%-22s %5s %6s  %-6s %11s %9s %10s %6s %10s %10s\n' "$spec" "$nsw" "$nca" "$side" "$wall" "$up" \
+			"$dwall" "$dn" "$cpu" "${ocpu:--}"
 		if [ "$side" = ibsim ]; then
 			ibsim_up=$up
 		elif [ -n "${ibsim_up:-}" ]; then

@@ -125,7 +125,7 @@ struct sibd {
 	/* set by the MAD router (sibd_mad_init, mad_router.c): sends a MAD
 	 * (traps) from port `port` of n; NULL: traps are counted unsent */
 	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m);
-	uint64_t trap_tid;              /* TID of the last trap sent */
+	uint64_t trap_tid;              /* TID of the last SMP softibd made (traps, built-in SM) */
 	struct sibd_sma_counters sma;
 
 	/* routes of the data path (route.c) */

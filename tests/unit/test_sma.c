@@ -1063,6 +1063,64 @@ static void test_builtin_default(void **state)
 	destroy(d);
 }
 
+
+/* Three switches in a ring, a CA on each: min-hop LFTs, and MFTs along a
+ * tree, so that a multicast flood reaches every CA exactly once. */
+static const char ring_topo[] =
+	"switchguid=0x10\nSwitch\t4 \"S1\"\n[1]\t\"H1\"[1]\n[2]\t\"S2\"[3]\n[3]\t\"S3\"[2]\n\n"
+	"switchguid=0x20\nSwitch\t4 \"S2\"\n[1]\t\"H2\"[1]\n[2]\t\"S3\"[3]\n[3]\t\"S1\"[2]\n\n"
+	"switchguid=0x30\nSwitch\t4 \"S3\"\n[1]\t\"H3\"[1]\n[2]\t\"S1\"[3]\n[3]\t\"S2\"[2]\n\n"
+	"caguid=0x100\nCa\t1 \"H1\"\n[1](101)\t\"S1\"[1]\n\n"
+	"caguid=0x200\nCa\t1 \"H2\"\n[1](201)\t\"S2\"[1]\n\n"
+	"caguid=0x300\nCa\t1 \"H3\"\n[1](301)\t\"S3\"[1]\n";
+
+/* Flood MLID m from CA port `from` through the MFTs; count arrivals per CA. */
+static void flood(struct sib_fab_port *from, uint16_t m, unsigned int *got, unsigned int depth)
+{
+	struct sib_fab_port *in = from->peer;
+	struct sib_fab_node *sw = in->node;
+	unsigned int npos = sib_subnet_mft_positions(sw);
+
+	assert_true(depth < 16);
+	if (sw->type != SIB_NODE_SWITCH) {
+		got[sw->node_guid >> 8]++;
+		return;
+	}
+	for (unsigned int pn = 1; pn <= sw->num_ports; pn++) {
+		uint16_t mask = sw->mgmt->sw->mft[(m - 0xC000u) * npos + pn / 16];
+
+		if (pn != in->num && (mask >> (pn % 16) & 1))
+			flood(&sw->ports[pn], m, got, depth + 1);
+	}
+}
+
+static void test_builtin_ring(void **state)
+{
+	struct sibd *d = make(ring_topo, NULL, false);
+	struct sib_fab_node *h[3] = { node(d, "H1"), node(d, "H2"), node(d, "H3") };
+
+	(void)state;
+	assert_int_equal(sibd_sm_builtin_sweep(d), 0);
+	for (unsigned int i = 0; i < 3; i++) {
+		for (unsigned int j = 0; j < 3; j++) {
+			struct sib_route r = sib_subnet_route(&d->fab, h[i], 1,
+							      pi_of(h[j], 1)->lid, false);
+
+			assert_int_equal(r.verdict, SIB_ROUTE_OK);
+			assert_ptr_equal(r.node, h[j]);
+			assert_int_equal(r.hops, i == j ? 0 : 3); /* min hop: one switch link */
+		}
+		for (uint32_t m = 0xC000; m <= 0xFFFE; m += 0x1FFF) {
+			unsigned int got[4] = { 0 };
+
+			flood(&h[i]->ports[1], (uint16_t)m, got, 0);
+			for (unsigned int j = 1; j <= 3; j++)
+				assert_int_equal(got[j], j == i + 1 ? 0 : 1);
+		}
+	}
+	destroy(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1081,6 +1139,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_pma, setup_2sw, teardown),
 		cmocka_unit_test_setup_teardown(test_builtin_sweep, setup_2sw, teardown),
 		cmocka_unit_test(test_builtin_default),
+		cmocka_unit_test(test_builtin_ring),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

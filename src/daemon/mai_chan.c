@@ -460,7 +460,7 @@ int sibd_mai_timeout(struct sibd *d, int timeout)
 	if (!d->mai)
 		return timeout;
 	for (struct chan *ch = d->mai->chans; ch; ch = ch->next)
-		for (uint32_t i = 0; i < ch->npend; i++)
+		for (uint32_t i = 0; i < ch->npend && !ch->dead; i++)
 			if (next < 0 || ch->pend[i].deadline < next)
 				next = ch->pend[i].deadline;
 	if (next < 0)

@@ -18,7 +18,9 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -38,6 +40,9 @@
 #define RMPP_TYPE_DATA  1
 #define VENDOR2_OUI_OFF 37                    /* vendor class 0x30-0x4f: OUI at bytes 37..39 */
 #define TID_AGENT_SHIFT 32
+#define SEND_WAIT_MS    2000                  /* umad_send's wait for room in a full channel */
+#define SEND_WAIT_STEP_MS 50
+#define RMPP_PACE_SEGS  16                    /* segments in flight to softibd, see pace() */
 
 struct agent {
 	bool used;
@@ -474,9 +479,37 @@ static int send_one(struct uport *p, const struct agent *a, const ib_mad_addr_t 
 	if (mai_fromwire(wire, MAD_SIZE, &m) != MAD_SIZE)
 		return -EINVAL;
 	addr_to_mai(ad, a, p->portnum, &m);
-	if (timeout_ms && is_request(m.method))
-		return mai_send_req(p->chan[a->qp], &m, timeout_ms, retries);
-	return mai_send(p->chan[a->qp], &m);
+	for (int tries = 0;; tries++) {
+		struct pollfd pfd = { .fd = p->chan[a->qp], .events = POLLOUT };
+		int ret = timeout_ms && is_request(m.method) ?
+			  mai_send_req(p->chan[a->qp], &m, timeout_ms, retries) :
+			  mai_send(p->chan[a->qp], &m);
+
+		/* a full channel (a long RMPP message): wait for room, at most
+		 * SEND_WAIT_MS in all, as the kernel queues a writer's MADs */
+		if (ret != -EAGAIN || tries * SEND_WAIT_STEP_MS >= SEND_WAIT_MS)
+			return ret;
+		poll(&pfd, 1, SEND_WAIT_STEP_MS);
+	}
+}
+
+/*
+ * No ACK windows between softib's RMPP ends (docs/umad.md), so a long
+ * message is paced instead: every RMPP_PACE_SEGS segments, wait (at most
+ * SEND_WAIT_MS) until softibd has read all but RMPP_PACE_SEGS of what this
+ * channel sent (SIOCOUTQ: bytes the peer has not taken yet), so that the
+ * receiver's queue in softibd is not flooded faster than softibd forwards.
+ */
+static void pace(int chan)
+{
+	int outq = 0;
+
+	for (int waited = 0; waited < SEND_WAIT_MS; waited++) {
+		if (ioctl(chan, SIOCOUTQ, &outq) < 0 ||
+		    outq <= RMPP_PACE_SEGS * (int)MAI_MSTREAM_SIZE)
+			return;
+		poll(NULL, 0, 1);
+	}
 }
 
 static int do_send(struct uport *p, int agentid, struct ib_user_mad *u, int length,
@@ -497,6 +530,8 @@ static int do_send(struct uport *p, int agentid, struct ib_user_mad *u, int leng
 	if (lib_rmpp(a) && (mad[26] & RMPP_FLAG_ACTIVE) && length >= MAD_SA_HDR_SIZE) {
 		nsegs = sa_rmpp_nsegs((size_t)length - MAD_SA_HDR_SIZE);
 		for (s = 1; s <= nsegs && !ret; s++) {
+			if (s % RMPP_PACE_SEGS == 0)
+				pace(p->chan[a->qp]);
 			ret = sa_rmpp_build_seg(mad, (size_t)length, s, wire);
 			if (!ret) /* the timeout runs on the last segment only */
 				ret = send_one(p, a, &u->addr, wire, s == nsegs ? timeout_ms : 0,

@@ -7,13 +7,13 @@
 . "$(dirname "$0")/lib.sh"
 start_daemon
 
-out=$(client timeout 20 smpquery nodeinfo 3) || fail "smpquery nodeinfo 3 exited $?"
+out=$(client timeout 20 smpquery nodeinfo 3 2>&1) || fail "smpquery nodeinfo 3 exited $?: $out; $(status)"
 echo "$out"
 echo "$out" | grep -q 'NodeType:\.*Channel Adapter' || fail "nodeinfo: node type"
 echo "$out" | grep -q 'Guid:\.*0x5eed000000000020' || fail "nodeinfo: node GUID of LID 3"
 echo "$out" | grep -q 'PortGuid:\.*0x5eed000000000021' || fail "nodeinfo: port GUID of LID 3"
 
-out=$(client timeout 20 smpquery -D nodedesc 0) || fail "smpquery -D nodedesc 0 exited $?"
+out=$(client timeout 20 smpquery -D nodedesc 0 2>&1) || fail "smpquery -D nodedesc 0 exited $?: $out"
 echo "$out"
 echo "$out" | grep -q 'softib HCA softib0' || fail "nodedesc of the local node"
 

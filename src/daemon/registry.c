@@ -411,7 +411,7 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 		return -EINVAL;
 	idx = find_dev(d, dc->name);
 	if (idx < 0)
-		return -ENODEV;
+		return sibd_port_set_switch(d, dc); /* route.c: a switch's port, or ENODEV */
 	if (dc->port_num < 1 || dc->port_num > d->devs[idx].num_ports)
 		return -EINVAL;
 	p = &d->devs[idx].ports[dc->port_num - 1];

@@ -241,6 +241,11 @@ void sibd_issm_fini(struct sibd *d);
  * such present device or port). */
 int sibd_route_answer(struct sibd *d, struct sib_ctl_route *r);
 int sibd_cmd_route(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
+/* PORT_SET down|up naming a switch by its topology id ("S-..."): the link
+ * of that switch port goes down or comes back through the port state
+ * machine (sma.h), a cable pulled in the middle of paths.  0, -ENODEV (no
+ * such switch), -EINVAL (port, or not down/up), -ENOLINK (no link). */
+int sibd_port_set_switch(struct sibd *d, const struct sib_ctl_dev_cmd *dc);
 
 /* status.c */
 int sibd_status_text(struct sibd *d, char **text, size_t *len);

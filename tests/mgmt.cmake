@@ -18,13 +18,14 @@ if(TARGET softibd AND TARGET softib)
       diags_discover_${topo}_builtin diags_discover_${topo}_opensm)
   endforeach()
   sib_itest(opensm_portdown opensm_portdown.sh)
+  sib_itest(opensm_reroute opensm_reroute.sh)
   sib_itest(diags_smp diags_smp.sh)
   sib_itest(diags_perf diags_perf.sh)
   sib_itest(diags_sa diags_sa.sh)
   sib_itest(diags_ibping diags_ibping.sh)
   sib_itest(diags_ibportstate_ca diags_ibportstate.sh ca)
   sib_itest(diags_ibportstate_switch diags_ibportstate.sh switch)
-  list(APPEND sib_mgmt_tests opensm_portdown diags_smp diags_perf diags_sa diags_ibping
+  list(APPEND sib_mgmt_tests opensm_portdown opensm_reroute diags_smp diags_perf diags_sa diags_ibping
     diags_ibportstate_ca diags_ibportstate_switch)
   set_tests_properties(${sib_mgmt_tests} PROPERTIES SKIP_RETURN_CODE 77)
   # Disabled (ctest lists it as not run) until the MAD router takes a DR SMP

@@ -168,6 +168,7 @@ for spec in "${fabrics[@]}"; do
 	read -r nsw nca < <(awk '$1 == "Switch" { s++ } $1 == "Ca" { c++ } END { print s + 0, c + 0 }' "$file")
 	# SM on port 1 of the file's first node, a CA (gen_fabric.py puts host 0 first).
 	guid=$(sed -n 's/^caguid=//p' "$file" | head -1)
+	[ -n "$guid" ] || { echo "$spec: no CA for the SM" >&2; exit 1; }
 	guid=$(printf '0x%x' $((guid + 1)))
 	for side in ibsim softib; do
 		why=$ibsim_why

@@ -27,6 +27,23 @@ umad2sim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 
 tmp=$(mktemp -d /tmp/softib-smscale.XXXXXX)
 pids=()
+# tree PID: PID and its descendants (found by parent PID), deepest first.
+tree() {
+	local c
+	for c in $(pgrep -P "$1"); do tree "$c"; done
+	echo "$1"
+}
+# killtree PID: TERM to the whole tree, KILL to what is left after 3 s.
+killtree() {
+	local all p
+	all=$(tree "$1")
+	for p in $all; do kill -TERM "$p" 2>/dev/null; done
+	for _ in $(seq 30); do
+		for p in $all; do kill -0 "$p" 2>/dev/null && break; done || break
+		sleep 0.1
+	done
+	for p in $all; do kill -KILL "$p" 2>/dev/null; done
+}
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
@@ -38,7 +55,10 @@ cleanup() {
 	pids=()
 }
 trap 'cleanup; rm -rf "$tmp"' EXIT
-trap 'exit 130' INT TERM
+# A measurement runs in a background subshell (its fabric, OpenSM and
+# ibnetdiscover are its children): on a signal, stop that whole tree.
+measuring=
+trap '[ -z "$measuring" ] || killtree "$measuring"; exit 130' INT TERM
 
 # stop PID: TERM, up to 5 s, then KILL; drop it from the cleanup list.
 stop() {
@@ -173,7 +193,15 @@ for spec in "${fabrics[@]}"; do
 	for side in ibsim softib; do
 		why=$ibsim_why
 		[ "$side" = softib ] && why=$softib_why
-		if [ -n "$why" ]; then res="! $why"; else res=$(measure "$side" "$file" "$guid"); fi
+		if [ -n "$why" ]; then
+			res="! $why"
+		else
+			measure "$side" "$file" "$guid" >"$tmp/res" &
+			measuring=$!
+			wait "$measuring"
+			measuring=
+			res=$(cat "$tmp/res")
+		fi
 		rows+=("$spec|$nsw|$nca|$side|$res")
 	done
 done

@@ -419,10 +419,15 @@ static int take_lock(struct sibd *d)
 	return SETUP_FAILED;
 }
 
-/* Bind and listen, removing a stale socket first (we hold the lock). */
+/* Bind and listen, removing a stale socket first (we hold the lock).  The
+ * socket is bound under "<path>.new" and renamed into place once it
+ * listens, so that a client never finds the path before it can connect
+ * (a bound socket that does not listen yet refuses, ECONNREFUSED). */
 static int setup_socket(struct sibd *d)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char stage[sizeof(sa.sun_path)];
+	bool staged;
 	struct stat st;
 
 	if (lstat(d->sock_path, &st) == 0) {
@@ -435,19 +440,22 @@ static int setup_socket(struct sibd *d)
 			return -1;
 		}
 	}
-	strcpy(sa.sun_path, d->sock_path);
+	staged = (size_t)snprintf(stage, sizeof(stage), "%s.new", d->sock_path) < sizeof(stage);
+	if (staged)
+		unlink(stage); /* a stale one of a daemon that died here */
+	strcpy(sa.sun_path, staged ? stage : d->sock_path);
 	d->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (d->listen_fd < 0) {
 		sibd_log("socket: %s", strerror(errno));
 		return -1;
 	}
 	if (bind(d->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		sibd_log("bind %s: %s", d->sock_path, strerror(errno));
+		sibd_log("bind %s: %s", sa.sun_path, strerror(errno));
 		return -1;
 	}
-	if (listen(d->listen_fd, 128) < 0) {
+	if (listen(d->listen_fd, 128) < 0 || (staged && rename(stage, d->sock_path) < 0)) {
 		sibd_log("listen %s: %s", d->sock_path, strerror(errno));
-		unlink(d->sock_path);
+		unlink(sa.sun_path);
 		return -1;
 	}
 	return 0;

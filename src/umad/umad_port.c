@@ -164,8 +164,9 @@ static int epoll_add(int ep, int fd)
 /* A port of CA (NULL: resolved) portnum (0: resolved): opens a MAI channel
  * on its QP1 and, for a privileged caller, its QP0 (SMI agents need it).
  * The port id is an epoll descriptor over both channels: pollable, as the
- * kernel's umad fd.  -ENODEV (no such CA/port), -EIO (softibd refused or
- * is not reachable), -ENOMEM. */
+ * kernel's umad fd.  -ENODEV (resolution failed), -EINVAL (no such port,
+ * as libibumad without a umadN for it), -EIO (softibd refused or is not
+ * reachable), -ENOMEM. */
 UMAD_EXPORT int umad_open_port(const char *ca_name, int portnum)
 {
 	char name[UMAD_CA_NAME_LEN];
@@ -233,6 +234,7 @@ UMAD_EXPORT int umad_close_port(int portid)
 	return 0;
 }
 
+/* The descriptor to poll for the port: the port id itself. */
 UMAD_EXPORT int umad_get_fd(int portid)
 {
 	return portid;

@@ -210,6 +210,43 @@ static void test_ud_route_per_context(void **state)
 	assert_int_equal(sib_hca_ops.destroy_qp(ub), 0);
 }
 
+/* Multicast fan-out: the members of a group (the map's list) less those
+ * the MFTs do not reach from the sender's port; asked once per route_gen. */
+static void test_mcast_members_routed(void **state)
+{
+	const uint16_t mlid = 0xC010;
+	struct sib_shm_mcast_member m[SIB_MAX_MCAST_QP_ATTACH];
+	struct sib_shm_mcast_grp *g = &sib_fabric->mcast[0];
+	struct sib_qp *qp;
+
+	(void)state;
+	up(&def_opts);
+	qp = to_sqp(sides[A].qp);
+	g->mlid = mlid;
+	g->nmembers = 2;
+	g->members[0].inbox = A;
+	g->members[0].gen = 1;
+	g->members[1].inbox = B;
+	g->members[1].gen = 1;
+	atomic_store(&sib_fabric->mlid_grp[mlid - SIB_MCAST_LID_MIN], 1);
+	route_calls = 0;
+	assert_int_equal(sib_mcast_members_routed(qp, mlid, m), 2);
+	assert_int_equal(sib_mcast_members_routed(qp, mlid, m), 2);
+	assert_int_equal(route_calls, 1);
+	route_block = mlid; /* the MFTs reach nobody */
+	assert_int_equal(sib_mcast_members_routed(qp, mlid, m), 2); /* cached */
+	bump_gen();
+	assert_int_equal(sib_mcast_members_routed(qp, mlid, m), 0);
+	assert_int_equal(route_calls, 2);
+	route_block = 0;
+	bump_gen();
+	assert_int_equal(sib_mcast_members_routed(qp, mlid, m), 2);
+	assert_int_equal(m[0].inbox, A);
+	assert_int_equal(m[1].inbox, B);
+	atomic_store(&sib_fabric->mlid_grp[mlid - SIB_MCAST_LID_MIN], 0);
+	memset(g, 0, sizeof(*g));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -217,6 +254,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_rc_route_drop_and_back, route_down),
 		cmocka_unit_test_teardown(test_rc_route_drop_retry_exceeded, route_down),
 		cmocka_unit_test_teardown(test_ud_route_per_context, route_down),
+		cmocka_unit_test_teardown(test_mcast_members_routed, route_down),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1,0 +1,37 @@
+# SPDX-License-Identifier: MIT
+# The managed fabric (issue 7) end to end: unmodified OpenSM and
+# infiniband-diags on our libibumad.so.3 against a private softibd
+# (tests/integration/mgmt_lib.sh).  A test exits 77 (skipped) only while a
+# piece it needs is not built yet: libibumad.so.3 or softibd --sm external.
+if(TARGET softibd AND TARGET softib)
+  set(sib_mgmt_tests)
+  foreach(topo default two_switch)
+    set(f ${topo})
+    if(topo STREQUAL two_switch)
+      set(f two_switch.topo)
+    endif()
+    sib_itest(opensm_once_${topo} opensm_once.sh ${f})
+    sib_itest(opensm_daemon_${topo} opensm_daemon.sh ${f})
+    sib_itest(diags_discover_${topo}_builtin diags_discover.sh ${f} default)
+    sib_itest(diags_discover_${topo}_opensm diags_discover.sh ${f} external)
+    list(APPEND sib_mgmt_tests opensm_once_${topo} opensm_daemon_${topo}
+      diags_discover_${topo}_builtin diags_discover_${topo}_opensm)
+  endforeach()
+  sib_itest(opensm_portdown opensm_portdown.sh)
+  sib_itest(opensm_reroute opensm_reroute.sh)
+  sib_itest(diags_smp diags_smp.sh)
+  sib_itest(diags_perf diags_perf.sh)
+  sib_itest(diags_sa diags_sa.sh)
+  sib_itest(diags_ibping diags_ibping.sh)
+  sib_itest(diags_ibportstate_ca diags_ibportstate.sh ca)
+  sib_itest(diags_ibportstate_switch diags_ibportstate.sh switch)
+  list(APPEND sib_mgmt_tests opensm_portdown opensm_reroute diags_smp diags_perf diags_sa diags_ibping
+    diags_ibportstate_ca diags_ibportstate_switch)
+  set_tests_properties(${sib_mgmt_tests} PROPERTIES SKIP_RETURN_CODE 77)
+  # Disabled (ctest lists it as not run) until the MAD router takes a DR SMP
+  # whose first part is LID-routed (DrSLID = the sender's LID, LRH DLID =
+  # the switch where the directed part starts, IBA 14.2.2.2): softibd drops
+  # it today as dr_port at the sender, so ibportstate cannot read the peer
+  # of a switch port.
+  set_tests_properties(diags_ibportstate_switch PROPERTIES DISABLED TRUE)
+endif()

@@ -27,7 +27,13 @@ chown nobody:nogroup "$ndir"
 chmod 700 "$ndir"
 as_nobody test -x "$SIB_BIN/softibd" -a -x "$cli" ||
 	{ echo "SKIP: nobody cannot run the build tree"; exit 77; }
-as_nobody "$SIB_BIN/softibd" --foreground --socket "$ndir/softib.sock" >"$SIB_TMP/nobody.log" 2>&1 &
+# Not through the function: backgrounded, it would run in a subshell whose
+# PID is not softibd's, and stopping that PID would leave softibd behind.
+# setpriv and env exec, so $! is softibd itself.
+setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	env -i PATH=/usr/bin:/bin SOFTIB_SOCKET="$ndir/softib.sock" SOFTIB_NO_AUTOSTART=1 \
+	${SIB_PRELOAD:+LD_PRELOAD=$SIB_PRELOAD ASAN_OPTIONS=$ASAN_OPTIONS} \
+	"$SIB_BIN/softibd" --foreground --socket "$ndir/softib.sock" >"$SIB_TMP/nobody.log" 2>&1 &
 SIB_PIDS+=("$!")
 wait_until 10 test -S "$ndir/softib.sock" || fail "softibd as nobody did not start: $(cat "$SIB_TMP/nobody.log")"
 as_nobody "$cli" unpriv || fail "unprivileged client failed"

@@ -33,8 +33,13 @@ struct sib_fab_node;
 #define SIBD_MAI_FILTERS_MAX	64	/* filters per channel: ENOMEM beyond */
 #define SIBD_MAI_PENDING_MAX	256	/* outstanding mai_send_req per channel */
 #define SIBD_MAI_CHANS_PER_CONN	64	/* channels per control connection: ENOSPC beyond */
+#define SIBD_MAI_CHANS_MAX	1024	/* channels in all (one softibd fd each): ENOSPC beyond */
 #define SIBD_MAI_TIMEOUT_MAX	60000	/* ms: a larger mai_send_req timeout is clamped */
 #define SIBD_MAI_RETRIES_MAX	100
+
+/* Channels softibd lets exist at once (mai_chan.c): SIBD_MAI_CHANS_MAX,
+ * lowered at start so that they fit its RLIMIT_NOFILE (softibd.c). */
+extern unsigned int sibd_mai_chans_max;
 
 /* Why the router did not deliver a MAD (one counter each, `softib status`
  * "mad_drop" line).  Drops of VL15 MADs also count on the PMA VL15Dropped

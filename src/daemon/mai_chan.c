@@ -21,6 +21,9 @@
 #define CHAN_BURST	32	/* messages read per channel per wakeup */
 #define REQ_TRAILER	8	/* mai_send_req: timeout_ms, retries (big-endian u32 each) */
 #define CAP_NET_ADMIN_BIT 12	/* linux/capability.h */
+#define PEND_FIRST	8	/* pending entries a channel starts with; doubled up to the max */
+
+unsigned int sibd_mai_chans_max = SIBD_MAI_CHANS_MAX;
 
 struct pending {
 	mai_mad_t m;		/* the request as sent (TID stamped) */
@@ -46,8 +49,8 @@ struct chan {
 	uint32_t next_handle;
 	uint32_t nfilt;
 	struct filt filt[SIBD_MAI_FILTERS_MAX];
-	uint32_t npend;
-	struct pending *pend;	/* SIBD_MAI_PENDING_MAX, allocated on first use */
+	uint32_t npend, pend_cap;
+	struct pending *pend;	/* pend_cap entries (<= SIBD_MAI_PENDING_MAX), grown on use */
 	uint64_t rx, tx, dropped;
 };
 
@@ -374,11 +377,17 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 				timeout_msg(d, ch, m);
 				return;
 			}
-		if (!ch->pend)
-			ch->pend = calloc(SIBD_MAI_PENDING_MAX, sizeof(*ch->pend));
-		if (!ch->pend || ch->npend >= SIBD_MAI_PENDING_MAX) {
-			timeout_msg(d, ch, m); /* no room to wait: it times out now */
-			return;
+		if (ch->npend == ch->pend_cap) {
+			uint32_t cap = ch->pend_cap ? ch->pend_cap * 2 : PEND_FIRST;
+			struct pending *np = cap <= SIBD_MAI_PENDING_MAX ?
+					     realloc(ch->pend, cap * sizeof(*np)) : NULL;
+
+			if (!np) {
+				timeout_msg(d, ch, m); /* no room to wait: it times out now */
+				return;
+			}
+			ch->pend = np;
+			ch->pend_cap = cap;
 		}
 		if (timeout_ms > SIBD_MAI_TIMEOUT_MAX)
 			timeout_ms = SIBD_MAI_TIMEOUT_MAX;
@@ -553,7 +562,7 @@ int sibd_cmd_mai_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	struct sibd_mai *mai = d->mai;
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct sib_fab_node *node = NULL;
-	uint32_t idx, mine = 0, num;
+	uint32_t idx, mine = 0, all = 0, num;
 	struct chan *ch;
 	int sv[2];
 
@@ -578,9 +587,11 @@ int sibd_cmd_mai_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 
 	if (o->qp == 0 && !priv)
 		return -EACCES;
-	for (ch = mai->chans; ch; ch = ch->next)
+	for (ch = mai->chans; ch; ch = ch->next) {
 		mine += ch->owner == c && !ch->dead;
-	if (mine >= SIBD_MAI_CHANS_PER_CONN)
+		all += !ch->dead;
+	}
+	if (mine >= SIBD_MAI_CHANS_PER_CONN || all >= sibd_mai_chans_max)
 		return -ENOSPC;
 	num = next_num(mai);
 	if (!num)

@@ -24,13 +24,13 @@
 
 #define F(name) offsetof(struct sib_pma_counters, name)
 
-/* PortCounters CounterSelect bits 0-15, then CounterSelect2 bit 0 (16). */
+/* PortCounters CounterSelect bits 0-15, then CounterSelect2 bits 0-1 (16, 17). */
 static const size_t pc_select[] = {
 	F(symbol_errors), F(link_error_recovery), F(link_downed), F(rcv_errors),
 	F(rcv_remote_physical_errors), F(rcv_switch_relay_errors), F(xmit_discards),
 	F(xmit_constraint_errors), F(rcv_constraint_errors), F(local_link_integrity_errors),
 	F(excessive_buffer_overrun_errors), F(vl15_dropped), F(xmit_data), F(rcv_data),
-	F(xmit_pkts), F(rcv_pkts), F(xmit_wait),
+	F(xmit_pkts), F(rcv_pkts), F(xmit_wait), F(qp1_dropped),
 };
 
 /* PortCountersExtended CounterSelect bits 0-7, then CounterSelect2 bits 0-13 (8..21). */
@@ -198,7 +198,7 @@ static uint16_t pc_set(struct pma_ctx *c)
 	if (!port_select_ok(c->n, req.port_select))
 		return MAD_STATUS_INVALID_FIELD;
 	clear_sel(c->d, c->n, req.port_select, pc_select, sizeof(pc_select) / sizeof(pc_select[0]),
-		  req.counter_select | (uint32_t)(req.counter_select2 & 1) << 16);
+		  req.counter_select | (uint32_t)(req.counter_select2 & 3) << 16);
 	return MAD_STATUS_SUCCESS;
 }
 

@@ -5,7 +5,8 @@
  * say (IBA 18.2.4.3.2 linear FDB through sib_subnet_route; 18.2.4.3.3
  * multicast FDB walked here), and the map's route_gen that tells clients
  * when their cached answers are stale.  Reads softibd's private subnet
- * state only (never the map); writes the map's route_gen alone.  A
+ * state only (never the map); writes the map's route_gen and the
+ * switches' multicast walk stamps alone.  A
  * client's request is bounds-checked before use.  Single-threaded.
  */
 #include <errno.h>
@@ -82,18 +83,16 @@ static void mft_ports(const struct sib_fab_node *sw, uint16_t mlid, uint64_t out
 	}
 }
 
-/* Mark switch n visited; true if it was already. */
-static bool mark(const struct sib_fabric *f, uint8_t *seen, const struct sib_fab_node *n)
+/* Mark switch n visited by walk; true if it was already (or it has no
+ * switch state, so forwards nothing).  O(1): the stamp lives on the switch. */
+static bool mark(uint64_t walk, const struct sib_fab_node *n)
 {
-	for (unsigned int i = 0; i < f->n_nodes; i++) {
-		if (f->nodes[i] != n)
-			continue;
-		if (seen[i])
-			return true;
-		seen[i] = 1;
-		return false;
-	}
-	return true; /* not in the fabric: never walk it */
+	struct sib_switch_mgmt *s = n->mgmt ? n->mgmt->sw : NULL;
+
+	if (!s || s->mcast_walk == walk)
+		return true;
+	s->mcast_walk = walk;
+	return false;
 }
 
 static void mask_set(uint64_t *mask, int dev, uint8_t port)
@@ -115,9 +114,10 @@ static int route_mcast(const struct sibd *d, const struct sib_fab_node *src, uin
 		       uint16_t mlid, uint64_t *mask)
 {
 	const struct sib_fabric *f = &d->fab;
+	static uint64_t walks; /* the daemon's thread only */
 	const struct sib_fab_port *first, **queue;
 	unsigned int head = 0, tail = 0;
-	uint8_t *seen;
+	uint64_t walk = ++walks;
 	int rc = 0;
 
 	memset(mask, 0, SIB_CTL_ROUTE_MASK_WORDS * sizeof(uint64_t));
@@ -131,13 +131,10 @@ static int route_mcast(const struct sibd *d, const struct sib_fab_node *src, uin
 		mask_set(mask, dev_of(d, first->node), first->num);
 		return 0;
 	}
-	queue = calloc(f->n_nodes + 1, sizeof(*queue));
-	seen = calloc(f->n_nodes + 1, 1);
-	if (!queue || !seen) {
-		rc = SIB_ROUTE_LOOP; /* no memory: reaches nobody else */
-		goto out;
-	}
-	mark(f, seen, first->node);
+	queue = malloc((f->n_nodes + 1) * sizeof(*queue)); /* each switch once */
+	if (!queue)
+		return SIB_ROUTE_LOOP; /* no memory: reaches nobody else */
+	mark(walk, first->node);
 	queue[tail++] = first;
 	while (head < tail) {
 		const struct sib_fab_port *in = queue[head++];
@@ -154,13 +151,11 @@ static int route_mcast(const struct sibd *d, const struct sib_fab_node *src, uin
 				mask_set(mask, dev_of(d, peer->node), peer->num);
 				continue;
 			}
-			if (!mark(f, seen, peer->node) && tail < f->n_nodes)
+			if (!mark(walk, peer->node) && tail < f->n_nodes)
 				queue[tail++] = peer;
 		}
 	}
-out:
 	free(queue);
-	free(seen);
 	return rc;
 }
 

@@ -366,7 +366,9 @@ static void daemon_stdio(void)
 
 static unsigned int max_clients = SIBD_MAX_CLIENTS;
 
-/* Raise the fd limit; each client may hold its socket and a queued fd. */
+/* Raise the fd limit and fit the budget in it: each client may hold its
+ * socket and a queued fd, each MAI channel its socket (a third of what is
+ * spare at most); SIB_MAX_INBOXES + 64 stay for the rest. */
 static void fd_limits(void)
 {
 	struct rlimit rl;
@@ -378,6 +380,9 @@ static void fd_limits(void)
 	setrlimit(RLIMIT_NOFILE, &rl);
 	getrlimit(RLIMIT_NOFILE, &rl);
 	spare = rl.rlim_cur > SIB_MAX_INBOXES + 64 ? rl.rlim_cur - SIB_MAX_INBOXES - 64 : 0;
+	if (spare / 3 < sibd_mai_chans_max)
+		sibd_mai_chans_max = (unsigned int)(spare / 3);
+	spare -= sibd_mai_chans_max;
 	if (spare / 2 < max_clients)
 		max_clients = (unsigned int)(spare / 2);
 }
@@ -508,6 +513,7 @@ static int setup(struct sibd *d)
 		unlink(d->sock_path);
 		return SETUP_FAILED;
 	}
+	d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC); /* accept_out_of_fds */
 	return SETUP_OK;
 }
 
@@ -532,9 +538,47 @@ static void teardown(struct sibd *d, bool listening)
 		close(d->ep_fd);
 	if (d->sig_fd >= 0)
 		close(d->sig_fd);
+	if (d->reserve_fd >= 0)
+		close(d->reserve_fd);
 }
 
 /* ---- event loop --------------------------------------------------------- */
+
+#define ACCEPT_PAUSE_MS 100
+
+/*
+ * accept() ran out of descriptors: the listening socket stays readable
+ * (level-triggered), so refuse the connection with the descriptor kept in
+ * reserve; without one, stop listening for ACCEPT_PAUSE_MS (run() resumes).
+ * Either way the loop does not spin.  Returns true if the caller may accept
+ * again.
+ */
+static bool accept_out_of_fds(struct sibd *d, int err)
+{
+	int fd;
+
+	if (d->reserve_fd >= 0) {
+		close(d->reserve_fd);
+		fd = accept4(d->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		err = fd < 0 ? errno : err;
+		if (fd >= 0)
+			close(fd);
+		d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			d->ctr.refused++;
+			if (!d->fd_warned)
+				sibd_log("refused a connection: %s", strerror(err));
+			d->fd_warned = true;
+			return d->reserve_fd >= 0;
+		}
+		if (err == EAGAIN || err == ECONNABORTED)
+			return false; /* nobody is waiting after all */
+	}
+	sibd_log("accept: %s: not accepting for %d ms", strerror(err), ACCEPT_PAUSE_MS);
+	epoll_ctl(d->ep_fd, EPOLL_CTL_DEL, d->listen_fd, NULL);
+	d->accept_resume_ms = sibd_now_ms() + ACCEPT_PAUSE_MS;
+	return false;
+}
 
 static void accept_clients(struct sibd *d)
 {
@@ -542,15 +586,24 @@ static void accept_clients(struct sibd *d)
 	socklen_t len;
 	int fd;
 
+	if (d->accept_resume_ms)
+		return; /* paused: run() resumes */
 	for (;;) {
 		fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
-			if (errno == ECONNABORTED || errno == EINTR)
+			int err = errno;
+
+			if (err == ECONNABORTED || err == EINTR)
 				continue;
-			if (errno != EAGAIN)
-				sibd_log("accept: %s", strerror(errno));
+			if (err == EMFILE || err == ENFILE) {
+				if (accept_out_of_fds(d, err))
+					continue;
+			} else if (err != EAGAIN) {
+				sibd_log("accept: %s", strerror(err));
+			}
 			return;
 		}
+		d->fd_warned = false;
 		len = sizeof(cred);
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
 			sibd_log("SO_PEERCRED: %s", strerror(errno));
@@ -602,6 +655,19 @@ static int run(struct sibd *d)
 			timeout = left > INT_MAX ? INT_MAX : (int)left;
 		}
 		timeout = sibd_mai_timeout(d, timeout);
+		if (d->accept_resume_ms) {
+			left = d->accept_resume_ms - sibd_now_ms();
+			if (left <= 0) {
+				struct epoll_event lev = { .events = EPOLLIN, .data.ptr = &d->listen_fd };
+
+				d->accept_resume_ms = 0;
+				if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, d->listen_fd, &lev) < 0)
+					sibd_log("epoll_ctl: %s", strerror(errno));
+				continue;
+			}
+			if (timeout < 0 || left < timeout)
+				timeout = (int)left;
+		}
 		n = epoll_wait(d->ep_fd, ev, 64, timeout);
 		if (n < 0) {
 			if (errno == EINTR)
@@ -631,6 +697,7 @@ int main(int argc, char **argv)
 	struct options o = { .idle_s = -1 };
 	struct sibd d = {
 		.lock_fd = -1, .listen_fd = -1, .ep_fd = -1, .sig_fd = -1, .shm_fd = -1,
+		.reserve_fd = -1,
 	};
 	int ready_fd = -1, ret;
 	char idle[32];

@@ -105,6 +105,9 @@ struct sibd {
 
 	/* event loop (softibd.c) */
 	int lock_fd, listen_fd, ep_fd, sig_fd;
+	int reserve_fd;                 /* /dev/null, given up to refuse a connection at EMFILE */
+	long long accept_resume_ms;     /* accepting paused until then (EMFILE, no reserve); 0 = not */
+	bool fd_warned;                 /* logged running out of fds since the last accept */
 	struct sibd_client *clients, *clients_tail;
 	unsigned int nclients;
 	long long start_ms, idle_since_ms;

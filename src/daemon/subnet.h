@@ -70,6 +70,7 @@ struct sib_switch_mgmt {
 	uint8_t *sl2vl;        /* (num_ports + 1)^2 tables of 16: [in][out][sl];
 	                          NULL until the first SLtoVL Set (reads as
 	                          port[0].sl2vl, the default SL -> SL mod 8) */
+	uint64_t mcast_walk;   /* route.c: the multicast walk that last visited it */
 };
 
 /* MFT positions of switch n: ports 0..NumPorts in masks of 16 (14.2.5.12). */

@@ -297,23 +297,22 @@ struct sib_ah {
  * The context's cache of softibd's route answers (route.c, IBA 18.2.4.3:
  * where the forwarding tables take a packet from one of our ports), one
  * entry per (port, DLID) or (port, MLID), valid while the fabric map's
- * route_gen keeps the value it was computed at.  Direct-mapped; engine
- * context only (progress_lock).
+ * route_gen keeps the value it was computed at.  Indexed by DLID / MLID in
+ * per-port tables allocated at the port's first ask (zero pages until
+ * used), so no working set of peers can evict itself.  Engine context only
+ * (progress_lock).
  */
-#define SIB_ROUTE_CACHE  64u
-#define SIB_MROUTE_CACHE 16u
+#define SIB_MROUTE_LIDS  (0x10000u - SIB_UNICAST_LIDS) /* MLIDs 0xC000..0xFFFF */
 struct sib_route_ent {
 	uint32_t gen;                  /* route_gen of the answer */
-	uint16_t dlid;
-	uint8_t port;                  /* 0 = empty */
+	uint8_t valid;                 /* 0 = never asked */
 	uint8_t verdict;               /* 0 = reaches (dst_dev, dst_port) */
-	uint32_t dst_dev;
+	uint8_t dst_dev;
 	uint8_t dst_port;
 };
 struct sib_mroute_ent {
 	uint32_t gen;
-	uint16_t mlid;
-	uint8_t port;                  /* 0 = empty */
+	uint32_t valid;                /* 0 = never asked */
 	uint64_t mask[SIB_CTL_ROUTE_MASK_WORDS]; /* CA ports reached: dev * SIB_MAX_PORTS + port - 1 */
 };
 
@@ -363,8 +362,10 @@ struct sib_context {
 	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
 	uint64_t route_drops;          /* packets the forwarding tables drop (route.c) */
 	uint64_t route_asks;           /* route answers asked of the host (route.c) */
-	struct sib_route_ent route[SIB_ROUTE_CACHE];     /* route.c, engine context */
-	struct sib_mroute_ent mroute[SIB_MROUTE_CACHE];
+	struct sib_route_ent *route[SIB_MAX_PORTS];   /* route.c: [port - 1][DLID], engine context */
+	struct sib_mroute_ent *mroute[SIB_MAX_PORTS]; /* [port - 1][MLID - 0xC000] */
+	struct sib_route_ent route_tmp;   /* the answer when no table can hold it */
+	struct sib_mroute_ent mroute_tmp;
 	uint64_t uc_dropped_msgs;      /* UC: messages dropped by the responder (uc.c) */
 	uint64_t ud_hoq_drops;         /* UD: datagrams dropped at a full inbox (ud.c) */
 	struct sib_ctx_events ev;      /* pushed events (events.c) */
@@ -553,6 +554,8 @@ const struct sib_route_ent *sib_route_get(struct sib_context *ctx, uint8_t port,
 const uint64_t *sib_mroute_get(struct sib_context *ctx, uint8_t port, uint16_t mlid);
 /* Does mask (sib_mroute_get) name a port of device dev? */
 bool sib_mroute_reaches_dev(const uint64_t *mask, uint32_t dev);
+/* Free ctx's route tables (context teardown, engine stopped). */
+void sib_route_ctx_fini(struct sib_context *ctx);
 
 /* mcast.c: multicast (IBA 10.5.2.x).  The QP's attachments end (destroy). */
 void sib_mcast_qp_gone(struct sib_qp *qp);

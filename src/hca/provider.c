@@ -161,6 +161,7 @@ err_mrs:
 err_qps:
 	sib_objtab_fini(&ctx->qps);
 err_free:
+	sib_route_ctx_fini(ctx);
 	free(ctx);
 	errno = rc;
 	return NULL;
@@ -193,6 +194,7 @@ static void sib_free_context(struct ibv_context *context)
 	sib_mw_ctx_fini(ctx);
 	sib_mcast_ctx_fini(ctx);
 	sib_objtab_fini(&ctx->srqs);
+	sib_route_ctx_fini(ctx);
 	free(ctx);
 }
 

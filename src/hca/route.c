@@ -6,9 +6,11 @@
  * host's route hook); the answer is kept per (port, DLID) while the fabric
  * map's route_gen keeps the value it was computed at, so the data path asks
  * once per path and per table change, and pays one atomic load per packet.
- * Engine context only (progress_lock); no allocation.  Answers come from
- * softibd, but are still bounds-checked before use.
+ * Engine context only (progress_lock); the only allocation is a port's
+ * table at its first ask.  Answers come from softibd, but are still
+ * bounds-checked before use.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "hca/transport.h"
@@ -16,9 +18,23 @@
 _Static_assert(SIB_CTL_ROUTE_MASK_WORDS * 64 >= SIB_MAX_DEVICES * SIB_MAX_PORTS,
 	       "the route mask covers every CA port");
 
-static uint32_t slot_of(uint8_t port, uint16_t lid, uint32_t n)
+_Static_assert(SIB_MAX_DEVICES <= 256, "sib_route_ent.dst_dev is a byte");
+
+/* The table of port (1-based) in tab, allocated at first use (calloc:
+ * zero pages until touched); NULL when the port is out of range or memory
+ * is short (then each ask goes to softibd). */
+#define ROUTE_TABLE(tab, port, n) \
+	((port) - 1u >= SIB_MAX_PORTS ? NULL : \
+	 (tab)[(port) - 1] ? (tab)[(port) - 1] : ((tab)[(port) - 1] = calloc((n), sizeof(*(tab)[0]))))
+
+void sib_route_ctx_fini(struct sib_context *ctx)
 {
-	return ((uint32_t)lid * 0x9e37u + port) % n;
+	for (uint32_t p = 0; p < SIB_MAX_PORTS; p++) {
+		free(ctx->route[p]);
+		free(ctx->mroute[p]);
+		ctx->route[p] = NULL;
+		ctx->mroute[p] = NULL;
+	}
 }
 
 /* No route hook (a test host, no switches): the LID leads where lid_map says. */
@@ -35,13 +51,14 @@ static void route_direct(uint16_t dlid, struct sib_route_ent *e)
 const struct sib_route_ent *sib_route_get(struct sib_context *ctx, uint8_t port, uint16_t dlid,
 					  uint32_t gen)
 {
-	struct sib_route_ent *e = &ctx->route[slot_of(port, dlid, SIB_ROUTE_CACHE)];
+	struct sib_route_ent *e = dlid < SIB_UNICAST_LIDS ?
+		ROUTE_TABLE(ctx->route, port, SIB_UNICAST_LIDS) : NULL;
 	struct sib_ctl_route r;
 
-	if (e->port == port && e->dlid == dlid && e->gen == gen)
+	e = e ? &e[dlid] : &ctx->route_tmp;
+	if (e->valid && e->gen == gen)
 		return e;
-	e->port = port;
-	e->dlid = dlid;
+	e->valid = e != &ctx->route_tmp;
 	e->gen = gen;
 	if (!sib_host->route) {
 		route_direct(dlid, e);
@@ -62,7 +79,7 @@ const struct sib_route_ent *sib_route_get(struct sib_context *ctx, uint8_t port,
 	 * that new (softibd's gen only grows), and if the tables changed in
 	 * between, the next load misses and asks once more. */
 	e->verdict = r.verdict;
-	e->dst_dev = r.dst_dev;
+	e->dst_dev = (uint8_t)r.dst_dev;
 	e->dst_port = r.dst_port;
 	if (!r.verdict && (r.dst_dev >= SIB_MAX_DEVICES || r.dst_port - 1u >= SIB_MAX_PORTS))
 		e->verdict = SIB_CTL_ROUTE_NOT_CA;
@@ -72,13 +89,14 @@ const struct sib_route_ent *sib_route_get(struct sib_context *ctx, uint8_t port,
 const uint64_t *sib_mroute_get(struct sib_context *ctx, uint8_t port, uint16_t mlid)
 {
 	uint32_t gen = atomic_load_explicit(&sib_fabric->route_gen, memory_order_acquire);
-	struct sib_mroute_ent *e = &ctx->mroute[slot_of(port, mlid, SIB_MROUTE_CACHE)];
+	struct sib_mroute_ent *e = mlid >= SIB_UNICAST_LIDS ?
+		ROUTE_TABLE(ctx->mroute, port, SIB_MROUTE_LIDS) : NULL;
 	struct sib_ctl_route r;
 
-	if (e->port == port && e->mlid == mlid && e->gen == gen)
+	e = e ? &e[mlid - SIB_UNICAST_LIDS] : &ctx->mroute_tmp;
+	if (e->valid && e->gen == gen)
 		return e->mask;
-	e->port = port;
-	e->mlid = mlid;
+	e->valid = e != &ctx->mroute_tmp;
 	e->gen = gen;
 	if (!sib_host->route) {
 		memset(e->mask, 0xff, sizeof(e->mask));

@@ -33,6 +33,11 @@ const char *daemon_socket(void)
 	return sock;
 }
 
+int daemon_process(void)
+{
+	return (int)daemon_pid;
+}
+
 int start_daemon(void **state)
 {
 	(void)state;

@@ -18,5 +18,7 @@ const char *daemon_socket(void);
  * without clients, so an aborted run leaves none behind. */
 int start_daemon(void **state);
 int stop_daemon(void **state);
+/* The private softibd's pid (0 before start_daemon). */
+int daemon_process(void);
 
 #endif

@@ -247,6 +247,33 @@ static void test_mcast_members_routed(void **state)
 	memset(g, 0, sizeof(*g));
 }
 
+/* LIDs 64 apart (2 and 66) and MLIDs 16 apart: a sender alternating
+ * between them asks once per LID, not once per packet. */
+static void test_route_no_conflict_miss(void **state)
+{
+	struct sib_context *ctx;
+	uint32_t gen;
+
+	(void)state;
+	up(&def_opts);
+	ctx = to_sctx(sides[A].ctx);
+	gen = atomic_load(&sib_fabric->route_gen);
+	route_calls = 0;
+	for (unsigned int i = 0; i < 20; i++) {
+		sib_route_get(ctx, 1, i & 1 ? 66 : 2, gen);
+		sib_route_get(ctx, 1, i & 1 ? 2 + 0x8000 : 2 + 0x4000, gen);
+	}
+	assert_int_equal(route_calls, 4);
+	route_calls = 0;
+	for (unsigned int i = 0; i < 20; i++)
+		sib_mroute_get(ctx, 1, i & 1 ? 0xC010 : 0xC020);
+	assert_int_equal(route_calls, 2);
+	bump_gen();
+	sib_route_get(ctx, 1, 66, atomic_load(&sib_fabric->route_gen));
+	sib_mroute_get(ctx, 1, 0xC010);
+	assert_int_equal(route_calls, 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +282,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_rc_route_drop_retry_exceeded, route_down),
 		cmocka_unit_test_teardown(test_ud_route_per_context, route_down),
 		cmocka_unit_test_teardown(test_mcast_members_routed, route_down),
+		cmocka_unit_test_teardown(test_route_no_conflict_miss, route_down),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

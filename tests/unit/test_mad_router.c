@@ -614,6 +614,27 @@ static void test_gmp_channels(void **state)
 	close(sa);
 }
 
+/* Channels in all are capped (sibd_mai_chans_max, what softibd's fd budget
+ * allows): one more is ENOSPC, whichever connection asks. */
+static void test_chan_cap(void **state)
+{
+	struct topo *t = *state;
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_MAI_OPEN };
+	int a, b, pass = -1;
+
+	sibd_mai_chans_max = 2;
+	a = chan_open(t, "a1", 1, NULL);
+	b = chan_open(t, "b2", 1, NULL);
+	m.u.mai_open.abi_version = SIB_ABI_VERSION;
+	snprintf(m.u.mai_open.dev, sizeof(m.u.mai_open.dev), "a1");
+	m.u.mai_open.port = 1;
+	m.u.mai_open.qp = 1;
+	assert_int_equal(sibd_cmd_mai_open(&t->d, &t->c, &m, &pass), -ENOSPC);
+	sibd_mai_chans_max = SIBD_MAI_CHANS_MAX;
+	close(a);
+	close(b);
+}
+
 /* The SMA's per-attribute filters beat an SM's class + method filter;
  * SMInfo, which the SMA does not claim, reaches the SM. */
 static void test_sma_precedence(void **state)
@@ -747,6 +768,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lid_routed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gmp_channels, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sma_precedence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_chan_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dr_vectors, setup_walk, teardown),
 	};

@@ -15,8 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -308,6 +312,21 @@ static void test_timeout(void **state)
 	assert_int_equal(mai_send_req(sm, &m, 1000, 0), 0);
 	assert_int_equal(mai_recv(sm, &r, 500), 0);
 	assert_int_equal(r.type, MAI_TYPE_TIMEOUT);
+	assert_int_equal(mai_recv(sm, &r, 2000), 0); /* the first one's */
+	assert_int_equal(r.type, MAI_TYPE_TIMEOUT);
+
+	/* 20 outstanding at once (the channel's table grows), each timing out */
+	for (uint64_t i = 0; i < 20; i++) {
+		m.tid = 0x2000 + i;
+		assert_int_equal(mai_send_req(sm, &m, 200, 0), 0);
+	}
+	assert_int_equal(status_val("mai", "pending"), 20);
+	for (int i = 0; i < 20; i++) {
+		assert_int_equal(mai_recv(sm, &r, 3000), 0);
+		assert_int_equal(r.type, MAI_TYPE_TIMEOUT);
+		assert_true((r.tid & 0xFFFFFFFFFFull) - 0x2000 < 20);
+	}
+	assert_int_equal(status_val("mai", "pending"), 0);
 	mai_close(sm);
 }
 
@@ -627,6 +646,86 @@ static void test_device_remove(void **state)
 	assert_int_equal(status_val("mai", "filters"), 0);
 }
 
+/* utime + stime of process pid, in clock ticks. */
+static unsigned long long cpu_ticks(int pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	assert_non_null(f);
+	assert_non_null(fgets(buf, sizeof(buf), f));
+	fclose(f);
+	p = strrchr(buf, ')'); /* fields 14, 15 after "pid (comm) state" */
+	assert_non_null(p);
+	assert_int_equal(sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+				&ut, &st), 2);
+	return ut + st;
+}
+
+/* The lowest descriptor number process pid has free. */
+static int lowest_free_fd(int pid)
+{
+	char path[64];
+	bool used[4096] = { false };
+	struct dirent *e;
+	DIR *dir;
+	int n = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", pid);
+	dir = opendir(path);
+	assert_non_null(dir);
+	while ((e = readdir(dir))) {
+		long fd = strtol(e->d_name, NULL, 10);
+
+		if (e->d_name[0] != '.' && fd >= 0 && fd < 4096)
+			used[fd] = true;
+	}
+	closedir(dir);
+	while (n < 4096 && used[n])
+		n++;
+	return n;
+}
+
+/* softibd out of descriptors at accept() (its listening socket is
+ * level-triggered): the connection is refused, counted, and the event loop
+ * does not spin; with descriptors back, connections are served again. */
+static void test_accept_emfile(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int pid = daemon_process();
+	unsigned long long refused = status_val("counters", "refused"), t0, t1;
+	struct rlimit old, low;
+	struct pollfd pfd;
+	char b;
+	int fd;
+
+	(void)state;
+	usleep(100000); /* earlier tests' connections closed */
+	if (prlimit(pid, RLIMIT_NOFILE, NULL, &old) < 0)
+		skip();
+	low = old;
+	low.rlim_cur = (rlim_t)lowest_free_fd(pid); /* every descriptor below it in use */
+	if (prlimit(pid, RLIMIT_NOFILE, &low, NULL) < 0)
+		skip();
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", daemon_socket());
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	t0 = cpu_ticks(pid);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 2000), 1); /* closed unanswered */
+	assert_int_equal(recv(fd, &b, 1, MSG_DONTWAIT), 0);
+	usleep(300000);
+	t1 = cpu_ticks(pid);
+	close(fd);
+	assert_int_equal(prlimit(pid, RLIMIT_NOFILE, &old, NULL), 0);
+	assert_true(t1 - t0 < 10); /* a spinning loop burns ~30 ticks in 300 ms */
+	assert_true(status_val("counters", "refused") >= refused + 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -642,6 +741,7 @@ int main(void)
 		cmocka_unit_test(test_threads_fork),
 		cmocka_unit_test(test_fuzz),
 		cmocka_unit_test(test_device_remove),
+		cmocka_unit_test(test_accept_emfile),
 	};
 
 	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);

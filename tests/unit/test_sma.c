@@ -914,6 +914,17 @@ static void test_pma(void **state)
 	assert_int_equal(pma(d, a1, MAD_METHOD_SET, MAD_ATTR_PORT_CNTRS_EXT, 0, data), 0);
 	mad_port_counters_ext_decode(&x, data);
 	assert_int_equal(x.port_rcv_pkts, 0);
+	/* CounterSelect2 bit 1 clears QP1Dropped (perfquery -R), bit 0 PortXmitWait */
+	a1->mgmt->port[1].pma.qp1_dropped = 5;
+	a1->mgmt->port[1].pma.xmit_wait = 6;
+	memset(&pc, 0, sizeof(pc));
+	pc.port_select = 1;
+	pc.counter_select2 = 1u << 1;
+	mad_port_counters_encode(&pc, data);
+	assert_int_equal(pma(d, a1, MAD_METHOD_SET, MAD_ATTR_PORT_CNTRS, 0, data), 0);
+	mad_port_counters_decode(&pc, data);
+	assert_int_equal(pc.qp1_dropped, 0);
+	assert_int_equal(pc.port_xmit_wait, 6);
 
 	/* PortSelect 0xFF: the sum of a switch's ports */
 	a->mgmt->port[1].pma.xmit_discards = 3;

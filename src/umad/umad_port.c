@@ -719,7 +719,11 @@ static int take(struct uport *p, uint8_t qp, const mai_mad_t *m, uint8_t **out, 
 		return 0;
 	}
 	if (m->type == MAI_TYPE_TIMEOUT) {
-		*out = make_umad(m, agent, ETIMEDOUT, wire, MAI_MAD_HDR_SIZE);
+		/* the kernel hands back the send as written: its address is the
+		 * request's destination, not a source */
+		t.lrh.slid = m->lrh.dlid;
+		memcpy(t.grh.sgid, m->grh.dgid, 16);
+		*out = make_umad(&t, agent, ETIMEDOUT, wire, MAI_MAD_HDR_SIZE);
 		*out_len = MAI_MAD_HDR_SIZE;
 		return *out ? 1 : 0;
 	}

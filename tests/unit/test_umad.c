@@ -626,6 +626,10 @@ static void test_transport(void **state)
 	assert_int_equal(umad_status(&in), ETIMEDOUT);
 	assert_int_equal(len, 24);
 	assert_int_equal(get_be64(in.mad + 8) & 0xffffffffull, 0x77);
+	/* with the address it was sent to, as the kernel returns the send */
+	assert_int_equal(ntohs(in.hdr.addr.lid), 0x7777);
+	assert_int_equal(ntohl(in.hdr.addr.qpn), 1);
+	assert_int_equal(ntohl(in.hdr.addr.qkey), 0x80010000);
 
 	/* a method the server did not register for: not delivered to it */
 	make_mad(&req, VCLASS, 1, 0x02, 0x78, 0x10);

@@ -341,17 +341,34 @@ static void test_issm_path(void **state)
 	assert_int_equal(umad_get_issm_path("nosuch0", 0, path, sizeof(path)), -ENODEV);
 }
 
-/* PortInfo:CapabilityMask.IsSM of softib1 port 1, or -1. */
-static int is_sm(void)
+/* PortInfo:CapabilityMask.IsSM of port 1 of ca, or -1. */
+static int is_sm_of(const char *ca)
 {
 	umad_port_t port;
 	int on;
 
-	if (umad_get_port("softib1", 1, &port))
+	if (umad_get_port(ca, 1, &port))
 		return -1;
 	on = (ntohl(port.capmask) >> 1) & 1;
 	umad_release_port(&port);
 	return on;
+}
+
+static int is_sm(void)
+{
+	return is_sm_of("softib1");
+}
+
+static bool wait_is_sm_of(const char *ca, int want)
+{
+	long long end = now_ms() + WAIT_MS;
+
+	while (is_sm_of(ca) != want) {
+		if (now_ms() >= end)
+			return false;
+		usleep(5000);
+	}
+	return true;
 }
 
 static bool wait_is_sm(int want)
@@ -399,6 +416,47 @@ static void test_issm(void **state)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	assert_true(wait_is_sm(0));
+}
+
+static int dev_cmd(uint16_t op, const char *name)
+{
+	struct sib_ctl_msg msg = { .hdr.op = op };
+	int fd = sib_ctl_connect(g_sock), ret;
+
+	assert_true(fd >= 0);
+	snprintf(msg.u.dev.name, sizeof(msg.u.dev.name), "%s", name);
+	ret = sib_ctl_call(fd, &msg, NULL);
+	close(fd);
+	return ret ? ret : -msg.hdr.status;
+}
+
+/* A device removed takes its ISSM FIFO along; added back, its new FIFO
+ * works (the same inotify watch must not find the old entry). */
+static void test_issm_readd(void **state)
+{
+	char path[256];
+	struct stat st;
+	int a;
+
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(dev_cmd(SIB_CTL_DEVICE_ADD, "issmdev"), 0);
+		assert_int_equal(umad_get_issm_path("issmdev", 1, path, sizeof(path)), 0);
+		assert_int_equal(stat(path, &st), 0);
+		assert_int_equal(is_sm_of("issmdev"), 0);
+		a = open(path, O_RDONLY | O_NONBLOCK);
+		assert_true(a >= 0);
+		assert_true(wait_is_sm_of("issmdev", 1));
+		close(a);
+		assert_true(wait_is_sm_of("issmdev", 0));
+		/* held while the device goes: nothing left behind */
+		a = open(path, O_RDONLY | O_NONBLOCK);
+		assert_true(a >= 0);
+		assert_true(wait_is_sm_of("issmdev", 1));
+		assert_int_equal(dev_cmd(SIB_CTL_DEVICE_REMOVE, "issmdev"), 0);
+		assert_int_equal(stat(path, &st), -1);
+		assert_int_equal(errno, ENOENT);
+		close(a);
+	}
 }
 
 /* A port taken down: resolution moves on, values are live. */
@@ -809,6 +867,7 @@ int main(void)
 		cmocka_unit_test(test_ca_port),
 		cmocka_unit_test(test_issm_path),
 		cmocka_unit_test(test_issm),
+		cmocka_unit_test(test_issm_readd),
 		cmocka_unit_test(test_live_resolution),
 		cmocka_unit_test(test_bad_queries),
 		cmocka_unit_test(test_transport),

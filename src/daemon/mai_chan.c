@@ -78,10 +78,10 @@ struct sibd_mad_counters *sibd_mad_ctr(struct sibd *d)
  * manager's broad filter swallow (Notice, RandomFT, VendorDiag, LedInfo,
  * CableInfo, PortInfoExtended; plus every vendor attribute 0xFF00-0xFFFF,
  * e.g. MlnxExtPortInfo, by a quantifier on the attribute's high byte).
- * Each filter names base version, class, class version, method and
- * attribute (or the quantifier): specificity 5, so it beats a manager's
- * class + class version + method (+ port) registration, while SMInfo,
- * which the SMA does not claim, reaches the SM.  The PMA takes class 0x04
+ * Internal agents' filters are tried before any client's (mai_match),
+ * and each names base version, class, class version, method and
+ * attribute (or the quantifier), so SMInfo, which the SMA does not
+ * claim, still reaches the SM.  The PMA takes class 0x04
  * Get/Set by base version, class, class version and method. */
 static const uint16_t sma_attrs[] = {
 	MAD_ATTR_NOTICE, MAD_ATTR_NODE_DESC, MAD_ATTR_NODE_INFO, MAD_ATTR_SWITCH_INFO,
@@ -125,7 +125,8 @@ static int agents_init(struct sibd_mai *mai)
 					f->quant[0] = (struct mai_quant){ .offset = 16, .length = 1,
 									  .value = 0xFF };
 				}
-				mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_SMA, .f = f };
+				mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_SMA,
+									 .f = f, .internal = 1 };
 				i++;
 			}
 	for (size_t me = 0; me < 2; me++) {
@@ -137,7 +138,8 @@ static int agents_init(struct sibd_mai *mai)
 		f->mgmt_class = MAD_MGMT_CLASS_PERF_MGMT;
 		f->class_version = MAD_PMA_CLASS_VERSION;
 		f->method = methods[me];
-		mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_PMA, .f = f };
+		mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_PMA, .f = f,
+							 .internal = 1 };
 		i++;
 	}
 	mai->nagent = i;
@@ -625,6 +627,18 @@ int sibd_cmd_mai_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	return SIBD_REPLIED;
 }
 
+/* MAI_F_EXCLUSIVE: is f's template consumed on ch's device, port and QP
+ * (any channel, ch included)? */
+static bool template_taken(struct sibd_mai *mai, const struct chan *ch, const mai_filter_t *f)
+{
+	for (const struct chan *o = mai->chans; o; o = o->next)
+		if (!o->dead && o->node == ch->node && o->port == ch->port && o->qp == ch->qp)
+			for (uint32_t i = 0; i < o->nfilt; i++)
+				if (mai_filter_same(&o->filt[i].f, f))
+					return true;
+	return false;
+}
+
 int sibd_cmd_mai_filter(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
 			int *pass_fd)
 {
@@ -649,6 +663,8 @@ int sibd_cmd_mai_filter(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 		return -EINVAL;
 	if (ch->nfilt >= SIBD_MAI_FILTERS_MAX)
 		return -ENOMEM;
+	if ((f.flags & MAI_F_EXCLUSIVE) && template_taken(d->mai, ch, &f))
+		return -EBUSY;
 	f.handle = ch->next_handle++;
 	if (!ch->next_handle)
 		ch->next_handle = 1;

@@ -213,6 +213,34 @@ static void test_precedence(void **state)
 		usleep(10000);
 	assert_int_equal(status_val("mad", "sma"), sma0 + 1);
 	assert_quiet(c1, 50);
+	/* a client's filter as specific as the SMA's and newer: the SMA
+	 * still answers (internal agents first, as a driver's SMA) */
+	mai_filter_t ni = {
+		.flags = MAI_F_CONSUME,
+		.match = MAI_M_BASE_VER | MAI_M_CLASS | MAI_M_CLASS_VER | MAI_M_METHOD | MAI_M_ATTR,
+		.base_version = 1, .mgmt_class = 0x81, .class_version = 1, .method = MAD_GET,
+		.attr_id = MAD_NODEINFO,
+	};
+	assert_int_equal(mai_filter_create(c1, &ni), 0);
+	assert_int_equal(mai_send(sm, &m), 0);
+	for (int i = 0; i < 100 && status_val("mad", "sma") == sma0 + 1; i++)
+		usleep(10000);
+	assert_int_equal(status_val("mad", "sma"), sma0 + 2);
+	assert_quiet(c1, 50);
+	assert_int_equal(mai_filter_delete(c1, ni.handle), 0);
+	/* MAI_F_EXCLUSIVE: refused while a consumer has the template on this
+	 * device, port and QP; fine elsewhere and once it is gone */
+	mai_filter_t ex = {
+		.flags = MAI_F_CONSUME | MAI_F_EXCLUSIVE, .match = MAI_M_CLASS | MAI_M_METHOD,
+		.mgmt_class = 0x81, .method = MAD_GET,
+	};
+	assert_int_equal(mai_filter_create(c2, &ex), -EBUSY);
+	assert_int_equal(mai_filter_create(c1, &ex), -EBUSY);
+	assert_int_equal(mai_filter_create(sm, &ex), 0); /* softib0 */
+	assert_int_equal(mai_filter_delete(sm, ex.handle), 0);
+	ex.flags = MAI_F_CONSUME; /* without the flag: allowed (takeover) */
+	assert_int_equal(mai_filter_create(c2, &ex), 0);
+	assert_int_equal(mai_filter_delete(c2, ex.handle), 0);
 	/* an attribute nobody but c1 names (the SMA does not claim 0x0040): c1, exclusively */
 	mad_dr(&m, MAD_GET, 0x0040, path, 2);
 	assert_int_equal(mai_send(sm, &m), 0);

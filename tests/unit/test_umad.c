@@ -735,6 +735,55 @@ static void test_agent_limit(void **state)
 	assert_int_equal(umad_register(fd, 0x04, 1, 0, NULL), -EPERM);
 }
 
+/* A class, version and method registered once per CA port (the kernel's
+ * "method in use": the ioctl fails EINVAL, umad_register -EPERM); and a
+ * PerfMgt agent does not take the node's own PMA's Gets. */
+static void test_register_in_use(void **state)
+{
+	struct umad_reg_attr at = { .mgmt_class = 0x04, .mgmt_class_version = 1 };
+	int p1 = umad_open_port("softib0", 1), p2 = umad_open_port("softib0", 1);
+	int other = umad_open_port("softib1", 1);
+	struct umbuf req, in;
+	umad_port_t port;
+	uint32_t id;
+	int a, cl, len;
+
+	assert_true(p1 >= 0 && p2 >= 0 && other >= 0);
+	assert_int_equal(umad_get_port("softib0", 1, &port), 0);
+	a = umad_register(p1, 0x04, 1, 0, mask_get);
+	assert_true(a >= 0);
+	errno = 0;
+	assert_int_equal(umad_register(p2, 0x04, 1, 0, mask_get), -EPERM);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(umad_register(p1, 0x04, 1, 0, mask_get), -EPERM);
+	at.method_mask[0] = 1 << 1;
+	assert_int_equal(umad_register2(p2, &at, &id), EINVAL);
+	assert_true(umad_register(other, 0x04, 1, 0, mask_get) >= 0); /* another CA */
+
+	/* a PerfMgt Get PortCounters to our LID: the PMA answers, not agent a */
+	cl = umad_register(p2, 0x04, 1, 0, NULL);
+	assert_true(cl >= 0);
+	make_mad(&req, 0x04, 1, 0x01, 0x5150, 0x0012);
+	req.mad[41] = 1; /* PortSelect */
+	umad_set_addr(&req, (int)port.base_lid, 1, 0, 0x80010000);
+	assert_int_equal(umad_send(p2, cl, &req, 256, 2000, 0), 0);
+	len = 256;
+	assert_int_equal(umad_recv(p2, &in, &len, 3000), cl);
+	assert_int_equal(umad_status(&in), 0);
+	assert_int_equal(in.mad[3], 0x81);
+	assert_int_equal(get_be64(in.mad + 8) & 0xffffffffull, 0x5150);
+	len = 256;
+	assert_int_equal(umad_recv(p1, &in, &len, 100), -ETIMEDOUT);
+
+	/* free again once a goes */
+	assert_int_equal(umad_unregister(p1, a), 0);
+	assert_int_equal(umad_register2(p2, &at, &id), 0);
+	umad_release_port(&port);
+	umad_close_port(p1);
+	umad_close_port(p2);
+	umad_close_port(other);
+}
+
 /* Two ports on softib0 port 1: an SA agent (GetTable, RMPP) and a client;
  * and the port's LID. */
 static void sa_pair(int *srv, int *cli, int *sa, int *ca, int *lid)
@@ -872,6 +921,7 @@ int main(void)
 		cmocka_unit_test(test_bad_queries),
 		cmocka_unit_test(test_transport),
 		cmocka_unit_test(test_agent_limit),
+		cmocka_unit_test(test_register_in_use),
 		cmocka_unit_test(test_rmpp),
 		cmocka_unit_test(test_rmpp_big),
 	};

@@ -845,10 +845,10 @@ static void test_rmpp(void **state)
 	umad_close_port(cli);
 }
 
-/* A table of 150 segments (30 KB of records): the receiver reads while the
- * sender's library still cuts and paces segments.  (Past what softibd
- * queues for a channel, ~200 segments, a receiver that falls behind loses
- * the message: no ACK windows, docs/umad.md.) */
+/* A table of 330 segments (66 KB of records, more than a channel's socket
+ * holds): the receiver reads while the sender's library still cuts
+ * segments; softibd holds the sender back while the receiver's channel is
+ * full instead of dropping, so the message arrives whole. */
 struct big_rx {
 	int port, len, ret;
 	uint8_t *buf;
@@ -858,13 +858,14 @@ static void *big_receiver(void *arg)
 {
 	struct big_rx *rx = arg;
 
+	usleep(300000); /* late: the receiver's channel fills up meanwhile */
 	rx->ret = umad_recv(rx->port, rx->buf, &rx->len, 10000);
 	return NULL;
 }
 
 static void test_rmpp_big(void **state)
 {
-	int total = 56 + 150 * 200, srv, cli, sa, ca, len, lid;
+	int total = 56 + 330 * 200, srv, cli, sa, ca, len, lid;
 	struct ib_user_mad *in, *big;
 	struct big_rx rx;
 	pthread_t th;

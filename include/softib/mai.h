@@ -131,7 +131,12 @@ enum mai_match_bits {
 enum mai_filter_flags {
 	MAI_F_CONSUME	= 1u << 0,	/* deliver exclusively to this filter's
 					 * channel; clear: a copy to every match */
-	MAI_F_ALL	= MAI_F_CONSUME,
+	MAI_F_EXCLUSIVE	= 1u << 1,	/* with CONSUME only: mai_filter_create fails
+					 * (-EBUSY) while a consuming filter with the
+					 * same template (mai_filter_same) is attached
+					 * on the device, port and QP, as the kernel
+					 * refuses a method in use (ib_register_mad_agent) */
+	MAI_F_ALL	= MAI_F_CONSUME | MAI_F_EXCLUSIVE,
 };
 
 /*
@@ -182,7 +187,8 @@ int mai_open(const char *dev, uint8_t port, uint8_t qp);
 int mai_close(int chan);
 
 /* Attaches filter *f to channel `chan` ("mai_filter_create"); checked as
- * mai_filter_check does.  Sets f->handle.  0, -EBADF, -EINVAL, -ENOMEM. */
+ * mai_filter_check does.  Sets f->handle.  0, -EBADF, -EINVAL, -ENOMEM;
+ * -EBUSY: MAI_F_EXCLUSIVE and the template is already consumed there. */
 int mai_filter_create(int chan, mai_filter_t *f);
 
 /* Removes the filter `handle` of channel `chan` ("mai_filter_delete").
@@ -274,12 +280,21 @@ struct mai_filter_ent {
 	uint32_t chan;		/* channel that receives */
 	uint64_t seq;		/* creation order: larger is newer */
 	const mai_filter_t *f;
+	uint8_t internal;	/* 1: softibd's own agent (SMA, PMA): its consuming
+				 * filters are tried before every client's, as a
+				 * kernel driver answers SMPs and PerfMgt before any
+				 * agent sees them */
 };
 
 /* Does filter f pass message m?  Every field named in f->match equal and
  * every quantifier equal.  Quantifiers read the MAD as mai_towire would
  * write it (bytes past data_len of an OOB read as 0).  1 or 0. */
 int mai_filter_match(const mai_filter_t *f, const mai_mad_t *m);
+
+/* Do a and b select the same MADs by the same template: equal match bits,
+ * equal values in the fields they name, the same quantifiers in order, and
+ * both consuming or both not?  (handle and other flags ignored.)  1 or 0. */
+int mai_filter_same(const mai_filter_t *a, const mai_filter_t *b);
 
 /* How specific a filter is: the number of fields it compares (bits set in
  * match) plus its quantifiers.  mai_match's precedence among consumers. */
@@ -289,7 +304,8 @@ int mai_filter_specificity(const mai_filter_t *f);
  * Who receives m (seed 002: "consuming or non-consuming"; the precedence
  * among several consuming filters is softib's, docs/mai.md):
  *  - MAD or RAW: if any consuming filter passes m, only the channel of the
- *    most specific such filter (mai_filter_specificity), among equally
+ *    first such filter by: internal (softibd's agents) before clients, then
+ *    the most specific (mai_filter_specificity), among equally
  *    specific ones the newest (largest seq: the agent that took over),
  *    receives; otherwise every channel with a passing non-consuming filter
  *    receives.

@@ -108,8 +108,6 @@ int sibd_issm_ensure(struct sibd *d, uint32_t dev_index, uint8_t port, const cha
 		if (!e && x->wd < 0)
 			e = x;
 	}
-	if (!e)
-		return -ENOSPC;
 	if (lstat(path, &st) == 0 && !S_ISFIFO(st.st_mode))
 		unlink(path); /* not ours any more: replace it */
 	if (mkfifo(path, 0600) < 0 && errno != EEXIST)
@@ -117,6 +115,15 @@ int sibd_issm_ensure(struct sibd *d, uint32_t dev_index, uint8_t port, const cha
 	wd = inotify_add_watch(s->fd, path, IN_OPEN | IN_CLOSE | IN_DELETE_SELF | IN_IGNORED);
 	if (wd < 0)
 		return -errno;
+	/* the same file already watched (inotify gives the same wd): that
+	 * entry is this one now, so by_wd never finds a stale one first */
+	for (int i = 0; i < ISSM_MAX; i++)
+		if (s->ent[i].wd == wd)
+			e = &s->ent[i];
+	if (!e) {
+		inotify_rm_watch(s->fd, wd);
+		return -ENOSPC;
+	}
 	memset(e, 0, sizeof(*e));
 	e->wd = wd;
 	e->dev_index = dev_index;
@@ -124,6 +131,24 @@ int sibd_issm_ensure(struct sibd *d, uint32_t dev_index, uint8_t port, const cha
 	e->port = port;
 	snprintf(e->path, sizeof(e->path), "%s", path);
 	return 0;
+}
+
+void sibd_issm_device_gone(struct sibd *d, uint32_t dev_index)
+{
+	struct sibd_issm *s = d->issm;
+
+	if (!s)
+		return;
+	for (int i = 0; i < ISSM_MAX; i++) {
+		struct issm_ent *e = &s->ent[i];
+
+		if (e->wd < 0 || e->dev_index != dev_index)
+			continue;
+		/* its IN_IGNORED comes later and finds no entry */
+		inotify_rm_watch(s->fd, e->wd);
+		unlink(e->path);
+		e->wd = -1;
+	}
 }
 
 static struct issm_ent *by_wd(struct sibd_issm *s, int wd)

@@ -3,8 +3,10 @@
  * MAI channels in softibd (seed 002; docs/mai.md "Channels"): MAI_OPEN's
  * socketpairs carrying mai_mmstream streams, filters (clients' and the
  * internal SMA/PMA's), TID stamping, mai_send_req timeouts (umad semantics),
- * OOB, privilege.  Never trusts or blocks on a client: bad bytes are counted,
- * a full socket drops.  Single-threaded; closed channels freed only by reap().
+ * OOB, privilege.  Never trusts or blocks on a client: bad bytes are counted;
+ * a full socket holds the MAD and stops reading its sender's channel until
+ * room comes (flow control), for at most HOLD_MS, then drops and counts.
+ * Single-threaded; closed channels freed only by reap().
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,6 +26,8 @@
 #define PEND_FIRST	8	/* pending entries a channel starts with; doubled up to the max */
 
 unsigned int sibd_mai_chans_max = SIBD_MAI_CHANS_MAX;
+#define HELD_MAX	64	/* MADs held for a full channel (flow control) */
+#define HOLD_MS		2000	/* a full channel that takes nothing this long is stalled */
 
 struct pending {
 	mai_mad_t m;		/* the request as sent (TID stamped) */
@@ -52,6 +56,12 @@ struct chan {
 	uint32_t npend, pend_cap;
 	struct pending *pend;	/* pend_cap entries (<= SIBD_MAI_PENDING_MAX), grown on use */
 	uint64_t rx, tx, dropped;
+	/* flow control: streams its full socket did not take yet, in order */
+	uint8_t (*held)[MAI_MSTREAM_SIZE]; /* HELD_MAX, allocated on first use */
+	uint32_t nheld;
+	long long held_since;	/* last progress of the held ones (sibd_now_ms) */
+	bool stalled;		/* took nothing for HOLD_MS: drops until it takes one */
+	struct chan *waits_on;	/* not read while this full channel holds its MAD */
 };
 
 struct sibd_mai {
@@ -60,6 +70,7 @@ struct sibd_mai {
 	uint32_t nchans;
 	uint32_t next_num;
 	uint64_t seq;
+	struct chan *cur_src;	/* the channel whose message is being routed */
 	struct sibd_mad_counters ctr;
 	/* the internal agents' filters, then scratch for sibd_mai_ents */
 	mai_filter_t *agent_f;
@@ -81,10 +92,10 @@ struct sibd_mad_counters *sibd_mad_ctr(struct sibd *d)
  * manager's broad filter swallow (Notice, RandomFT, VendorDiag, LedInfo,
  * CableInfo, PortInfoExtended; plus every vendor attribute 0xFF00-0xFFFF,
  * e.g. MlnxExtPortInfo, by a quantifier on the attribute's high byte).
- * Each filter names base version, class, class version, method and
- * attribute (or the quantifier): specificity 5, so it beats a manager's
- * class + class version + method (+ port) registration, while SMInfo,
- * which the SMA does not claim, reaches the SM.  The PMA takes class 0x04
+ * Internal agents' filters are tried before any client's (mai_match),
+ * and each names base version, class, class version, method and
+ * attribute (or the quantifier), so SMInfo, which the SMA does not
+ * claim, still reaches the SM.  The PMA takes class 0x04
  * Get/Set by base version, class, class version and method. */
 static const uint16_t sma_attrs[] = {
 	MAD_ATTR_NOTICE, MAD_ATTR_NODE_DESC, MAD_ATTR_NODE_INFO, MAD_ATTR_SWITCH_INFO,
@@ -128,7 +139,8 @@ static int agents_init(struct sibd_mai *mai)
 					f->quant[0] = (struct mai_quant){ .offset = 16, .length = 1,
 									  .value = 0xFF };
 				}
-				mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_SMA, .f = f };
+				mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_SMA,
+									 .f = f, .internal = 1 };
 				i++;
 			}
 	for (size_t me = 0; me < 2; me++) {
@@ -140,7 +152,8 @@ static int agents_init(struct sibd_mai *mai)
 		f->mgmt_class = MAD_MGMT_CLASS_PERF_MGMT;
 		f->class_version = MAD_PMA_CLASS_VERSION;
 		f->method = methods[me];
-		mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_PMA, .f = f };
+		mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_PMA, .f = f,
+							 .internal = 1 };
 		i++;
 	}
 	mai->nagent = i;
@@ -157,11 +170,44 @@ static struct chan *chan_find(struct sibd_mai *mai, uint32_t num)
 	return NULL;
 }
 
+/* The epoll events ch is watched for: EPOLLIN unless it waits on a full
+ * channel, EPOLLOUT while it holds MADs. */
+static void chan_watch(struct sibd *d, struct chan *ch)
+{
+	struct epoll_event ev = {
+		.events = (ch->waits_on ? 0 : EPOLLIN) | (ch->nheld ? EPOLLOUT : 0),
+		.data.ptr = ch,
+	};
+
+	if (!ch->dead)
+		epoll_ctl(d->mai->ep_fd, EPOLL_CTL_MOD, ch->fd, &ev);
+}
+
+/* ch holds nothing any more: the channels waiting on it are read again. */
+static void chan_release(struct sibd *d, struct chan *ch)
+{
+	ch->nheld = 0;
+	chan_watch(d, ch);
+	for (struct chan *o = d->mai->chans; o; o = o->next)
+		if (o->waits_on == ch) {
+			o->waits_on = NULL;
+			chan_watch(d, o);
+		}
+}
+
+static void held_drop(struct sibd *d, struct chan *ch)
+{
+	ch->dropped += ch->nheld;
+	d->mai->ctr.drop[SIBD_DROP_QUEUE_FULL] += ch->nheld;
+	chan_release(d, ch);
+}
+
 /* Mark closed: the struct goes at the next reap (callers may hold it). */
 static void chan_kill(struct sibd *d, struct chan *ch)
 {
 	if (ch->dead)
 		return;
+	held_drop(d, ch);
 	ch->dead = true;
 	epoll_ctl(d->mai->ep_fd, EPOLL_CTL_DEL, ch->fd, NULL);
 	close(ch->fd);
@@ -181,25 +227,81 @@ static void reap(struct sibd *d)
 		*pp = ch->next;
 		mai->nchans--;
 		free(ch->pend);
+		free(ch->held);
 		free(ch);
 	}
 }
 
-/* Write m to the channel's socket: never blocks; a full socket drops. */
+/* A full channel keeps buf (after what it holds) unless it is stalled or
+ * holds HELD_MAX; the channel being read stops until ch has room. */
+static int chan_hold(struct sibd *d, struct chan *ch, const uint8_t *buf)
+{
+	struct chan *src = d->mai->cur_src;
+
+	if (ch->stalled || ch->nheld >= HELD_MAX || (!ch->nheld && !src))
+		return -EAGAIN;
+	if (!ch->held)
+		ch->held = malloc(HELD_MAX * sizeof(*ch->held));
+	if (!ch->held)
+		return -EAGAIN;
+	if (!ch->nheld)
+		ch->held_since = sibd_now_ms();
+	memcpy(ch->held[ch->nheld++], buf, MAI_MSTREAM_SIZE);
+	if (src && !src->dead)
+		src->waits_on = ch;
+	chan_watch(d, ch);
+	if (src)
+		chan_watch(d, src);
+	return 0;
+}
+
+/* EPOLLOUT: what ch holds, in order, as far as its socket takes it. */
+static void chan_flush(struct sibd *d, struct chan *ch)
+{
+	uint32_t i = 0;
+
+	while (i < ch->nheld && !ch->dead) {
+		ssize_t w = send(ch->fd, ch->held[i], MAI_MSTREAM_SIZE, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (w != (ssize_t)MAI_MSTREAM_SIZE) {
+			if (w < 0 && errno != EAGAIN && errno != ENOBUFS)
+				chan_kill(d, ch);
+			break;
+		}
+		ch->rx++;
+		d->mai->ctr.delivered++;
+		i++;
+	}
+	if (ch->dead || !i)
+		return;
+	memmove(ch->held, ch->held + i, (ch->nheld - i) * sizeof(*ch->held));
+	ch->nheld -= i;
+	ch->held_since = sibd_now_ms();
+	if (!ch->nheld)
+		chan_release(d, ch);
+}
+
+/* Write m to the channel's socket: never blocks; a full socket holds it
+ * (chan_hold) or drops it. */
 static int chan_write(struct sibd *d, struct chan *ch, const mai_mad_t *m)
 {
 	uint8_t buf[MAI_MSTREAM_SIZE];
 	int n = mai_mmstream(m, buf, sizeof(buf));
-	ssize_t w;
+	ssize_t w = -1;
 
-	if (n < 0 || ch->dead)
+	if (n != MAI_MSTREAM_SIZE || ch->dead)
 		return -EINVAL;
-	w = send(ch->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+	errno = EAGAIN;
+	if (!ch->nheld) /* else behind what it holds, to keep the order */
+		w = send(ch->fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
 	if (w == n) {
 		ch->rx++;
+		ch->stalled = false;
 		d->mai->ctr.delivered++;
 		return 0;
 	}
+	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS) && !chan_hold(d, ch, buf))
+		return 0;
 	ch->dropped++;
 	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
 		d->mai->ctr.drop[SIBD_DROP_QUEUE_FULL]++;
@@ -413,7 +515,7 @@ static void chan_input(struct sibd *d, struct chan *ch)
 	uint8_t buf[MAI_MSTREAM_SIZE + REQ_TRAILER + 1];
 	mai_mad_t m;
 
-	for (int i = 0; i < CHAN_BURST && !ch->dead; i++) {
+	for (int i = 0; i < CHAN_BURST && !ch->dead && !ch->waits_on; i++) {
 		ssize_t n = recv(ch->fd, buf, sizeof(buf), MSG_DONTWAIT);
 		uint32_t tmo = 0, retries = 0;
 
@@ -437,7 +539,9 @@ static void chan_input(struct sibd *d, struct chan *ch)
 				continue;
 			}
 		}
+		d->mai->cur_src = ch;
 		chan_send(d, ch, &m, tmo, retries);
+		d->mai->cur_src = NULL;
 	}
 }
 
@@ -451,7 +555,9 @@ void sibd_mai_event(struct sibd *d)
 
 		if (ch->dead)
 			continue;
-		if (ev[i].events & EPOLLIN)
+		if (ev[i].events & EPOLLOUT)
+			chan_flush(d, ch);
+		if (!ch->dead && (ev[i].events & EPOLLIN))
 			chan_input(d, ch);
 		if (!ch->dead && (ev[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP)) &&
 		    !(ev[i].events & EPOLLIN))
@@ -468,10 +574,13 @@ int sibd_mai_timeout(struct sibd *d, int timeout)
 
 	if (!d->mai)
 		return timeout;
-	for (struct chan *ch = d->mai->chans; ch; ch = ch->next)
+	for (struct chan *ch = d->mai->chans; ch; ch = ch->next) {
 		for (uint32_t i = 0; i < ch->npend && !ch->dead; i++)
 			if (next < 0 || ch->pend[i].deadline < next)
 				next = ch->pend[i].deadline;
+		if (ch->nheld && !ch->dead && (next < 0 || ch->held_since + HOLD_MS < next))
+			next = ch->held_since + HOLD_MS;
+	}
 	if (next < 0)
 		return timeout;
 	next = next > now ? next - now : 0;
@@ -485,6 +594,10 @@ void sibd_mai_timers(struct sibd *d)
 	if (!d->mai)
 		return;
 	for (struct chan *ch = d->mai->chans; ch; ch = ch->next) {
+		if (ch->nheld && !ch->dead && now - ch->held_since >= HOLD_MS) {
+			ch->stalled = true; /* its reader is gone: the others go on */
+			held_drop(d, ch);
+		}
 		for (uint32_t i = 0; i < ch->npend && !ch->dead;) {
 			struct pending *p = &ch->pend[i];
 			mai_mad_t m;
@@ -636,6 +749,18 @@ int sibd_cmd_mai_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	return SIBD_REPLIED;
 }
 
+/* MAI_F_EXCLUSIVE: is f's template consumed on ch's device, port and QP
+ * (any channel, ch included)? */
+static bool template_taken(struct sibd_mai *mai, const struct chan *ch, const mai_filter_t *f)
+{
+	for (const struct chan *o = mai->chans; o; o = o->next)
+		if (!o->dead && o->node == ch->node && o->port == ch->port && o->qp == ch->qp)
+			for (uint32_t i = 0; i < o->nfilt; i++)
+				if (mai_filter_same(&o->filt[i].f, f))
+					return true;
+	return false;
+}
+
 int sibd_cmd_mai_filter(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
 			int *pass_fd)
 {
@@ -660,6 +785,8 @@ int sibd_cmd_mai_filter(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 		return -EINVAL;
 	if (ch->nfilt >= SIBD_MAI_FILTERS_MAX)
 		return -ENOMEM;
+	if ((f.flags & MAI_F_EXCLUSIVE) && template_taken(d->mai, ch, &f))
+		return -EBUSY;
 	f.handle = ch->next_handle++;
 	if (!ch->next_handle)
 		ch->next_handle = 1;

@@ -309,6 +309,7 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 		sibd_client_device_gone(d, cl, (uint32_t)idx);
 	sibd_link_device_gone(d, (uint32_t)idx);
 	sibd_mai_device_gone(d, (uint32_t)idx); /* before its node goes */
+	sibd_issm_device_gone(d, (uint32_t)idx);
 	drop_node(d, d->dev_node[idx]);
 	d->dev_node[idx] = NULL;
 	d->ctr.devices_removed++;

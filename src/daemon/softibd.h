@@ -231,8 +231,11 @@ int sibd_issm_path(const struct sibd *d, const char *dev, uint32_t port, char *b
 /* issm.c: holding a port's ISSM FIFO open sets its IsSM (docs/umad.md).
  * init: the inotify fd (0 or -errno); fd: it, for the event loop; event:
  * read it; ensure: the FIFO at path of (dev_index, port) exists and is
- * watched (0, -ENOSPC, -errno of mkfifo/inotify); fini: FIFOs removed. */
+ * watched (0, -ENOSPC, -errno of mkfifo/inotify); device_gone: the
+ * device's FIFOs unwatched and removed (a device added again gets new
+ * ones); fini: FIFOs removed. */
 int sibd_issm_init(struct sibd *d);
+void sibd_issm_device_gone(struct sibd *d, uint32_t dev_index);
 int sibd_issm_fd(const struct sibd *d);
 void sibd_issm_event(struct sibd *d);
 int sibd_issm_ensure(struct sibd *d, uint32_t dev_index, uint8_t port, const char *path);

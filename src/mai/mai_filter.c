@@ -109,10 +109,37 @@ int mai_filter_specificity(const mai_filter_t *f)
 	return n;
 }
 
-/* Does consuming filter a take precedence over b: more specific, then newer. */
+int mai_filter_same(const mai_filter_t *a, const mai_filter_t *b)
+{
+	uint32_t w = a->match;
+
+	if (w != b->match || a->nquant != b->nquant ||
+	    (a->flags & MAI_F_CONSUME) != (b->flags & MAI_F_CONSUME))
+		return 0;
+	if (((w & MAI_M_PORT) && a->port != b->port) || ((w & MAI_M_SL) && a->sl != b->sl) ||
+	    ((w & MAI_M_SLID) && a->slid != b->slid) || ((w & MAI_M_DLID) && a->dlid != b->dlid) ||
+	    ((w & MAI_M_SGID) && memcmp(a->sgid, b->sgid, 16)) ||
+	    ((w & MAI_M_DGID) && memcmp(a->dgid, b->dgid, 16)) ||
+	    ((w & MAI_M_BASE_VER) && a->base_version != b->base_version) ||
+	    ((w & MAI_M_CLASS) && a->mgmt_class != b->mgmt_class) ||
+	    ((w & MAI_M_CLASS_VER) && a->class_version != b->class_version) ||
+	    ((w & MAI_M_METHOD) && a->method != b->method) ||
+	    ((w & MAI_M_ATTR) && a->attr_id != b->attr_id))
+		return 0;
+	for (unsigned i = 0; i < a->nquant && i < MAI_FILTER_QUANT_MAX; i++)
+		if (a->quant[i].offset != b->quant[i].offset ||
+		    a->quant[i].length != b->quant[i].length || a->quant[i].value != b->quant[i].value)
+			return 0;
+	return 1;
+}
+
+/* Does consuming filter a take precedence over b: an internal agent's
+ * first, then more specific, then newer. */
 static int beats(const struct mai_filter_ent *a, int spec_a, const struct mai_filter_ent *b,
 		 int spec_b)
 {
+	if (a->internal != b->internal)
+		return a->internal > b->internal;
 	return spec_a > spec_b || (spec_a == spec_b && a->seq > b->seq);
 }
 

@@ -48,6 +48,8 @@ int mai_filter_check(const mai_filter_t *f)
 		return -EINVAL;
 	if ((f->flags & ~(uint32_t)MAI_F_ALL) || (f->match & ~(uint32_t)MAI_M_ALL))
 		return -EINVAL;
+	if ((f->flags & MAI_F_EXCLUSIVE) && !(f->flags & MAI_F_CONSUME))
+		return -EINVAL;
 	if (f->sl > 0xF || f->nquant > MAI_FILTER_QUANT_MAX)
 		return -EINVAL;
 	for (unsigned i = 0; i < f->nquant; i++) {

@@ -291,7 +291,10 @@ static int agent_add_on(struct uport *p, const struct umad_reg_attr *at)
 	all = ~a->method_mask[0] == 0 && ~a->method_mask[1] == 0;
 	for (unsigned int m = 0; m < 128 && !ret; m++) {
 		mai_filter_t f = {
-			.flags = MAI_F_CONSUME,
+			/* a second agent for the same class, version, method
+			 * (and OUI) on this CA port is refused, as the kernel's
+			 * "method in use" (EINVAL) */
+			.flags = MAI_F_CONSUME | MAI_F_EXCLUSIVE,
 			.match = MAI_M_PORT | MAI_M_CLASS | MAI_M_CLASS_VER | MAI_M_METHOD,
 			.port = p->portnum,
 			.mgmt_class = a->mgmt_class,
@@ -316,7 +319,7 @@ static int agent_add_on(struct uport *p, const struct umad_reg_attr *at)
 	if (ret) {
 		agent_drop_filters(p, a);
 		port_unlock(p, cs);
-		return ret;
+		return ret == -EBUSY ? -EINVAL : ret;
 	}
 	a->used = true;
 	port_unlock(p, cs);
@@ -355,6 +358,8 @@ UMAD_EXPORT int umad_register(int portid, int mgmt_class, int mgmt_version, uint
 
 	mask_from_longs(at.method_mask, method_mask);
 	ret = agent_add(portid, &at);
+	if (ret < 0)
+		errno = -ret; /* the ioctl's: EINVAL for a method in use */
 	return ret < 0 ? -EPERM : ret;
 }
 
@@ -375,6 +380,8 @@ UMAD_EXPORT int umad_register_oui(int portid, int mgmt_class, uint8_t rmpp_versi
 	at.oui = (uint32_t)oui[0] << 16 | (uint32_t)oui[1] << 8 | oui[2];
 	mask_from_longs(at.method_mask, method_mask);
 	ret = agent_add(portid, &at);
+	if (ret < 0)
+		errno = -ret;
 	return ret < 0 ? -EPERM : ret;
 }
 
@@ -719,7 +726,11 @@ static int take(struct uport *p, uint8_t qp, const mai_mad_t *m, uint8_t **out, 
 		return 0;
 	}
 	if (m->type == MAI_TYPE_TIMEOUT) {
-		*out = make_umad(m, agent, ETIMEDOUT, wire, MAI_MAD_HDR_SIZE);
+		/* the kernel hands back the send as written: its address is the
+		 * request's destination, not a source */
+		t.lrh.slid = m->lrh.dlid;
+		memcpy(t.grh.sgid, m->grh.dgid, 16);
+		*out = make_umad(&t, agent, ETIMEDOUT, wire, MAI_MAD_HDR_SIZE);
 		*out_len = MAI_MAD_HDR_SIZE;
 		return *out ? 1 : 0;
 	}

@@ -32,6 +32,7 @@ err() { echo "FAIL: $*" >&2; fail=1; }
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT INT TERM
+. "$(dirname "$0")/abi_lib.sh"
 
 table() { "$OBJDUMP" -T "$1" | grep IBUMAD | awk '{print $(NF-1), $NF}' | sort; }
 
@@ -55,28 +56,18 @@ fi
 
 # --- 2. nothing else exported -------------------------------------------
 "$READELF" --dyn-syms -W "$LIB" > "$tmp/dynsym" || { echo "FAIL: $READELF failed" >&2; exit 1; }
-awk '$1 ~ /^[0-9]+:$/ && $7 != "UND" && $8 != "" && $8 !~ /@@?IBUMAD_/ &&
-	!($7 == "ABS" && $8 ~ /^IBUMAD_[0-9.]+$/) {print $8}' "$tmp/dynsym" > "$tmp/stray"
+abi_stray "$tmp/dynsym" IBUMAD > "$tmp/stray"
 if [ -s "$tmp/stray" ]; then
 	err "defined dynamic symbols outside the IBUMAD version nodes:"
 	sed 's/^/    /' "$tmp/stray" >&2
 fi
 
 # --- 3. version definition chain ----------------------------------------
-"$READELF" -V -W "$LIB" > "$tmp/versions"
-awk '
-	/Version definition section/ { in_d = 1; next }
-	/Version needs section/ || /Version symbols section/ { in_d = 0 }
-	in_d && /Flags: BASE/ { next }
-	in_d && / Name: / { if (cur != "") print cur, par; cur = $NF; par = "-"; next }
-	in_d && /Parent 1: / { par = $NF }
-	END { if (cur != "") print cur, par }
-' "$tmp/versions" | sort > "$tmp/chain"
-printf '%s\n' "IBUMAD_1.0 -" "IBUMAD_1.1 IBUMAD_1.0" "IBUMAD_1.2 IBUMAD_1.1" | sort > "$tmp/chain.expected"
-if ! diff -u "$tmp/chain.expected" "$tmp/chain" > "$tmp/chain.diff"; then
-	err "version definition chain differs ('node parent'):"
-	grep '^[-+][^-+]' "$tmp/chain.diff" >&2
-fi
+abi_check_chain "$LIB" <<'EOF'
+IBUMAD_1.0 -
+IBUMAD_1.1 IBUMAD_1.0
+IBUMAD_1.2 IBUMAD_1.1
+EOF
 
 # --- 4. dynamic section and references ------------------------------------
 "$READELF" -d -W "$LIB" > "$tmp/dynamic"

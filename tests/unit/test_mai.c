@@ -735,6 +735,66 @@ static void test_match_consuming(void **state)
 	assert_int_equal(mai_match(e4, 1, &m, out, 8), -EINVAL);
 }
 
+/* softibd's own agents (internal) come before every client filter, even a
+ * more specific or newer one; MAI_F_EXCLUSIVE's template comparison. */
+static void test_match_internal(void **state)
+{
+	mai_mad_t m;
+	uint32_t out[8];
+	mai_filter_t agent = filt(MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x01, 0, 0);
+	mai_filter_t client = filt(MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD | MAI_M_ATTR, 0x01, 0,
+				   0);
+
+	rx_mad(&m);
+	agent.method = client.method = m.method;
+	client.attr_id = m.attr_id;
+	struct mai_filter_ent e[] = {
+		{ .chan = 30, .seq = 7, .f = &client },
+		{ .chan = 1, .seq = 0, .f = &agent, .internal = 1 },
+	};
+	assert_int_equal(mai_match(e, 2, &m, out, 8), 1);
+	assert_int_equal(out[0], 1);
+	e[1].internal = 0; /* as a client it loses to the more specific one */
+	assert_int_equal(mai_match(e, 2, &m, out, 8), 1);
+	assert_int_equal(out[0], 30);
+	e[1].internal = 1; /* an internal filter that does not pass claims nothing */
+	m.method ^= 0x02;
+	client.method = m.method;
+	assert_int_equal(mai_match(e, 2, &m, out, 8), 1);
+	assert_int_equal(out[0], 30);
+
+	/* the same template: fields named by match, quantifiers, consuming */
+	mai_filter_t a = filt(MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x04, 0x01, 0);
+	mai_filter_t b = a;
+
+	b.handle = 99;
+	b.attr_id = 0x1234;	/* not named by match */
+	b.flags |= MAI_F_EXCLUSIVE;
+	assert_int_equal(mai_filter_same(&a, &b), 1);
+	b.method = 0x02;
+	assert_int_equal(mai_filter_same(&a, &b), 0);
+	b = a;
+	b.flags = 0;
+	assert_int_equal(mai_filter_same(&a, &b), 0);
+	b = a;
+	b.match |= MAI_M_ATTR;
+	assert_int_equal(mai_filter_same(&a, &b), 0);
+	b = a;
+	b.nquant = a.nquant = 1;
+	a.quant[0] = (struct mai_quant){ .offset = 37, .length = 3, .value = 0x1405 };
+	b.quant[0] = a.quant[0];
+	assert_int_equal(mai_filter_same(&a, &b), 1);
+	b.quant[0].value = 0x1406;
+	assert_int_equal(mai_filter_same(&a, &b), 0);
+	/* EXCLUSIVE needs CONSUME */
+	b = a;
+	assert_int_equal(mai_filter_check(&b), 0);
+	b.flags = MAI_F_EXCLUSIVE;
+	assert_int_equal(mai_filter_check(&b), -EINVAL);
+	b.flags = MAI_F_EXCLUSIVE | MAI_F_CONSUME;
+	assert_int_equal(mai_filter_check(&b), 0);
+}
+
 static void test_match_oob(void **state)
 {
 	mai_mad_t m;
@@ -783,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_match_fields),
 		cmocka_unit_test(test_match_quantifiers),
 		cmocka_unit_test(test_match_consuming),
+		cmocka_unit_test(test_match_internal),
 		cmocka_unit_test(test_match_oob),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

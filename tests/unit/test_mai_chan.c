@@ -217,6 +217,34 @@ static void test_precedence(void **state)
 		usleep(10000);
 	assert_int_equal(status_val("mad", "sma"), sma0 + 1);
 	assert_quiet(c1, 50);
+	/* a client's filter as specific as the SMA's and newer: the SMA
+	 * still answers (internal agents first, as a driver's SMA) */
+	mai_filter_t ni = {
+		.flags = MAI_F_CONSUME,
+		.match = MAI_M_BASE_VER | MAI_M_CLASS | MAI_M_CLASS_VER | MAI_M_METHOD | MAI_M_ATTR,
+		.base_version = 1, .mgmt_class = 0x81, .class_version = 1, .method = MAD_GET,
+		.attr_id = MAD_NODEINFO,
+	};
+	assert_int_equal(mai_filter_create(c1, &ni), 0);
+	assert_int_equal(mai_send(sm, &m), 0);
+	for (int i = 0; i < 100 && status_val("mad", "sma") == sma0 + 1; i++)
+		usleep(10000);
+	assert_int_equal(status_val("mad", "sma"), sma0 + 2);
+	assert_quiet(c1, 50);
+	assert_int_equal(mai_filter_delete(c1, ni.handle), 0);
+	/* MAI_F_EXCLUSIVE: refused while a consumer has the template on this
+	 * device, port and QP; fine elsewhere and once it is gone */
+	mai_filter_t ex = {
+		.flags = MAI_F_CONSUME | MAI_F_EXCLUSIVE, .match = MAI_M_CLASS | MAI_M_METHOD,
+		.mgmt_class = 0x81, .method = MAD_GET,
+	};
+	assert_int_equal(mai_filter_create(c2, &ex), -EBUSY);
+	assert_int_equal(mai_filter_create(c1, &ex), -EBUSY);
+	assert_int_equal(mai_filter_create(sm, &ex), 0); /* softib0 */
+	assert_int_equal(mai_filter_delete(sm, ex.handle), 0);
+	ex.flags = MAI_F_CONSUME; /* without the flag: allowed (takeover) */
+	assert_int_equal(mai_filter_create(c2, &ex), 0);
+	assert_int_equal(mai_filter_delete(c2, ex.handle), 0);
 	/* an attribute nobody but c1 names (the SMA does not claim 0x0040): c1, exclusively */
 	mad_dr(&m, MAD_GET, 0x0040, path, 2);
 	assert_int_equal(mai_send(sm, &m), 0);
@@ -445,8 +473,9 @@ static void test_sma_answers(void **state)
 	mai_close(gsi);
 }
 
-/* A channel that never reads: its socket is the bounded queue; the rest is
- * dropped and counted, the sender and softibd carry on. */
+/* A channel that never reads: softibd holds its sender back for a while
+ * (flow control), then drops and counts the rest; the sender and softibd
+ * carry on. */
 static void test_queue_bound(void **state)
 {
 	int a = open_ok("softib3", 1), b = open_ok("softib3", 1);
@@ -489,6 +518,62 @@ static void test_queue_bound(void **state)
 	assert_int_equal(mai_recv(b, &m, 2000), 0);
 	mai_close(a);
 	mai_close(b);
+}
+
+/* A reader that comes late but reads: softibd stops reading the sender
+ * while the reader's socket is full, so nothing is dropped; meanwhile
+ * other channels are not held up. */
+static void test_flow_control(void **state)
+{
+	int a = open_ok("softib2", 1), b = open_ok("softib2", 1);
+	int c = open_ok("softib2", 1), e = open_ok("softib2", 1);
+	unsigned long long full0 = status_val("mad_drop", "queue_full");
+	mai_mad_t m, r;
+	int sent = 0, got = 0, n = 1500;
+
+	add_filter(b, 0, MAI_M_CLASS, 0x34, 0, 0);
+	add_filter(e, 0, MAI_M_CLASS, 0x35, 0, 0);
+	memset(&m, 0, sizeof(m));
+	m.type = MAI_TYPE_OOB;
+	m.qp = 1;
+	m.base_version = 1;
+	m.mgmt_class = 0x34;
+	m.data_len = 8;
+	for (uint64_t t0 = now_ms(); sent < n && now_ms() - t0 < 500;) {
+		m.data[0] = (uint8_t)(sent >> 8);
+		m.data[1] = (uint8_t)sent;
+		if (mai_send(a, &m) == -EAGAIN) {
+			usleep(1000); /* held back: b is full */
+			continue;
+		}
+		sent++;
+	}
+	assert_true(sent < n); /* a is held back: b's socket is full */
+	/* c to e goes through while a waits */
+	r = m;
+	r.mgmt_class = 0x35;
+	assert_int_equal(mai_send(c, &r), 0);
+	assert_int_equal(mai_recv(e, &r, 500), 0);
+	assert_int_equal(r.mgmt_class, 0x35);
+	/* b reads now: everything a sent arrives, in order */
+	for (uint64_t t0 = now_ms(); got < n && now_ms() - t0 < 10000;) {
+		if (sent < n) {
+			m.data[0] = (uint8_t)(sent >> 8);
+			m.data[1] = (uint8_t)sent;
+			if (mai_send(a, &m) == 0)
+				sent++;
+		}
+		if (mai_recv(b, &r, sent < n ? 0 : 1000) == 0) {
+			assert_int_equal(r.data[0] << 8 | r.data[1], got);
+			got++;
+		}
+	}
+	assert_int_equal(got, n);
+	assert_int_equal(status_val("mad_drop", "queue_full"), full0);
+	mai_close(a);
+	mai_close(b);
+	mai_close(c);
+	mai_close(e);
 }
 
 #define THREADS 4
@@ -738,6 +823,7 @@ int main(void)
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_sma_answers),
 		cmocka_unit_test(test_queue_bound),
+		cmocka_unit_test(test_flow_control),
 		cmocka_unit_test(test_threads_fork),
 		cmocka_unit_test(test_fuzz),
 		cmocka_unit_test(test_device_remove),

@@ -341,17 +341,34 @@ static void test_issm_path(void **state)
 	assert_int_equal(umad_get_issm_path("nosuch0", 0, path, sizeof(path)), -ENODEV);
 }
 
-/* PortInfo:CapabilityMask.IsSM of softib1 port 1, or -1. */
-static int is_sm(void)
+/* PortInfo:CapabilityMask.IsSM of port 1 of ca, or -1. */
+static int is_sm_of(const char *ca)
 {
 	umad_port_t port;
 	int on;
 
-	if (umad_get_port("softib1", 1, &port))
+	if (umad_get_port(ca, 1, &port))
 		return -1;
 	on = (ntohl(port.capmask) >> 1) & 1;
 	umad_release_port(&port);
 	return on;
+}
+
+static int is_sm(void)
+{
+	return is_sm_of("softib1");
+}
+
+static bool wait_is_sm_of(const char *ca, int want)
+{
+	long long end = now_ms() + WAIT_MS;
+
+	while (is_sm_of(ca) != want) {
+		if (now_ms() >= end)
+			return false;
+		usleep(5000);
+	}
+	return true;
 }
 
 static bool wait_is_sm(int want)
@@ -399,6 +416,47 @@ static void test_issm(void **state)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	assert_true(wait_is_sm(0));
+}
+
+static int dev_cmd(uint16_t op, const char *name)
+{
+	struct sib_ctl_msg msg = { .hdr.op = op };
+	int fd = sib_ctl_connect(g_sock), ret;
+
+	assert_true(fd >= 0);
+	snprintf(msg.u.dev.name, sizeof(msg.u.dev.name), "%s", name);
+	ret = sib_ctl_call(fd, &msg, NULL);
+	close(fd);
+	return ret ? ret : -msg.hdr.status;
+}
+
+/* A device removed takes its ISSM FIFO along; added back, its new FIFO
+ * works (the same inotify watch must not find the old entry). */
+static void test_issm_readd(void **state)
+{
+	char path[256];
+	struct stat st;
+	int a;
+
+	for (int round = 0; round < 2; round++) {
+		assert_int_equal(dev_cmd(SIB_CTL_DEVICE_ADD, "issmdev"), 0);
+		assert_int_equal(umad_get_issm_path("issmdev", 1, path, sizeof(path)), 0);
+		assert_int_equal(stat(path, &st), 0);
+		assert_int_equal(is_sm_of("issmdev"), 0);
+		a = open(path, O_RDONLY | O_NONBLOCK);
+		assert_true(a >= 0);
+		assert_true(wait_is_sm_of("issmdev", 1));
+		close(a);
+		assert_true(wait_is_sm_of("issmdev", 0));
+		/* held while the device goes: nothing left behind */
+		a = open(path, O_RDONLY | O_NONBLOCK);
+		assert_true(a >= 0);
+		assert_true(wait_is_sm_of("issmdev", 1));
+		assert_int_equal(dev_cmd(SIB_CTL_DEVICE_REMOVE, "issmdev"), 0);
+		assert_int_equal(stat(path, &st), -1);
+		assert_int_equal(errno, ENOENT);
+		close(a);
+	}
 }
 
 /* A port taken down: resolution moves on, values are live. */
@@ -626,6 +684,10 @@ static void test_transport(void **state)
 	assert_int_equal(umad_status(&in), ETIMEDOUT);
 	assert_int_equal(len, 24);
 	assert_int_equal(get_be64(in.mad + 8) & 0xffffffffull, 0x77);
+	/* with the address it was sent to, as the kernel returns the send */
+	assert_int_equal(ntohs(in.hdr.addr.lid), 0x7777);
+	assert_int_equal(ntohl(in.hdr.addr.qpn), 1);
+	assert_int_equal(ntohl(in.hdr.addr.qkey), 0x80010000);
 
 	/* a method the server did not register for: not delivered to it */
 	make_mad(&req, VCLASS, 1, 0x02, 0x78, 0x10);
@@ -671,6 +733,55 @@ static void test_agent_limit(void **state)
 	assert_int_equal(umad_register(fd, 0x04, 1, 0, NULL), 7);
 	assert_int_equal(umad_close_port(fd), 0);
 	assert_int_equal(umad_register(fd, 0x04, 1, 0, NULL), -EPERM);
+}
+
+/* A class, version and method registered once per CA port (the kernel's
+ * "method in use": the ioctl fails EINVAL, umad_register -EPERM); and a
+ * PerfMgt agent does not take the node's own PMA's Gets. */
+static void test_register_in_use(void **state)
+{
+	struct umad_reg_attr at = { .mgmt_class = 0x04, .mgmt_class_version = 1 };
+	int p1 = umad_open_port("softib0", 1), p2 = umad_open_port("softib0", 1);
+	int other = umad_open_port("softib1", 1);
+	struct umbuf req, in;
+	umad_port_t port;
+	uint32_t id;
+	int a, cl, len;
+
+	assert_true(p1 >= 0 && p2 >= 0 && other >= 0);
+	assert_int_equal(umad_get_port("softib0", 1, &port), 0);
+	a = umad_register(p1, 0x04, 1, 0, mask_get);
+	assert_true(a >= 0);
+	errno = 0;
+	assert_int_equal(umad_register(p2, 0x04, 1, 0, mask_get), -EPERM);
+	assert_int_equal(errno, EINVAL);
+	assert_int_equal(umad_register(p1, 0x04, 1, 0, mask_get), -EPERM);
+	at.method_mask[0] = 1 << 1;
+	assert_int_equal(umad_register2(p2, &at, &id), EINVAL);
+	assert_true(umad_register(other, 0x04, 1, 0, mask_get) >= 0); /* another CA */
+
+	/* a PerfMgt Get PortCounters to our LID: the PMA answers, not agent a */
+	cl = umad_register(p2, 0x04, 1, 0, NULL);
+	assert_true(cl >= 0);
+	make_mad(&req, 0x04, 1, 0x01, 0x5150, 0x0012);
+	req.mad[41] = 1; /* PortSelect */
+	umad_set_addr(&req, (int)port.base_lid, 1, 0, 0x80010000);
+	assert_int_equal(umad_send(p2, cl, &req, 256, 2000, 0), 0);
+	len = 256;
+	assert_int_equal(umad_recv(p2, &in, &len, 3000), cl);
+	assert_int_equal(umad_status(&in), 0);
+	assert_int_equal(in.mad[3], 0x81);
+	assert_int_equal(get_be64(in.mad + 8) & 0xffffffffull, 0x5150);
+	len = 256;
+	assert_int_equal(umad_recv(p1, &in, &len, 100), -ETIMEDOUT);
+
+	/* free again once a goes */
+	assert_int_equal(umad_unregister(p1, a), 0);
+	assert_int_equal(umad_register2(p2, &at, &id), 0);
+	umad_release_port(&port);
+	umad_close_port(p1);
+	umad_close_port(p2);
+	umad_close_port(other);
 }
 
 /* Two ports on softib0 port 1: an SA agent (GetTable, RMPP) and a client;
@@ -734,10 +845,10 @@ static void test_rmpp(void **state)
 	umad_close_port(cli);
 }
 
-/* A table of 150 segments (30 KB of records): the receiver reads while the
- * sender's library still cuts and paces segments.  (Past what softibd
- * queues for a channel, ~200 segments, a receiver that falls behind loses
- * the message: no ACK windows, docs/umad.md.) */
+/* A table of 330 segments (66 KB of records, more than a channel's socket
+ * holds): the receiver reads while the sender's library still cuts
+ * segments; softibd holds the sender back while the receiver's channel is
+ * full instead of dropping, so the message arrives whole. */
 struct big_rx {
 	int port, len, ret;
 	uint8_t *buf;
@@ -747,13 +858,14 @@ static void *big_receiver(void *arg)
 {
 	struct big_rx *rx = arg;
 
+	usleep(300000); /* late: the receiver's channel fills up meanwhile */
 	rx->ret = umad_recv(rx->port, rx->buf, &rx->len, 10000);
 	return NULL;
 }
 
 static void test_rmpp_big(void **state)
 {
-	int total = 56 + 150 * 200, srv, cli, sa, ca, len, lid;
+	int total = 56 + 330 * 200, srv, cli, sa, ca, len, lid;
 	struct ib_user_mad *in, *big;
 	struct big_rx rx;
 	pthread_t th;
@@ -805,10 +917,12 @@ int main(void)
 		cmocka_unit_test(test_ca_port),
 		cmocka_unit_test(test_issm_path),
 		cmocka_unit_test(test_issm),
+		cmocka_unit_test(test_issm_readd),
 		cmocka_unit_test(test_live_resolution),
 		cmocka_unit_test(test_bad_queries),
 		cmocka_unit_test(test_transport),
 		cmocka_unit_test(test_agent_limit),
+		cmocka_unit_test(test_register_in_use),
 		cmocka_unit_test(test_rmpp),
 		cmocka_unit_test(test_rmpp_big),
 	};

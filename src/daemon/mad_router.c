@@ -366,7 +366,23 @@ static void dr_walk(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_
 	drop(d, n, port, 0, SIBD_DROP_DR_HOP_PTR);
 }
 
-/* A DR SMP leaving (n, port): the sender's SMI step, then the walk. */
+static void count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
+			   const mai_mad_t *m);
+
+/* Is wire (D=0, HopPointer 0, HopCount > 0, DrSLID not permissive) an
+ * SMP whose first part is LID routed to LRH.DLID (IBA 14.2.2.1)? */
+static bool dr_lid_first(const uint8_t *wire, const mai_mad_t *m)
+{
+	return !(wire[4] & 0x80) && wire[6] == 0 && wire[7] != 0 &&
+	       (wire[32] << 8 | wire[33]) != MAD_PERMISSIVE_LID &&
+	       m->lrh.dlid != MAD_PERMISSIVE_LID;
+}
+
+/*
+ * A DR SMP leaving (n, port): the sender's SMI step, then the walk.  With
+ * a LID-routed first part the SMP goes on VL15 to LRH.DLID first, and the
+ * node there takes the originator step (C14-9:1) out of InitialPath[1].
+ */
 static void dr_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	uint8_t wire[MAD_SIZE];
@@ -376,6 +392,19 @@ static void dr_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 	if (mai_towire(m, wire, sizeof(wire)) != MAD_SIZE) {
 		drop(d, n, port, 0, SIBD_DROP_BAD_QP_CLASS);
 		return;
+	}
+	if (dr_lid_first(wire, m)) {
+		struct sib_route rt = sib_subnet_route(&d->fab, n, port, m->lrh.dlid, true);
+
+		if (rt.verdict != SIB_ROUTE_OK) {
+			drop(d, rt.at ? rt.at : n, rt.at ? rt.at_port : port, 0,
+			     SIBD_DROP_DR_LID_PART);
+			return;
+		}
+		count_lid_path(n, port, m->lrh.dlid, rt.hops, m);
+		n = rt.node;
+		port = wire[MAD_SMP_PATH_OFFS + 1];
+		dn = dr_node(n);
 	}
 	r = mad_dr_send(wire, &dn, port);
 	if (r.verdict != MAD_DR_SEND) {

@@ -504,6 +504,43 @@ static void test_dr_lid_part(void **state)
 	close(sm);
 }
 
+/* A DR SMP whose first part is LID routed (DrSLID a1, LRH.DLID switch B,
+ * HopPointer 0), as `ibportstate <B's LID> 2 query` sends: B takes the
+ * originator step out of InitialPath[1] = 2 and b2's SMA answers; the
+ * answer's DR part ends at B, which LID routes it to DrSLID (C14-13:3). */
+static void test_dr_lid_first(void **state)
+{
+	struct topo *t = *state;
+	int sm = chan_open(t, "a1", 0, NULL);
+	mai_mad_t m, r;
+
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 2 }, 1);
+	m.data[MAD_DR_SLID] = 0;
+	m.data[MAD_DR_SLID + 1] = LID_A1;
+	m.lrh.slid = LID_A1;
+	m.lrh.dlid = LID_B;
+	m.tid = 0x33;
+	csend(t, sm, &m);
+	assert_int_equal(sma_seen.calls, 1);
+	assert_ptr_equal(sma_seen.n, t->b2);
+	assert_int_equal(sma_seen.in_port, 1);
+	assert_int_equal(sma_seen.req[6], 2);		/* HopPointer hop_cnt + 1 */
+	assert_int_equal(sma_seen.req[192 + 1], 1);	/* into b2 on its port 1 */
+	assert_true(crecv(sm, &r));
+	assert_int_equal(r.method, MAD_GET_RESP);
+	assert_int_equal(r.status, 0x8000);
+	assert_int_equal(r.class_specific, 1);		/* HopPointer 0 after C14-13:3 */
+	assert_int_equal(r.tid & 0xFFFFFFFFFFull, 0x33);
+	assert_int_equal(guid_of(&r), t->b2->node_guid);
+	/* a bad first hop out of B is dropped at B, not at a1 */
+	m.data[MAD_IPATH + 1] = 4;
+	csend(t, sm, &m);
+	assert_int_equal(drops(t, SIBD_DROP_LINK_DOWN), 1);
+	assert_int_equal(t->b->mgmt->port[4].pma.vl15_dropped, 1);
+	assert_false(crecv(sm, &r));
+	close(sm);
+}
+
 /* ---- LID routed ---- */
 
 static void test_lid_routed(void **state)
@@ -744,6 +781,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dr_63_hops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dr_drops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dr_lid_part, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dr_lid_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lid_routed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gmp_channels, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sma_precedence, setup, teardown),

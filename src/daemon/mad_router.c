@@ -502,6 +502,14 @@ void sibd_mad_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const m
 
 void sibd_mad_out(struct sibd *d, struct sib_fab_node *n, uint8_t port, mai_mad_t *m)
 {
+	uint32_t chan = m->mgmt_class == MAD_MGMT_CLASS_PERF_MGMT ? SIBD_MAI_CHAN_PMA
+								  : SIBD_MAI_CHAN_SMA;
+
+	/* an agent's request (a Trap) carries the agent's channel in TID bits
+	 * 63..40, as a channel's does, so its TrapRepress comes back to it */
+	if (!is_response(m))
+		m->tid = (m->tid & ((1ull << MAI_TID_CHAN_SHIFT) - 1)) |
+			 (uint64_t)chan << MAI_TID_CHAN_SHIFT;
 	m->port = port;
 	if (!m->lrh.slid)
 		m->lrh.slid = sibd_mad_port_lid(n, port);

@@ -718,6 +718,36 @@ static void test_trap_out(void **state)
 	close(sm);
 }
 
+/* A trap whose TID the SMA left without channel bits (as sma.c numbers
+ * them) gets the SMA's, so the SM's TrapRepress reaches the SMA and is not
+ * dropped (no no_agent, no VL15Dropped at b2). */
+static void test_trap_tid_stamped(void **state)
+{
+	struct topo *t = *state;
+	uint32_t num;
+	int sm = chan_open(t, "a1", 0, &num);
+	unsigned calls = sma_seen.calls;
+	mai_mad_t m, r;
+
+	filter(t, num, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x01, MAD_METHOD_TRAP, 0);
+	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, LID_A1);
+	m.qp = 0;
+	m.remote_qpn = 0;
+	m.tid = 7;
+	t->d.mad_out(&t->d, t->b2, 1, &m);
+	assert_true(crecv(sm, &r));
+	assert_int_equal(r.tid, (uint64_t)SIBD_MAI_CHAN_SMA << 40 | 7);
+	r.method = MAD_METHOD_TRAP_REPRESS;
+	r.lrh.dlid = LID_B2;
+	csend(t, sm, &r);
+	assert_int_equal(sma_seen.calls, calls + 1);
+	assert_ptr_equal(sma_seen.n, t->b2);
+	assert_int_equal(sma_seen.req[3], MAD_METHOD_TRAP_REPRESS);
+	assert_int_equal(drops(t, SIBD_DROP_NO_AGENT), 0);
+	assert_int_equal(t->b2->mgmt->port[1].pma.vl15_dropped, 0);
+	close(sm);
+}
+
 /* Equal but for the bytes in skip[] (offsets). */
 static void assert_mad_equal(const uint8_t *got, const uint8_t *want, const int *skip, size_t nskip)
 {
@@ -786,6 +816,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_gmp_channels, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sma_precedence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trap_tid_stamped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dr_vectors, setup_walk, teardown),
 	};
 

@@ -262,6 +262,17 @@ static void as_received(mai_mad_t *m, uint8_t port, uint8_t sqp)
 	m->pkey_index = 0;
 }
 
+static uint8_t count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
+			      const mai_mad_t *m);
+
+/* Where a LID-routed packet that reached rt is delivered: a switch's own
+ * LID is answered for the port it came in on (hardware's LocalPortNum is
+ * the ingress port), anything else at rt.port. */
+static uint8_t lid_arrival(const struct sib_route *rt, uint8_t in)
+{
+	return rt->node->type == SIB_NODE_SWITCH && rt->port == 0 && rt->hops ? in : rt->port;
+}
+
 /* ---- directed route ------------------------------------------------------- */
 
 static struct mad_dr_node dr_node(const struct sib_fab_node *n)
@@ -348,8 +359,8 @@ static void dr_walk(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_
 				drop(d, n, port, 0, SIBD_DROP_DR_LID_PART);
 				return;
 			}
+			port = lid_arrival(&rt, count_lid_path(n, 0, r.lid, rt.hops, tmpl));
 			n = rt.node;
-			port = rt.port;
 			dn = dr_node(n);
 			r = mad_dr_recv(wire, &dn, port);
 			if (r.verdict == MAD_DR_LOCAL)
@@ -365,9 +376,6 @@ static void dr_walk(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_
 	}
 	drop(d, n, port, 0, SIBD_DROP_DR_HOP_PTR);
 }
-
-static void count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
-			   const mai_mad_t *m);
 
 /* Is wire (D=0, HopPointer 0, HopCount > 0, DrSLID not permissive) an
  * SMP whose first part is LID routed to LRH.DLID (IBA 14.2.2.1)? */
@@ -417,29 +425,35 @@ static void dr_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 /* ---- LID routed ------------------------------------------------------------ */
 
 /* Count the ports a LID-routed packet crosses from (n, port) to dlid, on
- * a route sib_subnet_route found whole (so every step exists). */
-static void count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
-			   const mai_mad_t *m)
+ * a route sib_subnet_route found whole (so every step exists).  Returns
+ * the port it came in on at the end (port itself when hops is 0). */
+static uint8_t count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
+			      const mai_mad_t *m)
 {
+	uint8_t in = port;
+
 	for (uint16_t h = 0; h < hops; h++) {
 		struct sib_fab_port *peer;
 		struct sib_switch_mgmt *sw;
 
 		if (port == 0 || port > n->num_ports || !(peer = n->ports[port].peer))
-			return;
+			return in;
 		count_link(n, port, m);
 		n = peer->node;
+		in = peer->num;
 		if (n->type != SIB_NODE_SWITCH || !n->mgmt || !(sw = n->mgmt->sw) || !sw->lft ||
 		    dlid >= SIB_SUBN_LFT_CAP)
-			return;
+			return in;
 		port = sw->lft[dlid];
 	}
+	return in;
 }
 
 static void lid_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	struct sib_route rt;
 	mai_mad_t rx;
+	uint8_t in;
 
 	if (m->qp == 1 && m->remote_qpn != 1) {
 		drop(d, n, port, 1, SIBD_DROP_NO_QP); /* no redirected GSI QPs here */
@@ -457,10 +471,10 @@ static void lid_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const
 		drop(d, rt.at ? rt.at : n, rt.at ? rt.at_port : port, m->qp, SIBD_DROP_ROUTE);
 		return;
 	}
-	count_lid_path(n, port, m->lrh.dlid, rt.hops, m);
+	in = lid_arrival(&rt, count_lid_path(n, port, m->lrh.dlid, rt.hops, m));
 	rx = *m;
-	as_received(&rx, rt.port, m->qp);
-	deliver(d, rt.node, rt.port, &rx);
+	as_received(&rx, in, m->qp);
+	deliver(d, rt.node, in, &rx);
 }
 
 /* ---- sending ------------------------------------------------------------------ */
@@ -475,6 +489,8 @@ static void send_reply(struct sibd *d, struct sib_fab_node *n, uint8_t port,
 
 	if (mai_fromwire(wire, MAD_SIZE, &r) != MAD_SIZE)
 		return;
+	if (n->type == SIB_NODE_SWITCH && req->mgmt_class != MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE)
+		port = 0; /* LID routed back through the switch's LFT */
 	r.type = MAI_TYPE_MAD;
 	r.port = port;
 	r.remote_qpn = req->remote_qpn;

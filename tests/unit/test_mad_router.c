@@ -569,16 +569,26 @@ static void test_lid_routed(void **state)
 	assert_int_equal(t->a->mgmt->port[3].pma.rcv_pkts, 1);
 	assert_int_equal(t->b->mgmt->port[2].pma.xmit_pkts, 1);
 
-	/* a LID-routed SMP to switch B's LID: its port 0 */
+	/* a LID-routed SMP to switch B's LID: answered for the port it came
+	 * in on (LocalPortNum 3, as hardware), the answer LID routed back */
 	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_GET, MAD_NODEINFO, LID_B);
 	m.qp = 0;
 	m.remote_qpn = 0;
 	csend(t, sm, &m);
 	assert_ptr_equal(sma_seen.n, t->b);
-	assert_int_equal(sma_seen.in_port, 0);
+	assert_int_equal(sma_seen.in_port, 3);
 	assert_true(crecv(sm, &r));
 	assert_int_equal(guid_of(&r), t->b->node_guid);
+	assert_int_equal(r.data[40 + 39], 3);
 	assert_int_equal(r.lrh.slid, LID_B);
+	/* switch A's LID from a1: in on A's port 1 */
+	m.lrh.dlid = LID_A;
+	csend(t, sm, &m);
+	assert_ptr_equal(sma_seen.n, t->a);
+	assert_int_equal(sma_seen.in_port, 1);
+	assert_true(crecv(sm, &r));
+	assert_int_equal(r.data[40 + 39], 1);
+	assert_int_equal(r.lrh.slid, LID_A);
 	/* and to our own LID: hops 0 */
 	m.lrh.dlid = LID_A1;
 	csend(t, sm, &m);

@@ -424,27 +424,38 @@ static void dr_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 
 /* ---- LID routed ------------------------------------------------------------ */
 
+/* The LFT's port for dlid at switch n (0xFF when there is none). */
+static uint8_t lft_port(const struct sib_fab_node *n, uint16_t dlid)
+{
+	const struct sib_switch_mgmt *sw;
+
+	if (n->type != SIB_NODE_SWITCH || !n->mgmt || !(sw = n->mgmt->sw) || !sw->lft ||
+	    dlid >= SIB_SUBN_LFT_CAP)
+		return MAD_LFT_NO_PATH;
+	return sw->lft[dlid];
+}
+
 /* Count the ports a LID-routed packet crosses from (n, port) to dlid, on
- * a route sib_subnet_route found whole (so every step exists).  Returns
- * the port it came in on at the end (port itself when hops is 0). */
+ * a route sib_subnet_route found whole (so every step exists); from a
+ * switch's port 0 (its SMA's answers and traps, a DR walk's LID-routed
+ * part) the first link is the LFT's.  Returns the port it came in on at
+ * the end (port itself when hops is 0). */
 static uint8_t count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
 			      const mai_mad_t *m)
 {
 	uint8_t in = port;
 
+	if (port == 0 && hops)
+		port = lft_port(n, dlid);
 	for (uint16_t h = 0; h < hops; h++) {
 		struct sib_fab_port *peer;
-		struct sib_switch_mgmt *sw;
 
 		if (port == 0 || port > n->num_ports || !(peer = n->ports[port].peer))
 			return in;
 		count_link(n, port, m);
 		n = peer->node;
 		in = peer->num;
-		if (n->type != SIB_NODE_SWITCH || !n->mgmt || !(sw = n->mgmt->sw) || !sw->lft ||
-		    dlid >= SIB_SUBN_LFT_CAP)
-			return in;
-		port = sw->lft[dlid];
+		port = lft_port(n, dlid);
 	}
 	return in;
 }

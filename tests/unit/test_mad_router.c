@@ -615,6 +615,47 @@ static void test_lid_routed(void **state)
 	close(sm);
 }
 
+/* What leaves a switch's port 0 crosses links too: B's SMA answer, a trap
+ * from B, and a DR walk's LID-routed part from B to b2 count on every port
+ * they cross (PortXmit/RcvPkts, 72 words each). */
+static void test_switch_counters(void **state)
+{
+	struct topo *t = *state;
+	uint32_t num;
+	int sm = chan_open(t, "a1", 0, &num);
+	mai_mad_t m, r;
+
+	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_GET, MAD_NODEINFO, LID_B);
+	m.qp = 0;
+	m.remote_qpn = 0;
+	csend(t, sm, &m);
+	assert_true(crecv(sm, &r));
+	assert_int_equal(t->b->mgmt->port[3].pma.rcv_pkts, 1);
+	assert_int_equal(t->b->mgmt->port[3].pma.xmit_pkts, 1);	/* the answer */
+	assert_int_equal(t->b->mgmt->port[3].pma.xmit_data, 72);
+	assert_int_equal(t->a->mgmt->port[3].pma.rcv_pkts, 1);
+	assert_int_equal(t->a->mgmt->port[1].pma.xmit_pkts, 1);
+	assert_int_equal(t->a1->mgmt->port[1].pma.rcv_pkts, 1);
+
+	filter(t, num, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x01, MAD_METHOD_TRAP, 0);
+	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, LID_A1);
+	m.qp = 0;
+	m.remote_qpn = 0;
+	t->d.mad_out(&t->d, t->b, 0, &m);
+	assert_true(crecv(sm, &r));
+	assert_int_equal(t->b->mgmt->port[3].pma.xmit_pkts, 2);
+	assert_int_equal(t->a1->mgmt->port[1].pma.rcv_pkts, 2);
+
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 1, 3 }, 2);
+	m.data[MAD_DR_DLID] = 0;
+	m.data[MAD_DR_DLID + 1] = LID_B2;
+	csend(t, sm, &m);
+	assert_ptr_equal(sma_seen.n, t->b2);
+	assert_int_equal(t->b->mgmt->port[2].pma.xmit_pkts, 1);
+	assert_int_equal(t->b2->mgmt->port[1].pma.rcv_pkts, 1);
+	close(sm);
+}
+
 /* GMPs between channels; Get/Set nobody takes get 0x000C; others drop. */
 static void test_gmp_channels(void **state)
 {
@@ -823,6 +864,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dr_lid_part, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dr_lid_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lid_routed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_counters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gmp_channels, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sma_precedence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap_out, setup, teardown),

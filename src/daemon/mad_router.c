@@ -41,6 +41,7 @@ const char *sibd_mad_drop_str(enum sibd_mad_drop why)
 		[SIBD_DROP_UNMATCHED] = "unmatched",
 		[SIBD_DROP_AGENT] = "agent",
 		[SIBD_DROP_QUEUE_FULL] = "queue_full",
+		[SIBD_DROP_NO_REQUEST] = "no_request",
 	};
 
 	return (unsigned)why < SIBD_DROP_MAX && s[why] ? s[why] : "?";
@@ -227,8 +228,11 @@ static void deliver(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 							   : sibd_pma_process)(d, n, port, in, out);
 			return;
 		}
-		if (sibd_mai_response(d, chan, n, port, m->qp, m))
-			drop(d, n, port, m->qp, SIBD_DROP_NO_AGENT);
+		int ret = sibd_mai_response(d, chan, n, port, m->qp, m);
+
+		if (ret)
+			drop(d, n, port, m->qp,
+			     ret == -ESRCH ? SIBD_DROP_NO_REQUEST : SIBD_DROP_NO_AGENT);
 		return;
 	}
 	nents = sibd_mai_ents(d, n, port, m->qp, &ents);

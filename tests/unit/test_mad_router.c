@@ -702,6 +702,66 @@ static void test_gmp_channels(void **state)
 	close(sa);
 }
 
+/* Responses reach a channel only as answers to what it sent (the kernel's
+ * ib_find_send_mad): one with its channel number but a TID it never sent is
+ * dropped (no_request), so is a second answer to a plain send; the RMPP
+ * segments after the first of an answer all arrive. */
+static void test_unasked_responses(void **state)
+{
+	struct topo *t = *state;
+	uint32_t cl_num, sa_num;
+	int cl = chan_open(t, "a1", 1, &cl_num), sa = chan_open(t, "b2", 1, &sa_num);
+	mai_mad_t m, q, r;
+
+	filter(t, sa_num, MAI_F_CONSUME, MAI_M_CLASS, 0x03, 0, 0);
+	/* never asked */
+	mad_gmp(&r, 0x03, MAD_GET_RESP, 0x0011, LID_A1);
+	r.tid = (uint64_t)cl_num << 40 | 0x1234;
+	csend(t, sa, &r);
+	assert_false(crecv(cl, &m));
+	assert_int_equal(drops(t, SIBD_DROP_NO_REQUEST), 1);
+
+	/* asked once with mai_send: one answer, not two */
+	mad_gmp(&m, 0x03, MAD_GET, 0x0011, LID_B2);
+	m.tid = 0x99;
+	csend(t, cl, &m);
+	assert_true(crecv(sa, &q));
+	r = q;
+	r.method = MAD_GET_RESP;
+	r.lrh.dlid = LID_A1;
+	csend(t, sa, &r);
+	assert_true(crecv(cl, &m));
+	assert_int_equal(m.tid, q.tid);
+	csend(t, sa, &r);
+	assert_false(crecv(cl, &m));
+	assert_int_equal(drops(t, SIBD_DROP_NO_REQUEST), 2);
+
+	/* a GetTable answered in three RMPP DATA segments, one TID */
+	mad_gmp(&m, 0x03, 0x12, 0x0011, LID_B2);
+	m.tid = 0xA0;
+	csend(t, cl, &m);
+	assert_true(crecv(sa, &q));
+	for (int seg = 1; seg <= 3; seg++) {
+		r = q;
+		r.method = 0x92;
+		r.lrh.dlid = LID_A1;
+		r.data[0] = 1;					/* RMPPVersion */
+		r.data[1] = 1;					/* DATA */
+		r.data[2] = 1 | (seg == 1 ? 2 : 0) | (seg == 3 ? 4 : 0); /* Active, First, Last */
+		r.data[7] = (uint8_t)seg;			/* SegmentNumber */
+		csend(t, sa, &r);
+		assert_true(crecv(cl, &m));
+		assert_int_equal(m.data[7], seg);
+	}
+	/* but not a response without RMPP after the answer */
+	r.data[2] = 0;
+	csend(t, sa, &r);
+	assert_false(crecv(cl, &m));
+	assert_int_equal(drops(t, SIBD_DROP_NO_REQUEST), 3);
+	close(cl);
+	close(sa);
+}
+
 /* The SMA's per-attribute filters beat an SM's class + method filter;
  * SMInfo, which the SMA does not claim, reaches the SM. */
 static void test_sma_precedence(void **state)
@@ -866,6 +926,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lid_routed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_counters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gmp_channels, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unasked_responses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sma_precedence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap_tid_stamped, setup, teardown),

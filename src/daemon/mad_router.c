@@ -41,6 +41,7 @@ const char *sibd_mad_drop_str(enum sibd_mad_drop why)
 		[SIBD_DROP_UNMATCHED] = "unmatched",
 		[SIBD_DROP_AGENT] = "agent",
 		[SIBD_DROP_QUEUE_FULL] = "queue_full",
+		[SIBD_DROP_NO_REQUEST] = "no_request",
 	};
 
 	return (unsigned)why < SIBD_DROP_MAX && s[why] ? s[why] : "?";
@@ -227,8 +228,11 @@ static void deliver(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 							   : sibd_pma_process)(d, n, port, in, out);
 			return;
 		}
-		if (sibd_mai_response(d, chan, n, port, m->qp, m))
-			drop(d, n, port, m->qp, SIBD_DROP_NO_AGENT);
+		int ret = sibd_mai_response(d, chan, n, port, m->qp, m);
+
+		if (ret)
+			drop(d, n, port, m->qp,
+			     ret == -ESRCH ? SIBD_DROP_NO_REQUEST : SIBD_DROP_NO_AGENT);
 		return;
 	}
 	nents = sibd_mai_ents(d, n, port, m->qp, &ents);
@@ -260,6 +264,17 @@ static void as_received(mai_mad_t *m, uint8_t port, uint8_t sqp)
 	m->remote_qpn = sqp;
 	m->remote_qkey = sqp ? GSI_QKEY : 0;
 	m->pkey_index = 0;
+}
+
+static uint8_t count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
+			      const mai_mad_t *m);
+
+/* Where a LID-routed packet that reached rt is delivered: a switch's own
+ * LID is answered for the port it came in on (hardware's LocalPortNum is
+ * the ingress port), anything else at rt.port. */
+static uint8_t lid_arrival(const struct sib_route *rt, uint8_t in)
+{
+	return rt->node->type == SIB_NODE_SWITCH && rt->port == 0 && rt->hops ? in : rt->port;
 }
 
 /* ---- directed route ------------------------------------------------------- */
@@ -348,8 +363,8 @@ static void dr_walk(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_
 				drop(d, n, port, 0, SIBD_DROP_DR_LID_PART);
 				return;
 			}
+			port = lid_arrival(&rt, count_lid_path(n, 0, r.lid, rt.hops, tmpl));
 			n = rt.node;
-			port = rt.port;
 			dn = dr_node(n);
 			r = mad_dr_recv(wire, &dn, port);
 			if (r.verdict == MAD_DR_LOCAL)
@@ -366,7 +381,20 @@ static void dr_walk(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_
 	drop(d, n, port, 0, SIBD_DROP_DR_HOP_PTR);
 }
 
-/* A DR SMP leaving (n, port): the sender's SMI step, then the walk. */
+/* Is wire (D=0, HopPointer 0, HopCount > 0, DrSLID not permissive) an
+ * SMP whose first part is LID routed to LRH.DLID (IBA 14.2.2.1)? */
+static bool dr_lid_first(const uint8_t *wire, const mai_mad_t *m)
+{
+	return !(wire[4] & 0x80) && wire[6] == 0 && wire[7] != 0 &&
+	       (wire[32] << 8 | wire[33]) != MAD_PERMISSIVE_LID &&
+	       m->lrh.dlid != MAD_PERMISSIVE_LID;
+}
+
+/*
+ * A DR SMP leaving (n, port): the sender's SMI step, then the walk.  With
+ * a LID-routed first part the SMP goes on VL15 to LRH.DLID first, and the
+ * node there takes the originator step (C14-9:1) out of InitialPath[1].
+ */
 static void dr_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	uint8_t wire[MAD_SIZE];
@@ -376,6 +404,19 @@ static void dr_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 	if (mai_towire(m, wire, sizeof(wire)) != MAD_SIZE) {
 		drop(d, n, port, 0, SIBD_DROP_BAD_QP_CLASS);
 		return;
+	}
+	if (dr_lid_first(wire, m)) {
+		struct sib_route rt = sib_subnet_route(&d->fab, n, port, m->lrh.dlid, true);
+
+		if (rt.verdict != SIB_ROUTE_OK) {
+			drop(d, rt.at ? rt.at : n, rt.at ? rt.at_port : port, 0,
+			     SIBD_DROP_DR_LID_PART);
+			return;
+		}
+		count_lid_path(n, port, m->lrh.dlid, rt.hops, m);
+		n = rt.node;
+		port = wire[MAD_SMP_PATH_OFFS + 1];
+		dn = dr_node(n);
 	}
 	r = mad_dr_send(wire, &dn, port);
 	if (r.verdict != MAD_DR_SEND) {
@@ -387,30 +428,47 @@ static void dr_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 
 /* ---- LID routed ------------------------------------------------------------ */
 
-/* Count the ports a LID-routed packet crosses from (n, port) to dlid, on
- * a route sib_subnet_route found whole (so every step exists). */
-static void count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
-			   const mai_mad_t *m)
+/* The LFT's port for dlid at switch n (0xFF when there is none). */
+static uint8_t lft_port(const struct sib_fab_node *n, uint16_t dlid)
 {
+	const struct sib_switch_mgmt *sw;
+
+	if (n->type != SIB_NODE_SWITCH || !n->mgmt || !(sw = n->mgmt->sw) || !sw->lft ||
+	    dlid >= SIB_SUBN_LFT_CAP)
+		return MAD_LFT_NO_PATH;
+	return sw->lft[dlid];
+}
+
+/* Count the ports a LID-routed packet crosses from (n, port) to dlid, on
+ * a route sib_subnet_route found whole (so every step exists); from a
+ * switch's port 0 (its SMA's answers and traps, a DR walk's LID-routed
+ * part) the first link is the LFT's.  Returns the port it came in on at
+ * the end (port itself when hops is 0). */
+static uint8_t count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
+			      const mai_mad_t *m)
+{
+	uint8_t in = port;
+
+	if (port == 0 && hops)
+		port = lft_port(n, dlid);
 	for (uint16_t h = 0; h < hops; h++) {
 		struct sib_fab_port *peer;
-		struct sib_switch_mgmt *sw;
 
 		if (port == 0 || port > n->num_ports || !(peer = n->ports[port].peer))
-			return;
+			return in;
 		count_link(n, port, m);
 		n = peer->node;
-		if (n->type != SIB_NODE_SWITCH || !n->mgmt || !(sw = n->mgmt->sw) || !sw->lft ||
-		    dlid >= SIB_SUBN_LFT_CAP)
-			return;
-		port = sw->lft[dlid];
+		in = peer->num;
+		port = lft_port(n, dlid);
 	}
+	return in;
 }
 
 static void lid_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	struct sib_route rt;
 	mai_mad_t rx;
+	uint8_t in;
 
 	if (m->qp == 1 && m->remote_qpn != 1) {
 		drop(d, n, port, 1, SIBD_DROP_NO_QP); /* no redirected GSI QPs here */
@@ -428,10 +486,10 @@ static void lid_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const
 		drop(d, rt.at ? rt.at : n, rt.at ? rt.at_port : port, m->qp, SIBD_DROP_ROUTE);
 		return;
 	}
-	count_lid_path(n, port, m->lrh.dlid, rt.hops, m);
+	in = lid_arrival(&rt, count_lid_path(n, port, m->lrh.dlid, rt.hops, m));
 	rx = *m;
-	as_received(&rx, rt.port, m->qp);
-	deliver(d, rt.node, rt.port, &rx);
+	as_received(&rx, in, m->qp);
+	deliver(d, rt.node, in, &rx);
 }
 
 /* ---- sending ------------------------------------------------------------------ */
@@ -446,6 +504,8 @@ static void send_reply(struct sibd *d, struct sib_fab_node *n, uint8_t port,
 
 	if (mai_fromwire(wire, MAD_SIZE, &r) != MAD_SIZE)
 		return;
+	if (n->type == SIB_NODE_SWITCH && req->mgmt_class != MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE)
+		port = 0; /* LID routed back through the switch's LFT */
 	r.type = MAI_TYPE_MAD;
 	r.port = port;
 	r.remote_qpn = req->remote_qpn;
@@ -473,6 +533,14 @@ void sibd_mad_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const m
 
 void sibd_mad_out(struct sibd *d, struct sib_fab_node *n, uint8_t port, mai_mad_t *m)
 {
+	uint32_t chan = m->mgmt_class == MAD_MGMT_CLASS_PERF_MGMT ? SIBD_MAI_CHAN_PMA
+								  : SIBD_MAI_CHAN_SMA;
+
+	/* an agent's request (a Trap) carries the agent's channel in TID bits
+	 * 63..40, as a channel's does, so its TrapRepress comes back to it */
+	if (!is_response(m))
+		m->tid = (m->tid & ((1ull << MAI_TID_CHAN_SHIFT) - 1)) |
+			 (uint64_t)chan << MAI_TID_CHAN_SHIFT;
 	m->port = port;
 	if (!m->lrh.slid)
 		m->lrh.slid = sibd_mad_port_lid(n, port);

@@ -36,6 +36,8 @@ struct sib_fab_node;
 #define SIBD_MAI_CHANS_MAX	1024	/* channels in all (one softibd fd each): ENOSPC beyond */
 #define SIBD_MAI_TIMEOUT_MAX	60000	/* ms: a larger mai_send_req timeout is clamped */
 #define SIBD_MAI_RETRIES_MAX	100
+#define SIBD_MAI_ANSWERED	32	/* recently sent/answered TIDs kept per channel */
+#define SIBD_MAI_ANSWER_MS	5000	/* how long one of those still takes responses */
 
 /* Channels softibd lets exist at once (mai_chan.c): SIBD_MAI_CHANS_MAX,
  * lowered at start so that they fit its RLIMIT_NOFILE (softibd.c). */
@@ -62,6 +64,7 @@ enum sibd_mad_drop {
 	SIBD_DROP_UNMATCHED,		/* a request nobody takes, not Get/Set */
 	SIBD_DROP_AGENT,		/* the SMA/PMA gave no reply */
 	SIBD_DROP_QUEUE_FULL,		/* a channel's socket did not take it */
+	SIBD_DROP_NO_REQUEST,		/* a response to no request its channel sent */
 	SIBD_DROP_MAX,
 };
 
@@ -135,7 +138,11 @@ size_t sibd_mai_ents(struct sibd *d, const struct sib_fab_node *n, uint8_t port,
  * -ENOENT (no such live channel), -EAGAIN (its queue is full; counted). */
 int sibd_mai_push(struct sibd *d, uint32_t chan, const mai_mad_t *m);
 /* A response arriving at (n, port, qp) for channel `chan` (TID bits
- * 63..40): ends its pending request, queues it.  0 or -ENOENT. */
+ * 63..40): queued only if it answers a request the channel sent (ending a
+ * pending mai_send_req, or a mai_send within SIBD_MAI_ANSWER_MS) or is a
+ * later RMPP segment of such an answer (docs/mai.md "Responses"), as the
+ * kernel's ib_find_send_mad.  0, -ENOENT (no such channel there) or
+ * -ESRCH (no such request: counted no_request). */
 int sibd_mai_response(struct sibd *d, uint32_t chan, const struct sib_fab_node *n, uint8_t port,
 		      uint8_t qp, const mai_mad_t *m);
 

@@ -36,6 +36,16 @@ struct pending {
 	long long deadline;	/* sibd_now_ms() */
 };
 
+/* A request the channel sent that may still be answered (docs/mai.md
+ * "Responses"): a mai_send one until its first response, an answered one
+ * for the RMPP segments after the first. */
+struct answered {
+	uint64_t tid;
+	long long expires;	/* sibd_now_ms() */
+	uint8_t mgmt_class;
+	bool used;		/* a response came: only RMPP segments now */
+};
+
 struct filt {
 	mai_filter_t f;
 	uint64_t seq;
@@ -55,6 +65,8 @@ struct chan {
 	struct filt filt[SIBD_MAI_FILTERS_MAX];
 	uint32_t npend, pend_cap;
 	struct pending *pend;	/* pend_cap entries (<= SIBD_MAI_PENDING_MAX), grown on use */
+	struct answered ans[SIBD_MAI_ANSWERED];	/* a ring, oldest overwritten */
+	uint32_t ans_next;
 	uint64_t rx, tx, dropped;
 	/* flow control: streams its full socket did not take yet, in order */
 	uint8_t (*held)[MAI_MSTREAM_SIZE]; /* HELD_MAX, allocated on first use */
@@ -320,20 +332,59 @@ int sibd_mai_push(struct sibd *d, uint32_t chan, const mai_mad_t *m)
 	return chan_write(d, ch, m);
 }
 
+/* Remember that ch sent request (tid, class), or that it was answered
+ * (used): responses to it are taken for SIBD_MAI_ANSWER_MS. */
+static void answered_add(struct chan *ch, uint64_t tid, uint8_t cls, bool used)
+{
+	struct answered *a = NULL;
+
+	for (uint32_t i = 0; i < SIBD_MAI_ANSWERED && !a; i++)
+		if (ch->ans[i].expires && ch->ans[i].tid == tid && ch->ans[i].mgmt_class == cls)
+			a = &ch->ans[i];
+	if (!a)
+		a = &ch->ans[ch->ans_next++ % SIBD_MAI_ANSWERED];
+	*a = (struct answered){ .tid = tid, .mgmt_class = cls, .used = used,
+				.expires = sibd_now_ms() + SIBD_MAI_ANSWER_MS };
+}
+
+/* An RMPP segment with RMPPFlags.Active (MAD byte 26 bit 0; IBA 13.6.2.1)
+ * of a class that uses RMPP (SA, DevMgt, CC, vendor range 2). */
+static bool rmpp_active(const mai_mad_t *m)
+{
+	uint8_t c = m->mgmt_class;
+
+	return (c == 0x03 || c == 0x06 || c == 0x21 || (c >= 0x30 && c <= 0x4F)) &&
+	       (m->data[26 - 24] & 1);
+}
+
 int sibd_mai_response(struct sibd *d, uint32_t chan, const struct sib_fab_node *n, uint8_t port,
 		      uint8_t qp, const mai_mad_t *m)
 {
 	struct chan *ch = chan_find(d->mai, chan);
+	long long now;
 
 	if (!ch || ch->node != n || ch->port != port || ch->qp != qp)
 		return -ENOENT;
 	for (uint32_t i = 0; i < ch->npend; i++)
 		if (ch->pend[i].m.tid == m->tid && ch->pend[i].m.mgmt_class == m->mgmt_class) {
 			ch->pend[i] = ch->pend[--ch->npend];
-			break;
+			answered_add(ch, m->tid, m->mgmt_class, true);
+			chan_write(d, ch, m);
+			return 0;
 		}
-	chan_write(d, ch, m);
-	return 0;
+	now = sibd_now_ms();
+	for (uint32_t i = 0; i < SIBD_MAI_ANSWERED; i++) {
+		struct answered *a = &ch->ans[i];
+
+		if (a->expires <= now || a->tid != m->tid || a->mgmt_class != m->mgmt_class ||
+		    (a->used && !rmpp_active(m)))
+			continue;
+		a->used = true;
+		a->expires = now + SIBD_MAI_ANSWER_MS;
+		chan_write(d, ch, m);
+		return 0;
+	}
+	return -ESRCH;
 }
 
 /* Appends ch's filters to mai->ents[cnt..]; returns the new count (what
@@ -500,6 +551,8 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 		p->timeout_ms = timeout_ms;
 		p->retries = retries;
 		p->deadline = sibd_now_ms() + timeout_ms;
+	} else if (m->type == MAI_TYPE_MAD && is_request(m)) {
+		answered_add(ch, m->tid, m->mgmt_class, false);
 	}
 	/* the answer may come back (and end the pending entry) inside this call */
 	sibd_mad_send(d, ch->node, ch->port, m);

@@ -504,6 +504,43 @@ static void test_dr_lid_part(void **state)
 	close(sm);
 }
 
+/* A DR SMP whose first part is LID routed (DrSLID a1, LRH.DLID switch B,
+ * HopPointer 0), as `ibportstate <B's LID> 2 query` sends: B takes the
+ * originator step out of InitialPath[1] = 2 and b2's SMA answers; the
+ * answer's DR part ends at B, which LID routes it to DrSLID (C14-13:3). */
+static void test_dr_lid_first(void **state)
+{
+	struct topo *t = *state;
+	int sm = chan_open(t, "a1", 0, NULL);
+	mai_mad_t m, r;
+
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 2 }, 1);
+	m.data[MAD_DR_SLID] = 0;
+	m.data[MAD_DR_SLID + 1] = LID_A1;
+	m.lrh.slid = LID_A1;
+	m.lrh.dlid = LID_B;
+	m.tid = 0x33;
+	csend(t, sm, &m);
+	assert_int_equal(sma_seen.calls, 1);
+	assert_ptr_equal(sma_seen.n, t->b2);
+	assert_int_equal(sma_seen.in_port, 1);
+	assert_int_equal(sma_seen.req[6], 2);		/* HopPointer hop_cnt + 1 */
+	assert_int_equal(sma_seen.req[192 + 1], 1);	/* into b2 on its port 1 */
+	assert_true(crecv(sm, &r));
+	assert_int_equal(r.method, MAD_GET_RESP);
+	assert_int_equal(r.status, 0x8000);
+	assert_int_equal(r.class_specific, 1);		/* HopPointer 0 after C14-13:3 */
+	assert_int_equal(r.tid & 0xFFFFFFFFFFull, 0x33);
+	assert_int_equal(guid_of(&r), t->b2->node_guid);
+	/* a bad first hop out of B is dropped at B, not at a1 */
+	m.data[MAD_IPATH + 1] = 4;
+	csend(t, sm, &m);
+	assert_int_equal(drops(t, SIBD_DROP_LINK_DOWN), 1);
+	assert_int_equal(t->b->mgmt->port[4].pma.vl15_dropped, 1);
+	assert_false(crecv(sm, &r));
+	close(sm);
+}
+
 /* ---- LID routed ---- */
 
 static void test_lid_routed(void **state)
@@ -532,16 +569,26 @@ static void test_lid_routed(void **state)
 	assert_int_equal(t->a->mgmt->port[3].pma.rcv_pkts, 1);
 	assert_int_equal(t->b->mgmt->port[2].pma.xmit_pkts, 1);
 
-	/* a LID-routed SMP to switch B's LID: its port 0 */
+	/* a LID-routed SMP to switch B's LID: answered for the port it came
+	 * in on (LocalPortNum 3, as hardware), the answer LID routed back */
 	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_GET, MAD_NODEINFO, LID_B);
 	m.qp = 0;
 	m.remote_qpn = 0;
 	csend(t, sm, &m);
 	assert_ptr_equal(sma_seen.n, t->b);
-	assert_int_equal(sma_seen.in_port, 0);
+	assert_int_equal(sma_seen.in_port, 3);
 	assert_true(crecv(sm, &r));
 	assert_int_equal(guid_of(&r), t->b->node_guid);
+	assert_int_equal(r.data[40 + 39], 3);
 	assert_int_equal(r.lrh.slid, LID_B);
+	/* switch A's LID from a1: in on A's port 1 */
+	m.lrh.dlid = LID_A;
+	csend(t, sm, &m);
+	assert_ptr_equal(sma_seen.n, t->a);
+	assert_int_equal(sma_seen.in_port, 1);
+	assert_true(crecv(sm, &r));
+	assert_int_equal(r.data[40 + 39], 1);
+	assert_int_equal(r.lrh.slid, LID_A);
 	/* and to our own LID: hops 0 */
 	m.lrh.dlid = LID_A1;
 	csend(t, sm, &m);
@@ -565,6 +612,47 @@ static void test_lid_routed(void **state)
 	csend(t, gsi, &m);
 	assert_int_equal(drops(t, SIBD_DROP_BAD_QP_CLASS), 1);
 	close(gsi);
+	close(sm);
+}
+
+/* What leaves a switch's port 0 crosses links too: B's SMA answer, a trap
+ * from B, and a DR walk's LID-routed part from B to b2 count on every port
+ * they cross (PortXmit/RcvPkts, 72 words each). */
+static void test_switch_counters(void **state)
+{
+	struct topo *t = *state;
+	uint32_t num;
+	int sm = chan_open(t, "a1", 0, &num);
+	mai_mad_t m, r;
+
+	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_GET, MAD_NODEINFO, LID_B);
+	m.qp = 0;
+	m.remote_qpn = 0;
+	csend(t, sm, &m);
+	assert_true(crecv(sm, &r));
+	assert_int_equal(t->b->mgmt->port[3].pma.rcv_pkts, 1);
+	assert_int_equal(t->b->mgmt->port[3].pma.xmit_pkts, 1);	/* the answer */
+	assert_int_equal(t->b->mgmt->port[3].pma.xmit_data, 72);
+	assert_int_equal(t->a->mgmt->port[3].pma.rcv_pkts, 1);
+	assert_int_equal(t->a->mgmt->port[1].pma.xmit_pkts, 1);
+	assert_int_equal(t->a1->mgmt->port[1].pma.rcv_pkts, 1);
+
+	filter(t, num, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x01, MAD_METHOD_TRAP, 0);
+	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, LID_A1);
+	m.qp = 0;
+	m.remote_qpn = 0;
+	t->d.mad_out(&t->d, t->b, 0, &m);
+	assert_true(crecv(sm, &r));
+	assert_int_equal(t->b->mgmt->port[3].pma.xmit_pkts, 2);
+	assert_int_equal(t->a1->mgmt->port[1].pma.rcv_pkts, 2);
+
+	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 1, 3 }, 2);
+	m.data[MAD_DR_DLID] = 0;
+	m.data[MAD_DR_DLID + 1] = LID_B2;
+	csend(t, sm, &m);
+	assert_ptr_equal(sma_seen.n, t->b2);
+	assert_int_equal(t->b->mgmt->port[2].pma.xmit_pkts, 1);
+	assert_int_equal(t->b2->mgmt->port[1].pma.rcv_pkts, 1);
 	close(sm);
 }
 
@@ -635,6 +723,66 @@ static void test_chan_cap(void **state)
 	close(b);
 }
 
+/* Responses reach a channel only as answers to what it sent (the kernel's
+ * ib_find_send_mad): one with its channel number but a TID it never sent is
+ * dropped (no_request), so is a second answer to a plain send; the RMPP
+ * segments after the first of an answer all arrive. */
+static void test_unasked_responses(void **state)
+{
+	struct topo *t = *state;
+	uint32_t cl_num, sa_num;
+	int cl = chan_open(t, "a1", 1, &cl_num), sa = chan_open(t, "b2", 1, &sa_num);
+	mai_mad_t m, q, r;
+
+	filter(t, sa_num, MAI_F_CONSUME, MAI_M_CLASS, 0x03, 0, 0);
+	/* never asked */
+	mad_gmp(&r, 0x03, MAD_GET_RESP, 0x0011, LID_A1);
+	r.tid = (uint64_t)cl_num << 40 | 0x1234;
+	csend(t, sa, &r);
+	assert_false(crecv(cl, &m));
+	assert_int_equal(drops(t, SIBD_DROP_NO_REQUEST), 1);
+
+	/* asked once with mai_send: one answer, not two */
+	mad_gmp(&m, 0x03, MAD_GET, 0x0011, LID_B2);
+	m.tid = 0x99;
+	csend(t, cl, &m);
+	assert_true(crecv(sa, &q));
+	r = q;
+	r.method = MAD_GET_RESP;
+	r.lrh.dlid = LID_A1;
+	csend(t, sa, &r);
+	assert_true(crecv(cl, &m));
+	assert_int_equal(m.tid, q.tid);
+	csend(t, sa, &r);
+	assert_false(crecv(cl, &m));
+	assert_int_equal(drops(t, SIBD_DROP_NO_REQUEST), 2);
+
+	/* a GetTable answered in three RMPP DATA segments, one TID */
+	mad_gmp(&m, 0x03, 0x12, 0x0011, LID_B2);
+	m.tid = 0xA0;
+	csend(t, cl, &m);
+	assert_true(crecv(sa, &q));
+	for (int seg = 1; seg <= 3; seg++) {
+		r = q;
+		r.method = 0x92;
+		r.lrh.dlid = LID_A1;
+		r.data[0] = 1;					/* RMPPVersion */
+		r.data[1] = 1;					/* DATA */
+		r.data[2] = 1 | (seg == 1 ? 2 : 0) | (seg == 3 ? 4 : 0); /* Active, First, Last */
+		r.data[7] = (uint8_t)seg;			/* SegmentNumber */
+		csend(t, sa, &r);
+		assert_true(crecv(cl, &m));
+		assert_int_equal(m.data[7], seg);
+	}
+	/* but not a response without RMPP after the answer */
+	r.data[2] = 0;
+	csend(t, sa, &r);
+	assert_false(crecv(cl, &m));
+	assert_int_equal(drops(t, SIBD_DROP_NO_REQUEST), 3);
+	close(cl);
+	close(sa);
+}
+
 /* The SMA's per-attribute filters beat an SM's class + method filter;
  * SMInfo, which the SMA does not claim, reaches the SM. */
 static void test_sma_precedence(void **state)
@@ -702,6 +850,36 @@ static void test_trap_out(void **state)
 	close(sm);
 }
 
+/* A trap whose TID the SMA left without channel bits (as sma.c numbers
+ * them) gets the SMA's, so the SM's TrapRepress reaches the SMA and is not
+ * dropped (no no_agent, no VL15Dropped at b2). */
+static void test_trap_tid_stamped(void **state)
+{
+	struct topo *t = *state;
+	uint32_t num;
+	int sm = chan_open(t, "a1", 0, &num);
+	unsigned calls = sma_seen.calls;
+	mai_mad_t m, r;
+
+	filter(t, num, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x01, MAD_METHOD_TRAP, 0);
+	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, LID_A1);
+	m.qp = 0;
+	m.remote_qpn = 0;
+	m.tid = 7;
+	t->d.mad_out(&t->d, t->b2, 1, &m);
+	assert_true(crecv(sm, &r));
+	assert_int_equal(r.tid, (uint64_t)SIBD_MAI_CHAN_SMA << 40 | 7);
+	r.method = MAD_METHOD_TRAP_REPRESS;
+	r.lrh.dlid = LID_B2;
+	csend(t, sm, &r);
+	assert_int_equal(sma_seen.calls, calls + 1);
+	assert_ptr_equal(sma_seen.n, t->b2);
+	assert_int_equal(sma_seen.req[3], MAD_METHOD_TRAP_REPRESS);
+	assert_int_equal(drops(t, SIBD_DROP_NO_AGENT), 0);
+	assert_int_equal(t->b2->mgmt->port[1].pma.vl15_dropped, 0);
+	close(sm);
+}
+
 /* Equal but for the bytes in skip[] (offsets). */
 static void assert_mad_equal(const uint8_t *got, const uint8_t *want, const int *skip, size_t nskip)
 {
@@ -765,11 +943,15 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dr_63_hops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dr_drops, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dr_lid_part, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dr_lid_first, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_lid_routed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_switch_counters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gmp_channels, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unasked_responses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sma_precedence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chan_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap_out, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trap_tid_stamped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dr_vectors, setup_walk, teardown),
 	};
 

@@ -473,6 +473,37 @@ static void test_sma_answers(void **state)
 	mai_close(gsi);
 }
 
+/* `softib port softib2 1 down`, then `up`: the switch's SMA sends a trap
+ * 128 each time; the built-in SM's node answers each with a TrapRepress,
+ * which must reach the SMA (its channel in the trap's TID), not be dropped
+ * as no_agent. */
+static void test_trap_repress(void **state)
+{
+	unsigned long long rep = status_val("subnet", "trap_represses");
+	unsigned long long sent = status_val("subnet", "traps_sent");
+	unsigned long long no_agent = status_val("mad_drop", "no_agent");
+	static const uint32_t act[] = { SIB_PORT_DOWN, SIB_PORT_UP };
+
+	(void)state;
+	for (int i = 0; i < 2; i++) {
+		struct sib_ctl_msg m = { .hdr.op = SIB_CTL_PORT_SET };
+		int fd = sib_ctl_connect(daemon_socket());
+
+		assert_true(fd >= 0);
+		snprintf(m.u.dev.name, sizeof(m.u.dev.name), "softib2");
+		m.u.dev.port_num = 1;
+		m.u.dev.action = act[i];
+		assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+		assert_int_equal(m.hdr.status, 0);
+		close(fd);
+	}
+	for (int ms = 0; ms < 5000 && status_val("subnet", "trap_represses") < rep + 2; ms += 20)
+		usleep(20000);
+	assert_true(status_val("subnet", "traps_sent") >= sent + 2);
+	assert_int_equal(status_val("subnet", "trap_represses"), rep + 2);
+	assert_int_equal(status_val("mad_drop", "no_agent"), no_agent);
+}
+
 /* A channel that never reads: softibd holds its sender back for a while
  * (flow control), then drops and counts the rest; the sender and softibd
  * carry on. */
@@ -822,6 +853,7 @@ int main(void)
 		cmocka_unit_test(test_timeout),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_sma_answers),
+		cmocka_unit_test(test_trap_repress),
 		cmocka_unit_test(test_queue_bound),
 		cmocka_unit_test(test_flow_control),
 		cmocka_unit_test(test_threads_fork),

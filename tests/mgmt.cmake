@@ -28,10 +28,4 @@ if(TARGET softibd AND TARGET softib)
   list(APPEND sib_mgmt_tests opensm_portdown opensm_reroute diags_smp diags_perf diags_sa diags_ibping
     diags_ibportstate_ca diags_ibportstate_switch)
   set_tests_properties(${sib_mgmt_tests} PROPERTIES SKIP_RETURN_CODE 77)
-  # Disabled (ctest lists it as not run) until the MAD router takes a DR SMP
-  # whose first part is LID-routed (DrSLID = the sender's LID, LRH DLID =
-  # the switch where the directed part starts, IBA 14.2.2.2): softibd drops
-  # it today as dr_port at the sender, so ibportstate cannot read the peer
-  # of a switch port.
-  set_tests_properties(diags_ibportstate_switch PROPERTIES DISABLED TRUE)
 endif()

@@ -70,7 +70,8 @@ struct uport {
 	struct uport *next;
 	int id;                     /* epoll fd: the port id umad_open_port returns */
 	int chan[2];                /* MAI channels on QP0 and QP1, -1 if not open */
-	int evfd;                   /* readable while `pending` holds a message */
+	int evfd;                   /* readable while `pending` waits for a later call */
+	bool pending_signalled;     /* evfd was written for `pending` */
 	uint8_t portnum;
 	pthread_mutex_t lock;
 	struct agent agents[MAX_AGENTS];
@@ -599,12 +600,23 @@ UMAD_EXPORT int umad_send(int portid, int agentid, void *umad, int length, int t
 
 static void set_pending(struct uport *p, uint8_t *buf, size_t mad_len)
 {
-	uint64_t one = 1;
-
 	p->pending = buf;
 	p->pending_len = mad_len;
+}
+
+/* The pending message stays for a later call (ENOSPC): make the port id
+ * readable for poll() until it is taken.  Only then: a message taken in
+ * the call that read it needs no eventfd round trip (two system calls
+ * per MAD on OpenSM's receive path). */
+static void signal_pending(struct uport *p)
+{
+	uint64_t one = 1;
+
+	if (p->pending_signalled)
+		return;
 	if (write(p->evfd, &one, sizeof(one)) < 0)
 		UMAD_DEBUG("eventfd: %s", strerror(errno));
+	p->pending_signalled = true;
 }
 
 static void clear_pending(struct uport *p)
@@ -614,6 +626,9 @@ static void clear_pending(struct uport *p)
 	free(p->pending);
 	p->pending = NULL;
 	p->pending_len = 0;
+	if (!p->pending_signalled)
+		return;
+	p->pending_signalled = false;
 	if (read(p->evfd, &v, sizeof(v)) < 0 && errno != EAGAIN)
 		UMAD_DEBUG("eventfd: %s", strerror(errno));
 }
@@ -840,6 +855,7 @@ static int recv_on(struct uport *p, void *umad, int *length, int timeout_ms)
 			if (p->pending_len > (size_t)*length) {
 				memcpy(u, pu, sizeof(*u));
 				*length = (int)p->pending_len;
+				signal_pending(p);
 				port_unlock(p, cs);
 				errno = ENOSPC;
 				return -ENOSPC;

@@ -3,9 +3,10 @@
  * Unit tests of softibd's MAD router (src/daemon/mad_router.c) and MAI
  * channels (mai_chan.c) on tests/data/subnet-2sw.topo: directed route to
  * every node and back along the return path, hop count 0, 63 hops, > 63
- * rejected, every DR drop; LID routed SMPs to a switch's port 0 and GMPs to
- * CA ports, an unprogrammed LFT dropped; TID routing, unmatched answers,
- * the SMA's filters beating an SM's, traps through d->mad_out, and the PMA
+ * rejected, every DR drop, LID-routed first and last parts; LID routed SMPs
+ * to a switch (its ingress port) and GMPs to CA ports, an unprogrammed LFT
+ * dropped; TID routing, unasked responses dropped, unmatched answers, the
+ * SMA's filters beating an SM's, traps through d->mad_out, and the PMA
  * counters of every port crossed.  The SMA and PMA here are test doubles
  * that record where the router handed them the MAD (the real ones are
  * tested with sma.c); the daemon's helpers the channels use are stubbed.

@@ -5,7 +5,8 @@
  * directed-route SMPs through the switch and back by TID, consuming
  * precedence (most specific, then newest) against the internal SMA,
  * non-consuming copies, OOB wrap-back, mai_send_req timeouts and retries,
- * hop-count and garbage handling counted by the daemon.
+ * hop-count and garbage handling counted by the daemon, TrapRepress for the
+ * SMA's traps.
  */
 #include <errno.h>
 #include <setjmp.h>

@@ -636,12 +636,8 @@ static uint16_t lft_set(struct sma_ctx *c, const uint8_t *in)
 
 	if (c->mod >= SIB_SUBN_LFT_CAP / MAD_LFT_BLOCK_SIZE)
 		return MAD_STATUS_INVALID_FIELD;
-	if (!sw->lft) {
-		sw->lft = malloc(SIB_SUBN_LFT_CAP);
-		if (!sw->lft)
-			return MAD_STATUS_BUSY;
-		memset(sw->lft, MAD_LFT_NO_PATH, SIB_SUBN_LFT_CAP);
-	}
+	if (!sib_subnet_lft(sw))
+		return MAD_STATUS_BUSY;
 	mad_lft_decode(&b, in);
 	if (memcmp(sw->lft + c->mod * MAD_LFT_BLOCK_SIZE, b.port, MAD_LFT_BLOCK_SIZE)) {
 		memcpy(sw->lft + c->mod * MAD_LFT_BLOCK_SIZE, b.port, MAD_LFT_BLOCK_SIZE);

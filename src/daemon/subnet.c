@@ -315,3 +315,25 @@ const char *sib_route_verdict_str(enum sib_route_verdict v)
 
 	return (unsigned int)v < sizeof(names) / sizeof(names[0]) && names[v] ? names[v] : "?";
 }
+
+uint8_t *sib_subnet_lft(struct sib_switch_mgmt *sw)
+{
+	if (!sw->lft) {
+		sw->lft = malloc(SIB_SUBN_LFT_CAP);
+		if (sw->lft)
+			memset(sw->lft, MAD_LFT_NO_PATH, SIB_SUBN_LFT_CAP);
+	}
+	return sw->lft;
+}
+
+int sib_subnet_lft_entry_set(struct sib_switch_mgmt *sw, uint16_t lid, uint8_t port)
+{
+	uint8_t *lft = lid < SIB_SUBN_LFT_CAP ? sib_subnet_lft(sw) : NULL;
+
+	if (!lft)
+		return lid < SIB_SUBN_LFT_CAP ? -ENOMEM : -EINVAL;
+	lft[lid] = port;
+	if (lid > sw->si.linear_fdb_top)
+		sw->si.linear_fdb_top = lid;
+	return 0;
+}

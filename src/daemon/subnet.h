@@ -140,6 +140,14 @@ bool sib_subnet_owns(const struct mad_port_info *pi, uint16_t lid);
  * switch's own LID is NO_OWNER at port 0.  .at_port of LFT_MISS is the
  * ingress port (there is no egress).
  */
+/* The switch's LFT, allocated on first use with every entry MAD_LFT_NO_PATH
+ * (0xFF); NULL without memory.  SIB_SUBN_LFT_CAP entries. */
+uint8_t *sib_subnet_lft(struct sib_switch_mgmt *sw);
+
+/* One LFT entry: lid -> egress port, LinearFDBTop raised to cover lid (the
+ * tests' and a sweep's way to program one LID).  0 or -ENOMEM. */
+int sib_subnet_lft_entry_set(struct sib_switch_mgmt *sw, uint16_t lid, uint8_t port);
+
 struct sib_route sib_subnet_route(const struct sib_fabric *f, const struct sib_fab_node *src,
 				  uint8_t src_port, uint16_t dlid, bool vl15);
 

@@ -1,8 +1,22 @@
 # SPDX-License-Identifier: MIT
 #
 # abi_lib.sh: the checks check_exports.sh (libibverbs) and
-# check_umad_exports.sh (libibumad) share; sourced, not run.  The caller
-# sets READELF, tmp (a scratch directory) and err() (reports a failure).
+# check_umad_exports.sh (libibumad) share; sourced, not run, after the
+# caller set LIB and EXPECTED.  Sourcing checks both files exist and sets
+# OBJDUMP, READELF (overridable), tmp (a scratch directory, removed on exit),
+# fail=0 and err() (reports a failure, the caller exits with $fail).
+OBJDUMP=${OBJDUMP:-objdump}
+READELF=${READELF:-readelf}
+export LC_ALL=C
+
+fail=0
+err() { echo "FAIL: $*" >&2; fail=1; }
+
+[ -f "$LIB" ] || { echo "FAIL: no such library: $LIB" >&2; exit 1; }
+[ -f "$EXPECTED" ] || { echo "FAIL: no such file: $EXPECTED" >&2; exit 1; }
+
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
 
 # abi_stray DYNSYM PREFIX: the defined dynamic symbols of DYNSYM (`readelf
 # --dyn-syms -W`: Num: Value Size Type Bind Vis Ndx Name[@[@]VER]) outside

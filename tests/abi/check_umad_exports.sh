@@ -20,18 +20,6 @@ set -u
 LIB=${1:?usage: check_umad_exports.sh LIBRARY EXPECTED [SYSTEM_LIBRARY]}
 EXPECTED=${2:?usage: check_umad_exports.sh LIBRARY EXPECTED [SYSTEM_LIBRARY]}
 SYSLIB=${3:-}
-OBJDUMP=${OBJDUMP:-objdump}
-READELF=${READELF:-readelf}
-export LC_ALL=C
-
-fail=0
-err() { echo "FAIL: $*" >&2; fail=1; }
-
-[ -f "$LIB" ] || { echo "FAIL: no such library: $LIB" >&2; exit 1; }
-[ -f "$EXPECTED" ] || { echo "FAIL: no such file: $EXPECTED" >&2; exit 1; }
-
-tmp=$(mktemp -d) || exit 1
-trap 'rm -rf "$tmp"' EXIT INT TERM
 . "$(dirname "$0")/abi_lib.sh"
 
 table() { "$OBJDUMP" -T "$1" | grep IBUMAD | awk '{print $(NF-1), $NF}' | sort; }

@@ -143,16 +143,7 @@ static void set_lid(struct sib_fab_node *n, unsigned int p, uint16_t lid)
 
 static void lft_set(struct sib_fab_node *sw, uint16_t lid, uint8_t port)
 {
-	struct sib_switch_mgmt *s = sw->mgmt->sw;
-
-	if (!s->lft) {
-		s->lft = malloc(SIB_SUBN_LFT_CAP);
-		assert_non_null(s->lft);
-		memset(s->lft, MAD_LFT_NO_PATH, SIB_SUBN_LFT_CAP);
-	}
-	s->lft[lid] = port;
-	if (lid > s->si.linear_fdb_top)
-		s->si.linear_fdb_top = lid;
+	assert_int_equal(sib_subnet_lft_entry_set(sw->mgmt->sw, lid, port), 0);
 }
 
 static void add_dev(struct topo *t, struct sib_fab_node *n, const char *name)

@@ -16,9 +16,6 @@
 #include "daemon/softibd.h"
 #include "softib/mai.h"
 
-#define LINK_WIDTH_4X  2 /* LinkWidthActive */
-#define LINK_SPEED_QDR 4 /* LinkSpeedActive */
-
 /* One SMP being answered. */
 struct sma_ctx {
 	struct sibd *d;
@@ -185,12 +182,28 @@ static void port_moved(struct sibd *d, struct sib_fab_node *n, uint8_t pn, uint8
 	n->mgmt->route_gen++;
 }
 
+/* The highest bit of m (0 for none): LinkWidth 1X=1 4X=2 8X=4 12X=8 and
+ * LinkSpeed SDR=1 DDR=2 QDR=4 both rank by bit (14.2.5.6). */
+static uint8_t top_bit(uint8_t m)
+{
+	uint8_t b = 0x80;
+
+	while (b && !(m & b))
+		b >>= 1;
+	return b;
+}
+
 /* Train the link of port pn: LinkUp and INIT at both ends, unless an end
- * is disabled or there is no peer.  The built-in SM then activates it. */
+ * is disabled, there is no peer, or the ends share no enabled (and
+ * supported) width or speed.  Active width and speed: the highest both
+ * ends enable (14.2.5.6 LinkWidthActive, LinkSpeedActive; a Set of
+ * LinkWidth/SpeedEnabled takes effect here, at the next training).  The
+ * built-in SM then activates it. */
 static bool link_train(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
 {
 	struct sib_fab_port *peer = n->ports[pn].peer;
 	struct mad_port_info *a = &pm_of(n, pn)->pi, *b;
+	uint8_t width, speed;
 
 	if (!peer || !peer->node->mgmt)
 		return false;
@@ -199,8 +212,16 @@ static bool link_train(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
 	    b->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED ||
 	    a->port_phys_state == MAD_PORT_PHYS_STATE_LINKUP)
 		return false;
-	a->link_width_active = b->link_width_active = LINK_WIDTH_4X; /* trained at */
-	a->link_speed_active = b->link_speed_active = LINK_SPEED_QDR; /* the best */
+	width = top_bit(a->link_width_enabled & a->link_width_supported &
+			b->link_width_enabled & b->link_width_supported);
+	speed = top_bit(a->link_speed_enabled & a->link_speed_supported &
+			b->link_speed_enabled & b->link_speed_supported);
+	if (!width || !speed) {
+		d->sma.train_failed++;
+		return false;
+	}
+	a->link_width_active = b->link_width_active = width;
+	a->link_speed_active = b->link_speed_active = speed;
 	port_moved(d, n, pn, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP);
 	port_moved(d, peer->node, peer->num, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP);
 	return true;

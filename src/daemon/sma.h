@@ -28,6 +28,7 @@ struct sibd_sma_counters {
 	uint64_t m_key_violations;      /* dropped by the M_Key check (14.2.4) */
 	uint64_t traps_sent, traps_unsent; /* unsent: no master SM LID or no mad_out */
 	uint64_t trap_represses;        /* TrapRepress consumed */
+	uint64_t train_failed;          /* links left Polling: no common width/speed */
 };
 
 /*

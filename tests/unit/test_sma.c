@@ -697,6 +697,41 @@ static void test_portinfo_fields(void **state)
 	assert_int_equal(set_pi(d, a, 0, pi, 0, 0), 0);
 	assert_int_equal(pi_of(a, 0)->lid, 0x56);
 	assert_int_equal(a->ports[0].lid, 0x56);
+
+	/* LinkSpeedEnabled SDR (set above) takes effect at the next training:
+	 * the highest width and speed both ends enable, in the verbs map too */
+	{
+		struct sib_fab_port *peer = b1->ports[1].peer;
+		const struct mad_port_info *far = pi_of(peer->node, peer->num);
+
+		assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
+		sibd_sma_link_down(d, b1, 1, true);
+		sibd_sma_link_up(d, b1, 1);
+		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
+		assert_int_equal(pi_of(b1, 1)->link_speed_active, 1);
+		assert_int_equal(pi_of(b1, 1)->link_width_active, 2);
+		assert_int_equal(far->link_speed_active, 1);
+		assert_int_equal(d->devs[2].ports[0].active_speed, 1);
+		assert_int_equal(d->devs[2].ports[0].active_width, 2);
+		/* 1X only, speed back to all (0xF): 1X QDR */
+		pi = get_pi(d, b1, 1);
+		pi.link_width_enabled = 1;
+		pi.link_speed_enabled = 0xF;
+		assert_int_equal(set_pi(d, b1, 1, pi, 0, 0), 0);
+		assert_int_equal(pi_of(b1, 1)->link_width_active, 2); /* not before training */
+		sibd_sma_link_down(d, b1, 1, false); /* Down: retrains at once */
+		assert_int_equal(pi_of(b1, 1)->link_width_active, 1);
+		assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
+		assert_int_equal(d->devs[2].ports[0].active_width, 1);
+		assert_int_equal(d->devs[2].ports[0].active_speed, 4);
+		/* the far end enables 4X only: nothing in common, the link stays down */
+		pi = get_pi(d, peer->node, peer->num);
+		pi.link_width_enabled = 2;
+		assert_int_equal(set_pi(d, peer->node, peer->num, pi, 0, 0), 0);
+		sibd_sma_link_down(d, b1, 1, false);
+		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
+		assert_int_equal(d->sma.train_failed, 1);
+	}
 }
 
 /* M_Key (14.2.4): protect bits decide what a wrong key may do. */

@@ -65,6 +65,13 @@ static bool is_mgmt_port(const struct sib_fab_node *n, uint8_t pn)
 	return !is_switch(n) || pn == 0;
 }
 
+/* Is port pn of n the built-in SM's (default mode, LID SIBD_SM_LID)?  Its
+ * SMA then also answers SMInfo and represses traps (docs/subnet.md). */
+static bool is_sm_port(const struct sibd *d, struct sib_fab_node *n, uint8_t pn)
+{
+	return !d->sm_external && is_mgmt_port(n, pn) && pm_of(n, pn)->pi.lid == SIBD_SM_LID;
+}
+
 /* ---- traps (14.2.5.1, 13.4.8.2) ----------------------------------------- */
 
 /* Send Notice n from port pn of node to its master SM, LID-routed on QP0. */
@@ -724,6 +731,27 @@ static uint16_t mft_set(struct sma_ctx *c, const uint8_t *in)
 	return MAD_STATUS_SUCCESS;
 }
 
+/* ---- SMInfo of the built-in SM (14.2.5.13) -------------------------------- */
+
+/* Only on the SM's port (the dispatcher checks is_sm_port): MASTER, SM_Key 0,
+ * Priority SIBD_SM_PRIORITY, ActCount = SMPs it sent and traps it repressed.
+ * No Set: it neither hands over nor steps down (0x000C). */
+static uint16_t sm_info_get(struct sma_ctx *c)
+{
+	const struct sib_fab_node *n = c->n;
+	struct mad_sm_info si = {
+		.act_count = c->d->sm_act_count, .priority = SIBD_SM_PRIORITY,
+		.sm_state = MAD_SMINFO_STATE_MASTER,
+	};
+
+	if (c->mod)
+		return MAD_STATUS_INVALID_FIELD;
+	si.guid = is_switch(n) ? (n->ports[0].guid ? n->ports[0].guid : n->node_guid)
+			       : n->ports[c->in_port].guid;
+	mad_sm_info_encode(&si, c->out);
+	return MAD_STATUS_SUCCESS;
+}
+
 /* ---- the table and the dispatcher --------------------------------------- */
 
 static const struct sma_attr sma_attrs[] = {
@@ -737,6 +765,7 @@ static const struct sma_attr sma_attrs[] = {
 	{ MAD_ATTR_VL_ARBITRATION, false, vlarb_get, vlarb_set },
 	{ MAD_ATTR_LIN_FWD_TBL, true, lft_get, lft_set },
 	{ MAD_ATTR_MCAST_FWD_TBL, true, mft_get, mft_set },
+	{ MAD_ATTR_SM_INFO, false, sm_info_get, NULL }, /* the SM's port only */
 };
 
 static const struct sma_attr *find_attr(uint16_t id)
@@ -823,6 +852,8 @@ int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 	if (!m_key_passes(&c, h.method))
 		return 0;
 	a = find_attr(h.attr_id);
+	if (a && a->id == MAD_ATTR_SM_INFO && !is_sm_port(d, n, is_switch(n) ? 0 : in_port))
+		a = NULL; /* SMInfo is an SM's, not an SMA's (an external SM answers it) */
 	if (!a || (a->switch_only && !is_switch(n)) || (h.method == MAD_METHOD_SET && !a->set)) {
 		d->sma.unsupported++;
 		return reply(resp, req, NULL, MAD_STATUS_UNSUP_METHOD_ATTR);

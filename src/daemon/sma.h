@@ -37,7 +37,8 @@ struct sibd_sma_counters {
  * port 0; NodeInfo.LocalPortNum and PortInfo.LocalPortNum give in_port).
  * Returns 1: resp holds the reply (req with the attribute, mad_make_reply
  * applied); 0: no reply (a response, a TrapRepress, an M_Key mismatch or a
- * MAD that is no SMP), counted.  Status: 0x0004 bad base/class version,
+ * MAD that is no SMP), counted.  In default mode the port with LID
+ * SIBD_SM_LID is the built-in SM's: it also answers SMInfo Get.  Status: 0x0004 bad base/class version,
  * 0x0008 method, 0x000C attribute (or Set of a read-only one), 0x001C a bad
  * attribute modifier or field value (nothing is changed then).  Set side
  * effects (LIDs, port states, LFTs, the verbs map, events, traps) happen

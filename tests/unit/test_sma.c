@@ -1086,6 +1086,42 @@ static void test_builtin_sweep(void **state)
 	assert_int_equal(sib_subnet_route(&d->fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
 }
 
+/* The built-in SM on switch sw's port 0 (LID 1) is visible: IsSM, SMInfo
+ * (14.2.5.13) MASTER with the port's GUID, a counting ActCount; a CA's
+ * SMA (ca) has no SMInfo. */
+static void sm_is_visible(struct sibd *d, struct sib_fab_node *sw, struct sib_fab_node *ca)
+{
+	uint8_t data[64] = { 0 };
+	struct mad_sm_info si;
+	uint32_t act;
+
+	assert_int_equal(pi_of(sw, 0)->lid, SIBD_SM_LID);
+	assert_true(pi_of(sw, 0)->capability_mask & MAD_PORT_CAP_IS_SM);
+	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data), 0);
+	mad_sm_info_decode(&si, data);
+	assert_int_equal(si.guid, sw->ports[0].guid ? sw->ports[0].guid : sw->node_guid);
+	assert_int_equal(si.sm_key, 0);
+	assert_int_equal(si.priority, SIBD_SM_PRIORITY);
+	assert_int_equal(si.sm_state, MAD_SMINFO_STATE_MASTER);
+	assert_true(si.act_count > 0);
+	act = si.act_count;
+	assert_int_equal(sma(d, sw, 1, MAD_METHOD_SET, MAD_ATTR_SM_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(sma(d, ca, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	/* ActCount counts */
+	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, data), 0);
+	sibd_sma_link_down(d, sw, 1, false); /* the SM brings it back: SMPs */
+	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data), 0);
+	mad_sm_info_decode(&si, data);
+	assert_true(si.act_count > act);
+	/* --sm external: the same port is no SM's; SMInfo is OpenSM's */
+	d->sm_external = true;
+	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	d->sm_external = false;
+}
+
 /* The default fabric: switch port 0 LID 1, softib0..3 LIDs 2..5, as before. */
 static void test_builtin_default(void **state)
 {
@@ -1105,7 +1141,9 @@ static void test_builtin_default(void **state)
 		assert_int_equal(d->devs[i].ports[0].subnet_timeout, 18);
 		assert_int_equal(d->devs[i].ports[0].max_vl_num, 4);
 		assert_int_equal(d->devs[i].ports[0].pkey[0], 0xFFFF);
+		assert_false(d->devs[i].ports[0].cap_flags & MAD_PORT_CAP_IS_SM);
 	}
+	sm_is_visible(d, node(d, "S-5eed000000000100"), node(d, "H-5eed000000000010"));
 	destroy(d);
 }
 

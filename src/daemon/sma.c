@@ -65,6 +65,15 @@ static bool is_mgmt_port(const struct sib_fab_node *n, uint8_t pn)
 	return !is_switch(n) || pn == 0;
 }
 
+/* The PortGUID of port pn (a CA's) or of a switch (port 0's, = its node
+ * GUID when the file has none). */
+static uint64_t port_guid(const struct sib_fab_node *n, uint8_t pn)
+{
+	if (is_switch(n))
+		return n->ports[0].guid ? n->ports[0].guid : n->node_guid;
+	return n->ports[pn].guid;
+}
+
 /* Is port pn of n the built-in SM's (default mode, LID SIBD_SM_LID)?  Its
  * SMA then also answers SMInfo and represses traps (docs/subnet.md). */
 static bool is_sm_port(const struct sibd *d, struct sib_fab_node *n, uint8_t pn)
@@ -290,9 +299,7 @@ static uint16_t node_info_get(struct sma_ctx *c)
 
 	if (c->mod)
 		return MAD_STATUS_INVALID_FIELD;
-	/* a switch's PortGUID is port 0's (= its node GUID when the file has none) */
-	ni.port_guid = is_switch(n) ? (n->ports[0].guid ? n->ports[0].guid : n->node_guid)
-				    : n->ports[c->in_port].guid;
+	ni.port_guid = port_guid(n, c->in_port);
 	mad_node_info_encode(&ni, c->out);
 	return MAD_STATUS_SUCCESS;
 }
@@ -746,8 +753,7 @@ static uint16_t sm_info_get(struct sma_ctx *c)
 
 	if (c->mod)
 		return MAD_STATUS_INVALID_FIELD;
-	si.guid = is_switch(n) ? (n->ports[0].guid ? n->ports[0].guid : n->node_guid)
-			       : n->ports[c->in_port].guid;
+	si.guid = port_guid(n, c->in_port);
 	mad_sm_info_encode(&si, c->out);
 	return MAD_STATUS_SUCCESS;
 }
@@ -832,6 +838,17 @@ int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 	if (h.method == MAD_METHOD_TRAP_REPRESS) { /* the SM saw our trap */
 		d->sma.trap_represses++;
 		return 0;
+	}
+	if (h.method == MAD_METHOD_TRAP) {
+		/* a manager represses a trap (13.4.8.2): the built-in SM's port
+		 * does; any other SMA is no manager and drops it, counted */
+		if (!is_sm_port(d, n, is_switch(n) ? 0 : in_port)) {
+			d->sma.dropped++;
+			return 0;
+		}
+		d->sma.sm_traps++;
+		d->sm_act_count++;
+		return reply(resp, req, NULL, MAD_STATUS_SUCCESS); /* -> TrapRepress */
 	}
 	if (h.base_version != MAD_BASE_VERSION || h.class_version != MAD_SMP_CLASS_VERSION) {
 		d->sma.bad_version++;

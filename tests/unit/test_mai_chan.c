@@ -492,6 +492,7 @@ static void test_trap_repress(void **state)
 	unsigned long long rep = status_val("subnet", "trap_represses");
 	unsigned long long sent = status_val("subnet", "traps_sent");
 	unsigned long long no_agent = status_val("mad_drop", "no_agent");
+	unsigned long long sm_traps = status_val("subnet", "sm_traps");
 	static const uint32_t act[] = { SIB_PORT_DOWN, SIB_PORT_UP };
 
 	(void)state;
@@ -511,6 +512,8 @@ static void test_trap_repress(void **state)
 		usleep(20000);
 	assert_true(status_val("subnet", "traps_sent") >= sent + 2);
 	assert_int_equal(status_val("subnet", "trap_represses"), rep + 2);
+	/* repressed by the built-in SM (LID 1), not faked by an SMA */
+	assert_int_equal(status_val("subnet", "sm_traps"), sm_traps + 2);
 	assert_int_equal(status_val("mad_drop", "no_agent"), no_agent);
 }
 

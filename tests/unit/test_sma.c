@@ -1086,13 +1086,22 @@ static void test_builtin_sweep(void **state)
 	assert_int_equal(sib_subnet_route(&d->fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
 }
 
+/* A Trap to node n's SMA: 1 and the TrapRepress in out, or 0 (dropped). */
+static int send_trap(struct sibd *d, struct sib_fab_node *n, uint8_t in_port, uint8_t *out)
+{
+	build(out, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, 0, NULL, 0);
+	out[64] = 0x81; /* a generic urgent notice */
+	return sibd_sma_process(d, n, in_port, out, out);
+}
+
 /* The built-in SM on switch sw's port 0 (LID 1) is visible: IsSM, SMInfo
- * (14.2.5.13) MASTER with the port's GUID, a counting ActCount; a CA's
- * SMA (ca) has no SMInfo. */
+ * (14.2.5.13) MASTER with the port's GUID, a counting ActCount; it
+ * represses traps while a CA's SMA (ca) drops them and has no SMInfo. */
 static void sm_is_visible(struct sibd *d, struct sib_fab_node *sw, struct sib_fab_node *ca)
 {
-	uint8_t data[64] = { 0 };
+	uint8_t data[64] = { 0 }, mad[MAD_SIZE];
 	struct mad_sm_info si;
+	struct mad_hdr h;
 	uint32_t act;
 
 	assert_int_equal(pi_of(sw, 0)->lid, SIBD_SM_LID);
@@ -1109,16 +1118,26 @@ static void sm_is_visible(struct sibd *d, struct sib_fab_node *sw, struct sib_fa
 			 MAD_STATUS_UNSUP_METHOD_ATTR);
 	assert_int_equal(sma(d, ca, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data),
 			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	/* a trap: the SM represses it, the CA's SMA drops it */
+	assert_int_equal(send_trap(d, sw, 1, mad), 1);
+	mad_hdr_decode(&h, mad);
+	assert_int_equal(h.method, MAD_METHOD_TRAP_REPRESS);
+	assert_int_equal(h.r, 0);
+	assert_int_equal(h.status, 0);
+	assert_int_equal(mad[64], 0x81); /* the notice, returned */
+	assert_int_equal(d->sma.sm_traps, 1);
+	assert_int_equal(send_trap(d, ca, 1, mad), 0);
+	assert_int_equal(d->sma.sm_traps, 1);
 	/* ActCount counts */
-	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, data), 0);
-	sibd_sma_link_down(d, sw, 1, false); /* the SM brings it back: SMPs */
 	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data), 0);
 	mad_sm_info_decode(&si, data);
 	assert_true(si.act_count > act);
-	/* --sm external: the same port is no SM's; SMInfo is OpenSM's */
+	/* --sm external: the same port is no SM's; SMInfo and traps are OpenSM's */
 	d->sm_external = true;
 	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data),
 			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(send_trap(d, sw, 1, mad), 0);
+	assert_int_equal(d->sma.sm_traps, 1);
 	d->sm_external = false;
 }
 

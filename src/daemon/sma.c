@@ -466,7 +466,9 @@ static uint16_t port_info_set(struct sma_ctx *c, const uint8_t *in)
 			sibd_sma_link_up(c->d, n, pn);
 			return MAD_STATUS_SUCCESS;
 		}
-		if (w.port_state == MAD_PORT_STATE_DOWN) {
+		/* Polling on a live port, or Down: the link retrains (ibportstate reset) */
+		if (w.port_state == MAD_PORT_STATE_DOWN ||
+		    w.port_phys_state == MAD_PORT_PHYS_STATE_POLLING) {
 			sibd_sma_link_down(c->d, n, pn, false);
 			return MAD_STATUS_SUCCESS;
 		}

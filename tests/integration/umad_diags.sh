@@ -3,8 +3,9 @@
 # Unmodified infiniband-diags over softib's libibumad.so.3 (LD_LIBRARY_PATH)
 # and softibd's MAD router, on the default fabric with the built-in SM:
 # smpquery (LID routed and directed route), perfquery, ibping (server and
-# client), ibnetdiscover, sminfo (the built-in SM at LID 1 is visible);
-# values checked against the fabric.
+# client), ibnetdiscover, sminfo (the built-in SM at LID 1 is visible),
+# ibportstate speed + reset (training honours LinkSpeedEnabled); values
+# checked against the fabric.
 . "$(dirname "$0")/lib.sh"
 start_daemon
 
@@ -58,5 +59,21 @@ for g in 10 20 30 40; do
 	echo "$out" | grep -q "caguid=0x5eed0000000000$g" || fail "ibnetdiscover: CA $g missing"
 done
 echo "$out" | grep -q 'switchguid=0x5eed000000000100' || fail "ibnetdiscover: switch missing"
+# LinkSpeedEnabled SDR on the switch's port 4 (to softib3), then reset:
+# the link trains at 2.5 Gbps (the highest both ends enable), both ends
+out=$(client timeout 20 ibportstate 1 4 speed 1 2>&1) || fail "ibportstate 1 4 speed 1 exited $?: $out"
+out=$(client timeout 20 ibportstate 1 4 reset 2>&1) || fail "ibportstate 1 4 reset exited $?: $out"
+ok=
+for _ in $(seq 50); do
+	out=$(client timeout 20 ibportstate 1 4 2>&1) &&
+		[ "$(echo "$out" | grep -Ec '^LinkSpeedActive:\.+2\.5 Gbps$')" = 2 ] &&
+		echo "$out" | grep -Eq '^LinkState:\.+Active$' && { ok=1; break; }
+	sleep 0.1 # the built-in SM makes it Active again
+done
+echo "$out"
+[ -n "$ok" ] || fail "ibportstate 1 4 after speed 1 + reset: not Active at 2.5 Gbps: $out"
+out=$(client ibv_devinfo -v -d softib3 2>&1)
+echo "$out" | grep -Eq 'active_speed:[[:space:]]+2\.5 Gbps' || fail "ibv_devinfo softib3: $out"
+
 alive "$SIB_DAEMON_PID" || fail "softibd died"
 echo PASS

@@ -719,7 +719,9 @@ static void test_portinfo_fields(void **state)
 		pi.link_speed_enabled = 0xF;
 		assert_int_equal(set_pi(d, b1, 1, pi, 0, 0), 0);
 		assert_int_equal(pi_of(b1, 1)->link_width_active, 2); /* not before training */
-		sibd_sma_link_down(d, b1, 1, false); /* Down: retrains at once */
+		/* Polling on a live port (ibportstate reset): it retrains at once */
+		assert_int_equal(set_pi(d, b1, 1, pi, 0, MAD_PORT_PHYS_STATE_POLLING), 0);
+		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
 		assert_int_equal(pi_of(b1, 1)->link_width_active, 1);
 		assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
 		assert_int_equal(d->devs[2].ports[0].active_width, 1);

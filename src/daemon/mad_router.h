@@ -35,6 +35,7 @@ struct sib_fab_node;
 #define SIBD_MAI_CHANS_PER_CONN	64	/* channels per control connection: ENOSPC beyond */
 #define SIBD_MAI_CHANS_MAX	1024	/* channels in all (one softibd fd each): ENOSPC beyond */
 #define SIBD_MAI_TIMEOUT_MAX	60000	/* ms: a larger mai_send_req timeout is clamped */
+#define SIBD_MAI_TIMEOUT_MIN	10	/* ms: a smaller one is raised (docs/mai.md) */
 #define SIBD_MAI_RETRIES_MAX	100
 #define SIBD_MAI_ANSWERED	32	/* recently sent/answered TIDs kept per channel */
 #define SIBD_MAI_ANSWER_MS	5000	/* how long one of those still takes responses */

@@ -544,6 +544,8 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 		}
 		if (timeout_ms > SIBD_MAI_TIMEOUT_MAX)
 			timeout_ms = SIBD_MAI_TIMEOUT_MAX;
+		if (timeout_ms < SIBD_MAI_TIMEOUT_MIN) /* no resend storm */
+			timeout_ms = SIBD_MAI_TIMEOUT_MIN;
 		if (retries > SIBD_MAI_RETRIES_MAX)
 			retries = SIBD_MAI_RETRIES_MAX;
 		p = &ch->pend[ch->npend++];

@@ -40,6 +40,7 @@ static int smp(struct sweep *s, struct sib_fab_node *n, uint8_t in_port, uint8_t
 	m.hdr.attr_mod = mod;
 	memcpy(m.data, data, MAD_SMP_DATA_SIZE);
 	mad_smp_encode(&m, mad);
+	s->d->sm_act_count++;
 	if (!sibd_sma_process(s->d, n, in_port, mad, mad)) {
 		s->errors++;
 		return -1;
@@ -111,6 +112,20 @@ static int pi_set(struct sweep *s, struct sib_fab_node *n, uint8_t pn, struct ma
 
 /* ---- LIDs and the PortInfo fields ------------------------------------------ */
 
+/* The SM's own port (LID SIBD_SM_LID) has IsSM in its CapabilityMask
+ * (14.2.5.6); set here, not by a trap 144 to itself: the SM knows it is
+ * one.  Its SMA then answers SMInfo (sma.c). */
+static void sm_port_mark(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
+{
+	struct mad_port_info *pi = &n->mgmt->port[pn].pi;
+
+	if (pi->lid != SIBD_SM_LID || (pi->capability_mask & MAD_PORT_CAP_IS_SM))
+		return;
+	pi->capability_mask |= MAD_PORT_CAP_IS_SM;
+	if (n->type != SIB_NODE_SWITCH)
+		sibd_sma_publish(d, n, pn, SIBD_CHG_ATTR, pi->lid, pi->lmc);
+}
+
 /*
  * Ports without a LID get the lowest free one, in fabric order (switch
  * port 0, then each linked CA port): at start this is
@@ -164,6 +179,8 @@ static void configure_ports(struct sweep *s, uint8_t *used)
 			pi.neighbor_mtu = pi.mtu_cap;
 			pi.operational_vls = pi.vl_cap;
 			pi_set(s, n, (uint8_t)pn, &pi, MAD_PORT_STATE_NOP);
+			if (has_lid(n, pn))
+				sm_port_mark(s->d, n, (uint8_t)pn);
 		}
 	}
 }

@@ -16,9 +16,6 @@
 #include "daemon/softibd.h"
 #include "softib/mai.h"
 
-#define LINK_WIDTH_4X  2 /* LinkWidthActive */
-#define LINK_SPEED_QDR 4 /* LinkSpeedActive */
-
 /* One SMP being answered. */
 struct sma_ctx {
 	struct sibd *d;
@@ -66,6 +63,22 @@ static bool pick_port(const struct sma_ctx *c, uint32_t num, uint8_t *pn)
 static bool is_mgmt_port(const struct sib_fab_node *n, uint8_t pn)
 {
 	return !is_switch(n) || pn == 0;
+}
+
+/* The PortGUID of port pn (a CA's) or of a switch (port 0's, = its node
+ * GUID when the file has none). */
+static uint64_t port_guid(const struct sib_fab_node *n, uint8_t pn)
+{
+	if (is_switch(n))
+		return n->ports[0].guid ? n->ports[0].guid : n->node_guid;
+	return n->ports[pn].guid;
+}
+
+/* Is port pn of n the built-in SM's (default mode, LID SIBD_SM_LID)?  Its
+ * SMA then also answers SMInfo and represses traps (docs/subnet.md). */
+static bool is_sm_port(const struct sibd *d, struct sib_fab_node *n, uint8_t pn)
+{
+	return !d->sm_external && is_mgmt_port(n, pn) && pm_of(n, pn)->pi.lid == SIBD_SM_LID;
 }
 
 /* ---- traps (14.2.5.1, 13.4.8.2) ----------------------------------------- */
@@ -185,12 +198,28 @@ static void port_moved(struct sibd *d, struct sib_fab_node *n, uint8_t pn, uint8
 	n->mgmt->route_gen++;
 }
 
+/* The highest bit of m (0 for none): LinkWidth 1X=1 4X=2 8X=4 12X=8 and
+ * LinkSpeed SDR=1 DDR=2 QDR=4 both rank by bit (14.2.5.6). */
+static uint8_t top_bit(uint8_t m)
+{
+	uint8_t b = 0x80;
+
+	while (b && !(m & b))
+		b >>= 1;
+	return b;
+}
+
 /* Train the link of port pn: LinkUp and INIT at both ends, unless an end
- * is disabled or there is no peer.  The built-in SM then activates it. */
+ * is disabled, there is no peer, or the ends share no enabled (and
+ * supported) width or speed.  Active width and speed: the highest both
+ * ends enable (14.2.5.6 LinkWidthActive, LinkSpeedActive; a Set of
+ * LinkWidth/SpeedEnabled takes effect here, at the next training).  The
+ * built-in SM then activates it. */
 static bool link_train(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
 {
 	struct sib_fab_port *peer = n->ports[pn].peer;
 	struct mad_port_info *a = &pm_of(n, pn)->pi, *b;
+	uint8_t width, speed;
 
 	if (!peer || !peer->node->mgmt)
 		return false;
@@ -199,8 +228,16 @@ static bool link_train(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
 	    b->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED ||
 	    a->port_phys_state == MAD_PORT_PHYS_STATE_LINKUP)
 		return false;
-	a->link_width_active = b->link_width_active = LINK_WIDTH_4X; /* trained at */
-	a->link_speed_active = b->link_speed_active = LINK_SPEED_QDR; /* the best */
+	width = top_bit(a->link_width_enabled & a->link_width_supported &
+			b->link_width_enabled & b->link_width_supported);
+	speed = top_bit(a->link_speed_enabled & a->link_speed_supported &
+			b->link_speed_enabled & b->link_speed_supported);
+	if (!width || !speed) {
+		d->sma.train_failed++;
+		return false;
+	}
+	a->link_width_active = b->link_width_active = width;
+	a->link_speed_active = b->link_speed_active = speed;
 	port_moved(d, n, pn, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP);
 	port_moved(d, peer->node, peer->num, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP);
 	return true;
@@ -262,9 +299,7 @@ static uint16_t node_info_get(struct sma_ctx *c)
 
 	if (c->mod)
 		return MAD_STATUS_INVALID_FIELD;
-	/* a switch's PortGUID is port 0's (= its node GUID when the file has none) */
-	ni.port_guid = is_switch(n) ? (n->ports[0].guid ? n->ports[0].guid : n->node_guid)
-				    : n->ports[c->in_port].guid;
+	ni.port_guid = port_guid(n, c->in_port);
 	mad_node_info_encode(&ni, c->out);
 	return MAD_STATUS_SUCCESS;
 }
@@ -431,7 +466,9 @@ static uint16_t port_info_set(struct sma_ctx *c, const uint8_t *in)
 			sibd_sma_link_up(c->d, n, pn);
 			return MAD_STATUS_SUCCESS;
 		}
-		if (w.port_state == MAD_PORT_STATE_DOWN) {
+		/* Polling on a live port, or Down: the link retrains (ibportstate reset) */
+		if (w.port_state == MAD_PORT_STATE_DOWN ||
+		    w.port_phys_state == MAD_PORT_PHYS_STATE_POLLING) {
 			sibd_sma_link_down(c->d, n, pn, false);
 			return MAD_STATUS_SUCCESS;
 		}
@@ -703,6 +740,26 @@ static uint16_t mft_set(struct sma_ctx *c, const uint8_t *in)
 	return MAD_STATUS_SUCCESS;
 }
 
+/* ---- SMInfo of the built-in SM (14.2.5.13) -------------------------------- */
+
+/* Only on the SM's port (the dispatcher checks is_sm_port): MASTER, SM_Key 0,
+ * Priority SIBD_SM_PRIORITY, ActCount = SMPs it sent and traps it repressed.
+ * No Set: it neither hands over nor steps down (0x000C). */
+static uint16_t sm_info_get(struct sma_ctx *c)
+{
+	const struct sib_fab_node *n = c->n;
+	struct mad_sm_info si = {
+		.act_count = c->d->sm_act_count, .priority = SIBD_SM_PRIORITY,
+		.sm_state = MAD_SMINFO_STATE_MASTER,
+	};
+
+	if (c->mod)
+		return MAD_STATUS_INVALID_FIELD;
+	si.guid = port_guid(n, c->in_port);
+	mad_sm_info_encode(&si, c->out);
+	return MAD_STATUS_SUCCESS;
+}
+
 /* ---- the table and the dispatcher --------------------------------------- */
 
 static const struct sma_attr sma_attrs[] = {
@@ -716,6 +773,7 @@ static const struct sma_attr sma_attrs[] = {
 	{ MAD_ATTR_VL_ARBITRATION, false, vlarb_get, vlarb_set },
 	{ MAD_ATTR_LIN_FWD_TBL, true, lft_get, lft_set },
 	{ MAD_ATTR_MCAST_FWD_TBL, true, mft_get, mft_set },
+	{ MAD_ATTR_SM_INFO, false, sm_info_get, NULL }, /* the SM's port only */
 };
 
 static const struct sma_attr *find_attr(uint16_t id)
@@ -783,6 +841,17 @@ int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 		d->sma.trap_represses++;
 		return 0;
 	}
+	if (h.method == MAD_METHOD_TRAP) {
+		/* a manager represses a trap (13.4.8.2): the built-in SM's port
+		 * does; any other SMA is no manager and drops it, counted */
+		if (!is_sm_port(d, n, is_switch(n) ? 0 : in_port)) {
+			d->sma.dropped++;
+			return 0;
+		}
+		d->sma.sm_traps++;
+		d->sm_act_count++;
+		return reply(resp, req, NULL, MAD_STATUS_SUCCESS); /* -> TrapRepress */
+	}
 	if (h.base_version != MAD_BASE_VERSION || h.class_version != MAD_SMP_CLASS_VERSION) {
 		d->sma.bad_version++;
 		return reply(resp, req, NULL, MAD_STATUS_BAD_VERSION);
@@ -802,6 +871,8 @@ int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 	if (!m_key_passes(&c, h.method))
 		return 0;
 	a = find_attr(h.attr_id);
+	if (a && a->id == MAD_ATTR_SM_INFO && !is_sm_port(d, n, is_switch(n) ? 0 : in_port))
+		a = NULL; /* SMInfo is an SM's, not an SMA's (an external SM answers it) */
 	if (!a || (a->switch_only && !is_switch(n)) || (h.method == MAD_METHOD_SET && !a->set)) {
 		d->sma.unsupported++;
 		return reply(resp, req, NULL, MAD_STATUS_UNSUP_METHOD_ATTR);

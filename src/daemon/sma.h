@@ -28,6 +28,8 @@ struct sibd_sma_counters {
 	uint64_t m_key_violations;      /* dropped by the M_Key check (14.2.4) */
 	uint64_t traps_sent, traps_unsent; /* unsent: no master SM LID or no mad_out */
 	uint64_t trap_represses;        /* TrapRepress consumed */
+	uint64_t train_failed;          /* links left Polling: no common width/speed */
+	uint64_t sm_traps;              /* traps the built-in SM repressed (default mode) */
 };
 
 /*
@@ -35,8 +37,10 @@ struct sibd_sma_counters {
  * that came in on in_port (a switch's SMA answers for the whole node, as
  * port 0; NodeInfo.LocalPortNum and PortInfo.LocalPortNum give in_port).
  * Returns 1: resp holds the reply (req with the attribute, mad_make_reply
- * applied); 0: no reply (a response, a TrapRepress, an M_Key mismatch or a
- * MAD that is no SMP), counted.  Status: 0x0004 bad base/class version,
+ * applied); 0: no reply (a response, a TrapRepress, a Trap, an M_Key
+ * mismatch or a MAD that is no SMP), counted.  In default mode the port with
+ * LID SIBD_SM_LID is the built-in SM's: it also answers SMInfo Get and
+ * represses a Trap (resp = the TrapRepress, counted in sm_traps).  Status: 0x0004 bad base/class version,
  * 0x0008 method, 0x000C attribute (or Set of a read-only one), 0x001C a bad
  * attribute modifier or field value (nothing is changed then).  Set side
  * effects (LIDs, port states, LFTs, the verbs map, events, traps) happen

@@ -24,6 +24,7 @@
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
 #define SIBD_MAX_HANDLES   65536   /* devices + objects per connection; then ENOMEM */
 #define SIBD_SM_LID        1       /* where the embedded SM will live */
+#define SIBD_SM_PRIORITY   15      /* its SMInfo.Priority: the highest, it never yields */
 #define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */
 
 struct sibd_out;
@@ -125,6 +126,7 @@ struct sibd {
 	/* the managed subnet (sma.c, pma.c, sm_builtin.c; docs/subnet.md) */
 	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
 	bool sm_sweeping;               /* the built-in SM is running (no re-entry) */
+	uint32_t sm_act_count;          /* its SMInfo.ActCount: SMPs sent, traps repressed */
 	/* set by the MAD router (sibd_mad_init, mad_router.c): sends a MAD
 	 * (traps) from port `port` of n; NULL: traps are counted unsent */
 	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m);

@@ -336,6 +336,15 @@ static void test_timeout(void **state)
 	assert_int_equal(status_val("mad_drop", "link_down"), down0 + 3);
 	assert_int_equal(status_val("mai", "pending"), 0);
 
+	/* timeout_ms 1 is raised to the 10 ms floor: 6 sends take >= 60 ms,
+	 * not a resend storm (mai_chan.c, docs/mai.md) */
+	m.tid = 0x1235;
+	t0 = now_ms();
+	assert_int_equal(mai_send_req(sm, &m, 1, 5), 0);
+	assert_int_equal(mai_recv(sm, &r, 3000), 0);
+	assert_int_equal(r.type, MAI_TYPE_TIMEOUT);
+	assert_true(now_ms() - t0 >= 55);
+
 	/* a second request with an outstanding TID times out at once */
 	assert_int_equal(mai_send_req(sm, &m, 1000, 0), 0);
 	assert_int_equal(mai_send_req(sm, &m, 1000, 0), 0);
@@ -483,6 +492,7 @@ static void test_trap_repress(void **state)
 	unsigned long long rep = status_val("subnet", "trap_represses");
 	unsigned long long sent = status_val("subnet", "traps_sent");
 	unsigned long long no_agent = status_val("mad_drop", "no_agent");
+	unsigned long long sm_traps = status_val("subnet", "sm_traps");
 	static const uint32_t act[] = { SIB_PORT_DOWN, SIB_PORT_UP };
 
 	(void)state;
@@ -502,6 +512,8 @@ static void test_trap_repress(void **state)
 		usleep(20000);
 	assert_true(status_val("subnet", "traps_sent") >= sent + 2);
 	assert_int_equal(status_val("subnet", "trap_represses"), rep + 2);
+	/* repressed by the built-in SM (LID 1), not faked by an SMA */
+	assert_int_equal(status_val("subnet", "sm_traps"), sm_traps + 2);
 	assert_int_equal(status_val("mad_drop", "no_agent"), no_agent);
 }
 

@@ -697,6 +697,43 @@ static void test_portinfo_fields(void **state)
 	assert_int_equal(set_pi(d, a, 0, pi, 0, 0), 0);
 	assert_int_equal(pi_of(a, 0)->lid, 0x56);
 	assert_int_equal(a->ports[0].lid, 0x56);
+
+	/* LinkSpeedEnabled SDR (set above) takes effect at the next training:
+	 * the highest width and speed both ends enable, in the verbs map too */
+	{
+		struct sib_fab_port *peer = b1->ports[1].peer;
+		const struct mad_port_info *far = pi_of(peer->node, peer->num);
+
+		assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
+		sibd_sma_link_down(d, b1, 1, true);
+		sibd_sma_link_up(d, b1, 1);
+		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
+		assert_int_equal(pi_of(b1, 1)->link_speed_active, 1);
+		assert_int_equal(pi_of(b1, 1)->link_width_active, 2);
+		assert_int_equal(far->link_speed_active, 1);
+		assert_int_equal(d->devs[2].ports[0].active_speed, 1);
+		assert_int_equal(d->devs[2].ports[0].active_width, 2);
+		/* 1X only, speed back to all (0xF): 1X QDR */
+		pi = get_pi(d, b1, 1);
+		pi.link_width_enabled = 1;
+		pi.link_speed_enabled = 0xF;
+		assert_int_equal(set_pi(d, b1, 1, pi, 0, 0), 0);
+		assert_int_equal(pi_of(b1, 1)->link_width_active, 2); /* not before training */
+		/* Polling on a live port (ibportstate reset): it retrains at once */
+		assert_int_equal(set_pi(d, b1, 1, pi, 0, MAD_PORT_PHYS_STATE_POLLING), 0);
+		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
+		assert_int_equal(pi_of(b1, 1)->link_width_active, 1);
+		assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
+		assert_int_equal(d->devs[2].ports[0].active_width, 1);
+		assert_int_equal(d->devs[2].ports[0].active_speed, 4);
+		/* the far end enables 4X only: nothing in common, the link stays down */
+		pi = get_pi(d, peer->node, peer->num);
+		pi.link_width_enabled = 2;
+		assert_int_equal(set_pi(d, peer->node, peer->num, pi, 0, 0), 0);
+		sibd_sma_link_down(d, b1, 1, false);
+		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
+		assert_int_equal(d->sma.train_failed, 1);
+	}
 }
 
 /* M_Key (14.2.4): protect bits decide what a wrong key may do. */
@@ -1051,6 +1088,61 @@ static void test_builtin_sweep(void **state)
 	assert_int_equal(sib_subnet_route(&d->fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
 }
 
+/* A Trap to node n's SMA: 1 and the TrapRepress in out, or 0 (dropped). */
+static int send_trap(struct sibd *d, struct sib_fab_node *n, uint8_t in_port, uint8_t *out)
+{
+	build(out, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, 0, NULL, 0);
+	out[64] = 0x81; /* a generic urgent notice */
+	return sibd_sma_process(d, n, in_port, out, out);
+}
+
+/* The built-in SM on switch sw's port 0 (LID 1) is visible: IsSM, SMInfo
+ * (14.2.5.13) MASTER with the port's GUID, a counting ActCount; it
+ * represses traps while a CA's SMA (ca) drops them and has no SMInfo. */
+static void sm_is_visible(struct sibd *d, struct sib_fab_node *sw, struct sib_fab_node *ca)
+{
+	uint8_t data[64] = { 0 }, mad[MAD_SIZE];
+	struct mad_sm_info si;
+	struct mad_hdr h;
+	uint32_t act;
+
+	assert_int_equal(pi_of(sw, 0)->lid, SIBD_SM_LID);
+	assert_true(pi_of(sw, 0)->capability_mask & MAD_PORT_CAP_IS_SM);
+	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data), 0);
+	mad_sm_info_decode(&si, data);
+	assert_int_equal(si.guid, sw->ports[0].guid ? sw->ports[0].guid : sw->node_guid);
+	assert_int_equal(si.sm_key, 0);
+	assert_int_equal(si.priority, SIBD_SM_PRIORITY);
+	assert_int_equal(si.sm_state, MAD_SMINFO_STATE_MASTER);
+	assert_true(si.act_count > 0);
+	act = si.act_count;
+	assert_int_equal(sma(d, sw, 1, MAD_METHOD_SET, MAD_ATTR_SM_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(sma(d, ca, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	/* a trap: the SM represses it, the CA's SMA drops it */
+	assert_int_equal(send_trap(d, sw, 1, mad), 1);
+	mad_hdr_decode(&h, mad);
+	assert_int_equal(h.method, MAD_METHOD_TRAP_REPRESS);
+	assert_int_equal(h.r, 0);
+	assert_int_equal(h.status, 0);
+	assert_int_equal(mad[64], 0x81); /* the notice, returned */
+	assert_int_equal(d->sma.sm_traps, 1);
+	assert_int_equal(send_trap(d, ca, 1, mad), 0);
+	assert_int_equal(d->sma.sm_traps, 1);
+	/* ActCount counts */
+	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data), 0);
+	mad_sm_info_decode(&si, data);
+	assert_true(si.act_count > act);
+	/* --sm external: the same port is no SM's; SMInfo and traps are OpenSM's */
+	d->sm_external = true;
+	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data),
+			 MAD_STATUS_UNSUP_METHOD_ATTR);
+	assert_int_equal(send_trap(d, sw, 1, mad), 0);
+	assert_int_equal(d->sma.sm_traps, 1);
+	d->sm_external = false;
+}
+
 /* The default fabric: switch port 0 LID 1, softib0..3 LIDs 2..5, as before. */
 static void test_builtin_default(void **state)
 {
@@ -1070,7 +1162,9 @@ static void test_builtin_default(void **state)
 		assert_int_equal(d->devs[i].ports[0].subnet_timeout, 18);
 		assert_int_equal(d->devs[i].ports[0].max_vl_num, 4);
 		assert_int_equal(d->devs[i].ports[0].pkey[0], 0xFFFF);
+		assert_false(d->devs[i].ports[0].cap_flags & MAD_PORT_CAP_IS_SM);
 	}
+	sm_is_visible(d, node(d, "S-5eed000000000100"), node(d, "H-5eed000000000010"));
 	destroy(d);
 }
 

@@ -68,7 +68,7 @@ gone() { ! kill -0 "$1" 2>/dev/null; }
 # run_pair NAME PORT: start server_cmd (an array, with env_side before it) and
 # wait until it listens on PORT, then run client_cmd; the client's output goes
 # to $tmp/NAME.out, the server's to $tmp/NAME.srv. Status: the client's
-# (124 on timeout), 1 when the server never listened.
+# (124 on timeout), 200 when the server never listened (its output then in NAME.out).
 run_pair() {
 	local name=$1 port=$2 server rc
 	env "${env_side[@]}" timeout "$limit" "${server_cmd[@]}" >"$tmp/$name.srv" 2>&1 &
@@ -76,8 +76,8 @@ run_pair() {
 	pids+=("$server")
 	if ! wait_for 10 listening "$port"; then
 		stop "$server"
-		{ echo "server did not listen on port $port:"; cat "$tmp/$name.srv"; } >"$tmp/$name.out"
-		return 1
+		cp "$tmp/$name.srv" "$tmp/$name.out"
+		return 200
 	fi
 	env "${env_side[@]}" timeout "$limit" "${client_cmd[@]}" >"$tmp/$name.out" 2>&1
 	rc=$?
@@ -93,6 +93,7 @@ why() {
 	case $2 in
 	124) echo "$3 timed out (${limit} s)" ;;
 	127) echo "$3 not found" ;;
+	200) echo "$3 server never listened within 10 s: ${last:-no output}" ;;
 	*) echo "$3 failed (exit $2): ${last:-no output}" ;;
 	esac
 }

@@ -65,6 +65,7 @@ median() {
 }
 
 gone() { ! kill -0 "$1" 2>/dev/null; }
+ready() { listening "$1" || gone "$2"; } # PORT PID: the server listens, or it has ended
 # run_pair NAME PORT: start server_cmd (an array, with env_side before it) and
 # wait until it listens on PORT, then run client_cmd; the client's output goes
 # to $tmp/NAME.out, the server's to $tmp/NAME.srv. Status: the client's
@@ -74,7 +75,8 @@ run_pair() {
 	env "${env_side[@]}" timeout "$limit" "${server_cmd[@]}" >"$tmp/$name.srv" 2>&1 &
 	server=$!
 	pids+=("$server")
-	if ! wait_for 10 listening "$port"; then
+	wait_for 10 ready "$port" "$server"
+	if ! listening "$port"; then
 		stop "$server"
 		cp "$tmp/$name.srv" "$tmp/$name.out"
 		return 200
@@ -93,7 +95,7 @@ why() {
 	case $2 in
 	124) echo "$3 timed out (${limit} s)" ;;
 	127) echo "$3 not found" ;;
-	200) echo "$3 server never listened within 10 s: ${last:-no output}" ;;
+	200) echo "$3 server did not listen: ${last:-no output}" ;;
 	*) echo "$3 failed (exit $2): ${last:-no output}" ;;
 	esac
 }

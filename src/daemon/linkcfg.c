@@ -48,6 +48,23 @@ static struct port_rec {
  * clearing Set).  Display only, as the link stats they come from. */
 static struct sib_pma_counters retired[SIB_MAX_DEVICES][SIB_MAX_PORTS];
 
+/* Inbox i's link stats, mapped read-only (munmap SIB_INBOX_HDR_BYTES at
+ * page), or NULL if it has none (yet). */
+static const struct sib_link_stats *map_stats(struct sibd *d, uint32_t i, void **page)
+{
+	const struct sib_link_stats *st;
+
+	*page = mmap(NULL, SIB_INBOX_HDR_BYTES, PROT_READ, MAP_SHARED, d->inbox[i].fd, 0);
+	if (*page == MAP_FAILED)
+		return NULL;
+	st = (const struct sib_link_stats *)((const char *)*page + SIB_LINK_STATS_OFF);
+	if (atomic_load_explicit(&st->magic, memory_order_acquire) != SIB_LINK_STATS_MAGIC) {
+		munmap(*page, SIB_INBOX_HDR_BYTES);
+		return NULL;
+	}
+	return st;
+}
+
 static void init_caps(void)
 {
 	if (caps_init)
@@ -269,23 +286,17 @@ void sibd_link_status(struct sibd *d, FILE *f)
 		uint32_t dev = d->inbox[i].dev_index, flags;
 		void *page;
 
-		if (d->inbox[i].fd < 0)
+		if (d->inbox[i].fd < 0 || !(st = map_stats(d, i, &page)))
 			continue;
-		page = mmap(NULL, SIB_INBOX_HDR_BYTES, PROT_READ, MAP_SHARED, d->inbox[i].fd, 0);
-		if (page == MAP_FAILED)
-			continue;
-		st = (const struct sib_link_stats *)((const char *)page + SIB_LINK_STATS_OFF);
-		if (atomic_load_explicit(&st->magic, memory_order_acquire) == SIB_LINK_STATS_MAGIC) {
-			flags = atomic_load_explicit(&st->flags, memory_order_relaxed);
-			fprintf(f, "link inbox=%u pid=%d dev=%s capture=%u faults=%u", i,
-				d->inbox[i].owner ? (int)d->inbox[i].owner->pid : 0,
-				dev < d->num_devices && dev < SIB_MAX_DEVICES ? d->devs[dev].name : "?",
-				!!(flags & SIB_LINK_STAT_CAPTURE), !!(flags & SIB_LINK_STAT_FAULTS));
-			for (int c = 0; c < SIB_LC_MAX; c++)
-				fprintf(f, " %s=%llu", sib_link_counter_name[c],
-					(unsigned long long)atomic_load_explicit(&st->c[c], memory_order_relaxed));
-			fputc('\n', f);
-		}
+		flags = atomic_load_explicit(&st->flags, memory_order_relaxed);
+		fprintf(f, "link inbox=%u pid=%d dev=%s capture=%u faults=%u", i,
+			d->inbox[i].owner ? (int)d->inbox[i].owner->pid : 0,
+			dev < d->num_devices && dev < SIB_MAX_DEVICES ? d->devs[dev].name : "?",
+			!!(flags & SIB_LINK_STAT_CAPTURE), !!(flags & SIB_LINK_STAT_FAULTS));
+		for (int c = 0; c < SIB_LC_MAX; c++)
+			fprintf(f, " %s=%llu", sib_link_counter_name[c],
+				(unsigned long long)atomic_load_explicit(&st->c[c], memory_order_relaxed));
+		fputc('\n', f);
 		munmap(page, SIB_INBOX_HDR_BYTES);
 	}
 }
@@ -312,23 +323,6 @@ static void add_stats(const struct sib_link_stats *st, uint8_t port_num, struct 
 	if (port_num == 1)
 		sum->rcv_errors += atomic_load_explicit(&st->c[SIB_LC_RX_ICRC], memory_order_relaxed) +
 				   atomic_load_explicit(&st->c[SIB_LC_RX_BAD], memory_order_relaxed);
-}
-
-/* Inbox i's link stats, mapped read-only (munmap SIB_INBOX_HDR_BYTES at
- * page), or NULL if it has none (yet). */
-static const struct sib_link_stats *map_stats(struct sibd *d, uint32_t i, void **page)
-{
-	const struct sib_link_stats *st;
-
-	*page = mmap(NULL, SIB_INBOX_HDR_BYTES, PROT_READ, MAP_SHARED, d->inbox[i].fd, 0);
-	if (*page == MAP_FAILED)
-		return NULL;
-	st = (const struct sib_link_stats *)((const char *)*page + SIB_LINK_STATS_OFF);
-	if (atomic_load_explicit(&st->magic, memory_order_acquire) != SIB_LINK_STATS_MAGIC) {
-		munmap(*page, SIB_INBOX_HDR_BYTES);
-		return NULL;
-	}
-	return st;
 }
 
 void sibd_link_inbox_gone(struct sibd *d, uint32_t inbox)

@@ -27,16 +27,7 @@ done
 
 tmp=$(mktemp -d /tmp/softib-floors.XXXXXX)
 pids=()
-# stop PID: TERM, up to 3 s, then KILL; drop it from the cleanup list.
-stop() {
-	local p=$1 q keep=()
-	kill -TERM "$p" 2>/dev/null
-	for _ in $(seq 30); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-	for q in "${pids[@]}"; do [ "$q" = "$p" ] || keep+=("$q"); done
-	pids=("${keep[@]}")
-}
+. "$(dirname "$0")/lib.sh"
 cleanup() {
 	local p
 	for p in "${pids[@]}"; do stop "$p"; done
@@ -45,12 +36,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# wait_for SECONDS COMMAND...: poll every 50 ms; 1 on timeout.
-wait_for() {
-	local n=$(($1 * 20)); shift
-	for _ in $(seq "$n"); do "$@" && return 0; sleep 0.05; done
-	return 1
-}
 listening() { [ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]; }
 # free_port: a TCP port nobody listens on (the kernel's pick, else a random one ss says is free).
 free_port() {

@@ -27,6 +27,7 @@ umad2sim=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so
 
 tmp=$(mktemp -d /tmp/softib-smscale.XXXXXX)
 pids=()
+. "$here/lib.sh"
 # tree PID: PID and its descendants (found by parent PID), deepest first.
 tree() {
 	local c
@@ -59,24 +60,6 @@ trap 'cleanup; rm -rf "$tmp"' EXIT
 # ibnetdiscover are its children): on a signal, stop that whole tree.
 measuring=
 trap '[ -z "$measuring" ] || killtree "$measuring"; exit 130' INT TERM
-
-# stop PID: TERM, up to 5 s, then KILL; drop it from the cleanup list.
-stop() {
-	local p=$1 q keep=()
-	kill -TERM "$p" 2>/dev/null
-	for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
-	kill -KILL "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-	for q in "${pids[@]}"; do [ "$q" = "$p" ] || keep+=("$q"); done
-	pids=("${keep[@]}")
-}
-
-# wait_for SECONDS COMMAND...: poll every 50 ms; 1 on timeout.
-wait_for() {
-	local n=$(($1 * 20)); shift
-	for _ in $(seq "$n"); do "$@" && return 0; sleep 0.05; done
-	return 1
-}
 
 now() { date +%s.%N; }
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
@@ -121,7 +104,7 @@ run_side() {
 		fab=$!
 		pids+=("$fab")
 		wait_for "$limit" grep -q "simulator ready" "$dir/fabric.log" ||
-			{ stop "$fab"; echo "! ibsim did not start: $(grep -v 'cannot parse' "$dir/fabric.log" | tail -1)"; return; }
+			{ stop "$fab" 5; echo "! ibsim did not start: $(grep -v 'cannot parse' "$dir/fabric.log" | tail -1)"; return; }
 		env+=(LD_PRELOAD="$umad2sim")
 	else
 		SOFTIB_SOCKET=$dir/softib.sock SOFTIB_NO_AUTOSTART=1 \
@@ -130,7 +113,7 @@ run_side() {
 		fab=$!
 		pids+=("$fab")
 		wait_for "$limit" test -S "$dir/softib.sock" ||
-			{ stop "$fab"; echo "! softibd did not start: $(tail -1 "$dir/fabric.log")"; return; }
+			{ stop "$fab" 5; echo "! softibd did not start: $(tail -1 "$dir/fabric.log")"; return; }
 		env+=(SOFTIB_SOCKET="$dir/softib.sock" SOFTIB_NO_AUTOSTART=1
 			LD_LIBRARY_PATH="$umad_dir:$build/lib")
 	fi
@@ -143,13 +126,13 @@ run_side() {
 	c1=$(cpu_of "$fab")
 	up=$(log_to_up "$dir/osm.log" 2>/dev/null || echo -)
 	if [ "$up" = - ]; then
-		stop "$fab"
+		stop "$fab" 5
 		echo "! opensm -o: no SUBNET UP (rc $rc): $(grep -m1 -E 'ERR|No local' "$dir/osm.log" "$dir/osm.out" 2>/dev/null | cut -c1-100)"
 		return
 	fi
 	(cd "$dir" && env "${env[@]}" timeout "$limit" ibnetdiscover) >"$dir/disc.out" 2>"$dir/disc.err"
 	t2=$(now)
-	stop "$fab"
+	stop "$fab" 5
 	echo "$(elapsed "$t0" "$t1") $up $(elapsed "$t1" "$t2") $(disc_nodes "$dir/disc.out")" \
 		"$(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }')" \
 		"$(awk 'NF == 2 && $1 ~ /^[0-9.]+$/ { printf "%.2f", $1 + $2 }' "$dir/osm.time" 2>/dev/null)"

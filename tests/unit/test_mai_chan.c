@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "common/ctl.h"
+#include "dev_cmd.h"
 #include "daemon_fixture.h"
 #include "mad_build.h"
 #include "softib/mai.h"
@@ -748,14 +749,7 @@ static void test_fuzz(void **state)
 
 static int dev_cmd(uint16_t op, const char *name)
 {
-	struct sib_ctl_msg msg = { .hdr.op = op };
-	int fd = sib_ctl_connect(daemon_socket()), ret;
-
-	assert_true(fd >= 0);
-	snprintf(msg.u.dev.name, sizeof(msg.u.dev.name), "%s", name);
-	ret = sib_ctl_call(fd, &msg, NULL);
-	close(fd);
-	return ret ? ret : -msg.hdr.status;
+	return dev_cmd_at(daemon_socket(), op, name);
 }
 
 /* A device that goes away takes its channels along: their clients read

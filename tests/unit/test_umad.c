@@ -27,6 +27,7 @@
 #include <infiniband/umad_str.h>
 
 #include "common/ctl.h"
+#include "dev_cmd.h"
 
 #define WAIT_MS 5000
 
@@ -420,14 +421,7 @@ static void test_issm(void **state)
 
 static int dev_cmd(uint16_t op, const char *name)
 {
-	struct sib_ctl_msg msg = { .hdr.op = op };
-	int fd = sib_ctl_connect(g_sock), ret;
-
-	assert_true(fd >= 0);
-	snprintf(msg.u.dev.name, sizeof(msg.u.dev.name), "%s", name);
-	ret = sib_ctl_call(fd, &msg, NULL);
-	close(fd);
-	return ret ? ret : -msg.hdr.status;
+	return dev_cmd_at(g_sock, op, name);
 }
 
 /* A device removed takes its ISSM FIFO along; added back, its new FIFO

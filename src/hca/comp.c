@@ -192,6 +192,24 @@ static void rd_atomic_done(struct sib_qp *qp, uint32_t psn)
 	update_comp_psn(qp, iba_psn_diff(qp->comp.acked_psn, psn) > 0 ? qp->comp.acked_psn : psn);
 }
 
+/* A READ the requester read itself (direct.c) is answered by one response
+ * without payload at its last PSN; the data is in the sink already. */
+static enum comp_state placed_read(struct comp_pass *p, struct sib_swqe *w)
+{
+	struct sib_qp *qp = p->qp;
+	uint32_t psn = p->pkt->bth.psn;
+
+	/* A response of the other kind answers another request than the one
+	 * this WQE sent last (a READ is placed, or not, from its first send). */
+	if (!w->placed || !p->pkt->placed || psn != iba_psn_add(w->first_psn, w->npsn - 1))
+		return COMPST_DONE; /* not its answer: dropped, the timer recovers */
+	if (!(p->pkt->op->flags & IBA_OP_ONLY) || p->pkt->paylen || qp->comp.read_rcvd)
+		return COMPST_ERR_BAD_RESP;
+	qp->comp.psn = iba_psn_add(psn, 1);
+	rd_atomic_done(qp, psn);
+	return COMPST_PROGRESS;
+}
+
 static enum comp_state do_read(struct comp_pass *p)
 {
 	struct sib_qp *qp = p->qp;
@@ -203,6 +221,8 @@ static enum comp_state do_read(struct comp_pass *p)
 	/* A READ response implicitly ACKs every request before it. */
 	ack_upto(qp, iba_psn_add(psn, IBA_PSN_MASK));
 	w = sq_oldest(qp);
+	if (w && is_read(w) && w->state == SIB_SWQE_SENT && (pkt->placed || w->placed))
+		return placed_read(p, w);
 	if (!w || !is_read(w) || w->state != SIB_SWQE_SENT ||
 	    psn != iba_psn_add(w->first_psn, qp->comp.read_rcvd))
 		return COMPST_DONE; /* duplicate or out of order: dropped, the timer recovers */

@@ -149,6 +149,7 @@ bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_ring *ri
 	int rc;
 
 	tx->slot = NULL;
+	tx->sflags = 0;
 	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen, pn)) {
 		qp->ctx->port_down_drops++; /* link down: lost on the wire */
 		tx_discard(qp, pn);
@@ -218,7 +219,8 @@ void sib_tx_end(struct sib_qp *qp, struct sib_tx *tx, size_t paylen)
 		len += IBA_VCRC_BYTES;
 	}
 	/* The one exit of every packet (src/link). */
-	if (sib_link_send(&qp->ctx->link, &tx->lt, (uint32_t)len, qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0))
+	if (sib_link_send(&qp->ctx->link, &tx->lt, (uint32_t)len,
+			  (qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0) | tx->sflags))
 		qp->ctx->tx_no_dest++; /* the peer took us for dead: lost on the wire */
 }
 
@@ -235,7 +237,8 @@ static void rx_packet(struct sib_context *ctx, const uint8_t *data, uint32_t len
 		len = 0; /* an impossible length: dropped as malformed */
 	why = sib_recv(ctx, data, len, ((sflags & SIB_SLOT_F_VCRC) ? SIB_RX_VCRC : 0) |
 		       /* XRC forwarding: the flag and the domain bits (xrc_fwd.c) */
-		       ((sflags & SIB_SLOT_F_XRC_FWD) ? sflags & ~(uint32_t)SIB_SLOT_F_VCRC : 0));
+		       ((sflags & SIB_SLOT_F_XRC_FWD) ? sflags & ~(uint32_t)SIB_SLOT_F_VCRC : 0) |
+		       (sflags & SIB_SLOT_F_PLACED)); /* direct placement (direct.c) */
 	if (why == SIB_RX_DELIVERED || why == SIB_RX_DROP_LINK_DOWN)
 		return; /* a downed link loses packets; they are not bad ones */
 	/* Damaged on the way (IBA 9.8.x: ICRC failures are silently dropped). */

@@ -59,6 +59,8 @@
 #define SIB_MAX_SRQ_WR       SIB_MAX_QP_WR
 
 struct sib_context;
+struct sib_dx;
+struct sib_dx_region;
 
 /*
  * A verbs device.  rdma-core allocates devices as struct verbs_device
@@ -79,6 +81,8 @@ struct sib_mr {
 	uint32_t handle;               /* softibd object handle */
 	uint64_t tab_handle;           /* in ctx->mrs */
 	struct sib_mr_range range;     /* PD handle, iova, length, access */
+	struct sib_dx_region *dx_region; /* its pages on a memfd (direct.c), or NULL */
+	unsigned int dx_fork_gen;      /* direct.c: the region is this process's */
 };
 
 struct sib_pd {
@@ -133,6 +137,8 @@ struct sib_swqe {
 	enum ibv_wc_status status;
 	bool signaled;
 	bool started;                  /* the requester has assigned first_psn */
+	bool placed;                   /* its data moved directly (direct.c): resent
+					  as the placed packet, never copied again */
 	/* UD (ud.c): the WR's address vector, copied at post (an AH may be
 	 * destroyed once the WR is posted), destination QPN and Q_Key */
 	struct ibv_ah_attr ud_av;
@@ -350,6 +356,7 @@ struct sib_context {
 	_Atomic uint64_t next_deadline; /* earliest timer, 0 = none (read by the engine thread) */
 	bool tx_blocked;               /* this pass found a peer inbox full */
 	bool vcrc;                     /* compute/check VCRC on the shm link */
+	struct sib_dx *dx;             /* direct placement: export table, peer cache (direct.c) */
 
 	int32_t pid;                   /* getpid() at open: producers tag slots with it */
 	uint32_t empty_passes;         /* engine passes, for the link's housekeeping */
@@ -480,6 +487,9 @@ void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
 /* The slot said SIB_SLOT_F_XRC_FWD: a packet another context of this device
  * forwards (xrc_fwd.c), checked against softibd's qp_xrcd[] there. */
 #define SIB_RX_XRC_FWD SIB_SLOT_F_XRC_FWD
+/* The slot said SIB_SLOT_F_PLACED: a WRITE or READ whose data the requester
+ * moved itself (direct.c); the packet has no payload (iba_pkt.placed). */
+#define SIB_RX_PLACED SIB_SLOT_F_PLACED
 #define SIB_RX_DELIVERED SIB_RX_DROP_COUNT
 enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
 			  unsigned int flags);

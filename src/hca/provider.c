@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/fabric_view.h"
+#include "hca/direct.h"
 #include "hca/mw.h"
 #include "hca/transport.h"
 
@@ -141,6 +142,11 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 	c->async_fd = pfd[0];
 	ctx->async_wfd = pfd[1];
 	(void)fcntl(ctx->async_wfd, F_SETFL, O_NONBLOCK);
+	/* Direct placement (direct.c): off, not failed, if its memfds cannot
+	 * be made; everything goes through packets then. */
+	rc = sib_dx_ctx_init(ctx);
+	if (rc && !ctx->dx)
+		goto err_pipe;
 	rc = sib_engine_start(ctx);
 	if (rc)
 		goto err_pipe;
@@ -151,6 +157,7 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 err_engine:
 	sib_engine_stop(ctx);
 err_pipe:
+	sib_dx_ctx_fini(ctx);
 	close(pfd[0]);
 	close(pfd[1]);
 err_mws:
@@ -189,6 +196,7 @@ static void sib_free_context(struct ibv_context *context)
 	}
 	close(context->async_fd);
 	close(ctx->async_wfd);
+	sib_dx_ctx_fini(ctx);
 	sib_objtab_fini(&ctx->qps);
 	sib_objtab_fini(&ctx->mrs);
 	sib_mw_ctx_fini(ctx);
@@ -359,6 +367,7 @@ static struct ibv_mr *sib_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 	mr->range.length = length;
 	mr->range.access = access;
 	atomic_fetch_add(&pd->usecnt, 1);
+	sib_dx_mr_attach(ctx, mr); /* pages onto a memfd, export entry (direct.c) */
 	sib_objtab_publish(&ctx->mrs, h, mr);
 	return &mr->ibv;
 err_obj:
@@ -385,12 +394,14 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
 
 	if (rc == ENOENT)
 		return EINVAL; /* not ours (a stale MR) */
+	sib_dx_mr_revoke(ctx, mr); /* no peer copies into it from here on */
 	/* ETIMEDOUT: a user never let go: the MR is unreachable all the same,
 	 * so finish the deregistration and leak only its memory (the slot
 	 * stays retired; an EBUSY here would pin the PD forever). */
 	rc = sib_objtab_wait(&ctx->mrs, mr->tab_handle, SIB_DESTROY_WAIT_NS, sib_engine_poke, ctx);
 	if (!rc)
 		sib_objtab_release(&ctx->mrs, mr->tab_handle);
+	sib_dx_mr_detach(mr); /* private pages again, once no MR uses them */
 	atomic_fetch_sub(&((struct sib_pd *)ibmr->pd)->usecnt, 1);
 	sib_host->obj_destroy(mr->handle);
 	if (!rc)
@@ -464,6 +475,7 @@ static int sib_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, voi
 	}
 	if (sib_objtab_unpublish(&ctx->mrs, h))
 		return EINVAL; /* not ours (a stale MR) */
+	sib_dx_mr_revoke(ctx, mr); /* no peer copies into the old MR from here on */
 	rc = sib_objtab_wait(&ctx->mrs, h, SIB_DESTROY_WAIT_NS, sib_engine_poke, ctx);
 	if (!rc) {
 		if (new_pd)
@@ -476,6 +488,9 @@ static int sib_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, voi
 			mr->ibv.length = length;
 		}
 	}
+	/* The export entry again: the new range's pages (the old ones go back
+	 * to private memory unless another MR uses them), access and PD. */
+	sib_dx_mr_attach(ctx, mr);
 	sib_objtab_republish(&ctx->mrs, h, mr, &mr->tab_handle);
 	if (rc)
 		return EBUSY;

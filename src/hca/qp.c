@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/fabric_view.h"
+#include "hca/direct.h"
 #include "hca/hca.h"
 #include "hca/mw.h"
 #include "hca/qp_state.h"
@@ -249,6 +250,7 @@ int sib_destroy_qp(struct ibv_qp *ibqp)
 	 * as rdma-core, wait until every delivered event was acknowledged. */
 	if (qp_unpublish(ctx, qp))
 		return EBUSY; /* a user never let go: leak it rather than free it */
+	sib_dx_qp_unexport(qp);
 	sib_mcast_qp_gone(qp); /* softibd drops its attachments with the object */
 	sib_mw_qp_gone(qp);    /* its type 2 windows go invalid */
 	pthread_mutex_lock(&ibqp->mutex);
@@ -385,6 +387,8 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 	}
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		qp->en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		sib_dx_qp_export(qp); /* what peers' direct placement checks (direct.c) */
 
 	if (next == cur)
 		return;

@@ -78,6 +78,7 @@ static enum sib_rx_drop hdr_check(struct rx *rx, const uint8_t *buf, uint32_t le
 	if (flags & SIB_RX_VCRC)
 		dflags |= IBA_CHECK_VCRC;
 	rc = iba_decode(buf, len, dflags, &rx->pkt);
+	rx->pkt.placed = (flags & SIB_RX_PLACED) && !(flags & SIB_RX_XRC_FWD);
 	if (rc == IBA_ERR_ICRC || rc == IBA_ERR_VCRC)
 		return SIB_RX_DROP_CRC;
 	if (rc != IBA_OK)

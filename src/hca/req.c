@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "hca/atomic.h"
+#include "hca/direct.h"
 #include "hca/mw.h"
 #include "hca/transport.h"
 #include "hca/wr.h"
@@ -128,13 +129,38 @@ static enum sib_pos packet_pos(bool first, bool last)
 	return last ? SIB_POS_LAST : SIB_POS_MIDDLE;
 }
 
+/*
+ * Direct placement (direct.c, docs/transport.md): may this WQE's data move
+ * through the peer's mapping now?  An RC WRITE (with or without immediate)
+ * or READ, at its start, over a plain memory link, and no earlier request
+ * of this QP that went as packets may still be unacknowledged: its packets
+ * could otherwise land after this WRITE, or this READ read ahead of them.
+ * A WQE placed once is sent as the placed packet again on a retry (its
+ * data moved exactly once, in order with the other requests).
+ */
+static bool try_place(struct sib_qp *qp, struct sib_swqe *w, const struct sib_wr_info *wi)
+{
+	if (w->placed)
+		return true;
+	if (!(wi->flags & (SIB_WR_WRITE | SIB_WR_READ)) || qp->ibv.qp_base.qp_type != IBV_QPT_RC ||
+	    qp->req.offset || !w->length || qp->ctx->link.slow)
+		return false;
+	if (qp->req.pkt_unacked) {
+		if (iba_psn_diff(qp->comp.psn, qp->req.pkt_end) < 0)
+			return false;
+		qp->req.pkt_unacked = false;
+	}
+	w->placed = sib_dx_place(qp, w, wi->flags & SIB_WR_READ);
+	return w->placed;
+}
+
 static enum req_state send_packet(struct req_pass *p)
 {
 	struct sib_qp *qp = p->qp;
 	struct sib_swqe *w = p->w;
 	const struct sib_wr_info *wi = sib_wr_info(w->opcode);
 	uint32_t off = qp->req.offset, left = w->length - off;
-	bool read, last, ackreq, copy_failed = false;
+	bool read, last, ackreq, copy_failed = false, placed = false;
 	uint32_t paylen, hdrs;
 	struct sib_tx tx;
 	int opc;
@@ -156,7 +182,14 @@ static enum req_state send_packet(struct req_pass *p)
 		return REQST_ERR_LOC_PROT;
 	if (!sib_tx_begin(qp, &tx))
 		return REQST_DONE; /* the wire is full: the next pass resumes here */
-	if (read || ++qp->req.pkts_since_ack >= SIB_ACKREQ_EVERY || last)
+	if (off == 0 && (tx.slot || w->placed) && try_place(qp, w, wi)) {
+		/* One packet without payload for the whole message. */
+		placed = last = true;
+		paylen = 0;
+		opc = sib_wr_pkt_opcode(sib_qpt_transport(qp->ibv.qp_base.qp_type), w->opcode, SIB_POS_ONLY);
+		tx.sflags = SIB_SLOT_F_PLACED;
+	}
+	if (read || placed || ++qp->req.pkts_since_ack >= SIB_ACKREQ_EVERY || last)
 		qp->req.pkts_since_ack = 0;
 	ackreq = qp->req.pkts_since_ack == 0 && !sib_qp_is_uc(qp); /* UC: never acknowledged */
 	if (tx.slot) {
@@ -192,13 +225,17 @@ static enum req_state send_packet(struct req_pass *p)
 	 * WQE fails (the QP goes to ERR, the peer's message never completes). */
 	if (copy_failed)
 		return REQST_ERR_LOC_PROT;
-	if (read) {
+	if (read || placed) {
 		qp->req.psn = iba_psn_add(qp->req.psn, sib_msg_npsn(left, qp->mtu));
-		qp->req.reads_outstanding++;
+		qp->req.reads_outstanding += read;
 		qp->req.offset = w->length;
 	} else {
 		qp->req.psn = iba_psn_add(qp->req.psn, 1);
 		qp->req.offset += paylen;
+	}
+	if (!placed) { /* direct placement waits until these are acknowledged */
+		qp->req.pkt_end = qp->req.psn;
+		qp->req.pkt_unacked = true;
 	}
 	arm_retry_timer(qp);
 	return last ? REQST_WQE_SENT : REQST_SEND_PACKET;
@@ -313,9 +350,11 @@ void sib_req_rewind(struct sib_qp *qp, uint32_t psn)
 			if (wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) && qp->req.reads_outstanding)
 				qp->req.reads_outstanding--;
 		}
+		if (w->placed) /* one packet stands for all its PSNs */
+			d = 0;
 		qp->req.wqe = i;
 		qp->req.offset = (uint32_t)d * qp->mtu;
-		qp->req.psn = psn;
+		qp->req.psn = iba_psn_add(w->first_psn, (uint32_t)d);
 		qp->req.pkts_since_ack = 0;
 		w->state = SIB_SWQE_POSTED;
 		return;

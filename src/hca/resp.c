@@ -259,6 +259,16 @@ static enum resp_state check_length(struct resp_pass *p)
 	const struct iba_pkt *pkt = p->pkt;
 	uint32_t f = p->f, len = pkt->paylen;
 
+	if (pkt->placed) {
+		/* Direct placement (direct.c): a WRITE ONLY or READ request for a
+		 * whole message, no payload; nothing else may be flagged. */
+		if ((!((f & IBA_OP_WRITE) && (f & IBA_OP_ONLY)) && !(f & IBA_OP_READ)) ||
+		    qp->ibv.qp_base.qp_type != IBV_QPT_RC)
+			return RESPST_ERR_LENGTH;
+		if (len || !pkt->reth.dmalen || pkt->reth.dmalen > SIB_MAX_MSG_SZ)
+			return RESPST_ERR_LENGTH;
+		return RESPST_CHK_KEYS;
+	}
 	if (f & (IBA_OP_SEND | IBA_OP_WRITE)) {
 		if ((f & (IBA_OP_FIRST | IBA_OP_MIDDLE)) && len != qp->mtu)
 			return RESPST_ERR_LENGTH;
@@ -417,6 +427,14 @@ static enum resp_state do_write(struct resp_pass *p)
 		qp->resp.remaining = pkt->reth.dmalen;
 		qp->resp.offset = 0;
 	}
+	if (pkt->placed) {
+		/* The requester placed the data (direct.c): the message's PSNs
+		 * and length are accounted as if its packets had come. */
+		qp->resp.offset = pkt->reth.dmalen;
+		qp->resp.epsn = iba_psn_add(qp->resp.epsn, sib_msg_npsn(pkt->reth.dmalen, qp->mtu));
+		qp->resp.remaining = 0;
+		goto last;
+	}
 	if (pkt->paylen)
 		memcpy(sib_mr_ptr(qp->resp.mr, qp->resp.va), pkt->payload, pkt->paylen);
 	qp->resp.va += pkt->paylen;
@@ -427,6 +445,7 @@ static enum resp_state do_write(struct resp_pass *p)
 		qp->resp.in_write = true;
 		return RESPST_ACKNOWLEDGE;
 	}
+last:
 	qp->resp.msn = iba_psn_add(qp->resp.msn, 1);
 	qp->resp.in_write = false;
 	if (qp->resp.mr) {
@@ -462,6 +481,7 @@ static void queue_read(struct sib_qp *qp, const struct iba_pkt *pkt, struct resp
 	res->mr_h = p->mr_h;
 	res->rkey = pkt->reth.rkey;
 	res->dup = duplicate;
+	res->placed = pkt->placed;
 	p->mr = NULL;
 	r->rd_res_head = (r->rd_res_head + 1) % r->rd_res_size;
 }
@@ -515,8 +535,13 @@ static enum resp_state complete(struct resp_pass *p)
 
 static enum resp_state acknowledge(struct resp_pass *p)
 {
-	if (p->pkt->bth.ackreq && !sib_qp_is_uc(p->qp)) /* UC never ACKs */
-		ack(p->qp, p->pkt->bth.psn);
+	const struct iba_pkt *pkt = p->pkt;
+
+	if (pkt->bth.ackreq && !sib_qp_is_uc(p->qp)) /* UC never ACKs */
+		/* a placed message: its last PSN (direct.c) */
+		ack(p->qp, pkt->placed ? iba_psn_add(pkt->bth.psn, sib_msg_npsn(pkt->reth.dmalen,
+									       p->qp->mtu) - 1)
+				       : pkt->bth.psn);
 	return RESPST_DONE;
 }
 
@@ -652,6 +677,33 @@ void sib_resp_packet(struct sib_qp *qp, const struct iba_pkt *pkt)
 	}
 }
 
+/* A placed READ (direct.c): the requester has read the data itself; one
+ * RDMA READ Response Only without payload at the READ's last PSN answers
+ * it and acknowledges all its PSNs.  False if the wire is full. */
+static bool send_placed_response(struct sib_qp *qp, struct sib_read_res *res, uint32_t npkt)
+{
+	struct sib_tx tx;
+
+	if (!held_key(qp, &res->mr, res->mr_h, res->rkey)) {
+		res->psn = iba_psn_add(res->first_psn, npkt); /* MR gone: no answer */
+		return true;
+	}
+	if (!sib_tx_begin(qp, &tx))
+		return false;
+	if (tx.slot) {
+		tx.h.bth.opcode = sib_resp_opcode(qp, IBA_OPC_RDMA_READ_RESPONSE_ONLY);
+		tx.h.bth.psn = iba_psn_add(res->first_psn, npkt - 1);
+		tx.h.aeth.syndrome = ack_syndrome(qp);
+		tx.h.aeth.msn = res->msn;
+		tx.sflags = SIB_SLOT_F_PLACED;
+		sib_tx_headers(&tx);
+		sib_tx_end(qp, &tx, 0);
+	}
+	res->sent = res->len;
+	res->psn = iba_psn_add(res->first_psn, npkt);
+	return true;
+}
+
 /* Send queued READ responses.  False if the wire is full. */
 static bool send_read_responses(struct sib_qp *qp)
 {
@@ -668,6 +720,8 @@ static bool send_read_responses(struct sib_qp *qp)
 			continue;
 		}
 
+		if (res->placed && !send_placed_response(qp, res, npkt))
+			return false;
 		while ((uint32_t)iba_psn_diff(res->psn, res->first_psn) < npkt) {
 			uint32_t idx = (uint32_t)iba_psn_diff(res->psn, res->first_psn);
 			bool first = idx == 0, last = idx + 1 == npkt;

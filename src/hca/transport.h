@@ -27,6 +27,9 @@ struct sib_req {
 	uint32_t offset;               /* bytes of sq[wqe] already sent */
 	uint32_t pkts_since_ack;       /* packets since the last AckReq */
 	uint32_t reads_outstanding;    /* READs sent and not completed */
+	uint32_t pkt_end;              /* PSN after the last request sent as packets */
+	bool pkt_unacked;              /* ... and it may not be acknowledged yet: no
+					  direct placement until it is (direct.c) */
 	bool local_err;                /* sq[local_err_idx] failed a local check */
 	uint32_t local_err_idx;
 };
@@ -52,6 +55,8 @@ struct sib_read_res {
 	struct sib_mr *mr;             /* a reference (mr_h), NULL: none or dropped */
 	uint64_t mr_h;
 	uint32_t rkey;                 /* the RETH's R_Key (an MR's or a window's) */
+	bool placed;                   /* the requester read the data itself: one
+					  response without payload (direct.c) */
 	bool dup;                      /* answers a duplicate: not counted against
 					  max_dest_rd_atomic (only new requests are) */
 	/* atomics (atomic.c): an ATOMIC_ACKNOWLEDGE owed instead of READ data */
@@ -144,6 +149,7 @@ struct sib_tx {
 	struct sib_link_tx lt;         /* the buffer reserved on the link */
 	uint8_t *slot;                 /* where the packet goes; NULL: peer unreachable, lost */
 	size_t hdr_len;
+	uint32_t sflags;               /* extra slot flags (SIB_SLOT_F_PLACED), 0 by sib_tx_begin */
 };
 
 /* Reserve room on the link toward qp's peer.  False: its inbox is full,

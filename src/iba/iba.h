@@ -228,6 +228,8 @@ struct iba_pkt {
 	const uint8_t *payload;
 	uint32_t paylen;		/* payload bytes, pad excluded */
 	uint32_t hdr_len;		/* bytes from LRH start to payload start */
+	bool placed;			/* not a wire field: the receiver sets it from the
+					   link slot's SIB_SLOT_F_PLACED (softib hca direct.c) */
 };
 
 enum iba_err {

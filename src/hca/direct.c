@@ -1,0 +1,793 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Direct placement (docs/transport.md "Direct placement"; not IBA: the
+ * memory link's shortcut for RDMA WRITE and READ, keeping IBA 9.7's
+ * semantics).  Owns: the process's registry of registered pages moved onto
+ * memfds (reg/dereg/fork), each context's export table and in-flight
+ * counters, and the engine's cache of peers' tables and MR mappings.
+ * Everything a peer wrote is hostile (DESIGN principle 6): fds are opened
+ * only when they are softib memfds of a process of our euid, sizes are
+ * bounded by fstat, seqlocks are read once and rechecked.  Must not: touch
+ * partial pages, file or shared mappings, or block a post for long.
+ * Locking: dx_lock for the registry; the peer cache under progress_lock.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hca/direct.h"
+#include "hca/mw.h"
+#include "hca/transport.h"
+
+#define DX_PEERS 8                 /* peers' tables a context keeps mapped */
+#define DX_MAPS  16                /* peers' MR memfds a context keeps mapped */
+#define DX_FD_SCAN_MAX 65536       /* fds looked at when finding a peer's table */
+#define DX_REVOKE_WAIT_NS 5000000000ull /* as destroy waits for its users (qp.c) */
+
+/* ---- /proc/self/maps, without malloc (also in a fork child) ---- */
+
+struct maps_line {
+	uintptr_t lo, hi;
+	char perms[5];
+	unsigned long ino;
+	char path[64];
+};
+
+struct maps_reader {
+	int fd;
+	char buf[4096];
+	size_t len, pos;
+};
+
+static bool maps_next(struct maps_reader *m, struct maps_line *l)
+{
+	char line[512];
+	size_t n = 0;
+
+	for (;;) {
+		if (m->pos == m->len) {
+			ssize_t r = read(m->fd, m->buf, sizeof(m->buf));
+
+			if (r <= 0)
+				return false;
+			m->len = (size_t)r;
+			m->pos = 0;
+		}
+		char c = m->buf[m->pos++];
+
+		if (c == '\n')
+			break;
+		if (n < sizeof(line) - 1)
+			line[n++] = c;
+	}
+	line[n] = 0;
+	unsigned long lo, hi, off, ino;
+	unsigned int maj, mnr;
+	int pathpos = 0;
+
+	memset(l, 0, sizeof(*l));
+	if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu %n", &lo, &hi, l->perms, &off, &maj, &mnr, &ino,
+		   &pathpos) < 7)
+		return maps_next(m, l);
+	l->lo = lo;
+	l->hi = hi;
+	l->ino = ino;
+	if (pathpos > 0 && (size_t)pathpos < n)
+		snprintf(l->path, sizeof(l->path), "%s", line + pathpos);
+	return true;
+}
+
+/* Is every page of [s, e) private anonymous read-write memory (or, with
+ * ino != 0, a mapping of our memfd of that inode)? */
+static bool maps_cover(uintptr_t s, uintptr_t e, unsigned long ino)
+{
+	struct maps_reader m = { .fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC) };
+	struct maps_line l;
+	uintptr_t at = s;
+
+	if (m.fd < 0)
+		return false;
+	while (at < e && maps_next(&m, &l)) {
+		bool ok;
+
+		if (l.hi <= at)
+			continue;
+		if (l.lo > at)
+			break; /* a hole */
+		if (ino)
+			ok = l.ino == ino && !strncmp(l.path, "/memfd:softib-mr", 16) &&
+			     !strcmp(l.perms, "rw-s");
+		else
+			ok = l.ino == 0 && !strcmp(l.perms, "rw-p") &&
+			     (!l.path[0] || !strcmp(l.path, "[heap]"));
+		if (!ok)
+			break;
+		at = l.hi;
+	}
+	close(m.fd);
+	return at >= e;
+}
+
+/* ---- the registry of pages on memfds ---- */
+
+struct sib_dx_region {
+	uintptr_t start, end;
+	int fd;
+	unsigned long ino;
+	unsigned int refs;
+	struct sib_dx_region *next;
+};
+
+static pthread_mutex_t dx_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sib_dx_region *dx_regions;
+static unsigned int dx_fork_gen;          /* MRs inherited by a fork child are not ours */
+static pthread_once_t dx_once = PTHREAD_ONCE_INIT;
+
+/* Put private anonymous pages back under [start, end) with the region's
+ * contents, if the application has not remapped it meanwhile. */
+static void region_restore(struct sib_dx_region *r, bool check)
+{
+	size_t len = r->end - r->start;
+	void *tmp;
+
+	if (check && !maps_cover(r->start, r->end, r->ino))
+		return; /* unmapped or remapped by the application: leave it */
+	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED)
+		return;
+	memcpy(tmp, (void *)r->start, len);
+	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)r->start) == MAP_FAILED)
+		munmap(tmp, len);
+}
+
+static void dx_prepare(void)
+{
+	pthread_mutex_lock(&dx_lock);
+}
+
+static void dx_parent(void)
+{
+	pthread_mutex_unlock(&dx_lock);
+}
+
+/* fork: the child gets a private snapshot of every shared region, as
+ * copy-on-write would have given it; the parent is not affected. */
+static void dx_child(void)
+{
+	struct sib_dx_region *r = dx_regions;
+
+	while (r) {
+		struct sib_dx_region *next = r->next;
+
+		region_restore(r, true);
+		close(r->fd);
+		free(r);
+		r = next;
+	}
+	dx_regions = NULL;
+	dx_fork_gen++;
+	pthread_mutex_unlock(&dx_lock);
+}
+
+static void dx_init_once(void)
+{
+	(void)pthread_atfork(dx_prepare, dx_parent, dx_child);
+}
+
+/* The region holding [s, e) (page aligned): an existing one that contains it
+ * (one more reference), or a new one.  NULL: not eligible. */
+static struct sib_dx_region *region_get(uintptr_t s, uintptr_t e)
+{
+	struct sib_dx_region *r;
+	size_t len = e - s;
+	struct stat st;
+	void *tmp;
+	int fd;
+
+	for (r = dx_regions; r; r = r->next) {
+		if (s >= r->start && e <= r->end) {
+			r->refs++;
+			return r;
+		}
+		if (s < r->end && e > r->start)
+			return NULL; /* overlaps partly: no direct path for this MR */
+	}
+	if (!maps_cover(s, e, 0))
+		return NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	fd = memfd_create("softib-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		goto err;
+	if (ftruncate(fd, (off_t)len) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) || fstat(fd, &st))
+		goto err_fd;
+	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED)
+		goto err_fd;
+	memcpy(tmp, (void *)s, len);
+	munmap(tmp, len);
+	if (mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+		goto err_fd;
+	r->start = s;
+	r->end = e;
+	r->fd = fd;
+	r->ino = (unsigned long)st.st_ino;
+	r->refs = 1;
+	r->next = dx_regions;
+	dx_regions = r;
+	return r;
+err_fd:
+	close(fd);
+err:
+	free(r);
+	return NULL;
+}
+
+static void region_put(struct sib_dx_region *r)
+{
+	struct sib_dx_region **pp;
+
+	if (--r->refs)
+		return;
+	for (pp = &dx_regions; *pp && *pp != r; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = r->next;
+	region_restore(r, true);
+	close(r->fd);
+	free(r);
+}
+
+/* ---- the export table (owner side) ---- */
+
+struct sib_dx_peer {
+	uint32_t inbox, gen;
+	bool none;                     /* looked, exports nothing usable */
+	const uint8_t *tab;            /* SIB_DX_BYTES, read-only */
+	_Atomic int32_t *cnt;          /* SIB_DX_CNT_BYTES, read-write */
+	int32_t pid;
+	uint64_t used;
+};
+
+struct sib_dx_map {
+	uint32_t inbox, gen, idx, seq;
+	uint8_t *base;
+	size_t len;
+	bool rw;
+	uint64_t used;
+};
+
+struct sib_dx {
+	bool on;                       /* SOFTIB_DIRECT is not 0 */
+	int tab_fd, cnt_fd;
+	uint8_t *tab;                  /* our export table (read-write) */
+	_Atomic int32_t *cnt;          /* our in-flight counters */
+	uint64_t tick;
+	struct sib_dx_peer peers[DX_PEERS];
+	struct sib_dx_map maps[DX_MAPS];
+};
+
+static struct sib_dx_ent *tab_ent(uint8_t *tab, uint32_t idx)
+{
+	return (struct sib_dx_ent *)(tab + SIB_DX_ENT_OFF) + idx;
+}
+
+static _Atomic uint64_t *tab_qp(uint8_t *tab, uint32_t qpn)
+{
+	return (_Atomic uint64_t *)(tab + SIB_DX_QP_OFF) + qpn;
+}
+
+static int dx_memfd(const char *name, size_t len, void **map)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)len) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	*map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*map == MAP_FAILED) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
+int sib_dx_ctx_init(struct sib_context *ctx)
+{
+	const char *v = getenv("SOFTIB_DIRECT");
+	struct sib_dx *dx = calloc(1, sizeof(*dx));
+	char name[64];
+	void *m;
+	int fd;
+
+	if (!dx)
+		return ENOMEM;
+	dx->tab_fd = dx->cnt_fd = -1;
+	ctx->dx = dx;
+	if (v && !strcmp(v, "0"))
+		return 0;
+	pthread_once(&dx_once, dx_init_once);
+	snprintf(name, sizeof(name), "softib-dx-%u-%u", ctx->inbox_idx, ctx->inbox_gen);
+	fd = dx_memfd(name, SIB_DX_BYTES, &m);
+	if (fd < 0)
+		return -fd;
+	dx->tab_fd = fd;
+	dx->tab = m;
+	snprintf(name, sizeof(name), "softib-dxc-%u-%u", ctx->inbox_idx, ctx->inbox_gen);
+	fd = dx_memfd(name, SIB_DX_CNT_BYTES, &m);
+	if (fd < 0) {
+		munmap(dx->tab, SIB_DX_BYTES);
+		close(dx->tab_fd);
+		dx->tab = NULL;
+		dx->tab_fd = -1;
+		return -fd;
+	}
+	dx->cnt_fd = fd;
+	dx->cnt = m;
+	((struct sib_dx_hdr *)dx->tab)->max_mr = SIB_DX_MAX_MR;
+	__atomic_store_n(&((struct sib_dx_hdr *)dx->tab)->magic, SIB_DX_MAGIC, __ATOMIC_RELEASE);
+	dx->on = true;
+	return 0;
+}
+
+static void peer_drop(struct sib_dx_peer *p)
+{
+	if (p->tab)
+		munmap((void *)p->tab, SIB_DX_BYTES);
+	if (p->cnt)
+		munmap((void *)p->cnt, SIB_DX_CNT_BYTES);
+	memset(p, 0, sizeof(*p));
+}
+
+static void map_drop(struct sib_dx_map *m)
+{
+	if (m->base)
+		munmap(m->base, m->len);
+	memset(m, 0, sizeof(*m));
+}
+
+void sib_dx_ctx_fini(struct sib_context *ctx)
+{
+	struct sib_dx *dx = ctx->dx;
+
+	if (!dx)
+		return;
+	for (unsigned int i = 0; i < DX_PEERS; i++)
+		peer_drop(&dx->peers[i]);
+	for (unsigned int i = 0; i < DX_MAPS; i++)
+		map_drop(&dx->maps[i]);
+	if (dx->tab) {
+		munmap(dx->tab, SIB_DX_BYTES);
+		munmap((void *)dx->cnt, SIB_DX_CNT_BYTES);
+		close(dx->tab_fd);
+		close(dx->cnt_fd);
+	}
+	free(dx);
+	ctx->dx = NULL;
+}
+
+/* Seqlock write of entry idx. */
+static void ent_write(struct sib_dx *dx, uint32_t idx, const struct sib_dx_ent *v)
+{
+	struct sib_dx_ent *e = tab_ent(dx->tab, idx);
+	uint32_t s = atomic_load_explicit(&e->seq, memory_order_relaxed);
+
+	atomic_store_explicit(&e->seq, s | 1, memory_order_seq_cst);
+	__atomic_store_n(&e->rkey, v->rkey, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->iova, v->iova, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->length, v->length, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->access, v->access, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->pd, v->pd, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->fd, v->fd, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->off, v->off, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->dlo, v->dlo, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->dhi, v->dhi, __ATOMIC_RELAXED);
+	atomic_store_explicit(&e->seq, (s | 1) + 1, memory_order_release);
+}
+
+void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr)
+{
+	struct sib_dx *dx = ctx->dx;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = (uintptr_t)mr->ibv.addr, s, e;
+	uint32_t idx = mr->ibv.rkey >> 8;
+	struct sib_dx_ent v = { .fd = -1 };
+
+	struct sib_dx_region *r = mr->dx_region;
+	bool want;
+
+	if (!dx || !dx->on || idx >= SIB_DX_MAX_MR)
+		return;
+	s = (a + page - 1) & ~(page - 1);
+	e = (a + mr->ibv.length) & ~(page - 1);
+	want = (mr->range.access & (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE)) &&
+	       !(mr->range.access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)) &&
+	       a + mr->ibv.length > a && s < e;
+	/* rereg: keep the region when the pages stay the same */
+	if (r && (!want || mr->dx_fork_gen != dx_fork_gen || s < r->start || e > r->end))
+	{
+		sib_dx_mr_detach(mr);
+		r = NULL;
+	}
+	if (want && !r) {
+		pthread_mutex_lock(&dx_lock);
+		r = region_get(s, e);
+		pthread_mutex_unlock(&dx_lock);
+	}
+	if (want) {
+		if (r) {
+			mr->dx_region = r;
+			mr->dx_fork_gen = dx_fork_gen;
+			v.fd = r->fd;
+			v.off = s - r->start;
+			v.dlo = mr->range.iova + (s - a);
+			v.dhi = v.dlo + (e - s);
+		}
+	}
+	v.rkey = mr->ibv.rkey;
+	v.iova = mr->range.iova;
+	v.length = mr->range.length;
+	v.access = mr->range.access;
+	v.pd = mr->range.pd;
+	atomic_store_explicit(&dx->cnt[idx], 0, memory_order_relaxed);
+	ent_write(dx, idx, &v);
+}
+
+void sib_dx_mr_revoke(struct sib_context *ctx, struct sib_mr *mr)
+{
+	struct sib_dx *dx = ctx->dx;
+	uint32_t idx = mr->ibv.rkey >> 8;
+	struct sib_dx_ent v = { .fd = -1 };
+	uint64_t deadline;
+
+	if (!dx || !dx->on || idx >= SIB_DX_MAX_MR)
+		return;
+	ent_write(dx, idx, &v); /* seq moved: a peer that incremented after
+				   this sees it and lets go without copying */
+	deadline = sib_now_ns() + DX_REVOKE_WAIT_NS;
+	while (atomic_load_explicit(&dx->cnt[idx], memory_order_seq_cst) > 0) {
+		struct timespec ts = { 0, 10000 };
+
+		if (sib_now_ns() > deadline) {
+			fprintf(stderr, "softib: MR 0x%x: a peer never finished its direct copy\n",
+				mr->ibv.rkey);
+			break;
+		}
+		nanosleep(&ts, NULL);
+	}
+}
+
+void sib_dx_mr_detach(struct sib_mr *mr)
+{
+	struct sib_dx_region *r = mr->dx_region;
+
+	if (!r)
+		return;
+	mr->dx_region = NULL;
+	pthread_mutex_lock(&dx_lock);
+	if (mr->dx_fork_gen == dx_fork_gen)
+		region_put(r);
+	pthread_mutex_unlock(&dx_lock);
+}
+
+void sib_dx_qp_export(struct sib_qp *qp)
+{
+	struct sib_dx *dx = qp->ctx->dx;
+	uint32_t qpn = qp->ibv.qp_base.qp_num;
+	uint64_t w = 0;
+
+	if (!dx || !dx->on || qpn >= SIB_MAX_QPN)
+		return;
+	if (qp->ibv.qp_base.qp_type == IBV_QPT_RC && qp->ibv.qp_base.pd)
+		w = SIB_DX_QP_VALID | (uint64_t)(qp->access & 0x7fffffffu) << 32 |
+		    qp->ibv.qp_base.pd->handle;
+	atomic_store_explicit(tab_qp(dx->tab, qpn), w, memory_order_release);
+}
+
+void sib_dx_qp_unexport(struct sib_qp *qp)
+{
+	struct sib_dx *dx = qp->ctx->dx;
+	uint32_t qpn = qp->ibv.qp_base.qp_num;
+
+	if (dx && dx->on && qpn < SIB_MAX_QPN)
+		atomic_store_explicit(tab_qp(dx->tab, qpn), 0, memory_order_release);
+}
+
+/* ---- peers (requester side, engine context) ---- */
+
+/*
+ * Open fd n of process pid, only if it is a softib memfd whose name starts
+ * with `prefix` and that is sealed against shrinking: never a file the
+ * owner merely points at.  Returns the fd (oflags) and its size, or -1.
+ */
+static int open_peer_memfd(int32_t pid, int n, const char *prefix, int oflags, size_t *size)
+{
+	char path[64], link[128], self[64];
+	struct stat st;
+	ssize_t l;
+	int pfd, fd, seals;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, n);
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0)
+		return -1;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
+	l = readlink(self, link, sizeof(link) - 1);
+	if (l <= 0 || fstat(pfd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(pfd);
+		return -1;
+	}
+	link[l] = 0;
+	if (strncmp(link, "/memfd:", 7) || strncmp(link + 7, prefix, strlen(prefix))) {
+		close(pfd);
+		return -1;
+	}
+	fd = open(self, oflags | O_CLOEXEC);
+	close(pfd);
+	if (fd < 0)
+		return -1;
+	seals = fcntl(fd, F_GET_SEALS);
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) || st.st_size < 0) {
+		close(fd);
+		return -1;
+	}
+	*size = (size_t)st.st_size;
+	return fd;
+}
+
+/* Find the owner's table and counters: scan its fds for our names. */
+static bool peer_open(struct sib_dx_peer *p, int32_t pid)
+{
+	char dpath[32], want_tab[64], want_cnt[64];
+	struct stat st;
+	DIR *d;
+	struct dirent *de;
+	int tab = -1, cnt = -1, seen = 0;
+	size_t sz;
+
+	snprintf(dpath, sizeof(dpath), "/proc/%d", pid);
+	if (pid <= 0 || stat(dpath, &st) || st.st_uid != geteuid())
+		return false;
+	snprintf(want_tab, sizeof(want_tab), "softib-dx-%u-%u ", p->inbox, p->gen);
+	snprintf(want_cnt, sizeof(want_cnt), "softib-dxc-%u-%u ", p->inbox, p->gen);
+	snprintf(dpath, sizeof(dpath), "/proc/%d/fd", pid);
+	d = opendir(dpath);
+	if (!d)
+		return false;
+	while ((tab < 0 || cnt < 0) && seen++ < DX_FD_SCAN_MAX && (de = readdir(d))) {
+		char lpath[64], link[128], *end;
+		long n = strtol(de->d_name, &end, 10);
+		ssize_t l;
+
+		if (*end || n < 0 || n > INT_MAX)
+			continue;
+		/* A cheap look at the name first; open_peer_memfd checks again
+		 * on the file it actually opens. */
+		snprintf(lpath, sizeof(lpath), "/proc/%d/fd/%ld", pid, n);
+		l = readlink(lpath, link, sizeof(link) - 1);
+		if (l <= 7 || strncmp(link, "/memfd:softib-dx", 16))
+			continue;
+		link[l] = 0;
+		if (tab < 0 && !strncmp(link + 7, want_tab, strlen(want_tab))) {
+			tab = open_peer_memfd(pid, (int)n, want_tab, O_RDONLY, &sz);
+			if (tab >= 0 && sz != SIB_DX_BYTES) {
+				close(tab);
+				tab = -1;
+			}
+		} else if (cnt < 0 && !strncmp(link + 7, want_cnt, strlen(want_cnt))) {
+			cnt = open_peer_memfd(pid, (int)n, want_cnt, O_RDWR, &sz);
+			if (cnt >= 0 && sz != SIB_DX_CNT_BYTES) {
+				close(cnt);
+				cnt = -1;
+			}
+		}
+	}
+	closedir(d);
+	if (tab >= 0 && cnt >= 0) {
+		void *t = mmap(NULL, SIB_DX_BYTES, PROT_READ, MAP_SHARED, tab, 0);
+		void *c = mmap(NULL, SIB_DX_CNT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, cnt, 0);
+
+		if (t != MAP_FAILED && c != MAP_FAILED &&
+		    __atomic_load_n(&((const struct sib_dx_hdr *)t)->magic, __ATOMIC_ACQUIRE) == SIB_DX_MAGIC) {
+			p->tab = t;
+			p->cnt = c;
+		} else {
+			if (t != MAP_FAILED)
+				munmap(t, SIB_DX_BYTES);
+			if (c != MAP_FAILED)
+				munmap(c, SIB_DX_CNT_BYTES);
+		}
+	}
+	if (tab >= 0)
+		close(tab);
+	if (cnt >= 0)
+		close(cnt);
+	return p->tab != NULL;
+}
+
+static struct sib_dx_peer *peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t gen)
+{
+	struct sib_dx_peer *p, *victim = &dx->peers[0];
+	int32_t pid;
+
+	for (unsigned int i = 0; i < DX_PEERS; i++) {
+		p = &dx->peers[i];
+		if (p->used && p->inbox == inbox && p->gen == gen) {
+			p->used = ++dx->tick;
+			return p->none ? NULL : p;
+		}
+		if (p->used && p->inbox == inbox) {
+			peer_drop(p); /* that peer is gone: its inbox has a new gen */
+			for (unsigned int j = 0; j < DX_MAPS; j++)
+				if (dx->maps[j].used && dx->maps[j].inbox == inbox)
+					map_drop(&dx->maps[j]);
+		}
+		if (p->used < victim->used)
+			victim = p;
+	}
+	p = victim;
+	peer_drop(p);
+	p->inbox = inbox;
+	p->gen = gen;
+	p->used = ++dx->tick;
+	pid = __atomic_load_n(&sib_fabric->inboxes[inbox].pid, __ATOMIC_RELAXED);
+	p->pid = pid;
+	p->none = !peer_open(p, pid) ||
+		  atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != gen;
+	if (p->none && p->tab) {
+		munmap((void *)p->tab, SIB_DX_BYTES);
+		munmap((void *)p->cnt, SIB_DX_CNT_BYTES);
+		p->tab = NULL;
+		p->cnt = NULL;
+	}
+	return p->none ? NULL : p;
+}
+
+/* A consistent copy of a peer's entry; false while it is being written. */
+static bool ent_read(const struct sib_dx_peer *p, uint32_t idx, struct sib_dx_ent *v)
+{
+	const struct sib_dx_ent *e = (const struct sib_dx_ent *)(p->tab + SIB_DX_ENT_OFF) + idx;
+	uint32_t s = atomic_load_explicit(&e->seq, memory_order_acquire);
+
+	if (!s || (s & 1))
+		return false;
+	v->rkey = __atomic_load_n(&e->rkey, __ATOMIC_RELAXED);
+	v->iova = __atomic_load_n(&e->iova, __ATOMIC_RELAXED);
+	v->length = __atomic_load_n(&e->length, __ATOMIC_RELAXED);
+	v->access = __atomic_load_n(&e->access, __ATOMIC_RELAXED);
+	v->pd = __atomic_load_n(&e->pd, __ATOMIC_RELAXED);
+	v->fd = __atomic_load_n(&e->fd, __ATOMIC_RELAXED);
+	v->off = __atomic_load_n(&e->off, __ATOMIC_RELAXED);
+	v->dlo = __atomic_load_n(&e->dlo, __ATOMIC_RELAXED);
+	v->dhi = __atomic_load_n(&e->dhi, __ATOMIC_RELAXED);
+	atomic_thread_fence(memory_order_acquire);
+	if (atomic_load_explicit(&e->seq, memory_order_relaxed) != s)
+		return false;
+	v->seq = s;
+	return true;
+}
+
+/* The mapping of the memfd behind entry v (seq s) of peer p, whole. */
+static struct sib_dx_map *map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint32_t idx,
+				  const struct sib_dx_ent *v, bool rw)
+{
+	struct sib_dx_map *m, *victim = &dx->maps[0];
+	uint32_t seq = atomic_load_explicit(&v->seq, memory_order_relaxed);
+	size_t size;
+	void *base;
+	int fd;
+
+	for (unsigned int i = 0; i < DX_MAPS; i++) {
+		m = &dx->maps[i];
+		if (m->used && m->inbox == p->inbox && m->gen == p->gen && m->idx == idx && m->seq == seq &&
+		    (m->rw || !rw)) {
+			m->used = ++dx->tick;
+			return m;
+		}
+		if (m->used < victim->used)
+			victim = m;
+	}
+	if (v->fd < 0)
+		return NULL;
+	fd = open_peer_memfd(p->pid, v->fd, "softib-mr ", rw ? O_RDWR : O_RDONLY, &size);
+	if (fd < 0)
+		return NULL;
+	/* Bounded by the file's real size, whatever the entry says. */
+	if (v->dhi <= v->dlo || v->off > size || v->dhi - v->dlo > size - v->off) {
+		close(fd);
+		return NULL;
+	}
+	base = mmap(NULL, size, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (base == MAP_FAILED)
+		return NULL;
+	m = victim;
+	map_drop(m);
+	m->inbox = p->inbox;
+	m->gen = p->gen;
+	m->idx = idx;
+	m->seq = seq;
+	m->base = base;
+	m->len = size;
+	m->rw = rw;
+	m->used = ++dx->tick;
+	return m;
+}
+
+bool sib_dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
+{
+	struct sib_context *ctx = qp->ctx;
+	struct sib_dx *dx = ctx->dx;
+	unsigned int need = read ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE;
+	uint32_t idx = w->rkey >> 8, inbox, gen;
+	struct sib_dx_peer *p;
+	struct sib_dx_map *m;
+	struct sib_dx_ent v;
+	_Atomic int32_t *cnt;
+	uint64_t qw, va = w->remote_addr, len = w->length;
+	enum ibv_wc_status st;
+	uint8_t *at;
+
+	if (!dx || !dx->on || !len || sib_key_is_mw(w->rkey) || idx >= SIB_DX_MAX_MR || !qp->dest.ring)
+		return false;
+	inbox = SIB_QPO_INBOX(qp->dest.owner);
+	gen = SIB_QPO_GEN(qp->dest.owner);
+	if (inbox >= SIB_MAX_INBOXES || qp->dest_qpn >= SIB_MAX_QPN)
+		return false;
+	p = peer_get(dx, inbox, gen);
+	if (!p)
+		return false;
+	/* The responder QP's PD and access, as its CHK_OP_VALID and CHK_KEYS
+	 * will see them: no copy its checks would refuse. */
+	qw = atomic_load_explicit((const _Atomic uint64_t *)(p->tab + SIB_DX_QP_OFF) + qp->dest_qpn,
+				  memory_order_acquire);
+	if (!(qw & SIB_DX_QP_VALID) || !((qw >> 32) & need))
+		return false;
+	if (!ent_read(p, idx, &v) || v.rkey != w->rkey || (v.access & need) != need ||
+	    v.pd != (uint32_t)qw || v.fd < 0)
+		return false;
+	/* Inside the MR and inside its memfd-backed pages (overflow-safe). */
+	if (len > v.length || va < v.iova || va - v.iova > v.length - len ||
+	    va < v.dlo || v.dhi < v.dlo || len > v.dhi - v.dlo || va - v.dlo > v.dhi - v.dlo - len)
+		return false;
+	m = map_get(dx, p, idx, &v, !read);
+	if (!m)
+		return false;
+	cnt = &p->cnt[idx];
+	atomic_fetch_add_explicit(cnt, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&((const struct sib_dx_ent *)(p->tab + SIB_DX_ENT_OFF))[idx].seq,
+				 memory_order_seq_cst) != v.seq) {
+		atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
+		return false; /* deregistered or changed meanwhile */
+	}
+	at = m->base + v.off + (va - v.dlo);
+	if (read)
+		st = sib_sge_copy_in(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0, at,
+				     (uint32_t)len);
+	else if (w->inline_data) {
+		memcpy(at, w->inline_data, len);
+		st = IBV_WC_SUCCESS;
+	} else
+		st = sib_sge_copy_out(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0, at,
+				      (uint32_t)len);
+	atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
+	return st == IBV_WC_SUCCESS;
+}

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Direct placement of RDMA WRITE and READ (docs/transport.md "Direct
+ * placement"): registered pages moved onto shared memfds at reg_mr, an
+ * export table per context that peers map read-only, and the requester's
+ * copy straight into (or out of) a peer's registered pages.  The packet
+ * that follows carries no payload (SIB_SLOT_F_PLACED) and the responder
+ * does every check but the copy.  Not IBA: an optimisation of the memory
+ * link that keeps IBA's semantics.  Locking: the region registry has its
+ * own mutex (reg/dereg/fork only); the peer cache is the engine's
+ * (progress_lock); export entries are single-writer seqlocks.
+ */
+#ifndef SIB_HCA_DIRECT_H
+#define SIB_HCA_DIRECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct sib_context;
+struct sib_mr;
+struct sib_qp;
+struct sib_swqe;
+
+#define SIB_DX_MAX_MR   65536u   /* MR key indices a context exports */
+#define SIB_DX_MAGIC    0x31584453u /* "SDX1" */
+
+/*
+ * One exported MR (a seqlock: seq odd while the owner writes it, 0 never
+ * written).  The iova range [dlo, dhi) lies on whole pages of the memfd
+ * `fd` (a number in the owner's fd table) starting at byte `off` of it;
+ * the rest of the MR (partial head/tail pages) has no direct path.
+ * fd -1: no direct path for this MR.
+ */
+struct sib_dx_ent {
+	_Atomic uint32_t seq;
+	uint32_t rkey;
+	uint64_t iova, length;       /* the MR as the responder checks it */
+	uint32_t access;             /* IBV_ACCESS_* */
+	uint32_t pd;                 /* PD handle (softibd's) */
+	int32_t fd;
+	uint32_t pad;
+	uint64_t off;                /* memfd offset of dlo */
+	uint64_t dlo, dhi;           /* iova range backed by the memfd */
+};
+
+/* The export table's memfd ("softib-dx-<inbox>-<gen>"): a header page, the
+ * QP words (qpn -> valid | access << 32 | PD handle, written by the owner
+ * of the QPN), then the MR entries.  Peers map it read-only. */
+#define SIB_DX_QP_VALID (1ull << 63)
+#define SIB_DX_QP_OFF   4096u
+#define SIB_DX_ENT_OFF  (SIB_DX_QP_OFF + 65536u * 8u)
+#define SIB_DX_BYTES    (SIB_DX_ENT_OFF + SIB_DX_MAX_MR * sizeof(struct sib_dx_ent))
+/* The in-flight counters' memfd ("softib-dxc-<inbox>-<gen>"): one int32 per
+ * key index that peers increment around a copy; peers map it read-write. */
+#define SIB_DX_CNT_BYTES (SIB_DX_MAX_MR * 4u)
+
+struct sib_dx_hdr {
+	uint32_t magic;              /* SIB_DX_MAGIC */
+	uint32_t max_mr;             /* SIB_DX_MAX_MR */
+};
+
+/* Context: the export table and counters (when SOFTIB_DIRECT is not 0) and
+ * the peer cache.  0, or a positive errno (direct placement stays off). */
+int sib_dx_ctx_init(struct sib_context *ctx);
+void sib_dx_ctx_fini(struct sib_context *ctx);
+
+/*
+ * MRs.  attach: move the MR's whole pages onto a memfd (when eligible and
+ * the MR allows remote access) and publish its export entry.  revoke: the
+ * entry goes invalid and revoke waits (bounded, 5 s) until no peer is
+ * copying into or out of it.  detach: the pages go back to private memory
+ * once no MR uses them.  dereg: revoke, wait for local users, detach;
+ * rereg: revoke, change, detach + attach (translation) or attach.
+ */
+void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr);
+void sib_dx_mr_revoke(struct sib_context *ctx, struct sib_mr *mr);
+void sib_dx_mr_detach(struct sib_mr *mr);
+
+/* The QP word of the export table: PD and access flags of an RC QP (after
+ * modify_qp), cleared at destroy. */
+void sib_dx_qp_export(struct sib_qp *qp);
+void sib_dx_qp_unexport(struct sib_qp *qp);
+
+/*
+ * Requester (req.c, engine context): carry out WQE w's data movement
+ * through the peer's mapping: WRITE copies the local data into the peer's
+ * pages, READ copies the peer's pages into the local SGEs.  True: done,
+ * send the placed packet.  False: nothing usable (the peer exports
+ * nothing, the key, range, access, PD or QP does not allow it, or a local
+ * SGE failed): send packets as usual.
+ */
+bool sib_dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read);
+
+#endif /* SIB_HCA_DIRECT_H */

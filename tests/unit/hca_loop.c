@@ -174,7 +174,7 @@ static void deliver(unsigned int d, const uint8_t *data, uint32_t len, uint32_t 
 		sib_ring_wake(&inbox_tx[d]);
 }
 
-static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len)
+static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags)
 {
 	static struct seen scratch;
 	struct seen *e = nlog < LOG_MAX ? &plog[nlog++] : &scratch;
@@ -182,6 +182,7 @@ static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len
 
 	memset(e, 0, sizeof(*e));
 	e->dst = d;
+	e->sflags = flags;
 	/* Every packet ends with the 2 VCRC bytes (zero when not computed). */
 	assert_int_equal(iba_decode(data, len, IBA_HAS_VCRC, &p), IBA_OK);
 	e->opc = p.bth.opcode;
@@ -223,7 +224,7 @@ void pump(void)
 			enum verdict v;
 
 			assert_true(len <= SIB_SLOT_DATA_BYTES);
-			e = log_packet(d, s->data, len);
+			e = log_packet(d, s->data, len, flags);
 			v = filter ? filter(e) : PASS;
 			if (v == KEEP || v == HOLD) {
 				assert_true(nkept < KEEP_MAX);

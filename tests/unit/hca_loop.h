@@ -48,6 +48,7 @@ struct seen {
 	uint16_t dlid;
 	bool grh;                      /* LNH says a GRH follows */
 	uint32_t qkey, src_qp;         /* DETH (UD) */
+	uint32_t sflags;               /* slot flags (SIB_SLOT_F_PLACED: direct placement) */
 };
 
 /* What the filter does with a packet. */

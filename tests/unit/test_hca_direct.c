@@ -1,0 +1,651 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Direct placement (src/hca/direct.c, docs/transport.md "Direct
+ * placement") over the loopback fabric of hca_loop.c, whose inboxes name
+ * this process as their owner so that each side finds the other's export
+ * table in /proc/self/fd: placement on and off give the same memory and
+ * completions; ordering behind packets; dereg/rereg against a writer;
+ * access flags and read-only mappings; fork; a hostile export table.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "hca/direct.h"
+#include "hca/provider.h"
+#include "hca_loop.h"
+
+static int setup(void **state)
+{
+	(void)state;
+	fabric_setup();
+	for (unsigned int i = 0; i < NINBOX; i++)
+		sib_fabric->inboxes[i].pid = getpid(); /* peers look here for the table */
+	return 0;
+}
+
+static unsigned int placed_pkts(void)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < nlog; i++)
+		n += is_req(plog[i].opc) && (plog[i].sflags & SIB_SLOT_F_PLACED);
+	return n;
+}
+
+/* ---- on and off give the same result ---- */
+
+struct outcome {
+	uint8_t *a, *b;                /* both buffers at the end */
+	struct ibv_wc wc[2][64];
+	unsigned int nwc[2];
+	unsigned int placed;
+};
+
+struct op {
+	enum ibv_wr_opcode opc;
+	uint64_t loff, roff;           /* offsets in A's and B's buffers */
+	uint32_t len;
+};
+
+/* Sizes 1 B .. 1 MiB, across page boundaries, into partial head/tail
+ * pages (the buffers start 16 bytes into a page: calloc of 1 MiB). */
+static const struct op ops[] = {
+	{ IBV_WR_RDMA_WRITE, 0, 8192, 1 },
+	{ IBV_WR_RDMA_WRITE, 100, 4096 * 3 - 16 - 3, 7 },
+	{ IBV_WR_RDMA_WRITE_WITH_IMM, 200, 4096 * 5 + 1, 4095 },
+	{ IBV_WR_RDMA_READ, 300, 4096 * 7 - 50, 4097 },
+	{ IBV_WR_RDMA_WRITE, 0, 1, 300 },             /* partial head page: packets */
+	{ IBV_WR_RDMA_WRITE, 0, BUF - 100, 100 },     /* partial tail page: packets */
+	{ IBV_WR_RDMA_READ, 5000, 4096 * 10, 65536 },
+	{ IBV_WR_RDMA_WRITE_WITH_IMM, 9, 4096 * 30 + 5, 65536 + 13 },
+	{ IBV_WR_RDMA_WRITE, 0, 4096 * 2, 4096 * 200 },
+	{ IBV_WR_RDMA_READ, 0, 4096, BUF - 8192 },
+	{ IBV_WR_RDMA_WRITE, 0, 0, BUF },             /* the whole MR: head/tail partial */
+};
+
+static void run_ops(bool direct, struct outcome *o)
+{
+	memset(o, 0, sizeof(*o));
+	if (!direct)
+		setenv("SOFTIB_DIRECT", "0", 1);
+	up(&def_opts);
+	unsetenv("SOFTIB_DIRECT");
+	fill(sides[A].buf, BUF, 1);
+	fill(sides[B].buf, BUF, 2);
+	for (unsigned int i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		const struct op *p = &ops[i];
+
+		if (p->opc == IBV_WR_RDMA_WRITE_WITH_IMM)
+			post_recv(B, 0, 0, 1000 + i);
+		/* a new pattern for every op, so that a lost or stale one shows */
+		fill(sides[A].buf + p->loff, p->len, (uint8_t)(10 + i));
+		post_send(A, p->opc, p->loff, p->len, (uintptr_t)sides[B].buf + p->roff,
+			  sides[B].mr->rkey, i);
+		o->wc[A][o->nwc[A]++] = poll_wc(A);
+		if (p->opc == IBV_WR_RDMA_WRITE_WITH_IMM)
+			o->wc[B][o->nwc[B]++] = poll_wc(B);
+	}
+	settle(5);
+	o->placed = placed_pkts();
+	o->a = malloc(BUF);
+	o->b = malloc(BUF);
+	assert_true(o->a && o->b);
+	memcpy(o->a, sides[A].buf, BUF);
+	memcpy(o->b, sides[B].buf, BUF);
+	down(NULL);
+}
+
+static void test_on_off_same(void **state)
+{
+	struct outcome *on = calloc(1, sizeof(*on)), *off = calloc(1, sizeof(*off));
+
+	(void)state;
+	assert_true(on && off);
+	run_ops(true, on);
+	run_ops(false, off);
+	/* placed: every op but the two into partial pages and the whole MR */
+	assert_int_equal(on->placed, sizeof(ops) / sizeof(ops[0]) - 3);
+	assert_int_equal(off->placed, 0);
+	assert_memory_equal(on->a, off->a, BUF);
+	assert_memory_equal(on->b, off->b, BUF);
+	for (unsigned int s = 0; s < 2; s++) {
+		assert_int_equal(on->nwc[s], off->nwc[s]);
+		for (unsigned int i = 0; i < on->nwc[s]; i++) {
+			const struct ibv_wc *x = &on->wc[s][i], *y = &off->wc[s][i];
+
+			assert_int_equal(x->status, IBV_WC_SUCCESS);
+			assert_int_equal(x->status, y->status);
+			assert_int_equal(x->wr_id, y->wr_id);
+			assert_int_equal(x->opcode, y->opcode);
+			assert_int_equal(x->byte_len, y->byte_len);
+			assert_int_equal(x->wc_flags, y->wc_flags);
+			assert_int_equal(x->imm_data, y->imm_data);
+		}
+	}
+	/* and both are what the ops say, applied in order */
+	{
+		uint8_t *ma = malloc(BUF), *mb = malloc(BUF);
+
+		assert_true(ma && mb);
+		fill(ma, BUF, 1);
+		fill(mb, BUF, 2);
+		for (unsigned int i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+			const struct op *p = &ops[i];
+
+			fill(ma + p->loff, p->len, (uint8_t)(10 + i));
+			if (p->opc == IBV_WR_RDMA_READ)
+				memcpy(ma + p->loff, mb + p->roff, p->len);
+			else
+				memcpy(mb + p->roff, ma + p->loff, p->len);
+		}
+		assert_memory_equal(on->a, ma, BUF);
+		assert_memory_equal(on->b, mb, BUF);
+		free(ma);
+		free(mb);
+	}
+	free(on->a);
+	free(on->b);
+	free(off->a);
+	free(off->b);
+	free(on);
+	free(off);
+}
+
+/* ---- ordering ---- */
+
+static uint8_t *page_up(uint8_t *p)
+{
+	return (uint8_t *)(((uintptr_t)p + 4095) & ~(uintptr_t)4095);
+}
+
+static bool placed_of(unsigned int from, uint32_t dmalen, bool *seen)
+{
+	for (unsigned int i = from; i < nlog; i++)
+		if (is_req(plog[i].opc) && plog[i].dmalen == dmalen) {
+			*seen = true;
+			return plog[i].sflags & SIB_SLOT_F_PLACED;
+		}
+	*seen = false;
+	return false;
+}
+
+/* A WRITE that goes as packets (it touches a partial page), then one that
+ * could be placed to the same bytes: the second waits for the first's ACK
+ * (it goes as packets), so the later data wins.  SEND then WRITE alike. */
+static void test_ordering(void **state)
+{
+	uint8_t *rb, *pb;
+	bool seen;
+
+	(void)state;
+	up(&def_opts);
+	rb = sides[B].buf;
+	pb = page_up(rb);
+	fill(sides[A].buf, 8192, 1);
+	fill(sides[A].buf + 65536, 8192, 2);
+	/* 1: from B's partial head page on into full pages */
+	assert_true(pb > rb && pb - rb < 4096);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 8000, (uintptr_t)pb - 10, sides[B].mr->rkey, 1);
+	/* 2: full-page bytes of 1, posted before 1 is acknowledged */
+	post_send(A, IBV_WR_RDMA_WRITE, 65536, 4000, (uintptr_t)pb + 100, sides[B].mr->rkey, 2);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	expect_wc(A, 2, IBV_WC_SUCCESS);
+	assert_false(placed_of(0, 8000, &seen));
+	assert_true(seen);
+	assert_false(placed_of(0, 4000, &seen));
+	assert_true(seen);
+	assert_memory_equal(pb + 100, sides[A].buf + 65536, 4000);
+	assert_memory_equal(pb - 10, sides[A].buf, 110);
+	assert_memory_equal(pb + 4100, sides[A].buf + 4110, 8000 - 4110);
+	/* 3: now everything is acknowledged: placed */
+	fill(sides[A].buf + 65536, 4000, 3);
+	post_send(A, IBV_WR_RDMA_WRITE, 65536, 3999, (uintptr_t)pb + 101, sides[B].mr->rkey, 3);
+	expect_wc(A, 3, IBV_WC_SUCCESS);
+	assert_true(placed_of(0, 3999, &seen));
+	assert_memory_equal(pb + 101, sides[A].buf + 65536, 3999);
+
+	/* SEND, then a WRITE posted before the SEND is acknowledged */
+	post_recv(B, 100000, 64, 7);
+	post_send(A, IBV_WR_SEND, 0, 64, 0, 0, 4);
+	fill(sides[A].buf + 65536, 4000, 4);
+	post_send(A, IBV_WR_RDMA_WRITE, 65536, 3998, (uintptr_t)rb + 8192, sides[B].mr->rkey, 5);
+	expect_wc(A, 4, IBV_WC_SUCCESS);
+	expect_wc(A, 5, IBV_WC_SUCCESS);
+	expect_wc(B, 7, IBV_WC_SUCCESS);
+	assert_false(placed_of(0, 3998, &seen));
+	assert_true(seen);
+	assert_memory_equal(rb + 8192, sides[A].buf + 65536, 3998);
+	down(NULL);
+}
+
+/* ---- dereg and rereg against a writer ---- */
+
+struct writer {
+	unsigned int n, posted;
+	uint32_t rkey;
+	uint64_t raddr;
+	_Atomic bool go;
+};
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+
+	while (!atomic_load(&w->go))
+		;
+	for (unsigned int i = 0; i < w->n; i++) {
+		memset(sides[A].buf + 262144, (int)(i + 1), 16384);
+		post_send(A, IBV_WR_RDMA_WRITE, 262144, 16384, w->raddr, w->rkey, 100 + i);
+		w->posted++;
+	}
+	return NULL;
+}
+
+/* No write lands after dereg returns; later ones get REM_ACCESS_ERR. */
+static void test_dereg_under_writer(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	struct writer w = { .n = 60 };
+	uint8_t *target, *snap = malloc(262144);
+	struct ibv_mr *mr2;
+	pthread_t t;
+	bool rem_access = false;
+
+	(void)state;
+	up(&def_opts);
+	target = page_up(sides[B].buf) + 8192;
+	mr2 = o->reg_mr(sides[B].pd, target, 262144, (uintptr_t)target,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr2);
+	w.rkey = mr2->rkey;
+	w.raddr = (uintptr_t)target;
+	assert_int_equal(pthread_create(&t, NULL, writer_main, &w), 0);
+	atomic_store(&w.go, true);
+	while (w.posted < 3)
+		sched_yield();
+	assert_int_equal(o->dereg_mr(mr2), 0);
+	memcpy(snap, target, 262144);
+	pthread_join(t, NULL);
+	assert_memory_equal(snap, target, 262144); /* nothing landed since */
+	/* one more, surely after the dereg, with new data */
+	memset(sides[A].buf + 262144, 0x77, 4096);
+	post_send(A, IBV_WR_RDMA_WRITE, 262144, 4096, w.raddr, w.rkey, 999);
+	for (unsigned int i = 0; i <= w.n; i++) {
+		struct ibv_wc wc = poll_wc(A);
+
+		rem_access |= wc.status == IBV_WC_REM_ACCESS_ERR;
+		if (wc.wr_id == 999)
+			break;
+	}
+	assert_true(rem_access);
+	settle(5);
+	assert_memory_equal(snap, target, 262144);
+	free(snap);
+	down(NULL);
+}
+
+/* rereg: a new range and then REMOTE_READ only: the old range and writes
+ * are refused (REM_ACCESS_ERR), never placed. */
+static void test_rereg(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	uint8_t *b;
+	struct ibv_mr *mr2;
+	bool seen;
+
+	(void)state;
+	up(&def_opts);
+	b = page_up(sides[B].buf);
+	mr2 = o->reg_mr(sides[B].pd, b + 65536, 65536, (uintptr_t)b + 65536,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	assert_non_null(mr2);
+	fill(sides[A].buf, 4096, 5);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 4096, (uintptr_t)b + 65536, mr2->rkey, 1);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	assert_true(placed_of(0, 4096, &seen));
+	assert_memory_equal(b + 65536, sides[A].buf, 4096);
+	/* move it to [b + 2 * 65536, +65536): the old VA is out of range */
+	assert_int_equal(o->rereg_mr(mr2, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, b + 131072, 65536,
+				     0), 0);
+	fill(sides[A].buf, 4096, 6);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 4095, (uintptr_t)b + 131072, mr2->rkey, 2);
+	expect_wc(A, 2, IBV_WC_SUCCESS);
+	assert_true(placed_of(0, 4095, &seen));
+	assert_memory_equal(b + 131072, sides[A].buf, 4095);
+	/* REMOTE_READ only: a READ is placed, a WRITE fails */
+	assert_int_equal(o->rereg_mr(mr2, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				     IBV_ACCESS_REMOTE_READ), 0);
+	post_send(A, IBV_WR_RDMA_READ, 8192, 4094, (uintptr_t)b + 131072, mr2->rkey, 3);
+	expect_wc(A, 3, IBV_WC_SUCCESS);
+	assert_true(placed_of(0, 4094, &seen));
+	assert_memory_equal(b + 131072, sides[A].buf + 8192, 4094);
+	memcpy(sides[A].buf + 65536, b + 131072, 4096);
+	fill(sides[A].buf, 4096, 7);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 4093, (uintptr_t)b + 131072, mr2->rkey, 4);
+	expect_wc(A, 4, IBV_WC_REM_ACCESS_ERR);
+	assert_false(placed_of(0, 4093, &seen));
+	assert_true(seen);
+	assert_memory_equal(b + 131072, sides[A].buf + 65536, 4096); /* untouched */
+	assert_int_equal(o->dereg_mr(mr2), 0);
+	down(NULL);
+}
+
+/* ---- access: a REMOTE_READ-only MR is mapped read-only by its peer ---- */
+
+static int find_fd(const char *name)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int found = -1;
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		char p[300], l[128];
+		ssize_t n;
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%s", de->d_name);
+		n = readlink(p, l, sizeof(l) - 1);
+		if (n <= 0)
+			continue;
+		l[n] = 0;
+		if (!strncmp(l, name, strlen(name))) {
+			found = atoi(de->d_name);
+			break;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+static const struct sib_dx_ent *export_ent(const uint8_t *tab, uint32_t key)
+{
+	return (const struct sib_dx_ent *)(tab + SIB_DX_ENT_OFF) + (key >> 8);
+}
+
+static uint8_t *map_export(unsigned int side)
+{
+	char name[64];
+	int fd;
+	void *m;
+
+	snprintf(name, sizeof(name), "/memfd:softib-dx-%u-1 ", side);
+	fd = find_fd(name);
+	assert_true(fd >= 0);
+	m = mmap(NULL, SIB_DX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	return m;
+}
+
+static void test_read_only_mapping(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	uint8_t *ro = aligned_alloc(4096, 8192), *tab;
+	struct ibv_mr *mr;
+	struct stat st;
+	char line[512];
+	FILE *f;
+	bool seen, ro_map = false, rw_other = false;
+
+	(void)state;
+	assert_non_null(ro);
+	fill(ro, 8192, 9);
+	up(&def_opts);
+	mr = o->reg_mr(sides[B].pd, ro, 8192, (uintptr_t)ro, IBV_ACCESS_REMOTE_READ);
+	assert_non_null(mr);
+	post_send(A, IBV_WR_RDMA_READ, 0, 8192, (uintptr_t)ro, mr->rkey, 1);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	assert_true(placed_of(0, 8192, &seen));
+	assert_memory_equal(sides[A].buf, ro, 8192);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 8191, (uintptr_t)ro, mr->rkey, 2);
+	expect_wc(A, 2, IBV_WC_REM_ACCESS_ERR);
+	assert_false(placed_of(0, 8191, &seen));
+	/* Every mapping of the MR's memfd but the owner's own is read-only. */
+	tab = map_export(B);
+	assert_true(export_ent(tab, mr->rkey)->fd >= 0);
+	{
+		char p[64];
+
+		snprintf(p, sizeof(p), "/proc/self/fd/%d", export_ent(tab, mr->rkey)->fd);
+		assert_int_equal(stat(p, &st), 0);
+	}
+	f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off, ino;
+		char perms[8];
+		unsigned int ma, mi;
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &ma, &mi, &ino) < 7 ||
+		    ino != (unsigned long)st.st_ino)
+			continue;
+		if (lo == (uintptr_t)ro)
+			continue; /* the owner's own pages */
+		ro_map |= !strcmp(perms, "r--s");
+		rw_other |= perms[1] == 'w';
+	}
+	fclose(f);
+	assert_true(ro_map);
+	assert_false(rw_other);
+	munmap(tab, SIB_DX_BYTES);
+	assert_int_equal(o->dereg_mr(mr), 0);
+	down(NULL);
+	/* dereg put private pages back, contents kept */
+	{
+		uint8_t *want = malloc(8192);
+
+		fill(want, 8192, 9);
+		assert_memory_equal(ro, want, 8192);
+		free(want);
+	}
+	free(ro);
+}
+
+/* ---- fork: the child gets a private snapshot ---- */
+
+static bool range_private(uintptr_t a, uintptr_t e)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	bool ok = true;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[8];
+
+		if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) < 3 || hi <= a || lo >= e)
+			continue;
+		ok &= !strcmp(perms, "rw-p");
+	}
+	fclose(f);
+	return ok;
+}
+
+static void test_fork_snapshot(void **state)
+{
+	uint8_t *rb;
+	int to_child[2], to_parent[2], status;
+	char c;
+	pid_t pid;
+
+	(void)state;
+	up(&def_opts);
+	rb = sides[B].buf;
+	fill(rb + 8192, 4096, 1);
+	assert_int_equal(pipe(to_child), 0);
+	assert_int_equal(pipe(to_parent), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uint8_t want[4096];
+		int rc = 0;
+
+		fill(want, 4096, 1);
+		if (!range_private((uintptr_t)rb + 8192, (uintptr_t)rb + 12288))
+			rc |= 1;
+		if (read(to_child[0], &c, 1) != 1) /* the parent wrote meanwhile */
+			rc |= 2;
+		if (memcmp(rb + 8192, want, 4096))
+			rc |= 4;
+		memset(rb + 8192, 0xee, 4096); /* private: the parent never sees it */
+		if (write(to_parent[1], &c, 1) != 1)
+			rc |= 8;
+		_exit(rc);
+	}
+	fill(sides[A].buf, 4096, 2);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 4096, (uintptr_t)rb + 8192, sides[B].mr->rkey, 1);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	assert_int_equal(write(to_child[1], "x", 1), 1);
+	assert_int_equal(read(to_parent[0], &c, 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_memory_equal(rb + 8192, sides[A].buf, 4096);
+	close(to_child[0]);
+	close(to_child[1]);
+	close(to_parent[0]);
+	close(to_parent[1]);
+	down(NULL);
+}
+
+/* ---- a hostile export table is refused; the WRITE goes by packets ---- */
+
+static void ent_forge(struct sib_dx_ent *e, int fd, uint64_t off, uint64_t dlo, uint64_t dhi)
+{
+	uint32_t s = atomic_load(&e->seq);
+
+	atomic_store(&e->seq, s | 1);
+	e->fd = fd;
+	e->off = off;
+	e->dlo = dlo;
+	e->dhi = dhi;
+	atomic_store(&e->seq, (s | 1) + 1);
+}
+
+static void test_hostile_table(void **state)
+{
+	uint8_t *tab, *rb;
+	struct sib_dx_ent *e, good;
+	int tmp, plain, unsealed;
+	bool seen;
+	struct {
+		int fd;
+		uint64_t off, dlo_delta, dhi_delta;
+	} bad[6];
+	uint64_t lo;
+
+	(void)state;
+	up(&def_opts);
+	rb = sides[B].buf;
+	tab = map_export(B);
+	e = (struct sib_dx_ent *)export_ent(tab, sides[B].mr->rkey);
+	good = *e;
+	assert_true(good.fd >= 0);
+	lo = good.dlo;
+	tmp = open("/tmp", O_TMPFILE | O_RDWR, 0600);          /* a plain file */
+	plain = memfd_create("softib-mrx", 0);                 /* wrong name */
+	unsealed = memfd_create("softib-mr", 0);               /* not sealed */
+	assert_true(tmp >= 0 && plain >= 0 && unsealed >= 0);
+	assert_int_equal(ftruncate(tmp, BUF), 0);
+	assert_int_equal(ftruncate(plain, BUF), 0);
+	assert_int_equal(ftruncate(unsealed, BUF), 0);
+	bad[0].fd = tmp;
+	bad[1].fd = plain;
+	bad[2].fd = unsealed;
+	bad[3].fd = 0;                                         /* stdin */
+	bad[4].fd = good.fd;                                   /* past the file's end */
+	bad[5].fd = good.fd;                                   /* a range wrapping around */
+	for (unsigned int i = 0; i < 6; i++) {
+		bad[i].off = i == 4 ? (uint64_t)BUF : good.off;
+		bad[i].dlo_delta = 0;
+		bad[i].dhi_delta = good.dhi - good.dlo;
+	}
+	bad[5].dlo_delta = 4096;
+	bad[5].dhi_delta = (uint64_t)0 - lo + 8192; /* dhi < dlo */
+	for (unsigned int i = 0; i < 6; i++) {
+		uint32_t len = 4000 + i;
+
+		ent_forge(e, bad[i].fd, bad[i].off, lo + bad[i].dlo_delta, lo + bad[i].dhi_delta);
+		fill(sides[A].buf, len, (uint8_t)(20 + i));
+		post_send(A, IBV_WR_RDMA_WRITE, 0, len, lo + 8192, sides[B].mr->rkey, i);
+		expect_wc(A, i, IBV_WC_SUCCESS);
+		assert_false(placed_of(0, len, &seen));
+		assert_true(seen);
+		assert_memory_equal(rb + (lo - (uintptr_t)rb) + 8192, sides[A].buf, len);
+	}
+	/* garbage all over the entry: still packets, still right */
+	memset((uint8_t *)e + offsetof(struct sib_dx_ent, rkey), 0xa5,
+	       sizeof(*e) - offsetof(struct sib_dx_ent, rkey));
+	atomic_store(&e->seq, 8);
+	fill(sides[A].buf, 3000, 40);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 3000, lo + 4096, sides[B].mr->rkey, 50);
+	expect_wc(A, 50, IBV_WC_SUCCESS);
+	assert_false(placed_of(0, 3000, &seen));
+	assert_memory_equal(rb + (lo - (uintptr_t)rb) + 4096, sides[A].buf, 3000);
+	/* the real entry again: placed */
+	ent_forge(e, good.fd, good.off, good.dlo, good.dhi);
+	e->rkey = good.rkey;
+	e->iova = good.iova;
+	e->length = good.length;
+	e->access = good.access;
+	e->pd = good.pd;
+	ent_forge(e, good.fd, good.off, good.dlo, good.dhi);
+	fill(sides[A].buf, 2999, 41);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 2999, lo + 4096, sides[B].mr->rkey, 51);
+	expect_wc(A, 51, IBV_WC_SUCCESS);
+	assert_true(placed_of(0, 2999, &seen));
+	assert_memory_equal(rb + (lo - (uintptr_t)rb) + 4096, sides[A].buf, 2999);
+	close(tmp);
+	close(plain);
+	close(unsealed);
+	munmap(tab, SIB_DX_BYTES);
+	down(NULL);
+}
+
+/* SOFTIB_DIRECT=0: no export table, no moved pages, everything by packets. */
+static void test_off(void **state)
+{
+	bool seen;
+
+	(void)state;
+	setenv("SOFTIB_DIRECT", "0", 1);
+	up(&def_opts);
+	unsetenv("SOFTIB_DIRECT");
+	assert_true(find_fd("/memfd:softib-dx-") < 0);
+	assert_true(range_private((uintptr_t)sides[B].buf, (uintptr_t)sides[B].buf + BUF));
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 8192, (uintptr_t)sides[B].buf + 8192, sides[B].mr->rkey, 1);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	assert_false(placed_of(0, 8192, &seen));
+	assert_true(seen);
+	down(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_on_off_same),
+		cmocka_unit_test(test_ordering),
+		cmocka_unit_test(test_dereg_under_writer),
+		cmocka_unit_test(test_rereg),
+		cmocka_unit_test(test_read_only_mapping),
+		cmocka_unit_test(test_fork_snapshot),
+		cmocka_unit_test(test_hostile_table),
+		cmocka_unit_test(test_off),
+	};
+
+	return cmocka_run_group_tests(tests, setup, group_teardown);
+}

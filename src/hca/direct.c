@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -133,11 +134,42 @@ static struct sib_dx_region *dx_regions;
 static unsigned int dx_fork_gen;          /* MRs inherited by a fork child are not ours */
 static pthread_once_t dx_once = PTHREAD_ONCE_INIT;
 
+/* Copy the pages of [s, s + len) that hold data into dst: the pages the
+ * process has touched (present or swapped, /proc/self/pagemap), so that a
+ * sparse buffer does not become a full one.  Everything if pagemap cannot
+ * be read. */
+static void copy_touched(uint8_t *dst, uintptr_t s, size_t len, size_t page)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	uint64_t ent[512];
+
+	if (fd < 0) {
+		memcpy(dst, (void *)s, len);
+		return;
+	}
+	for (size_t off = 0; off < len;) {
+		size_t n = (len - off) / page < 512 ? (len - off) / page : 512;
+		ssize_t r = pread(fd, ent, n * 8, (off_t)((s + off) / page * 8));
+
+		if (r != (ssize_t)(n * 8)) {
+			memcpy(dst + off, (void *)(s + off), len - off);
+			break;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (ent[i] & (3ull << 62)) /* present or swapped */
+				memcpy(dst + off + i * page, (void *)(s + off + i * page), page);
+		off += n * page;
+	}
+	close(fd);
+}
+
 /* Put private anonymous pages back under [start, end) with the region's
- * contents, if the application has not remapped it meanwhile. */
+ * contents, if the application has not remapped it meanwhile.  Only the
+ * memfd's data runs are copied (holes stay untouched zero pages). */
 static void region_restore(struct sib_dx_region *r, bool check)
 {
 	size_t len = r->end - r->start;
+	off_t at = 0, hole;
 	void *tmp;
 
 	if (check && !maps_cover(r->start, r->end, r->ino))
@@ -145,18 +177,41 @@ static void region_restore(struct sib_dx_region *r, bool check)
 	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED)
 		return;
-	memcpy(tmp, (void *)r->start, len);
+	while (at < (off_t)len && (at = lseek(r->fd, at, SEEK_DATA)) >= 0) {
+		hole = lseek(r->fd, at, SEEK_HOLE);
+		if (hole < 0 || hole > (off_t)len)
+			hole = (off_t)len;
+		memcpy((uint8_t *)tmp + at, (uint8_t *)r->start + at, (size_t)(hole - at));
+		at = hole;
+	}
 	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)r->start) == MAP_FAILED)
 		munmap(tmp, len);
 }
 
+/* The child tells the parent on this pipe when its snapshot is taken, so
+ * that fork() returns in the parent only then: the parent's writes after
+ * fork() never show in the child (peers' writes meanwhile may; see
+ * docs/transport.md). */
+static int dx_fork_pipe[2] = { -1, -1 };
+
 static void dx_prepare(void)
 {
 	pthread_mutex_lock(&dx_lock);
+	if (dx_regions && pipe2(dx_fork_pipe, O_CLOEXEC))
+		dx_fork_pipe[0] = dx_fork_pipe[1] = -1;
 }
 
 static void dx_parent(void)
 {
+	if (dx_fork_pipe[0] >= 0) {
+		struct pollfd p = { .fd = dx_fork_pipe[0], .events = POLLIN };
+
+		close(dx_fork_pipe[1]);
+		/* bounded: a child that dies first closes the pipe (POLLHUP) */
+		(void)poll(&p, 1, 10000);
+		close(dx_fork_pipe[0]);
+		dx_fork_pipe[0] = dx_fork_pipe[1] = -1;
+	}
 	pthread_mutex_unlock(&dx_lock);
 }
 
@@ -176,6 +231,13 @@ static void dx_child(void)
 	}
 	dx_regions = NULL;
 	dx_fork_gen++;
+	if (dx_fork_pipe[1] >= 0) {
+		close(dx_fork_pipe[0]);
+		if (write(dx_fork_pipe[1], "s", 1) != 1)
+			(void)0; /* the parent sees the pipe close at exit */
+		close(dx_fork_pipe[1]);
+		dx_fork_pipe[0] = dx_fork_pipe[1] = -1;
+	}
 	pthread_mutex_unlock(&dx_lock);
 }
 
@@ -215,7 +277,7 @@ static struct sib_dx_region *region_get(uintptr_t s, uintptr_t e)
 	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (tmp == MAP_FAILED)
 		goto err_fd;
-	memcpy(tmp, (void *)s, len);
+	copy_touched(tmp, s, len, (size_t)sysconf(_SC_PAGESIZE));
 	munmap(tmp, len);
 	if (mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
 		goto err_fd;

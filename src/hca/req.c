@@ -180,11 +180,18 @@ static enum req_state send_packet(struct req_pass *p)
 	if (!w->inline_data && paylen &&
 	    sib_sge_check(qp->ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0) != IBV_WC_SUCCESS)
 		return REQST_ERR_LOC_PROT;
+	/* The copy comes before the slot is taken, so that the peer's
+	 * consumer never waits on our slot while we copy; a full wire
+	 * then leaves the WQE placed, and the next pass sends its packet.
+	 * Only the QP's first packet finds no peer resolved yet. */
+	placed = off == 0 && qp->dest.ring && try_place(qp, w, wi);
 	if (!sib_tx_begin(qp, &tx))
 		return REQST_DONE; /* the wire is full: the next pass resumes here */
-	if (off == 0 && (tx.slot || w->placed) && try_place(qp, w, wi)) {
+	if (!placed && off == 0 && (tx.slot || w->placed))
+		placed = try_place(qp, w, wi);
+	if (placed) {
 		/* One packet without payload for the whole message. */
-		placed = last = true;
+		last = true;
 		paylen = 0;
 		opc = sib_wr_pkt_opcode(sib_qpt_transport(qp->ibv.qp_base.qp_type), w->opcode, SIB_POS_ONLY);
 		tx.sflags = SIB_SLOT_F_PLACED;

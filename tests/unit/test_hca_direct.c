@@ -616,6 +616,41 @@ static void test_hostile_table(void **state)
 	down(NULL);
 }
 
+/* A big registration the process has barely touched stays sparse on its
+ * memfd, and dereg gives it back as it was. */
+static void test_sparse(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	size_t len = 64u << 20;
+	uint8_t *big = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *tab;
+	struct ibv_mr *mr;
+	struct stat st;
+	char p[64];
+
+	(void)state;
+	assert_true(big != MAP_FAILED);
+	big[12345] = 0x5a;
+	big[len - 1] = 0xa5;
+	up(&def_opts);
+	mr = o->reg_mr(sides[B].pd, big, len, (uintptr_t)big, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	tab = map_export(B);
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", export_ent(tab, mr->rkey)->fd);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(st.st_size, (off_t)len);
+	assert_true(st.st_blocks * 512 <= 1 << 20); /* two pages, not 64 MiB */
+	assert_int_equal(big[12345], 0x5a);
+	assert_int_equal(big[len - 1], 0xa5);
+	assert_int_equal(big[4096], 0);
+	munmap(tab, SIB_DX_BYTES);
+	assert_int_equal(o->dereg_mr(mr), 0);
+	assert_true(range_private((uintptr_t)big, (uintptr_t)big + len));
+	assert_int_equal(big[12345], 0x5a);
+	assert_int_equal(big[len - 1], 0xa5);
+	down(NULL);
+	munmap(big, len);
+}
+
 /* SOFTIB_DIRECT=0: no export table, no moved pages, everything by packets. */
 static void test_off(void **state)
 {
@@ -644,6 +679,7 @@ int main(void)
 		cmocka_unit_test(test_read_only_mapping),
 		cmocka_unit_test(test_fork_snapshot),
 		cmocka_unit_test(test_hostile_table),
+		cmocka_unit_test(test_sparse),
 		cmocka_unit_test(test_off),
 	};
 

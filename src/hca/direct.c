@@ -472,7 +472,6 @@ void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr)
 	uintptr_t a = (uintptr_t)mr->ibv.addr, s, e;
 	uint32_t idx = mr->ibv.rkey >> 8;
 	struct sib_dx_ent v = { .fd = -1 };
-
 	struct sib_dx_region *r = mr->dx_region;
 	bool want;
 
@@ -484,8 +483,7 @@ void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr)
 	       !(mr->range.access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)) &&
 	       a + mr->ibv.length > a && s < e;
 	/* rereg: keep the region when the pages stay the same */
-	if (r && (!want || mr->dx_fork_gen != dx_fork_gen || s < r->start || e > r->end))
-	{
+	if (r && (!want || mr->dx_fork_gen != dx_fork_gen || s < r->start || e > r->end)) {
 		sib_dx_mr_detach(mr);
 		r = NULL;
 	}
@@ -494,15 +492,13 @@ void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr)
 		r = region_get(s, e);
 		pthread_mutex_unlock(&dx_lock);
 	}
-	if (want) {
-		if (r) {
-			mr->dx_region = r;
-			mr->dx_fork_gen = dx_fork_gen;
-			v.fd = r->fd;
-			v.off = s - r->start;
-			v.dlo = mr->range.iova + (s - a);
-			v.dhi = v.dlo + (e - s);
-		}
+	if (want && r) {
+		mr->dx_region = r;
+		mr->dx_fork_gen = dx_fork_gen;
+		v.fd = r->fd;
+		v.off = s - r->start;
+		v.dlo = mr->range.iova + (s - a);
+		v.dhi = v.dlo + (e - s);
 	}
 	v.rkey = mr->ibv.rkey;
 	v.iova = mr->range.iova;
@@ -697,10 +693,11 @@ static struct sib_dx_peer *peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t 
 			return p->none ? NULL : p;
 		}
 		if (p->used && p->inbox == inbox) {
-			peer_drop(p); /* that peer is gone: its inbox has a new gen */
+			/* that peer is gone: its inbox has a new gen */
 			for (unsigned int j = 0; j < DX_MAPS; j++)
-				if (dx->maps[j].used && dx->maps[j].inbox == inbox)
+				if (dx->maps[j].used && dx->maps[j].inbox == inbox && dx->maps[j].gen == p->gen)
 					map_drop(&dx->maps[j]);
+			peer_drop(p);
 		}
 		if (p->used < victim->used)
 			victim = p;

@@ -401,7 +401,8 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
 	rc = sib_objtab_wait(&ctx->mrs, mr->tab_handle, SIB_DESTROY_WAIT_NS, sib_engine_poke, ctx);
 	if (!rc)
 		sib_objtab_release(&ctx->mrs, mr->tab_handle);
-	sib_dx_mr_detach(mr); /* private pages again, once no MR uses them */
+	if (!rc) /* (a user that never let go keeps the pages shared) */
+		sib_dx_mr_detach(mr); /* private pages again, once no MR uses them */
 	atomic_fetch_sub(&((struct sib_pd *)ibmr->pd)->usecnt, 1);
 	sib_host->obj_destroy(mr->handle);
 	if (!rc)

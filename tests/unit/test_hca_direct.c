@@ -683,5 +683,6 @@ int main(void)
 		cmocka_unit_test(test_off),
 	};
 
+	unsetenv("SOFTIB_DIRECT"); /* each test says itself whether it is on */
 	return cmocka_run_group_tests(tests, setup, group_teardown);
 }

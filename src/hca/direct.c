@@ -31,7 +31,7 @@
 #include "hca/transport.h"
 
 #define DX_PEERS 8                 /* peers' tables a context keeps mapped */
-#define DX_MAPS  16                /* peers' MR memfds a context keeps mapped */
+#define DX_MAPS  64                /* peers' MR memfds a context keeps mapped */
 #define DX_FD_SCAN_MAX 65536       /* fds looked at when finding a peer's table */
 #define DX_REVOKE_WAIT_NS 5000000000ull /* as destroy waits for its users (qp.c) */
 

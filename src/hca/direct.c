@@ -801,11 +801,18 @@ bool sib_dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	struct sib_dx_map *m;
 	struct sib_dx_ent v;
 	_Atomic int32_t *cnt;
+	const struct sib_link_stats *ps;
 	uint64_t qw, va = w->remote_addr, len = w->length;
 	enum ibv_wc_status st;
 	uint8_t *at;
 
 	if (!dx || !dx->on || !len || sib_key_is_mw(w->rkey) || idx >= SIB_DX_MAX_MR || !qp->dest.ring)
+		return false;
+	/* A capture at the receiver records what it receives: real packets,
+	 * so no placement toward it (its link reports the capture in its
+	 * inbox header; display data, trusted only to fall back). */
+	ps = (const struct sib_link_stats *)((const uint8_t *)qp->dest.ring->hdr + SIB_LINK_STATS_OFF);
+	if (atomic_load_explicit(&ps->flags, memory_order_relaxed) & SIB_LINK_STAT_CAPTURE)
 		return false;
 	inbox = SIB_QPO_INBOX(qp->dest.owner);
 	gen = SIB_QPO_GEN(qp->dest.owner);

@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "hca/direct.h"
+#include "hca/hca.h"
 #include "hca/provider.h"
 #include "hca_loop.h"
 
@@ -228,6 +229,35 @@ static void test_ordering(void **state)
 	assert_false(placed_of(0, 3998, &seen));
 	assert_true(seen);
 	assert_memory_equal(rb + 8192, sides[A].buf + 65536, 3998);
+	down(NULL);
+}
+
+/* A capture at the receiver (its link's flag in its inbox header) turns
+ * placement off toward it: the capture must see real packets. */
+static void test_receiver_capture(void **state)
+{
+	struct sib_qp *qa;
+	struct sib_link_stats *ps;
+	uint8_t *pb;
+	bool seen;
+
+	(void)state;
+	up(&def_opts);
+	pb = page_up(sides[B].buf);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 100, (uintptr_t)pb, sides[B].mr->rkey, 1);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	qa = to_sqp(sides[A].qp);
+	assert_non_null(qa->dest.ring);
+	ps = (struct sib_link_stats *)((uint8_t *)qa->dest.ring->hdr + SIB_LINK_STATS_OFF);
+	atomic_store(&ps->flags, SIB_LINK_STAT_CAPTURE);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 101, (uintptr_t)pb, sides[B].mr->rkey, 2);
+	expect_wc(A, 2, IBV_WC_SUCCESS);
+	assert_false(placed_of(0, 101, &seen));
+	assert_true(seen);
+	atomic_store(&ps->flags, 0);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 102, (uintptr_t)pb, sides[B].mr->rkey, 3);
+	expect_wc(A, 3, IBV_WC_SUCCESS);
+	assert_true(placed_of(0, 102, &seen));
 	down(NULL);
 }
 
@@ -674,6 +704,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_on_off_same),
 		cmocka_unit_test(test_ordering),
+		cmocka_unit_test(test_receiver_capture),
 		cmocka_unit_test(test_dereg_under_writer),
 		cmocka_unit_test(test_rereg),
 		cmocka_unit_test(test_read_only_mapping),

@@ -346,6 +346,7 @@ struct sib_context {
 
 	struct sib_objtab qps;         /* by QPN */
 	struct sib_objtab mrs;         /* by key index (key >> 8) */
+	struct sib_dx *dx;             /* direct placement: export table, peer cache (direct.c) */
 	struct sib_objtab srqs;        /* SRQ (srq.c): by SRQ number */
 	struct sib_qp *qp_list;        /* the engine's schedule (engine-private, engine.c) */
 	_Atomic(struct sib_qp *) qp_new; /* created QPs the engine has not taken yet */
@@ -356,7 +357,6 @@ struct sib_context {
 	_Atomic uint64_t next_deadline; /* earliest timer, 0 = none (read by the engine thread) */
 	bool tx_blocked;               /* this pass found a peer inbox full */
 	bool vcrc;                     /* compute/check VCRC on the shm link */
-	struct sib_dx *dx;             /* direct placement: export table, peer cache (direct.c) */
 
 	int32_t pid;                   /* getpid() at open: producers tag slots with it */
 	uint32_t empty_passes;         /* engine passes, for the link's housekeeping */

@@ -81,14 +81,15 @@ struct sib_ring_slot {
  * its XRCETH names.  Its domain is not in the slot: the receiver reads the
  * TGT QP's from softibd's fabric map (qp_xrcd[]). */
 #define SIB_SLOT_F_XRC_FWD 0x2
-/* Direct placement (src/hca/direct.c): the requester placed this message's
- * data itself (or, on a READ response, read it itself); the packet has no
- * payload and stands for all of the message's PSNs. */
-#define SIB_SLOT_F_PLACED 0x8
 
 #define SIB_SLOT_STATE(turn, pid) ((uint64_t)(turn) << 32 | (uint32_t)(pid))
 #define SIB_SLOT_TURN(st)         ((uint32_t)((st) >> 32))
 #define SIB_SLOT_PID(st)          ((int32_t)(uint32_t)(st))
+
+/* Direct placement (src/hca/direct.c): the requester placed this message's
+ * data itself (or, on a READ response, read it itself); the packet has no
+ * payload and stands for all of the message's PSNs. */
+#define SIB_SLOT_F_PLACED 0x8
 
 /* Steps a producer takes before it gives up on a (garbage) tail: -EAGAIN. */
 #define SIB_RING_TRIES (2 * SIB_INBOX_SLOTS)

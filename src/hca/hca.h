@@ -51,6 +51,8 @@
 #define SIB_MAX_MSG_SZ       0x40000000u /* 1 GiB: keeps a READ's PSNs inside the
                                             2^23 window at MTU 256 (mlx5 reports the same) */
 #define SIB_MAX_UNACKED_PSNS 1024       /* requester window, PSNs */
+#define SIB_MAX_UNACKED_PSNS_PLACED (1 << 20)   /* ... while placing directly (direct.c):
+						  one packet per message, not per PSN */
 #define SIB_ACKREQ_EVERY     32         /* AckReq at least every N packets */
 #define SIB_POLL_SPIN        256        /* empty polls between sched_yield()s */
 #define SIB_MR_DIR           256

@@ -6,7 +6,8 @@
  * so RC and UC share this path.  Segments at the path MTU, assigns PSNs (a
  * READ reserves one PSN per response packet), sets AckReq on the last
  * packet of every message and at least every SIB_ACKREQ_EVERY packets,
- * keeps at most SIB_MAX_UNACKED_PSNS PSNs and max_rd_atomic READs
+ * keeps at most SIB_MAX_UNACKED_PSNS PSNs (SIB_MAX_UNACKED_PSNS_PLACED for
+ * directly placed messages, direct.c) and max_rd_atomic READs
  * outstanding, and stops without losing anything when the wire is full.
  * Owns qp->req.  Engine context only (progress_lock held).
  */
@@ -89,6 +90,16 @@ static enum req_state next_wqe(struct req_pass *p)
 	return qp->req.offset ? REQST_SEND_PACKET : REQST_CHECK_LIMITS;
 }
 
+/* Could this WQE be placed (try_place's cheap conditions)?  Then its
+ * PSNs cost no packets and the window is SIB_MAX_UNACKED_PSNS_PLACED. */
+static bool may_place(const struct sib_qp *qp, const struct sib_swqe *w, const struct sib_wr_info *wi)
+{
+	return w->placed ||
+	       (wi && (wi->flags & (SIB_WR_WRITE | SIB_WR_READ)) && w->length &&
+		qp->ibv.qp_base.qp_type == IBV_QPT_RC && !qp->ctx->link.slow && qp->dest.ring &&
+		(!qp->req.pkt_unacked || iba_psn_diff(qp->comp.psn, qp->req.pkt_end) >= 0));
+}
+
 static enum req_state check_limits(struct req_pass *p)
 {
 	struct sib_qp *qp = p->qp;
@@ -96,7 +107,8 @@ static enum req_state check_limits(struct req_pass *p)
 
 	if (qp->state == IBV_QPS_SQD && !p->w->started)
 		return REQST_DONE; /* SQD: finish what is in flight, start nothing new */
-	if (iba_psn_diff(qp->req.psn, qp->comp.psn) >= SIB_MAX_UNACKED_PSNS)
+	if (iba_psn_diff(qp->req.psn, qp->comp.psn) >=
+	    (may_place(qp, p->w, wi) ? SIB_MAX_UNACKED_PSNS_PLACED : SIB_MAX_UNACKED_PSNS))
 		return REQST_DONE;
 	if (wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) &&
 	    qp->req.reads_outstanding >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u))
@@ -185,6 +197,11 @@ static enum req_state send_packet(struct req_pass *p)
 	 * then leaves the WQE placed, and the next pass sends its packet.
 	 * Only the QP's first packet finds no peer resolved yet. */
 	placed = off == 0 && qp->dest.ring && try_place(qp, w, wi);
+	/* Not placed after all: packets keep their own window (check_limits
+	 * let the WQE start under the placed one); a later pass starts it
+	 * again. */
+	if (!placed && off == 0 && iba_psn_diff(qp->req.psn, qp->comp.psn) >= SIB_MAX_UNACKED_PSNS)
+		return REQST_DONE;
 	if (!sib_tx_begin(qp, &tx))
 		return REQST_DONE; /* the wire is full: the next pass resumes here */
 	if (!placed && off == 0 && (tx.slot || w->placed))

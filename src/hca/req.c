@@ -200,7 +200,8 @@ static enum req_state send_packet(struct req_pass *p)
 	/* Not placed after all: packets keep their own window (check_limits
 	 * let the WQE start under the placed one); a later pass starts it
 	 * again. */
-	if (!placed && off == 0 && iba_psn_diff(qp->req.psn, qp->comp.psn) >= SIB_MAX_UNACKED_PSNS)
+	if (!placed && !w->placed && off == 0 &&
+	    iba_psn_diff(qp->req.psn, qp->comp.psn) >= SIB_MAX_UNACKED_PSNS)
 		return REQST_DONE;
 	if (!sib_tx_begin(qp, &tx))
 		return REQST_DONE; /* the wire is full: the next pass resumes here */

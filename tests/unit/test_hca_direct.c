@@ -292,6 +292,86 @@ static void test_placed_window(void **state)
 	down(NULL);
 }
 
+/* ---- retries and duplicates of placed messages ---- */
+
+static unsigned int drops_left;
+
+static enum verdict drop_placed(const struct seen *e)
+{
+	if (is_req(e->opc) && (e->sflags & SIB_SLOT_F_PLACED) && drops_left) {
+		drops_left--;
+		return DROP;
+	}
+	return PASS;
+}
+
+static enum verdict keep_placed(const struct seen *e)
+{
+	return is_req(e->opc) && (e->sflags & SIB_SLOT_F_PLACED) && !nkept ? KEEP : PASS;
+}
+
+/* A lost placed WRITE is sent again after the ACK timeout as the same
+ * placed packet, its data not copied again (it moved once, in order); a
+ * duplicate placed WRITE with immediate is ACKed, never completed twice;
+ * an RNR NAK on one is retried until a receive is posted. */
+static void test_placed_retry_dup_rnr(void **state)
+{
+	struct opts o = def_opts;
+	struct ibv_wc wc;
+	uint8_t *pb;
+	unsigned int before;
+
+	(void)state;
+	o.timeout = 8; /* ~1 ms */
+	o.min_rnr_timer = 1;
+	up(&o);
+	pb = page_up(sides[B].buf);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 1, (uintptr_t)pb, sides[B].mr->rkey, 99);
+	expect_wc(A, 99, IBV_WC_SUCCESS); /* the peer is resolved now */
+
+	/* lost, resent without a copy */
+	drops_left = 1;
+	filter = drop_placed;
+	before = nlog;
+	fill(sides[A].buf, 5000, 1);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 5000, (uintptr_t)pb + 4096, sides[B].mr->rkey, 1);
+	fill(sides[A].buf, 5000, 2); /* (an application error: shows there is no second copy) */
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	fill(sides[A].buf, 5000, 1);
+	assert_memory_equal(pb + 4096, sides[A].buf, 5000);
+	assert_int_equal(count(before, B, IBA_OPC_RDMA_WRITE_ONLY, 0, true), 2);
+
+	/* a duplicate WRITE with immediate: one completion */
+	filter = keep_placed;
+	post_recv(B, 0, 0, 7);
+	post_send(A, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 3000, (uintptr_t)pb + 8192, sides[B].mr->rkey, 2);
+	expect_wc(A, 2, IBV_WC_SUCCESS);
+	wc = poll_wc(B);
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
+	assert_int_equal(wc.byte_len, 3000);
+	assert_int_equal(nkept, 1);
+	replay(0);
+	settle(20);
+	expect_no_wc(B);
+	expect_no_wc(A);
+
+	/* no receive: RNR NAKs until one is posted */
+	filter = NULL;
+	post_send(A, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 2000, (uintptr_t)pb + 16384, sides[B].mr->rkey, 3);
+	settle(20);
+	expect_no_wc(A);
+	expect_no_wc(B);
+	post_recv(B, 0, 0, 8);
+	expect_wc(A, 3, IBV_WC_SUCCESS);
+	wc = poll_wc(B);
+	assert_int_equal(wc.wr_id, 8);
+	assert_int_equal(wc.byte_len, 2000);
+	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
+	assert_memory_equal(pb + 16384, sides[A].buf, 2000);
+	down(NULL);
+}
+
 /* ---- dereg and rereg against a writer ---- */
 
 struct writer {
@@ -737,6 +817,7 @@ int main(void)
 		cmocka_unit_test(test_ordering),
 		cmocka_unit_test(test_receiver_capture),
 		cmocka_unit_test(test_placed_window),
+		cmocka_unit_test(test_placed_retry_dup_rnr),
 		cmocka_unit_test(test_dereg_under_writer),
 		cmocka_unit_test(test_rereg),
 		cmocka_unit_test(test_read_only_mapping),

@@ -336,6 +336,7 @@ struct sib_dx {
 	uint8_t *tab;                  /* our export table (read-write) */
 	_Atomic int32_t *cnt;          /* our in-flight counters */
 	uint64_t tick;
+	uint64_t placed, refused;      /* WQEs placed; tries that went to packets */
 	struct sib_dx_peer peers[DX_PEERS];
 	struct sib_dx_map maps[DX_MAPS];
 };
@@ -432,6 +433,10 @@ void sib_dx_ctx_fini(struct sib_context *ctx)
 
 	if (!dx)
 		return;
+	if (getenv("SOFTIB_STATS"))
+		fprintf(stderr, "softib %s: direct %s placed=%llu refused=%llu\n", ctx->dev->ibv.name,
+			dx->on ? "on" : "off", (unsigned long long)dx->placed,
+			(unsigned long long)dx->refused);
 	for (unsigned int i = 0; i < DX_PEERS; i++)
 		peer_drop(&dx->peers[i]);
 	for (unsigned int i = 0; i < DX_MAPS; i++)
@@ -791,7 +796,21 @@ static struct sib_dx_map *map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint
 	return m;
 }
 
+static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read);
+
 bool sib_dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
+{
+	struct sib_dx *dx = qp->ctx->dx;
+	bool ok = dx && dx->on && dx_place(qp, w, read);
+
+	if (ok)
+		dx->placed++;
+	else if (dx && dx->on)
+		dx->refused++;
+	return ok;
+}
+
+static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 {
 	struct sib_context *ctx = qp->ctx;
 	struct sib_dx *dx = ctx->dx;

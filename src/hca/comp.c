@@ -10,6 +10,7 @@
  * class table gives the WC status).  Owns qp->comp.  Engine context only.
  */
 #include "hca/atomic.h"
+#include "hca/direct.h"
 #include "hca/transport.h"
 #include "hca/wr.h"
 
@@ -520,6 +521,7 @@ void sib_qp_enter_error(struct sib_qp *qp)
 {
 	qp->state = IBV_QPS_ERR;
 	qp->ibv.qp_base.state = IBV_QPS_ERR;
+	sib_dx_qp_export(qp); /* peers place nothing more (direct.c) */
 	sib_qp_flush(qp);
 	sib_srq_qp_error(qp);
 }

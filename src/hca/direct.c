@@ -559,7 +559,9 @@ void sib_dx_qp_export(struct sib_qp *qp)
 
 	if (!dx || !dx->on || qpn >= SIB_MAX_QPN)
 		return;
-	if (qp->ibv.qp_base.qp_type == IBV_QPT_RC && qp->ibv.qp_base.pd)
+	/* Only a QP that accepts requests (recv.c check 9): RTR, RTS, SQD. */
+	if (qp->ibv.qp_base.qp_type == IBV_QPT_RC && qp->ibv.qp_base.pd &&
+	    (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD))
 		w = SIB_DX_QP_VALID | (uint64_t)(qp->access & 0x7fffffffu) << 32 |
 		    qp->ibv.qp_base.pd->handle;
 	atomic_store_explicit(tab_qp(dx->tab, qpn), w, memory_order_release);

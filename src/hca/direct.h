@@ -76,8 +76,9 @@ void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr);
 void sib_dx_mr_revoke(struct sib_context *ctx, struct sib_mr *mr);
 void sib_dx_mr_detach(struct sib_mr *mr);
 
-/* The QP word of the export table: PD and access flags of an RC QP (after
- * modify_qp), cleared at destroy. */
+/* The QP word of the export table: PD and access flags of an RC QP in RTR,
+ * RTS or SQD (after every modify_qp and on entering ERR), cleared otherwise
+ * and at destroy. */
 void sib_dx_qp_export(struct sib_qp *qp);
 void sib_dx_qp_unexport(struct sib_qp *qp);
 

@@ -387,8 +387,6 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 	}
 	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
 		qp->en_sqd_async_notify = a->en_sqd_async_notify;
-	if (mask & IBV_QP_ACCESS_FLAGS)
-		sib_dx_qp_export(qp); /* what peers' direct placement checks (direct.c) */
 
 	if (next == cur)
 		return;
@@ -438,8 +436,10 @@ int sib_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 		goto out;
 	}
 	rc = check_attr(qp, attr, attr_mask, next);
-	if (!rc)
+	if (!rc) {
 		apply_attr(qp, attr, attr_mask, next);
+		sib_dx_qp_export(qp); /* what peers' direct placement checks (direct.c) */
+	}
 out:
 	pthread_mutex_unlock(&ctx->progress_lock);
 	if (!rc)

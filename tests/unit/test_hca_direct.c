@@ -372,6 +372,32 @@ static void test_placed_retry_dup_rnr(void **state)
 	down(NULL);
 }
 
+/* A responder QP that takes no requests (ERR here) gets nothing placed:
+ * its memory stays as it was, the WRITE fails as with packets. */
+static void test_peer_qp_state(void **state)
+{
+	struct opts o = def_opts;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	uint8_t *pb, before[4096];
+	bool seen;
+
+	(void)state;
+	o.timeout = 8;
+	o.retry_cnt = 1;
+	up(&o);
+	pb = page_up(sides[B].buf);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 1, (uintptr_t)pb, sides[B].mr->rkey, 99);
+	expect_wc(A, 99, IBV_WC_SUCCESS); /* the peer is resolved now */
+	assert_int_equal(sib_hca_ops.modify_qp(sides[B].qp, &a, IBV_QP_STATE), 0);
+	memcpy(before, pb + 4096, sizeof(before));
+	fill(sides[A].buf, 4096, 77);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 4096, (uintptr_t)pb + 4096, sides[B].mr->rkey, 1);
+	expect_wc(A, 1, IBV_WC_RETRY_EXC_ERR);
+	assert_false(placed_of(0, 4096, &seen));
+	assert_memory_equal(pb + 4096, before, sizeof(before));
+	down(NULL);
+}
+
 /* ---- dereg and rereg against a writer ---- */
 
 struct writer {
@@ -818,6 +844,7 @@ int main(void)
 		cmocka_unit_test(test_receiver_capture),
 		cmocka_unit_test(test_placed_window),
 		cmocka_unit_test(test_placed_retry_dup_rnr),
+		cmocka_unit_test(test_peer_qp_state),
 		cmocka_unit_test(test_dereg_under_writer),
 		cmocka_unit_test(test_rereg),
 		cmocka_unit_test(test_read_only_mapping),

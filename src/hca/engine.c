@@ -207,19 +207,25 @@ uint8_t *sib_tx_headers(struct sib_tx *tx)
 
 void sib_tx_end(struct sib_qp *qp, struct sib_tx *tx, size_t paylen)
 {
+	struct sib_context *ctx = qp->ctx;
 	uint8_t *p = tx->slot;
-	unsigned int flags = qp->ctx->vcrc ? IBA_HAS_VCRC : 0;
-	size_t len = iba_finish(p, tx->hdr_len, paylen, flags);
+	/* The shm link is memory: the ICRC is computed only when asked for
+	 * (SOFTIB_ICRC=1, or under a computed VCRC, which covers it); the
+	 * link computes it where a packet leaves memory (capture, faults).
+	 * The VCRC bytes are present but zero unless SOFTIB_VCRC=1
+	 * (docs/link.md "CRCs on a memory link"). */
+	bool icrc = ctx->icrc || ctx->vcrc;
+	size_t len = iba_finish(p, tx->hdr_len, paylen,
+				(ctx->vcrc ? IBA_HAS_VCRC : 0) | (icrc ? 0 : IBA_NO_ICRC));
 
-	if (!qp->ctx->vcrc) {
-		/* The shm link is memory: the VCRC bytes are present but not
-		 * computed (docs/transport.md). */
+	if (!ctx->vcrc) {
 		p[len] = p[len + 1] = 0;
 		len += IBA_VCRC_BYTES;
 	}
 	/* The one exit of every packet (src/link). */
-	if (sib_link_send(&qp->ctx->link, &tx->lt, (uint32_t)len, qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0))
-		qp->ctx->tx_no_dest++; /* the peer took us for dead: lost on the wire */
+	if (sib_link_send(&ctx->link, &tx->lt, (uint32_t)len,
+			  (ctx->vcrc ? SIB_SLOT_F_VCRC : 0) | (icrc ? SIB_SLOT_F_ICRC : 0)))
+		ctx->tx_no_dest++; /* the peer took us for dead: lost on the wire */
 }
 
 /* ---- receive ---- */
@@ -234,6 +240,7 @@ static void rx_packet(struct sib_context *ctx, const uint8_t *data, uint32_t len
 	if (len > SIB_SLOT_DATA_BYTES)
 		len = 0; /* an impossible length: dropped as malformed */
 	why = sib_recv(ctx, data, len, ((sflags & SIB_SLOT_F_VCRC) ? SIB_RX_VCRC : 0) |
+		       ((sflags & SIB_SLOT_F_ICRC) ? SIB_RX_ICRC : 0) |
 		       /* XRC forwarding: the flag and the domain bits (xrc_fwd.c) */
 		       ((sflags & SIB_SLOT_F_XRC_FWD) ? sflags & ~(uint32_t)SIB_SLOT_F_VCRC : 0));
 	if (why == SIB_RX_DELIVERED || why == SIB_RX_DROP_LINK_DOWN)

@@ -350,6 +350,7 @@ struct sib_context {
 	_Atomic uint64_t next_deadline; /* earliest timer, 0 = none (read by the engine thread) */
 	bool tx_blocked;               /* this pass found a peer inbox full */
 	bool vcrc;                     /* compute/check VCRC on the shm link */
+	bool icrc;                     /* compute the ICRC on every packet (SOFTIB_ICRC=1) */
 
 	int32_t pid;                   /* getpid() at open: producers tag slots with it */
 	uint32_t empty_passes;         /* engine passes, for the link's housekeeping */
@@ -473,10 +474,13 @@ void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
  * The receive demux (recv.c, IBA 9.6 / 10.9.3 / C9 packet checks): decode
  * len bytes at buf, check headers, QP, state, keys and source path, and
  * hand the packet to its QP's responder or completer.  flags: SIB_RX_VCRC
- * if the buffer ends with a computed VCRC.  Returns SIB_RX_DELIVERED, or
- * the cause of the drop (also counted in ctx->rx_drop[]).
+ * if the buffer ends with a computed VCRC, SIB_RX_ICRC if it carries a
+ * computed ICRC (only then is the ICRC checked: docs/link.md).  Returns
+ * SIB_RX_DELIVERED, or the cause of the drop (also counted in
+ * ctx->rx_drop[]).
  */
 #define SIB_RX_VCRC 0x1
+#define SIB_RX_ICRC SIB_SLOT_F_ICRC
 /* The slot said SIB_SLOT_F_XRC_FWD: a packet another context of this device
  * forwards (xrc_fwd.c), checked against softibd's qp_xrcd[] there. */
 #define SIB_RX_XRC_FWD SIB_SLOT_F_XRC_FWD

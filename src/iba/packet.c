@@ -196,7 +196,7 @@ size_t iba_finish(uint8_t *buf, size_t hdr_len, size_t paylen, unsigned flags)
 	if (global)
 		iba_put(buf + IBA_LRH_BYTES, F_GRH_PAYLEN,
 			n + IBA_ICRC_BYTES - IBA_LRH_BYTES - IBA_GRH_BYTES);
-	st_le32(buf + n, iba_icrc(buf, n));
+	st_le32(buf + n, (flags & IBA_NO_ICRC) ? 0 : iba_icrc(buf, n));
 	n += IBA_ICRC_BYTES;
 	if (flags & IBA_HAS_VCRC) {
 		uint16_t v = iba_vcrc(buf, n);

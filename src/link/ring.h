@@ -81,6 +81,11 @@ struct sib_ring_slot {
  * its XRCETH names.  Its domain is not in the slot: the receiver reads the
  * TGT QP's from softibd's fabric map (qp_xrcd[]). */
 #define SIB_SLOT_F_XRC_FWD 0x2
+/* The packet carries a computed ICRC; without it the receiver does not
+ * check the ICRC (a memory link cannot corrupt a packet: DESIGN principle
+ * 1).  Whatever lets a packet leave memory (capture, the fault wrapper,
+ * SOFTIB_ICRC=1) computes it (docs/link.md "CRCs on a memory link"). */
+#define SIB_SLOT_F_ICRC 0x4
 
 #define SIB_SLOT_STATE(turn, pid) ((uint64_t)(turn) << 32 | (uint32_t)(pid))
 #define SIB_SLOT_TURN(st)         ((uint32_t)((st) >> 32))

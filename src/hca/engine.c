@@ -293,7 +293,7 @@ static void peer_gone_timer(struct sib_qp *qp, uint64_t now)
 static void link_tick(struct sib_context *ctx, uint64_t *now)
 {
 	if (!*now)
-		*now = sib_now_ns();
+		*now = sib_clock_ns(ctx);
 	ctx->link_next = sib_link_tick(&ctx->link, *now);
 	sib_link_report(&ctx->link, SIB_LC_TR_ACK_TIMEOUTS, ctx->ack_timeouts);
 	sib_link_report(&ctx->link, SIB_LC_TR_SEQ_NAKS, ctx->seq_naks);
@@ -375,7 +375,7 @@ static bool run_once(struct sib_context *ctx)
 	 * once the time it asked for has come. */
 	if ((++ctx->empty_passes & 1023) == 0 ||
 	    (!did && (pthread_equal(pthread_self(), ctx->engine) ||
-		      (ctx->link_next && (now = sib_now_ns()) >= ctx->link_next))))
+		      (ctx->link_next && (now = sib_clock_ns(ctx)) >= ctx->link_next))))
 		link_tick(ctx, &now);
 	ctx->tx_blocked = false;
 	sib_engine_take_new(ctx);
@@ -390,7 +390,7 @@ static bool run_once(struct sib_context *ctx)
 		live = qp->state >= IBV_QPS_RTR && qp->state != IBV_QPS_ERR;
 		if (live && qp->dest.owner && peer_gone(qp)) {
 			if (!now)
-				now = sib_now_ns();
+				now = sib_clock_ns(ctx);
 			peer_gone_timer(qp, now);
 		}
 		sib_qp_transport_run(qp, &now, &next);
@@ -410,7 +410,7 @@ static bool run_once(struct sib_context *ctx)
 		uint64_t t;
 
 		if (!now)
-			now = sib_now_ns();
+			now = sib_clock_ns(ctx);
 		t = sib_link_flush(&ctx->link, now);
 		if (t && (!next || t < next))
 			next = t;
@@ -420,7 +420,7 @@ static bool run_once(struct sib_context *ctx)
 		 * come back soon (IBA link-level flow control, polled).  Not
 		 * for a wrapper's full queue (-ENOBUFS, above). */
 		if (!now)
-			now = sib_now_ns();
+			now = sib_clock_ns(ctx);
 		if (!next || now + SIB_TX_RETRY_NS < next)
 			next = now + SIB_TX_RETRY_NS;
 	}

@@ -172,7 +172,7 @@ int sib_tool_capture(const char *sock, int argc, char **argv)
 			struct timespec ts = { (time_t)(stamp / 1000000000u), (long)(stamp % 1000000000u) };
 
 			if (len >= IBA_LRH_BYTES && len <= SIB_SLOT_DATA_BYTES &&
-			    sib_capture_packet_at(cap, s->data, len, flags & SIB_SLOT_F_VCRC, &ts))
+			    sib_capture_packet_at(cap, s->data, len, flags, &ts))
 				got++;
 			else
 				bad++;

@@ -303,7 +303,7 @@ static enum comp_state progress(struct comp_pass *p)
 	/* Only PSNs on the wire need the ACK timer: a message held back by a
 	 * full peer inbox is not late. */
 	if (qp->comp.psn != qp->req.psn && qp->timeout)
-		qp->comp.retry_deadline = sib_now_ns() + sib_ack_timeout_ns(qp->timeout);
+		qp->comp.retry_deadline = sib_deadline_ns(qp->ctx, sib_ack_timeout_ns(qp->timeout));
 	return COMPST_DONE;
 }
 
@@ -320,8 +320,8 @@ static enum comp_state rnr(struct comp_pass *p)
 		qp->comp.rnr_left--;
 	sib_req_rewind(qp, psn);
 	qp->comp.retry_deadline = 0;
-	qp->comp.rnr_deadline = sib_now_ns() +
-				(uint64_t)iba_rnr_timer_us(p->pkt->aeth.syndrome & IBA_AETH_VALUE_MASK) * 1000;
+	qp->comp.rnr_deadline = sib_deadline_ns(qp->ctx, (uint64_t)iba_rnr_timer_us(p->pkt->aeth.syndrome &
+										    IBA_AETH_VALUE_MASK) * 1000);
 	return COMPST_DONE;
 }
 

@@ -208,20 +208,25 @@ uint8_t *sib_tx_headers(struct sib_tx *tx)
 
 void sib_tx_end(struct sib_qp *qp, struct sib_tx *tx, size_t paylen)
 {
+	struct sib_context *ctx = qp->ctx;
 	uint8_t *p = tx->slot;
-	unsigned int flags = qp->ctx->vcrc ? IBA_HAS_VCRC : 0;
-	size_t len = iba_finish(p, tx->hdr_len, paylen, flags);
+	/* The shm link is memory: the ICRC is computed only when asked for
+	 * (SOFTIB_ICRC=1, or under a computed VCRC, which covers it); the
+	 * link computes it where a packet leaves memory (capture, faults).
+	 * The VCRC bytes are present but zero unless SOFTIB_VCRC=1
+	 * (docs/link.md "CRCs on a memory link"). */
+	bool icrc = ctx->icrc || ctx->vcrc;
+	size_t len = iba_finish(p, tx->hdr_len, paylen,
+				(ctx->vcrc ? IBA_HAS_VCRC : 0) | (icrc ? 0 : IBA_NO_ICRC));
 
-	if (!qp->ctx->vcrc) {
-		/* The shm link is memory: the VCRC bytes are present but not
-		 * computed (docs/transport.md). */
+	if (!ctx->vcrc) {
 		p[len] = p[len + 1] = 0;
 		len += IBA_VCRC_BYTES;
 	}
 	/* The one exit of every packet (src/link). */
-	if (sib_link_send(&qp->ctx->link, &tx->lt, (uint32_t)len,
-			  (qp->ctx->vcrc ? SIB_SLOT_F_VCRC : 0) | tx->sflags))
-		qp->ctx->tx_no_dest++; /* the peer took us for dead: lost on the wire */
+	if (sib_link_send(&ctx->link, &tx->lt, (uint32_t)len,
+			  (ctx->vcrc ? SIB_SLOT_F_VCRC : 0) | (icrc ? SIB_SLOT_F_ICRC : 0) | tx->sflags))
+		ctx->tx_no_dest++; /* the peer took us for dead: lost on the wire */
 }
 
 /* ---- receive ---- */
@@ -236,6 +241,7 @@ static void rx_packet(struct sib_context *ctx, const uint8_t *data, uint32_t len
 	if (len > SIB_SLOT_DATA_BYTES)
 		len = 0; /* an impossible length: dropped as malformed */
 	why = sib_recv(ctx, data, len, ((sflags & SIB_SLOT_F_VCRC) ? SIB_RX_VCRC : 0) |
+		       ((sflags & SIB_SLOT_F_ICRC) ? SIB_RX_ICRC : 0) |
 		       /* XRC forwarding: the flag and the domain bits (xrc_fwd.c) */
 		       ((sflags & SIB_SLOT_F_XRC_FWD) ? sflags & ~(uint32_t)SIB_SLOT_F_VCRC : 0) |
 		       (sflags & SIB_SLOT_F_PLACED)); /* direct placement (direct.c) */
@@ -289,7 +295,7 @@ static void peer_gone_timer(struct sib_qp *qp, uint64_t now)
 static void link_tick(struct sib_context *ctx, uint64_t *now)
 {
 	if (!*now)
-		*now = sib_now_ns();
+		*now = sib_clock_ns(ctx);
 	ctx->link_next = sib_link_tick(&ctx->link, *now);
 	sib_link_report(&ctx->link, SIB_LC_TR_ACK_TIMEOUTS, ctx->ack_timeouts);
 	sib_link_report(&ctx->link, SIB_LC_TR_SEQ_NAKS, ctx->seq_naks);
@@ -371,7 +377,7 @@ static bool run_once(struct sib_context *ctx)
 	 * once the time it asked for has come. */
 	if ((++ctx->empty_passes & 1023) == 0 ||
 	    (!did && (pthread_equal(pthread_self(), ctx->engine) ||
-		      (ctx->link_next && (now = sib_now_ns()) >= ctx->link_next))))
+		      (ctx->link_next && (now = sib_clock_ns(ctx)) >= ctx->link_next))))
 		link_tick(ctx, &now);
 	ctx->tx_blocked = false;
 	sib_engine_take_new(ctx);
@@ -386,7 +392,7 @@ static bool run_once(struct sib_context *ctx)
 		live = qp->state >= IBV_QPS_RTR && qp->state != IBV_QPS_ERR;
 		if (live && qp->dest.owner && peer_gone(qp)) {
 			if (!now)
-				now = sib_now_ns();
+				now = sib_clock_ns(ctx);
 			peer_gone_timer(qp, now);
 		}
 		sib_qp_transport_run(qp, &now, &next);
@@ -406,7 +412,7 @@ static bool run_once(struct sib_context *ctx)
 		uint64_t t;
 
 		if (!now)
-			now = sib_now_ns();
+			now = sib_clock_ns(ctx);
 		t = sib_link_flush(&ctx->link, now);
 		if (t && (!next || t < next))
 			next = t;
@@ -416,7 +422,7 @@ static bool run_once(struct sib_context *ctx)
 		 * come back soon (IBA link-level flow control, polled).  Not
 		 * for a wrapper's full queue (-ENOBUFS, above). */
 		if (!now)
-			now = sib_now_ns();
+			now = sib_clock_ns(ctx);
 		if (!next || now + SIB_TX_RETRY_NS < next)
 			next = now + SIB_TX_RETRY_NS;
 	}

@@ -359,8 +359,10 @@ struct sib_context {
 	_Atomic uint64_t next_deadline; /* earliest timer, 0 = none (read by the engine thread) */
 	bool tx_blocked;               /* this pass found a peer inbox full */
 	bool vcrc;                     /* compute/check VCRC on the shm link */
+	bool icrc;                     /* compute the ICRC on every packet (SOFTIB_ICRC=1) */
 
 	int32_t pid;                   /* getpid() at open: producers tag slots with it */
+	uint64_t clk_ns, clk_tsc;      /* sib_clock_ns: the last real reading (progress_lock) */
 	uint32_t empty_passes;         /* engine passes, for the link's housekeeping */
 	uint64_t link_next;            /* when the link wants its housekeeping (ns), 0 = idle */
 
@@ -437,6 +439,39 @@ static inline struct sib_mr *to_smr(struct ibv_mr *m) { return (struct sib_mr *)
 
 uint64_t sib_now_ns(void);
 
+/*
+ * The engine's clock for transport timers (ACK, RNR, UD head-of-queue),
+ * under ctx->progress_lock: CLOCK_MONOTONIC ns, read for real (a vDSO
+ * call, ~25 ns in a VM) only when the TSC says at least
+ * SIB_CLOCK_GATE_TICKS went by since the last reading; otherwise that
+ * reading, at most SIB_CLOCK_SLACK_NS old (TSC >= 0.5 GHz; a TSC that
+ * went backwards, as on another CPU, reads for real).  A deadline armed
+ * from it adds SIB_CLOCK_SLACK_NS (sib_deadline_ns), so a timer never
+ * expires early (an early ACK timeout would retransmit needlessly); it
+ * may see its expiry that much late.  So timer uses on the packet path cost an
+ * rdtsc, not a clock_gettime, each (profile of ib_send_bw -s 8: five
+ * clock reads per message before).
+ */
+#define SIB_CLOCK_GATE_TICKS 2048u
+#define SIB_CLOCK_SLACK_NS   4096u
+static inline uint64_t sib_clock_ns(struct sib_context *ctx)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	uint64_t t = __builtin_ia32_rdtsc();
+
+	if (t - ctx->clk_tsc < SIB_CLOCK_GATE_TICKS && ctx->clk_ns)
+		return ctx->clk_ns;
+	ctx->clk_tsc = t;
+#endif
+	return ctx->clk_ns = sib_now_ns();
+}
+
+/* A deadline `dt` ns from now on the engine's clock, never early. */
+static inline uint64_t sib_deadline_ns(struct sib_context *ctx, uint64_t dt)
+{
+	return sib_clock_ns(ctx) + dt + SIB_CLOCK_SLACK_NS;
+}
+
 /* engine.c */
 int sib_engine_start(struct sib_context *ctx);
 void sib_engine_stop(struct sib_context *ctx);
@@ -482,10 +517,13 @@ void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
  * The receive demux (recv.c, IBA 9.6 / 10.9.3 / C9 packet checks): decode
  * len bytes at buf, check headers, QP, state, keys and source path, and
  * hand the packet to its QP's responder or completer.  flags: SIB_RX_VCRC
- * if the buffer ends with a computed VCRC.  Returns SIB_RX_DELIVERED, or
- * the cause of the drop (also counted in ctx->rx_drop[]).
+ * if the buffer ends with a computed VCRC, SIB_RX_ICRC if it carries a
+ * computed ICRC (only then is the ICRC checked: docs/link.md).  Returns
+ * SIB_RX_DELIVERED, or the cause of the drop (also counted in
+ * ctx->rx_drop[]).
  */
 #define SIB_RX_VCRC 0x1
+#define SIB_RX_ICRC SIB_SLOT_F_ICRC
 /* The slot said SIB_SLOT_F_XRC_FWD: a packet another context of this device
  * forwards (xrc_fwd.c), checked against softibd's qp_xrcd[] there. */
 #define SIB_RX_XRC_FWD SIB_SLOT_F_XRC_FWD

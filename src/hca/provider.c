@@ -88,7 +88,7 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 {
 	struct sib_context *ctx;
 	struct ibv_context *c;
-	const char *v = getenv("SOFTIB_VCRC");
+	const char *v = getenv("SOFTIB_VCRC"), *ic = getenv("SOFTIB_ICRC");
 	int pfd[2], rc;
 
 	if (!sib_host || !sib_fabric) {
@@ -109,6 +109,7 @@ static struct ibv_context *sib_alloc_context(struct ibv_device *device,
 	ctx->inbox_size = SIB_INBOX_BYTES;
 	sib_ring_attach(&ctx->inbox, at->inbox_base);
 	ctx->vcrc = v && *v == '1';
+	ctx->icrc = ic && *ic == '1';
 	ctx->pid = getpid();
 	rc = sib_key_seed(ctx);
 	if (rc)

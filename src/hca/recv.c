@@ -71,10 +71,12 @@ static uint16_t lid_map(uint16_t lid)
  * LRH version, DLID is one of our ports, DGID is that port's GID. */
 static enum sib_rx_drop hdr_check(struct rx *rx, const uint8_t *buf, uint32_t len, unsigned int flags)
 {
-	unsigned int dflags = IBA_CHECK_ICRC | IBA_HAS_VCRC;
+	unsigned int dflags = IBA_HAS_VCRC;
 	unsigned int pn;
 	int rc;
 
+	if (flags & SIB_RX_ICRC)
+		dflags |= IBA_CHECK_ICRC; /* computed by the sender (docs/link.md) */
 	if (flags & SIB_RX_VCRC)
 		dflags |= IBA_CHECK_VCRC;
 	rc = iba_decode(buf, len, dflags, &rx->pkt);

@@ -65,7 +65,7 @@ struct req_pass {
 static void arm_retry_timer(struct sib_qp *qp)
 {
 	if (!qp->comp.retry_deadline && qp->timeout)
-		qp->comp.retry_deadline = sib_now_ns() + sib_ack_timeout_ns(qp->timeout);
+		qp->comp.retry_deadline = sib_deadline_ns(qp->ctx, sib_ack_timeout_ns(qp->timeout));
 }
 
 static enum req_state check_qp(struct req_pass *p)

@@ -126,7 +126,7 @@ void sib_qp_transport_run(struct sib_qp *qp, uint64_t *now, uint64_t *next)
 	sib_resp_run(qp);
 	if (qp->comp.retry_deadline || qp->comp.rnr_deadline) {
 		if (!*now)
-			*now = sib_now_ns();
+			*now = sib_clock_ns(qp->ctx);
 		sib_comp_timers(qp, *now);
 	}
 	if (qp->ibv.qp_base.qp_type == IBV_QPT_UD)

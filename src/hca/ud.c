@@ -137,7 +137,7 @@ static bool ud_tx_full(struct sib_qp *qp, uint32_t inbox)
 		qp->ctx->ud_hoq_drops++;
 		return true;
 	}
-	now = sib_now_ns();
+	now = sib_clock_ns(qp->ctx);
 	if (!qp->ud_blocked_since) {
 		qp->ud_blocked_since = now;
 		return false;

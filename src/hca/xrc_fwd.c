@@ -33,7 +33,8 @@ bool sib_xfwd_target(struct sib_qp *qp, uint32_t srqn, const uint8_t *buf, uint3
 	qp->xfwd.raw = buf;
 	qp->xfwd.len = len;
 	qp->xfwd.inbox = inbox;
-	qp->xfwd.flags = SIB_SLOT_F_XRC_FWD | ((flags & SIB_RX_VCRC) ? SIB_SLOT_F_VCRC : 0);
+	qp->xfwd.flags = SIB_SLOT_F_XRC_FWD | ((flags & SIB_RX_VCRC) ? SIB_SLOT_F_VCRC : 0) |
+			 ((flags & SIB_RX_ICRC) ? SIB_SLOT_F_ICRC : 0);
 	return true;
 }
 

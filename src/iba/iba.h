@@ -252,6 +252,7 @@ const char *iba_strerror(int err);
 #define IBA_CHECK_ICRC	0x1
 #define IBA_CHECK_VCRC	0x2	/* implies IBA_HAS_VCRC */
 #define IBA_HAS_VCRC	0x4	/* buffer ends with a 2-byte VCRC (native IB on a link) */
+#define IBA_NO_ICRC	0x8	/* iba_finish: leave the 4 ICRC bytes zero, not computed */
 
 /*
  * Decode a native IB packet (LRH [GRH] BTH ETHs payload pad ICRC [VCRC]);
@@ -278,7 +279,9 @@ size_t iba_build_headers(uint8_t *buf, const struct iba_pkt *pkt);
 /*
  * The headers are at buf and the payload (paylen bytes) at buf + hdr_len.
  * Writes the zero pad bytes, sets BTH.PadCnt, LRH.PktLen and (for LNH 3)
- * GRH.PayLen, appends the ICRC and then, if (flags & IBA_HAS_VCRC), the VCRC.
+ * GRH.PayLen, appends the ICRC (4 zero bytes instead if flags has IBA_NO_ICRC:
+ * a memory link that flags it as not computed) and then, if (flags &
+ * IBA_HAS_VCRC), the VCRC.
  * buf must hold hdr_len + paylen + 3 + 4 + 2 bytes; the packet must fit the
  * 11-bit PktLen (<= 8188 bytes). Returns the total length written.
  */

@@ -33,6 +33,68 @@ CODEC(immdt, IBA_IMMDT_FIELDS)
 CODEC(ieth, IBA_IETH_FIELDS)
 CODEC(feth, IBA_FETH_FIELDS)
 
+/*
+ * Write-only encoders for the headers of at most 16 bytes: the whole header
+ * is composed in a register from the same field list, reserved bits zero,
+ * and stored once.  The data path builds headers straight into a peer's
+ * inbox slot, whose lines the consumer's CPU wrote last: a field-by-field
+ * read-modify-write there stalls on the line (68% of iba_build_headers in
+ * a profile of ib_write_bw -s 8); stores do not wait for it.  A container
+ * at byte `off` of `bytes` bytes holds bits [(hb - off - bytes) * 8, ...)
+ * of the header read as one big-endian number of hb bytes.  IBA_FIELD_RAW
+ * (ImmDt) is a copy of host memory: its bytes go out as they are.
+ */
+typedef unsigned __int128 iba_word;
+
+#define IBA_X_WORD(hid, m, off, bytes, shift, mask, fl) \
+	w |= (iba_word)(((fl) & IBA_FIELD_RAW) ? be32toh((uint32_t)p->m) : \
+			((uint64_t)p->m & (uint64_t)(mask)) << (shift)) << ((hb - (off) - (bytes)) * 8);
+
+/* Store the low n bytes of w big-endian at h (n constant, <= 16). */
+static inline void st_word(uint8_t *h, unsigned n, iba_word w)
+{
+	uint64_t hi = htobe64((uint64_t)(w >> 64)), lo = htobe64((uint64_t)w);
+
+	if (n > 8) {
+		uint8_t b[16];
+
+		memcpy(b, &hi, 8);
+		memcpy(b + 8, &lo, 8);
+		memcpy(h, b + 16 - n, n);
+	} else if (n == 8) {
+		memcpy(h, &lo, 8);
+	} else {
+		uint32_t v = htobe32((uint32_t)w);
+
+		memcpy(h, &v, 4); /* every header of 4 bytes */
+	}
+}
+
+#define WCODEC(name, LIST, N) \
+	static inline void wenc_##name(const struct iba_pkt *p, uint8_t *h) \
+	{ const unsigned hb = (N); iba_word w = 0; LIST(IBA_X_WORD) st_word(h, (N), w); }
+
+WCODEC(lrh, IBA_LRH_FIELDS, IBA_LRH_BYTES)
+WCODEC(bth, IBA_BTH_FIELDS, IBA_BTH_BYTES)
+WCODEC(rdeth, IBA_RDETH_FIELDS, IBA_RDETH_BYTES)
+WCODEC(deth, IBA_DETH_FIELDS, IBA_DETH_BYTES)
+WCODEC(xrceth, IBA_XRCETH_FIELDS, IBA_XRCETH_BYTES)
+WCODEC(reth, IBA_RETH_FIELDS, IBA_RETH_BYTES)
+WCODEC(aeth, IBA_AETH_FIELDS, IBA_AETH_BYTES)
+WCODEC(atomicacketh, IBA_ATOMICACKETH_FIELDS, IBA_ATOMICACKETH_BYTES)
+WCODEC(immdt, IBA_IMMDT_FIELDS, IBA_IMMDT_BYTES)
+WCODEC(ieth, IBA_IETH_FIELDS, IBA_IETH_BYTES)
+WCODEC(feth, IBA_FETH_FIELDS, IBA_FETH_BYTES)
+
+/* The AtomicETH (28 bytes): built on the stack, then copied. */
+static inline void wenc_atomiceth(const struct iba_pkt *p, uint8_t *h)
+{
+	uint8_t b[IBA_ATOMICETH_BYTES] = { 0 };
+
+	enc_atomiceth(p, b);
+	memcpy(h, b, sizeof(b));
+}
+
 /* The ETHs in wire order (FETH precedes RETH): X(bit, name, bytes). */
 #define IBA_ETHS_IN_WIRE_ORDER(X) \
 	X(IBA_HDR_RDETH, rdeth, IBA_RDETH_BYTES) \
@@ -58,13 +120,13 @@ static inline unsigned dec_eths(struct iba_pkt *p, const uint8_t *h, uint32_t hd
 	return (unsigned)(h - h0);
 }
 
-/* Encode the ETHs named by hdrs.  Returns bytes written. */
+/* Encode the ETHs named by hdrs (write-only).  Returns bytes written. */
 static inline unsigned enc_eths(const struct iba_pkt *p, uint8_t *h, uint32_t hdrs)
 {
 	uint8_t *h0 = h;
 
 #define STEP(bit, name, len) \
-	if (hdrs & (bit)) { enc_##name(p, h); h += (len); }
+	if (hdrs & (bit)) { wenc_##name(p, h); h += (len); }
 	IBA_ETHS_IN_WIRE_ORDER(STEP)
 #undef STEP
 	return (unsigned)(h - h0);
@@ -158,21 +220,22 @@ int iba_decode(const uint8_t *buf, size_t len, unsigned flags, struct iba_pkt *p
 size_t iba_build_headers(uint8_t *buf, const struct iba_pkt *p)
 {
 	const struct iba_opcode_info *op = iba_opcode_info(p->bth.opcode);
-	size_t len = IBA_LRH_BYTES + IBA_BTH_BYTES + op->eth_len;
 	uint8_t *h = buf;
 
-	if (p->lrh.lnh == IBA_LNH_GLOBAL)
-		len += IBA_GRH_BYTES;
-	memset(buf, 0, len);		/* reserved bits are zero */
-	enc_lrh(p, h);
+	/* Every byte is stored exactly once, reserved bits zero; buf is
+	 * never read (see wenc_*). */
+	wenc_lrh(p, h);
 	h += IBA_LRH_BYTES;
 	if (p->lrh.lnh == IBA_LNH_GLOBAL) {
-		enc_grh(p, h);
-		memcpy(h + 8, p->grh.sgid, 16);
-		memcpy(h + 24, p->grh.dgid, 16);
+		uint8_t g[IBA_GRH_BYTES] = { 0 };
+
+		enc_grh(p, g);
+		memcpy(g + 8, p->grh.sgid, 16);
+		memcpy(g + 24, p->grh.dgid, 16);
+		memcpy(h, g, sizeof(g));
 		h += IBA_GRH_BYTES;
 	}
-	enc_bth(p, h);
+	wenc_bth(p, h);
 	h += IBA_BTH_BYTES;
 	h += enc_eths(p, h, op->hdrs);
 	return (size_t)(h - buf);
@@ -196,7 +259,7 @@ size_t iba_finish(uint8_t *buf, size_t hdr_len, size_t paylen, unsigned flags)
 	if (global)
 		iba_put(buf + IBA_LRH_BYTES, F_GRH_PAYLEN,
 			n + IBA_ICRC_BYTES - IBA_LRH_BYTES - IBA_GRH_BYTES);
-	st_le32(buf + n, iba_icrc(buf, n));
+	st_le32(buf + n, (flags & IBA_NO_ICRC) ? 0 : iba_icrc(buf, n));
 	n += IBA_ICRC_BYTES;
 	if (flags & IBA_HAS_VCRC) {
 		uint16_t v = iba_vcrc(buf, n);

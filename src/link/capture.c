@@ -4,8 +4,8 @@
  * one pcap file per process, LINKTYPE_ERF (197) with ERF type 21
  * (InfiniBand) records, which tshark 4.0 decodes (LINKTYPE_INFINIBAND 247 it
  * does not; ../shared/research/iba-vectors/).  The packet is stored as on
- * the wire, LRH..ICRC then the VCRC (IBA 7.8), computed here if the link
- * did not.  Written with libpcap.  Never called on the fast path.
+ * the wire, LRH..ICRC then the VCRC (IBA 7.8), both computed here if the
+ * link did not.  Written with libpcap.  Never called on the fast path.
  * Also the file writer of `softib capture` (tools/linkcmd.c).
  * Locking: one mutex per file (contexts of a process share it).
  */
@@ -140,15 +140,15 @@ void sib_capture_put(struct sib_capture *c)
 	pthread_mutex_unlock(&cap_lock);
 }
 
-bool sib_capture_packet(struct sib_capture *c, const uint8_t *pkt, uint32_t len, bool vcrc)
+bool sib_capture_packet(struct sib_capture *c, const uint8_t *pkt, uint32_t len, uint32_t flags)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	return sib_capture_packet_at(c, pkt, len, vcrc, &ts);
+	return sib_capture_packet_at(c, pkt, len, flags, &ts);
 }
 
-bool sib_capture_packet_at(struct sib_capture *c, const uint8_t *pkt, uint32_t len, bool vcrc,
+bool sib_capture_packet_at(struct sib_capture *c, const uint8_t *pkt, uint32_t len, uint32_t flags,
 			   const struct timespec *ts)
 {
 	uint8_t rec[ERF_HDR_BYTES + SIB_SLOT_DATA_BYTES];
@@ -170,8 +170,11 @@ bool sib_capture_packet_at(struct sib_capture *c, const uint8_t *pkt, uint32_t l
 	rec[14] = (uint8_t)(len >> 8);                      /* wlen */
 	rec[15] = (uint8_t)len;
 	memcpy(rec + ERF_HDR_BYTES, pkt, len);
-	if (!vcrc && len >= IBA_VCRC_BYTES) {
-		uint16_t v = iba_vcrc(pkt, len - IBA_VCRC_BYTES);
+	/* A memory link may leave the CRCs uncomputed: the record gets them
+	 * (a VCRC flagged as computed is recomputed over a new ICRC). */
+	flags = sib_link_fill_icrc(rec + ERF_HDR_BYTES, len, flags);
+	if (!(flags & SIB_SLOT_F_VCRC) && len >= IBA_VCRC_BYTES) {
+		uint16_t v = iba_vcrc(rec + ERF_HDR_BYTES, len - IBA_VCRC_BYTES);
 
 		rec[ERF_HDR_BYTES + len - 2] = (uint8_t)v;       /* least significant byte first */
 		rec[ERF_HDR_BYTES + len - 1] = (uint8_t)(v >> 8);

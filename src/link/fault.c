@@ -2,8 +2,9 @@
 /*
  * Fault wrapper (docs/link.md): per link, seeded, on the sending side:
  * loss, duplication, reordering (a packet is held back behind the next
- * one), corruption (one bit flipped after the ICRC was computed, so that
- * only the receiver's ICRC check can catch it, IBA 9.8.x/7.8), delay and
+ * one), corruption (one bit flipped after the ICRC was computed, here if
+ * the sender did not, so that only the receiver's ICRC check can catch
+ * it, IBA 9.8.x/7.8), delay and
  * link down.  Faulted packets are built in a staging buffer and queued, so
  * a full destination holds them back (flow control) instead of losing them.
  * A packet kept for later holds a count on its destination (l->dest_ref),
@@ -269,6 +270,10 @@ void sib_faults_send(struct sib_link *l, struct sib_faults *f, void *dest, uint3
 		sib_link_count(l, SIB_LC_LOSS, 1);
 		return;
 	}
+	/* The packet leaves memory here: it carries a computed ICRC from now
+	 * on, so that the receiver's check catches the corruption below
+	 * (IBA 9.8.x). */
+	flags = sib_link_fill_icrc(f->stage, len, flags);
 	if (chance(f, f->cfg.corrupt) && corrupt(f, f->stage, len, flags))
 		sib_link_count(l, SIB_LC_CORRUPT, 1);
 	dup = chance(f, f->cfg.dup);

@@ -54,6 +54,29 @@ uint64_t sib_link_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint32_t sib_link_fill_icrc(uint8_t *pkt, uint32_t len, uint32_t flags)
+{
+	uint32_t icrc_off;
+	uint32_t v;
+
+	if (flags & SIB_SLOT_F_ICRC)
+		return flags;
+	flags |= SIB_SLOT_F_ICRC;
+	if (len < IBA_LRH_BYTES + IBA_ICRC_BYTES + IBA_VCRC_BYTES)
+		return flags; /* no room for an ICRC: malformed, the receiver drops it */
+	icrc_off = len - IBA_VCRC_BYTES - IBA_ICRC_BYTES;
+	v = iba_icrc(pkt, icrc_off);
+	for (int i = 0; i < 4; i++)
+		pkt[icrc_off + i] = (uint8_t)(v >> (8 * i)); /* least significant byte first */
+	if (flags & SIB_SLOT_F_VCRC) {
+		uint16_t vc = iba_vcrc(pkt, len - IBA_VCRC_BYTES);
+
+		pkt[len - 2] = (uint8_t)vc;
+		pkt[len - 1] = (uint8_t)(vc >> 8);
+	}
+	return flags;
+}
+
 /* ---- the shm ring as a link ---- */
 
 static int shm_reserve(struct sib_link *l, struct sib_link_tx *tx)
@@ -446,7 +469,8 @@ static void capture_ring(struct sib_link *l, struct sib_ring *r, const uint8_t *
 	memcpy(s->data, pkt, len);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	s->stamp = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	if (sib_ring_publish(r, s, t, l->pid, len, flags & SIB_SLOT_F_VCRC) > 0)
+	/* The tool's sink computes the CRCs that are not (sib_capture_packet_at). */
+	if (sib_ring_publish(r, s, t, l->pid, len, flags & (SIB_SLOT_F_VCRC | SIB_SLOT_F_ICRC)) > 0)
 		sib_ring_wake(r);
 	sib_link_count(l, SIB_LC_CAPTURED, 1);
 }
@@ -463,7 +487,7 @@ void sib_link_capture(struct sib_link *l, const uint8_t *pkt, uint32_t len, uint
 		capture_ring(l, &w->cap_ring[port - 1], pkt, len, flags);
 	if (!w->cap_dev || (w->cap_sel.port && port != w->cap_sel.port))
 		return;
-	if (sib_capture_packet(w->cap, pkt, len, flags & SIB_SLOT_F_VCRC)) {
+	if (sib_capture_packet(w->cap, pkt, len, flags)) {
 		sib_link_count(l, SIB_LC_CAPTURED, 1);
 		w->cap_dirty = true;
 	} else {

@@ -32,10 +32,12 @@ struct sib_capture_sel {
  */
 struct sib_capture *sib_capture_from_env(struct sib_capture_sel *sel, int *err);
 void sib_capture_put(struct sib_capture *c);
-/* Write one packet (LRH..ICRC, then 2 VCRC bytes, computed here unless
- * `vcrc` says they already are) as an ERF type 21 record.  False if it
- * could not be written. */
-bool sib_capture_packet(struct sib_capture *c, const uint8_t *pkt, uint32_t len, bool vcrc);
+/* Write one packet (LRH..ICRC, then 2 VCRC bytes) as an ERF type 21
+ * record, with the ICRC and the VCRC computed into the record unless the
+ * slot flags say they are (SIB_SLOT_F_ICRC, SIB_SLOT_F_VCRC): a capture
+ * shows the packet as a wire would carry it.  False if it could not be
+ * written. */
+bool sib_capture_packet(struct sib_capture *c, const uint8_t *pkt, uint32_t len, uint32_t flags);
 /* Push buffered records to the file (a system call: not per packet). */
 void sib_capture_flush(struct sib_capture *c);
 
@@ -100,7 +102,7 @@ struct sib_link_wrap {
 /* Open a capture file (libpcap, ERF records); NULL with *err set. */
 struct sib_capture *sib_capture_open(const char *path, int *err);
 /* Like sib_capture_packet, with the capture time given (CLOCK_REALTIME). */
-bool sib_capture_packet_at(struct sib_capture *c, const uint8_t *pkt, uint32_t len, bool vcrc,
+bool sib_capture_packet_at(struct sib_capture *c, const uint8_t *pkt, uint32_t len, uint32_t flags,
 			   const struct timespec *ts);
 
 /* Put one packet on the base link now: reserve, copy, capture, publish,
@@ -111,5 +113,15 @@ int sib_link_put(struct sib_link *l, void *dest, const uint8_t *pkt, uint32_t le
 void sib_link_capture(struct sib_link *l, const uint8_t *pkt, uint32_t len, uint32_t flags, uint8_t port);
 
 uint64_t sib_link_now_ns(void);
+
+/*
+ * A packet leaves memory (a capture copy, the fault wrapper's staged
+ * packet): len bytes, LRH..ICRC then the 2 VCRC bytes, with the slot flags
+ * it was sent with.  Computes the ICRC into it unless SIB_SLOT_F_ICRC says
+ * it is (IBA 7.8.1), then the VCRC again if it is flagged as computed (it
+ * covers the ICRC).  Returns the flags with SIB_SLOT_F_ICRC set.  Bounded
+ * by len; any bytes (they may be a hostile peer's). (link.c)
+ */
+uint32_t sib_link_fill_icrc(uint8_t *pkt, uint32_t len, uint32_t flags);
 
 #endif

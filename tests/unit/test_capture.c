@@ -99,8 +99,9 @@ static struct sib_shm_device fake_dev(const char *name, uint16_t lid)
 }
 
 /* Build a SEND_ONLY (local or global) of paylen bytes into buf; VCRC
- * bytes present but zero, as the shm link leaves them by default. */
-static uint32_t build(uint8_t *buf, bool global, uint32_t psn, uint32_t paylen)
+ * bytes present but zero, as the shm link leaves them by default, and the
+ * ICRC computed or (!icrc) zero, to be sent without SIB_SLOT_F_ICRC. */
+static uint32_t build_crc(uint8_t *buf, bool global, uint32_t psn, uint32_t paylen, bool icrc)
 {
 	struct iba_pkt h = { 0 };
 	size_t hl, len;
@@ -121,24 +122,46 @@ static uint32_t build(uint8_t *buf, bool global, uint32_t psn, uint32_t paylen)
 	hl = iba_build_headers(buf, &h);
 	for (uint32_t i = 0; i < paylen; i++)
 		buf[hl + i] = (uint8_t)(i * 13 + psn);
-	len = iba_finish(buf, hl, paylen, 0);
+	len = iba_finish(buf, hl, paylen, icrc ? 0 : IBA_NO_ICRC);
 	buf[len] = buf[len + 1] = 0;
 	return (uint32_t)len + IBA_VCRC_BYTES;
 }
 
-/* Send n packets a -> b through the links, receive them at b. */
+static uint32_t build(uint8_t *buf, bool global, uint32_t psn, uint32_t paylen)
+{
+	return build_crc(buf, global, psn, paylen, true);
+}
+
+/* What b received in traffic(): packets, those flagged SIB_SLOT_F_ICRC,
+ * and those among them whose ICRC is wrong. */
+static struct { unsigned int rx, flagged, icrc_bad; } got;
+
+/* Send n packets a -> b through the links, receive them at b.  Packets 0,
+ * 1 (mod 4) leave without an ICRC, as the HCA sends them on the shm link
+ * by default; packets 2, 3 with one computed and flagged. */
 static void traffic(struct sib_link *a, struct sib_link *b, unsigned int n)
 {
+	memset(&got, 0, sizeof(got));
 	for (unsigned int i = 0; i < n; i++) {
 		struct sib_link_tx tx;
+		const uint8_t *p;
 		uint32_t len, flags;
+		bool icrc = i & 2;
 
 		assert_int_equal(sib_link_reserve(a, &b->rx.r, 1, &tx), 0);
-		len = build(tx.data, i & 1, 100 + i, (i * 37) % 300);
-		assert_int_equal(sib_link_send(a, &tx, len, 0), 0);
+		len = build_crc(tx.data, i & 1, 100 + i, (i * 37) % 300, icrc);
+		assert_int_equal(sib_link_send(a, &tx, len, icrc ? SIB_SLOT_F_ICRC : 0), 0);
 		(void)sib_link_flush(a, UINT64_MAX / 2); /* anything a fault held back */
-		while (sib_link_recv(b, &len, &flags))
+		while ((p = sib_link_recv(b, &len, &flags))) {
+			got.rx++;
+			if (flags & SIB_SLOT_F_ICRC) {
+				got.flagged++;
+				got.icrc_bad += iba_icrc(p, len - IBA_VCRC_BYTES - IBA_ICRC_BYTES) !=
+						((uint32_t)p[len - 6] | (uint32_t)p[len - 5] << 8 |
+						 (uint32_t)p[len - 4] << 16 | (uint32_t)p[len - 3] << 24);
+			}
 			sib_link_recv_done(b);
+		}
 	}
 }
 
@@ -206,14 +229,21 @@ static void test_capture_roundtrip(void **state)
 	assert_false(f.a.slow);            /* not selected: the fast path */
 	assert_true(f.b.slow);
 	traffic(&f.a, &f.b, 20);
+	/* Capture does not touch the packet itself: an unflagged ICRC is
+	 * computed into the captured copy only. */
+	assert_int_equal(got.rx, 20);
+	assert_int_equal(got.flagged, 10);
+	assert_int_equal(got.icrc_bad, 0);
 	traffic(&f.b, &f.a, 5);
 	assert_int_equal(atomic_load(&f.b.stats->c[SIB_LC_CAPTURED]), 25);
 	fixture_close(&f, &ck);
 	assert_int_equal(ck.records, 25);
 	assert_int_equal(ck.erf_bad, 0);
+	/* Half the packets left without an ICRC: the capture computed them. */
 	assert_int_equal(ck.icrc_bad, 0);
 	assert_int_equal(ck.vcrc_bad, 0);
-	/* The first record is the first packet, VCRC filled in by the capture. */
+	/* The first record is the first packet (sent without an ICRC), ICRC
+	 * and VCRC filled in by the capture. */
 	uint32_t len = build(want, false, 100, 0);
 	uint16_t v = iba_vcrc(want, len - 2);
 
@@ -223,8 +253,10 @@ static void test_capture_roundtrip(void **state)
 	assert_memory_equal(ck.first, want, len);
 }
 
-/* Faults corrupt after the ICRC: the capture (taken on the wire, after the
- * faults) shows every packet with a bad ICRC, and a good VCRC. */
+/* Faults corrupt after the ICRC (computed by the wrapper for the packets
+ * sent without one): the capture (taken on the wire, after the faults)
+ * shows every packet with a bad ICRC, and a good VCRC; the receiver gets
+ * every packet flagged as carrying an ICRC, so that its check drops each. */
 static void test_capture_sees_corruption(void **state)
 {
 	struct fixture f;
@@ -233,6 +265,9 @@ static void test_capture_sees_corruption(void **state)
 	fixture_open(&f, "softib0", "seed=5,corrupt=1");
 	traffic(&f.a, &f.b, 10);
 	assert_int_equal(atomic_load(&f.a.stats->c[SIB_LC_CORRUPT]), 10);
+	assert_int_equal(got.rx, 10);
+	assert_int_equal(got.flagged, 10);
+	assert_int_equal(got.icrc_bad, 10);
 	fixture_close(&f, &ck);
 	assert_int_equal(ck.records, 10);
 	assert_int_equal(ck.icrc_bad, 10);

@@ -180,6 +180,11 @@ static void test_publish_reports_sleeping_consumer(void **state)
 	atomic_store(&c.r.hdr->sleeping, 1);
 	s = sib_ring_reserve(&c.r, getpid(), &t);
 	assert_true(sib_ring_publish(&c.r, s, t, getpid(), 0, 0));
+	/* One wake per sleep: the first producer took it on, the next one
+	 * makes no system call. */
+	assert_int_equal(atomic_load(&c.r.hdr->sleeping), 0);
+	s = sib_ring_reserve(&c.r, getpid(), &t);
+	assert_false(sib_ring_publish(&c.r, s, t, getpid(), 0, 0));
 	/* A wait with a published slot returns at once; a wake bumps the seq. */
 	uint32_t seq = sib_ring_wake_seq(&c.r);
 	sib_ring_wait(&c, seq, -1);

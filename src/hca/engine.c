@@ -561,8 +561,10 @@ static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t
 		sp->spare = cpu_spare();
 		sp->spare_at = sib_now_ns();
 	}
-	if (!sp->spare)
+	if (!sp->spare) {
+		ctx->spin_busy++;
 		return SPIN_SLEEP;
+	}
 	until = start + (uint64_t)sp->budget;
 	yield_at = start + SIB_SPIN_YIELD_NS;
 	for (;;) {
@@ -571,8 +573,10 @@ static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t
 		if (atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != polls)
 			return SPIN_POLLS;
 		if (sib_ring_ready(&ctx->link.rx) || sib_ring_wake_seq(&ctx->inbox) != seq ||
-		    sib_link_wants_service(&ctx->link))
+		    sib_link_wants_service(&ctx->link)) {
+			ctx->spin_caught++;
 			return SPIN_WORK;
+		}
 		sib_cpu_relax();
 		now = sib_now_ns();
 		deadline = atomic_load_explicit(&ctx->next_deadline, memory_order_relaxed);
@@ -580,6 +584,7 @@ static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t
 			return SPIN_WORK;
 		if (now >= until) {
 			sp->quiet_since = start;
+			ctx->spin_quiet++;
 			sp->budget = sp->budget / 2 > SIB_SPIN_MIN_NS ? sp->budget / 2 : SIB_SPIN_MIN_NS;
 			return SPIN_SLEEP;
 		}
@@ -588,6 +593,7 @@ static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t
 			yield_at = sib_now_ns();
 			if (yield_at - now > SIB_SPIN_BUSY_NS) {
 				sp->spare = false; /* until the next look */
+				ctx->spin_busy++;
 				sp->spare_at = yield_at;
 				return SPIN_SLEEP;
 			}
@@ -671,6 +677,7 @@ static void *engine_main(void *arg)
 		atomic_store_explicit(&ctx->engine_sleep_until,
 				      timeout < 0 ? UINT64_MAX : now + (uint64_t)timeout,
 				      memory_order_seq_cst);
+		ctx->engine_sleeps++;
 		sib_ring_wait(&ctx->link.rx, seq, timeout);
 		atomic_store_explicit(&ctx->engine_sleep_until, 0, memory_order_relaxed);
 	}

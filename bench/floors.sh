@@ -8,7 +8,7 @@
 # are bench/cacheline_rtt, bench/memcpy_bw and bench/spsc_ring (8-byte
 # messages through a shared ring between two processes, unbatched, batched
 # by 32 and with slot flags; and 64 KiB messages copied in and out of a
-# 2 MiB shared ring).  The cache-line round trip
+# 2 MiB shared ring; half a second each).  The cache-line round trip
 # (where the host put the VM's CPUs: ~27 ns same core, ~66 ns fast, ~300 ns
 # far; ../shared/research/limits.md) is printed before and after.
 # Each figure is the median of RUNS runs; a run whose tool is missing,
@@ -17,10 +17,11 @@
 # (both one-way for ping-pong tests; ib_read_lat is a full read);
 # GB/s are 10^9 bytes/s (both tools print MiB/s; converted).
 # Prints one Markdown table: figure | softib | UCX sm | goal.
-# Usage: bench/floors.sh [BUILD_DIR]
+# Usage: bench/floors.sh [BUILD_DIR]   (default build; -h, --help: this text)
 #   FLOORS_RUNS=N   runs per figure (default 5)
 #   FLOORS_TIMEOUT=S bound on every process (default 60 s)
 set -uo pipefail
+case ${1:-} in -h | --help) sed -n '3,/^set -uo/{/^set -uo/d; s/^# \{0,1\}//; p}' "$0"; exit 0 ;; esac
 build=$(cd "${1:-build}" && pwd) || exit 1
 runs=${FLOORS_RUNS:-5}
 limit=${FLOORS_TIMEOUT:-60}

@@ -175,7 +175,7 @@ static uint64_t flags_consumer(struct shared *sh, double secs, double *elapsed)
 	uint64_t head = 0;
 	double start = now(), t = start;
 
-	for (;; head++) {
+	for (;;) {
 		struct flag_slot *s = &slot[head % MSG_SLOTS];
 		uint64_t lap = head / MSG_SLOTS;
 
@@ -184,7 +184,7 @@ static uint64_t flags_consumer(struct shared *sh, double secs, double *elapsed)
 		if (s->msg != head)
 			return UINT64_MAX;
 		atomic_store_explicit(&s->turn, 2 * lap + 2, memory_order_release);
-		if (head % 65536 == 0 && (t = now()) - start >= secs)
+		if (++head % 65536 == 0 && (t = now()) - start >= secs)
 			break;
 	}
 	*elapsed = t - start;

@@ -552,7 +552,7 @@ enum spin_end { SPIN_SLEEP, SPIN_WORK, SPIN_POLLS };
 static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t polls,
 				 struct engine_spin *sp)
 {
-	uint64_t start = sib_now_ns(), now = start, yield_at, until;
+	uint64_t start = sib_now_ns(), now, yield_at, until;
 
 	if (sp->quiet_since && start - sp->quiet_since < SIB_SPIN_MAX_NS)
 		sp->budget = SIB_SPIN_MAX_NS; /* a longer spin would have caught it */

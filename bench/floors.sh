@@ -5,7 +5,10 @@
 # softib0 (server) to softib1 (client), against a private softibd from
 # BUILD_DIR; the same measures through UCX (`ucx_perftest`, Debian's
 # ucx-utils, UCX_TLS=sm,self, server and client on loopback); the floors
-# are bench/cacheline_rtt and bench/memcpy_bw.  The cache-line round trip
+# are bench/cacheline_rtt, bench/memcpy_bw and bench/spsc_ring (8-byte
+# messages through a shared ring between two processes, unbatched, batched
+# by 32 and with slot flags; and 64 KiB messages copied in and out of a
+# 2 MiB shared ring; half a second each).  The cache-line round trip
 # (where the host put the VM's CPUs: ~27 ns same core, ~66 ns fast, ~300 ns
 # far; ../shared/research/limits.md) is printed before and after.
 # Each figure is the median of RUNS runs; a run whose tool is missing,
@@ -14,14 +17,16 @@
 # (both one-way for ping-pong tests; ib_read_lat is a full read);
 # GB/s are 10^9 bytes/s (both tools print MiB/s; converted).
 # Prints one Markdown table: figure | softib | UCX sm | goal.
-# Usage: bench/floors.sh [BUILD_DIR]
+# Usage: bench/floors.sh [BUILD_DIR]   (default build; -h, --help: this text)
 #   FLOORS_RUNS=N   runs per figure (default 5)
 #   FLOORS_TIMEOUT=S bound on every process (default 60 s)
 set -uo pipefail
+case ${1:-} in -h | --help) sed -n '3,/^set -uo/{/^set -uo/d; s/^# \{0,1\}//; p}' "$0"; exit 0 ;; esac
 build=$(cd "${1:-build}" && pwd) || exit 1
 runs=${FLOORS_RUNS:-5}
 limit=${FLOORS_TIMEOUT:-60}
-for f in "$build/bin/softibd" "$build/bin/cacheline_rtt" "$build/bin/memcpy_bw" "$build/lib/libibverbs.so.1"; do
+for f in "$build/bin/softibd" "$build/bin/cacheline_rtt" "$build/bin/memcpy_bw" "$build/bin/spsc_ring" \
+	"$build/lib/libibverbs.so.1"; do
 	[ -e "$f" ] || { echo "$0: $f missing: build softib first (cmake --build $build)" >&2; exit 1; }
 done
 
@@ -153,6 +158,16 @@ figure() {
 	echo "  $*: $(paste -sd' ' "$tmp/runs")" >&2
 }
 
+# spsc ARGS...: one run of bench/spsc_ring for half a second; its figure
+# (M msg/s or GB/s) or "!reason".
+spsc() {
+	local out rc
+	out=$(timeout "$limit" "$build/bin/spsc_ring" -t 0.5 "$@" 2>&1)
+	rc=$?
+	awk -v rc="$rc" '$1 ~ /^[0-9.]+$/ && $2 ~ /^(M|GB\/s:)$/ {v = $1} END {if (v != "" && rc == 0) print v; else exit 1}' \
+		<<<"$out" || echo "!spsc_ring $* failed (exit $rc): $(tail -n1 <<<"$out" | cut -c1-60)"
+}
+
 rtt() {
 	"$build/bin/cacheline_rtt" 2>/dev/null | awk '$1 ~ /^[0-9.]+$/ {print $1}'
 }
@@ -202,6 +217,11 @@ figure u_put1m ucx bw ucp_put_bw 1048576 2000
 figure u_heap1m ucx bw ucp_put_bw 1048576 2000 UCX_ALLOC_PRIO=heap
 
 f_copy=$("$build/bin/memcpy_bw" 65536 1 2>/dev/null | awk '/Mbit\/sec/ {print $(NF-1) / 8000}')
+f_ring1='' f_ring32='' f_ringf='' f_ring2c=''
+figure f_ring1 spsc msgs
+figure f_ring32 spsc -b 32 msgs
+figure f_ringf spsc flags
+figure f_ring2c spsc copy
 after=$(rtt)
 
 echo
@@ -217,6 +237,7 @@ echo "| \`ib_read_bw -s 65536\` | $(fmt "$s_read64k" 1 GB/s) | - | >= 30 GB/s$(v
 echo "| \`ib_send_bw -s 65536\` | $(fmt "$s_send64k" 1 GB/s) | - | >= 30 GB/s$(verdict "$s_send64k" ">=" 30) |"
 echo "| floor: cache-line round trip, two threads (before / after) | ${before:-?} / ${after:-?} ns | - | the machine |"
 echo "| floor: memcpy 64 KiB, one thread, hot | $(fmt "$f_copy" 1 GB/s) | - | the machine |"
+echo "| floor: SPSC shared ring, 8-byte messages, two processes: unbatched / batch 32 / slot flags | $(fmt "$f_ring1" 0 M) / $(fmt "$f_ring32" 0 M) / $(fmt "$f_ringf" 0 M) msg/s | - | the machine |"
+echo "| floor: two copies through a 2 MiB shared ring (memcpy in, memcpy out), 64 KiB messages | $(fmt "$f_ring2c" 1 GB/s) | - | the machine |"
 echo
-echo "(no SPSC ring probe in bench/: that floor, 125-250 M 8-byte msg/s, is limits.md's, not measured here)"
 echo "placement probe after: cache-line round trip ${after:-?} ns ($(placement "$after"))"

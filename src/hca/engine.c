@@ -21,8 +21,10 @@
  * reference, after which the QP is the destroyer's to free.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,6 +37,11 @@
 #define SIB_POLLING_LOOK_NS 1000        /* how long to look for the app polling */
 #define SIB_IDLE_LOOK_NS  100000000     /* engine looks at connected QPs every 100 ms */
 #define SIB_TX_RETRY_NS   50000         /* retry a send blocked on a full inbox */
+#define SIB_SPIN_MAX_NS   50000         /* engine spins after traffic: at most 50 us, */
+#define SIB_SPIN_MIN_NS   2000          /* halving to 2 us while spins find nothing */
+#define SIB_SPIN_YIELD_NS 5000          /* sched_yield this often while spinning */
+#define SIB_SPIN_BUSY_NS  20000         /* a yield that took longer: the CPU was wanted */
+#define SIB_SPARE_LOOK_NS 1000000       /* read the runnable count at most every 1 ms */
 
 uint64_t sib_now_ns(void)
 {
@@ -460,13 +467,13 @@ void sib_progress(struct sib_context *ctx)
 }
 
 /*
- * Is the application polling right now?  Its poll counter moves within a
- * short spin (it runs on another CPU), or after we yield once (it shares
- * ours).  One yield only: on a loaded machine each may cost a time slice.
+ * Is the application polling right now?  Its poll counter moves from p0
+ * (read by the caller) within a short spin (it runs on another CPU), or
+ * after we yield once (it shares ours).  One yield only: on a loaded
+ * machine each may cost a time slice.
  */
-static bool app_polling(struct sib_context *ctx)
+static bool app_polling(struct sib_context *ctx, uint64_t p0)
 {
-	uint64_t p0 = atomic_load_explicit(&ctx->poll_count, memory_order_relaxed);
 	uint64_t until = sib_now_ns() + SIB_POLLING_LOOK_NS;
 
 	do {
@@ -477,16 +484,148 @@ static bool app_polling(struct sib_context *ctx)
 	return atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != p0;
 }
 
+/*
+ * Is a CPU spare: do fewer other threads want to run than there are CPUs
+ * online?  The fourth field of /proc/loadavg is the number of runnable
+ * threads system-wide (the reader included) at the time of the read.  When
+ * it cannot be read: yes, and the yields of the spin find out.  About 3 us
+ * (open, read, close: no descriptor is kept for the application to close
+ * under us); engine_spin calls it at most every SIB_SPARE_LOOK_NS.
+ */
+static bool cpu_spare(void)
+{
+	static _Atomic long ncpu;
+	long n = atomic_load_explicit(&ncpu, memory_order_relaxed);
+	char buf[128], *p = buf, *end;
+	ssize_t len;
+	long running;
+	int fd, field;
+
+	if (n <= 0) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		if (n <= 0)
+			n = 1;
+		atomic_store_explicit(&ncpu, n, memory_order_relaxed);
+	}
+	fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return true;
+	buf[len] = '\0';
+	for (field = 0; field < 3 && p; field++) { /* "0.10 0.20 0.30 2/345 6789" */
+		p = strchr(p, ' ');
+		if (p)
+			p++;
+	}
+	if (!p)
+		return true;
+	running = strtol(p, &end, 10);
+	if (end == p || *end != '/' || running < 1)
+		return true;
+	return running - 1 < n;
+}
+
+/* The engine thread's spin after traffic (engine_main's own state). */
+struct engine_spin {
+	int64_t budget;                /* ns the next spin may last (adaptive) */
+	uint64_t quiet_since;          /* when a spin that found nothing began, 0 = none */
+	uint64_t spare_at;             /* when cpu_spare was last asked (ns) */
+	bool spare;                    /* its answer */
+};
+
+enum spin_end { SPIN_SLEEP, SPIN_WORK, SPIN_POLLS };
+
+/*
+ * The engine thread has just received packets and the application does
+ * not poll its CQs: keep watching the inbox, kicks and the timers for up
+ * to sp->budget ns before announcing sleep, so that a peer's next packet
+ * finds the engine awake and costs no futex wake on either side (a
+ * sleeping wait costs ~50 us a round trip on this VM, a spinning one
+ * 0.1 us: ../shared/research/limits.md).  DESIGN principle 3 bounds it:
+ *  - only while a CPU is spare (cpu_spare): in ib_write_lat both programs
+ *    spin on memory and own both cores, so the engines do not spin;
+ *  - it yields every SIB_SPIN_YIELD_NS, and a yield that comes back late
+ *    (another thread wanted this CPU) ends it at once;
+ *  - the budget halves (to SIB_SPIN_MIN_NS) after a spin that found
+ *    nothing, and is SIB_SPIN_MAX_NS again once traffic comes back within
+ *    that bound of the last quiet spin's start, so idle costs at most one
+ *    spin after the last packet.
+ * `seq` is the wake sequence snapshot and `polls` the poll counter taken
+ * before the pass.  Returns SPIN_WORK (a packet, a kick, a timer due),
+ * SPIN_POLLS (the application polls now: let it drive progress) or
+ * SPIN_SLEEP.  Never takes the progress lock.
+ */
+static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t polls,
+				 struct engine_spin *sp)
+{
+	uint64_t start = sib_now_ns(), now, yield_at, until;
+
+	if (sp->quiet_since && start - sp->quiet_since < SIB_SPIN_MAX_NS)
+		sp->budget = SIB_SPIN_MAX_NS; /* a longer spin would have caught it */
+	sp->quiet_since = 0;
+	if (!sp->spare_at || start - sp->spare_at >= SIB_SPARE_LOOK_NS) {
+		sp->spare = cpu_spare();
+		sp->spare_at = sib_now_ns();
+	}
+	if (!sp->spare) {
+		ctx->spin_busy++;
+		return SPIN_SLEEP;
+	}
+	until = start + (uint64_t)sp->budget;
+	yield_at = start + SIB_SPIN_YIELD_NS;
+	for (unsigned int i = 1;; i++) {
+		uint64_t deadline;
+
+		if (atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != polls)
+			return SPIN_POLLS;
+		if (sib_ring_ready(&ctx->link.rx) || sib_ring_wake_seq(&ctx->inbox) != seq ||
+		    sib_link_wants_service(&ctx->link)) {
+			ctx->spin_caught++;
+			return SPIN_WORK;
+		}
+		sib_cpu_relax();
+		if (i % 8)
+			continue; /* the clock only every 8 looks (~0.3 us) */
+		now = sib_now_ns();
+		deadline = atomic_load_explicit(&ctx->next_deadline, memory_order_relaxed);
+		if (deadline && now >= deadline)
+			return SPIN_WORK;
+		if (now >= until) {
+			sp->quiet_since = start;
+			ctx->spin_quiet++;
+			sp->budget = sp->budget / 2 > SIB_SPIN_MIN_NS ? sp->budget / 2 : SIB_SPIN_MIN_NS;
+			return SPIN_SLEEP;
+		}
+		if (now >= yield_at) {
+			sched_yield();
+			yield_at = sib_now_ns();
+			if (yield_at - now > SIB_SPIN_BUSY_NS) {
+				sp->spare = false; /* until the next look */
+				ctx->spin_busy++;
+				sp->spare_at = yield_at;
+				return SPIN_SLEEP;
+			}
+			yield_at += SIB_SPIN_YIELD_NS;
+		}
+	}
+}
+
 static void *engine_main(void *arg)
 {
 	struct sib_context *ctx = arg;
 	uint64_t seen_notify = atomic_load(&ctx->notify_count);
 	int64_t nap_ns = SIB_NAP_MIN_NS;
+	struct engine_spin spin = { .budget = SIB_SPIN_MAX_NS };
+	bool watched = false;
 
 	for (;;) {
 		/* Taken before every check below: a wake after it is not lost. */
 		uint32_t seq = sib_ring_wake_seq(&ctx->inbox);
 		uint64_t notifies = atomic_load_explicit(&ctx->notify_count, memory_order_seq_cst);
+		uint64_t polls = atomic_load_explicit(&ctx->poll_count, memory_order_relaxed);
 		bool may_block = notifies != seen_notify || atomic_load(&ctx->app_blocked) > 0;
 
 		if (atomic_load(&ctx->stop))
@@ -494,7 +633,9 @@ static void *engine_main(void *arg)
 		if (sib_link_wants_service(&ctx->link))
 			link_service(ctx);
 		seen_notify = notifies;
-		if (!may_block && app_polling(ctx)) {
+		/* After a spin that watched the poll counter stand still up to
+		 * now, there is no need to look again. */
+		if (!may_block && !watched && app_polling(ctx, polls)) {
 			/* The application polls, so it drives progress (and its
 			 * timers) itself.  Stay off the progress lock (a
 			 * preempted engine holding it would stall the poller)
@@ -508,12 +649,24 @@ static void *engine_main(void *arg)
 			nap_ns = nap_ns * 2 < SIB_NAP_MAX_NS ? nap_ns * 2 : SIB_NAP_MAX_NS;
 			continue;
 		}
+		watched = false;
 		/* Nobody polls, or the application may block, or it polls
 		 * something else (its own memory, as ib_write_lat does). */
 		nap_ns = SIB_NAP_MIN_NS;
+		uint64_t rx_head = __atomic_load_n(&ctx->link.rx.head, __ATOMIC_RELAXED);
+
 		sib_progress(ctx);
 		if (sib_link_wants_service(&ctx->link))
 			continue;
+		/* Packets came in: more may follow soon (engine_spin). */
+		if (__atomic_load_n(&ctx->link.rx.head, __ATOMIC_RELAXED) != rx_head) {
+			enum spin_end e = engine_spin(ctx, seq, polls, &spin);
+
+			if (e != SPIN_SLEEP) {
+				watched = e == SPIN_WORK;
+				continue;
+			}
+		}
 
 		uint64_t deadline = atomic_load_explicit(&ctx->next_deadline, memory_order_relaxed);
 		uint64_t now = sib_now_ns();
@@ -535,6 +688,7 @@ static void *engine_main(void *arg)
 		atomic_store_explicit(&ctx->engine_sleep_until,
 				      timeout < 0 ? UINT64_MAX : now + (uint64_t)timeout,
 				      memory_order_seq_cst);
+		ctx->engine_sleeps++;
 		sib_ring_wait(&ctx->link.rx, seq, timeout);
 		atomic_store_explicit(&ctx->engine_sleep_until, 0, memory_order_relaxed);
 	}

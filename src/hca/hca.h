@@ -369,6 +369,10 @@ struct sib_context {
 	/* counters (dropped and counted, never crash) */
 	uint64_t rx_drop[SIB_RX_DROP_COUNT]; /* receive demux drops by cause (recv.c) */
 	uint64_t tx_no_dest, tx_ring_full, rx_skipped_slots;
+	/* the engine thread's own (engine_main): futex sleeps; spins after
+	 * traffic that caught work, found none, or were refused or cut
+	 * short because no CPU was spare */
+	uint64_t engine_sleeps, spin_caught, spin_quiet, spin_busy;
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
 	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
 	uint64_t route_drops;          /* packets the forwarding tables drop (route.c) */

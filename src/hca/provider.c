@@ -187,13 +187,16 @@ static void sib_free_context(struct ibv_context *context)
 			fprintf(stderr, " %s=%llu", sib_rx_drop_name(i), (unsigned long long)ctx->rx_drop[i]);
 		fprintf(stderr,
 			" tx_no_dest=%llu tx_ring_full=%llu rx_skipped_slots=%llu inbox_dropped=%llu "
-			"ack_timeouts=%llu rnr_naks=%llu seq_naks=%llu port_down_drops=%llu ud_hoq_drops=%llu\n",
+			"ack_timeouts=%llu rnr_naks=%llu seq_naks=%llu port_down_drops=%llu ud_hoq_drops=%llu "
+			"engine_sleeps=%llu spin_caught=%llu spin_quiet=%llu spin_busy=%llu\n",
 			(unsigned long long)ctx->tx_no_dest, (unsigned long long)ctx->tx_ring_full,
 			(unsigned long long)ctx->rx_skipped_slots,
 			(unsigned long long)atomic_load(&ctx->inbox.hdr->dropped),
 			(unsigned long long)ctx->ack_timeouts, (unsigned long long)ctx->rnr_naks,
 			(unsigned long long)ctx->seq_naks, (unsigned long long)ctx->port_down_drops,
-			(unsigned long long)ctx->ud_hoq_drops);
+			(unsigned long long)ctx->ud_hoq_drops, (unsigned long long)ctx->engine_sleeps,
+			(unsigned long long)ctx->spin_caught, (unsigned long long)ctx->spin_quiet,
+			(unsigned long long)ctx->spin_busy);
 	}
 	close(context->async_fd);
 	close(ctx->async_wfd);

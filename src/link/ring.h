@@ -309,4 +309,19 @@ void sib_ring_wait(struct sib_ring_rx *c, uint32_t seq, int64_t timeout_ns);
  * sib_ring_wake or the timeout end it. */
 void sib_ring_nap(struct sib_ring *r, uint32_t seq, int64_t timeout_ns);
 
+/*
+ * One step of a consumer's busy wait on sib_ring_ready (the engine's
+ * bounded spin, docs/transport.md): the CPU's spin-wait hint (x86 `pause`,
+ * arm64 `yield`), which slows the loop down to the cache line's pace and,
+ * on an SMT core, gives the sibling thread the pipeline.  Nothing elsewhere.
+ */
+static inline void sib_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 #endif

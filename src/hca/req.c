@@ -4,8 +4,9 @@
  * state machine (STYLE 6.4): one function per state returning the next.
  * Packet opcodes come from wr.c's [transport][WR opcode][position] table,
  * so RC and UC share this path.  Segments at the path MTU, assigns PSNs (a
- * READ reserves one PSN per response packet), sets AckReq on the last
- * packet of every message and at least every SIB_ACKREQ_EVERY packets,
+ * READ reserves one PSN per response packet), sets AckReq where an ACK
+ * is needed (want_ackreq: signaled WQEs, every SIB_ACKREQ_EVERY PSNs, the
+ * last packet sent for now, READ/atomic requests),
  * keeps at most SIB_MAX_UNACKED_PSNS PSNs (SIB_MAX_UNACKED_PSNS_PLACED for
  * directly placed messages, direct.c) and max_rd_atomic READs
  * outstanding, and stops without losing anything when the wire is full.
@@ -100,13 +101,15 @@ static bool may_place(const struct sib_qp *qp, const struct sib_swqe *w, const s
 		(!qp->req.pkt_unacked || iba_psn_diff(qp->comp.psn, qp->req.pkt_end) >= 0));
 }
 
+static bool resend_for_ack(struct sib_qp *qp);
+
 static enum req_state check_limits(struct req_pass *p)
 {
 	struct sib_qp *qp = p->qp;
 	const struct sib_wr_info *wi = sib_wr_info(p->w->opcode);
 
-	if (qp->state == IBV_QPS_SQD && !p->w->started)
-		return REQST_DONE; /* SQD: finish what is in flight, start nothing new */
+	if (qp->state == IBV_QPS_SQD && !p->w->started) /* SQD: finish what is in flight, */
+		return resend_for_ack(qp) ? REQST_NEXT_WQE : REQST_DONE; /* start nothing new */
 	if (iba_psn_diff(qp->req.psn, qp->comp.psn) >=
 	    (may_place(qp, p->w, wi) ? SIB_MAX_UNACKED_PSNS_PLACED : SIB_MAX_UNACKED_PSNS))
 		return REQST_DONE;
@@ -166,6 +169,80 @@ static bool try_place(struct sib_qp *qp, struct sib_swqe *w, const struct sib_wr
 	return w->placed;
 }
 
+/* Would check_limits stop the WQE w (not yet started) now, with the
+ * requester's next PSN at `psn`?  (The packet window is used even for a
+ * WQE that may be placed: erring towards an AckReq costs only an ACK.) */
+static bool next_would_wait(const struct sib_qp *qp, const struct sib_swqe *w, uint32_t psn)
+{
+	const struct sib_wr_info *wi = sib_wr_info(w->opcode);
+
+	if (!wi || (wi->flags & SIB_WR_LOCAL))
+		return true; /* no packet of its own; it completes behind ours */
+	if (iba_psn_diff(psn, qp->comp.psn) + (int32_t)sib_msg_npsn(w->length, qp->mtu) >
+	    SIB_MAX_UNACKED_PSNS)
+		return true;
+	return (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) &&
+	       qp->req.reads_outstanding >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u);
+}
+
+/*
+ * AckReq policy (IBA 9.7.5.1: the requester chooses where AckReq goes; an
+ * ACK for PSN n acknowledges every PSN before it, 9.7.6).  A packet that
+ * covers `npsn` PSNs carries AckReq when it is:
+ * - a READ or atomic request (answered anyway);
+ * - the last packet of a signaled WQE (its CQE waits for the ACK);
+ * - at least SIB_ACKREQ_EVERY PSNs after the last AckReq (the window
+ *   keeps moving under a stream of unsignaled WQEs);
+ * - the last packet the requester has to send for now: no later WQE was
+ *   posted by the start of this pass, the next one would wait for the
+ *   window, the READ depth, or is local (mw.c), or the QP is not in RTS
+ *   (SQD finishes what it started, 10.3.1) - so that no WQE ever waits
+ *   for its ACK on the ACK timeout;
+ * - resent to ask for an ACK (resend_for_ack).
+ * UC is never acknowledged.  Counts the PSNs since the last AckReq.
+ */
+static bool want_ackreq(struct req_pass *p, bool read, bool last, uint32_t npsn)
+{
+	struct sib_qp *qp = p->qp;
+	bool want;
+
+	if (sib_qp_is_uc(qp))
+		return false;
+	qp->req.psns_since_ackreq += npsn;
+	want = read || qp->req.force_ackreq || qp->req.psns_since_ackreq >= SIB_ACKREQ_EVERY;
+	if (!want && last) {
+		uint32_t next = qp->req.wqe + 1;
+
+		want = p->w->signaled || qp->state != IBV_QPS_RTS || next == p->head ||
+		       next_would_wait(qp, &qp->sq[next & (qp->sq_size - 1)],
+				       iba_psn_add(qp->req.psn, npsn));
+	}
+	if (want) {
+		qp->req.psns_since_ackreq = 0;
+		qp->req.force_ackreq = false;
+	}
+	return want;
+}
+
+/*
+ * The requester stops short of a WQE (SQD, a local error) after packets
+ * that went without AckReq: nothing later would ask for their ACK.  Send
+ * the last of them again with AckReq (a retransmission, IBA 9.7.5.1; the
+ * responder ACKs a duplicate that asks, C9-105).  True when it rewound:
+ * the pass goes on at that packet.
+ */
+static bool resend_for_ack(struct sib_qp *qp)
+{
+	if (!qp->req.ack_owed)
+		return false;
+	qp->req.ack_owed = false;
+	if (iba_psn_diff(qp->req.owed_psn, qp->comp.psn) < 0)
+		return false; /* acknowledged meanwhile */
+	sib_req_rewind(qp, qp->req.owed_psn);
+	qp->req.force_ackreq = true;
+	return true;
+}
+
 static enum req_state send_packet(struct req_pass *p)
 {
 	struct sib_qp *qp = p->qp;
@@ -214,9 +291,7 @@ static enum req_state send_packet(struct req_pass *p)
 		opc = sib_wr_pkt_opcode(sib_qpt_transport(qp->ibv.qp_base.qp_type), w->opcode, SIB_POS_ONLY);
 		tx.sflags = SIB_SLOT_F_PLACED;
 	}
-	if (read || placed || ++qp->req.pkts_since_ack >= SIB_ACKREQ_EVERY || last)
-		qp->req.pkts_since_ack = 0;
-	ackreq = qp->req.pkts_since_ack == 0 && !sib_qp_is_uc(qp); /* UC: never acknowledged */
+	ackreq = want_ackreq(p, read, last, placed ? sib_msg_npsn(left, qp->mtu) : 1);
 	if (tx.slot) {
 		uint8_t *payload;
 
@@ -257,6 +332,12 @@ static enum req_state send_packet(struct req_pass *p)
 	} else {
 		qp->req.psn = iba_psn_add(qp->req.psn, 1);
 		qp->req.offset += paylen;
+	}
+	if (ackreq || sib_qp_is_uc(qp)) {
+		qp->req.ack_owed = false;
+	} else {
+		qp->req.ack_owed = true;
+		qp->req.owed_psn = iba_psn_add(qp->req.psn, IBA_PSN_MASK); /* this packet's */
 	}
 	if (!placed) { /* direct placement waits until these are acknowledged */
 		qp->req.pkt_end = qp->req.psn;
@@ -305,6 +386,13 @@ static enum req_state local_op(struct req_pass *p)
 /* The WQE at req.wqe fails locally with `st` (see REQST_ERR_*). */
 static enum req_state local_error(struct req_pass *p, enum ibv_wc_status st)
 {
+	const struct sib_wr_info *wi = sib_wr_info(p->w->opcode);
+
+	/* The WQEs before it must complete first: ask for their ACK.  (Not
+	 * for a local WQE, carried out once: the packet before one always
+	 * carries AckReq, see want_ackreq.) */
+	if (!(wi && (wi->flags & SIB_WR_LOCAL)) && resend_for_ack(p->qp))
+		return REQST_NEXT_WQE;
 	p->w->status = st;
 	p->qp->req.local_err = true;
 	p->qp->req.local_err_idx = p->qp->req.wqe;
@@ -380,7 +468,7 @@ void sib_req_rewind(struct sib_qp *qp, uint32_t psn)
 		qp->req.wqe = i;
 		qp->req.offset = (uint32_t)d * qp->mtu;
 		qp->req.psn = iba_psn_add(w->first_psn, (uint32_t)d);
-		qp->req.pkts_since_ack = 0;
+		qp->req.psns_since_ackreq = 0;
 		w->state = SIB_SWQE_POSTED;
 		return;
 	}

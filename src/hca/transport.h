@@ -25,7 +25,11 @@ struct sib_req {
 	uint32_t wqe;                  /* SQ index of the next WQE to start or continue */
 	uint32_t psn;                  /* next PSN to send */
 	uint32_t offset;               /* bytes of sq[wqe] already sent */
-	uint32_t pkts_since_ack;       /* packets since the last AckReq */
+	uint32_t psns_since_ackreq;    /* PSNs sent since the last AckReq */
+	uint32_t owed_psn;             /* PSN of the last packet sent, when it and
+					  others before it went without AckReq */
+	bool ack_owed;                 /* owed_psn is valid (req.c ackreq policy) */
+	bool force_ackreq;             /* the next packet sent carries AckReq */
 	uint32_t reads_outstanding;    /* READs sent and not completed */
 	uint32_t pkt_end;              /* PSN after the last request sent as packets */
 	bool pkt_unacked;              /* ... and it may not be acknowledged yet: no

@@ -54,6 +54,7 @@
 #define SIB_MAX_UNACKED_PSNS_PLACED (1 << 20)   /* ... while placing directly (direct.c):
 						  one packet per message, not per PSN */
 #define SIB_ACKREQ_EVERY     32         /* AckReq at least every N PSNs (req.c) */
+#define SIB_ACKREQ_DELAY_NS  10000      /* an unacknowledged tail asks for its ACK (req.c) */
 #define SIB_POLL_SPIN        256        /* empty polls between sched_yield()s */
 #define SIB_MR_DIR           256
 #define SIB_MR_PAGE          4096       /* MRs per directory page: 1M MRs */

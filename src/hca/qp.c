@@ -588,8 +588,10 @@ static int post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_sen
 		if (rc)
 			break;
 		head++;
-		atomic_store_explicit(&qp->sq_head, head, memory_order_release);
 	}
+	/* One store for the whole list: the engine sees it whole, and the
+	 * requester sets AckReq on its last packet only (req.c). */
+	atomic_store_explicit(&qp->sq_head, head, memory_order_release);
 	pthread_spin_unlock(&qp->sq_lock);
 	if (rc)
 		*bad_wr = wr;

@@ -178,8 +178,7 @@ static bool next_would_wait(const struct sib_qp *qp, const struct sib_swqe *w, u
 
 	if (!wi || (wi->flags & SIB_WR_LOCAL))
 		return true; /* no packet of its own; it completes behind ours */
-	if (iba_psn_diff(psn, qp->comp.psn) + (int32_t)sib_msg_npsn(w->length, qp->mtu) >
-	    SIB_MAX_UNACKED_PSNS)
+	if (iba_psn_diff(psn, qp->comp.psn) >= SIB_MAX_UNACKED_PSNS)
 		return true;
 	return (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) &&
 	       qp->req.reads_outstanding >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u);
@@ -193,12 +192,16 @@ static bool next_would_wait(const struct sib_qp *qp, const struct sib_swqe *w, u
  * - the last packet of a signaled WQE (its CQE waits for the ACK);
  * - at least SIB_ACKREQ_EVERY PSNs after the last AckReq (the window
  *   keeps moving under a stream of unsignaled WQEs);
- * - the last packet the requester has to send for now: no later WQE was
- *   posted by the start of this pass, the next one would wait for the
- *   window, the READ depth, or is local (mw.c), or the QP is not in RTS
- *   (SQD finishes what it started, 10.3.1) - so that no WQE ever waits
- *   for its ACK on the ACK timeout;
+ * - the last packet before the requester stops although a later WQE is
+ *   posted: the next one would wait for the window or the READ depth, or
+ *   is local (mw.c), or the QP is not in RTS (SQD finishes what it
+ *   started, 10.3.1);
  * - resent to ask for an ACK (resend_for_ack).
+ * The last packet of an unsignaled WQE with nothing posted after it goes
+ * without: the application, posting one WR at a time with the engine
+ * keeping up, would otherwise ask for an ACK per message.  If nothing
+ * with AckReq follows within SIB_ACKREQ_DELAY_NS, ask_for_tail_ack sends
+ * it again with AckReq, so no WQE waits for the ACK timeout.
  * UC is never acknowledged.  Counts the PSNs since the last AckReq.
  */
 static bool want_ackreq(struct req_pass *p, bool read, bool last, uint32_t npsn)
@@ -213,9 +216,9 @@ static bool want_ackreq(struct req_pass *p, bool read, bool last, uint32_t npsn)
 	if (!want && last) {
 		uint32_t next = qp->req.wqe + 1;
 
-		want = p->w->signaled || qp->state != IBV_QPS_RTS || next == p->head ||
-		       next_would_wait(qp, &qp->sq[next & (qp->sq_size - 1)],
-				       iba_psn_add(qp->req.psn, npsn));
+		want = p->w->signaled || qp->state != IBV_QPS_RTS ||
+		       (next != p->head && next_would_wait(qp, &qp->sq[next & (qp->sq_size - 1)],
+							   iba_psn_add(qp->req.psn, npsn)));
 	}
 	if (want) {
 		qp->req.psns_since_ackreq = 0;
@@ -236,6 +239,7 @@ static bool resend_for_ack(struct sib_qp *qp)
 	if (!qp->req.ack_owed)
 		return false;
 	qp->req.ack_owed = false;
+	qp->req.ackreq_deadline = 0;
 	if (iba_psn_diff(qp->req.owed_psn, qp->comp.psn) < 0)
 		return false; /* acknowledged meanwhile */
 	sib_req_rewind(qp, qp->req.owed_psn);
@@ -333,6 +337,7 @@ static enum req_state send_packet(struct req_pass *p)
 		qp->req.psn = iba_psn_add(qp->req.psn, 1);
 		qp->req.offset += paylen;
 	}
+	qp->req.ackreq_deadline = 0; /* (re)started when the pass ends */
 	if (ackreq || sib_qp_is_uc(qp)) {
 		qp->req.ack_owed = false;
 	} else {
@@ -399,6 +404,27 @@ static enum req_state local_error(struct req_pass *p, enum ibv_wc_status st)
 	return REQST_DONE;
 }
 
+/*
+ * The pass ends with packets sent without AckReq and no AckReq after them
+ * (want_ackreq): SIB_ACKREQ_DELAY_NS after the last of them, if the
+ * requester is free to send, ask for their ACK (resend_for_ack).  True
+ * when it rewound: the pass goes on.
+ */
+static bool ask_for_tail_ack(struct sib_qp *qp)
+{
+	uint64_t now;
+
+	if (!qp->req.ack_owed || (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) ||
+	    qp->comp.rnr_deadline || qp->req.local_err)
+		return false;
+	now = sib_clock_ns(qp->ctx);
+	if (!qp->req.ackreq_deadline) {
+		qp->req.ackreq_deadline = sib_deadline_ns(qp->ctx, SIB_ACKREQ_DELAY_NS);
+		return false;
+	}
+	return now >= qp->req.ackreq_deadline && resend_for_ack(qp);
+}
+
 void sib_req_run(struct sib_qp *qp)
 {
 	struct req_pass p = { .qp = qp };
@@ -436,6 +462,10 @@ void sib_req_run(struct sib_qp *qp)
 			break;
 		case REQST_DONE:
 		default:
+			if (qp->req.ack_owed && ask_for_tail_ack(qp)) {
+				st = REQST_CHECK_QP;
+				break;
+			}
 			return;
 		}
 	}

@@ -145,5 +145,6 @@ void sib_qp_transport_run(struct sib_qp *qp, uint64_t *now, uint64_t *next)
 	if (qp->state != IBV_QPS_ERR) {
 		earliest(next, qp->comp.retry_deadline);
 		earliest(next, qp->comp.rnr_deadline);
+		earliest(next, qp->req.ackreq_deadline);
 	}
 }

@@ -30,6 +30,7 @@ struct sib_req {
 					  others before it went without AckReq */
 	bool ack_owed;                 /* owed_psn is valid (req.c ackreq policy) */
 	bool force_ackreq;             /* the next packet sent carries AckReq */
+	uint64_t ackreq_deadline;      /* ack_owed and nothing sent: ask then (ns, 0 = unset) */
 	uint32_t reads_outstanding;    /* READs sent and not completed */
 	uint32_t pkt_end;              /* PSN after the last request sent as packets */
 	bool pkt_unacked;              /* ... and it may not be acknowledged yet: no

@@ -175,6 +175,122 @@ static void test_ack_coalescing(void **state)
 	assert_int_equal(plog[n].msn, 1 + 4);
 }
 
+/* ================= AckReq policy (IBA 9.7.5.1, 9.7.6) ================= */
+
+/* Post n 8-byte WRITEs from side A in one list (the engine sees them
+ * whole); WR k (1-based) has wr_id base + k and is signaled if k is in
+ * the bitmask `signaled`; its remote target is B's buf + 8k. */
+static void post_write_list(unsigned int n, uint64_t signaled, uint64_t base, unsigned int ok_lkeys)
+{
+	struct ibv_send_wr wr[64], *bad = NULL;
+	struct ibv_sge sge[64];
+
+	assert_true(n >= 1 && n <= 64);
+	for (unsigned int k = 1; k <= n; k++) {
+		sge[k - 1] = (struct ibv_sge){ .addr = (uintptr_t)sides[A].buf + 8 * k, .length = 8,
+					       .lkey = k <= ok_lkeys ? sides[A].mr->lkey : 0xbad00 };
+		wr[k - 1] = (struct ibv_send_wr){
+			.wr_id = base + k, .sg_list = &sge[k - 1], .num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = (signaled >> k) & 1 ? IBV_SEND_SIGNALED : 0,
+			.next = k < n ? &wr[k] : NULL,
+		};
+		wr[k - 1].wr.rdma.remote_addr = (uintptr_t)sides[B].buf + 8 * k;
+		wr[k - 1].wr.rdma.rkey = sides[B].mr->rkey;
+	}
+	assert_int_equal(sib_hca_ops.post_send(sides[A].qp, wr, &bad), 0);
+}
+
+/* The ACK (to A) for PSN psn has been seen, within ms. */
+static bool wait_ack(uint32_t psn, unsigned int ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	while (now_ms() < end) {
+		if (count(0, A, IBA_OPC_ACKNOWLEDGE, psn, false))
+			return true;
+		settle(1);
+	}
+	return false;
+}
+
+static void test_ackreq_policy(void **state)
+{
+	uint32_t psn0 = def_opts.psn;
+	unsigned int mark, i;
+
+	(void)state;
+	up(&def_opts);
+
+	/* 40 WRITEs, only the 5th signaled: AckReq on the 5th and 32 PSNs
+	 * later (37th), nowhere else; the 40th, an unsignaled tail, is sent
+	 * again with AckReq SIB_ACKREQ_DELAY_NS later (long before the 1 s
+	 * ACK timeout).  The responder ACKs exactly the PSNs that ask. */
+	fill(sides[A].buf, 8 * 41, 5);
+	post_write_list(40, 1ull << 5, 100, 64);
+	expect_wc(A, 105, IBV_WC_SUCCESS);
+	assert_true(wait_ack(iba_psn_add(psn0, 39), 500));
+	assert_int_equal(count(0, B, -1, 0, true), 41);
+	for (unsigned int k = 1; k <= 40; k++) {
+		const struct seen *e = &plog[nth(0, B, -1, k - 1)];
+		bool want = k == 5 || k == 37;
+
+		assert_int_equal(e->psn, iba_psn_add(psn0, k - 1));
+		assert_int_equal(e->ackreq, want);
+		assert_int_equal(count(0, A, IBA_OPC_ACKNOWLEDGE, e->psn, false), want || k == 40 ? 1 : 0);
+	}
+	i = nth(0, B, -1, 40);
+	assert_int_equal(plog[i].psn, iba_psn_add(psn0, 39));
+	assert_true(plog[i].ackreq);
+	assert_memory_equal(sides[A].buf + 8, sides[B].buf + 8, 8 * 40);
+	expect_no_wc(A); /* only the signaled one completes with a CQE */
+
+	/* An unsignaled tail of three WRITEs, then idle: the third is sent
+	 * again with AckReq and ACKed within 300 ms (not after the ACK
+	 * timeout); a signaled WRITE after it carries AckReq itself and
+	 * completes (so did the three, in order). */
+	mark = nlog;
+	post_write_list(3, 0, 200, 64);
+	assert_true(wait_ack(iba_psn_add(psn0, 42), 300));
+	assert_int_equal(count(mark, B, -1, 0, true), 4);
+	for (unsigned int k = 0; k < 3; k++)
+		assert_false(plog[nth(mark, B, -1, k)].ackreq);
+	i = nth(mark, B, -1, 3);
+	assert_int_equal(plog[i].psn, iba_psn_add(psn0, 42));
+	assert_true(plog[i].ackreq);
+	post_write_list(1, 1ull << 1, 300, 64);
+	expect_wc(A, 301, IBV_WC_SUCCESS);
+	i = nth(mark, B, -1, 4);
+	assert_int_equal(plog[i].psn, iba_psn_add(psn0, 43));
+	assert_true(plog[i].ackreq);
+	settle(50);
+	assert_int_equal(count(mark, B, -1, 0, true), 5); /* nothing more asked */
+	expect_no_wc(A);
+}
+
+/* A WQE that fails its local key check behind an unsignaled WRITE sent
+ * without AckReq: the WRITE must be acknowledged before the error can
+ * complete (in order, IBA 10.8.3.3).  With an infinite ACK timeout
+ * (timeout 0) only the requester asking again (the WRITE resent with
+ * AckReq, ACKed as a duplicate, C9-105) gets there. */
+static void test_ackreq_before_local_error(void **state)
+{
+	struct opts o = def_opts;
+
+	(void)state;
+	o.timeout = 0;
+	up(&o);
+	post_write_list(2, 1ull << 2, 400, 1);
+	expect_wc(A, 402, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(qp_state(A), IBV_QPS_ERR);
+	/* The good WRITE went twice: without AckReq, then asking for it. */
+	assert_int_equal(count(0, B, -1, 0, true), 2);
+	assert_false(plog[nth(0, B, -1, 0)].ackreq);
+	assert_true(plog[nth(0, B, -1, 1)].ackreq);
+	assert_int_equal(plog[nth(0, B, -1, 1)].psn, o.psn);
+	assert_int_equal(count(0, A, IBA_OPC_ACKNOWLEDGE, o.psn, false), 1);
+}
+
 /* ================= Responder: duplicates (C9-105) ================= */
 
 static enum verdict keep_first_request(const struct seen *s)
@@ -690,6 +806,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_segmentation, down),
 		cmocka_unit_test_teardown(test_ack_coalescing, down),
+		cmocka_unit_test_teardown(test_ackreq_policy, down),
+		cmocka_unit_test_teardown(test_ackreq_before_local_error, down),
 		cmocka_unit_test_teardown(test_duplicate_send, down),
 		cmocka_unit_test_teardown(test_duplicate_write, down),
 		cmocka_unit_test_teardown(test_duplicate_read, down),

@@ -406,9 +406,9 @@ static enum req_state local_error(struct req_pass *p, enum ibv_wc_status st)
 
 /*
  * The pass ends with packets sent without AckReq and no AckReq after them
- * (want_ackreq): SIB_ACKREQ_DELAY_NS after the last of them, if the
- * requester is free to send, ask for their ACK (resend_for_ack).  True
- * when it rewound: the pass goes on.
+ * (want_ackreq), and nothing more to send: SIB_ACKREQ_DELAY_NS after the
+ * last of them, if the requester is free to send, ask for their ACK
+ * (resend_for_ack).  True when it rewound: the pass goes on.
  */
 static bool ask_for_tail_ack(struct sib_qp *qp)
 {
@@ -417,6 +417,12 @@ static bool ask_for_tail_ack(struct sib_qp *qp)
 	if (!qp->req.ack_owed || (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD) ||
 	    qp->comp.rnr_deadline || qp->req.local_err)
 		return false;
+	/* More to send (a full peer inbox, the window): its packets go on,
+	 * and a later one asks (want_ackreq). */
+	if (qp->req.offset || qp->req.wqe != atomic_load_explicit(&qp->sq_head, memory_order_acquire)) {
+		qp->req.ackreq_deadline = 0;
+		return false;
+	}
 	now = sib_clock_ns(qp->ctx);
 	if (!qp->req.ackreq_deadline) {
 		qp->req.ackreq_deadline = sib_deadline_ns(qp->ctx, SIB_ACKREQ_DELAY_NS);

@@ -9,7 +9,8 @@
  * only when they are softib memfds of a process of our euid, sizes are
  * bounded by fstat, seqlocks are read once and rechecked.  Must not: touch
  * partial pages, file or shared mappings, or block a post for long.
- * Locking: dx_lock for the registry; the peer cache under progress_lock.
+ * Locking: dx_lock for the registry and the list of contexts; the peer
+ * cache under progress_lock.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -280,17 +281,26 @@ static void child_private(const struct maps_line *l)
 	for (r = dx_regions; r; r = r->next)
 		if (r->ino == l->ino)
 			fd = r->fd;
+	/* The kernel copies (pread): the pages may be memory the application
+	 * freed, which a sanitizer's memcpy would refuse to read. */
 	if (fd < 0) {
-		memcpy(tmp, (void *)l->lo, len);
+		int mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+
+		if (mem < 0 || pread(mem, tmp, len, (off_t)l->lo) != (ssize_t)len)
+			memcpy(tmp, (void *)l->lo, len);
+		if (mem >= 0)
+			close(mem);
 	} else {
 		off_t at = (off_t)l->off, hole, end = (off_t)(l->off + len);
 
 		while (at < end && (at = lseek(fd, at, SEEK_DATA)) >= 0 && at < end) {
+			uint8_t *to = (uint8_t *)tmp + (at - (off_t)l->off);
+
 			hole = lseek(fd, at, SEEK_HOLE);
 			if (hole < 0 || hole > end)
 				hole = end;
-			memcpy((uint8_t *)tmp + (at - (off_t)l->off),
-			       (uint8_t *)l->lo + (at - (off_t)l->off), (size_t)(hole - at));
+			if (pread(fd, to, (size_t)(hole - at), at) != hole - at)
+				memcpy(to, (uint8_t *)l->lo + (at - (off_t)l->off), (size_t)(hole - at));
 			at = hole;
 		}
 	}

@@ -674,6 +674,8 @@ static void test_fork_snapshot(void **state)
 			rc |= 8;
 		_exit(rc);
 	}
+	close(to_child[0]); /* a child that dies closes to_parent: no hang */
+	close(to_parent[1]);
 	fill(sides[A].buf, 4096, 2);
 	post_send(A, IBV_WR_RDMA_WRITE, 0, 4096, (uintptr_t)rb + 8192, sides[B].mr->rkey, 1);
 	expect_wc(A, 1, IBV_WC_SUCCESS);
@@ -684,10 +686,8 @@ static void test_fork_snapshot(void **state)
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	assert_memory_equal(rb + 8192, sides[A].buf, 4096);
-	close(to_child[0]);
 	close(to_child[1]);
 	close(to_parent[0]);
-	close(to_parent[1]);
 	down(NULL);
 }
 

@@ -9,7 +9,8 @@
  * only when they are softib memfds of a process of our euid, sizes are
  * bounded by fstat, seqlocks are read once and rechecked.  Must not: touch
  * partial pages, file or shared mappings, or block a post for long.
- * Locking: dx_lock for the registry; the peer cache under progress_lock.
+ * Locking: dx_lock for the registry and the list of contexts; the peer
+ * cache under progress_lock.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -39,6 +40,7 @@
 
 struct maps_line {
 	uintptr_t lo, hi;
+	uint64_t off;                  /* file offset of lo */
 	char perms[5];
 	unsigned long ino;
 	char path[64];
@@ -82,57 +84,115 @@ static bool maps_next(struct maps_reader *m, struct maps_line *l)
 		return maps_next(m, l);
 	l->lo = lo;
 	l->hi = hi;
+	l->off = off;
 	l->ino = ino;
 	if (pathpos > 0 && (size_t)pathpos < n)
 		snprintf(l->path, sizeof(l->path), "%s", line + pathpos);
 	return true;
 }
 
-/* Is every page of [s, e) private anonymous read-write memory (or, with
- * ino != 0, a mapping of our memfd of that inode)? */
-static bool maps_cover(uintptr_t s, uintptr_t e, unsigned long ino)
+/* A mapping of one of our MR memfds ("softib-mr", shown deleted). */
+static bool maps_is_mr(const struct maps_line *l)
+{
+	return !strncmp(l->path, "/memfd:softib-mr ", 17) && l->perms[3] == 's';
+}
+
+/*
+ * Is every page of [s, e) private anonymous read-write memory (ino 0), or
+ * (ino != 0) a read-write mapping of our memfd of that inode at file
+ * offset `address - base`?  With *nlines, the whole file is read and its
+ * line count (the process's mappings) returned too.
+ */
+static bool maps_cover(uintptr_t s, uintptr_t e, unsigned long ino, uintptr_t base,
+		       unsigned long *nlines)
 {
 	struct maps_reader m = { .fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC) };
 	struct maps_line l;
 	uintptr_t at = s;
+	bool hole = false;
+	unsigned long n = 0;
 
 	if (m.fd < 0)
 		return false;
-	while (at < e && maps_next(&m, &l)) {
+	while ((nlines || (at < e && !hole)) && maps_next(&m, &l)) {
 		bool ok;
 
-		if (l.hi <= at)
+		n++;
+		if (hole || at >= e || l.hi <= at)
 			continue;
-		if (l.lo > at)
-			break; /* a hole */
+		if (l.lo > at) {
+			hole = true; /* a hole */
+			continue;
+		}
 		if (ino)
-			ok = l.ino == ino && !strncmp(l.path, "/memfd:softib-mr", 16) &&
-			     !strcmp(l.perms, "rw-s");
+			ok = l.ino == ino && maps_is_mr(&l) && !strcmp(l.perms, "rw-s") &&
+			     l.lo - l.off == base;
 		else
 			ok = l.ino == 0 && !strcmp(l.perms, "rw-p") &&
 			     (!l.path[0] || !strcmp(l.path, "[heap]"));
-		if (!ok)
-			break;
-		at = l.hi;
+		if (ok)
+			at = l.hi;
+		else
+			hole = true;
 	}
 	close(m.fd);
-	return at >= e;
+	if (nlines)
+		*nlines = n;
+	return !hole && at >= e;
 }
 
 /* ---- the registry of pages on memfds ---- */
 
+/*
+ * A range of pages moved onto memfd `fd` (page `start` at offset 0).  refs
+ * counts the MRs on it; at 0 the pages stay on the memfd (they are the
+ * application's memory now, see region_put) and the region stays here with
+ * its fd so that a later reg_mr over them shares it, until no mapping of
+ * the memfd is left (region_prune).
+ */
 struct sib_dx_region {
 	uintptr_t start, end;
 	int fd;
 	unsigned long ino;
 	unsigned int refs;
+	bool mapped;                   /* region_prune's mark */
 	struct sib_dx_region *next;
 };
 
+/* vm.max_map_count; 0: read /proc/sys/vm/max_map_count at the next
+ * registration (tests set a lower one). */
+unsigned long sib_dx_max_map_count;
+/* Mappings a registration may add: the copy's temporary one and the two
+ * pieces MAP_FIXED splits the old VMA into, and one to spare. */
+#define DX_MAP_SLACK 4u
+
 static pthread_mutex_t dx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sib_dx_region *dx_regions;
+static struct sib_dx *dx_ctxs;            /* contexts with an export table */
 static unsigned int dx_fork_gen;          /* MRs inherited by a fork child are not ours */
 static pthread_once_t dx_once = PTHREAD_ONCE_INIT;
+
+static unsigned long map_max(void)
+{
+	char b[32];
+	int fd;
+	ssize_t n;
+
+	if (sib_dx_max_map_count)
+		return sib_dx_max_map_count;
+	sib_dx_max_map_count = 65530; /* the kernel's default */
+	fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, b, sizeof(b) - 1);
+		if (n > 0) {
+			b[n] = 0;
+			if (strtoul(b, NULL, 10) > 0)
+				sib_dx_max_map_count = strtoul(b, NULL, 10);
+		}
+		close(fd);
+	}
+	return sib_dx_max_map_count;
+}
 
 /* Copy the pages of [s, s + len) that hold data into dst: the pages the
  * process has touched (present or swapped, /proc/self/pagemap), so that a
@@ -163,28 +223,89 @@ static void copy_touched(uint8_t *dst, uintptr_t s, size_t len, size_t page)
 	close(fd);
 }
 
-/* Put private anonymous pages back under [start, end) with the region's
- * contents, if the application has not remapped it meanwhile.  Only the
- * memfd's data runs are copied (holes stay untouched zero pages). */
-static void region_restore(struct sib_dx_region *r, bool check)
+/* Forget the regions no MR uses whose memfd nobody maps any more (the
+ * application unmapped them): their memory goes with our fd. */
+static void region_prune(void)
 {
-	size_t len = r->end - r->start;
-	off_t at = 0, hole;
+	struct maps_reader m = { .fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC) };
+	struct sib_dx_region **pp, *r;
+	struct maps_line l;
+	bool orphans = false;
+
+	for (r = dx_regions; r; r = r->next) {
+		r->mapped = false;
+		orphans |= !r->refs;
+	}
+	if (!orphans || m.fd < 0) {
+		if (m.fd >= 0)
+			close(m.fd);
+		return;
+	}
+	while (maps_next(&m, &l))
+		if (maps_is_mr(&l))
+			for (r = dx_regions; r; r = r->next)
+				r->mapped |= r->ino == l.ino;
+	close(m.fd);
+	for (pp = &dx_regions; (r = *pp);) {
+		if (!r->refs && !r->mapped) {
+			*pp = r->next;
+			close(r->fd);
+			free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
+/* fork child: replace [lo, hi), a mapping of one of our MR memfds at file
+ * offset `off` with permissions `perms`, by private anonymous memory with
+ * the same contents and protection (as copy-on-write would have given).
+ * Only the file's data runs are copied when its fd is known (a sparse
+ * region stays sparse); a mapping that fails keeps sharing. */
+static void child_private(const struct maps_line *l)
+{
+	size_t len = l->hi - l->lo;
+	int prot = (l->perms[0] == 'r' ? PROT_READ : 0) | (l->perms[1] == 'w' ? PROT_WRITE : 0) |
+		   (l->perms[2] == 'x' ? PROT_EXEC : 0);
+	struct sib_dx_region *r;
+	int fd = -1;
 	void *tmp;
 
-	if (check && !maps_cover(r->start, r->end, r->ino))
-		return; /* unmapped or remapped by the application: leave it */
 	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (tmp == MAP_FAILED)
 		return;
-	while (at < (off_t)len && (at = lseek(r->fd, at, SEEK_DATA)) >= 0) {
-		hole = lseek(r->fd, at, SEEK_HOLE);
-		if (hole < 0 || hole > (off_t)len)
-			hole = (off_t)len;
-		memcpy((uint8_t *)tmp + at, (uint8_t *)r->start + at, (size_t)(hole - at));
-		at = hole;
+	if (!(prot & PROT_READ) && mprotect((void *)l->lo, len, PROT_READ)) {
+		munmap(tmp, len);
+		return;
 	}
-	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)r->start) == MAP_FAILED)
+	for (r = dx_regions; r; r = r->next)
+		if (r->ino == l->ino)
+			fd = r->fd;
+	/* The kernel copies (pread): the pages may be memory the application
+	 * freed, which a sanitizer's memcpy would refuse to read. */
+	if (fd < 0) {
+		int mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+
+		if (mem < 0 || pread(mem, tmp, len, (off_t)l->lo) != (ssize_t)len)
+			memcpy(tmp, (void *)l->lo, len);
+		if (mem >= 0)
+			close(mem);
+	} else {
+		off_t at = (off_t)l->off, hole, end = (off_t)(l->off + len);
+
+		while (at < end && (at = lseek(fd, at, SEEK_DATA)) >= 0 && at < end) {
+			uint8_t *to = (uint8_t *)tmp + (at - (off_t)l->off);
+
+			hole = lseek(fd, at, SEEK_HOLE);
+			if (hole < 0 || hole > end)
+				hole = end;
+			if (pread(fd, to, (size_t)(hole - at), at) != hole - at)
+				memcpy(to, (uint8_t *)l->lo + (at - (off_t)l->off), (size_t)(hole - at));
+			at = hole;
+		}
+	}
+	if (mprotect(tmp, len, prot) ||
+	    mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)l->lo) == MAP_FAILED)
 		munmap(tmp, len);
 }
 
@@ -215,16 +336,33 @@ static void dx_parent(void)
 	pthread_mutex_unlock(&dx_lock);
 }
 
-/* fork: the child gets a private snapshot of every shared region, as
- * copy-on-write would have given it; the parent is not affected. */
+static void dx_child_ctxs(void);
+
+/*
+ * fork: the child gets a private copy of every mapping of our MR memfds
+ * it finds in /proc/self/maps (registered regions, the pages deregistered
+ * MRs left on their memfds, pieces the application mprotect'ed or
+ * mremap'ed), as copy-on-write would have given it; and its contexts stop
+ * direct placement and writing the parent's export tables
+ * (dx_child_ctxs).  The parent is not affected.
+ */
 static void dx_child(void)
 {
+	struct maps_reader m = { .fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC) };
 	struct sib_dx_region *r = dx_regions;
+	struct maps_line l;
 
+	dx_child_ctxs(); /* first: drops the mappings of peers' memfds */
+	if (m.fd >= 0) {
+		/* Lines already read stay valid: only [l.lo, l.hi) changes. */
+		while (maps_next(&m, &l))
+			if (maps_is_mr(&l))
+				child_private(&l);
+		close(m.fd);
+	}
 	while (r) {
 		struct sib_dx_region *next = r->next;
 
-		region_restore(r, true);
 		close(r->fd);
 		free(r);
 		r = next;
@@ -246,25 +384,36 @@ static void dx_init_once(void)
 	(void)pthread_atfork(dx_prepare, dx_parent, dx_child);
 }
 
-/* The region holding [s, e) (page aligned): an existing one that contains it
- * (one more reference), or a new one.  NULL: not eligible. */
+/*
+ * The region holding [s, e) (page aligned): an existing one that contains
+ * it, if /proc/self/maps still shows its memfd there read-write at the
+ * right offset (one more reference), or a new one.  NULL: not eligible,
+ * among others pages that lie on one of our memfds in another way (never
+ * copied onto a second memfd), or a process near vm.max_map_count (a
+ * MAP_FIXED that fails there may already have unmapped the old range on
+ * older kernels).
+ */
 static struct sib_dx_region *region_get(uintptr_t s, uintptr_t e)
 {
 	struct sib_dx_region *r;
 	size_t len = e - s;
+	unsigned long nmaps;
 	struct stat st;
 	void *tmp;
 	int fd;
 
+	region_prune();
 	for (r = dx_regions; r; r = r->next) {
 		if (s >= r->start && e <= r->end) {
+			if (!maps_cover(s, e, r->ino, r->start, NULL))
+				return NULL;
 			r->refs++;
 			return r;
 		}
 		if (s < r->end && e > r->start)
 			return NULL; /* overlaps partly: no direct path for this MR */
 	}
-	if (!maps_cover(s, e, 0))
+	if (!maps_cover(s, e, 0, 0, &nmaps) || nmaps + DX_MAP_SLACK > map_max())
 		return NULL;
 	r = calloc(1, sizeof(*r));
 	if (!r)
@@ -296,19 +445,19 @@ err:
 	return NULL;
 }
 
+/*
+ * One MR less on r.  The last one leaves the pages on the memfd: copying
+ * them back to private memory would lose the stores other threads (and our
+ * engine, through another MR) make meanwhile.  They stay the application's
+ * memory, shared only with peers that still map the memfd (and those
+ * write no more: the entry was revoked); fork gives children a private
+ * copy (dx_child); an munmap by the application frees them (region_prune
+ * closes our fd once nothing maps the memfd).
+ */
 static void region_put(struct sib_dx_region *r)
 {
-	struct sib_dx_region **pp;
-
-	if (--r->refs)
-		return;
-	for (pp = &dx_regions; *pp && *pp != r; pp = &(*pp)->next)
-		;
-	if (*pp)
-		*pp = r->next;
-	region_restore(r, true);
-	close(r->fd);
-	free(r);
+	r->refs--;
+	region_prune();
 }
 
 /* ---- the export table (owner side) ---- */
@@ -339,6 +488,7 @@ struct sib_dx {
 	uint64_t placed, refused;      /* WQEs placed; tries that went to packets */
 	struct sib_dx_peer peers[DX_PEERS];
 	struct sib_dx_map maps[DX_MAPS];
+	struct sib_dx *next;           /* dx_ctxs, under dx_lock */
 };
 
 static struct sib_dx_ent *tab_ent(uint8_t *tab, uint32_t idx)
@@ -408,6 +558,10 @@ int sib_dx_ctx_init(struct sib_context *ctx)
 	((struct sib_dx_hdr *)dx->tab)->max_mr = SIB_DX_MAX_MR;
 	__atomic_store_n(&((struct sib_dx_hdr *)dx->tab)->magic, SIB_DX_MAGIC, __ATOMIC_RELEASE);
 	dx->on = true;
+	pthread_mutex_lock(&dx_lock);
+	dx->next = dx_ctxs;
+	dx_ctxs = dx;
+	pthread_mutex_unlock(&dx_lock);
 	return 0;
 }
 
@@ -442,13 +596,51 @@ void sib_dx_ctx_fini(struct sib_context *ctx)
 	for (unsigned int i = 0; i < DX_MAPS; i++)
 		map_drop(&dx->maps[i]);
 	if (dx->tab) {
+		struct sib_dx **pp;
+
+		pthread_mutex_lock(&dx_lock);
+		for (pp = &dx_ctxs; *pp && *pp != dx; pp = &(*pp)->next)
+			;
+		if (*pp)
+			*pp = dx->next;
+		region_prune(); /* the memfds of unmapped deregistered pages */
+		pthread_mutex_unlock(&dx_lock);
 		munmap(dx->tab, SIB_DX_BYTES);
 		munmap((void *)dx->cnt, SIB_DX_CNT_BYTES);
-		close(dx->tab_fd);
-		close(dx->cnt_fd);
+		if (dx->tab_fd >= 0)
+			close(dx->tab_fd);
+		if (dx->cnt_fd >= 0)
+			close(dx->cnt_fd);
 	}
 	free(dx);
 	ctx->dx = NULL;
+}
+
+/*
+ * fork child (dx_lock held since dx_prepare): every context of the
+ * process stops direct placement, drops its peers' tables and MR mappings
+ * and gets private anonymous memory in place of its export table and
+ * counters, so the child never writes the parent's (its MR and QP calls
+ * then change nothing peers see).
+ */
+static void dx_child_ctxs(void)
+{
+	for (struct sib_dx *dx = dx_ctxs; dx; dx = dx->next) {
+		dx->on = false;
+		for (unsigned int i = 0; i < DX_PEERS; i++)
+			peer_drop(&dx->peers[i]);
+		for (unsigned int i = 0; i < DX_MAPS; i++)
+			map_drop(&dx->maps[i]);
+		if (mmap(dx->tab, SIB_DX_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+			munmap(dx->tab, SIB_DX_BYTES); /* never shared again */
+		if (mmap((void *)dx->cnt, SIB_DX_CNT_BYTES, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+			munmap((void *)dx->cnt, SIB_DX_CNT_BYTES);
+		close(dx->tab_fd);
+		close(dx->cnt_fd);
+		dx->tab_fd = dx->cnt_fd = -1;
+	}
 }
 
 /* Seqlock write of entry idx. */

@@ -68,13 +68,20 @@ void sib_dx_ctx_fini(struct sib_context *ctx);
  * MRs.  attach: move the MR's whole pages onto a memfd (when eligible and
  * the MR allows remote access) and publish its export entry.  revoke: the
  * entry goes invalid and revoke waits (bounded, 5 s) until no peer is
- * copying into or out of it.  detach: the pages go back to private memory
- * once no MR uses them.  dereg: revoke, wait for local users, detach;
- * rereg: revoke, change, detach + attach (translation) or attach.
+ * copying into or out of it.  detach: one MR less on the pages; they stay
+ * on the memfd even when none is left (the application's memory; a later
+ * MR over them shares the memfd again; fork children get private copies).
+ * dereg: revoke, wait for local users, detach; rereg: revoke, change,
+ * detach + attach (translation) or attach.
  */
 void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr);
 void sib_dx_mr_revoke(struct sib_context *ctx, struct sib_mr *mr);
 void sib_dx_mr_detach(struct sib_mr *mr);
+
+/* vm.max_map_count as attach sees it: 0 until the first registration
+ * reads /proc/sys/vm/max_map_count.  attach gives no direct path when the
+ * process's mappings are within 4 of it (tests set a lower one). */
+extern unsigned long sib_dx_max_map_count;
 
 /* The QP word of the export table: PD and access flags of an RC QP in RTR,
  * RTS or SQD (after every modify_qp and on entering ERR), cleared otherwise

@@ -406,7 +406,7 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
 	if (!rc)
 		sib_objtab_release(&ctx->mrs, mr->tab_handle);
 	if (!rc) /* (a user that never let go keeps the pages shared) */
-		sib_dx_mr_detach(mr); /* private pages again, once no MR uses them */
+		sib_dx_mr_detach(mr); /* one MR less on its memfd pages */
 	atomic_fetch_sub(&((struct sib_pd *)ibmr->pd)->usecnt, 1);
 	sib_host->obj_destroy(mr->handle);
 	if (!rc)
@@ -493,8 +493,8 @@ static int sib_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, voi
 			mr->ibv.length = length;
 		}
 	}
-	/* The export entry again: the new range's pages (the old ones go back
-	 * to private memory unless another MR uses them), access and PD. */
+	/* The export entry again: the new range's pages (the old ones stay
+	 * on their memfd, see sib_dx_mr_detach), access and PD. */
 	sib_dx_mr_attach(ctx, mr);
 	sib_objtab_republish(&ctx->mrs, h, mr, &mr->tab_handle);
 	if (rc)

@@ -609,7 +609,7 @@ static void test_read_only_mapping(void **state)
 	munmap(tab, SIB_DX_BYTES);
 	assert_int_equal(o->dereg_mr(mr), 0);
 	down(NULL);
-	/* dereg put private pages back, contents kept */
+	/* dereg left the pages on the memfd, contents kept */
 	{
 		uint8_t *want = malloc(8192);
 
@@ -648,6 +648,7 @@ static void test_fork_snapshot(void **state)
 	int to_child[2], to_parent[2], status;
 	char c;
 	pid_t pid;
+	bool seen;
 
 	(void)state;
 	up(&def_opts);
@@ -673,19 +674,20 @@ static void test_fork_snapshot(void **state)
 			rc |= 8;
 		_exit(rc);
 	}
+	close(to_child[0]); /* a child that dies closes to_parent: no hang */
+	close(to_parent[1]);
 	fill(sides[A].buf, 4096, 2);
 	post_send(A, IBV_WR_RDMA_WRITE, 0, 4096, (uintptr_t)rb + 8192, sides[B].mr->rkey, 1);
 	expect_wc(A, 1, IBV_WC_SUCCESS);
+	assert_true(placed_of(0, 4096, &seen)); /* the child must not see a placed WRITE either */
 	assert_int_equal(write(to_child[1], "x", 1), 1);
 	assert_int_equal(read(to_parent[0], &c, 1), 1);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	assert_memory_equal(rb + 8192, sides[A].buf, 4096);
-	close(to_child[0]);
 	close(to_child[1]);
 	close(to_parent[0]);
-	close(to_parent[1]);
 	down(NULL);
 }
 
@@ -783,8 +785,10 @@ static void test_hostile_table(void **state)
 	down(NULL);
 }
 
+static unsigned long range_ino(uintptr_t a, uintptr_t e);
+
 /* A big registration the process has barely touched stays sparse on its
- * memfd, and dereg gives it back as it was. */
+ * memfd, and stays there after dereg, contents as they were. */
 static void test_sparse(void **state)
 {
 	const struct sib_hca_ops *o = &sib_hca_ops;
@@ -811,11 +815,289 @@ static void test_sparse(void **state)
 	assert_int_equal(big[4096], 0);
 	munmap(tab, SIB_DX_BYTES);
 	assert_int_equal(o->dereg_mr(mr), 0);
-	assert_true(range_private((uintptr_t)big, (uintptr_t)big + len));
+	assert_int_equal(st.st_ino, range_ino((uintptr_t)big, (uintptr_t)big + len)); /* stays */
 	assert_int_equal(big[12345], 0x5a);
 	assert_int_equal(big[len - 1], 0xa5);
 	down(NULL);
 	munmap(big, len);
+}
+
+/* ---- the pages stay on the memfd after the last MR goes ---- */
+
+static unsigned long fd_ino(int fd)
+{
+	char p[64];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	assert_int_equal(stat(p, &st), 0);
+	return (unsigned long)st.st_ino;
+}
+
+/* The inode of the one mapping that covers [a, e), 0 if none or several. */
+static unsigned long range_ino(uintptr_t a, uintptr_t e)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	unsigned long found = 0;
+	bool many = false;
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off, ino;
+		char perms[8];
+		unsigned int ma, mi;
+
+		if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu", &lo, &hi, perms, &off, &ma, &mi, &ino) < 7 ||
+		    hi <= a || lo >= e)
+			continue;
+		many |= found && found != ino;
+		found = ino;
+	}
+	fclose(f);
+	return many ? 0 : found;
+}
+
+struct storer {
+	uint64_t *p;
+	size_t pages;
+	_Atomic size_t done;
+};
+
+static void *storer_main(void *arg)
+{
+	struct storer *s = arg;
+
+	for (size_t i = 0; i < s->pages; i++) {
+		((volatile uint64_t *)s->p)[i * 512] = i + 1;
+		atomic_store(&s->done, i + 1);
+		for (volatile unsigned int k = 0; k < 500; k++)
+			; /* slower than a copy of the page: they overlap */
+	}
+	return NULL;
+}
+
+/* A thread storing one word per page of a 64 MiB MR while another thread
+ * deregisters it loses no store (dereg copies nothing back). */
+static void test_dereg_keeps_stores(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	size_t len = 64u << 20, lost = 0;
+	uint64_t *big = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct storer s = { .p = big, .pages = len / 4096 };
+	struct ibv_mr *mr;
+	uint8_t *tab;
+	pthread_t t;
+
+	(void)state;
+	assert_true(big != MAP_FAILED);
+	memset(big, 0, len); /* every page holds data: the memfd is dense */
+	up(&def_opts);
+	mr = o->reg_mr(sides[B].pd, big, len, (uintptr_t)big,
+		       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	tab = map_export(B);
+	assert_true(export_ent(tab, mr->rkey)->fd >= 0); /* on a memfd */
+	munmap(tab, SIB_DX_BYTES);
+	assert_int_equal(pthread_create(&t, NULL, storer_main, &s), 0);
+	while (atomic_load(&s.done) < 16)
+		sched_yield();
+	assert_int_equal(o->dereg_mr(mr), 0);
+	pthread_join(t, NULL);
+	for (size_t i = 0; i < s.pages; i++)
+		lost += big[i * 512] != i + 1;
+	assert_int_equal(lost, 0);
+	down(NULL);
+	munmap(big, len);
+}
+
+/* Register, dereg, register the same pages (and a part of them) again:
+ * the same memfd is used again (never a copy onto a second one) and the
+ * WRITEs are placed. */
+static void test_reg_dereg_reg(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	size_t len = 65536;
+	uint8_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *tab;
+	struct ibv_mr *mr;
+	unsigned long ino;
+	bool seen;
+
+	(void)state;
+	assert_true(b != MAP_FAILED);
+	fill(b, (uint32_t)len, 3);
+	up(&def_opts);
+	tab = map_export(B);
+	mr = o->reg_mr(sides[B].pd, b, len, (uintptr_t)b, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	ino = fd_ino(export_ent(tab, mr->rkey)->fd);
+	assert_int_equal(range_ino((uintptr_t)b, (uintptr_t)b + len), ino);
+	assert_int_equal(o->dereg_mr(mr), 0);
+	assert_int_equal(range_ino((uintptr_t)b, (uintptr_t)b + len), ino); /* stays */
+	for (unsigned int i = 0; i < 2; i++) {
+		size_t off = i ? 8192 : 0, l = i ? 16384 : len;
+
+		mr = o->reg_mr(sides[B].pd, b + off, l, (uintptr_t)b + off,
+			       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		assert_non_null(mr);
+		assert_true(export_ent(tab, mr->rkey)->fd >= 0);
+		assert_int_equal(fd_ino(export_ent(tab, mr->rkey)->fd), ino);
+		fill(sides[A].buf, 4096, (uint8_t)(4 + i));
+		post_send(A, IBV_WR_RDMA_WRITE, 0, 4000 + i, (uintptr_t)b + off + 4096, mr->rkey, i);
+		expect_wc(A, i, IBV_WC_SUCCESS);
+		assert_true(placed_of(0, 4000 + i, &seen));
+		assert_memory_equal(b + off + 4096, sides[A].buf, 4000 + i);
+		assert_int_equal(o->dereg_mr(mr), 0);
+	}
+	assert_int_equal(range_ino((uintptr_t)b, (uintptr_t)b + len), ino);
+	munmap(tab, SIB_DX_BYTES);
+	down(NULL);
+	munmap(b, len);
+}
+
+/* Pages a deregistered MR left on its memfd, one of them mprotect'ed
+ * read-only: a fork child still gets a private copy of all of them. */
+static void test_fork_after_dereg(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	uint8_t *b = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	int to_child[2], status;
+	struct ibv_mr *mr;
+	char c;
+	pid_t pid;
+
+	(void)state;
+	assert_true(b != MAP_FAILED);
+	fill(b, 4 * 4096, 8);
+	up(&def_opts);
+	mr = o->reg_mr(sides[B].pd, b, 4 * 4096, (uintptr_t)b, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	assert_int_equal(mprotect(b + 2 * 4096, 4096, PROT_READ), 0);
+	assert_int_equal(o->dereg_mr(mr), 0);
+	assert_int_equal(pipe(to_child), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		uint8_t want[4 * 4096];
+
+		fill(want, 4 * 4096, 8);
+		if (read(to_child[0], &c, 1) != 1) /* the parent stored meanwhile */
+			_exit(2);
+		_exit(memcmp(b, want, sizeof(want)) ? 1 : 0);
+	}
+	memset(b, 0x11, 4096);
+	assert_int_equal(mprotect(b + 2 * 4096, 4096, PROT_READ | PROT_WRITE), 0);
+	memset(b + 2 * 4096, 0x22, 4096);
+	assert_int_equal(write(to_child[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(to_child[0]);
+	close(to_child[1]);
+	down(NULL);
+	munmap(b, 4 * 4096);
+}
+
+/* A fork child's rereg_mr, dereg_mr and modify_qp leave the parent's
+ * export table as it was (the child's contexts have private tables). */
+static void test_fork_child_tables(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+	struct sib_dx_ent e1, e2;
+	struct ibv_mr *mr2;
+	uint8_t *tab, *pb;
+	uint64_t qw;
+	uint32_t qpn;
+	int status;
+	bool seen;
+	pid_t pid;
+
+	(void)state;
+	up(&def_opts);
+	pb = page_up(sides[B].buf);
+	mr2 = o->reg_mr(sides[B].pd, pb + 65536, 65536, (uintptr_t)pb + 65536,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr2);
+	tab = map_export(B);
+	qpn = sides[B].qp->qp_num;
+	memcpy(&e1, export_ent(tab, sides[B].mr->rkey), sizeof(e1));
+	memcpy(&e2, export_ent(tab, mr2->rkey), sizeof(e2));
+	memcpy(&qw, tab + SIB_DX_QP_OFF + 8 * qpn, 8);
+	assert_true(e2.fd >= 0 && (qw & SIB_DX_QP_VALID));
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int rc = 0;
+
+		if (o->rereg_mr(sides[B].mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+				IBV_ACCESS_REMOTE_READ))
+			rc |= 1;
+		if (o->dereg_mr(mr2))
+			rc |= 2;
+		if (o->modify_qp(sides[B].qp, &a, IBV_QP_STATE))
+			rc |= 4;
+		_exit(rc);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_memory_equal(export_ent(tab, sides[B].mr->rkey), &e1, sizeof(e1));
+	assert_memory_equal(export_ent(tab, mr2->rkey), &e2, sizeof(e2));
+	assert_memory_equal(tab + SIB_DX_QP_OFF + 8 * qpn, &qw, 8);
+	/* and the parent still places into both */
+	fill(sides[A].buf, 4096, 12);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 3001, (uintptr_t)pb + 65536 + 4096, mr2->rkey, 1);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	assert_true(placed_of(0, 3001, &seen));
+	assert_memory_equal(pb + 65536 + 4096, sides[A].buf, 3001);
+	munmap(tab, SIB_DX_BYTES);
+	assert_int_equal(o->dereg_mr(mr2), 0);
+	down(NULL);
+}
+
+/* Near vm.max_map_count no pages move (a MAP_FIXED failing there could
+ * lose the old range): the MR has no direct path and stays private. */
+static void test_map_limit(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	uint8_t *b = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *tab;
+	unsigned long n = 0;
+	struct ibv_mr *mr;
+	char line[512];
+	FILE *f;
+
+	(void)state;
+	assert_true(b != MAP_FAILED);
+	fill(b, 65536, 6);
+	up(&def_opts);
+	tab = map_export(B);
+	f = fopen("/proc/self/maps", "r");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		n++;
+	fclose(f);
+	sib_dx_max_map_count = n + 3;
+	mr = o->reg_mr(sides[B].pd, b, 65536, (uintptr_t)b, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	sib_dx_max_map_count = 0;
+	assert_non_null(mr);
+	assert_int_equal(export_ent(tab, mr->rkey)->fd, -1);
+	assert_true(range_private((uintptr_t)b, (uintptr_t)b + 65536));
+	assert_int_equal(o->dereg_mr(mr), 0);
+	/* with room, the same pages move */
+	mr = o->reg_mr(sides[B].pd, b, 65536, (uintptr_t)b, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	assert_true(export_ent(tab, mr->rkey)->fd >= 0);
+	assert_int_equal(o->dereg_mr(mr), 0);
+	{
+		uint8_t want[65536];
+
+		fill(want, 65536, 6);
+		assert_memory_equal(b, want, 65536);
+	}
+	munmap(tab, SIB_DX_BYTES);
+	down(NULL);
+	munmap(b, 65536);
 }
 
 /* SOFTIB_DIRECT=0: no export table, no moved pages, everything by packets. */
@@ -851,6 +1133,11 @@ int main(void)
 		cmocka_unit_test(test_fork_snapshot),
 		cmocka_unit_test(test_hostile_table),
 		cmocka_unit_test(test_sparse),
+		cmocka_unit_test(test_dereg_keeps_stores),
+		cmocka_unit_test(test_reg_dereg_reg),
+		cmocka_unit_test(test_fork_after_dereg),
+		cmocka_unit_test(test_fork_child_tables),
+		cmocka_unit_test(test_map_limit),
 		cmocka_unit_test(test_off),
 	};
 

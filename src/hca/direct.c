@@ -34,6 +34,7 @@
 #define DX_MAPS  64                /* peers' MR memfds a context keeps mapped */
 #define DX_FD_SCAN_MAX 65536       /* fds looked at when finding a peer's table */
 #define DX_REVOKE_WAIT_NS 5000000000ull /* as destroy waits for its users (qp.c) */
+#define DX_MAP_MAX (4ull << 30)    /* longest peer MR window mapped (address space) */
 
 /* ---- /proc/self/maps, without malloc (also in a fork child) ---- */
 
@@ -322,10 +323,15 @@ struct sib_dx_peer {
 	uint64_t used;
 };
 
+/* A peer MR's window: [off, off + (dhi - dlo)) of its memfd rounded out to
+ * pages, mapped at base (len bytes); at = base + skew + (va - dlo).  Used
+ * only while the entry still says exactly fd, off, dlo, dhi (and seq). */
 struct sib_dx_map {
 	uint32_t inbox, gen, idx, seq;
+	int32_t fd;
+	uint64_t off, dlo, dhi;        /* the entry the map was made from */
 	uint8_t *base;
-	size_t len;
+	size_t len, skew;
 	bool rw;
 	uint64_t used;
 };
@@ -751,37 +757,61 @@ static bool ent_read(const struct sib_dx_peer *p, uint32_t idx, struct sib_dx_en
 	return true;
 }
 
-/* The mapping of the memfd behind entry v (seq s) of peer p, whole. */
+/* Does map m stand for entry v (seq s) of key index idx of peer p? */
+static bool map_is(const struct sib_dx_map *m, const struct sib_dx_peer *p, uint32_t idx,
+		   const struct sib_dx_ent *v, uint32_t seq)
+{
+	return m->inbox == p->inbox && m->gen == p->gen && m->idx == idx && m->seq == seq &&
+	       m->fd == v->fd && m->off == v->off && m->dlo == v->dlo && m->dhi == v->dhi;
+}
+
+/*
+ * The mapping of entry v's window (seq s) of peer p: only the pages of
+ * [off, off + (dhi - dlo)) of its memfd, bounded by the file's real size
+ * and by DX_MAP_MAX.  A cached map is used only while the entry says
+ * exactly what it was made from; maps of this key index made from another
+ * entry (its seq moved, or a hostile owner rewrote it) are dropped.
+ */
 static struct sib_dx_map *map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint32_t idx,
 				  const struct sib_dx_ent *v, bool rw)
 {
 	struct sib_dx_map *m, *victim = &dx->maps[0];
 	uint32_t seq = atomic_load_explicit(&v->seq, memory_order_relaxed);
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), wlen, moff, mend;
 	size_t size;
 	void *base;
 	int fd;
 
 	for (unsigned int i = 0; i < DX_MAPS; i++) {
 		m = &dx->maps[i];
-		if (m->used && m->inbox == p->inbox && m->gen == p->gen && m->idx == idx && m->seq == seq &&
-		    (m->rw || !rw)) {
-			m->used = ++dx->tick;
-			return m;
+		if (m->used && m->inbox == p->inbox && m->gen == p->gen && m->idx == idx) {
+			if (map_is(m, p, idx, v, seq) && (m->rw || !rw)) {
+				m->used = ++dx->tick;
+				return m;
+			}
+			if (!map_is(m, p, idx, v, seq))
+				map_drop(m); /* made from an older entry */
 		}
 		if (m->used < victim->used)
 			victim = m;
 	}
-	if (v->fd < 0)
+	if (v->fd < 0 || v->dhi <= v->dlo)
+		return NULL;
+	wlen = v->dhi - v->dlo;
+	if (wlen > DX_MAP_MAX || v->off > UINT64_MAX - wlen - page)
 		return NULL;
 	fd = open_peer_memfd(p->pid, v->fd, "softib-mr ", rw ? O_RDWR : O_RDONLY, &size);
 	if (fd < 0)
 		return NULL;
 	/* Bounded by the file's real size, whatever the entry says. */
-	if (v->dhi <= v->dlo || v->off > size || v->dhi - v->dlo > size - v->off) {
+	if (v->off > size || wlen > size - v->off) {
 		close(fd);
 		return NULL;
 	}
-	base = mmap(NULL, size, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+	moff = v->off & ~(page - 1);
+	mend = (v->off + wlen + page - 1) & ~(page - 1);
+	base = mmap(NULL, mend - moff, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd,
+		    (off_t)moff);
 	close(fd);
 	if (base == MAP_FAILED)
 		return NULL;
@@ -791,8 +821,13 @@ static struct sib_dx_map *map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint
 	m->gen = p->gen;
 	m->idx = idx;
 	m->seq = seq;
+	m->fd = v->fd;
+	m->off = v->off;
+	m->dlo = v->dlo;
+	m->dhi = v->dhi;
 	m->base = base;
-	m->len = size;
+	m->len = mend - moff;
+	m->skew = v->off - moff;
 	m->rw = rw;
 	m->used = ++dx->tick;
 	return m;
@@ -865,7 +900,9 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 		atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
 		return false; /* deregistered or changed meanwhile */
 	}
-	at = m->base + v.off + (va - v.dlo);
+	/* v passed the range checks above and equals the map's entry, so
+	 * [at, at + len) lies inside the mapped window. */
+	at = m->base + m->skew + (va - v.dlo);
 	if (read)
 		st = sib_sge_copy_in(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0, at,
 				     (uint32_t)len);

@@ -783,6 +783,86 @@ static void test_hostile_table(void **state)
 	down(NULL);
 }
 
+/* ---- a cached mapping is used only for the entry it was made from ---- */
+
+/* Rewrite entry fields keeping its seq (what a hostile owner can do). */
+static void ent_poke(struct sib_dx_ent *e, int fd, uint64_t off, uint64_t dlo, uint64_t dhi)
+{
+	__atomic_store_n(&e->fd, fd, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->off, off, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->dlo, dlo, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->dhi, dhi, __ATOMIC_RELAXED);
+}
+
+/* One WRITE of len bytes to lo + at: placed or not as expected, and B's
+ * memory right afterwards (never a write outside the MR: that would
+ * crash or show here). */
+static void write_check(uint64_t lo, uint64_t at, uint32_t len, uint8_t pat, bool want_placed)
+{
+	bool seen;
+
+	fill(sides[A].buf, len, pat);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, len, lo + at, sides[B].mr->rkey, pat);
+	expect_wc(A, pat, IBV_WC_SUCCESS);
+	assert_int_equal(placed_of(0, len, &seen), want_placed);
+	assert_true(seen);
+	assert_memory_equal((uint8_t *)(uintptr_t)(lo + at), sides[A].buf, len);
+}
+
+static void test_cache_hit_bounds(void **state)
+{
+	uint8_t *tab;
+	struct sib_dx_ent *e, good;
+	uint32_t seq;
+	int huge, unsealed;
+
+	(void)state;
+	up(&def_opts);
+	tab = map_export(B);
+	e = (struct sib_dx_ent *)export_ent(tab, sides[B].mr->rkey);
+	good = *e;
+	seq = atomic_load(&e->seq);
+	assert_true(good.fd >= 0);
+	/* a memfd that passes every file check, longer than the cap */
+	huge = memfd_create("softib-mr", MFD_ALLOW_SEALING);
+	unsealed = memfd_create("softib-mr", 0);
+	assert_true(huge >= 0 && unsealed >= 0);
+	assert_int_equal(ftruncate(huge, (off_t)(5ull << 30)), 0);
+	assert_int_equal(fcntl(huge, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	assert_int_equal(ftruncate(unsealed, BUF), 0);
+	write_check(good.dlo, 4096, 3001, 60, true); /* the map is cached now */
+	/* off far past the file, same seq: not through the old map */
+	ent_poke(e, good.fd, good.off + (1ull << 36), good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3002, 61, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3003, 62, true);
+	/* dlo far below: the window would be huge, same seq */
+	ent_poke(e, good.fd, good.off, good.dlo - (1ull << 36), good.dhi);
+	write_check(good.dlo, 4096, 3004, 63, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3005, 64, true);
+	/* dhi past the file's end, same seq */
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi + (1ull << 36));
+	write_check(good.dlo, 4096, 3006, 65, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3007, 66, true);
+	/* another fd, same seq: an unsealed memfd is refused */
+	ent_poke(e, unsealed, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3008, 67, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3009, 68, true);
+	/* a window longer than the cap (4 GiB) is never mapped */
+	ent_poke(e, huge, 0, good.dlo, good.dlo + (5ull << 30));
+	write_check(good.dlo, 4096, 3010, 69, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3011, 70, true);
+	assert_int_equal(atomic_load(&e->seq), seq);
+	close(huge);
+	close(unsealed);
+	munmap(tab, SIB_DX_BYTES);
+	down(NULL);
+}
+
 /* A big registration the process has barely touched stays sparse on its
  * memfd, and dereg gives it back as it was. */
 static void test_sparse(void **state)
@@ -850,6 +930,7 @@ int main(void)
 		cmocka_unit_test(test_read_only_mapping),
 		cmocka_unit_test(test_fork_snapshot),
 		cmocka_unit_test(test_hostile_table),
+		cmocka_unit_test(test_cache_hit_bounds),
 		cmocka_unit_test(test_sparse),
 		cmocka_unit_test(test_off),
 	};

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -320,6 +321,7 @@ struct sib_dx_peer {
 	const uint8_t *tab;            /* SIB_DX_BYTES, read-only */
 	_Atomic int32_t *cnt;          /* SIB_DX_CNT_BYTES, read-write */
 	int32_t pid;
+	int pidfd;                     /* the owner process (pidfd_open), -1 none */
 	uint64_t used;
 };
 
@@ -390,6 +392,8 @@ int sib_dx_ctx_init(struct sib_context *ctx)
 	if (!dx)
 		return ENOMEM;
 	dx->tab_fd = dx->cnt_fd = -1;
+	for (unsigned int i = 0; i < DX_PEERS; i++)
+		dx->peers[i].pidfd = -1;
 	ctx->dx = dx;
 	if (v && !strcmp(v, "0"))
 		return 0;
@@ -423,7 +427,10 @@ static void peer_drop(struct sib_dx_peer *p)
 		munmap((void *)p->tab, SIB_DX_BYTES);
 	if (p->cnt)
 		munmap((void *)p->cnt, SIB_DX_CNT_BYTES);
+	if (p->used && p->pidfd >= 0)
+		close(p->pidfd);
 	memset(p, 0, sizeof(*p));
+	p->pidfd = -1;
 }
 
 static void map_drop(struct sib_dx_map *m)
@@ -587,9 +594,20 @@ void sib_dx_qp_unexport(struct sib_qp *qp)
 /*
  * Open fd n of process pid, only if it is a softib memfd whose name starts
  * with `prefix` and that is sealed against shrinking: never a file the
- * owner merely points at.  Returns the fd (oflags) and its size, or -1.
+ * owner merely points at; and only if pidfd's process (pid when the peer
+ * was found) still runs after the open, so a reused pid is never
+ * followed.  Returns the fd (oflags) and its size, or -1.
  */
-static int open_peer_memfd(int32_t pid, int n, const char *prefix, int oflags, size_t *size)
+static bool pid_runs(int pidfd)
+{
+	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+
+	/* A pidfd polls readable once its process has exited. */
+	return pidfd >= 0 && poll(&pf, 1, 0) == 0;
+}
+
+static int open_peer_memfd(int32_t pid, int pidfd, int n, const char *prefix, int oflags,
+			   size_t *size)
 {
 	char path[64], link[128], self[64];
 	struct stat st;
@@ -615,6 +633,10 @@ static int open_peer_memfd(int32_t pid, int n, const char *prefix, int oflags, s
 	close(pfd);
 	if (fd < 0)
 		return -1;
+	if (!pid_runs(pidfd)) {
+		close(fd);
+		return -1;
+	}
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) || st.st_size < 0) {
 		close(fd);
@@ -635,7 +657,10 @@ static bool peer_open(struct sib_dx_peer *p, int32_t pid)
 	size_t sz;
 
 	snprintf(dpath, sizeof(dpath), "/proc/%d", pid);
-	if (pid <= 0 || stat(dpath, &st) || st.st_uid != geteuid())
+	if (pid <= 0)
+		return false;
+	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (p->pidfd < 0 || stat(dpath, &st) || st.st_uid != geteuid())
 		return false;
 	snprintf(want_tab, sizeof(want_tab), "softib-dx-%u-%u ", p->inbox, p->gen);
 	snprintf(want_cnt, sizeof(want_cnt), "softib-dxc-%u-%u ", p->inbox, p->gen);
@@ -658,13 +683,13 @@ static bool peer_open(struct sib_dx_peer *p, int32_t pid)
 			continue;
 		link[l] = 0;
 		if (tab < 0 && !strncmp(link + 7, want_tab, strlen(want_tab))) {
-			tab = open_peer_memfd(pid, (int)n, want_tab, O_RDONLY, &sz);
+			tab = open_peer_memfd(pid, p->pidfd, (int)n, want_tab, O_RDONLY, &sz);
 			if (tab >= 0 && sz != SIB_DX_BYTES) {
 				close(tab);
 				tab = -1;
 			}
 		} else if (cnt < 0 && !strncmp(link + 7, want_cnt, strlen(want_cnt))) {
-			cnt = open_peer_memfd(pid, (int)n, want_cnt, O_RDWR, &sz);
+			cnt = open_peer_memfd(pid, p->pidfd, (int)n, want_cnt, O_RDWR, &sz);
 			if (cnt >= 0 && sz != SIB_DX_CNT_BYTES) {
 				close(cnt);
 				cnt = -1;
@@ -694,6 +719,38 @@ static bool peer_open(struct sib_dx_peer *p, int32_t pid)
 	return p->tab != NULL;
 }
 
+/* Drop peer p (its table, counters, pidfd) and every map of its inbox. */
+static void peer_forget(struct sib_dx *dx, struct sib_dx_peer *p)
+{
+	for (unsigned int j = 0; j < DX_MAPS; j++)
+		if (dx->maps[j].used && dx->maps[j].inbox == p->inbox)
+			map_drop(&dx->maps[j]);
+	peer_drop(p);
+}
+
+/* Drop what we hold of inbox: its generation is no longer current. */
+static void inbox_forget(struct sib_dx *dx, uint32_t inbox)
+{
+	for (unsigned int i = 0; i < DX_PEERS; i++)
+		if (dx->peers[i].used && dx->peers[i].inbox == inbox)
+			peer_forget(dx, &dx->peers[i]);
+	for (unsigned int j = 0; j < DX_MAPS; j++)
+		if (dx->maps[j].used && dx->maps[j].inbox == inbox)
+			map_drop(&dx->maps[j]);
+}
+
+/* Drop the maps of key index idx of peer p made from an entry other than
+ * seq (the MR was deregistered or changed): they pin its old pages. */
+static void maps_stale(struct sib_dx *dx, const struct sib_dx_peer *p, uint32_t idx, uint32_t seq)
+{
+	for (unsigned int j = 0; j < DX_MAPS; j++) {
+		struct sib_dx_map *m = &dx->maps[j];
+
+		if (m->used && m->inbox == p->inbox && m->gen == p->gen && m->idx == idx && m->seq != seq)
+			map_drop(m);
+	}
+}
+
 static struct sib_dx_peer *peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t gen)
 {
 	struct sib_dx_peer *p, *victim = &dx->peers[0];
@@ -705,13 +762,8 @@ static struct sib_dx_peer *peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t 
 			p->used = ++dx->tick;
 			return p->none ? NULL : p;
 		}
-		if (p->used && p->inbox == inbox) {
-			/* that peer is gone: its inbox has a new gen */
-			for (unsigned int j = 0; j < DX_MAPS; j++)
-				if (dx->maps[j].used && dx->maps[j].inbox == inbox && dx->maps[j].gen == p->gen)
-					map_drop(&dx->maps[j]);
-			peer_drop(p);
-		}
+		if (p->used && p->inbox == inbox)
+			peer_forget(dx, p); /* that peer is gone: its inbox has a new gen */
 		if (p->used < victim->used)
 			victim = p;
 	}
@@ -724,9 +776,11 @@ static struct sib_dx_peer *peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t 
 	p->pid = pid;
 	p->none = !peer_open(p, pid) ||
 		  atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != gen;
-	if (p->none && p->tab) {
-		munmap((void *)p->tab, SIB_DX_BYTES);
-		munmap((void *)p->cnt, SIB_DX_CNT_BYTES);
+	if (p->none) {
+		if (p->tab)
+			munmap((void *)p->tab, SIB_DX_BYTES);
+		if (p->cnt)
+			munmap((void *)p->cnt, SIB_DX_CNT_BYTES);
 		p->tab = NULL;
 		p->cnt = NULL;
 	}
@@ -800,7 +854,7 @@ static struct sib_dx_map *map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint
 	wlen = v->dhi - v->dlo;
 	if (wlen > DX_MAP_MAX || v->off > UINT64_MAX - wlen - page)
 		return NULL;
-	fd = open_peer_memfd(p->pid, v->fd, "softib-mr ", rw ? O_RDWR : O_RDONLY, &size);
+	fd = open_peer_memfd(p->pid, p->pidfd, v->fd, "softib-mr ", rw ? O_RDWR : O_RDONLY, &size);
 	if (fd < 0)
 		return NULL;
 	/* Bounded by the file's real size, whatever the entry says. */
@@ -874,6 +928,15 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	gen = SIB_QPO_GEN(qp->dest.owner);
 	if (inbox >= SIB_MAX_INBOXES || qp->dest_qpn >= SIB_MAX_QPN)
 		return false;
+	/* The QPN still belongs to the process we resolved, whose inbox
+	 * generation is current: never a cached peer of a dead owner. */
+	if (atomic_load_explicit(&sib_fabric->qp_owner[qp->dest_qpn], memory_order_acquire) !=
+	    qp->dest.owner || !(qp->dest.owner & SIB_QPO_VALID))
+		return false;
+	if (atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != gen) {
+		inbox_forget(dx, inbox);
+		return false;
+	}
 	p = peer_get(dx, inbox, gen);
 	if (!p)
 		return false;
@@ -883,16 +946,21 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 				  memory_order_acquire);
 	if (!(qw & SIB_DX_QP_VALID) || !((qw >> 32) & need))
 		return false;
-	if (!ent_read(p, idx, &v) || v.rkey != w->rkey || (v.access & need) != need ||
-	    v.pd != (uint32_t)qw || v.fd < 0)
+	if (!ent_read(p, idx, &v))
+		return false;
+	maps_stale(dx, p, idx, v.seq);
+	if (v.rkey != w->rkey || (v.access & need) != need || v.pd != (uint32_t)qw || v.fd < 0)
 		return false;
 	/* Inside the MR and inside its memfd-backed pages (overflow-safe). */
 	if (len > v.length || va < v.iova || va - v.iova > v.length - len ||
 	    va < v.dlo || v.dhi < v.dlo || len > v.dhi - v.dlo || va - v.dlo > v.dhi - v.dlo - len)
 		return false;
 	m = map_get(dx, p, idx, &v, !read);
-	if (!m)
+	if (!m) {
+		if (!pid_runs(p->pidfd))
+			peer_forget(dx, p); /* the owner exited */
 		return false;
+	}
 	cnt = &p->cnt[idx];
 	atomic_fetch_add_explicit(cnt, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&((const struct sib_dx_ent *)(p->tab + SIB_DX_ENT_OFF))[idx].seq,

@@ -356,7 +356,7 @@ static struct sib_dx_ent *tab_ent(uint8_t *tab, uint32_t idx)
 
 static _Atomic uint64_t *tab_qp(uint8_t *tab, uint32_t qpn)
 {
-	return (_Atomic uint64_t *)(tab + SIB_DX_QP_OFF) + qpn;
+	return (_Atomic uint64_t *)(tab + SIB_DX_QP_OFF) + 2 * (size_t)qpn;
 }
 
 static int dx_memfd(const char *name, size_t len, void **map)
@@ -568,16 +568,28 @@ void sib_dx_qp_export(struct sib_qp *qp)
 {
 	struct sib_dx *dx = qp->ctx->dx;
 	uint32_t qpn = qp->ibv.qp_base.qp_num;
-	uint64_t w = 0;
+	uint64_t w = 0, path = 0;
+	_Atomic uint64_t *q;
 
 	if (!dx || !dx->on || qpn >= SIB_MAX_QPN)
 		return;
+	q = tab_qp(dx->tab, qpn);
 	/* Only a QP that accepts requests (recv.c check 9): RTR, RTS, SQD. */
 	if (qp->ibv.qp_base.qp_type == IBV_QPT_RC && qp->ibv.qp_base.pd &&
-	    (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD))
+	    (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
+	    qp->dest_qpn <= 0xffffff && qp->pkey_index <= 0xff && qp->port_num <= 3 &&
+	    qp->path_mtu <= 7) {
 		w = SIB_DX_QP_VALID | (uint64_t)(qp->access & 0x7fffffffu) << 32 |
 		    qp->ibv.qp_base.pd->handle;
-	atomic_store_explicit(tab_qp(dx->tab, qpn), w, memory_order_release);
+		path = SIB_DX_QP_VALID | qp->dest_qpn | (uint64_t)qp->ah.dlid << 24 |
+		       (uint64_t)qp->pkey_index << 40 | (uint64_t)qp->path_mtu << 48 |
+		       (uint64_t)qp->port_num << 51 | (qp->ah.is_global ? SIB_DX_QPP_GLOBAL : 0);
+	}
+	/* Word 0 off while word 1 changes: a peer reads 0, 1, 0 again and
+	 * uses them only if both reads of word 0 agree. */
+	atomic_store_explicit(&q[0], 0, memory_order_seq_cst);
+	atomic_store_explicit(&q[1], path, memory_order_seq_cst);
+	atomic_store_explicit(&q[0], w, memory_order_seq_cst);
 }
 
 void sib_dx_qp_unexport(struct sib_qp *qp)
@@ -585,8 +597,10 @@ void sib_dx_qp_unexport(struct sib_qp *qp)
 	struct sib_dx *dx = qp->ctx->dx;
 	uint32_t qpn = qp->ibv.qp_base.qp_num;
 
-	if (dx && dx->on && qpn < SIB_MAX_QPN)
-		atomic_store_explicit(tab_qp(dx->tab, qpn), 0, memory_order_release);
+	if (dx && dx->on && qpn < SIB_MAX_QPN) {
+		atomic_store_explicit(&tab_qp(dx->tab, qpn)[0], 0, memory_order_seq_cst);
+		atomic_store_explicit(&tab_qp(dx->tab, qpn)[1], 0, memory_order_seq_cst);
+	}
 }
 
 /* ---- peers (requester side, engine context) ---- */
@@ -889,6 +903,44 @@ static struct sib_dx_map *map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint
 
 static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read);
 
+/* P_Key match as the responder applies it (IBA 10.9.3, recv.c): same low
+ * 15 bits, not invalid, at least one full member. */
+static bool pkey_ok(uint16_t a, uint16_t b)
+{
+	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
+
+/*
+ * Would the responder QP (its path word `path`, on CA dev) take our
+ * packets?  What its receive demux checks (recv.c check_keys, check_addr)
+ * and what it counts PSNs by: it is connected to our QPN, its DLID is our
+ * port's LID (with our path bits), neither path is global, our P_Key
+ * matches the one its port holds at its P_Key index (read now from the
+ * fabric map), the path MTUs are equal, and our port passes.  Otherwise
+ * packets, which the responder drops or NAKs as always.
+ */
+static bool path_ok(const struct sib_qp *qp, uint64_t path, uint32_t dev)
+{
+	uint8_t pn = qp->port_num ? qp->port_num : 1, rpn = (uint8_t)SIB_DX_QPP_PORT(path);
+	const struct sib_shm_port *ours, *theirs;
+	uint16_t pk, rpk;
+
+	if (!(path & SIB_DX_QP_VALID) || (path & SIB_DX_QPP_GLOBAL) || qp->ah.is_global ||
+	    SIB_DX_QPP_RQPN(path) != qp->ibv.qp_base.qp_num ||
+	    SIB_DX_QPP_MTU(path) != (uint32_t)qp->path_mtu || dev >= SIB_MAX_DEVICES ||
+	    pn > SIB_MAX_PORTS || rpn < 1 || rpn > SIB_MAX_PORTS)
+		return false;
+	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen, pn))
+		return false;
+	ours = &sib_fabric->devs[qp->ctx->dev->index].ports[pn - 1];
+	theirs = &sib_fabric->devs[dev].ports[rpn - 1];
+	if (SIB_DX_QPP_DLID(path) != (uint16_t)(ours->lid | qp->ah.src_path_bits))
+		return false;
+	pk = ours->pkey[qp->pkey_index < SIB_PKEY_TBL_LEN ? qp->pkey_index : 0];
+	rpk = theirs->pkey[SIB_DX_QPP_PKIX(path) < SIB_PKEY_TBL_LEN ? SIB_DX_QPP_PKIX(path) : 0];
+	return pkey_ok(pk, rpk);
+}
+
 bool sib_dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 {
 	struct sib_dx *dx = qp->ctx->dx;
@@ -912,7 +964,8 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	struct sib_dx_ent v;
 	_Atomic int32_t *cnt;
 	const struct sib_link_stats *ps;
-	uint64_t qw, va = w->remote_addr, len = w->length;
+	const _Atomic uint64_t *qp_words;
+	uint64_t qw, path, va = w->remote_addr, len = w->length;
 	enum ibv_wc_status st;
 	uint8_t *at;
 
@@ -942,9 +995,12 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 		return false;
 	/* The responder QP's PD and access, as its CHK_OP_VALID and CHK_KEYS
 	 * will see them: no copy its checks would refuse. */
-	qw = atomic_load_explicit((const _Atomic uint64_t *)(p->tab + SIB_DX_QP_OFF) + qp->dest_qpn,
-				  memory_order_acquire);
-	if (!(qw & SIB_DX_QP_VALID) || !((qw >> 32) & need))
+	qp_words = (const _Atomic uint64_t *)(p->tab + SIB_DX_QP_OFF) + 2 * (size_t)qp->dest_qpn;
+	qw = atomic_load_explicit(&qp_words[0], memory_order_seq_cst);
+	path = atomic_load_explicit(&qp_words[1], memory_order_seq_cst);
+	if (!(qw & SIB_DX_QP_VALID) || !((qw >> 32) & need) ||
+	    atomic_load_explicit(&qp_words[0], memory_order_seq_cst) != qw ||
+	    !path_ok(qp, path, SIB_QPO_DEV(qp->dest.owner)))
 		return false;
 	if (!ent_read(p, idx, &v))
 		return false;

@@ -44,11 +44,19 @@ struct sib_dx_ent {
 };
 
 /* The export table's memfd ("softib-dx-<inbox>-<gen>"): a header page, the
- * QP words (qpn -> valid | access << 32 | PD handle, written by the owner
- * of the QPN), then the MR entries.  Peers map it read-only. */
-#define SIB_DX_QP_VALID (1ull << 63)
-#define SIB_DX_QP_OFF   4096u
-#define SIB_DX_ENT_OFF  (SIB_DX_QP_OFF + 65536u * 8u)
+ * QP words (two per QPN, written by the owner of the QPN: [0] valid |
+ * access << 32 | PD handle, [1] what its receive demux checks, recv.c:
+ * connected remote QPN, DLID, P_Key index and port, path MTU, global),
+ * then the MR entries.  Peers map it read-only. */
+#define SIB_DX_QP_VALID  (1ull << 63)
+#define SIB_DX_QP_OFF    4096u
+#define SIB_DX_ENT_OFF   (SIB_DX_QP_OFF + 65536u * 16u)
+#define SIB_DX_QPP_RQPN(w)  ((uint32_t)((w) & 0xffffff))         /* dest_qpn */
+#define SIB_DX_QPP_DLID(w)  ((uint16_t)(((w) >> 24) & 0xffff))   /* ah.dlid */
+#define SIB_DX_QPP_PKIX(w)  ((uint32_t)(((w) >> 40) & 0xff))     /* pkey_index */
+#define SIB_DX_QPP_MTU(w)   ((uint32_t)(((w) >> 48) & 0x7))      /* enum ibv_mtu */
+#define SIB_DX_QPP_PORT(w)  ((uint32_t)(((w) >> 51) & 0x3))      /* port_num */
+#define SIB_DX_QPP_GLOBAL   (1ull << 53)                         /* ah.is_global */
 #define SIB_DX_BYTES    (SIB_DX_ENT_OFF + SIB_DX_MAX_MR * sizeof(struct sib_dx_ent))
 /* The in-flight counters' memfd ("softib-dxc-<inbox>-<gen>"): one int32 per
  * key index that peers increment around a copy; peers map it read-write. */
@@ -76,9 +84,9 @@ void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr);
 void sib_dx_mr_revoke(struct sib_context *ctx, struct sib_mr *mr);
 void sib_dx_mr_detach(struct sib_mr *mr);
 
-/* The QP word of the export table: PD and access flags of an RC QP in RTR,
- * RTS or SQD (after every modify_qp and on entering ERR), cleared otherwise
- * and at destroy. */
+/* The QP words of the export table: PD, access flags and path (remote
+ * QPN, DLID, P_Key index, port, MTU) of an RC QP in RTR, RTS or SQD (after
+ * every modify_qp and on entering ERR), cleared otherwise and at destroy. */
 void sib_dx_qp_export(struct sib_qp *qp);
 void sib_dx_qp_unexport(struct sib_qp *qp);
 

@@ -898,6 +898,56 @@ static void test_stale_owner(void **state)
 	down(NULL);
 }
 
+/* ---- placement only toward a QP whose demux would take our packets ---- */
+
+static void test_path_checks(void **state)
+{
+	_Atomic uint64_t *qw;
+	uint64_t path, lo, at;
+	uint8_t *tab, *snap;
+	uint16_t *pk = &sib_fabric->devs[B].ports[0].pkey[0];
+	const uint32_t len = 3200;
+
+	(void)state;
+	up(&def_opts);
+	lo = (uint64_t)(uintptr_t)page_up(sides[B].buf);
+	at = lo + 8192;
+	tab = map_export(B);
+	qw = (_Atomic uint64_t *)(tab + SIB_DX_QP_OFF) + 2 * (size_t)sides[B].qp->qp_num;
+	path = atomic_load(&qw[1]);
+	assert_int_equal(SIB_DX_QPP_RQPN(path), sides[A].qp->qp_num);
+	write_check(lo, 8192, 3199, 90, true);
+	/* B's QP connected to another QPN: packets (its demux checks only
+	 * the SLID), never placed */
+	atomic_store(&qw[1], (path & ~0xffffffull) | ((SIB_DX_QPP_RQPN(path) + 1) & 0xffffff));
+	write_check(lo, 8192, 3198, 91, false);
+	/* another path MTU: the PSN counts would differ */
+	atomic_store(&qw[1], (path & ~(7ull << 48)) | (uint64_t)(SIB_DX_QPP_MTU(path) == 1 ? 2 : 1) << 48);
+	write_check(lo, 8192, 3197, 92, false);
+	/* another DLID: B's QP takes packets from someone else's port */
+	atomic_store(&qw[1], path ^ (1ull << 30));
+	write_check(lo, 8192, 3196, 93, false);
+	atomic_store(&qw[1], path);
+	write_check(lo, 8192, 3195, 94, true);
+	/* B's port holds another partition at the QP's P_Key index: B drops
+	 * the packet, and nothing is placed */
+	*pk = 0x8002;
+	snap = malloc(len);
+	assert_non_null(snap);
+	memcpy(snap, (uint8_t *)(uintptr_t)at, len);
+	fill(sides[A].buf, len, 95);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, len, at, sides[B].mr->rkey, 95);
+	settle(50);
+	assert_memory_equal((uint8_t *)(uintptr_t)at, snap, len);
+	/* back: the retry (ACK timeout) goes through */
+	*pk = 0xffff;
+	expect_wc(A, 95, IBV_WC_SUCCESS);
+	assert_memory_equal((uint8_t *)(uintptr_t)at, sides[A].buf, len);
+	free(snap);
+	munmap(tab, SIB_DX_BYTES);
+	down(NULL);
+}
+
 /* A big registration the process has barely touched stays sparse on its
  * memfd, and dereg gives it back as it was. */
 static void test_sparse(void **state)
@@ -967,6 +1017,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_table),
 		cmocka_unit_test(test_cache_hit_bounds),
 		cmocka_unit_test(test_stale_owner),
+		cmocka_unit_test(test_path_checks),
 		cmocka_unit_test(test_sparse),
 		cmocka_unit_test(test_off),
 	};

@@ -319,7 +319,7 @@ struct sib_dx_peer {
 	uint32_t inbox, gen;
 	bool none;                     /* looked, exports nothing usable */
 	const uint8_t *tab;            /* SIB_DX_BYTES, read-only */
-	_Atomic int32_t *cnt;          /* SIB_DX_CNT_BYTES, read-write */
+	_Atomic uint64_t *cnt;         /* SIB_DX_CNT_BYTES, read-write */
 	int32_t pid;
 	int pidfd;                     /* the owner process (pidfd_open), -1 none */
 	uint64_t used;
@@ -342,7 +342,7 @@ struct sib_dx {
 	bool on;                       /* SOFTIB_DIRECT is not 0 */
 	int tab_fd, cnt_fd;
 	uint8_t *tab;                  /* our export table (read-write) */
-	_Atomic int32_t *cnt;          /* our in-flight counters */
+	_Atomic uint64_t *cnt;         /* our in-flight counters (seq << 32 | count) */
 	uint64_t tick;
 	uint64_t placed, refused;      /* WQEs placed; tries that went to packets */
 	struct sib_dx_peer peers[DX_PEERS];
@@ -470,6 +470,10 @@ static void ent_write(struct sib_dx *dx, uint32_t idx, const struct sib_dx_ent *
 	struct sib_dx_ent *e = tab_ent(dx->tab, idx);
 	uint32_t s = atomic_load_explicit(&e->seq, memory_order_relaxed);
 
+	if (v->fd >= 0) /* a new generation: its count starts at 0 (never
+			   an older one's, whose stragglers' CAS now fail) */
+		atomic_store_explicit(&dx->cnt[idx], (uint64_t)((s | 1) + 1) << 32, memory_order_seq_cst);
+
 	atomic_store_explicit(&e->seq, s | 1, memory_order_seq_cst);
 	__atomic_store_n(&e->rkey, v->rkey, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->iova, v->iova, __ATOMIC_RELAXED);
@@ -523,7 +527,6 @@ void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr)
 	v.length = mr->range.length;
 	v.access = mr->range.access;
 	v.pd = mr->range.pd;
-	atomic_store_explicit(&dx->cnt[idx], 0, memory_order_relaxed);
 	ent_write(dx, idx, &v);
 }
 
@@ -532,14 +535,19 @@ void sib_dx_mr_revoke(struct sib_context *ctx, struct sib_mr *mr)
 	struct sib_dx *dx = ctx->dx;
 	uint32_t idx = mr->ibv.rkey >> 8;
 	struct sib_dx_ent v = { .fd = -1 };
-	uint64_t deadline;
+	uint64_t deadline, c;
+	uint32_t old;
 
 	if (!dx || !dx->on || idx >= SIB_DX_MAX_MR)
 		return;
-	ent_write(dx, idx, &v); /* seq moved: a peer that incremented after
-				   this sees it and lets go without copying */
+	old = atomic_load_explicit(&tab_ent(dx->tab, idx)->seq, memory_order_relaxed);
+	ent_write(dx, idx, &v); /* seq moved: a peer that counted itself in
+				   after this sees it and copies nothing */
 	deadline = sib_now_ns() + DX_REVOKE_WAIT_NS;
-	while (atomic_load_explicit(&dx->cnt[idx], memory_order_seq_cst) > 0) {
+	/* Peers counted in under the old entry: copying now, or about to see
+	 * the seq move (they re-check it before every chunk). */
+	while ((c = atomic_load_explicit(&dx->cnt[idx], memory_order_seq_cst)) >> 32 == old &&
+	       (uint32_t)c > 0) {
 		struct timespec ts = { 0, 10000 };
 
 		if (sib_now_ns() > deadline) {
@@ -903,6 +911,34 @@ static struct sib_dx_map *map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint
 
 static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read);
 
+void (*sib_dx_park_hook)(void);
+
+/* Count ourselves in on a peer's counter word for entry seq: only while
+ * the word is that generation's (a hostile or stale word: no copy). */
+static bool cnt_in(_Atomic uint64_t *cnt, uint32_t seq)
+{
+	uint64_t c = atomic_load_explicit(cnt, memory_order_relaxed);
+
+	do {
+		if ((uint32_t)(c >> 32) != seq || (uint32_t)c == UINT32_MAX)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(cnt, &c, c + 1, memory_order_seq_cst,
+							memory_order_relaxed));
+	return true;
+}
+
+/* Count ourselves out, only from the generation we counted in on. */
+static void cnt_out(_Atomic uint64_t *cnt, uint32_t seq)
+{
+	uint64_t c = atomic_load_explicit(cnt, memory_order_relaxed);
+
+	do {
+		if ((uint32_t)(c >> 32) != seq || !(uint32_t)c)
+			return; /* a new generation (attach) or garbage: not ours */
+	} while (!atomic_compare_exchange_weak_explicit(cnt, &c, c - 1, memory_order_release,
+							memory_order_relaxed));
+}
+
 /* P_Key match as the responder applies it (IBA 10.9.3, recv.c): same low
  * 15 bits, not invalid, at least one full member. */
 static bool pkey_ok(uint16_t a, uint16_t b)
@@ -962,11 +998,12 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	struct sib_dx_peer *p;
 	struct sib_dx_map *m;
 	struct sib_dx_ent v;
-	_Atomic int32_t *cnt;
+	_Atomic uint64_t *cnt;
+	const _Atomic uint32_t *eseq;
 	const struct sib_link_stats *ps;
 	const _Atomic uint64_t *qp_words;
 	uint64_t qw, path, va = w->remote_addr, len = w->length;
-	enum ibv_wc_status st;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	uint8_t *at;
 
 	if (!dx || !dx->on || !len || sib_key_is_mw(w->rkey) || idx >= SIB_DX_MAX_MR || !qp->dest.ring)
@@ -1018,24 +1055,31 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 		return false;
 	}
 	cnt = &p->cnt[idx];
-	atomic_fetch_add_explicit(cnt, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&((const struct sib_dx_ent *)(p->tab + SIB_DX_ENT_OFF))[idx].seq,
-				 memory_order_seq_cst) != v.seq) {
-		atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
-		return false; /* deregistered or changed meanwhile */
-	}
+	eseq = &((const struct sib_dx_ent *)(p->tab + SIB_DX_ENT_OFF))[idx].seq;
+	if (!cnt_in(cnt, v.seq))
+		return false; /* the counter is another generation's */
+	if (sib_dx_park_hook)
+		sib_dx_park_hook();
 	/* v passed the range checks above and equals the map's entry, so
-	 * [at, at + len) lies inside the mapped window. */
+	 * [at, at + len) lies inside the mapped window.  In chunks: the
+	 * entry's seq is checked (after our count, seq_cst: revoke's Dekker
+	 * pair) before each, so that a revoke waits at most one chunk. */
 	at = m->base + m->skew + (va - v.dlo);
-	if (read)
-		st = sib_sge_copy_in(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0, at,
-				     (uint32_t)len);
-	else if (w->inline_data) {
-		memcpy(at, w->inline_data, len);
-		st = IBV_WC_SUCCESS;
-	} else
-		st = sib_sge_copy_out(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0, at,
-				      (uint32_t)len);
-	atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
+	for (uint64_t done = 0, n; done < len && st == IBV_WC_SUCCESS; done += n) {
+		n = len - done < SIB_DX_CHUNK ? len - done : SIB_DX_CHUNK;
+		if (atomic_load_explicit(eseq, memory_order_seq_cst) != v.seq) {
+			st = IBV_WC_REM_ACCESS_ERR; /* deregistered or changed: packets */
+			break;
+		}
+		if (read)
+			st = sib_sge_copy_in(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
+					     (uint32_t)done, at + done, (uint32_t)n);
+		else if (w->inline_data)
+			memcpy(at + done, (const uint8_t *)w->inline_data + done, n);
+		else
+			st = sib_sge_copy_out(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
+					      (uint32_t)done, at + done, (uint32_t)n);
+	}
+	cnt_out(cnt, v.seq);
 	return st == IBV_WC_SUCCESS;
 }

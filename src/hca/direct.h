@@ -58,9 +58,13 @@ struct sib_dx_ent {
 #define SIB_DX_QPP_PORT(w)  ((uint32_t)(((w) >> 51) & 0x3))      /* port_num */
 #define SIB_DX_QPP_GLOBAL   (1ull << 53)                         /* ah.is_global */
 #define SIB_DX_BYTES    (SIB_DX_ENT_OFF + SIB_DX_MAX_MR * sizeof(struct sib_dx_ent))
-/* The in-flight counters' memfd ("softib-dxc-<inbox>-<gen>"): one int32 per
- * key index that peers increment around a copy; peers map it read-write. */
-#define SIB_DX_CNT_BYTES (SIB_DX_MAX_MR * 4u)
+/* The in-flight counters' memfd ("softib-dxc-<inbox>-<gen>"): one word per
+ * key index, entry seq << 32 | count, that peers increment (CAS, only while
+ * its seq is the entry's) around a copy; attach stores (new seq, 0), so a
+ * straggler of an older entry never touches the new count.  Peers map it
+ * read-write. */
+#define SIB_DX_CNT_BYTES (SIB_DX_MAX_MR * 8u)
+#define SIB_DX_CHUNK     (1u << 20) /* bytes copied between two seq checks */
 
 struct sib_dx_hdr {
 	uint32_t magic;              /* SIB_DX_MAGIC */
@@ -99,5 +103,9 @@ void sib_dx_qp_unexport(struct sib_qp *qp);
  * SGE failed): send packets as usual.
  */
 bool sib_dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read);
+
+/* Test hook (tests/unit/test_hca_direct.c): NULL, or called by a
+ * requester after it counted itself in and before it copies. */
+extern void (*sib_dx_park_hook)(void);
 
 #endif /* SIB_HCA_DIRECT_H */

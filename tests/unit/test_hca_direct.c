@@ -464,6 +464,82 @@ static void test_dereg_under_writer(void **state)
 	down(NULL);
 }
 
+/* ---- dereg waits for a requester counted in, which then copies nothing ---- */
+
+static struct {
+	struct ibv_mr *mr;
+	_Atomic bool parked, dereg_started, dereg_done;
+	bool held;                     /* dereg had not returned after 200 ms parked */
+	int dereg_rc;
+	unsigned int parks;
+} pk;
+
+static void *dereg_main(void *arg)
+{
+	uint64_t end = (uint64_t)time(NULL) + 5;
+
+	(void)arg;
+	while (!atomic_load(&pk.parked) && (uint64_t)time(NULL) < end)
+		sched_yield();
+	atomic_store(&pk.dereg_started, true);
+	pk.dereg_rc = sib_hca_ops.dereg_mr(pk.mr);
+	atomic_store(&pk.dereg_done, true);
+	return NULL;
+}
+
+/* The requester, counted in on the MR's counter and about to copy: let
+ * the dereg start, give it 200 ms, note whether it returned meanwhile. */
+static void park_hook(void)
+{
+	struct timespec ts = { 0, 200000000 };
+	uint64_t end = (uint64_t)time(NULL) + 5;
+
+	if (pk.parks++)
+		return;
+	atomic_store(&pk.parked, true);
+	while (!atomic_load(&pk.dereg_started) && (uint64_t)time(NULL) < end)
+		sched_yield();
+	nanosleep(&ts, NULL);
+	pk.held = atomic_load(&pk.dereg_started) && !atomic_load(&pk.dereg_done);
+}
+
+static void test_dereg_parked_requester(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	uint8_t *target, *snap = malloc(65536);
+	pthread_t t;
+	struct ibv_wc wc;
+
+	(void)state;
+	up(&def_opts);
+	memset(&pk, 0, sizeof(pk));
+	target = page_up(sides[B].buf) + 8192;
+	pk.mr = o->reg_mr(sides[B].pd, target, 65536, (uintptr_t)target,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(pk.mr);
+	assert_non_null(snap);
+	memcpy(snap, target, 65536);
+	assert_int_equal(pthread_create(&t, NULL, dereg_main, NULL), 0);
+	sib_dx_park_hook = park_hook;
+	fill(sides[A].buf, 65536, 33);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 65536, (uintptr_t)target, pk.mr->rkey, 7);
+	sib_dx_park_hook = NULL;
+	pthread_join(t, NULL);
+	assert_true(atomic_load(&pk.parked));
+	assert_true(atomic_load(&pk.dereg_done));
+	assert_true(pk.held);                 /* dereg waited for the parked requester */
+	assert_int_equal(pk.dereg_rc, 0);
+	/* The requester saw the seq move: nothing copied, the packets meet
+	 * the deregistered key. */
+	wc = poll_wc(A);
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	settle(5);
+	assert_memory_equal(snap, target, 65536);
+	free(snap);
+	down(NULL);
+}
+
 /* rereg: a new range and then REMOTE_READ only: the old range and writes
  * are refused (REM_ACCESS_ERR), never placed. */
 static void test_rereg(void **state)
@@ -554,6 +630,22 @@ static uint8_t *map_export(unsigned int side)
 	m = mmap(NULL, SIB_DX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(m != MAP_FAILED);
 	return m;
+}
+
+/* The owner's side of a counter word: what attach stores for entry e. */
+static void cnt_attach(unsigned int side, const struct sib_dx_ent *e, uint32_t key)
+{
+	char name[64];
+	int fd;
+	_Atomic uint64_t *c;
+
+	snprintf(name, sizeof(name), "/memfd:softib-dxc-%u-1 ", side);
+	fd = find_fd(name);
+	assert_true(fd >= 0);
+	c = mmap(NULL, SIB_DX_CNT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(c != MAP_FAILED);
+	atomic_store(&c[key >> 8], (uint64_t)atomic_load(&e->seq) << 32);
+	munmap((void *)c, SIB_DX_CNT_BYTES);
 }
 
 static void test_read_only_mapping(void **state)
@@ -771,6 +863,7 @@ static void test_hostile_table(void **state)
 	e->access = good.access;
 	e->pd = good.pd;
 	ent_forge(e, good.fd, good.off, good.dlo, good.dhi);
+	cnt_attach(B, e, sides[B].mr->rkey); /* a new generation's count */
 	fill(sides[A].buf, 2999, 41);
 	post_send(A, IBV_WR_RDMA_WRITE, 0, 2999, lo + 4096, sides[B].mr->rkey, 51);
 	expect_wc(A, 51, IBV_WC_SUCCESS);
@@ -1011,6 +1104,7 @@ int main(void)
 		cmocka_unit_test(test_placed_retry_dup_rnr),
 		cmocka_unit_test(test_peer_qp_state),
 		cmocka_unit_test(test_dereg_under_writer),
+		cmocka_unit_test(test_dereg_parked_requester),
 		cmocka_unit_test(test_rereg),
 		cmocka_unit_test(test_read_only_mapping),
 		cmocka_unit_test(test_fork_snapshot),

@@ -196,7 +196,8 @@ static enum req_state send_packet(struct req_pass *p)
 	 * consumer never waits on our slot while we copy; a full wire
 	 * then leaves the WQE placed, and the next pass sends its packet.
 	 * The QP's first packet resolves the peer here. */
-	placed = off == 0 && (qp->dest.ring || sib_tx_dest(qp)) && try_place(qp, w, wi);
+	placed = off == 0 && qp->ibv.qp_base.qp_type == IBV_QPT_RC &&
+		 (qp->dest.ring || sib_tx_dest(qp)) && try_place(qp, w, wi);
 	/* Not placed after all: packets keep their own window (check_limits
 	 * let the WQE start under the placed one); a later pass starts it
 	 * again. */

@@ -1018,11 +1018,13 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	gen = SIB_QPO_GEN(qp->dest.owner);
 	if (inbox >= SIB_MAX_INBOXES || qp->dest_qpn >= SIB_MAX_QPN)
 		return false;
-	/* The QPN still belongs to the process we resolved, whose inbox
-	 * generation is current: never a cached peer of a dead owner. */
+	/* The QPN still belongs to the process we resolved, by the current
+	 * routes, and its inbox generation is current: never a cached peer
+	 * of a dead owner. */
 	if (atomic_load_explicit(&sib_fabric->qp_owner[qp->dest_qpn], memory_order_acquire) !=
-	    qp->dest.owner || !(qp->dest.owner & SIB_QPO_VALID))
-		return false;
+	    qp->dest.owner || !(qp->dest.owner & SIB_QPO_VALID) ||
+	    atomic_load_explicit(&sib_fabric->route_gen, memory_order_acquire) != qp->dest.route_gen)
+		return false; /* resolved again by the packet's sib_tx_begin */
 	if (atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != gen) {
 		inbox_forget(dx, inbox);
 		return false;

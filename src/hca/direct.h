@@ -88,9 +88,10 @@ void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr);
 void sib_dx_mr_revoke(struct sib_context *ctx, struct sib_mr *mr);
 void sib_dx_mr_detach(struct sib_mr *mr);
 
-/* The QP words of the export table: PD, access flags and path (remote
- * QPN, DLID, P_Key index, port, MTU) of an RC QP in RTR, RTS or SQD (after
- * every modify_qp and on entering ERR), cleared otherwise and at destroy. */
+/* The QP word of the export table: PD and access flags of an RC QP in RTR,
+ * RTS or SQD, and its second word, the path (remote QPN, DLID, P_Key index,
+ * port, MTU); written after every modify_qp and on entering ERR, cleared
+ * otherwise and at destroy. */
 void sib_dx_qp_export(struct sib_qp *qp);
 void sib_dx_qp_unexport(struct sib_qp *qp);
 

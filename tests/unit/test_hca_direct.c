@@ -781,101 +781,6 @@ static void test_fork_snapshot(void **state)
 	down(NULL);
 }
 
-/* ---- a hostile export table is refused; the WRITE goes by packets ---- */
-
-static void ent_forge(struct sib_dx_ent *e, int fd, uint64_t off, uint64_t dlo, uint64_t dhi)
-{
-	uint32_t s = atomic_load(&e->seq);
-
-	atomic_store(&e->seq, s | 1);
-	e->fd = fd;
-	e->off = off;
-	e->dlo = dlo;
-	e->dhi = dhi;
-	atomic_store(&e->seq, (s | 1) + 1);
-}
-
-static void test_hostile_table(void **state)
-{
-	uint8_t *tab, *rb;
-	struct sib_dx_ent *e, good;
-	int tmp, plain, unsealed;
-	bool seen;
-	struct {
-		int fd;
-		uint64_t off, dlo_delta, dhi_delta;
-	} bad[6];
-	uint64_t lo;
-
-	(void)state;
-	up(&def_opts);
-	rb = sides[B].buf;
-	tab = map_export(B);
-	e = (struct sib_dx_ent *)export_ent(tab, sides[B].mr->rkey);
-	good = *e;
-	assert_true(good.fd >= 0);
-	lo = good.dlo;
-	tmp = open("/tmp", O_TMPFILE | O_RDWR, 0600);          /* a plain file */
-	plain = memfd_create("softib-mrx", 0);                 /* wrong name */
-	unsealed = memfd_create("softib-mr", 0);               /* not sealed */
-	assert_true(tmp >= 0 && plain >= 0 && unsealed >= 0);
-	assert_int_equal(ftruncate(tmp, BUF), 0);
-	assert_int_equal(ftruncate(plain, BUF), 0);
-	assert_int_equal(ftruncate(unsealed, BUF), 0);
-	bad[0].fd = tmp;
-	bad[1].fd = plain;
-	bad[2].fd = unsealed;
-	bad[3].fd = 0;                                         /* stdin */
-	bad[4].fd = good.fd;                                   /* past the file's end */
-	bad[5].fd = good.fd;                                   /* a range wrapping around */
-	for (unsigned int i = 0; i < 6; i++) {
-		bad[i].off = i == 4 ? (uint64_t)BUF : good.off;
-		bad[i].dlo_delta = 0;
-		bad[i].dhi_delta = good.dhi - good.dlo;
-	}
-	bad[5].dlo_delta = 4096;
-	bad[5].dhi_delta = (uint64_t)0 - lo + 8192; /* dhi < dlo */
-	for (unsigned int i = 0; i < 6; i++) {
-		uint32_t len = 4000 + i;
-
-		ent_forge(e, bad[i].fd, bad[i].off, lo + bad[i].dlo_delta, lo + bad[i].dhi_delta);
-		fill(sides[A].buf, len, (uint8_t)(20 + i));
-		post_send(A, IBV_WR_RDMA_WRITE, 0, len, lo + 8192, sides[B].mr->rkey, i);
-		expect_wc(A, i, IBV_WC_SUCCESS);
-		assert_false(placed_of(0, len, &seen));
-		assert_true(seen);
-		assert_memory_equal(rb + (lo - (uintptr_t)rb) + 8192, sides[A].buf, len);
-	}
-	/* garbage all over the entry: still packets, still right */
-	memset((uint8_t *)e + offsetof(struct sib_dx_ent, rkey), 0xa5,
-	       sizeof(*e) - offsetof(struct sib_dx_ent, rkey));
-	atomic_store(&e->seq, 8);
-	fill(sides[A].buf, 3000, 40);
-	post_send(A, IBV_WR_RDMA_WRITE, 0, 3000, lo + 4096, sides[B].mr->rkey, 50);
-	expect_wc(A, 50, IBV_WC_SUCCESS);
-	assert_false(placed_of(0, 3000, &seen));
-	assert_memory_equal(rb + (lo - (uintptr_t)rb) + 4096, sides[A].buf, 3000);
-	/* the real entry again: placed */
-	ent_forge(e, good.fd, good.off, good.dlo, good.dhi);
-	e->rkey = good.rkey;
-	e->iova = good.iova;
-	e->length = good.length;
-	e->access = good.access;
-	e->pd = good.pd;
-	ent_forge(e, good.fd, good.off, good.dlo, good.dhi);
-	cnt_attach(B, e, sides[B].mr->rkey); /* a new generation's count */
-	fill(sides[A].buf, 2999, 41);
-	post_send(A, IBV_WR_RDMA_WRITE, 0, 2999, lo + 4096, sides[B].mr->rkey, 51);
-	expect_wc(A, 51, IBV_WC_SUCCESS);
-	assert_true(placed_of(0, 2999, &seen));
-	assert_memory_equal(rb + (lo - (uintptr_t)rb) + 4096, sides[A].buf, 2999);
-	close(tmp);
-	close(plain);
-	close(unsealed);
-	munmap(tab, SIB_DX_BYTES);
-	down(NULL);
-}
-
 /* ---- a cached mapping is used only for the entry it was made from ---- */
 
 /* Rewrite entry fields keeping its seq (what a hostile owner can do). */
@@ -1037,6 +942,101 @@ static void test_path_checks(void **state)
 	expect_wc(A, 95, IBV_WC_SUCCESS);
 	assert_memory_equal((uint8_t *)(uintptr_t)at, sides[A].buf, len);
 	free(snap);
+	munmap(tab, SIB_DX_BYTES);
+	down(NULL);
+}
+
+/* ---- a hostile export table is refused; the WRITE goes by packets ---- */
+
+static void ent_forge(struct sib_dx_ent *e, int fd, uint64_t off, uint64_t dlo, uint64_t dhi)
+{
+	uint32_t s = atomic_load(&e->seq);
+
+	atomic_store(&e->seq, s | 1);
+	e->fd = fd;
+	e->off = off;
+	e->dlo = dlo;
+	e->dhi = dhi;
+	atomic_store(&e->seq, (s | 1) + 1);
+}
+
+static void test_hostile_table(void **state)
+{
+	uint8_t *tab, *rb;
+	struct sib_dx_ent *e, good;
+	int tmp, plain, unsealed;
+	bool seen;
+	struct {
+		int fd;
+		uint64_t off, dlo_delta, dhi_delta;
+	} bad[6];
+	uint64_t lo;
+
+	(void)state;
+	up(&def_opts);
+	rb = sides[B].buf;
+	tab = map_export(B);
+	e = (struct sib_dx_ent *)export_ent(tab, sides[B].mr->rkey);
+	good = *e;
+	assert_true(good.fd >= 0);
+	lo = good.dlo;
+	tmp = open("/tmp", O_TMPFILE | O_RDWR, 0600);          /* a plain file */
+	plain = memfd_create("softib-mrx", 0);                 /* wrong name */
+	unsealed = memfd_create("softib-mr", 0);               /* not sealed */
+	assert_true(tmp >= 0 && plain >= 0 && unsealed >= 0);
+	assert_int_equal(ftruncate(tmp, BUF), 0);
+	assert_int_equal(ftruncate(plain, BUF), 0);
+	assert_int_equal(ftruncate(unsealed, BUF), 0);
+	bad[0].fd = tmp;
+	bad[1].fd = plain;
+	bad[2].fd = unsealed;
+	bad[3].fd = 0;                                         /* stdin */
+	bad[4].fd = good.fd;                                   /* past the file's end */
+	bad[5].fd = good.fd;                                   /* a range wrapping around */
+	for (unsigned int i = 0; i < 6; i++) {
+		bad[i].off = i == 4 ? (uint64_t)BUF : good.off;
+		bad[i].dlo_delta = 0;
+		bad[i].dhi_delta = good.dhi - good.dlo;
+	}
+	bad[5].dlo_delta = 4096;
+	bad[5].dhi_delta = (uint64_t)0 - lo + 8192; /* dhi < dlo */
+	for (unsigned int i = 0; i < 6; i++) {
+		uint32_t len = 4000 + i;
+
+		ent_forge(e, bad[i].fd, bad[i].off, lo + bad[i].dlo_delta, lo + bad[i].dhi_delta);
+		fill(sides[A].buf, len, (uint8_t)(20 + i));
+		post_send(A, IBV_WR_RDMA_WRITE, 0, len, lo + 8192, sides[B].mr->rkey, i);
+		expect_wc(A, i, IBV_WC_SUCCESS);
+		assert_false(placed_of(0, len, &seen));
+		assert_true(seen);
+		assert_memory_equal(rb + (lo - (uintptr_t)rb) + 8192, sides[A].buf, len);
+	}
+	/* garbage all over the entry: still packets, still right */
+	memset((uint8_t *)e + offsetof(struct sib_dx_ent, rkey), 0xa5,
+	       sizeof(*e) - offsetof(struct sib_dx_ent, rkey));
+	atomic_store(&e->seq, 8);
+	fill(sides[A].buf, 3000, 40);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 3000, lo + 4096, sides[B].mr->rkey, 50);
+	expect_wc(A, 50, IBV_WC_SUCCESS);
+	assert_false(placed_of(0, 3000, &seen));
+	assert_memory_equal(rb + (lo - (uintptr_t)rb) + 4096, sides[A].buf, 3000);
+	/* the real entry again: placed */
+	ent_forge(e, good.fd, good.off, good.dlo, good.dhi);
+	e->rkey = good.rkey;
+	e->iova = good.iova;
+	e->length = good.length;
+	e->access = good.access;
+	e->pd = good.pd;
+	ent_forge(e, good.fd, good.off, good.dlo, good.dhi);
+	cnt_attach(B, e, sides[B].mr->rkey); /* a new generation's count */
+	fill(sides[A].buf, 2999, 41);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 2999, lo + 4096, sides[B].mr->rkey, 51);
+	expect_wc(A, 51, IBV_WC_SUCCESS);
+	assert_true(placed_of(0, 2999, &seen));
+	assert_memory_equal(rb + (lo - (uintptr_t)rb) + 4096, sides[A].buf, 2999);
+	close(tmp);
+	close(plain);
+	close(unsealed);
 	munmap(tab, SIB_DX_BYTES);
 	down(NULL);
 }

@@ -354,9 +354,9 @@ static struct sib_dx_ent *tab_ent(uint8_t *tab, uint32_t idx)
 	return (struct sib_dx_ent *)(tab + SIB_DX_ENT_OFF) + idx;
 }
 
-static _Atomic uint64_t *tab_qp(uint8_t *tab, uint32_t qpn)
+static _Atomic uint64_t *tab_qp(uint8_t *tab, uint32_t qpn, unsigned int word)
 {
-	return (_Atomic uint64_t *)(tab + SIB_DX_QP_OFF) + 2 * (size_t)qpn;
+	return (_Atomic uint64_t *)(tab + (word ? SIB_DX_QPP_OFF : SIB_DX_QP_OFF)) + qpn;
 }
 
 static int dx_memfd(const char *name, size_t len, void **map)
@@ -577,11 +577,12 @@ void sib_dx_qp_export(struct sib_qp *qp)
 	struct sib_dx *dx = qp->ctx->dx;
 	uint32_t qpn = qp->ibv.qp_base.qp_num;
 	uint64_t w = 0, path = 0;
-	_Atomic uint64_t *q;
+	_Atomic uint64_t *q0, *q1;
 
 	if (!dx || !dx->on || qpn >= SIB_MAX_QPN)
 		return;
-	q = tab_qp(dx->tab, qpn);
+	q0 = tab_qp(dx->tab, qpn, 0);
+	q1 = tab_qp(dx->tab, qpn, 1);
 	/* Only a QP that accepts requests (recv.c check 9): RTR, RTS, SQD. */
 	if (qp->ibv.qp_base.qp_type == IBV_QPT_RC && qp->ibv.qp_base.pd &&
 	    (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
@@ -595,9 +596,9 @@ void sib_dx_qp_export(struct sib_qp *qp)
 	}
 	/* Word 0 off while word 1 changes: a peer reads 0, 1, 0 again and
 	 * uses them only if both reads of word 0 agree. */
-	atomic_store_explicit(&q[0], 0, memory_order_seq_cst);
-	atomic_store_explicit(&q[1], path, memory_order_seq_cst);
-	atomic_store_explicit(&q[0], w, memory_order_seq_cst);
+	atomic_store_explicit(q0, 0, memory_order_seq_cst);
+	atomic_store_explicit(q1, path, memory_order_seq_cst);
+	atomic_store_explicit(q0, w, memory_order_seq_cst);
 }
 
 void sib_dx_qp_unexport(struct sib_qp *qp)
@@ -606,8 +607,8 @@ void sib_dx_qp_unexport(struct sib_qp *qp)
 	uint32_t qpn = qp->ibv.qp_base.qp_num;
 
 	if (dx && dx->on && qpn < SIB_MAX_QPN) {
-		atomic_store_explicit(&tab_qp(dx->tab, qpn)[0], 0, memory_order_seq_cst);
-		atomic_store_explicit(&tab_qp(dx->tab, qpn)[1], 0, memory_order_seq_cst);
+		atomic_store_explicit(tab_qp(dx->tab, qpn, 0), 0, memory_order_seq_cst);
+		atomic_store_explicit(tab_qp(dx->tab, qpn, 1), 0, memory_order_seq_cst);
 	}
 }
 
@@ -1001,7 +1002,7 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	_Atomic uint64_t *cnt;
 	const _Atomic uint32_t *eseq;
 	const struct sib_link_stats *ps;
-	const _Atomic uint64_t *qp_words;
+	const _Atomic uint64_t *qp_word;
 	uint64_t qw, path, va = w->remote_addr, len = w->length;
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	uint8_t *at;
@@ -1034,11 +1035,12 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 		return false;
 	/* The responder QP's PD and access, as its CHK_OP_VALID and CHK_KEYS
 	 * will see them: no copy its checks would refuse. */
-	qp_words = (const _Atomic uint64_t *)(p->tab + SIB_DX_QP_OFF) + 2 * (size_t)qp->dest_qpn;
-	qw = atomic_load_explicit(&qp_words[0], memory_order_seq_cst);
-	path = atomic_load_explicit(&qp_words[1], memory_order_seq_cst);
+	qp_word = (const _Atomic uint64_t *)(p->tab + SIB_DX_QP_OFF) + qp->dest_qpn;
+	qw = atomic_load_explicit(qp_word, memory_order_seq_cst);
+	path = atomic_load_explicit((const _Atomic uint64_t *)(p->tab + SIB_DX_QPP_OFF) + qp->dest_qpn,
+				    memory_order_seq_cst);
 	if (!(qw & SIB_DX_QP_VALID) || !((qw >> 32) & need) ||
-	    atomic_load_explicit(&qp_words[0], memory_order_seq_cst) != qw ||
+	    atomic_load_explicit(qp_word, memory_order_seq_cst) != qw ||
 	    !path_ok(qp, path, SIB_QPO_DEV(qp->dest.owner)))
 		return false;
 	if (!ent_read(p, idx, &v))

@@ -44,13 +44,14 @@ struct sib_dx_ent {
 };
 
 /* The export table's memfd ("softib-dx-<inbox>-<gen>"): a header page, the
- * QP words (two per QPN, written by the owner of the QPN: [0] valid |
- * access << 32 | PD handle, [1] what its receive demux checks, recv.c:
+ * QP words (two per QPN, written by the owner of the QPN: word 0, valid |
+ * access << 32 | PD handle; word 1, what its receive demux checks, recv.c:
  * connected remote QPN, DLID, P_Key index and port, path MTU, global),
  * then the MR entries.  Peers map it read-only. */
 #define SIB_DX_QP_VALID  (1ull << 63)
-#define SIB_DX_QP_OFF    4096u
-#define SIB_DX_ENT_OFF   (SIB_DX_QP_OFF + 65536u * 16u)
+#define SIB_DX_QP_OFF    4096u                          /* word 0 of QPN q: 8 * q */
+#define SIB_DX_QPP_OFF   (SIB_DX_QP_OFF + 65536u * 8u)  /* word 1 of QPN q: 8 * q */
+#define SIB_DX_ENT_OFF   (SIB_DX_QPP_OFF + 65536u * 8u)
 #define SIB_DX_QPP_RQPN(w)  ((uint32_t)((w) & 0xffffff))         /* dest_qpn */
 #define SIB_DX_QPP_DLID(w)  ((uint16_t)(((w) >> 24) & 0xffff))   /* ah.dlid */
 #define SIB_DX_QPP_PKIX(w)  ((uint32_t)(((w) >> 40) & 0xff))     /* pkey_index */

@@ -911,21 +911,21 @@ static void test_path_checks(void **state)
 	lo = (uint64_t)(uintptr_t)page_up(sides[B].buf);
 	at = lo + 8192;
 	tab = map_export(B);
-	qw = (_Atomic uint64_t *)(tab + SIB_DX_QP_OFF) + 2 * (size_t)sides[B].qp->qp_num;
-	path = atomic_load(&qw[1]);
+	qw = (_Atomic uint64_t *)(tab + SIB_DX_QPP_OFF) + sides[B].qp->qp_num;
+	path = atomic_load(qw);
 	assert_int_equal(SIB_DX_QPP_RQPN(path), sides[A].qp->qp_num);
 	write_check(lo, 8192, 3199, 90, true);
 	/* B's QP connected to another QPN: packets (its demux checks only
 	 * the SLID), never placed */
-	atomic_store(&qw[1], (path & ~0xffffffull) | ((SIB_DX_QPP_RQPN(path) + 1) & 0xffffff));
+	atomic_store(qw, (path & ~0xffffffull) | ((SIB_DX_QPP_RQPN(path) + 1) & 0xffffff));
 	write_check(lo, 8192, 3198, 91, false);
 	/* another path MTU: the PSN counts would differ */
-	atomic_store(&qw[1], (path & ~(7ull << 48)) | (uint64_t)(SIB_DX_QPP_MTU(path) == 1 ? 2 : 1) << 48);
+	atomic_store(qw, (path & ~(7ull << 48)) | (uint64_t)(SIB_DX_QPP_MTU(path) == 1 ? 2 : 1) << 48);
 	write_check(lo, 8192, 3197, 92, false);
 	/* another DLID: B's QP takes packets from someone else's port */
-	atomic_store(&qw[1], path ^ (1ull << 30));
+	atomic_store(qw, path ^ (1ull << 30));
 	write_check(lo, 8192, 3196, 93, false);
-	atomic_store(&qw[1], path);
+	atomic_store(qw, path);
 	write_check(lo, 8192, 3195, 94, true);
 	/* B's port holds another partition at the QP's P_Key index: B drops
 	 * the packet, and nothing is placed */

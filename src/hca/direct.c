@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,6 +36,7 @@
 #define DX_MAPS  64                /* peers' MR memfds a context keeps mapped */
 #define DX_FD_SCAN_MAX 65536       /* fds looked at when finding a peer's table */
 #define DX_REVOKE_WAIT_NS 5000000000ull /* as destroy waits for its users (qp.c) */
+#define DX_MAP_MAX (4ull << 30)    /* longest peer MR window mapped (address space) */
 
 /* ---- /proc/self/maps, without malloc (also in a fork child) ---- */
 
@@ -466,15 +468,21 @@ struct sib_dx_peer {
 	uint32_t inbox, gen;
 	bool none;                     /* looked, exports nothing usable */
 	const uint8_t *tab;            /* SIB_DX_BYTES, read-only */
-	_Atomic int32_t *cnt;          /* SIB_DX_CNT_BYTES, read-write */
+	_Atomic uint64_t *cnt;         /* SIB_DX_CNT_BYTES, read-write */
 	int32_t pid;
+	int pidfd;                     /* the owner process (pidfd_open), -1 none */
 	uint64_t used;
 };
 
+/* A peer MR's window: [off, off + (dhi - dlo)) of its memfd rounded out to
+ * pages, mapped at base (len bytes); at = base + skew + (va - dlo).  Used
+ * only while the entry still says exactly fd, off, dlo, dhi (and seq). */
 struct sib_dx_map {
 	uint32_t inbox, gen, idx, seq;
+	int32_t fd;
+	uint64_t off, dlo, dhi;        /* the entry the map was made from */
 	uint8_t *base;
-	size_t len;
+	size_t len, skew;
 	bool rw;
 	uint64_t used;
 };
@@ -483,7 +491,7 @@ struct sib_dx {
 	bool on;                       /* SOFTIB_DIRECT is not 0 */
 	int tab_fd, cnt_fd;
 	uint8_t *tab;                  /* our export table (read-write) */
-	_Atomic int32_t *cnt;          /* our in-flight counters */
+	_Atomic uint64_t *cnt;         /* our in-flight counters (seq << 32 | count) */
 	uint64_t tick;
 	uint64_t placed, refused;      /* WQEs placed; tries that went to packets */
 	struct sib_dx_peer peers[DX_PEERS];
@@ -496,9 +504,9 @@ static struct sib_dx_ent *tab_ent(uint8_t *tab, uint32_t idx)
 	return (struct sib_dx_ent *)(tab + SIB_DX_ENT_OFF) + idx;
 }
 
-static _Atomic uint64_t *tab_qp(uint8_t *tab, uint32_t qpn)
+static _Atomic uint64_t *tab_qp(uint8_t *tab, uint32_t qpn, unsigned int word)
 {
-	return (_Atomic uint64_t *)(tab + SIB_DX_QP_OFF) + qpn;
+	return (_Atomic uint64_t *)(tab + (word ? SIB_DX_QPP_OFF : SIB_DX_QP_OFF)) + qpn;
 }
 
 static int dx_memfd(const char *name, size_t len, void **map)
@@ -534,6 +542,8 @@ int sib_dx_ctx_init(struct sib_context *ctx)
 	if (!dx)
 		return ENOMEM;
 	dx->tab_fd = dx->cnt_fd = -1;
+	for (unsigned int i = 0; i < DX_PEERS; i++)
+		dx->peers[i].pidfd = -1;
 	ctx->dx = dx;
 	if (v && !strcmp(v, "0"))
 		return 0;
@@ -571,7 +581,10 @@ static void peer_drop(struct sib_dx_peer *p)
 		munmap((void *)p->tab, SIB_DX_BYTES);
 	if (p->cnt)
 		munmap((void *)p->cnt, SIB_DX_CNT_BYTES);
+	if (p->used && p->pidfd >= 0)
+		close(p->pidfd);
 	memset(p, 0, sizeof(*p));
+	p->pidfd = -1;
 }
 
 static void map_drop(struct sib_dx_map *m)
@@ -649,6 +662,10 @@ static void ent_write(struct sib_dx *dx, uint32_t idx, const struct sib_dx_ent *
 	struct sib_dx_ent *e = tab_ent(dx->tab, idx);
 	uint32_t s = atomic_load_explicit(&e->seq, memory_order_relaxed);
 
+	if (v->fd >= 0) /* a new generation: its count starts at 0 (never
+			   an older one's, whose stragglers' CAS now fail) */
+		atomic_store_explicit(&dx->cnt[idx], (uint64_t)((s | 1) + 1) << 32, memory_order_seq_cst);
+
 	atomic_store_explicit(&e->seq, s | 1, memory_order_seq_cst);
 	__atomic_store_n(&e->rkey, v->rkey, __ATOMIC_RELAXED);
 	__atomic_store_n(&e->iova, v->iova, __ATOMIC_RELAXED);
@@ -702,7 +719,6 @@ void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr)
 	v.length = mr->range.length;
 	v.access = mr->range.access;
 	v.pd = mr->range.pd;
-	atomic_store_explicit(&dx->cnt[idx], 0, memory_order_relaxed);
 	ent_write(dx, idx, &v);
 }
 
@@ -711,14 +727,19 @@ void sib_dx_mr_revoke(struct sib_context *ctx, struct sib_mr *mr)
 	struct sib_dx *dx = ctx->dx;
 	uint32_t idx = mr->ibv.rkey >> 8;
 	struct sib_dx_ent v = { .fd = -1 };
-	uint64_t deadline;
+	uint64_t deadline, c;
+	uint32_t old;
 
 	if (!dx || !dx->on || idx >= SIB_DX_MAX_MR)
 		return;
-	ent_write(dx, idx, &v); /* seq moved: a peer that incremented after
-				   this sees it and lets go without copying */
+	old = atomic_load_explicit(&tab_ent(dx->tab, idx)->seq, memory_order_relaxed);
+	ent_write(dx, idx, &v); /* seq moved: a peer that counted itself in
+				   after this sees it and copies nothing */
 	deadline = sib_now_ns() + DX_REVOKE_WAIT_NS;
-	while (atomic_load_explicit(&dx->cnt[idx], memory_order_seq_cst) > 0) {
+	/* Peers counted in under the old entry: copying now, or about to see
+	 * the seq move (they re-check it before every chunk). */
+	while ((c = atomic_load_explicit(&dx->cnt[idx], memory_order_seq_cst)) >> 32 == old &&
+	       (uint32_t)c > 0) {
 		struct timespec ts = { 0, 10000 };
 
 		if (sib_now_ns() > deadline) {
@@ -747,16 +768,29 @@ void sib_dx_qp_export(struct sib_qp *qp)
 {
 	struct sib_dx *dx = qp->ctx->dx;
 	uint32_t qpn = qp->ibv.qp_base.qp_num;
-	uint64_t w = 0;
+	uint64_t w = 0, path = 0;
+	_Atomic uint64_t *q0, *q1;
 
 	if (!dx || !dx->on || qpn >= SIB_MAX_QPN)
 		return;
+	q0 = tab_qp(dx->tab, qpn, 0);
+	q1 = tab_qp(dx->tab, qpn, 1);
 	/* Only a QP that accepts requests (recv.c check 9): RTR, RTS, SQD. */
 	if (qp->ibv.qp_base.qp_type == IBV_QPT_RC && qp->ibv.qp_base.pd &&
-	    (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD))
+	    (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
+	    qp->dest_qpn <= 0xffffff && qp->pkey_index <= 0xff && qp->port_num <= 3 &&
+	    qp->path_mtu <= 7) {
 		w = SIB_DX_QP_VALID | (uint64_t)(qp->access & 0x7fffffffu) << 32 |
 		    qp->ibv.qp_base.pd->handle;
-	atomic_store_explicit(tab_qp(dx->tab, qpn), w, memory_order_release);
+		path = SIB_DX_QP_VALID | qp->dest_qpn | (uint64_t)qp->ah.dlid << 24 |
+		       (uint64_t)qp->pkey_index << 40 | (uint64_t)qp->path_mtu << 48 |
+		       (uint64_t)qp->port_num << 51 | (qp->ah.is_global ? SIB_DX_QPP_GLOBAL : 0);
+	}
+	/* Word 0 off while word 1 changes: a peer reads 0, 1, 0 again and
+	 * uses them only if both reads of word 0 agree. */
+	atomic_store_explicit(q0, 0, memory_order_seq_cst);
+	atomic_store_explicit(q1, path, memory_order_seq_cst);
+	atomic_store_explicit(q0, w, memory_order_seq_cst);
 }
 
 void sib_dx_qp_unexport(struct sib_qp *qp)
@@ -764,8 +798,10 @@ void sib_dx_qp_unexport(struct sib_qp *qp)
 	struct sib_dx *dx = qp->ctx->dx;
 	uint32_t qpn = qp->ibv.qp_base.qp_num;
 
-	if (dx && dx->on && qpn < SIB_MAX_QPN)
-		atomic_store_explicit(tab_qp(dx->tab, qpn), 0, memory_order_release);
+	if (dx && dx->on && qpn < SIB_MAX_QPN) {
+		atomic_store_explicit(tab_qp(dx->tab, qpn, 0), 0, memory_order_seq_cst);
+		atomic_store_explicit(tab_qp(dx->tab, qpn, 1), 0, memory_order_seq_cst);
+	}
 }
 
 /* ---- peers (requester side, engine context) ---- */
@@ -773,9 +809,20 @@ void sib_dx_qp_unexport(struct sib_qp *qp)
 /*
  * Open fd n of process pid, only if it is a softib memfd whose name starts
  * with `prefix` and that is sealed against shrinking: never a file the
- * owner merely points at.  Returns the fd (oflags) and its size, or -1.
+ * owner merely points at; and only if pidfd's process (pid when the peer
+ * was found) still runs after the open, so a reused pid is never
+ * followed.  Returns the fd (oflags) and its size, or -1.
  */
-static int open_peer_memfd(int32_t pid, int n, const char *prefix, int oflags, size_t *size)
+static bool pid_runs(int pidfd)
+{
+	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
+
+	/* A pidfd polls readable once its process has exited. */
+	return pidfd >= 0 && poll(&pf, 1, 0) == 0;
+}
+
+static int open_peer_memfd(int32_t pid, int pidfd, int n, const char *prefix, int oflags,
+			   size_t *size)
 {
 	char path[64], link[128], self[64];
 	struct stat st;
@@ -801,6 +848,10 @@ static int open_peer_memfd(int32_t pid, int n, const char *prefix, int oflags, s
 	close(pfd);
 	if (fd < 0)
 		return -1;
+	if (!pid_runs(pidfd)) {
+		close(fd);
+		return -1;
+	}
 	seals = fcntl(fd, F_GET_SEALS);
 	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) || st.st_size < 0) {
 		close(fd);
@@ -821,7 +872,10 @@ static bool peer_open(struct sib_dx_peer *p, int32_t pid)
 	size_t sz;
 
 	snprintf(dpath, sizeof(dpath), "/proc/%d", pid);
-	if (pid <= 0 || stat(dpath, &st) || st.st_uid != geteuid())
+	if (pid <= 0)
+		return false;
+	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (p->pidfd < 0 || stat(dpath, &st) || st.st_uid != geteuid())
 		return false;
 	snprintf(want_tab, sizeof(want_tab), "softib-dx-%u-%u ", p->inbox, p->gen);
 	snprintf(want_cnt, sizeof(want_cnt), "softib-dxc-%u-%u ", p->inbox, p->gen);
@@ -844,13 +898,13 @@ static bool peer_open(struct sib_dx_peer *p, int32_t pid)
 			continue;
 		link[l] = 0;
 		if (tab < 0 && !strncmp(link + 7, want_tab, strlen(want_tab))) {
-			tab = open_peer_memfd(pid, (int)n, want_tab, O_RDONLY, &sz);
+			tab = open_peer_memfd(pid, p->pidfd, (int)n, want_tab, O_RDONLY, &sz);
 			if (tab >= 0 && sz != SIB_DX_BYTES) {
 				close(tab);
 				tab = -1;
 			}
 		} else if (cnt < 0 && !strncmp(link + 7, want_cnt, strlen(want_cnt))) {
-			cnt = open_peer_memfd(pid, (int)n, want_cnt, O_RDWR, &sz);
+			cnt = open_peer_memfd(pid, p->pidfd, (int)n, want_cnt, O_RDWR, &sz);
 			if (cnt >= 0 && sz != SIB_DX_CNT_BYTES) {
 				close(cnt);
 				cnt = -1;
@@ -880,6 +934,38 @@ static bool peer_open(struct sib_dx_peer *p, int32_t pid)
 	return p->tab != NULL;
 }
 
+/* Drop peer p (its table, counters, pidfd) and every map of its inbox. */
+static void peer_forget(struct sib_dx *dx, struct sib_dx_peer *p)
+{
+	for (unsigned int j = 0; j < DX_MAPS; j++)
+		if (dx->maps[j].used && dx->maps[j].inbox == p->inbox)
+			map_drop(&dx->maps[j]);
+	peer_drop(p);
+}
+
+/* Drop what we hold of inbox: its generation is no longer current. */
+static void inbox_forget(struct sib_dx *dx, uint32_t inbox)
+{
+	for (unsigned int i = 0; i < DX_PEERS; i++)
+		if (dx->peers[i].used && dx->peers[i].inbox == inbox)
+			peer_forget(dx, &dx->peers[i]);
+	for (unsigned int j = 0; j < DX_MAPS; j++)
+		if (dx->maps[j].used && dx->maps[j].inbox == inbox)
+			map_drop(&dx->maps[j]);
+}
+
+/* Drop the maps of key index idx of peer p made from an entry other than
+ * seq (the MR was deregistered or changed): they pin its old pages. */
+static void maps_stale(struct sib_dx *dx, const struct sib_dx_peer *p, uint32_t idx, uint32_t seq)
+{
+	for (unsigned int j = 0; j < DX_MAPS; j++) {
+		struct sib_dx_map *m = &dx->maps[j];
+
+		if (m->used && m->inbox == p->inbox && m->gen == p->gen && m->idx == idx && m->seq != seq)
+			map_drop(m);
+	}
+}
+
 static struct sib_dx_peer *peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t gen)
 {
 	struct sib_dx_peer *p, *victim = &dx->peers[0];
@@ -891,13 +977,8 @@ static struct sib_dx_peer *peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t 
 			p->used = ++dx->tick;
 			return p->none ? NULL : p;
 		}
-		if (p->used && p->inbox == inbox) {
-			/* that peer is gone: its inbox has a new gen */
-			for (unsigned int j = 0; j < DX_MAPS; j++)
-				if (dx->maps[j].used && dx->maps[j].inbox == inbox && dx->maps[j].gen == p->gen)
-					map_drop(&dx->maps[j]);
-			peer_drop(p);
-		}
+		if (p->used && p->inbox == inbox)
+			peer_forget(dx, p); /* that peer is gone: its inbox has a new gen */
 		if (p->used < victim->used)
 			victim = p;
 	}
@@ -910,9 +991,11 @@ static struct sib_dx_peer *peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t 
 	p->pid = pid;
 	p->none = !peer_open(p, pid) ||
 		  atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != gen;
-	if (p->none && p->tab) {
-		munmap((void *)p->tab, SIB_DX_BYTES);
-		munmap((void *)p->cnt, SIB_DX_CNT_BYTES);
+	if (p->none) {
+		if (p->tab)
+			munmap((void *)p->tab, SIB_DX_BYTES);
+		if (p->cnt)
+			munmap((void *)p->cnt, SIB_DX_CNT_BYTES);
 		p->tab = NULL;
 		p->cnt = NULL;
 	}
@@ -943,37 +1026,61 @@ static bool ent_read(const struct sib_dx_peer *p, uint32_t idx, struct sib_dx_en
 	return true;
 }
 
-/* The mapping of the memfd behind entry v (seq s) of peer p, whole. */
+/* Does map m stand for entry v (seq s) of key index idx of peer p? */
+static bool map_is(const struct sib_dx_map *m, const struct sib_dx_peer *p, uint32_t idx,
+		   const struct sib_dx_ent *v, uint32_t seq)
+{
+	return m->inbox == p->inbox && m->gen == p->gen && m->idx == idx && m->seq == seq &&
+	       m->fd == v->fd && m->off == v->off && m->dlo == v->dlo && m->dhi == v->dhi;
+}
+
+/*
+ * The mapping of entry v's window (seq s) of peer p: only the pages of
+ * [off, off + (dhi - dlo)) of its memfd, bounded by the file's real size
+ * and by DX_MAP_MAX.  A cached map is used only while the entry says
+ * exactly what it was made from; maps of this key index made from another
+ * entry (its seq moved, or a hostile owner rewrote it) are dropped.
+ */
 static struct sib_dx_map *map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint32_t idx,
 				  const struct sib_dx_ent *v, bool rw)
 {
 	struct sib_dx_map *m, *victim = &dx->maps[0];
 	uint32_t seq = atomic_load_explicit(&v->seq, memory_order_relaxed);
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), wlen, moff, mend;
 	size_t size;
 	void *base;
 	int fd;
 
 	for (unsigned int i = 0; i < DX_MAPS; i++) {
 		m = &dx->maps[i];
-		if (m->used && m->inbox == p->inbox && m->gen == p->gen && m->idx == idx && m->seq == seq &&
-		    (m->rw || !rw)) {
-			m->used = ++dx->tick;
-			return m;
+		if (m->used && m->inbox == p->inbox && m->gen == p->gen && m->idx == idx) {
+			if (map_is(m, p, idx, v, seq) && (m->rw || !rw)) {
+				m->used = ++dx->tick;
+				return m;
+			}
+			if (!map_is(m, p, idx, v, seq))
+				map_drop(m); /* made from an older entry */
 		}
 		if (m->used < victim->used)
 			victim = m;
 	}
-	if (v->fd < 0)
+	if (v->fd < 0 || v->dhi <= v->dlo)
 		return NULL;
-	fd = open_peer_memfd(p->pid, v->fd, "softib-mr ", rw ? O_RDWR : O_RDONLY, &size);
+	wlen = v->dhi - v->dlo;
+	if (wlen > DX_MAP_MAX || v->off > UINT64_MAX - wlen - page)
+		return NULL;
+	fd = open_peer_memfd(p->pid, p->pidfd, v->fd, "softib-mr ", rw ? O_RDWR : O_RDONLY, &size);
 	if (fd < 0)
 		return NULL;
 	/* Bounded by the file's real size, whatever the entry says. */
-	if (v->dhi <= v->dlo || v->off > size || v->dhi - v->dlo > size - v->off) {
+	if (v->off > size || wlen > size - v->off) {
 		close(fd);
 		return NULL;
 	}
-	base = mmap(NULL, size, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+	moff = v->off & ~(page - 1);
+	mend = (v->off + wlen + page - 1) & ~(page - 1);
+	base = mmap(NULL, mend - moff, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd,
+		    (off_t)moff);
 	close(fd);
 	if (base == MAP_FAILED)
 		return NULL;
@@ -983,14 +1090,85 @@ static struct sib_dx_map *map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint
 	m->gen = p->gen;
 	m->idx = idx;
 	m->seq = seq;
+	m->fd = v->fd;
+	m->off = v->off;
+	m->dlo = v->dlo;
+	m->dhi = v->dhi;
 	m->base = base;
-	m->len = size;
+	m->len = mend - moff;
+	m->skew = v->off - moff;
 	m->rw = rw;
 	m->used = ++dx->tick;
 	return m;
 }
 
 static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read);
+
+void (*sib_dx_park_hook)(void);
+
+/* Count ourselves in on a peer's counter word for entry seq: only while
+ * the word is that generation's (a hostile or stale word: no copy). */
+static bool cnt_in(_Atomic uint64_t *cnt, uint32_t seq)
+{
+	uint64_t c = atomic_load_explicit(cnt, memory_order_relaxed);
+
+	do {
+		if ((uint32_t)(c >> 32) != seq || (uint32_t)c == UINT32_MAX)
+			return false;
+	} while (!atomic_compare_exchange_weak_explicit(cnt, &c, c + 1, memory_order_seq_cst,
+							memory_order_relaxed));
+	return true;
+}
+
+/* Count ourselves out, only from the generation we counted in on. */
+static void cnt_out(_Atomic uint64_t *cnt, uint32_t seq)
+{
+	uint64_t c = atomic_load_explicit(cnt, memory_order_relaxed);
+
+	do {
+		if ((uint32_t)(c >> 32) != seq || !(uint32_t)c)
+			return; /* a new generation (attach) or garbage: not ours */
+	} while (!atomic_compare_exchange_weak_explicit(cnt, &c, c - 1, memory_order_release,
+							memory_order_relaxed));
+}
+
+/* P_Key match as the responder applies it (IBA 10.9.3, recv.c): same low
+ * 15 bits, not invalid, at least one full member. */
+static bool pkey_ok(uint16_t a, uint16_t b)
+{
+	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
+
+/*
+ * Would the responder QP (its path word `path`, on CA dev) take our
+ * packets?  What its receive demux checks (recv.c check_keys, check_addr)
+ * and what it counts PSNs by: it is connected to our QPN, its DLID is our
+ * port's LID (with our path bits), neither path is global, our P_Key
+ * matches the one its port holds at its P_Key index (read now from the
+ * fabric map), the path MTUs are equal, and our port passes.  Otherwise
+ * packets, which the responder drops or NAKs as always.
+ */
+static bool path_ok(const struct sib_qp *qp, uint64_t path, uint32_t dev)
+{
+	uint8_t pn = qp->port_num ? qp->port_num : 1, rpn = (uint8_t)SIB_DX_QPP_PORT(path);
+	const struct sib_shm_port *ours, *theirs;
+	uint16_t pk, rpk;
+
+	if (!(path & SIB_DX_QP_VALID) || (path & SIB_DX_QPP_GLOBAL) || qp->ah.is_global ||
+	    SIB_DX_QPP_RQPN(path) != qp->ibv.qp_base.qp_num ||
+	    SIB_DX_QPP_MTU(path) != (uint32_t)qp->path_mtu || dev >= SIB_MAX_DEVICES ||
+	    pn > SIB_MAX_PORTS || rpn < 1 || rpn > SIB_MAX_PORTS)
+		return false;
+	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen, pn))
+		return false;
+	ours = &sib_fabric->devs[qp->ctx->dev->index].ports[pn - 1];
+	theirs = &sib_fabric->devs[dev].ports[rpn - 1];
+	if (SIB_DX_QPP_DLID(path) != (uint16_t)(ours->lid | qp->ah.src_path_bits))
+		return false;
+	pk = ours->pkey[qp->pkey_index < SIB_PKEY_TBL_LEN ? qp->pkey_index : 0];
+	rpk = theirs->pkey[SIB_DX_QPP_PKIX(path) < SIB_PKEY_TBL_LEN ? SIB_DX_QPP_PKIX(path) : 0];
+	return pkey_ok(pk, rpk);
+}
 
 bool sib_dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 {
@@ -1013,10 +1191,12 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	struct sib_dx_peer *p;
 	struct sib_dx_map *m;
 	struct sib_dx_ent v;
-	_Atomic int32_t *cnt;
+	_Atomic uint64_t *cnt;
+	const _Atomic uint32_t *eseq;
 	const struct sib_link_stats *ps;
-	uint64_t qw, va = w->remote_addr, len = w->length;
-	enum ibv_wc_status st;
+	const _Atomic uint64_t *qp_word;
+	uint64_t qw, path, va = w->remote_addr, len = w->length;
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	uint8_t *at;
 
 	if (!dx || !dx->on || !len || sib_key_is_mw(w->rkey) || idx >= SIB_DX_MAX_MR || !qp->dest.ring)
@@ -1031,42 +1211,71 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	gen = SIB_QPO_GEN(qp->dest.owner);
 	if (inbox >= SIB_MAX_INBOXES || qp->dest_qpn >= SIB_MAX_QPN)
 		return false;
+	/* The QPN still belongs to the process we resolved, by the current
+	 * routes, and its inbox generation is current: never a cached peer
+	 * of a dead owner. */
+	if (atomic_load_explicit(&sib_fabric->qp_owner[qp->dest_qpn], memory_order_acquire) !=
+	    qp->dest.owner || !(qp->dest.owner & SIB_QPO_VALID) ||
+	    atomic_load_explicit(&sib_fabric->route_gen, memory_order_acquire) != qp->dest.route_gen)
+		return false; /* resolved again by the packet's sib_tx_begin */
+	if (atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != gen) {
+		inbox_forget(dx, inbox);
+		return false;
+	}
 	p = peer_get(dx, inbox, gen);
 	if (!p)
 		return false;
 	/* The responder QP's PD and access, as its CHK_OP_VALID and CHK_KEYS
 	 * will see them: no copy its checks would refuse. */
-	qw = atomic_load_explicit((const _Atomic uint64_t *)(p->tab + SIB_DX_QP_OFF) + qp->dest_qpn,
-				  memory_order_acquire);
-	if (!(qw & SIB_DX_QP_VALID) || !((qw >> 32) & need))
+	qp_word = (const _Atomic uint64_t *)(p->tab + SIB_DX_QP_OFF) + qp->dest_qpn;
+	qw = atomic_load_explicit(qp_word, memory_order_seq_cst);
+	path = atomic_load_explicit((const _Atomic uint64_t *)(p->tab + SIB_DX_QPP_OFF) + qp->dest_qpn,
+				    memory_order_seq_cst);
+	if (!(qw & SIB_DX_QP_VALID) || !((qw >> 32) & need) ||
+	    atomic_load_explicit(qp_word, memory_order_seq_cst) != qw ||
+	    !path_ok(qp, path, SIB_QPO_DEV(qp->dest.owner)))
 		return false;
-	if (!ent_read(p, idx, &v) || v.rkey != w->rkey || (v.access & need) != need ||
-	    v.pd != (uint32_t)qw || v.fd < 0)
+	if (!ent_read(p, idx, &v))
+		return false;
+	maps_stale(dx, p, idx, v.seq);
+	if (v.rkey != w->rkey || (v.access & need) != need || v.pd != (uint32_t)qw || v.fd < 0)
 		return false;
 	/* Inside the MR and inside its memfd-backed pages (overflow-safe). */
 	if (len > v.length || va < v.iova || va - v.iova > v.length - len ||
 	    va < v.dlo || v.dhi < v.dlo || len > v.dhi - v.dlo || va - v.dlo > v.dhi - v.dlo - len)
 		return false;
 	m = map_get(dx, p, idx, &v, !read);
-	if (!m)
+	if (!m) {
+		if (!pid_runs(p->pidfd))
+			peer_forget(dx, p); /* the owner exited */
 		return false;
-	cnt = &p->cnt[idx];
-	atomic_fetch_add_explicit(cnt, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&((const struct sib_dx_ent *)(p->tab + SIB_DX_ENT_OFF))[idx].seq,
-				 memory_order_seq_cst) != v.seq) {
-		atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
-		return false; /* deregistered or changed meanwhile */
 	}
-	at = m->base + v.off + (va - v.dlo);
-	if (read)
-		st = sib_sge_copy_in(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0, at,
-				     (uint32_t)len);
-	else if (w->inline_data) {
-		memcpy(at, w->inline_data, len);
-		st = IBV_WC_SUCCESS;
-	} else
-		st = sib_sge_copy_out(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge, 0, at,
-				      (uint32_t)len);
-	atomic_fetch_sub_explicit(cnt, 1, memory_order_release);
+	cnt = &p->cnt[idx];
+	eseq = &((const struct sib_dx_ent *)(p->tab + SIB_DX_ENT_OFF))[idx].seq;
+	if (!cnt_in(cnt, v.seq))
+		return false; /* the counter is another generation's */
+	if (sib_dx_park_hook)
+		sib_dx_park_hook();
+	/* v passed the range checks above and equals the map's entry, so
+	 * [at, at + len) lies inside the mapped window.  In chunks: the
+	 * entry's seq is checked (after our count, seq_cst: revoke's Dekker
+	 * pair) before each, so that a revoke waits at most one chunk. */
+	at = m->base + m->skew + (va - v.dlo);
+	for (uint64_t done = 0, n; done < len && st == IBV_WC_SUCCESS; done += n) {
+		n = len - done < SIB_DX_CHUNK ? len - done : SIB_DX_CHUNK;
+		if (atomic_load_explicit(eseq, memory_order_seq_cst) != v.seq) {
+			st = IBV_WC_REM_ACCESS_ERR; /* deregistered or changed: packets */
+			break;
+		}
+		if (read)
+			st = sib_sge_copy_in(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
+					     (uint32_t)done, at + done, (uint32_t)n);
+		else if (w->inline_data)
+			memcpy(at + done, (const uint8_t *)w->inline_data + done, n);
+		else
+			st = sib_sge_copy_out(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
+					      (uint32_t)done, at + done, (uint32_t)n);
+	}
+	cnt_out(cnt, v.seq);
 	return st == IBV_WC_SUCCESS;
 }

@@ -44,15 +44,28 @@ struct sib_dx_ent {
 };
 
 /* The export table's memfd ("softib-dx-<inbox>-<gen>"): a header page, the
- * QP words (qpn -> valid | access << 32 | PD handle, written by the owner
- * of the QPN), then the MR entries.  Peers map it read-only. */
-#define SIB_DX_QP_VALID (1ull << 63)
-#define SIB_DX_QP_OFF   4096u
-#define SIB_DX_ENT_OFF  (SIB_DX_QP_OFF + 65536u * 8u)
+ * QP words (two per QPN, written by the owner of the QPN: word 0, valid |
+ * access << 32 | PD handle; word 1, what its receive demux checks, recv.c:
+ * connected remote QPN, DLID, P_Key index and port, path MTU, global),
+ * then the MR entries.  Peers map it read-only. */
+#define SIB_DX_QP_VALID  (1ull << 63)
+#define SIB_DX_QP_OFF    4096u                          /* word 0 of QPN q: 8 * q */
+#define SIB_DX_QPP_OFF   (SIB_DX_QP_OFF + 65536u * 8u)  /* word 1 of QPN q: 8 * q */
+#define SIB_DX_ENT_OFF   (SIB_DX_QPP_OFF + 65536u * 8u)
+#define SIB_DX_QPP_RQPN(w)  ((uint32_t)((w) & 0xffffff))         /* dest_qpn */
+#define SIB_DX_QPP_DLID(w)  ((uint16_t)(((w) >> 24) & 0xffff))   /* ah.dlid */
+#define SIB_DX_QPP_PKIX(w)  ((uint32_t)(((w) >> 40) & 0xff))     /* pkey_index */
+#define SIB_DX_QPP_MTU(w)   ((uint32_t)(((w) >> 48) & 0x7))      /* enum ibv_mtu */
+#define SIB_DX_QPP_PORT(w)  ((uint32_t)(((w) >> 51) & 0x3))      /* port_num */
+#define SIB_DX_QPP_GLOBAL   (1ull << 53)                         /* ah.is_global */
 #define SIB_DX_BYTES    (SIB_DX_ENT_OFF + SIB_DX_MAX_MR * sizeof(struct sib_dx_ent))
-/* The in-flight counters' memfd ("softib-dxc-<inbox>-<gen>"): one int32 per
- * key index that peers increment around a copy; peers map it read-write. */
-#define SIB_DX_CNT_BYTES (SIB_DX_MAX_MR * 4u)
+/* The in-flight counters' memfd ("softib-dxc-<inbox>-<gen>"): one word per
+ * key index, entry seq << 32 | count, that peers increment (CAS, only while
+ * its seq is the entry's) around a copy; attach stores (new seq, 0), so a
+ * straggler of an older entry never touches the new count.  Peers map it
+ * read-write. */
+#define SIB_DX_CNT_BYTES (SIB_DX_MAX_MR * 8u)
+#define SIB_DX_CHUNK     (1u << 20) /* bytes copied between two seq checks */
 
 struct sib_dx_hdr {
 	uint32_t magic;              /* SIB_DX_MAGIC */
@@ -84,8 +97,9 @@ void sib_dx_mr_detach(struct sib_mr *mr);
 extern unsigned long sib_dx_max_map_count;
 
 /* The QP word of the export table: PD and access flags of an RC QP in RTR,
- * RTS or SQD (after every modify_qp and on entering ERR), cleared otherwise
- * and at destroy. */
+ * RTS or SQD, and its second word, the path (remote QPN, DLID, P_Key index,
+ * port, MTU); written after every modify_qp and on entering ERR, cleared
+ * otherwise and at destroy. */
 void sib_dx_qp_export(struct sib_qp *qp);
 void sib_dx_qp_unexport(struct sib_qp *qp);
 
@@ -98,5 +112,9 @@ void sib_dx_qp_unexport(struct sib_qp *qp);
  * SGE failed): send packets as usual.
  */
 bool sib_dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read);
+
+/* Test hook (tests/unit/test_hca_direct.c): NULL, or called by a
+ * requester after it counted itself in and before it copies. */
+extern void (*sib_dx_park_hook)(void);
 
 #endif /* SIB_HCA_DIRECT_H */

@@ -120,6 +120,19 @@ static struct sib_ring *dest_ring(struct sib_qp *qp, uint16_t dlid, uint32_t dqp
 	return d->ring;
 }
 
+/* qp's connected destination, resolved without reserving anything: direct
+ * placement (req.c) copies before it takes a slot.  NULL when our port is
+ * down or the peer is unreachable (sib_tx_begin counts those). */
+struct sib_ring *sib_tx_dest(struct sib_qp *qp)
+{
+	uint8_t pn = qp->port_num ? qp->port_num : 1;
+	bool no_route = false;
+
+	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen, pn))
+		return NULL;
+	return dest_ring(qp, qp->ah.dlid, qp->dest_qpn, pn, &no_route);
+}
+
 /* A packet of ours the port or the forwarding tables do not let out: lost
  * on the wire, counted as the port's PortXmitDiscards (IBA 16.1.3.5). */
 static void tx_discard(struct sib_qp *qp, uint8_t port)

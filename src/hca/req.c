@@ -276,8 +276,9 @@ static enum req_state send_packet(struct req_pass *p)
 	/* The copy comes before the slot is taken, so that the peer's
 	 * consumer never waits on our slot while we copy; a full wire
 	 * then leaves the WQE placed, and the next pass sends its packet.
-	 * Only the QP's first packet finds no peer resolved yet. */
-	placed = off == 0 && qp->dest.ring && try_place(qp, w, wi);
+	 * The QP's first packet resolves the peer here. */
+	placed = off == 0 && qp->ibv.qp_base.qp_type == IBV_QPT_RC &&
+		 (qp->dest.ring || sib_tx_dest(qp)) && try_place(qp, w, wi);
 	/* Not placed after all: packets keep their own window (check_limits
 	 * let the WQE start under the placed one); a later pass starts it
 	 * again. */
@@ -286,8 +287,10 @@ static enum req_state send_packet(struct req_pass *p)
 		return REQST_DONE;
 	if (!sib_tx_begin(qp, &tx))
 		return REQST_DONE; /* the wire is full: the next pass resumes here */
-	if (!placed && off == 0 && (tx.slot || w->placed))
-		placed = try_place(qp, w, wi);
+	/* A placed WQE (a retry) is never copied again nor sent as packets,
+	 * and nothing is copied while we hold the peer's slot. */
+	if (!placed && off == 0 && w->placed)
+		placed = true;
 	if (placed) {
 		/* One packet without payload for the whole message. */
 		last = true;

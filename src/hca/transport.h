@@ -157,6 +157,9 @@ struct sib_tx {
 	uint32_t sflags;               /* extra slot flags (SIB_SLOT_F_PLACED), 0 by sib_tx_begin */
 };
 
+/* qp's connected peer inbox, resolved (cached in qp->dest) without
+ * reserving a slot; NULL: our port is down or the peer unreachable. */
+struct sib_ring *sib_tx_dest(struct sib_qp *qp);
 /* Reserve room on the link toward qp's peer.  False: its inbox is full,
  * retry later.  True with tx->slot NULL: the peer is gone, the packet is lost. */
 bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx);

@@ -464,6 +464,82 @@ static void test_dereg_under_writer(void **state)
 	down(NULL);
 }
 
+/* ---- dereg waits for a requester counted in, which then copies nothing ---- */
+
+static struct {
+	struct ibv_mr *mr;
+	_Atomic bool parked, dereg_started, dereg_done;
+	bool held;                     /* dereg had not returned after 200 ms parked */
+	int dereg_rc;
+	unsigned int parks;
+} pk;
+
+static void *dereg_main(void *arg)
+{
+	uint64_t end = (uint64_t)time(NULL) + 5;
+
+	(void)arg;
+	while (!atomic_load(&pk.parked) && (uint64_t)time(NULL) < end)
+		sched_yield();
+	atomic_store(&pk.dereg_started, true);
+	pk.dereg_rc = sib_hca_ops.dereg_mr(pk.mr);
+	atomic_store(&pk.dereg_done, true);
+	return NULL;
+}
+
+/* The requester, counted in on the MR's counter and about to copy: let
+ * the dereg start, give it 200 ms, note whether it returned meanwhile. */
+static void park_hook(void)
+{
+	struct timespec ts = { 0, 200000000 };
+	uint64_t end = (uint64_t)time(NULL) + 5;
+
+	if (pk.parks++)
+		return;
+	atomic_store(&pk.parked, true);
+	while (!atomic_load(&pk.dereg_started) && (uint64_t)time(NULL) < end)
+		sched_yield();
+	nanosleep(&ts, NULL);
+	pk.held = atomic_load(&pk.dereg_started) && !atomic_load(&pk.dereg_done);
+}
+
+static void test_dereg_parked_requester(void **state)
+{
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	uint8_t *target, *snap = malloc(65536);
+	pthread_t t;
+	struct ibv_wc wc;
+
+	(void)state;
+	up(&def_opts);
+	memset(&pk, 0, sizeof(pk));
+	target = page_up(sides[B].buf) + 8192;
+	pk.mr = o->reg_mr(sides[B].pd, target, 65536, (uintptr_t)target,
+			  IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(pk.mr);
+	assert_non_null(snap);
+	memcpy(snap, target, 65536);
+	assert_int_equal(pthread_create(&t, NULL, dereg_main, NULL), 0);
+	sib_dx_park_hook = park_hook;
+	fill(sides[A].buf, 65536, 33);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, 65536, (uintptr_t)target, pk.mr->rkey, 7);
+	sib_dx_park_hook = NULL;
+	pthread_join(t, NULL);
+	assert_true(atomic_load(&pk.parked));
+	assert_true(atomic_load(&pk.dereg_done));
+	assert_true(pk.held);                 /* dereg waited for the parked requester */
+	assert_int_equal(pk.dereg_rc, 0);
+	/* The requester saw the seq move: nothing copied, the packets meet
+	 * the deregistered key. */
+	wc = poll_wc(A);
+	assert_int_equal(wc.wr_id, 7);
+	assert_int_equal(wc.status, IBV_WC_REM_ACCESS_ERR);
+	settle(5);
+	assert_memory_equal(snap, target, 65536);
+	free(snap);
+	down(NULL);
+}
+
 /* rereg: a new range and then REMOTE_READ only: the old range and writes
  * are refused (REM_ACCESS_ERR), never placed. */
 static void test_rereg(void **state)
@@ -554,6 +630,22 @@ static uint8_t *map_export(unsigned int side)
 	m = mmap(NULL, SIB_DX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(m != MAP_FAILED);
 	return m;
+}
+
+/* The owner's side of a counter word: what attach stores for entry e. */
+static void cnt_attach(unsigned int side, const struct sib_dx_ent *e, uint32_t key)
+{
+	char name[64];
+	int fd;
+	_Atomic uint64_t *c;
+
+	snprintf(name, sizeof(name), "/memfd:softib-dxc-%u-1 ", side);
+	fd = find_fd(name);
+	assert_true(fd >= 0);
+	c = mmap(NULL, SIB_DX_CNT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(c != MAP_FAILED);
+	atomic_store(&c[key >> 8], (uint64_t)atomic_load(&e->seq) << 32);
+	munmap((void *)c, SIB_DX_CNT_BYTES);
 }
 
 static void test_read_only_mapping(void **state)
@@ -691,6 +783,171 @@ static void test_fork_snapshot(void **state)
 	down(NULL);
 }
 
+/* ---- a cached mapping is used only for the entry it was made from ---- */
+
+/* Rewrite entry fields keeping its seq (what a hostile owner can do). */
+static void ent_poke(struct sib_dx_ent *e, int fd, uint64_t off, uint64_t dlo, uint64_t dhi)
+{
+	__atomic_store_n(&e->fd, fd, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->off, off, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->dlo, dlo, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->dhi, dhi, __ATOMIC_RELAXED);
+}
+
+/* One WRITE of len bytes to lo + at: placed or not as expected, and B's
+ * memory right afterwards (never a write outside the MR: that would
+ * crash or show here). */
+static void write_check(uint64_t lo, uint64_t at, uint32_t len, uint8_t pat, bool want_placed)
+{
+	bool seen;
+
+	fill(sides[A].buf, len, pat);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, len, lo + at, sides[B].mr->rkey, pat);
+	expect_wc(A, pat, IBV_WC_SUCCESS);
+	assert_int_equal(placed_of(0, len, &seen), want_placed);
+	assert_true(seen);
+	assert_memory_equal((uint8_t *)(uintptr_t)(lo + at), sides[A].buf, len);
+}
+
+static void test_cache_hit_bounds(void **state)
+{
+	uint8_t *tab;
+	struct sib_dx_ent *e, good;
+	uint32_t seq;
+	int huge, unsealed;
+
+	(void)state;
+	up(&def_opts);
+	tab = map_export(B);
+	e = (struct sib_dx_ent *)export_ent(tab, sides[B].mr->rkey);
+	good = *e;
+	seq = atomic_load(&e->seq);
+	assert_true(good.fd >= 0);
+	/* a memfd that passes every file check, longer than the cap */
+	huge = memfd_create("softib-mr", MFD_ALLOW_SEALING);
+	unsealed = memfd_create("softib-mr", 0);
+	assert_true(huge >= 0 && unsealed >= 0);
+	assert_int_equal(ftruncate(huge, (off_t)(5ull << 30)), 0);
+	assert_int_equal(fcntl(huge, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	assert_int_equal(ftruncate(unsealed, BUF), 0);
+	write_check(good.dlo, 4096, 3001, 60, true); /* the map is cached now */
+	/* off far past the file, same seq: not through the old map */
+	ent_poke(e, good.fd, good.off + (1ull << 36), good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3002, 61, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3003, 62, true);
+	/* dlo far below: the window would be huge, same seq */
+	ent_poke(e, good.fd, good.off, good.dlo - (1ull << 36), good.dhi);
+	write_check(good.dlo, 4096, 3004, 63, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3005, 64, true);
+	/* dhi past the file's end, same seq */
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi + (1ull << 36));
+	write_check(good.dlo, 4096, 3006, 65, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3007, 66, true);
+	/* another fd, same seq: an unsealed memfd is refused */
+	ent_poke(e, unsealed, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3008, 67, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3009, 68, true);
+	/* a window longer than the cap (4 GiB) is never mapped */
+	ent_poke(e, huge, 0, good.dlo, good.dlo + (5ull << 30));
+	write_check(good.dlo, 4096, 3010, 69, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3011, 70, true);
+	assert_int_equal(atomic_load(&e->seq), seq);
+	close(huge);
+	close(unsealed);
+	munmap(tab, SIB_DX_BYTES);
+	down(NULL);
+}
+
+/* ---- a cached peer is used only while the QPN's owner is the one resolved ---- */
+
+static void test_stale_owner(void **state)
+{
+	_Atomic uint64_t *ow;
+	uint64_t w, lo, at;
+	uint8_t *snap;
+	const uint32_t len = 3100;
+
+	(void)state;
+	up(&def_opts);
+	lo = (uint64_t)(uintptr_t)page_up(sides[B].buf);
+	at = lo + 8192;
+	write_check(lo, 8192, 3099, 80, true); /* peer, table and map cached */
+	ow = &sib_fabric->qp_owner[sides[B].qp->qp_num];
+	w = atomic_load(ow);
+	/* The QPN now belongs to another generation of the inbox (its
+	 * process died, the QPN went to someone else): nothing placed
+	 * through what we cached; the packet finds no destination. */
+	atomic_store(ow, SIB_QPO_MAKE(SIB_QPO_INBOX(w), SIB_QPO_GEN(w) + 1, (w >> 48) & 0xff));
+	snap = malloc(len);
+	assert_non_null(snap);
+	memcpy(snap, (uint8_t *)(uintptr_t)at, len);
+	fill(sides[A].buf, len, 81);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, len, at, sides[B].mr->rkey, 81);
+	settle(50);
+	assert_memory_equal((uint8_t *)(uintptr_t)at, snap, len);
+	/* back: the retry (ACK timeout) goes through as packets */
+	atomic_store(ow, w);
+	expect_wc(A, 81, IBV_WC_SUCCESS);
+	assert_memory_equal((uint8_t *)(uintptr_t)at, sides[A].buf, len);
+	free(snap);
+	down(NULL);
+}
+
+/* ---- placement only toward a QP whose demux would take our packets ---- */
+
+static void test_path_checks(void **state)
+{
+	_Atomic uint64_t *qw;
+	uint64_t path, lo, at;
+	uint8_t *tab, *snap;
+	uint16_t *pk = &sib_fabric->devs[B].ports[0].pkey[0];
+	const uint32_t len = 3200;
+
+	(void)state;
+	up(&def_opts);
+	lo = (uint64_t)(uintptr_t)page_up(sides[B].buf);
+	at = lo + 8192;
+	tab = map_export(B);
+	qw = (_Atomic uint64_t *)(tab + SIB_DX_QPP_OFF) + sides[B].qp->qp_num;
+	path = atomic_load(qw);
+	assert_int_equal(SIB_DX_QPP_RQPN(path), sides[A].qp->qp_num);
+	write_check(lo, 8192, 3199, 90, true);
+	/* B's QP connected to another QPN: packets (its demux checks only
+	 * the SLID), never placed */
+	atomic_store(qw, (path & ~0xffffffull) | ((SIB_DX_QPP_RQPN(path) + 1) & 0xffffff));
+	write_check(lo, 8192, 3198, 91, false);
+	/* another path MTU: the PSN counts would differ */
+	atomic_store(qw, (path & ~(7ull << 48)) | (uint64_t)(SIB_DX_QPP_MTU(path) == 1 ? 2 : 1) << 48);
+	write_check(lo, 8192, 3197, 92, false);
+	/* another DLID: B's QP takes packets from someone else's port */
+	atomic_store(qw, path ^ (1ull << 30));
+	write_check(lo, 8192, 3196, 93, false);
+	atomic_store(qw, path);
+	write_check(lo, 8192, 3195, 94, true);
+	/* B's port holds another partition at the QP's P_Key index: B drops
+	 * the packet, and nothing is placed */
+	*pk = 0x8002;
+	snap = malloc(len);
+	assert_non_null(snap);
+	memcpy(snap, (uint8_t *)(uintptr_t)at, len);
+	fill(sides[A].buf, len, 95);
+	post_send(A, IBV_WR_RDMA_WRITE, 0, len, at, sides[B].mr->rkey, 95);
+	settle(50);
+	assert_memory_equal((uint8_t *)(uintptr_t)at, snap, len);
+	/* back: the retry (ACK timeout) goes through */
+	*pk = 0xffff;
+	expect_wc(A, 95, IBV_WC_SUCCESS);
+	assert_memory_equal((uint8_t *)(uintptr_t)at, sides[A].buf, len);
+	free(snap);
+	munmap(tab, SIB_DX_BYTES);
+	down(NULL);
+}
+
 /* ---- a hostile export table is refused; the WRITE goes by packets ---- */
 
 static void ent_forge(struct sib_dx_ent *e, int fd, uint64_t off, uint64_t dlo, uint64_t dhi)
@@ -773,6 +1030,7 @@ static void test_hostile_table(void **state)
 	e->access = good.access;
 	e->pd = good.pd;
 	ent_forge(e, good.fd, good.off, good.dlo, good.dhi);
+	cnt_attach(B, e, sides[B].mr->rkey); /* a new generation's count */
 	fill(sides[A].buf, 2999, 41);
 	post_send(A, IBV_WR_RDMA_WRITE, 0, 2999, lo + 4096, sides[B].mr->rkey, 51);
 	expect_wc(A, 51, IBV_WC_SUCCESS);
@@ -1128,10 +1386,14 @@ int main(void)
 		cmocka_unit_test(test_placed_retry_dup_rnr),
 		cmocka_unit_test(test_peer_qp_state),
 		cmocka_unit_test(test_dereg_under_writer),
+		cmocka_unit_test(test_dereg_parked_requester),
 		cmocka_unit_test(test_rereg),
 		cmocka_unit_test(test_read_only_mapping),
 		cmocka_unit_test(test_fork_snapshot),
 		cmocka_unit_test(test_hostile_table),
+		cmocka_unit_test(test_cache_hit_bounds),
+		cmocka_unit_test(test_stale_owner),
+		cmocka_unit_test(test_path_checks),
 		cmocka_unit_test(test_sparse),
 		cmocka_unit_test(test_dereg_keeps_stores),
 		cmocka_unit_test(test_reg_dereg_reg),

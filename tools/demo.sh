@@ -23,7 +23,18 @@ echo "== ibv_rc_pingpong -s 65536 -m 4096 -n 1000: server on softib0, client on 
 port=$((20000 + RANDOM % 40000))
 ibv_rc_pingpong -d softib0 -s 65536 -m 4096 -n 1000 -p "$port" >"$tmp/server.out" 2>&1 &
 server=$!
-sleep 0.5
+# Start the client once the server listens (read from /proc: a ping-pong
+# server takes one connection only), or say why the server did not.
+listening() {
+	awk -v p=":$(printf '%04X' "$port")" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+for _ in $(seq 200); do
+	listening && break
+	kill -0 "$server" 2>/dev/null || { cat "$tmp/server.out" >&2; echo "ibv_rc_pingpong server exited" >&2; exit 1; }
+	sleep 0.05
+done
+listening || { kill "$server"; echo "ibv_rc_pingpong server not listening after 10 s" >&2; exit 1; }
 ibv_rc_pingpong -d softib1 -s 65536 -m 4096 -n 1000 -p "$port" 127.0.0.1
 wait "$server"
 echo "== softib status (after both programs exited)"

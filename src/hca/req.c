@@ -91,7 +91,13 @@ static enum req_state next_wqe(struct req_pass *p)
 	return qp->req.offset ? REQST_SEND_PACKET : REQST_CHECK_LIMITS;
 }
 
-/* Could this WQE be placed (try_place's cheap conditions)?  Then its
+/* Are max_rd_atomic READ/atomic requests outstanding (at least one may be)? */
+static bool reads_full(const struct sib_qp *qp)
+{
+	return qp->req.reads_outstanding >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u);
+}
+
+/* Could this WQE be placed (try_place asks this first)?  Then its
  * PSNs cost no packets and the window is SIB_MAX_UNACKED_PSNS_PLACED. */
 static bool may_place(const struct sib_qp *qp, const struct sib_swqe *w, const struct sib_wr_info *wi)
 {
@@ -113,8 +119,7 @@ static enum req_state check_limits(struct req_pass *p)
 	if (iba_psn_diff(qp->req.psn, qp->comp.psn) >=
 	    (may_place(qp, p->w, wi) ? SIB_MAX_UNACKED_PSNS_PLACED : SIB_MAX_UNACKED_PSNS))
 		return REQST_DONE;
-	if (wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) &&
-	    qp->req.reads_outstanding >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u))
+	if (wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) && reads_full(qp))
 		return REQST_DONE;
 	return REQST_START_WQE;
 }
@@ -157,14 +162,9 @@ static bool try_place(struct sib_qp *qp, struct sib_swqe *w, const struct sib_wr
 {
 	if (w->placed)
 		return true;
-	if (!(wi->flags & (SIB_WR_WRITE | SIB_WR_READ)) || qp->ibv.qp_base.qp_type != IBV_QPT_RC ||
-	    qp->req.offset || !w->length || qp->ctx->link.slow)
+	if (qp->req.offset || !may_place(qp, w, wi))
 		return false;
-	if (qp->req.pkt_unacked) {
-		if (iba_psn_diff(qp->comp.psn, qp->req.pkt_end) < 0)
-			return false;
-		qp->req.pkt_unacked = false;
-	}
+	qp->req.pkt_unacked = false; /* acknowledged, if any were (may_place) */
 	w->placed = sib_dx_place(qp, w, wi->flags & SIB_WR_READ);
 	return w->placed;
 }
@@ -180,8 +180,7 @@ static bool next_would_wait(const struct sib_qp *qp, const struct sib_swqe *w, u
 		return true; /* no packet of its own; it completes behind ours */
 	if (iba_psn_diff(psn, qp->comp.psn) >= SIB_MAX_UNACKED_PSNS)
 		return true;
-	return (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) &&
-	       qp->req.reads_outstanding >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u);
+	return (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) && reads_full(qp);
 }
 
 /*

@@ -1134,11 +1134,6 @@ static void cnt_out(_Atomic uint64_t *cnt, uint32_t seq)
 
 /* P_Key match as the responder applies it (IBA 10.9.3, recv.c): same low
  * 15 bits, not invalid, at least one full member. */
-static bool pkey_ok(uint16_t a, uint16_t b)
-{
-	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
-}
-
 /*
  * Would the responder QP (its path word `path`, on CA dev) take our
  * packets?  What its receive demux checks (recv.c check_keys, check_addr)
@@ -1167,7 +1162,7 @@ static bool path_ok(const struct sib_qp *qp, uint64_t path, uint32_t dev)
 		return false;
 	pk = ours->pkey[qp->pkey_index < SIB_PKEY_TBL_LEN ? qp->pkey_index : 0];
 	rpk = theirs->pkey[SIB_DX_QPP_PKIX(path) < SIB_PKEY_TBL_LEN ? SIB_DX_QPP_PKIX(path) : 0];
-	return pkey_ok(pk, rpk);
+	return sib_pkey_match(pk, rpk);
 }
 
 bool sib_dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)

@@ -527,6 +527,14 @@ void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
  * SIB_RX_DELIVERED, or the cause of the drop (also counted in
  * ctx->rx_drop[]).
  */
+/* Does P_Key a admit packets with P_Key b?  IBA 10.9.3: the same low 15
+ * bits, not the invalid P_Key, and at least one of them a full member.
+ * The receive demux's check (recv.c) and direct placement's (direct.c). */
+static inline bool sib_pkey_match(uint16_t a, uint16_t b)
+{
+	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
+}
+
 #define SIB_RX_VCRC 0x1
 #define SIB_RX_ICRC SIB_SLOT_F_ICRC
 /* The slot said SIB_SLOT_F_XRC_FWD: a packet another context of this device

@@ -139,12 +139,6 @@ static enum sib_rx_drop check_type_state(struct rx *rx)
 	return RX_OK;
 }
 
-static bool pkey_match(uint16_t a, uint16_t b)
-{
-	/* IBA 10.9.3: same low 15 bits, not invalid, at least one full member. */
-	return (a & 0x7fff) && (a & 0x7fff) == (b & 0x7fff) && ((a | b) & 0x8000);
-}
-
 /* Count a key violation in the port's counter (PortInfo:P_KeyViolations,
  * Q_KeyViolations; ibv_port_attr bad_pkey_cntr / qkey_viol_cntr).  The
  * counters are this process's (fabric_view.h); absent when no view is
@@ -164,7 +158,7 @@ static enum sib_rx_drop check_keys(struct rx *rx)
 {
 	const struct sib_qp *qp = rx->qp;
 
-	if (!pkey_match(rx->pkt.bth.pkey, rx->port->pkey[qp->pkey_index < SIB_PKEY_TBL_LEN ?
+	if (!sib_pkey_match(rx->pkt.bth.pkey, rx->port->pkey[qp->pkey_index < SIB_PKEY_TBL_LEN ?
 							  qp->pkey_index : 0])) {
 		count_key_violation(rx, true);
 		return SIB_RX_DROP_PKEY;

@@ -30,6 +30,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/objtab.h"
@@ -124,7 +125,23 @@ enum sib_swqe_state {
 	SIB_SWQE_DONE,                 /* completed (success or error) */
 };
 
-/* Send work queue element. */
+/*
+ * Send work queue element.  Every field up to sge[] is written at post for
+ * every WR, in both post APIs (swqe_fill and wrx_new in qp.c zero them and
+ * then set what the WR gives); sge[] is last so that the zeroing skips it,
+ * and only its first num_sge entries are ever read.  Which field means
+ * what is tied to the opcode or a flag set at the same post:
+ *   post (all):        wr_id, opcode, send_flags, signaled, length, num_sge,
+ *                      inline_data (NULL unless IBV_SEND_INLINE or
+ *                      ibv_wr_set_inline_data*; then num_sge is 0)
+ *   SEND/WRITE_IMM:    imm_be          RDMA and atomics: remote_addr, rkey
+ *   atomics:           compare_add, swap
+ *   LOCAL_INV, SEND_WITH_INV: inv_rkey
+ *   BIND_MW:           mw_handle, bind_* (mw.c)
+ *   UD:                ud_av, ud_qpn, ud_qkey        XRC_SEND: xrc_srqn
+ *   engine only:       first_psn, npsn, state, status, started, placed
+ *                      (zero at post; the requester and completer own them)
+ */
 struct sib_swqe {
 	uint64_t wr_id;
 	enum ibv_wr_opcode opcode;
@@ -133,7 +150,7 @@ struct sib_swqe {
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint32_t length;               /* total message bytes */
-	uint32_t num_sge;
+	uint32_t num_sge;              /* entries of sge[] in use; 0 when inline */
 	uint32_t first_psn;            /* PSN of the first packet (modulo 2^24) */
 	uint32_t npsn;                 /* PSNs the message uses */
 	enum sib_swqe_state state;
@@ -147,7 +164,6 @@ struct sib_swqe {
 	struct ibv_ah_attr ud_av;
 	uint32_t ud_qpn, ud_qkey;
 	uint32_t xrc_srqn;             /* XRC_SEND: the XRCETH's SRQ number (srq.c) */
-	struct ibv_sge sge[SIB_MAX_SGE];
 	uint8_t *inline_data;          /* points into the SQ's inline area, or NULL */
 	/* atomics (atomic.c): the AtomicETH operands (IBA 9.3.3.3) */
 	uint64_t compare_add;          /* CMP_AND_SWP: compare; FETCH_AND_ADD: add */
@@ -159,7 +175,10 @@ struct sib_swqe {
 	uint32_t bind_mr_key;          /* BIND_MW: L_Key of the MR, 0 if none */
 	unsigned int bind_access;      /* BIND_MW: IBV_ACCESS_REMOTE_* */
 	uint32_t inv_rkey;             /* LOCAL_INV, SEND_WITH_INV (IETH) */
+	struct ibv_sge sge[SIB_MAX_SGE]; /* last: not zeroed at post (see above) */
 };
+_Static_assert(offsetof(struct sib_swqe, sge) + sizeof(((struct sib_swqe *)0)->sge) ==
+	       sizeof(struct sib_swqe), "sge[] must be the last member of struct sib_swqe");
 
 /* Receive work queue element. */
 struct sib_rwqe {

@@ -521,7 +521,7 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 	/* rxe: an atomic's local buffer is 8 bytes, else EINVAL at post. */
 	if ((sib_wr_info(wr->opcode)->flags & SIB_WR_ATOMIC) && len != 8)
 		return EINVAL;
-	memset(w, 0, offsetof(struct sib_swqe, sge));
+	memset(w, 0, offsetof(struct sib_swqe, sge)); /* every field but sge[] (hca.h) */
 	w->wr_id = wr->wr_id;
 	w->opcode = wr->opcode;
 	w->send_flags = wr->send_flags;
@@ -688,7 +688,7 @@ static struct sib_swqe *wrx_new(struct ibv_qp_ex *ibqp, enum ibv_wr_opcode op)
 		return NULL;
 	}
 	w = &qp->sq[qp->wr_head & (qp->sq_size - 1)];
-	memset(w, 0, offsetof(struct sib_swqe, sge));
+	memset(w, 0, offsetof(struct sib_swqe, sge)); /* every field but sge[] (hca.h) */
 	w->wr_id = ibqp->wr_id;
 	w->send_flags = ibqp->wr_flags;
 	w->opcode = op;
@@ -818,6 +818,7 @@ static void wrx_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge
 		return;
 	}
 	memcpy(w->sge, sg, n * sizeof(*sg));
+	w->inline_data = NULL; /* the last data setter wins */
 	w->num_sge = (uint32_t)n;
 	w->length = (uint32_t)len;
 }

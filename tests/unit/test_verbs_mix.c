@@ -1,0 +1,229 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Issue 14's reproduction, kept as a regression test: a 16-entry send
+ * queue with selective signaling where every third SEND is inline (8 bytes)
+ * and the others are 609 bytes from an MR.  Before the fix, a non-inline
+ * SEND in a slot whose previous WR was inline sent the old inline bytes
+ * (struct sib_swqe's inline_data survived the post).  Every message's bytes
+ * are checked, over RC and UD, through ibv_post_send and the ibv_wr_* API.
+ * The randomized traffic test (tests/traffic/) covers the general case.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "verbs_harness.h"
+
+#define NMSG    200
+#define SQ      16
+#define BIG     609
+#define SMALL   8
+#define SLOT    1024                  /* receive buffer stride */
+#define QKEY    0x1234u
+#define WAIT_MS 5000
+
+struct mix_end {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	uint16_t lid;
+};
+
+static void mix_open(struct mix_end *e, const char *dev, enum ibv_qp_type type)
+{
+	struct ibv_port_attr pa;
+	struct ibv_qp_init_attr_ex ia = {
+		.cap = { .max_send_wr = SQ, .max_recv_wr = NMSG, .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = 64 },
+		.qp_type = type,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND,
+	};
+
+	e->ctx = ibv_open_device(find_device(dev));
+	assert_non_null(e->ctx);
+	e->pd = ibv_alloc_pd(e->ctx);
+	assert_non_null(e->pd);
+	e->cq = ibv_create_cq(e->ctx, 2 * NMSG, NULL, NULL, 0);
+	assert_non_null(e->cq);
+	e->buf = calloc(NMSG, SLOT);
+	assert_non_null(e->buf);
+	e->mr = ibv_reg_mr(e->pd, e->buf, (size_t)NMSG * SLOT, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(e->mr);
+	ia.pd = e->pd;
+	ia.send_cq = ia.recv_cq = e->cq;
+	e->qp = ibv_create_qp_ex(e->ctx, &ia);
+	assert_non_null(e->qp);
+	assert_int_equal(ibv_query_port(e->ctx, 1, &pa), 0);
+	e->lid = pa.lid;
+}
+
+static void mix_close(struct mix_end *e)
+{
+	assert_int_equal(ibv_destroy_qp(e->qp), 0);
+	assert_int_equal(ibv_dereg_mr(e->mr), 0);
+	assert_int_equal(ibv_destroy_cq(e->cq), 0);
+	assert_int_equal(ibv_dealloc_pd(e->pd), 0);
+	assert_int_equal(ibv_close_device(e->ctx), 0);
+	free(e->buf);
+}
+
+static void to_rts(struct mix_end *e, const struct mix_end *peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
+	bool ud = e->qp->qp_type == IBV_QPT_UD;
+
+	assert_int_equal(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				       (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = peer->qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.port_num = 1;
+	assert_int_equal(ibv_modify_qp(e->qp, &a, ud ? IBV_QP_STATE :
+				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	assert_int_equal(ibv_modify_qp(e->qp, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN :
+				       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+}
+
+/* Message k's byte i: differs between messages and between positions. */
+static uint8_t pattern(int k, size_t i)
+{
+	return (uint8_t)(k * 131 + i * 7 + 1);
+}
+
+static void run(enum ibv_qp_type type, bool wr_api)
+{
+	struct mix_end s, r;
+	struct ibv_ah *ah = NULL;
+	struct ibv_qp_ex *qx;
+	uint32_t grh = type == IBV_QPT_UD ? 40 : 0;
+	int outstanding = 0, got = 0, bad = 0;
+	uint8_t inl[SMALL];
+
+	mix_open(&s, "softib0", type);
+	mix_open(&r, "softib1", type);
+	to_rts(&s, &r);
+	to_rts(&r, &s);
+	if (type == IBV_QPT_UD) {
+		struct ibv_ah_attr aa = { .dlid = r.lid, .port_num = 1 };
+
+		ah = ibv_create_ah(s.pd, &aa);
+		assert_non_null(ah);
+	}
+	for (int k = 0; k < NMSG; k++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)r.buf + (size_t)k * SLOT, .length = SLOT,
+				       .lkey = r.mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = (uint64_t)k, .sg_list = &sge, .num_sge = 1 }, *badr;
+
+		assert_int_equal(ibv_post_recv(r.qp, &wr, &badr), 0);
+	}
+	qx = ibv_qp_to_qp_ex(s.qp);
+	for (int k = 0; k < NMSG; k++) {
+		bool inline_ = k % 3 == 0;
+		uint32_t len = inline_ ? SMALL : BIG;
+		uint8_t *src = inline_ ? inl : s.buf + (size_t)k * SLOT;
+		int flags = (k % 4 == 3 || k == NMSG - 1) ? IBV_SEND_SIGNALED : 0;
+		struct ibv_wc wc;
+
+		for (uint32_t i = 0; i < len; i++)
+			src[i] = pattern(k, i);
+		if (inline_)
+			flags |= IBV_SEND_INLINE;
+		/* A full queue: wait for a signaled completion (every 4th). */
+		while (outstanding >= SQ - 1) {
+			poll_one(s.cq, &wc, WAIT_MS);
+			if (wc.qp_num == s.qp->qp_num) {
+				assert_int_equal(wc.status, IBV_WC_SUCCESS);
+				outstanding -= (int)wc.wr_id;
+			}
+		}
+		/* wr_id: how many WRs this completion retires */
+		uint64_t retire = (uint64_t)(k % 4 == 3 ? 4 : k % 4 + 1);
+		if (wr_api) {
+			ibv_wr_start(qx);
+			qx->wr_id = retire;
+			qx->wr_flags = (unsigned int)flags;
+			ibv_wr_send(qx);
+			if (ah)
+				ibv_wr_set_ud_addr(qx, ah, r.qp->qp_num, QKEY);
+			if (inline_)
+				ibv_wr_set_inline_data(qx, src, len);
+			else
+				ibv_wr_set_sge(qx, s.mr->lkey, (uintptr_t)src, len);
+			assert_int_equal(ibv_wr_complete(qx), 0);
+		} else {
+			struct ibv_sge sge = { .addr = (uintptr_t)src, .length = len, .lkey = s.mr->lkey };
+			struct ibv_send_wr wr = { .wr_id = retire, .sg_list = &sge, .num_sge = 1,
+						  .opcode = IBV_WR_SEND, .send_flags = (unsigned int)flags }, *badw;
+
+			if (ah) {
+				wr.wr.ud.ah = ah;
+				wr.wr.ud.remote_qpn = r.qp->qp_num;
+				wr.wr.ud.remote_qkey = QKEY;
+			}
+			assert_int_equal(ibv_post_send(s.qp, &wr, &badw), 0);
+		}
+		if (inline_)
+			memset(inl, 0xee, sizeof(inl)); /* inline: the buffer is free at once */
+		outstanding++;
+	}
+	while (got < NMSG) {
+		struct ibv_wc wc;
+
+		poll_one(r.cq, &wc, WAIT_MS);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(wc.qp_num, r.qp->qp_num);
+		int k = (int)wc.wr_id;
+		uint32_t len = k % 3 == 0 ? SMALL : BIG;
+		const uint8_t *p = r.buf + (size_t)k * SLOT + grh;
+
+		assert_int_equal(k, got); /* in order */
+		assert_int_equal(wc.byte_len, len + grh);
+		for (uint32_t i = 0; i < len; i++)
+			if (p[i] != pattern(k, i)) {
+				bad++;
+				break;
+			}
+		got++;
+	}
+	if (bad)
+		fail_msg("%d of %d messages carry wrong bytes", bad, NMSG);
+	if (ah)
+		assert_int_equal(ibv_destroy_ah(ah), 0);
+	mix_close(&s);
+	mix_close(&r);
+}
+
+static void test_rc_post_send(void **st) { (void)st; run(IBV_QPT_RC, false); }
+static void test_rc_wr_api(void **st) { (void)st; run(IBV_QPT_RC, true); }
+static void test_ud_post_send(void **st) { (void)st; run(IBV_QPT_UD, false); }
+static void test_ud_wr_api(void **st) { (void)st; run(IBV_QPT_UD, true); }
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rc_post_send),
+		cmocka_unit_test(test_rc_wr_api),
+		cmocka_unit_test(test_ud_post_send),
+		cmocka_unit_test(test_ud_wr_api),
+	};
+
+	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);
+}

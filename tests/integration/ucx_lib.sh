@@ -1,0 +1,49 @@
+# SPDX-License-Identifier: MIT
+# Helpers for the UCX and Open MPI tests, sourced after lib.sh: the
+# uverbs view (uverbs_view.sh) around a command, and the check that UCX
+# really used softib.  The tests run as root (the view needs a mount
+# namespace); elsewhere they exit 77 (skip).
+
+SIB_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+skip() {
+	echo "SKIP: $*"
+	exit 77
+}
+
+# ucx_view_setup: start the private softibd, and set VIEW to the command
+# prefix that runs a program in the uverbs view of its devices.  The
+# prefix's own tools (bash, unshare, mount) run without the ASan runtime;
+# what follows it gets it through `env LD_PRELOAD=$SIB_PRELOAD`.
+ucx_view_setup() {
+	local names=() n
+	[ "$(id -u)" = 0 ] || skip "needs root (a mount namespace for /dev/infiniband)"
+	unshare -m --propagation private true 2>/dev/null || skip "unshare -m failed"
+	start_daemon "$@"
+	while read -r _ n; do names+=(-d "$n"); done < <(client "$SIB_BIN/ibv_devnames")
+	[ ${#names[@]} -gt 0 ] || fail "ibv_devnames listed no device"
+	VIEW=(bash "$SIB_HERE/uverbs_view.sh" "${names[@]}" -- env LD_PRELOAD="$SIB_PRELOAD")
+	# UCX patches malloc/mmap for its registration cache; under ASan the
+	# interceptors are ASan's, so UCX is told to leave them alone.
+	if [ -n "$SIB_PRELOAD" ]; then
+		export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no
+	fi
+}
+
+# check_lanes FILE TLS DEVPATTERN: FILE holds UCX's info log (UCX_LOG_LEVEL=info);
+# every lane of every endpoint configuration it printed ("ep_cfg[0]:
+# tag(rc_verbs/softib1:1) ...") is a transport of TLS (comma-separated) on a
+# device matching DEVPATTERN (a grep -E pattern), and there is at least one.
+check_lanes() {
+	local file=$1 tls=",$2," pat=$3 lanes lane tl dev
+	lanes=$(grep -E 'ep_cfg\[[0-9]+\]:' "$file" | sed 's/.*ep_cfg\[[0-9]*\]://' |
+		grep -oE '[a-z0-9_]+/[A-Za-z0-9_.:-]+' || true)
+	[ -n "$lanes" ] || fail "$file: UCX printed no endpoint configuration (ep_cfg)"
+	for lane in $lanes; do
+		tl=${lane%%/*}
+		dev=${lane#*/}
+		[[ $tls == *",$tl,"* ]] || fail "$file: UCX used transport $tl ($lane), not one of $2"
+		[[ $dev =~ ^($pat)$ ]] || fail "$file: UCX used device $dev ($lane), not $pat"
+	done
+	echo "lanes in $(basename "$file"): $(echo $lanes | tr ' ' '\n' | sort -u | tr '\n' ' ')"
+}

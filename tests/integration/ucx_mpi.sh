@@ -1,0 +1,46 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# An MPI ping-pong that checks every byte (mpi_pingpong.c, or the mpi4py
+# program mpi_pingpong.py) under unmodified Open MPI `mpirun` over pml ucx
+# on softib: rank 0 on softib0:1, rank 1 on softib1:1 (UCX_NET_DEVICES per
+# rank), UCX_TLS allowing only the given verbs transports and pml ucx
+# forced (its device check reads a driver link in sysfs that softib has
+# not, so pml_ucx_devices/tls say "any").  Both ranks' UCX logs must show
+# every endpoint lane on softib.  Needs root (uverbs_view.sh).
+# Usage: ucx_mpi.sh TLS PROGRAM [ARGS...]   (PROGRAM "none": skip)
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/ucx_lib.sh"
+set -o pipefail   # lib.sh sets -u; every failure is checked (fail)
+[ $# -ge 2 ] || fail "usage: ucx_mpi.sh TLS PROGRAM [ARGS...]"
+tls=$1; shift
+[ "$1" != none ] || skip "the MPI program was not built (no MPI found by CMake: Debian libopenmpi-dev)"
+command -v mpirun >/dev/null || skip "no mpirun (Debian package openmpi-bin)"
+case $1 in
+*python3)
+	"$1" -c 'import importlib.util as u, sys; sys.exit(u.find_spec("mpi4py") is None)' ||
+		skip "no mpi4py (Debian package python3-mpi4py)" ;;
+esac
+ucx_view_setup
+# The view without its `env LD_PRELOAD=...` tail: mpirun itself runs
+# without the ASan runtime, the ranks get it with -x.
+VIEW_BARE=("${VIEW[@]:0:${#VIEW[@]}-2}")
+xs=(-x UCX_TLS="$tls" -x UCX_LOG_LEVEL=info -x LD_LIBRARY_PATH -x SOFTIB_SOCKET -x SOFTIB_NO_AUTOSTART)
+if [ -n "$SIB_PRELOAD" ]; then
+	xs+=(-x LD_PRELOAD="$SIB_PRELOAD" -x ASAN_OPTIONS -x UCX_MEM_MALLOC_HOOKS -x UCX_MEM_EVENTS)
+fi
+# Open MPI's session directory goes with the test's.
+export TMPDIR=$SIB_TMP
+rc=0
+timeout 80 "${VIEW_BARE[@]}" mpirun --allow-run-as-root --oversubscribe --bind-to none \
+	--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl self \
+	-np 1 "${xs[@]}" -x UCX_NET_DEVICES=softib0:1 "$@" : \
+	-np 1 "${xs[@]}" -x UCX_NET_DEVICES=softib1:1 "$@" >"$SIB_TMP/mpi.out" 2>&1 || rc=$?
+grep -v ' UCX  INFO ' "$SIB_TMP/mpi.out"
+[ "$rc" = 0 ] || { grep ' UCX  INFO ' "$SIB_TMP/mpi.out"; fail "mpirun exited $rc"; }
+grep -Eq '^mpi_pingpong: [0-9]+ bytes checked, 0 wrong messages, 0 wrong bytes$' "$SIB_TMP/mpi.out" ||
+	fail "no clean total line"
+check_lanes "$SIB_TMP/mpi.out" "$tls" 'softib[01]:1'
+# Both ranks printed their endpoints (two processes' UCX logs).
+n=$(grep -E 'ep_cfg\[[0-9]+\]:' "$SIB_TMP/mpi.out" | grep -oE '\[[^]]+:[0-9]+:[0-9]+\]' | sort -u | wc -l)
+[ "$n" -ge 2 ] || fail "UCX endpoint configurations from $n process(es), not both ranks"
+echo PASS

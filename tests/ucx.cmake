@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: MIT
+# UCX and Open MPI over softib (issue 14, "UCX end to end"): unmodified
+# ucx_perftest (Debian ucx-utils) and an MPI ping-pong that checks every
+# byte (tests/integration/mpi_pingpong.c, Open MPI's mpicc) run over
+# pml ucx, each with UCX_TLS allowing only softib's verbs transports.  UCX
+# uses a device only when /dev/infiniband/<dev_name> is a character device:
+# the tests make that view in a private mount namespace
+# (tests/integration/uverbs_view.sh), so they need root and skip (77)
+# without it, or without ucx-utils or Open MPI (.ci/deps installs both).
+if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
+  # The devices' dev_name as the library reports it, for uverbs_view.sh.
+  add_executable(ibv_devnames ${CMAKE_CURRENT_SOURCE_DIR}/integration/ibv_devnames.c)
+  target_include_directories(ibv_devnames PRIVATE ${IBVERBS_INCLUDE_DIR})
+  target_link_libraries(ibv_devnames PRIVATE ibverbs)
+
+  sib_itest(ucx_info_devices ucx_info.sh)
+  set_tests_properties(ucx_info_devices PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 60)
+
+  foreach(tls rc_verbs,ud_verbs ud_verbs)
+    string(REPLACE "," "_" tname ${tls})
+    foreach(test tag_bw tag_lat)
+      foreach(size 8 4096 65536 1048576)
+        sib_itest(ucx_perftest_${tname}_${test}_${size} ucx_perftest.sh ${tls} ${test} ${size})
+        set_tests_properties(ucx_perftest_${tname}_${test}_${size} PROPERTIES
+          SKIP_RETURN_CODE 77 TIMEOUT 90)
+      endforeach()
+    endforeach()
+  endforeach()
+
+  # The MPI ping-pong, built with Open MPI's compiler wrapper flags.
+  find_package(MPI COMPONENTS C QUIET)
+  if(MPI_C_FOUND)
+    add_executable(mpi_pingpong ${CMAKE_CURRENT_SOURCE_DIR}/integration/mpi_pingpong.c)
+    target_link_libraries(mpi_pingpong PRIVATE MPI::MPI_C)
+    set(sib_mpi_prog $<TARGET_FILE:mpi_pingpong>)
+  else()
+    set(sib_mpi_prog none)
+  endif()
+  foreach(tls rc_verbs,ud_verbs ud_verbs)
+    string(REPLACE "," "_" tname ${tls})
+    sib_itest(ucx_mpi_pingpong_${tname} ucx_mpi.sh ${tls} ${sib_mpi_prog})
+    set_tests_properties(ucx_mpi_pingpong_${tname} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90)
+    # The same through mpi4py (Debian python3-mpi4py).
+    sib_itest(ucx_mpi4py_${tname} ucx_mpi.sh ${tls} /usr/bin/python3
+      ${CMAKE_CURRENT_SOURCE_DIR}/integration/mpi_pingpong.py)
+    set_tests_properties(ucx_mpi4py_${tname} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90)
+  endforeach()
+endif()

@@ -46,3 +46,17 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
     set_tests_properties(ucx_mpi4py_${tname} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 90)
   endforeach()
 endif()
+
+# What UCX found, reproduced through the verbs API alone.
+# test_verbs_inline0: inline SENDs with zero-length pieces at address NULL.
+if(TARGET ibverbs AND TARGET softibd)
+  foreach(t test_verbs_inline0)
+    sib_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
+      LIBS ibverbs sib_common sib_hca sib_iba)
+    target_compile_definitions(${t} PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+    add_dependencies(${t} softibd)
+    set_tests_properties(${t} PROPERTIES TIMEOUT 120)
+  endforeach()
+endif()

@@ -551,7 +551,10 @@ static int swqe_fill(struct sib_qp *qp, struct sib_swqe *w, uint32_t slot, const
 
 		if (len > SIB_MAX_INLINE)
 			return EINVAL;
+		/* A zero-length piece names no memory: UCX's is at address NULL. */
 		for (int i = 0; i < nsge; i++) {
+			if (!wr->sg_list[i].length)
+				continue;
 			memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr, wr->sg_list[i].length);
 			dst += wr->sg_list[i].length;
 		}
@@ -848,6 +851,8 @@ static void wrx_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct
 	}
 	w->inline_data = dst;
 	for (size_t i = 0; i < n; i++) {
+		if (!buf[i].length) /* may be NULL, as in swqe_fill */
+			continue;
 		memcpy(dst, buf[i].addr, buf[i].length);
 		dst += buf[i].length;
 	}

@@ -23,11 +23,6 @@ ucx_view_setup() {
 	while read -r _ n; do names+=(-d "$n"); done < <(client "$SIB_BIN/ibv_devnames")
 	[ ${#names[@]} -gt 0 ] || fail "ibv_devnames listed no device"
 	VIEW=(bash "$SIB_HERE/uverbs_view.sh" "${names[@]}" -- env LD_PRELOAD="$SIB_PRELOAD")
-	# UCX patches malloc/mmap for its registration cache; under ASan the
-	# interceptors are ASan's, so UCX is told to leave them alone.
-	if [ -n "$SIB_PRELOAD" ]; then
-		export UCX_MEM_MALLOC_HOOKS=no UCX_MEM_EVENTS=no
-	fi
 }
 
 # check_lanes FILE TLS DEVPATTERN: FILE holds UCX's info log (UCX_LOG_LEVEL=info);

@@ -26,7 +26,7 @@ ucx_view_setup
 VIEW_BARE=("${VIEW[@]:0:${#VIEW[@]}-2}")
 xs=(-x UCX_TLS="$tls" -x UCX_LOG_LEVEL=info -x LD_LIBRARY_PATH -x SOFTIB_SOCKET -x SOFTIB_NO_AUTOSTART)
 if [ -n "$SIB_PRELOAD" ]; then
-	xs+=(-x LD_PRELOAD="$SIB_PRELOAD" -x ASAN_OPTIONS -x UCX_MEM_MALLOC_HOOKS -x UCX_MEM_EVENTS)
+	xs+=(-x LD_PRELOAD="$SIB_PRELOAD" -x ASAN_OPTIONS)
 fi
 # Open MPI's session directory goes with the test's.
 export TMPDIR=$SIB_TMP
@@ -41,6 +41,8 @@ grep -Eq '^mpi_pingpong: [0-9]+ bytes checked, 0 wrong messages, 0 wrong bytes$'
 	fail "no clean total line"
 check_lanes "$SIB_TMP/mpi.out" "$tls" 'softib[01]:1'
 # Both ranks printed their endpoints (two processes' UCX logs).
-n=$(grep -E 'ep_cfg\[[0-9]+\]:' "$SIB_TMP/mpi.out" | grep -oE '\[[^]]+:[0-9]+:[0-9]+\]' | sort -u | wc -l)
+# A line starts "[time] [host:pid:thread]", the pid padded with blanks.
+n=$(grep -E 'ep_cfg\[[0-9]+\]:' "$SIB_TMP/mpi.out" | grep -oE '^\[[0-9.]+\] +\[[^]]*\]' |
+	sed 's/^\[[0-9.]*\] *//' | sort -u | wc -l)
 [ "$n" -ge 2 ] || fail "UCX endpoint configurations from $n process(es), not both ranks"
 echo PASS

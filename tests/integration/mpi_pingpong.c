@@ -114,6 +114,7 @@ int main(int argc, char **argv)
 	uint8_t *sbuf, *rbuf;
 	long long tot_wrong_bytes, tot_wrong_msgs, tot_checked;
 
+	setvbuf(stdout, NULL, _IOLBF, 0); /* every line out before a hang's kill */
 	MPI_Init(&argc, &argv);
 	if (argc > 1)
 		max = strtoull(argv[1], NULL, 0);

@@ -42,3 +42,9 @@ check_lanes() {
 	done
 	echo "lanes in $(basename "$file"): $(echo $lanes | tr ' ' '\n' | sort -u | tr '\n' ' ')"
 }
+
+# check_released: every object of every process the test ran is gone.
+check_released() {
+	wait_until 5 sh -c "\"$SIB_BIN/softib\" status | grep -Eq '^totals devices=0 pd=0 mr=0 cq=0 qp=0 srq=0 ah=0 '" ||
+		fail "resources left: $(status)"
+}

@@ -45,4 +45,5 @@ check_lanes "$SIB_TMP/mpi.out" "$tls" 'softib[01]:1'
 n=$(grep -E 'ep_cfg\[[0-9]+\]:' "$SIB_TMP/mpi.out" | grep -oE '^\[[0-9.]+\] +\[[^]]*\]' |
 	sed 's/^\[[0-9.]*\] *//' | sort -u | wc -l)
 [ "$n" -ge 2 ] || fail "UCX endpoint configurations from $n process(es), not both ranks"
+check_released
 echo PASS

@@ -31,4 +31,5 @@ cat "$SIB_TMP/client.out"
 grep -Eq "^Final: +$iters " "$SIB_TMP/client.out" || fail "no Final line with $iters iterations"
 check_lanes "$SIB_TMP/client.out" "$tls" 'softib1:1'
 check_lanes "$SIB_TMP/server.out" "$tls" 'softib0:1'
+check_released
 echo PASS

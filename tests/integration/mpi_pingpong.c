@@ -9,10 +9,10 @@
  * am_short 504, am_bcopy 4088; and of the rendezvous threshold), ITERS
  * round trips: rank 0 sends a message whose every byte depends on (size,
  * iteration, direction, position), rank 1 checks it and answers with other
- * content, rank 0 checks that.  The
- * buffers are at a different misalignment each iteration, the receive
- * buffer is larger than the message and its tail, filled with a guard
- * byte, must come back untouched, and MPI_Get_count must say the size.
+ * content, rank 0 checks that.  The buffers are at a different
+ * misalignment each iteration, the receive buffer is larger than the
+ * message and its tail, filled with a guard byte, must come back
+ * untouched, and MPI_Get_count must say the size.
  *
  * Phase 2, bursts: rank 0 posts BURST non-blocking sends of mixed sizes
  * (tiny ones that go inline between larger ones, as issue 14's corruption

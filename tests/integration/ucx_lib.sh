@@ -40,7 +40,7 @@ check_lanes() {
 		[[ $tls == *",$tl,"* ]] || fail "$file: UCX used transport $tl ($lane), not one of $2"
 		[[ $dev =~ ^($pat)$ ]] || fail "$file: UCX used device $dev ($lane), not $pat"
 	done
-	echo "lanes in $(basename "$file"): $(echo $lanes | tr ' ' '\n' | sort -u | tr '\n' ' ')"
+	echo "lanes in $(basename "$file"): $(printf '%s\n' "$lanes" | sort -u | tr '\n' ' ')"
 }
 
 # check_released: every object of every process the test ran is gone.

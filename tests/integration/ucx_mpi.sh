@@ -31,7 +31,9 @@ fi
 # Open MPI's session directory goes with the test's.
 export TMPDIR=$SIB_TMP
 rc=0
+# Open MPI's own out-of-band channel stays on loopback too.
 timeout 80 "${VIEW_BARE[@]}" mpirun --allow-run-as-root --oversubscribe --bind-to none \
+	--mca oob_tcp_if_include lo \
 	--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl self \
 	-np 1 "${xs[@]}" -x UCX_NET_DEVICES=softib0:1 "$@" : \
 	-np 1 "${xs[@]}" -x UCX_NET_DEVICES=softib1:1 "$@" >"$SIB_TMP/mpi.out" 2>&1 || rc=$?

@@ -49,8 +49,9 @@ endif()
 
 # What UCX found, reproduced through the verbs API alone.
 # test_verbs_inline0: inline SENDs with zero-length pieces at address NULL.
+# test_verbs_qpstate: ibv_qp.state follows modify/query only, as in rdma-core.
 if(TARGET ibverbs AND TARGET softibd)
-  foreach(t test_verbs_inline0)
+  foreach(t test_verbs_inline0 test_verbs_qpstate)
     sib_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
       ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
       ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c

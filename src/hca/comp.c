@@ -520,7 +520,7 @@ void sib_qp_async_event(struct sib_qp *qp, enum ibv_event_type type)
 void sib_qp_enter_error(struct sib_qp *qp)
 {
 	qp->state = IBV_QPS_ERR;
-	qp->ibv.qp_base.state = IBV_QPS_ERR;
+	/* not ibv.qp_base.state: the application sees it by ibv_query_qp (hca.h) */
 	sib_dx_qp_export(qp); /* peers place nothing more (direct.c) */
 	sib_qp_flush(qp);
 	sib_srq_qp_error(qp);

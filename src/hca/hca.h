@@ -235,7 +235,10 @@ struct sib_qp {
 	uint64_t sched_handle;         /* the schedule's reference (tab_handle at publish) */
 	bool unpublished;              /* a destroy got past unpublish: a retry only waits */
 
-	/* attributes (authoritative state is `state`; mirrored to ibv.qp_base.state) */
+	/* attributes (authoritative state is `state`; ibv.qp_base.state is the
+	 * application's, set by ibv_modify_qp and ibv_query_qp only, as rdma-core
+	 * does: a transition of the HCA's own (to ERR or SQE) leaves it, and UCX
+	 * relies on that) */
 	enum ibv_qp_state state;
 	enum ibv_mtu path_mtu;
 	uint32_t mtu;                  /* bytes */

@@ -133,6 +133,6 @@ void sib_uc_enter_sqe(struct sib_qp *qp)
 	 * SQE -> RTS resumes.  The failed WQE completes with its error,
 	 * later ones (and those posted while in SQE) with a flush error. */
 	qp->state = IBV_QPS_SQE;
-	qp->ibv.qp_base.state = IBV_QPS_SQE;
+	/* not ibv.qp_base.state: the application sees it by ibv_query_qp (hca.h) */
 	sib_uc_flush_sq(qp);
 }

@@ -76,7 +76,7 @@ static void ud_local_error(struct sib_qp *qp, struct sib_swqe *w, enum ibv_wc_st
 	qp->req.offset = 0;
 	sib_sq_complete(qp, st);
 	qp->state = IBV_QPS_SQE;
-	qp->ibv.qp_base.state = IBV_QPS_SQE;
+	/* not ibv.qp_base.state: the application sees it by ibv_query_qp (hca.h) */
 }
 
 /* SQE: every WR posted completes with WR_FLUSH_ERR (IBA 10.8.3.3). */

@@ -21,6 +21,14 @@ if(TARGET ibverbs AND TARGET softibd)
       set_tests_properties(traffic_${t}_seed${seed} PROPERTIES TIMEOUT 120 LABELS traffic)
     endforeach()
   endforeach()
+  # Under 1% loss, duplication, reordering and corruption: RC and XRC
+  # deliver every byte once and in order, UC and UD lose whole messages
+  # only (and UD may duplicate them).
+  foreach(seed 1 2)
+    add_test(NAME traffic_all_faults_seed${seed} COMMAND test_traffic --seed ${seed} --transport all --ops 500)
+    set_tests_properties(traffic_all_faults_seed${seed} PROPERTIES TIMEOUT 180 LABELS traffic
+      ENVIRONMENT "SOFTIB_FAULTS=seed=${seed},loss=0.01,dup=0.01,reorder=0.01,corrupt=0.01")
+  endforeach()
   add_test(NAME traffic_all_clock_seed COMMAND test_traffic --transport all --ops 1500)
   set_tests_properties(traffic_all_clock_seed PROPERTIES TIMEOUT 180 LABELS traffic)
 endif()

@@ -122,18 +122,28 @@ static struct sib_swqe *sq_oldest(struct sib_qp *qp)
 	return sib_sq_drained(qp) ? NULL : &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
 }
 
+static void update_comp_psn(struct sib_qp *qp, uint32_t acked);
+
 /* Complete SEND/WRITE WQEs whose last PSN is <= psn.  Stops at a READ or
- * an atomic, which only its response completes. */
+ * an atomic, which only its response completes.  comp.psn follows at once:
+ * a response that is dropped afterwards (out of order) must not leave it
+ * behind the oldest outstanding WQE, or a timeout would rewind to a PSN no
+ * WQE holds and nothing would be sent again. */
 static void ack_upto(struct sib_qp *qp, uint32_t psn)
 {
 	struct sib_swqe *w;
+	bool done = false;
 
 	if (iba_psn_diff(psn, qp->comp.acked_psn) > 0)
 		qp->comp.acked_psn = psn;
 	while ((w = sq_oldest(qp)) && w->state == SIB_SWQE_SENT && !is_rd_atomic(w) &&
 	       (!w->npsn /* a local WQE, done */ ||
-		iba_psn_diff(iba_psn_add(w->first_psn, w->npsn - 1), psn) <= 0))
+		iba_psn_diff(iba_psn_add(w->first_psn, w->npsn - 1), psn) <= 0)) {
 		sib_sq_complete(qp, IBV_WC_SUCCESS);
+		done = true;
+	}
+	if (done)
+		update_comp_psn(qp, psn);
 }
 
 /* Oldest PSN still waiting for an ACK or a response. */

@@ -505,6 +505,8 @@ void sib_req_rewind(struct sib_qp *qp, uint32_t psn)
 		if (!w->started)
 			break;
 		d = iba_psn_diff(psn, w->first_psn);
+		if (d < 0 && i == qp->sq_tail)
+			d = 0; /* older than every WQE outstanding: resend from the oldest */
 		if (d < 0 || (uint32_t)d >= w->npsn)
 			continue;
 		/* READs from here on will be requested again (a partly sent

@@ -266,7 +266,7 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 	ud = src->kind == TR_UD;
 	f = &q->from[src->id];
 	m = f->head;
-	if (!m)
+	if (!m && !q->lossy)
 		tr_fail(w, "rq %d: a message from endpoint %d that was never sent (byte_len %u)", q->id, src->id,
 			wc->byte_len);
 	if (!q->lossy) {
@@ -281,9 +281,20 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 		for (; m; prev = m, m = m->next)
 			if (msg_matches(w, wc, x, m, ud, global, why, sizeof(why)))
 				break;
-		if (!m)
+		if (!m) {
+			/* A duplicated datagram repeats one delivered lately
+			 * (UD has no duplicate detection, IBA 9.8.3). */
+			for (uint32_t i = 0; i < f->ndone && i < 16; i++)
+				if (msg_matches(w, wc, x, f->done[i], ud, global, why, sizeof(why))) {
+					memset(q->slots + (size_t)slot * q->slot_size, TR_CANARY, q->slot_size);
+					q->dups++;
+					q->posted--;
+					x->busy = false;
+					return;
+				}
 			tr_fail(w, "rq %d: a message from endpoint %d matches none of its %u outstanding (%s)", q->id,
 				src->id, f->n, why);
+		}
 	}
 	if (!q->lossy || src->kind == TR_UD)
 		slot_untouched(w, q, slot, m->uc_write ? 0 : m->len + (ud ? TR_UD_GRH : 0), m);
@@ -306,7 +317,15 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 	x->busy = false;
 	if (cq->armed == 2 && cq->must_event == false && m->solicited)
 		cq->must_event = true, cq->must_event_since_ms = tr_now_ms();
-	msg_free(m);
+	if (q->lossy) { /* kept for the duplicates that may follow */
+		uint32_t k = f->ndone++ % 16;
+
+		if (f->ndone > 16)
+			msg_free(f->done[k]);
+		f->done[k] = m;
+	} else {
+		msg_free(m);
+	}
 	/* A lossy queue forgets what is long overdue. */
 	while (q->lossy && f->n > 256) {
 		struct tr_msg *o = f->head;

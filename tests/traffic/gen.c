@@ -224,7 +224,7 @@ static void place(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr, uint8_t
 		wr->sge[i].addr = (uintptr_t)base;
 		if (wr->op == IBV_WR_RDMA_READ || is_atomic(wr->op))
 			memset(base, TR_SINK, wr->sge[i].length);
-		else
+		else if (wr->sge[i].length)
 			memcpy(base, wr->expect + off, wr->sge[i].length);
 		off += wr->sge[i].length;
 		base += wr->sge[i].length;

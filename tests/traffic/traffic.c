@@ -21,6 +21,10 @@
 #include <unistd.h>
 
 #include "traffic.h"
+#ifdef TR_DEBUG_INTERNALS
+#include "hca/hca.h"
+#include "hca/transport.h"
+#endif
 #include "../unit/daemon_fixture.h"
 
 #define STALL_MS  20000                 /* no completion and no post for this long: a hang */
@@ -113,9 +117,29 @@ static void dump(const struct tr_world *w)
 	for (int i = 0; i < w->nep; i++) {
 		const struct tr_ep *e = &w->ep[i];
 
-		fprintf(stderr, "  ep %2d %-3s ctx %d qpn 0x%06x: posted %llu retired %llu (sq %u, mtu %u, max_len %u, rnr %d)\n",
+		struct ibv_qp_attr qa = { 0 };
+		struct ibv_qp_init_attr qia;
+
+		ibv_query_qp(e->qp, &qa, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_RQ_PSN, &qia);
+		fprintf(stderr, "  ep %2d %-3s ctx %d qpn 0x%06x: posted %llu retired %llu (sq %u, mtu %u, max_len %u, rnr %d), state %d sq_psn 0x%06x rq_psn 0x%06x\n",
 			i, kind_name(e->kind), e->ctx, e->qp->qp_num, (unsigned long long)e->posted,
-			(unsigned long long)e->retired, e->sq_depth, e->mtu, e->max_len, e->rnr);
+			(unsigned long long)e->retired, e->sq_depth, e->mtu, e->max_len, e->rnr, qa.qp_state,
+			qa.sq_psn, qa.rq_psn);
+#ifdef TR_DEBUG_INTERNALS
+		{
+			struct sib_qp *q = (struct sib_qp *)e->qp;
+			fprintf(stderr, "    req.wqe %u sq_tail %u sq_head %u req.psn 0x%x offset %u reads_out %u comp.psn 0x%x acked 0x%x retry_dl %llu rnr_dl %llu read_rcvd %u ack_owed %d ackreq_dl %llu local_err %d\n",
+				q->req.wqe, q->sq_tail, (unsigned)q->sq_head, q->req.psn, q->req.offset, q->req.reads_outstanding, q->comp.psn,
+				q->comp.acked_psn, (unsigned long long)q->comp.retry_deadline, (unsigned long long)q->comp.rnr_deadline,
+				q->comp.read_rcvd, q->req.ack_owed, (unsigned long long)q->req.ackreq_deadline, q->req.local_err);
+			for (uint32_t i = q->sq_tail; i != (uint32_t)q->sq_head && i != q->sq_tail + 4; i++) {
+				struct sib_swqe *x = &q->sq[i & (q->sq_size - 1)];
+				fprintf(stderr, "    wqe %u op %d state %d started %d placed %d first_psn 0x%x npsn %u\n", i, x->opcode, x->state, x->started, x->placed, x->first_psn, x->npsn);
+			}
+		}
+#endif
+		for (uint64_t s = e->retired; s < e->posted && s < e->retired + 3; s++)
+			tr_print_wr(e, &e->sq[s % e->sq_depth]);
 	}
 	for (int i = 0; i < w->nrq; i++) {
 		const struct tr_rq *q = &w->rq[i];
@@ -407,11 +431,14 @@ int main(int argc, char **argv)
 	       (unsigned long long)w.messages, (unsigned long long)w.bytes_checked,
 	       (unsigned long long)w.events, (unsigned long long)w.rnr_episodes);
 	if (w.o.faults) {
-		uint64_t lost = 0;
+		uint64_t lost = 0, dups = 0;
 
-		for (int i = 0; i < w.nrq; i++)
+		for (int i = 0; i < w.nrq; i++) {
 			lost += w.rq[i].lost;
-		printf(", %llu UC/UD messages lost", (unsigned long long)lost);
+			dups += w.rq[i].dups;
+		}
+		printf(", %llu UC/UD messages lost, %llu UD duplicates", (unsigned long long)lost,
+		       (unsigned long long)dups);
 	}
 	printf(", %.2f s\n", (double)(tr_now_ms() - t0) / 1000.0);
 	if (w.o.verbose) {

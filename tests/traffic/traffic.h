@@ -120,6 +120,9 @@ struct tr_msg {
 struct tr_fifo {
 	struct tr_msg *head, *tail;
 	uint32_t n;
+	/* lossy queues: messages delivered lately, which a duplicate may repeat */
+	struct tr_msg *done[16];
+	uint32_t ndone;
 };
 
 /* A posted receive WQE: its slot's scatter list. */
@@ -149,7 +152,7 @@ struct tr_rq {
 	bool lossy;                    /* messages may be lost (UC/UD under faults) */
 	struct tr_rng rng;             /* layouts of the WQEs */
 	struct tr_fifo from[TR_MAX_EP];
-	uint64_t received, lost;
+	uint64_t received, lost, dups;
 };
 
 /* One posted send WR as the model sees it. */

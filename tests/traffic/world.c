@@ -282,8 +282,8 @@ static void connect_qp(struct tr_world *w, struct ibv_qp *qp, enum tr_kind k, ui
 	a.sq_psn = sq_psn;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 	if (k != TR_UC) {
-		/* 14: 67 ms before a retransmission; faults make it count. */
-		a.timeout = w->o.faults ? 10 : 14;
+		/* 14: 67 ms before a retransmission, 0.5 s before retry exceeded */
+		a.timeout = 14;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7; /* retry for ever: RNR here is on purpose */
 		a.max_rd_atomic = max_rd;
@@ -503,12 +503,17 @@ void tr_world_close(struct tr_world *w)
 
 		if (q->srq)
 			CHECK(!ibv_destroy_srq(q->srq), "ibv_destroy_srq");
-		for (int s = 0; s < TR_MAX_EP; s++)
+		for (int s = 0; s < TR_MAX_EP; s++) {
 			for (struct tr_msg *m = q->from[s].head, *n; m; m = n) {
 				n = m->next;
 				free(m->data);
 				free(m);
 			}
+			for (uint32_t i = 0; i < q->from[s].ndone && i < 16; i++) {
+				free(q->from[s].done[i]->data);
+				free(q->from[s].done[i]);
+			}
+		}
 		free(q->rwqe);
 	}
 	for (int c = 0; c < w->nctx; c++) {

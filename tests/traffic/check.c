@@ -102,6 +102,7 @@ static void retire(struct tr_world *w, struct tr_ep *e)
 			w->bytes_checked += wr->sge[i].length;
 		}
 	}
+	tr_mw_retired(w, e, wr);
 	free(wr->expect);
 	wr->expect = NULL;
 	if (!wr->inline_ && wr->arena_end)
@@ -126,9 +127,9 @@ static void check_send(struct tr_world *w, const struct ibv_wc *wc)
 			break;
 		retire(w, e);
 	}
-	if (wc->wr_id != wr->seq)
-		tr_fail(w, "endpoint %d: send completion wr_id %llu, want %llu (the oldest signaled WR)", e->id,
-			(unsigned long long)wc->wr_id, (unsigned long long)wr->seq);
+	if (wc->wr_id != wr->wr_id)
+		tr_fail(w, "endpoint %d: send completion wr_id 0x%llx, want 0x%llx (the oldest signaled WR)", e->id,
+			(unsigned long long)wc->wr_id, (unsigned long long)wr->wr_id);
 	if (wc->opcode != send_wc_op(wr->op))
 		tr_fail(w, "endpoint %d WR %llu: completion opcode %s, want %s", e->id,
 			(unsigned long long)wr->seq, wc_op_name(wc->opcode), wc_op_name(send_wc_op(wr->op)));
@@ -151,7 +152,8 @@ static bool msg_matches(struct tr_world *w, const struct ibv_wc *wc, const struc
 	uint32_t hdr = ud ? TR_UD_GRH : 0;
 	bool imm = m->op == IBV_WR_SEND_WITH_IMM || m->op == IBV_WR_RDMA_WRITE_WITH_IMM;
 	enum ibv_wc_opcode op = m->uc_write ? IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV;
-	uint32_t want_flags = (imm ? IBV_WC_WITH_IMM : 0) | (global ? IBV_WC_GRH : 0);
+	uint32_t want_flags = (imm ? IBV_WC_WITH_IMM : 0) | (m->inv ? IBV_WC_WITH_INV : 0) |
+			      (global ? IBV_WC_GRH : 0);
 	uint32_t off = 0, moff = 0;
 
 	(void)w;
@@ -169,6 +171,10 @@ static bool msg_matches(struct tr_world *w, const struct ibv_wc *wc, const struc
 	}
 	if (imm && wc->imm_data != m->imm_be) {
 		snprintf(why, whylen, "imm_data 0x%08x, want 0x%08x", be32toh(wc->imm_data), be32toh(m->imm_be));
+		return false;
+	}
+	if (m->inv && wc->invalidated_rkey != m->imm_be) {
+		snprintf(why, whylen, "invalidated_rkey 0x%08x, want 0x%08x", wc->invalidated_rkey, m->imm_be);
 		return false;
 	}
 	if (m->uc_write)
@@ -315,6 +321,8 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 		q->reserved--;
 	q->posted--;
 	x->busy = false;
+	if (m->inv) /* the window is free at its owner: it may be bound again */
+		w->ep[m->src_ep].mw.state = TR_MW_FREE;
 	if (cq->armed == 2 && cq->must_event == false && m->solicited)
 		cq->must_event = true, cq->must_event_since_ms = tr_now_ms();
 	if (q->lossy) { /* kept for the duplicates that may follow */

@@ -156,7 +156,7 @@ static void gen_next(struct tr_world *w, struct tr_ep *e)
 
 bool tr_ep_done_posting(const struct tr_world *w, const struct tr_ep *e)
 {
-	return e->posted >= w->o.ops;
+	return e->stream_posted >= w->o.ops;
 }
 
 static size_t arena_need(const struct tr_wr *wr)
@@ -229,13 +229,23 @@ static void place(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr, uint8_t
 		off += wr->sge[i].length;
 		base += wr->sge[i].length;
 	}
+	/* A bound window names the target as well as the MR does. */
+	if (e->has_mw && e->mw.state == TR_MW_BOUND && (wr->op == IBV_WR_RDMA_WRITE ||
+	    wr->op == IBV_WR_RDMA_WRITE_WITH_IMM || wr->op == IBV_WR_RDMA_READ || is_atomic(wr->op)) &&
+	    tr_rng_pct(&e->krng, 50)) {
+		wr->rkey = e->mw.rkey;
+		wr->uses_mw = true;
+		e->mw.users++;
+		e->mw.uses++;
+	}
 	/* IBA's relaxed ordering (9.5): a WRITE or an atomic after a READ of
 	 * the same QP may change the memory before the READ's responses are
 	 * read from it, unless it is fenced (IBV_SEND_FENCE waits for prior
 	 * READs and atomics).  A WR that writes bytes an earlier READ, still
 	 * possibly outstanding (one of the last sq_depth WRs), reads is fenced,
 	 * and the model stays exact.  (Only the sequence decides: replayable.) */
-	if (e->kind != TR_UD && wr->op != IBV_WR_RDMA_READ && !is_send(wr->op) && wr->len) {
+	if (!(wr->seq & TR_WRID_EXTRA) && e->kind != TR_UD && wr->op != IBV_WR_RDMA_READ && !is_send(wr->op) &&
+	    wr->len) {
 		for (uint32_t k = 1; k <= e->sq_depth && k <= wr->seq; k++) {
 			const __typeof__(e->hist[0]) *h = &e->hist[(wr->seq - k) % 64];
 
@@ -243,9 +253,11 @@ static void place(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr, uint8_t
 				wr->fence = true;
 		}
 	}
-	e->hist[wr->seq % 64].read = wr->op == IBV_WR_RDMA_READ;
-	e->hist[wr->seq % 64].roff = wr->roff;
-	e->hist[wr->seq % 64].len = wr->len;
+	if (!(wr->seq & TR_WRID_EXTRA)) {
+		e->hist[wr->seq % 64].read = wr->op == IBV_WR_RDMA_READ;
+		e->hist[wr->seq % 64].roff = wr->roff;
+		e->hist[wr->seq % 64].len = wr->len;
+	}
 	/* The model. */
 	if (wr->op == IBV_WR_RDMA_WRITE || wr->op == IBV_WR_RDMA_WRITE_WITH_IMM) {
 		if (wr->len)
@@ -279,6 +291,7 @@ static void place(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr, uint8_t
 		m->imm_be = wr->imm_be;
 		m->solicited = wr->solicited;
 		m->uc_write = wr->op == IBV_WR_RDMA_WRITE_WITH_IMM;
+		m->inv = wr->op == IBV_WR_SEND_WITH_INV;
 		if (!m->uc_write && wr->len) {
 			m->data = malloc(wr->len);
 			memcpy(m->data, wr->expect, wr->len);
@@ -310,14 +323,32 @@ static void post_list(struct tr_world *w, struct tr_ep *e, struct tr_wr *list, i
 		struct tr_wr *wr = &list[i];
 		struct ibv_send_wr *s = &sw[i];
 
-		s->wr_id = wr->seq;
+		s->wr_id = wr->wr_id;
 		s->next = i + 1 < n ? &sw[i + 1] : NULL;
 		s->sg_list = wr->nsge ? wr->sge : NULL;
 		s->num_sge = wr->nsge;
 		s->opcode = wr->op;
 		s->send_flags = wr_flags(wr);
 		s->imm_data = wr->imm_be;
-		if (is_atomic(wr->op)) {
+		if (wr->op == IBV_WR_BIND_MW) {
+			const struct tr_ep *u = &w->ep[wr->mw_of];
+
+			s->sg_list = NULL;
+			s->num_sge = 0;
+			s->bind_mw.mw = u->mw.mw;
+			s->bind_mw.rkey = u->mw.rkey;
+			s->bind_mw.bind_info.mr = w->ctx[e->ctx].mr[wr->seq & 1];
+			s->bind_mw.bind_info.addr = (uintptr_t)u->tgt_mem;
+			s->bind_mw.bind_info.length = u->tgt_size;
+			s->bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+							       IBV_ACCESS_REMOTE_ATOMIC;
+		} else if (wr->op == IBV_WR_LOCAL_INV) {
+			s->sg_list = NULL;
+			s->num_sge = 0;
+			s->invalidate_rkey = w->ep[wr->mw_of].mw.rkey;
+		} else if (wr->op == IBV_WR_SEND_WITH_INV) {
+			s->invalidate_rkey = wr->imm_be;
+		} else if (is_atomic(wr->op)) {
 			s->wr.atomic.remote_addr = (uintptr_t)e->tgt_mem + wr->roff;
 			s->wr.atomic.rkey = wr->rkey;
 			s->wr.atomic.compare_add = wr->compare_add;
@@ -349,9 +380,27 @@ static void post_wr_api(struct tr_world *w, struct tr_ep *e, struct tr_wr *list,
 		struct tr_wr *wr = &list[i];
 		uint64_t raddr = (uintptr_t)e->tgt_mem + wr->roff;
 
-		qx->wr_id = wr->seq;
+		qx->wr_id = wr->wr_id;
 		qx->wr_flags = wr_flags(wr);
+		if (wr->op == IBV_WR_BIND_MW || wr->op == IBV_WR_LOCAL_INV) {
+			const struct tr_ep *u = &w->ep[wr->mw_of];
+
+			if (wr->op == IBV_WR_LOCAL_INV) {
+				ibv_wr_local_inv(qx, u->mw.rkey);
+			} else {
+				struct ibv_mw_bind_info bi = {
+					.mr = w->ctx[e->ctx].mr[wr->seq & 1], .addr = (uintptr_t)u->tgt_mem,
+					.length = u->tgt_size,
+					.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+							   IBV_ACCESS_REMOTE_ATOMIC,
+				};
+
+				ibv_wr_bind_mw(qx, u->mw.mw, u->mw.rkey, &bi);
+			}
+			continue;
+		}
 		switch (wr->op) {
+		case IBV_WR_SEND_WITH_INV: ibv_wr_send_inv(qx, wr->imm_be); break;
 		case IBV_WR_SEND: ibv_wr_send(qx); break;
 		case IBV_WR_SEND_WITH_IMM: ibv_wr_send_imm(qx, wr->imm_be); break;
 		case IBV_WR_RDMA_WRITE: ibv_wr_rdma_write(qx, wr->rkey, raddr); break;
@@ -402,15 +451,17 @@ bool tr_ep_post(struct tr_world *w, struct tr_ep *e)
 		e->batch_left = 1 + tr_rng_below(&e->rng, tr_rng_pct(&e->rng, 50) ? 1 : BATCH_MAX);
 		e->batch_wr_api = !e->no_wr_api && tr_rng_pct(&e->rng, 50);
 	}
-	while (e->batch_left && e->posted + (uint64_t)n < w->o.ops) {
+	while (e->batch_left && e->stream_posted + (uint64_t)n < w->o.ops) {
 		struct tr_wr *wr;
 
 		if (!e->have_next)
 			gen_next(w, e);
 		wr = &e->next;
 		/* No send queue full of unsignaled WRs; the last WR is signaled. */
-		if (e->unsignaled_run + 1 >= e->sq_depth || e->posted + (uint64_t)n + 1 == w->o.ops)
+		if (e->unsignaled_run + 1 >= e->sq_depth || e->stream_posted + (uint64_t)n + 1 == w->o.ops)
 			wr->signaled = true;
+		wr->wr_id = wr->seq;
+		wr->mw_of = -1;
 		if (!can_post(w, e, wr, (uint32_t)n, e->arena_head))
 			break;
 		place(w, e, wr, scratch[n]);
@@ -435,9 +486,172 @@ bool tr_ep_post(struct tr_world *w, struct tr_ep *e)
 		e->sq[(e->posted + (uint64_t)i) % e->sq_depth] = list[i];
 	}
 	e->posted += (uint64_t)n;
+	e->stream_posted += (uint64_t)n;
 	if (!e->batch_left)
 		e->batch_wr_api = false;
 	return true;
+}
+
+/* Post one WR outside the stream (a window's bind or invalidation) on p,
+ * signaled, through either API; false if it cannot go now. */
+static bool post_extra(struct tr_world *w, struct tr_ep *p, struct tr_wr *wr, struct tr_rng *r)
+{
+	static uint8_t scratch[TR_MAX_INLINE + 64 * TR_MAX_SGE + 64];
+	static uint64_t extra_id;
+
+	wr->signaled = true;
+	wr->wr_id = TR_WRID_EXTRA | extra_id;
+	wr->seq = TR_WRID_EXTRA | extra_id;
+	wr->wr_api = !p->no_wr_api && tr_rng_pct(r, 50);
+	if (p->batch_left || !can_post(w, p, wr, 0, p->arena_head))
+		return false; /* not inside another post list of p's */
+	extra_id++;
+	place(w, p, wr, scratch);
+	if (wr->wr_api)
+		post_wr_api(w, p, wr, 1);
+	else
+		post_list(w, p, wr, 1);
+	memset(scratch, 0xEE, sizeof(scratch));
+	p->sq[p->posted % p->sq_depth] = *wr;
+	p->posted++;
+	p->unsignaled_run = 0;
+	w->extra_wrs++;
+	return true;
+}
+
+bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
+{
+	struct tr_mw *mw = &e->mw;
+	struct tr_ep *peer;
+	struct tr_wr wr;
+
+	if (!e->has_mw)
+		return false;
+	peer = &w->ep[e->peer];
+	memset(&wr, 0, sizeof(wr));
+	wr.dst_rq = -1;
+	wr.dst_ep = -1;
+	wr.mw_of = e->id;
+	switch (mw->state) {
+	case TR_MW_FREE:
+		if (mw->mw->type == IBV_MW_TYPE_1) {
+			/* the Bind verb: the provider posts it on the peer's QP */
+			struct ibv_mw_bind b = {
+				.wr_id = 0, .send_flags = IBV_SEND_SIGNALED,
+				.bind_info = { .mr = w->ctx[peer->ctx].mr[tr_rng_below(r, 2)],
+					       .addr = (uintptr_t)e->tgt_mem, .length = e->tgt_size,
+					       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+								  IBV_ACCESS_REMOTE_ATOMIC },
+			};
+			int rc;
+
+			if (peer->batch_left || peer->posted - peer->retired >= peer->sq_depth)
+				return false;
+			wr.op = IBV_WR_BIND_MW;
+			wr.signaled = true;
+			wr.wr_id = wr.seq = TR_WRID_EXTRA | (0x4000000000000000ull + w->extra_wrs);
+			b.wr_id = wr.wr_id;
+			rc = ibv_bind_mw(peer->qp, mw->mw, &b);
+			if (rc)
+				tr_fail(w, "ibv_bind_mw (type 1, endpoint %d's window): %s", e->id, strerror(rc));
+			mw->rkey = mw->mw->rkey;
+			peer->sq[peer->posted % peer->sq_depth] = wr;
+			peer->posted++;
+			peer->unsignaled_run = 0;
+			w->extra_wrs++;
+		} else {
+			uint32_t old = mw->rkey;
+
+			mw->rkey = ibv_inc_rkey(old);
+			wr.op = IBV_WR_BIND_MW;
+			if (!post_extra(w, peer, &wr, r)) {
+				mw->rkey = old;
+				return false;
+			}
+		}
+		mw->state = TR_MW_BINDING;
+		mw->binds++;
+		return true;
+	case TR_MW_BOUND:
+		if (!tr_rng_pct(r, 10))
+			return false; /* bound for a while: WRs name it */
+		if (mw->mw->type == IBV_MW_TYPE_2 && tr_rng_pct(r, 50)) {
+			/* SEND_WITH_INV from the endpoint: fenced, so that the
+			 * READs and atomics through the window finish first. */
+			wr.op = IBV_WR_SEND_WITH_INV;
+			wr.imm_be = mw->rkey;
+			wr.fence = true;
+			wr.mw_of = -1;
+			wr.dst_rq = peer->rq;
+			wr.len = tr_rng_below(r, 300);
+			wr.inline_ = wr.len <= TR_MAX_INLINE && tr_rng_pct(r, 30);
+			if (wr.len) {
+				wr.nsge = 1;
+				wr.sge[0].length = wr.len;
+				wr.sge[0].lkey = tr_lkey(w, e->ctx, r);
+				wr.expect = malloc(wr.len);
+				tr_rng_fill(r, wr.expect, wr.len);
+			}
+			if (!post_extra(w, e, &wr, r)) {
+				free(wr.expect);
+				return false;
+			}
+			mw->state = TR_MW_INVALIDATING;
+			mw->remote_invs++;
+			return true;
+		}
+		mw->state = TR_MW_DRAINING; /* the endpoint names it no more */
+		return true;
+	case TR_MW_DRAINING:
+		if (mw->users)
+			return false;
+		if (mw->mw->type == IBV_MW_TYPE_1) {
+			/* a zero-length bind unbinds a type 1 window */
+			struct ibv_mw_bind b = {
+				.send_flags = IBV_SEND_SIGNALED,
+				.bind_info = { .mr = w->ctx[peer->ctx].mr[0], .addr = (uintptr_t)e->tgt_mem, .length = 0,
+					       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
+			};
+			int rc;
+
+			if (peer->batch_left || peer->posted - peer->retired >= peer->sq_depth)
+				return false;
+			wr.op = IBV_WR_BIND_MW;
+			wr.mw_unbind = true;
+			wr.signaled = true;
+			wr.wr_id = wr.seq = TR_WRID_EXTRA | (0x4000000000000000ull + w->extra_wrs);
+			b.wr_id = wr.wr_id;
+			rc = ibv_bind_mw(peer->qp, mw->mw, &b);
+			if (rc)
+				tr_fail(w, "ibv_bind_mw (type 1 unbind, endpoint %d's window): %s", e->id, strerror(rc));
+			mw->rkey = mw->mw->rkey;
+			peer->sq[peer->posted % peer->sq_depth] = wr;
+			peer->posted++;
+			peer->unsignaled_run = 0;
+			w->extra_wrs++;
+		} else {
+			wr.op = IBV_WR_LOCAL_INV;
+			if (!post_extra(w, peer, &wr, r))
+				return false;
+		}
+		mw->state = TR_MW_INVALIDATING;
+		mw->local_invs++;
+		return true;
+	default:
+		return false;
+	}
+}
+
+void tr_mw_retired(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr)
+{
+	if (wr->uses_mw && e->mw.users)
+		e->mw.users--;
+	if (wr->mw_of < 0)
+		return;
+	if (wr->op == IBV_WR_BIND_MW && !wr->mw_unbind)
+		w->ep[wr->mw_of].mw.state = TR_MW_BOUND;
+	else if (wr->op == IBV_WR_LOCAL_INV || wr->mw_unbind)
+		w->ep[wr->mw_of].mw.state = TR_MW_FREE;
 }
 
 bool tr_rq_refill(struct tr_world *w, struct tr_rq *q, uint32_t max)

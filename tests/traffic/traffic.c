@@ -291,6 +291,8 @@ static void run(struct tr_world *w)
 				w->rnr_episodes++;
 			}
 			tr_rq_refill(w, q, 1 + tr_rng_below(&r, q->depth));
+		} else if (a < 62) {
+			tr_mw_step(w, &w->ep[tr_rng_below(&r, (uint32_t)w->nep)], &r);
 		} else if (a < 96) {
 			tr_cq_poll(w, any_cq(w, &r), &r);
 		} else if (a < 98) {
@@ -439,6 +441,19 @@ int main(int argc, char **argv)
 		}
 		printf(", %llu UC/UD messages lost, %llu UD duplicates", (unsigned long long)lost,
 		       (unsigned long long)dups);
+	}
+	{
+		uint64_t binds = 0, rinv = 0, linv = 0, uses = 0;
+
+		for (int i = 0; i < w.nep; i++) {
+			binds += w.ep[i].mw.binds;
+			rinv += w.ep[i].mw.remote_invs;
+			linv += w.ep[i].mw.local_invs;
+			uses += w.ep[i].mw.uses;
+		}
+		printf(", windows: %llu binds, %llu WRs through them, %llu remote and %llu local invalidations",
+		       (unsigned long long)binds, (unsigned long long)uses, (unsigned long long)rinv,
+		       (unsigned long long)linv);
 	}
 	printf(", %.2f s\n", (double)(tr_now_ms() - t0) / 1000.0);
 	if (w.o.verbose) {

@@ -113,6 +113,7 @@ struct tr_msg {
 	uint32_t len;
 	uint32_t imm_be;               /* ImmDt or the invalidated R_Key */
 	bool solicited;
+	bool inv;                      /* SEND_WITH_INV: imm_be is the invalidated R_Key */
 	bool uc_write;                 /* RDMA WRITE WITH IMM: no bytes in the receive buffer */
 	uint8_t *data;                 /* len bytes (SENDs only) */
 };
@@ -155,9 +156,32 @@ struct tr_rq {
 	uint64_t received, lost, dups;
 };
 
+/* A memory window over an RC endpoint's target region, in the peer's PD,
+ * bound and invalidated by the peer's QP (IBA 10.6.7): type 2 windows go
+ * FREE -> BINDING (BIND_MW posted) -> BOUND (its completion seen: the
+ * endpoint may name its R_Key) -> INVALIDATING (a SEND_WITH_INV from the
+ * endpoint, or a LOCAL_INV from the peer once DRAINING ended: no WR of the
+ * endpoint names it any more) -> FREE; type 1 windows are bound with
+ * ibv_bind_mw and unbound by a zero-length bind. */
+enum tr_mw_state { TR_MW_FREE, TR_MW_BINDING, TR_MW_BOUND, TR_MW_DRAINING, TR_MW_INVALIDATING };
+
+struct tr_mw {
+	struct ibv_mw *mw;
+	enum tr_mw_state state;
+	uint32_t rkey;                 /* the binding's key (pending or current) */
+	uint32_t users;                /* WRs of the endpoint outstanding that name it */
+	uint64_t binds, remote_invs, local_invs, uses;
+};
+
+#define TR_WRID_EXTRA (1ull << 63)     /* wr_id of a WR outside the stream (windows) */
+
 /* One posted send WR as the model sees it. */
 struct tr_wr {
 	uint64_t seq;
+	uint64_t wr_id;                /* seq, or TR_WRID_EXTRA | n for window WRs */
+	bool uses_mw;                  /* rkey is its endpoint's window */
+	int mw_of;                     /* BIND_MW, LOCAL_INV: the endpoint whose window; -1 */
+	bool mw_unbind;                /* a type 1 window's zero-length bind */
 	enum ibv_wr_opcode op;
 	bool signaled, inline_, fence, solicited, wr_api;
 	uint32_t len;
@@ -208,8 +232,13 @@ struct tr_ep {
 	size_t tgt_size;
 	uint32_t tgt_rkey[2];
 	bool tgt_unknown;              /* a lost UC WRITE may have left part of it */
+	/* the window over the target region (RC only) */
+	bool has_mw;
+	struct tr_mw mw;
+	struct tr_rng krng;            /* which key a WR names: depends on timing */
 	/* the stream */
 	struct tr_rng rng;
+	uint64_t stream_posted;        /* WRs of the stream posted (the rest: windows) */
 	uint64_t next_seq;             /* WRs generated */
 	struct tr_wr next;             /* generated, not yet posted */
 	bool have_next;
@@ -233,6 +262,7 @@ struct tr_world {
 	struct tr_rq rq[TR_MAX_RQ];
 	int nrq;
 	uint64_t completions, bytes_checked, messages, events, rnr_episodes;
+	uint64_t extra_wrs;
 	uint64_t last_progress_ms;
 };
 
@@ -251,6 +281,8 @@ bool tr_ep_post(struct tr_world *w, struct tr_ep *ep);
 /* Post receive WQEs to rq while it has free slots and is not starving. */
 bool tr_rq_refill(struct tr_world *w, struct tr_rq *rq, uint32_t max);
 bool tr_ep_done_posting(const struct tr_world *w, const struct tr_ep *ep);
+/* A step of ep's window's life (bind, invalidate), if it can go now. */
+bool tr_mw_step(struct tr_world *w, struct tr_ep *ep, struct tr_rng *r);
 
 /* check.c */
 /* Poll cq once (a random pattern) and check what came: completions seen. */
@@ -258,6 +290,8 @@ int tr_cq_poll(struct tr_world *w, struct tr_cq *cq, struct tr_rng *r);
 /* Describe a WR, or every outstanding WR of an endpoint, on stderr. */
 void tr_print_wr(const struct tr_ep *e, const struct tr_wr *wr);
 void tr_print_sq(const struct tr_ep *e);
+/* The WR at the endpoint's send queue tail completed: its window effects. */
+void tr_mw_retired(struct tr_world *w, struct tr_ep *ep, struct tr_wr *wr);
 /* Check the endpoint's target region against the model (writer idle). */
 void tr_ep_check_target(struct tr_world *w, struct tr_ep *ep);
 

@@ -175,8 +175,10 @@ static uint64_t send_ops(enum tr_kind k)
 	ops |= IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
 	if (k == TR_UC)
 		return ops;
-	return ops | IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-	       IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	ops |= IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+	if (k == TR_RC)
+		ops |= IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV;
+	return ops;
 }
 
 static struct tr_ep *ep_new(struct tr_world *w, enum tr_kind kind, int c, struct tr_rng *r,
@@ -202,6 +204,7 @@ static struct tr_ep *ep_new(struct tr_world *w, enum tr_kind kind, int c, struct
 	e->arena = mem_take(w, c, ARENA_SIZE);
 	e->sq = calloc(e->sq_depth, sizeof(*e->sq));
 	tr_rng_seed(&e->rng, w->o.seed, 0x200 + (uint64_t)e->id);
+	tr_rng_seed(&e->krng, w->o.seed, 0x300 + (uint64_t)e->id);
 
 	ia.qp_type = kind == TR_RC ? IBV_QPT_RC : kind == TR_UC ? IBV_QPT_UC :
 		     kind == TR_UD ? IBV_QPT_UD : IBV_QPT_XRC_SEND;
@@ -452,6 +455,13 @@ void tr_world_open(struct tr_world *w)
 
 		if (e->kind != TR_UD)
 			target_new(w, e, e->peer_ctx);
+		/* RC: a window over the target, in the peer's PD; one in three of type 1 */
+		if (e->kind == TR_RC) {
+			e->mw.mw = ibv_alloc_mw(w->ctx[e->peer_ctx].pd, i % 3 == 2 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2);
+			CHECK(e->mw.mw, "ibv_alloc_mw: %s", strerror(errno));
+			e->mw.rkey = e->mw.mw->rkey;
+			e->has_mw = true;
+		}
 		if (w->o.verbose)
 			fprintf(stderr, "traffic: ep %d %s ctx %d qpn 0x%x mtu %u sq %u sig_all %d max_len %u rnr %d rq %d\n",
 				i, e->kind == TR_RC ? "RC" : e->kind == TR_UC ? "UC" : e->kind == TR_UD ? "UD" : "XRC",
@@ -492,6 +502,8 @@ void tr_world_close(struct tr_world *w)
 		for (int j = 0; j < w->nep; j++)
 			if (e->ah[j])
 				CHECK(!ibv_destroy_ah(e->ah[j]), "ibv_destroy_ah");
+		if (e->has_mw)
+			CHECK(!ibv_dealloc_mw(e->mw.mw), "ibv_dealloc_mw");
 		CHECK(!ibv_destroy_qp(e->qp), "ibv_destroy_qp");
 		if (e->tgt)
 			CHECK(!ibv_destroy_qp(e->tgt), "ibv_destroy_qp(XRC_RECV)");

@@ -6,7 +6,8 @@
  * SEND in a slot whose previous WR was inline sent the old inline bytes
  * (struct sib_swqe's inline_data survived the post).  Every message's bytes
  * are checked, over RC and UD, through ibv_post_send and the ibv_wr_* API.
- * The randomized traffic test (tests/traffic/) covers the general case.
+ * The randomized traffic test (tests/traffic/) covers the general case;
+ * the bugs it found have their own test here.
  */
 #include <endian.h>
 #include <errno.h>
@@ -211,6 +212,56 @@ static void run(enum ibv_qp_type type, bool wr_api)
 	mix_close(&r);
 }
 
+/*
+ * IBV_SEND_FENCE (IBA 10.8.3.3): a WRITE posted after a READ of the same
+ * bytes, fenced, must not change them before the READ has read them.  The
+ * READ goes as packets (faults configured, all at zero: no direct
+ * placement), posted in one list with the WRITE, so that without the fence
+ * both requests reach the responder together and the WRITE executes before
+ * the READ's response is read from memory.  Found by the traffic test: the
+ * fence was ignored and the READ returned the WRITE's bytes.
+ */
+static void test_fence_write_after_read(void **st)
+{
+	const uint32_t len = 64;
+	struct pair p;
+	struct ibv_wc wc;
+
+	(void)st;
+	setenv("SOFTIB_FAULTS", "seed=1", 1);
+	pair_open(&p, 0, NULL, NULL);
+	unsetenv("SOFTIB_FAULTS");
+	for (int round = 0; round < 2000; round++) {
+		uint8_t old = (uint8_t)(0x10 + round), new = (uint8_t)(0x80 + round);
+		struct ibv_sge rs = { .addr = (uintptr_t)p.e[0].buf, .length = len, .lkey = p.e[0].mr->lkey };
+		struct ibv_sge ws = { .addr = (uintptr_t)p.e[0].buf + len, .length = len, .lkey = p.e[0].mr->lkey };
+		struct ibv_send_wr w2 = { .wr_id = 2, .sg_list = &ws, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_FENCE };
+		struct ibv_send_wr w1 = { .wr_id = 1, .next = &w2, .sg_list = &rs, .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		memset(p.e[1].buf, old, len);             /* what the READ must see */
+		memset(p.e[0].buf, 0, len);
+		memset(p.e[0].buf + len, new, len);       /* what the fenced WRITE brings */
+		w1.wr.rdma.remote_addr = w2.wr.rdma.remote_addr = (uintptr_t)p.e[1].buf;
+		w1.wr.rdma.rkey = w2.wr.rdma.rkey = p.e[1].mr->rkey;
+		assert_int_equal(ibv_post_send(p.e[0].qp, &w1, &bad), 0);
+		for (uint64_t want = 1; want <= 2; want++) {
+			poll_one(p.e[0].cq, &wc, WAIT_MS);
+			assert_int_equal(wc.status, IBV_WC_SUCCESS);
+			assert_int_equal(wc.wr_id, want);
+		}
+		for (uint32_t i = 0; i < len; i++)
+			if (p.e[0].buf[i] != old)
+				fail_msg("round %d: READ byte %u is 0x%02x, want 0x%02x (the fenced WRITE's 0x%02x?)",
+					 round, i, p.e[0].buf[i], old, new);
+		for (uint32_t i = 0; i < len; i++)
+			if (p.e[1].buf[i] != new)
+				fail_msg("round %d: target byte %u is 0x%02x after the WRITE", round, i, p.e[1].buf[i]);
+	}
+	pair_close(&p);
+}
+
 static void test_rc_post_send(void **st) { (void)st; run(IBV_QPT_RC, false); }
 static void test_rc_wr_api(void **st) { (void)st; run(IBV_QPT_RC, true); }
 static void test_ud_post_send(void **st) { (void)st; run(IBV_QPT_UD, false); }
@@ -223,6 +274,7 @@ int main(void)
 		cmocka_unit_test(test_rc_wr_api),
 		cmocka_unit_test(test_ud_post_send),
 		cmocka_unit_test(test_ud_wr_api),
+		cmocka_unit_test(test_fence_write_after_read),
 	};
 
 	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);

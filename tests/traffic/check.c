@@ -198,6 +198,35 @@ static bool msg_matches(struct tr_world *w, const struct ibv_wc *wc, const struc
 	return true;
 }
 
+/* Copy n bytes at offset off of the WQE's scatter list into out. */
+static void gather(const struct tr_rwqe *x, uint32_t off, uint8_t *out, uint32_t n)
+{
+	uint32_t pos = 0;
+
+	for (int i = 0; i < x->nsge && n; i++) {
+		const uint8_t *p = (const uint8_t *)(uintptr_t)x->sge[i].addr;
+
+		for (uint32_t j = 0; j < x->sge[i].length && n; j++, pos++)
+			if (pos >= off) {
+				*out++ = p[j];
+				n--;
+			}
+	}
+}
+
+/* A UD datagram that came with a GRH: the 40 bytes before the payload are
+ * that GRH (IBA 8.3; the first 40 bytes of the receive buffer, ibv_post_recv(3)). */
+static void check_grh(struct tr_world *w, const struct tr_rwqe *x, const struct tr_ep *src, const struct tr_ep *dst)
+{
+	uint8_t g[TR_UD_GRH];
+
+	gather(x, 0, g, sizeof(g));
+	if (g[0] >> 4 != 6 || g[6] != 0x1b)
+		tr_fail(w, "UD GRH from endpoint %d: IPVer %u NxtHdr 0x%02x, want 6 and 0x1b", src->id, g[0] >> 4, g[6]);
+	if (memcmp(g + 8, w->ctx[src->ctx].gid0.raw, 16) || memcmp(g + 24, w->ctx[dst->ctx].gid0.raw, 16))
+		tr_fail(w, "UD GRH from endpoint %d to %d: SGID or DGID is not the ports' GID 0", src->id, dst->id);
+}
+
 /* Every byte of the slot outside the message (gaps, the tail of the last
  * SGE, past the end) is still the canary; then make the slot fresh. */
 static void slot_untouched(struct tr_world *w, struct tr_rq *q, uint32_t slot, uint32_t written,
@@ -302,6 +331,8 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 				src->id, f->n, why);
 		}
 	}
+	if (global)
+		check_grh(w, x, src, dst);
 	if (!q->lossy || src->kind == TR_UD)
 		slot_untouched(w, q, slot, m->uc_write ? 0 : m->len + (ud ? TR_UD_GRH : 0), m);
 	else

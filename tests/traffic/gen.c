@@ -2,7 +2,7 @@
 /*
  * What an endpoint posts next (traffic.h): each WR is drawn from the
  * endpoint's own stream (opcode, length across MTU boundaries, inline or
- * not, 0 to TR_MAX_SGE SGEs with gaps and zero lengths, keys, immediate,
+ * not, 0 to max_send_sge SGEs with gaps and zero lengths, keys, immediate,
  * signaled, fenced, solicited, the post list it belongs to and the post
  * API), so the WRs of a seed are the same on every run.  A WR waits,
  * unchanged, until it can go: room in the send queue and the local arena,
@@ -91,6 +91,7 @@ static void gen_next(struct tr_world *w, struct tr_ep *e)
 	struct tr_wr *wr = &e->next;
 	const enum ibv_wr_opcode *ops = e->kind == TR_UC ? ops_uc : e->kind == TR_UD ? ops_ud : ops_rc;
 	uint32_t nops = e->kind == TR_UC ? 4 : e->kind == TR_UD ? 2 : (uint32_t)(sizeof(ops_rc) / sizeof(ops_rc[0]));
+	uint32_t nsge;
 
 	free(wr->expect);
 	memset(wr, 0, sizeof(*wr));
@@ -103,12 +104,16 @@ static void gen_next(struct tr_world *w, struct tr_ep *e)
 	wr->len = is_atomic(wr->op) ? 8 : draw_len(r, e);
 	wr->inline_ = !is_atomic(wr->op) && wr->op != IBV_WR_RDMA_READ && wr->len <= TR_MAX_INLINE &&
 		      tr_rng_pct(r, 35);
+	/* Mostly 1 to 4 SGEs, now and then up to the QP's max_send_sge. */
+	nsge = 1 + tr_rng_below(r, e->max_sge < 4 ? e->max_sge : 4);
+	if (tr_rng_pct(r, 15))
+		nsge = 1 + tr_rng_below(r, e->max_sge);
 	if (is_atomic(wr->op))
-		draw_sges(r, wr, 8, 1 + (int)tr_rng_below(r, 2));
+		draw_sges(r, wr, 8, nsge < 2 ? (int)nsge : 2);
 	else if (wr->len == 0)
 		draw_sges(r, wr, 0, (int)tr_rng_below(r, 2));
 	else
-		draw_sges(r, wr, wr->len, 1 + (int)tr_rng_below(r, TR_MAX_SGE));
+		draw_sges(r, wr, wr->len, (int)nsge);
 	/* lkeys: either MR of the context (the arena is in both) */
 	for (int i = 0; i < wr->nsge; i++)
 		wr->sge[i].lkey = tr_lkey(w, e->ctx, r);

@@ -41,7 +41,7 @@
 #define TR_MAX_CQ      4               /* per context */
 #define TR_MAX_EP      64
 #define TR_MAX_RQ      64
-#define TR_MAX_SGE     4               /* per WR, send and receive */
+#define TR_MAX_SGE     16              /* per WR, send and receive: the device's max_sge */
 #define TR_MAX_INLINE  256
 #define TR_QKEY        0x1ee7c0deu
 #define TR_UD_GRH      40              /* the GRH area of a UD receive buffer */
@@ -214,6 +214,7 @@ struct tr_ep {
 	uint32_t mtu;                  /* path MTU, bytes */
 	uint32_t max_len;              /* longest message it sends */
 	uint32_t sq_depth;
+	uint32_t max_sge;              /* the QP's max_send_sge */
 	bool sig_all;
 	bool rnr;                      /* may send with no receive posted (RC: RNR NAK) */
 	bool no_wr_api;

@@ -137,7 +137,7 @@ static struct tr_rq *rq_new(struct tr_world *w, int c, struct tr_rng *r, uint32_
 	q->ctx = c;
 	q->cq = pick_cq(w, c, r);
 	q->depth = depths[tr_rng_below(r, 5)];
-	q->max_sge = 1 + tr_rng_below(r, TR_MAX_SGE);
+	q->max_sge = (const uint32_t[]){ 1, 2, 3, 4, TR_MAX_SGE }[tr_rng_below(r, 5)];
 	q->cap = cap;
 	/* Room for the SGEs' gaps and a tail beyond the capacity. */
 	q->slot_size = (cap + 64u * TR_MAX_SGE + 256u + 63u) & ~63u;
@@ -197,6 +197,7 @@ static struct tr_ep *ep_new(struct tr_world *w, enum tr_kind kind, int c, struct
 	e->scq = pick_cq(w, c, r);
 	e->sq_depth = depths[tr_rng_below(r, 6)];
 	e->sig_all = tr_rng_pct(r, 15);
+	e->max_sge = (const uint32_t[]){ 1, 2, 3, 4, TR_MAX_SGE }[tr_rng_below(r, 5)];
 	e->mtu = kind == TR_UD ? 4096 : mtus[tr_rng_below(r, 5)];
 	e->rnr = kind == TR_RC && tr_rng_pct(r, 50);
 	e->no_wr_api = tr_rng_pct(r, 10);
@@ -212,7 +213,7 @@ static struct tr_ep *ep_new(struct tr_world *w, enum tr_kind kind, int c, struct
 	ia.recv_cq = rq ? rq->cq->cq : e->scq->cq;
 	ia.srq = rq ? rq->srq : NULL;
 	ia.cap.max_send_wr = e->sq_depth;
-	ia.cap.max_send_sge = TR_MAX_SGE;
+	ia.cap.max_send_sge = e->max_sge;
 	ia.cap.max_inline_data = TR_MAX_INLINE;
 	if (rq && !rq->srq) {
 		ia.cap.max_recv_wr = rq->depth;

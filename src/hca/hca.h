@@ -180,7 +180,9 @@ struct sib_swqe {
 _Static_assert(offsetof(struct sib_swqe, sge) + sizeof(((struct sib_swqe *)0)->sge) ==
 	       sizeof(struct sib_swqe), "sge[] must be the last member of struct sib_swqe");
 
-/* Receive work queue element. */
+/* Receive work queue element: every field written at post, for every WR
+ * (sib_rwqe_fill, srq.c); only the first num_sge entries of sge[] are
+ * read (and copied, when an SRQ's WQE is taken: sib_srq_take). */
 struct sib_rwqe {
 	uint64_t wr_id;
 	uint32_t num_sge;

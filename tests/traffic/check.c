@@ -103,6 +103,8 @@ static void retire(struct tr_world *w, struct tr_ep *e)
 		}
 	}
 	tr_mw_retired(w, e, wr);
+	if (!(wr->wr_id & TR_WRID_EXTRA))
+		w->last_progress_ms = tr_now_ms(); /* the streams moved (windows' churn does not count) */
 	free(wr->expect);
 	wr->expect = NULL;
 	if (!wr->inline_ && wr->arena_end)
@@ -347,6 +349,7 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 	f->n--;
 	w->bytes_checked += m->len;
 	w->messages++;
+	w->last_progress_ms = tr_now_ms();
 	q->received++;
 	if (q->reserved)
 		q->reserved--;
@@ -456,7 +459,6 @@ static void check_wc(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc *
 	if (wc->status != IBV_WC_SUCCESS)
 		error_wc(w, wc);
 	w->completions++;
-	w->last_progress_ms = tr_now_ms();
 	if (cq->armed == 1 && !cq->must_event)
 		cq->must_event = true, cq->must_event_since_ms = tr_now_ms();
 	if (wc->opcode & IBV_WC_RECV)

@@ -27,7 +27,8 @@
 #endif
 #include "../unit/daemon_fixture.h"
 
-#define STALL_MS  20000                 /* no completion and no post for this long: a hang */
+#define STALL_MS  20000                 /* no WR of a stream posted or retired and no message
+					   received for this long: a hang */
 #define EVENT_MS  5000                  /* an owed CQ event must come within this */
 
 static const struct tr_world *cur;      /* for tr_fail's dump */
@@ -292,7 +293,11 @@ static void run(struct tr_world *w)
 			}
 			tr_rq_refill(w, q, 1 + tr_rng_below(&r, q->depth));
 		} else if (a < 62) {
-			tr_mw_step(w, &w->ep[tr_rng_below(&r, (uint32_t)w->nep)], &r);
+			struct tr_ep *e = &w->ep[tr_rng_below(&r, (uint32_t)w->nep)];
+
+			/* windows live while their endpoint's stream runs */
+			if (!tr_ep_done_posting(w, e) || e->mw.state != TR_MW_FREE)
+				tr_mw_step(w, e, &r);
 		} else if (a < 96) {
 			tr_cq_poll(w, any_cq(w, &r), &r);
 		} else if (a < 98) {
@@ -309,7 +314,7 @@ static void run(struct tr_world *w)
 			break;
 		now = tr_now_ms();
 		if (now - w->last_progress_ms > STALL_MS)
-			tr_fail(w, "no completion and nothing posted for %d ms", STALL_MS);
+			tr_fail(w, "no WR posted or completed and no message received for %d ms", STALL_MS);
 	}
 	/* Lossy queues: whatever has not come in a quiet half second is lost. */
 	now = tr_now_ms();

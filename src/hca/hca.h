@@ -173,7 +173,7 @@ struct sib_swqe {
 	uint64_t bind_addr, bind_len;  /* BIND_MW: the window's range (len 0: unbind) */
 	uint32_t bind_rkey;            /* BIND_MW: the key the window gets */
 	uint32_t bind_mr_key;          /* BIND_MW: L_Key of the MR, 0 if none */
-	unsigned int bind_access;      /* BIND_MW: IBV_ACCESS_REMOTE_* */
+	unsigned int bind_access;      /* BIND_MW: IBV_ACCESS_REMOTE_* (LOCAL_WRITE dropped) */
 	uint32_t inv_rkey;             /* LOCAL_INV, SEND_WITH_INV (IETH) */
 	struct ibv_sge sge[SIB_MAX_SGE]; /* last: not zeroed at post (see above) */
 };

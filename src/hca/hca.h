@@ -535,6 +535,16 @@ int sib_cq_tab_init(void);
 /* cq.c */
 /* Add a completion; raise the channel event if armed.  Engine context. */
 void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
+/*
+ * Remove every completion of QP number qpn from cq, keeping the others in
+ * their order; returns how many went.  Under cq->lock, so against a
+ * concurrent poll; the caller makes sure no completion of qpn is being
+ * pushed (progress_lock held, or the QP unpublished and let go by the
+ * engine).  As mlx5 does on modify to RESET and on destroy (mlx5_cq_clean,
+ * rdma-core v44 providers/mlx5/verbs.c and cq.c): a QP re-armed from
+ * RESET must not meet its old flush errors.  A CQ overrun stays overrun.
+ */
+unsigned int sib_cq_clean(struct sib_cq *cq, uint32_t qpn);
 
 /* qp transport (recv.c, req.c, resp.c, comp.c) */
 /*

@@ -5,7 +5,8 @@
  * private softibd: a QP moved to RESET or destroyed takes its completions
  * out of its CQs (mlx5_cq_clean), the others stay in order, with shared
  * CQs, separate send and receive CQs, and an SRQ; ibv_wr_complete before
- * RTS is EINVAL and posts nothing (rxe, EFA).
+ * RTS is EINVAL and posts nothing (rxe, EFA); ibv_context.cmd_fd is a real
+ * fd that a program may dup, poll and close without harm to the library.
  * The memory window part (IBV_ACCESS_LOCAL_WRITE in a bind) is
  * test_hca_mw's test_mw_bind_local_write.
  */
@@ -323,6 +324,71 @@ static void test_wr_complete_before_rts(void **state)
 	pair_close(&p);
 }
 
+/* ---- cmd_fd ---- */
+
+/* A real fd of its own per context (a sealed, empty memfd: docs/abi.md
+ * "cmd_fd"): dup works, poll says ready as the kernel's uverbs file does,
+ * it reads nothing and takes no writes, and closing the program's dup
+ * changes nothing for the library; ibv_close_device closes it. */
+static void test_cmd_fd(void **state)
+{
+	struct pair p;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	struct pollfd pf;
+	char link[64], path[64], buf[8];
+	int fd, d, flags;
+	ssize_t n;
+
+	pair_open(&p, 1, NULL, NULL);
+	fd = p.e[0].ctx->cmd_fd;
+	assert_true(fd >= 0);
+	assert_true(p.e[1].ctx->cmd_fd >= 0);
+	assert_int_not_equal(fd, p.e[1].ctx->cmd_fd);
+	flags = fcntl(fd, F_GETFD);
+	assert_true(flags >= 0 && (flags & FD_CLOEXEC));
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, link, sizeof(link) - 1);
+	assert_true(n > 0);
+	link[n] = 0;
+	assert_non_null(strstr(link, "softib-cmd"));
+
+	d = dup(fd);
+	assert_true(d >= 0);
+	pf = (struct pollfd){ .fd = d, .events = POLLIN | POLLOUT };
+	assert_int_equal(poll(&pf, 1, 0), 1);
+	assert_true(pf.revents & POLLOUT);
+	assert_int_equal(read(d, buf, sizeof(buf)), 0);
+	errno = 0;
+	assert_int_equal(write(d, "x", 1), -1);
+	assert_int_equal(errno, EPERM);
+	/* O_NONBLOCK on the program's dup: shared with cmd_fd, touches nothing else. */
+	assert_int_equal(fcntl(d, F_SETFL, O_NONBLOCK), 0);
+	assert_int_equal(close(d), 0);
+
+	/* The library still talks to softibd and moves data. */
+	post_recv(&p.e[1], 1, 0, 64);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	poll_one(p.e[1].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	{
+		struct ibv_pd *pd = ibv_alloc_pd(p.e[0].ctx); /* a round trip to softibd */
+
+		assert_non_null(pd);
+		assert_int_equal(ibv_dealloc_pd(pd), 0);
+	}
+	pair_close(&p);
+	/* Closed with its context: the number is free or names something else. */
+	n = readlink(path, link, sizeof(link) - 1);
+	if (n > 0) {
+		link[n] = 0;
+		assert_null(strstr(link, "softib-cmd"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -331,6 +397,7 @@ int main(void)
 		cmocka_unit_test(test_cq_clean_reset_srq),
 		cmocka_unit_test(test_cq_clean_destroy_srq),
 		cmocka_unit_test(test_wr_complete_before_rts),
+		cmocka_unit_test(test_cmd_fd),
 	};
 
 	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);

@@ -200,7 +200,9 @@ enum ibv_wc_status sib_sge_check(struct sib_context *ctx, uint32_t pd, const str
  * receive side's check (a receive WQE's buffers are checked for the bytes
  * a message writes, not the whole posted buffer, as rxe's copy_data and
  * hardware do: UCX posts buffers whose tail lies past their MR).  len 0
- * checks nothing.  IBV_WC_SUCCESS or IBV_WC_LOC_PROT_ERR.
+ * checks nothing.  The caller has checked that off + len is within the
+ * SGEs' total length (the LOC_LEN_ERR checks come first).  IBV_WC_SUCCESS
+ * or IBV_WC_LOC_PROT_ERR.
  */
 enum ibv_wc_status sib_sge_check_range(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
 				       uint32_t num_sge, uint32_t off, uint32_t len, unsigned int need);

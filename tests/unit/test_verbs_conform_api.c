@@ -5,7 +5,8 @@
  * private softibd: a QP moved to RESET or destroyed takes its completions
  * out of its CQs (mlx5_cq_clean), the others stay in order, with shared
  * CQs, separate send and receive CQs, and an SRQ; ibv_wr_complete before
- * RTS is EINVAL and posts nothing (rxe, EFA); ibv_context.cmd_fd is a real
+ * RTS is EINVAL and posts nothing (rxe, EFA); a receive buffer whose tail
+ * lies past its MR takes what fits (item 3); ibv_context.cmd_fd is a real
  * fd that a program may dup, poll and close without harm to the library.
  * The memory window part (IBV_ACCESS_LOCAL_WRITE in a bind) is
  * test_hca_mw's test_mw_bind_local_write.
@@ -324,6 +325,50 @@ static void test_wr_complete_before_rts(void **state)
 	pair_close(&p);
 }
 
+/* ---- receive buffers checked where a message writes (item 3) ---- */
+
+/* The UCX_IB_ALLOC=heap case through the library: a receive buffer whose
+ * tail lies past its MR takes a multi-packet SEND that stops short of the
+ * MR's end; a byte more fails (LOC_PROT_ERR, the requester REM_OP_ERR). */
+static void test_recv_tail_past_mr(void **state)
+{
+	struct pair p;
+	struct ibv_mr *mr;
+	struct ibv_sge sge, rsge;
+	struct ibv_recv_wr rwr = { .sg_list = &rsge, .num_sge = 1 }, *bad;
+	struct ibv_wc wc;
+	uint8_t *r;
+
+	pair_open(&p, 1, NULL, NULL);
+	r = p.e[1].buf + 65536;
+	mr = ibv_reg_mr(p.e[1].pd, r, 4096, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(mr);
+	rsge = (struct ibv_sge){ (uintptr_t)r + 1024, 8192, mr->lkey }; /* 3072 bytes in the MR */
+	for (uint32_t i = 0; i < 3072; i++)
+		p.e[0].buf[i] = (uint8_t)(i * 13 + 1);
+	sge = (struct ibv_sge){ (uintptr_t)p.e[0].buf, 3072, p.e[0].mr->lkey };
+	rwr.wr_id = 1;
+	assert_int_equal(ibv_post_recv(p.e[1].qp, &rwr, &bad), 0);
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 2, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	poll_one(p.e[1].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 3072);
+	assert_memory_equal(r + 1024, p.e[0].buf, 3072);
+	rwr.wr_id = 3;
+	assert_int_equal(ibv_post_recv(p.e[1].qp, &rwr, &bad), 0);
+	sge.length = 3073;
+	assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, 4, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p.e[0].cq, &wc, 5000);
+	assert_int_equal(wc.status, IBV_WC_REM_OP_ERR);
+	poll_one(p.e[1].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 3);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+	assert_int_equal(ibv_dereg_mr(mr), 0);
+	pair_close(&p);
+}
+
 /* ---- cmd_fd ---- */
 
 /* A real fd of its own per context (a sealed, empty memfd: docs/abi.md
@@ -397,6 +442,7 @@ int main(void)
 		cmocka_unit_test(test_cq_clean_reset_srq),
 		cmocka_unit_test(test_cq_clean_destroy_srq),
 		cmocka_unit_test(test_wr_complete_before_rts),
+		cmocka_unit_test(test_recv_tail_past_mr),
 		cmocka_unit_test(test_cmd_fd),
 	};
 

@@ -173,7 +173,7 @@ struct sib_swqe {
 	uint64_t bind_addr, bind_len;  /* BIND_MW: the window's range (len 0: unbind) */
 	uint32_t bind_rkey;            /* BIND_MW: the key the window gets */
 	uint32_t bind_mr_key;          /* BIND_MW: L_Key of the MR, 0 if none */
-	unsigned int bind_access;      /* BIND_MW: IBV_ACCESS_REMOTE_* */
+	unsigned int bind_access;      /* BIND_MW: IBV_ACCESS_REMOTE_* (LOCAL_WRITE dropped) */
 	uint32_t inv_rkey;             /* LOCAL_INV, SEND_WITH_INV (IETH) */
 	struct ibv_sge sge[SIB_MAX_SGE]; /* last: not zeroed at post (see above) */
 };
@@ -537,6 +537,16 @@ int sib_cq_tab_init(void);
 /* cq.c */
 /* Add a completion; raise the channel event if armed.  Engine context. */
 void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
+/*
+ * Remove every completion of QP number qpn from cq, keeping the others in
+ * their order; returns how many went.  Under cq->lock, so against a
+ * concurrent poll; the caller makes sure no completion of qpn is being
+ * pushed (progress_lock held, or the QP unpublished and let go by the
+ * engine).  As mlx5 does on modify to RESET and on destroy (mlx5_cq_clean,
+ * rdma-core v44 providers/mlx5/verbs.c and cq.c): a QP re-armed from
+ * RESET must not meet its old flush errors.  A CQ overrun stays overrun.
+ */
+unsigned int sib_cq_clean(struct sib_cq *cq, uint32_t qpn);
 
 /* qp transport (recv.c, req.c, resp.c, comp.c) */
 /*

@@ -312,6 +312,15 @@ static void place(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr, uint8_t
 	e->stats_op[wr->op & 15]++;
 }
 
+/* A window's access: the remote rights the WRs through it need, and now
+ * and then IBV_ACCESS_LOCAL_WRITE, which binds accept and ignore (rxe's
+ * RXE_ACCESS_SUPPORTED_MW, mlx5; issue 14). */
+static unsigned int bind_access(const struct tr_wr *wr)
+{
+	return IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+	       ((wr->wr_id >> 1) & 1 ? IBV_ACCESS_LOCAL_WRITE : 0);
+}
+
 static unsigned int wr_flags(const struct tr_wr *wr)
 {
 	return (wr->signaled ? IBV_SEND_SIGNALED : 0) | (wr->inline_ ? IBV_SEND_INLINE : 0) |
@@ -345,8 +354,7 @@ static void post_list(struct tr_world *w, struct tr_ep *e, struct tr_wr *list, i
 			s->bind_mw.bind_info.mr = w->ctx[e->ctx].mr[wr->seq & 1];
 			s->bind_mw.bind_info.addr = (uintptr_t)u->tgt_mem;
 			s->bind_mw.bind_info.length = u->tgt_size;
-			s->bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-							       IBV_ACCESS_REMOTE_ATOMIC;
+			s->bind_mw.bind_info.mw_access_flags = bind_access(wr);
 		} else if (wr->op == IBV_WR_LOCAL_INV) {
 			s->sg_list = NULL;
 			s->num_sge = 0;
@@ -396,8 +404,7 @@ static void post_wr_api(struct tr_world *w, struct tr_ep *e, struct tr_wr *list,
 				struct ibv_mw_bind_info bi = {
 					.mr = w->ctx[e->ctx].mr[wr->seq & 1], .addr = (uintptr_t)u->tgt_mem,
 					.length = u->tgt_size,
-					.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-							   IBV_ACCESS_REMOTE_ATOMIC,
+					.mw_access_flags = bind_access(wr),
 				};
 
 				ibv_wr_bind_mw(qx, u->mw.mw, u->mw.rkey, &bi);
@@ -546,7 +553,8 @@ bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
 				.bind_info = { .mr = w->ctx[peer->ctx].mr[tr_rng_below(r, 2)],
 					       .addr = (uintptr_t)e->tgt_mem, .length = e->tgt_size,
 					       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-								  IBV_ACCESS_REMOTE_ATOMIC },
+								  IBV_ACCESS_REMOTE_ATOMIC |
+								  (tr_rng_pct(r, 30) ? IBV_ACCESS_LOCAL_WRITE : 0) },
 			};
 			int rc;
 
@@ -685,8 +693,16 @@ bool tr_rq_refill(struct tr_world *w, struct tr_rq *q, uint32_t max)
 
 			p += tr_rng_below(&q->rng, 3) ? 0 : 1 + tr_rng_below(&q->rng, 63);
 			x->sge[i].addr = (uintptr_t)p;
-			x->sge[i].length = l;
 			x->sge[i].lkey = tr_lkey(w, q->ctx, &q->rng);
+			if (q->slot_mr) {
+				/* the slot's own MR; the last SGE ends past it */
+				uint8_t *mr_end = q->slots + (size_t)(slot + 1) * q->slot_size - TR_LOOSE;
+
+				x->sge[i].lkey = q->slot_mr[slot]->lkey;
+				if (i == nsge - 1)
+					l = (uint32_t)(mr_end - p) + 1 + tr_rng_below(&q->rng, TR_LOOSE - 1);
+			}
+			x->sge[i].length = l;
 			x->cap += l;
 			p += l;
 			left -= l < left ? l : left;

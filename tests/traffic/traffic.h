@@ -47,6 +47,7 @@
 #define TR_UD_GRH      40              /* the GRH area of a UD receive buffer */
 #define TR_CANARY      0xC3            /* receive slots are filled with it */
 #define TR_SINK        0x5A            /* READ and atomic sinks are filled with it */
+#define TR_LOOSE       256             /* a slot's bytes past its own MR (loose tails) */
 
 /* xoshiro256** (Blackman, Vigna): every stream of the run is one of these. */
 struct tr_rng {
@@ -146,6 +147,10 @@ struct tr_rq {
 	uint32_t cap;                  /* each WQE holds at least this many bytes */
 	uint32_t slot_size;
 	uint8_t *slots;                /* depth * slot_size bytes of the context's memory */
+	/* loose tails: each slot has an MR of its own that ends TR_LOOSE bytes
+	 * before the slot does, and the last SGE of a WQE runs past it; only
+	 * the bytes a message writes are checked (rxe, hardware; issue 14) */
+	struct ibv_mr **slot_mr;
 	struct tr_rwqe *rwqe;          /* by slot */
 	uint32_t posted;               /* WQEs posted and not completed */
 	uint32_t reserved;             /* of those, promised to messages already posted */

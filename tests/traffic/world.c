@@ -144,6 +144,14 @@ static struct tr_rq *rq_new(struct tr_world *w, int c, struct tr_rng *r, uint32_
 	q->slots = mem_take(w, c, (size_t)q->depth * q->slot_size);
 	q->rwqe = calloc(q->depth, sizeof(*q->rwqe));
 	tr_rng_seed(&q->rng, w->o.seed, 0x100 + (uint64_t)q->id);
+	if (tr_rng_pct(r, 40)) {
+		q->slot_mr = calloc(q->depth, sizeof(*q->slot_mr));
+		for (uint32_t i = 0; i < q->depth; i++) {
+			q->slot_mr[i] = ibv_reg_mr(w->ctx[c].pd, q->slots + (size_t)i * q->slot_size,
+						   q->slot_size - TR_LOOSE, IBV_ACCESS_LOCAL_WRITE);
+			CHECK(q->slot_mr[i], "ibv_reg_mr(slot): %s", strerror(errno));
+		}
+	}
 	if (srq) {
 		struct ibv_srq_init_attr_ex sa = {
 			.attr = { .max_wr = q->depth, .max_sge = q->max_sge },
@@ -516,6 +524,9 @@ void tr_world_close(struct tr_world *w)
 
 		if (q->srq)
 			CHECK(!ibv_destroy_srq(q->srq), "ibv_destroy_srq");
+		for (uint32_t s = 0; q->slot_mr && s < q->depth; s++)
+			CHECK(!ibv_dereg_mr(q->slot_mr[s]), "ibv_dereg_mr(slot)");
+		free(q->slot_mr);
 		for (int s = 0; s < TR_MAX_EP; s++) {
 			for (struct tr_msg *m = q->from[s].head, *n; m; m = n) {
 				n = m->next;

@@ -11,6 +11,7 @@ if(TARGET ibverbs AND TARGET softibd)
     ${CMAKE_CURRENT_SOURCE_DIR}/traffic/world.c
     ${CMAKE_CURRENT_SOURCE_DIR}/traffic/gen.c
     ${CMAKE_CURRENT_SOURCE_DIR}/traffic/check.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/traffic/episode.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c)
   target_link_libraries(test_traffic PRIVATE ibverbs)
   target_compile_definitions(test_traffic PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")

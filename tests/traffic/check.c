@@ -75,12 +75,12 @@ static void all_equal(const struct tr_world *w, const uint8_t *p, uint8_t v, siz
 
 /* The WR at the send queue's tail has completed (by itself or as an
  * unsignaled WR before a signaled one): check what it brought back. */
-static void retire(struct tr_world *w, struct tr_ep *e)
+void tr_retire(struct tr_world *w, struct tr_ep *e)
 {
 	struct tr_wr *wr = &e->sq[e->retired % e->sq_depth];
 
-	if (wr->op == IBV_WR_RDMA_READ || wr->op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    wr->op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+	if (wr->status == IBV_WC_SUCCESS && (wr->op == IBV_WR_RDMA_READ || wr->op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+					     wr->op == IBV_WR_ATOMIC_FETCH_AND_ADD)) {
 		uint32_t off = 0;
 
 		for (int i = 0; i < wr->nsge; i++) {
@@ -127,7 +127,7 @@ static void check_send(struct tr_world *w, const struct ibv_wc *wc)
 		wr = &e->sq[e->retired % e->sq_depth];
 		if (wr->signaled)
 			break;
-		retire(w, e);
+		tr_retire(w, e);
 	}
 	if (wc->wr_id != wr->wr_id)
 		tr_fail(w, "endpoint %d: send completion wr_id 0x%llx, want 0x%llx (the oldest signaled WR)", e->id,
@@ -144,7 +144,7 @@ static void check_send(struct tr_world *w, const struct ibv_wc *wc)
 	if (wc->wc_flags & (IBV_WC_WITH_IMM | IBV_WC_WITH_INV | IBV_WC_GRH))
 		tr_fail(w, "endpoint %d WR %llu: send completion with wc_flags 0x%x", e->id,
 			(unsigned long long)wr->seq, wc->wc_flags);
-	retire(w, e);
+	tr_retire(w, e);
 }
 
 /* Does the received wc (WQE x) carry message m?  why says what differs. */
@@ -261,7 +261,7 @@ static void msg_free(struct tr_msg *m)
 
 static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc *wc)
 {
-	uint32_t qid = (uint32_t)(wc->wr_id >> 32), slot = (uint32_t)wc->wr_id;
+	uint32_t qid = (uint32_t)(wc->wr_id >> 32) & 0x3fffffffu, slot = (uint32_t)wc->wr_id;
 	struct tr_rq *q;
 	struct tr_ep *dst, *src = NULL;
 	struct tr_rwqe *x;
@@ -425,6 +425,46 @@ void tr_print_sq(const struct tr_ep *e)
 		tr_print_wr(e, &e->sq[s % e->sq_depth]);
 }
 
+bool tr_episode_wc(struct tr_world *w, const struct ibv_wc *wc)
+{
+	struct tr_ep *e = tr_ep_by_qpn(w, wc->qp_num);
+
+	if (!e || !e->in_err)
+		return false;
+	if ((wc->wr_id & TR_WRID_RECV) && !(wc->wr_id & TR_WRID_EXTRA)) {
+		/* a receive WQE of the QP, flushed */
+		uint32_t qid = (uint32_t)(wc->wr_id >> 32) & 0x3fffffffu, slot = (uint32_t)wc->wr_id;
+		struct tr_rq *q;
+
+		if (wc->status != IBV_WC_WR_FLUSH_ERR || qid != (uint32_t)e->rq || slot >= w->rq[qid].depth ||
+		    !w->rq[qid].rwqe[slot].busy)
+			return false;
+		q = &w->rq[qid];
+		q->rwqe[slot].busy = false;
+		q->posted--;
+		memset(q->slots + (size_t)slot * q->slot_size, TR_CANARY, q->slot_size);
+		e->flushed++;
+		return true;
+	}
+	/* the send queue: every WR completes, in order, with its status */
+	if (e->retired == e->posted)
+		return false;
+	struct tr_wr *wr = &e->sq[e->retired % e->sq_depth];
+
+	if (wc->wr_id != wr->wr_id || wc->status != wr->status) {
+		fprintf(stderr, "traffic: endpoint %d's error episode: wr_id 0x%llx status %s, want 0x%llx %s\n",
+			e->id, (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status),
+			(unsigned long long)wr->wr_id, ibv_wc_status_str(wr->status));
+		return false;
+	}
+	if (wr->status != IBV_WC_WR_FLUSH_ERR)
+		e->bad_seen = true;
+	else
+		e->flushed++;
+	tr_retire(w, e);
+	return true;
+}
+
 /* An error completion: show every other error completion queued now
  * (the first cause is often on another CQ), then fail. */
 static _Noreturn void error_wc(struct tr_world *w, const struct ibv_wc *wc)
@@ -456,8 +496,12 @@ static _Noreturn void error_wc(struct tr_world *w, const struct ibv_wc *wc)
 /* One completion of cq. */
 static void check_wc(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc *wc)
 {
-	if (wc->status != IBV_WC_SUCCESS)
+	if (wc->status != IBV_WC_SUCCESS && !tr_episode_wc(w, wc))
 		error_wc(w, wc);
+	if (wc->status != IBV_WC_SUCCESS) {
+		w->completions++;
+		return;
+	}
 	w->completions++;
 	if (cq->armed == 1 && !cq->must_event)
 		cq->must_event = true, cq->must_event_since_ms = tr_now_ms();

@@ -457,7 +457,7 @@ bool tr_ep_post(struct tr_world *w, struct tr_ep *e)
 	struct tr_wr list[BATCH_MAX];
 	int n = 0;
 
-	if (tr_ep_done_posting(w, e))
+	if (tr_ep_done_posting(w, e) || e->quiesce)
 		return false;
 	if (!e->batch_left) {
 		e->batch_left = 1 + tr_rng_below(&e->rng, tr_rng_pct(&e->rng, 50) ? 1 : BATCH_MAX);
@@ -504,9 +504,9 @@ bool tr_ep_post(struct tr_world *w, struct tr_ep *e)
 	return true;
 }
 
-/* Post one WR outside the stream (a window's bind or invalidation) on p,
- * signaled, through either API; false if it cannot go now. */
-static bool post_extra(struct tr_world *w, struct tr_ep *p, struct tr_wr *wr, struct tr_rng *r)
+/* One WR outside the stream (a window's bind or invalidation, an error
+ * episode's), signaled, through either API. */
+bool tr_post_extra(struct tr_world *w, struct tr_ep *p, struct tr_wr *wr, struct tr_rng *r)
 {
 	static uint8_t scratch[TR_MAX_INLINE + 64 * TR_MAX_SGE + 64];
 	static uint64_t extra_id;
@@ -515,8 +515,8 @@ static bool post_extra(struct tr_world *w, struct tr_ep *p, struct tr_wr *wr, st
 	wr->wr_id = TR_WRID_EXTRA | extra_id;
 	wr->seq = TR_WRID_EXTRA | extra_id;
 	wr->wr_api = !p->no_wr_api && tr_rng_pct(r, 50);
-	if (p->batch_left || !can_post(w, p, wr, 0, p->arena_head))
-		return false; /* not inside another post list of p's */
+	if (!can_post(w, p, wr, 0, p->arena_head))
+		return false;
 	extra_id++;
 	place(w, p, wr, scratch);
 	if (wr->wr_api)
@@ -540,6 +540,8 @@ bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
 	if (!e->has_mw)
 		return false;
 	peer = &w->ep[e->peer];
+	if (mw->state == TR_MW_FREE && (e->quiesce || peer->quiesce))
+		return false; /* an error episode is on: no new binding */
 	memset(&wr, 0, sizeof(wr));
 	wr.dst_rq = -1;
 	wr.dst_ep = -1;
@@ -558,7 +560,7 @@ bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
 			};
 			int rc;
 
-			if (peer->batch_left || peer->posted - peer->retired >= peer->sq_depth)
+			if (peer->posted - peer->retired >= peer->sq_depth)
 				return false;
 			wr.op = IBV_WR_BIND_MW;
 			wr.signaled = true;
@@ -577,7 +579,7 @@ bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
 
 			mw->rkey = ibv_inc_rkey(old);
 			wr.op = IBV_WR_BIND_MW;
-			if (!post_extra(w, peer, &wr, r)) {
+			if (!tr_post_extra(w, peer, &wr, r)) {
 				mw->rkey = old;
 				return false;
 			}
@@ -605,7 +607,7 @@ bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
 				wr.expect = malloc(wr.len);
 				tr_rng_fill(r, wr.expect, wr.len);
 			}
-			if (!post_extra(w, e, &wr, r)) {
+			if (!tr_post_extra(w, e, &wr, r)) {
 				free(wr.expect);
 				return false;
 			}
@@ -627,7 +629,7 @@ bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
 			};
 			int rc;
 
-			if (peer->batch_left || peer->posted - peer->retired >= peer->sq_depth)
+			if (peer->posted - peer->retired >= peer->sq_depth)
 				return false;
 			wr.op = IBV_WR_BIND_MW;
 			wr.mw_unbind = true;
@@ -644,7 +646,7 @@ bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
 			w->extra_wrs++;
 		} else {
 			wr.op = IBV_WR_LOCAL_INV;
-			if (!post_extra(w, peer, &wr, r))
+			if (!tr_post_extra(w, peer, &wr, r))
 				return false;
 		}
 		mw->state = TR_MW_INVALIDATING;
@@ -711,7 +713,7 @@ bool tr_rq_refill(struct tr_world *w, struct tr_rq *q, uint32_t max)
 			tr_fail(w, "rq %d: slot overflow", q->id);
 		x->busy = true;
 		memset(&rw[n], 0, sizeof(rw[n]));
-		rw[n].wr_id = ((uint64_t)q->id << 32) | slot;
+		rw[n].wr_id = TR_WRID_RECV | ((uint64_t)q->id << 32) | slot;
 		rw[n].sg_list = x->sge;
 		rw[n].num_sge = x->nsge;
 		rw[n].next = NULL;

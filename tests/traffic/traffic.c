@@ -308,6 +308,12 @@ static void run(struct tr_world *w)
 		if (iter % 256)
 			continue;
 		check_owed_events(w);
+		/* Error episodes: now and then one starts; the ones on go a step. */
+		if (tr_rng_pct(&r, 3))
+			tr_episode_start(w, &w->ep[tr_rng_below(&r, (uint32_t)w->nep)]);
+		for (int i = 0; i < w->nep; i++)
+			if (w->ep[i].episode)
+				tr_episode_step(w, &w->ep[i], &r);
 		if (tr_rng_pct(&r, 10))
 			tr_ep_check_target(w, &w->ep[tr_rng_below(&r, (uint32_t)w->nep)]);
 		if (all_done(w))
@@ -456,9 +462,15 @@ int main(int argc, char **argv)
 			linv += w.ep[i].mw.local_invs;
 			uses += w.ep[i].mw.uses;
 		}
+		uint64_t flushed = 0;
+
+		for (int i = 0; i < w.nep; i++)
+			flushed += w.ep[i].flushed;
 		printf(", windows: %llu binds, %llu WRs through them, %llu remote and %llu local invalidations",
 		       (unsigned long long)binds, (unsigned long long)uses, (unsigned long long)rinv,
 		       (unsigned long long)linv);
+		printf(", %llu error episodes (%llu flushes polled before RESET)", (unsigned long long)w.episodes,
+		       (unsigned long long)flushed);
 	}
 	printf(", %.2f s\n", (double)(tr_now_ms() - t0) / 1000.0);
 	if (w.o.verbose) {

@@ -79,6 +79,10 @@ struct tr_opts {
 #define TR_T_SRQ  (1u << 4)            /* RC and UD endpoints that receive on SRQs */
 #define TR_T_ALL  0x1fu
 
+#define TR_EP_NONE      0
+#define TR_EP_QUIESCE   1
+#define TR_EP_ERRORING  2
+
 struct tr_cq {
 	struct ibv_cq *cq;
 	struct ibv_cq_ex *cqx;         /* created with ibv_create_cq_ex, else NULL */
@@ -179,10 +183,12 @@ struct tr_mw {
 };
 
 #define TR_WRID_EXTRA (1ull << 63)     /* wr_id of a WR outside the stream (windows) */
+#define TR_WRID_RECV  (1ull << 62)     /* wr_id of a receive WR: | rq << 32 | slot */
 
 /* One posted send WR as the model sees it. */
 struct tr_wr {
 	uint64_t seq;
+	enum ibv_wc_status status;     /* the completion it must get (error episodes) */
 	uint64_t wr_id;                /* seq, or TR_WRID_EXTRA | n for window WRs */
 	bool uses_mw;                  /* rkey is its endpoint's window */
 	int mw_of;                     /* BIND_MW, LOCAL_INV: the endpoint whose window; -1 */
@@ -222,6 +228,16 @@ struct tr_ep {
 	uint32_t max_sge;              /* the QP's max_send_sge */
 	bool sig_all;
 	bool rnr;                      /* may send with no receive posted (RC: RNR NAK) */
+	bool global;                   /* the path has a GRH */
+	uint8_t max_rd, max_dest_rd;   /* max_rd_atomic, max_dest_rd_atomic */
+	/* error episodes (traffic.c): the pair quiesces, a WR with a bad R_Key
+	 * takes both QPs to ERR, flushes are checked, RESET (which takes the
+	 * QPs' completions out of the CQs), and the pair is connected again */
+	int episode;                   /* TR_EP_* on the endpoint that started it */
+	bool quiesce;                  /* this endpoint and its peer post nothing new */
+	bool in_err;                   /* error and flush completions are expected */
+	bool bad_seen;                 /* the bad WR's completion came */
+	uint64_t episodes, flushed;
 	bool no_wr_api;
 	/* UD */
 	struct ibv_ah *ah[TR_MAX_EP];  /* by destination endpoint */
@@ -268,13 +284,15 @@ struct tr_world {
 	struct tr_rq rq[TR_MAX_RQ];
 	int nrq;
 	uint64_t completions, bytes_checked, messages, events, rnr_episodes;
-	uint64_t extra_wrs;
+	uint64_t extra_wrs, episodes;
 	uint64_t last_progress_ms;
 };
 
 /* world.c */
 void tr_world_open(struct tr_world *w);
 void tr_world_close(struct tr_world *w);
+/* An RC pair from RESET to RTS again, with fresh PSNs. */
+void tr_pair_reconnect(struct tr_world *w, struct tr_ep *a, struct tr_ep *b, struct tr_rng *r);
 /* The endpoint whose QP (or XRC_RECV QP) has number qpn, or NULL. */
 struct tr_ep *tr_ep_by_qpn(struct tr_world *w, uint32_t qpn);
 struct tr_ep *tr_ep_by_tgt_qpn(struct tr_world *w, uint32_t qpn);
@@ -289,6 +307,11 @@ bool tr_rq_refill(struct tr_world *w, struct tr_rq *rq, uint32_t max);
 bool tr_ep_done_posting(const struct tr_world *w, const struct tr_ep *ep);
 /* A step of ep's window's life (bind, invalidate), if it can go now. */
 bool tr_mw_step(struct tr_world *w, struct tr_ep *ep, struct tr_rng *r);
+/* Post one WR outside the stream on p (signaled): false if it cannot go now. */
+bool tr_post_extra(struct tr_world *w, struct tr_ep *p, struct tr_wr *wr, struct tr_rng *r);
+/* Error episodes: start one on ep's pair, or take the current one a step on. */
+bool tr_episode_start(struct tr_world *w, struct tr_ep *ep);
+void tr_episode_step(struct tr_world *w, struct tr_ep *ep, struct tr_rng *r);
 
 /* check.c */
 /* Poll cq once (a random pattern) and check what came: completions seen. */
@@ -298,6 +321,11 @@ void tr_print_wr(const struct tr_ep *e, const struct tr_wr *wr);
 void tr_print_sq(const struct tr_ep *e);
 /* The WR at the endpoint's send queue tail completed: its window effects. */
 void tr_mw_retired(struct tr_world *w, struct tr_ep *ep, struct tr_wr *wr);
+/* The WR at the endpoint's send queue tail completed: check its results,
+ * free its place. */
+void tr_retire(struct tr_world *w, struct tr_ep *e);
+/* An error completion expected by an error episode: true if it was one. */
+bool tr_episode_wc(struct tr_world *w, const struct ibv_wc *wc);
 /* Check the endpoint's target region against the model (writer idle). */
 void tr_ep_check_target(struct tr_world *w, struct tr_ep *ep);
 

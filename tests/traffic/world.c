@@ -344,6 +344,11 @@ static void pair_new(struct tr_world *w, enum tr_kind k, int a, int b, struct tr
 
 	connect_qp(w, ea->qp, k, mtu, eb->qp->qp_num, b, r, false, global, psn_a, psn_b, rd_a, dest_a);
 	connect_qp(w, eb->qp, k, mtu, ea->qp->qp_num, a, r, false, global, psn_b, psn_a, rd_b, dest_b);
+	ea->global = eb->global = global;
+	ea->max_rd = rd_a;
+	ea->max_dest_rd = dest_a;
+	eb->max_rd = rd_b;
+	eb->max_dest_rd = dest_b;
 }
 
 static void target_new(struct tr_world *w, struct tr_ep *e, int pc)
@@ -485,6 +490,17 @@ void tr_world_open(struct tr_world *w)
 				q->lossy = w->o.faults;
 		memset(q->slots, TR_CANARY, (size_t)q->depth * q->slot_size);
 	}
+}
+
+void tr_pair_reconnect(struct tr_world *w, struct tr_ep *a, struct tr_ep *b, struct tr_rng *r)
+{
+	uint32_t psn_a = tr_rng_next(r) & 0xffffff, psn_b = tr_rng_next(r) & 0xffffff;
+	enum tr_kind k = a->kind;
+
+	connect_qp(w, a->qp, k, a->mtu, b->qp->qp_num, b->ctx, r, false, a->global, psn_a, psn_b, a->max_rd,
+		   a->max_dest_rd);
+	connect_qp(w, b->qp, k, b->mtu, a->qp->qp_num, a->ctx, r, false, b->global, psn_b, psn_a, b->max_rd,
+		   b->max_dest_rd);
 }
 
 struct tr_ep *tr_ep_by_qpn(struct tr_world *w, uint32_t qpn)

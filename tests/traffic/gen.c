@@ -531,6 +531,40 @@ bool tr_post_extra(struct tr_world *w, struct tr_ep *p, struct tr_wr *wr, struct
 	return true;
 }
 
+/* The Bind verb on e's type 1 window over its target region: the provider
+ * posts it on the peer's QP (ibv_bind_mw(3)); unbind: a zero-length bind.
+ * False if the peer's send queue is full. */
+static bool bind_type1(struct tr_world *w, struct tr_ep *e, struct tr_rng *r, bool unbind)
+{
+	struct tr_ep *peer = &w->ep[e->peer];
+	struct ibv_mw_bind b = {
+		.send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = w->ctx[peer->ctx].mr[tr_rng_below(r, 2)], .addr = (uintptr_t)e->tgt_mem,
+			       .length = unbind ? 0 : e->tgt_size,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+						  IBV_ACCESS_REMOTE_ATOMIC |
+						  (tr_rng_pct(r, 30) ? IBV_ACCESS_LOCAL_WRITE : 0) },
+	};
+	struct tr_wr wr = { .op = IBV_WR_BIND_MW, .signaled = true, .mw_of = e->id, .mw_unbind = unbind,
+			    .dst_rq = -1, .dst_ep = -1 };
+	int rc;
+
+	if (peer->posted - peer->retired >= peer->sq_depth)
+		return false;
+	wr.wr_id = wr.seq = TR_WRID_EXTRA | (0x4000000000000000ull + w->extra_wrs);
+	b.wr_id = wr.wr_id;
+	rc = ibv_bind_mw(peer->qp, e->mw.mw, &b);
+	if (rc)
+		tr_fail(w, "ibv_bind_mw (type 1%s, endpoint %d's window): %s", unbind ? " unbind" : "", e->id,
+			strerror(rc));
+	e->mw.rkey = e->mw.mw->rkey;
+	peer->sq[peer->posted % peer->sq_depth] = wr;
+	peer->posted++;
+	peer->unsignaled_run = 0;
+	w->extra_wrs++;
+	return true;
+}
+
 bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
 {
 	struct tr_mw *mw = &e->mw;
@@ -549,31 +583,8 @@ bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
 	switch (mw->state) {
 	case TR_MW_FREE:
 		if (mw->mw->type == IBV_MW_TYPE_1) {
-			/* the Bind verb: the provider posts it on the peer's QP */
-			struct ibv_mw_bind b = {
-				.wr_id = 0, .send_flags = IBV_SEND_SIGNALED,
-				.bind_info = { .mr = w->ctx[peer->ctx].mr[tr_rng_below(r, 2)],
-					       .addr = (uintptr_t)e->tgt_mem, .length = e->tgt_size,
-					       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-								  IBV_ACCESS_REMOTE_ATOMIC |
-								  (tr_rng_pct(r, 30) ? IBV_ACCESS_LOCAL_WRITE : 0) },
-			};
-			int rc;
-
-			if (peer->posted - peer->retired >= peer->sq_depth)
+			if (!bind_type1(w, e, r, false))
 				return false;
-			wr.op = IBV_WR_BIND_MW;
-			wr.signaled = true;
-			wr.wr_id = wr.seq = TR_WRID_EXTRA | (0x4000000000000000ull + w->extra_wrs);
-			b.wr_id = wr.wr_id;
-			rc = ibv_bind_mw(peer->qp, mw->mw, &b);
-			if (rc)
-				tr_fail(w, "ibv_bind_mw (type 1, endpoint %d's window): %s", e->id, strerror(rc));
-			mw->rkey = mw->mw->rkey;
-			peer->sq[peer->posted % peer->sq_depth] = wr;
-			peer->posted++;
-			peer->unsignaled_run = 0;
-			w->extra_wrs++;
 		} else {
 			uint32_t old = mw->rkey;
 
@@ -621,29 +632,8 @@ bool tr_mw_step(struct tr_world *w, struct tr_ep *e, struct tr_rng *r)
 		if (mw->users)
 			return false;
 		if (mw->mw->type == IBV_MW_TYPE_1) {
-			/* a zero-length bind unbinds a type 1 window */
-			struct ibv_mw_bind b = {
-				.send_flags = IBV_SEND_SIGNALED,
-				.bind_info = { .mr = w->ctx[peer->ctx].mr[0], .addr = (uintptr_t)e->tgt_mem, .length = 0,
-					       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
-			};
-			int rc;
-
-			if (peer->posted - peer->retired >= peer->sq_depth)
+			if (!bind_type1(w, e, r, true)) /* a zero-length bind unbinds it */
 				return false;
-			wr.op = IBV_WR_BIND_MW;
-			wr.mw_unbind = true;
-			wr.signaled = true;
-			wr.wr_id = wr.seq = TR_WRID_EXTRA | (0x4000000000000000ull + w->extra_wrs);
-			b.wr_id = wr.wr_id;
-			rc = ibv_bind_mw(peer->qp, mw->mw, &b);
-			if (rc)
-				tr_fail(w, "ibv_bind_mw (type 1 unbind, endpoint %d's window): %s", e->id, strerror(rc));
-			mw->rkey = mw->mw->rkey;
-			peer->sq[peer->posted % peer->sq_depth] = wr;
-			peer->posted++;
-			peer->unsignaled_run = 0;
-			w->extra_wrs++;
 		} else {
 			wr.op = IBV_WR_LOCAL_INV;
 			if (!tr_post_extra(w, peer, &wr, r))

@@ -25,17 +25,9 @@
 #define QKEY    0x1234u
 #define WAIT_MS 5000
 
-struct mix_end {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-	uint16_t lid;
-};
-
-static void mix_open(struct mix_end *e, const char *dev, enum ibv_qp_type type)
+/* An end of the harness's shape (struct end) with a 16-entry send queue,
+ * of type RC or UD, created through ibv_create_qp_ex (both post APIs). */
+static void mix_open(struct end *e, const char *dev, enum ibv_qp_type type)
 {
 	struct ibv_port_attr pa;
 	struct ibv_qp_init_attr_ex ia = {
@@ -64,17 +56,7 @@ static void mix_open(struct mix_end *e, const char *dev, enum ibv_qp_type type)
 	e->lid = pa.lid;
 }
 
-static void mix_close(struct mix_end *e)
-{
-	assert_int_equal(ibv_destroy_qp(e->qp), 0);
-	assert_int_equal(ibv_dereg_mr(e->mr), 0);
-	assert_int_equal(ibv_destroy_cq(e->cq), 0);
-	assert_int_equal(ibv_dealloc_pd(e->pd), 0);
-	assert_int_equal(ibv_close_device(e->ctx), 0);
-	free(e->buf);
-}
-
-static void to_rts(struct mix_end *e, const struct mix_end *peer)
+static void to_rts(struct end *e, const struct end *peer)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
 	bool ud = e->qp->qp_type == IBV_QPT_UD;
@@ -111,7 +93,7 @@ static uint8_t pattern(int k, size_t i)
 
 static void run(enum ibv_qp_type type, bool wr_api)
 {
-	struct mix_end s, r;
+	struct end s, r;
 	struct ibv_ah *ah = NULL;
 	struct ibv_qp_ex *qx;
 	uint32_t grh = type == IBV_QPT_UD ? 40 : 0;
@@ -208,8 +190,8 @@ static void run(enum ibv_qp_type type, bool wr_api)
 		fail_msg("%d of %d messages carry wrong bytes", bad, NMSG);
 	if (ah)
 		assert_int_equal(ibv_destroy_ah(ah), 0);
-	mix_close(&s);
-	mix_close(&r);
+	end_close(&s);
+	end_close(&r);
 }
 
 /*

@@ -86,6 +86,8 @@ void tr_retire(struct tr_world *w, struct tr_ep *e)
 		for (int i = 0; i < wr->nsge; i++) {
 			const uint8_t *p = (const uint8_t *)(uintptr_t)wr->sge[i].addr;
 
+			if (!p)
+				continue; /* an empty SGE at address 0 */
 			if (memcmp(p, wr->expect + off, wr->sge[i].length)) {
 				fprintf(stderr, "traffic: endpoint %d's WRs from the failing one:\n", e->id);
 				tr_print_sq(e);
@@ -94,7 +96,8 @@ void tr_retire(struct tr_world *w, struct tr_ep *e)
 				    wr->op == IBV_WR_RDMA_READ ? "RDMA READ data" : "atomic original value",
 				    e->id, wr->seq);
 			/* nothing written past the SGE (the next gap or SGE is ours) */
-			if (i + 1 < wr->nsge && wr->sge[i + 1].addr > wr->sge[i].addr + wr->sge[i].length)
+			if (i + 1 < wr->nsge && wr->sge[i + 1].addr &&
+			    wr->sge[i + 1].addr > wr->sge[i].addr + wr->sge[i].length)
 				all_equal(w, p + wr->sge[i].length, TR_SINK,
 					  wr->sge[i + 1].addr - wr->sge[i].addr - wr->sge[i].length,
 					  "gap between READ/atomic SGEs", e->id, wr->seq);

@@ -68,6 +68,8 @@ static uint32_t draw_len(struct tr_rng *r, const struct tr_ep *e)
 	return len > e->max_len ? e->max_len : len;
 }
 
+#define SGE_NULL UINT64_MAX /* gen_next's mark: an empty SGE at address 0 */
+
 /* Split len bytes over n SGEs (zero lengths allowed), gaps between them. */
 static void draw_sges(struct tr_rng *r, struct tr_wr *wr, uint32_t len, int n)
 {
@@ -79,6 +81,9 @@ static void draw_sges(struct tr_rng *r, struct tr_wr *wr, uint32_t len, int n)
 
 		wr->sge[i].length = l;
 		wr->sge[i].addr = tr_rng_below(r, 3) ? 0 : 1 + tr_rng_below(r, 64); /* the gap before it */
+		/* An empty SGE at address 0 and any key, as UCX posts them. */
+		if (!l && tr_rng_pct(r, 30))
+			wr->sge[i].addr = SGE_NULL;
 		left -= l;
 	}
 }
@@ -171,7 +176,7 @@ static size_t arena_need(const struct tr_wr *wr)
 	if (wr->inline_)
 		return 0;
 	for (int i = 0; i < wr->nsge; i++)
-		n += wr->sge[i].addr + wr->sge[i].length;
+		n += (wr->sge[i].addr == SGE_NULL ? 0 : wr->sge[i].addr) + wr->sge[i].length;
 	return n + 8;
 }
 
@@ -225,6 +230,11 @@ static void place(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr, uint8_t
 	if (need && (wr->op == IBV_WR_RDMA_READ || is_atomic(wr->op)))
 		memset(base, TR_SINK, need); /* sinks and the gaps between them */
 	for (int i = 0; i < wr->nsge; i++) {
+		if (wr->sge[i].addr == SGE_NULL) {
+			wr->sge[i].addr = 0;
+			wr->sge[i].lkey = 0;
+			continue;
+		}
 		base += wr->sge[i].addr; /* the gap drawn in gen_next */
 		wr->sge[i].addr = (uintptr_t)base;
 		if (wr->op == IBV_WR_RDMA_READ || is_atomic(wr->op))

@@ -272,6 +272,7 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 	struct tr_msg *m, *prev = NULL;
 	bool ud, global = false;
 	char why[160] = "";
+	uint32_t pos = 0;                  /* lossy queues: where in the FIFO m was */
 
 	if (qid >= (uint32_t)w->nrq || slot >= w->rq[qid].depth || !w->rq[qid].rwqe[slot].busy)
 		tr_fail(w, "receive completion with wr_id 0x%llx: no such receive WQE outstanding",
@@ -318,7 +319,7 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 	} else {
 		/* UC and UD under faults: any outstanding message of the
 		 * source may be this one (loss, duplication, reordering). */
-		for (; m; prev = m, m = m->next)
+		for (; m; prev = m, m = m->next, pos++)
 			if (msg_matches(w, wc, x, m, ud, global, why, sizeof(why)))
 				break;
 		if (!m) {
@@ -360,8 +361,13 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 	x->busy = false;
 	if (m->inv) /* the window is free at its owner: it may be bound again */
 		w->ep[m->src_ep].mw.state = TR_MW_FREE;
-	if (cq->armed == 2 && cq->must_event == false && m->solicited)
-		cq->must_event = true, cq->must_event_since_ms = tr_now_ms();
+	if (cq->armed == 2 && cq->must_event == false && m->solicited) {
+		cq->must_event = true;
+		cq->must_event_since_ms = tr_now_ms();
+		snprintf(cq->must_event_why, sizeof(cq->must_event_why),
+			 "a solicited %s from endpoint %d (WR %llu) to QPN 0x%x", m->uc_write ? "WRITE_WITH_IMM" : "SEND",
+			 m->src_ep, (unsigned long long)m->seq, wc->qp_num);
+	}
 	if (q->lossy) { /* kept for the duplicates that may follow */
 		uint32_t k = f->ndone++ % 16;
 
@@ -371,8 +377,10 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 	} else {
 		msg_free(m);
 	}
-	/* A lossy queue forgets what is long overdue. */
-	while (q->lossy && f->n > 256) {
+	/* A lossy queue forgets what is overdue: a message more than
+	 * TR_REORDER places older than one that arrived is lost (UC keeps
+	 * order; UD is reordered by a fault a place or two at the most). */
+	while (q->lossy && pos > TR_REORDER) {
 		struct tr_msg *o = f->head;
 
 		f->head = o->next;
@@ -383,6 +391,7 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 		if (q->reserved)
 			q->reserved--;
 		msg_free(o);
+		pos--;
 	}
 }
 
@@ -511,8 +520,12 @@ static void check_wc(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc *
 		return;
 	}
 	w->completions++;
-	if (cq->armed == 1 && !cq->must_event)
-		cq->must_event = true, cq->must_event_since_ms = tr_now_ms();
+	if (cq->armed == 1 && !cq->must_event) {
+		cq->must_event = true;
+		cq->must_event_since_ms = tr_now_ms();
+		snprintf(cq->must_event_why, sizeof(cq->must_event_why), "wr_id 0x%llx on QPN 0x%x",
+			 (unsigned long long)wc->wr_id, wc->qp_num);
+	}
 	if (wc->opcode & IBV_WC_RECV)
 		check_recv(w, cq, wc);
 	else

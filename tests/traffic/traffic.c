@@ -227,8 +227,8 @@ static void check_owed_events(struct tr_world *w)
 			if (q->must_event && now - q->must_event_since_ms > EVENT_MS) {
 				read_events(w);
 				if (q->must_event)
-					tr_fail(w, "context %d CQ %d: armed (%s) and a completion came, but no event in %d ms",
-						c, i, q->armed == 2 ? "solicited" : "next", EVENT_MS);
+					tr_fail(w, "context %d CQ %d: armed (%s) and a completion came (%s), but no event in %d ms",
+						c, i, q->armed == 2 ? "solicited" : "next", q->must_event_why, EVENT_MS);
 			}
 		}
 }

@@ -47,6 +47,7 @@
 #define TR_UD_GRH      40              /* the GRH area of a UD receive buffer */
 #define TR_CANARY      0xC3            /* receive slots are filled with it */
 #define TR_SINK        0x5A            /* READ and atomic sinks are filled with it */
+#define TR_REORDER     16              /* lossy queues: how far a datagram may be reordered */
 #define TR_LOOSE       256             /* a slot's bytes past its own MR (loose tails) */
 
 /* xoshiro256** (Blackman, Vigna): every stream of the run is one of these. */
@@ -92,6 +93,7 @@ struct tr_cq {
 	int armed;                     /* 0, 1 next, 2 solicited only: set once drained after arming */
 	bool must_event;               /* armed on an empty CQ and a CQE since: an event is owed */
 	uint64_t must_event_since_ms;
+	char must_event_why[96];       /* the completion that owes it */
 	uint64_t events;
 };
 

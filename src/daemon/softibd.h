@@ -255,6 +255,21 @@ int sibd_cmd_route(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
  * such switch), -EINVAL (port, or not down/up), -ENOLINK (no link). */
 int sibd_port_set_switch(struct sibd *d, const struct sib_ctl_dev_cmd *dc);
 
+/* peer.c: the privileges of the process at the other end of a connection
+ * (docs/threat-model.md "Privilege") */
+struct sibd_peer_cred {
+	uid_t uid;                      /* SO_PEERCRED */
+	pid_t pid;                      /* SO_PEERCRED: the process that connected */
+	uint64_t cap_eff;               /* its effective capabilities now (bit =
+	                                 * linux/capability.h CAP_*), 0 if that
+	                                 * process is gone or in another user ns */
+};
+/* Fill *pc for control connection fd.  0 or -errno (not a socket). */
+int sibd_peer_cred(int fd, struct sibd_peer_cred *pc);
+/* Has the peer of fd capability cap (0..63) in its effective set now, as
+ * the kernel's capable() would answer it?  False on any doubt. */
+bool sibd_peer_capable(int fd, unsigned int cap);
+
 /* status.c */
 int sibd_status_text(struct sibd *d, char **text, size_t *len);
 

@@ -61,6 +61,8 @@
 #define SIB_MR_PAGE          4096       /* MRs per directory page: 1M MRs */
 #define SIB_MAX_SRQ          (1 << 16)  /* SRQ numbers 1..SIB_MAX_SRQ-1 per context (srq.c) */
 #define SIB_MAX_SRQ_WR       SIB_MAX_QP_WR
+#define SIB_QKEY_CONTROLLED  0x80000000u /* IBA 10.2.5: a controlled Q_Key (privileged
+                                            on a QP; in a WR: send the QP's own) */
 
 struct sib_context;
 struct sib_dx;

@@ -68,6 +68,11 @@ enum sib_obj_type {
 	SIB_OBJ_TYPE_MAX,
 };
 
+/* Handles one connection (one process) may hold: its OPEN_DEVICE handles
+ * and every object of CREATE_OBJ and XRCD_OPEN together; one more is
+ * ENOMEM.  The HCA's max_* are computed from it (hca.h "Limits"). */
+#define SIB_CTL_MAX_HANDLES 65536u
+
 struct sib_ctl_hdr {
 	uint32_t magic;   /* SIB_CTL_MAGIC */
 	uint16_t op;      /* enum sib_ctl_op */

@@ -22,7 +22,7 @@
 #include "softib/mai.h"
 
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
-#define SIBD_MAX_HANDLES   65536   /* devices + objects per connection; then ENOMEM */
+#define SIBD_MAX_HANDLES   SIB_CTL_MAX_HANDLES /* devices + objects per connection; then ENOMEM */
 #define SIBD_SM_LID        1       /* where the embedded SM will live */
 #define SIBD_SM_PRIORITY   15      /* its SMInfo.Priority: the highest, it never yields */
 #define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */

@@ -13,3 +13,10 @@ if(TARGET ibverbs AND TARGET softibd)
     set_tests_properties(${t} PROPERTIES TIMEOUT 300)
   endforeach()
 endif()
+
+# Unmodified ibacm as root on the default fabric under OpenSM, in a mount
+# namespace with a private /run (tests/integration/ibacm.sh); 77 when not root.
+if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
+  sib_itest(ibacm ibacm.sh)
+  set_tests_properties(ibacm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+endif()

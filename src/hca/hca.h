@@ -61,6 +61,28 @@
 #define SIB_MR_PAGE          4096       /* MRs per directory page: 1M MRs */
 #define SIB_MAX_SRQ          (1 << 16)  /* SRQ numbers 1..SIB_MAX_SRQ-1 per context (srq.c) */
 #define SIB_MAX_SRQ_WR       SIB_MAX_QP_WR
+#define SIB_CQ_TAB_MAX       (1u << 20) /* CQs per process (cq_ops.c: its table) */
+
+/*
+ * Limits: how many objects of a kind one context can create, which
+ * ibv_query_device reports as max_* (provider.c) and tests create up to
+ * (test_verbs_limits).  Each is the smaller of the HCA's own table and
+ * softibd's handle budget, SIB_CTL_MAX_HANDLES per connection (that is,
+ * per process), less the context's device handle and what that kind needs
+ * first: a PD for MRs and SRQs, a PD and a CQ for QPs.  AHs and MWs live
+ * in the process alone.  Objects of several kinds, or several contexts of
+ * one process, share the budget, so they meet ENOMEM earlier, as objects
+ * share a real HCA's memory (docs/transport.md "Limits").
+ */
+#define SIB_LIM_MIN(a, b)    ((a) < (b) ? (a) : (b))
+#define SIB_CTX_HANDLES      (SIB_CTL_MAX_HANDLES - 1u)
+#define SIB_LIM_PD           SIB_CTX_HANDLES
+#define SIB_LIM_CQ           SIB_LIM_MIN(SIB_CQ_TAB_MAX, SIB_CTX_HANDLES)
+#define SIB_LIM_MR           SIB_LIM_MIN(SIB_MR_DIR * SIB_MR_PAGE - 1u, SIB_CTX_HANDLES - 1u)
+#define SIB_LIM_SRQ          SIB_LIM_MIN(SIB_MAX_SRQ - 1u, SIB_CTX_HANDLES - 1u)
+#define SIB_LIM_QP           SIB_LIM_MIN(SIB_MAX_QPN - 2u, SIB_CTX_HANDLES - 2u)
+#define SIB_QKEY_CONTROLLED  0x80000000u /* IBA 10.2.5: a controlled Q_Key (privileged
+                                            on a QP; in a WR: send the QP's own) */
 
 struct sib_context;
 struct sib_dx;

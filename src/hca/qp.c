@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 
 #include "common/fabric_view.h"
 #include "hca/direct.h"
@@ -330,10 +331,6 @@ static int check_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum i
 	     a->alt_ah_attr.sl > 15 || a->alt_ah_attr.dlid >= SIB_UNICAST_LIDS ||
 	     (a->alt_ah_attr.is_global && a->alt_ah_attr.grh.sgid_index >= SIB_GID_TBL_LEN)))
 		return EINVAL; /* as the primary path's checks */
-	/* Controlled Q_Keys (IBA 10.2.5) are privileged: uverbs refuses them
-	 * to a process without CAP_NET_RAW, and softib has no privilege. */
-	if ((mask & IBV_QP_QKEY) && (a->qkey & 0x80000000u))
-		return EPERM;
 	if (next == IBV_QPS_RTR && !(port >= 1 && port <= sib_fabric_num_ports(sd)))
 		return EINVAL;
 	return 0;
@@ -432,6 +429,15 @@ int sib_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 
 	if (sib_ctx_fatal(ctx))
 		return EIO; /* rdma-core after DEVICE_FATAL: the kernel answers EIO */
+	/* Controlled Q_Keys (IBA 10.2.5) are privileged: uverbs gives them
+	 * only to a caller with CAP_NET_RAW (linux drivers/infiniband/core/
+	 * uverbs_cmd.c modify_qp), before the driver sees the attributes.
+	 * softibd says whether this process has it (never the process
+	 * itself, docs/threat-model.md "Privilege"); asked outside the
+	 * progress lock, as it is a round trip. */
+	if ((attr_mask & IBV_QP_QKEY) && (attr->qkey & SIB_QKEY_CONTROLLED) &&
+	    (!sib_host->capable || sib_host->capable(CAP_NET_RAW)))
+		return EPERM;
 	/* What the kernel's uverbs ignores before checking the mask: XRC
 	 * initiators have no responder, XRC targets no requester (perftest
 	 * -c XRC sets the RC attributes on both). */

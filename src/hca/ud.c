@@ -16,7 +16,6 @@
 #include "hca/wr.h"
 
 #define UD_GRH_AREA IBA_GRH_BYTES     /* the first 40 bytes of every UD receive buffer */
-#define QKEY_CONTROLLED 0x80000000u   /* IBA 10.2.5: use the QP's own Q_Key */
 #define IBA_QPN_MCAST   0xffffffu     /* BTH.DestQP of a multicast datagram */
 
 /* The port's active MTU in bytes: a UD message must fit one packet. */
@@ -59,7 +58,7 @@ int sib_ud_wqe_check(const struct sib_qp *qp, const struct sib_swqe *w)
  * has the high bit set (controlled Q_Key, IBA 10.2.5). */
 static uint32_t ud_qkey(const struct sib_qp *qp, const struct sib_swqe *w)
 {
-	return (w->ud_qkey & QKEY_CONTROLLED) ? qp->qkey : w->ud_qkey;
+	return (w->ud_qkey & SIB_QKEY_CONTROLLED) ? qp->qkey : w->ud_qkey;
 }
 
 /*

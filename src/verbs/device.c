@@ -224,6 +224,17 @@ static int verbs_route(struct sib_ctl_route *r)
 	return 0;
 }
 
+/* The HCA's capable hook (provider.h): softibd's SIB_CTL_CAPABLE answer
+ * for this process (it reads the capability itself; nothing we could say
+ * would change it).  0 or EPERM (EIO: no daemon). */
+static int verbs_capable(unsigned int cap)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_CAPABLE };
+
+	m.u.capable.cap = cap;
+	return sib_ctl_rpc(&m, NULL);
+}
+
 /* The HCA's xrcd_open hook (provider.h): XRCD_OPEN with the file's fd. */
 static int verbs_xrcd_open(uint32_t dev_handle, int fd, int oflags, uint32_t *handle, uint32_t *num)
 {
@@ -304,6 +315,7 @@ static const struct sib_hca_host verbs_host = {
 	.xrcd_open = verbs_xrcd_open,
 	.xrc_tgt_create = verbs_xrc_tgt_create,
 	.route = verbs_route,
+	.capable = verbs_capable,
 };
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */

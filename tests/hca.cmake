@@ -17,3 +17,9 @@ if(TARGET sib_hca)
   sib_unit_test(test_hca_tables SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_tables.c
     LIBS sib_hca sib_common sib_iba)
 endif()
+if(TARGET sib_hca)
+  # Receive WQEs checked for the bytes written (issue 14 item 3): RC, UC, UD.
+  sib_unit_test(test_hca_recv_sge SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_hca_recv_sge.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/hca_loop.c
+    LIBS sib_hca sib_link sib_common sib_iba Threads::Threads)
+endif()

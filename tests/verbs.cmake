@@ -7,7 +7,8 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   # The library's own behaviour, through its public API, against a private softibd.
   # test_verbs_conform: comp_vector, ibv_rereg_mr, capability flags and counters.
   # test_verbs_mix: issue 14's inline/non-inline SEND mix, RC and UD, both post APIs.
-  foreach(t test_verbs test_verbs_conform test_verbs_mix)
+  # test_verbs_conform_api: issue 14's CQ cleaning on RESET/destroy, wr_complete, cmd_fd.
+  foreach(t test_verbs test_verbs_conform test_verbs_mix test_verbs_conform_api)
     sib_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
       ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
       ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c

@@ -80,7 +80,9 @@ typedef struct mai_mad {
 	uint8_t qp;		/* 0 (SMI) or 1 (GSI): the channel's QP */
 	uint8_t has_grh;	/* 0 or 1: grh is meaningful */
 	uint32_t remote_qpn;	/* 24 bits: source QP received / destination QP sent */
-	uint32_t remote_qkey;	/* Q_Key (QP1: 0x80010000, the well-known GSI Q_Key) */
+	uint32_t remote_qkey;	/* Q_Key received, or to send (QP1: 0x80010000, the
+				 * well-known GSI Q_Key, or 0x80000000: QP1's own;
+				 * softibd drops a GMP with any other, docs/mai.md) */
 	uint16_t pkey_index;
 	uint16_t data_len;	/* bytes of data used: MAI_MAD_DATA_SIZE for MAD/RAW,
 				 * 0..MAI_MAD_DATA_SIZE for OOB */

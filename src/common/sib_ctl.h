@@ -51,6 +51,7 @@ enum sib_ctl_op {
 	SIB_CTL_MAI_FILTER,    /* create / delete a filter of a MAI channel */
 	SIB_CTL_MGMT_QUERY,    /* CA and port attributes for libibumad (umad_get_ca, _port) */
 	SIB_CTL_ROUTE,         /* data path: where a LID-routed packet from a port ends (subnet.h) */
+	SIB_CTL_CAPABLE,       /* has this connection's process a capability now (daemon/peer.c) */
 	SIB_CTL_OP_MAX,
 };
 
@@ -66,6 +67,11 @@ enum sib_obj_type {
 	SIB_OBJ_XRCD,         /* an opener's handle on an XRC domain (XRCD_OPEN) */
 	SIB_OBJ_TYPE_MAX,
 };
+
+/* Handles one connection (one process) may hold: its OPEN_DEVICE handles
+ * and every object of CREATE_OBJ and XRCD_OPEN together; one more is
+ * ENOMEM.  The HCA's max_* are computed from it (hca.h "Limits"). */
+#define SIB_CTL_MAX_HANDLES 65536u
 
 struct sib_ctl_hdr {
 	uint32_t magic;   /* SIB_CTL_MAGIC */
@@ -313,6 +319,19 @@ struct sib_ctl_route {
 	uint64_t mcast_mask[SIB_CTL_ROUTE_MASK_WORDS]; /* out (multicast) */
 };
 
+/*
+ * CAPABLE: does the process that made this connection hold capability
+ * `cap` (linux/capability.h numbering, 0..63) in its effective set now?
+ * softibd reads it itself (SO_PEERCRED, /proc/<pid>/status), as the
+ * kernel's capable() looks at the caller: status 0 yes, EPERM no, EINVAL
+ * for cap > 63.  The verbs library asks it for CAP_NET_RAW before giving
+ * a QP a controlled Q_Key (linux drivers/infiniband/core/uverbs_cmd.c
+ * modify_qp; docs/threat-model.md "Privilege").
+ */
+struct sib_ctl_capable {
+	uint32_t cap;         /* in */
+};
+
 #define SIB_CTL_TEXT_MAX 3072
 
 struct sib_ctl_text {
@@ -338,6 +357,7 @@ struct sib_ctl_msg {
 		struct sib_ctl_mai_filter mai_filter;
 		struct sib_ctl_mgmt_query mgmt;
 		struct sib_ctl_route route;
+		struct sib_ctl_capable capable;
 		uint32_t handle;
 	} u;
 };

@@ -471,6 +471,14 @@ static int cmd_shutdown(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	return 0;
 }
 
+/* CAPABLE: the connecting process's capability, read by softibd (peer.c). */
+static int cmd_capable(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	if (m->u.capable.cap > 63)
+		return -EINVAL;
+	return sibd_peer_capable(c->fd, m->u.capable.cap) ? 0 : -EPERM;
+}
+
 static const struct sibd_cmd {
 	sibd_cmd_fn fn;
 	bool needs_hello;  /* only after a HELLO with our ABI */
@@ -496,6 +504,7 @@ static const struct sibd_cmd {
 	[SIB_CTL_MAI_FILTER] = { sibd_cmd_mai_filter, false },
 	[SIB_CTL_MGMT_QUERY] = { sibd_cmd_mgmt_query, false },  /* mgmt_query.c */
 	[SIB_CTL_ROUTE] = { sibd_cmd_route, true },             /* route.c */
+	[SIB_CTL_CAPABLE] = { cmd_capable, false },             /* peer.c */
 };
 
 /*

@@ -17,6 +17,8 @@
 #include "daemon/sma.h"
 
 #define GSI_QKEY	0x80010000u	/* IBA 13.4.6.1: the well-known GSI Q_Key */
+#define QKEY_CONTROLLED	0x80000000u	/* IBA 10.2.5: a send's Q_Key with this bit
+					 * takes the sending QP's own */
 #define MAD_WORDS	72u		/* LRH 8 + BTH 12 + DETH 8 + MAD 256 + ICRC 4, in 4-byte words */
 #define GRH_WORDS	10u
 #define DR_WALK_MAX	(2 * MAD_DR_MAX_HOPS + 4)	/* hops one DR walk may take */
@@ -42,6 +44,7 @@ const char *sibd_mad_drop_str(enum sibd_mad_drop why)
 		[SIBD_DROP_AGENT] = "agent",
 		[SIBD_DROP_QUEUE_FULL] = "queue_full",
 		[SIBD_DROP_NO_REQUEST] = "no_request",
+		[SIBD_DROP_BAD_QKEY] = "bad_qkey",
 	};
 
 	return (unsigned)why < SIBD_DROP_MAX && s[why] ? s[why] : "?";
@@ -93,6 +96,29 @@ static void drop(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_t q
 		else
 			c->qp1_dropped++;
 	}
+}
+
+/* A GMP with a wrong Q_Key at QP1 of (n, port): dropped, counted as the
+ * router's bad_qkey and in PortInfo Q_KeyViolations (IBA 14.2.5.6, 16 bits,
+ * saturating) of the port QP1 lives on (a switch's port 0). */
+static void bad_qkey(struct sibd *d, struct sib_fab_node *n, uint8_t port)
+{
+	uint8_t at = n->type == SIB_NODE_SWITCH ? 0 : port;
+
+	drop(d, n, port, 1, SIBD_DROP_BAD_QKEY);
+	if (n->mgmt && n->mgmt->port && at <= n->num_ports &&
+	    n->mgmt->port[at].pi.q_key_violations < 0xFFFF)
+		n->mgmt->port[at].pi.q_key_violations++;
+}
+
+/* The Q_Key the DETH of m carries when QP m->qp sends it: for the GSI the
+ * send's own, or the QP's (GSI_QKEY) when the send's has the controlled
+ * bit, as the kernel's MAD layer always asks (IB_QP_SET_QKEY); QP0's is 0. */
+static uint32_t deth_qkey(const mai_mad_t *m)
+{
+	if (m->qp == 0)
+		return 0;
+	return (m->remote_qkey & QKEY_CONTROLLED) ? GSI_QKEY : m->remote_qkey;
 }
 
 /* Is the link at (n, port) physically up at both ends (IBA 14.2.5.6
@@ -215,6 +241,12 @@ static void deliver(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 
 	if (!header_ok(d, n, port, m))
 		return;
+	if (m->qp == 1 && m->remote_qkey != GSI_QKEY) {
+		/* IBA 10.2.5 / 13.5.3: QP1 takes only datagrams with the GSI
+		 * Q_Key; anything else is dropped unanswered */
+		bad_qkey(d, n, port);
+		return;
+	}
 	if (is_response(m)) {
 		uint32_t chan = (uint32_t)(m->tid >> MAI_TID_CHAN_SHIFT) & MAI_TID_CHAN_MASK;
 
@@ -256,13 +288,14 @@ static void deliver(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 	}
 }
 
-/* The routing fields a receive at (n, port) sees of m sent from QP sqp. */
-static void as_received(mai_mad_t *m, uint8_t port, uint8_t sqp)
+/* The routing fields a receive at (n, port) sees of m sent from QP sqp
+ * with Q_Key qkey in its DETH. */
+static void as_received(mai_mad_t *m, uint8_t port, uint8_t sqp, uint32_t qkey)
 {
 	m->type = MAI_TYPE_MAD;
 	m->port = port;
 	m->remote_qpn = sqp;
-	m->remote_qkey = sqp ? GSI_QKEY : 0;
+	m->remote_qkey = qkey;
 	m->pkey_index = 0;
 }
 
@@ -309,7 +342,7 @@ static void dr_local(struct sibd *d, struct sib_fab_node *n, uint8_t port, const
 	mai_mad_t m = *tmpl;
 
 	mai_fromwire(wire, MAD_SIZE, &m);
-	as_received(&m, port, 0);
+	as_received(&m, port, 0, 0);
 	deliver(d, n, port, &m);
 }
 
@@ -488,7 +521,7 @@ static void lid_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const
 	}
 	in = lid_arrival(&rt, count_lid_path(n, port, m->lrh.dlid, rt.hops, m));
 	rx = *m;
-	as_received(&rx, in, m->qp);
+	as_received(&rx, in, m->qp, deth_qkey(m));
 	deliver(d, rt.node, in, &rx);
 }
 
@@ -509,6 +542,7 @@ static void send_reply(struct sibd *d, struct sib_fab_node *n, uint8_t port,
 	r.type = MAI_TYPE_MAD;
 	r.port = port;
 	r.remote_qpn = req->remote_qpn;
+	r.remote_qkey = req->qp ? GSI_QKEY : 0; /* the agent's QP1 sends with its own */
 	r.lrh.dlid = req->lrh.slid;
 	r.lrh.slid = req->lrh.dlid == MAD_PERMISSIVE_LID ? sibd_mad_port_lid(n, port) : req->lrh.dlid;
 	if (req->has_grh) {

@@ -66,6 +66,9 @@ enum sibd_mad_drop {
 	SIBD_DROP_AGENT,		/* the SMA/PMA gave no reply */
 	SIBD_DROP_QUEUE_FULL,		/* a channel's socket did not take it */
 	SIBD_DROP_NO_REQUEST,		/* a response to no request its channel sent */
+	SIBD_DROP_BAD_QKEY,		/* a GMP at QP1 whose DETH Q_Key is not the GSI's
+					 * 0x80010000 (IBA 10.2.5, 13.5.3); also counted
+					 * in PortInfo Q_KeyViolations */
 	SIBD_DROP_MAX,
 };
 

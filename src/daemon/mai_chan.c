@@ -681,34 +681,15 @@ void sibd_mai_timers(struct sibd *d)
 /* ---- commands ------------------------------------------------------------------- */
 
 /* Privileged: uid 0, or CAP_NET_ADMIN in the effective set, of the peer
- * (as opening /dev/infiniband/umad* needs root on most systems).  The
- * capability is read from /proc at MAI_OPEN. */
+ * (as opening /dev/infiniband/umad* needs root on most systems), read at
+ * MAI_OPEN (peer.c). */
 static bool peer_privileged(int fd)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	char path[64], line[256];
-	bool priv = false;
-	FILE *f;
+	struct sibd_peer_cred pc;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+	if (sibd_peer_cred(fd, &pc))
 		return false;
-	if (cred.uid == 0)
-		return true;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)cred.pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long caps;
-
-		if (sscanf(line, "CapEff: %llx", &caps) == 1) {
-			priv = caps & (1ull << CAP_NET_ADMIN_BIT);
-			break;
-		}
-	}
-	fclose(f);
-	return priv;
+	return pc.uid == 0 || ((pc.cap_eff >> CAP_NET_ADMIN_BIT) & 1);
 }
 
 static uint32_t next_num(struct sibd_mai *mai)

@@ -249,7 +249,7 @@ static void drop_node(struct sibd *d, struct sib_fab_node *n)
 	unsigned int i, p;
 
 	for (p = 1; p <= n->num_ports; p++) /* the far ends go DOWN (trap 128) */
-		sibd_sma_link_down(d, n, (uint8_t)p, true);
+		sibd_sma_link_down(d, n, (uint8_t)p, SIBD_LINK_LOST);
 	sib_subnet_node_free(n);
 	for (p = 0; p <= n->num_ports; p++)
 		if (n->ports[p].peer) {
@@ -424,7 +424,7 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	case SIB_PORT_DOWN: /* the state machine: Disabled here, DOWN at both ends */
 		if (pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED)
 			return 0;
-		sibd_sma_link_down(d, node, (uint8_t)dc->port_num, true);
+		sibd_sma_link_down(d, node, (uint8_t)dc->port_num, SIBD_LINK_LOST);
 		break;
 	case SIB_PORT_UP: /* LinkUp/INIT; the built-in SM (if any) activates it */
 		if (pi->port_phys_state != MAD_PORT_PHYS_STATE_DISABLED)

@@ -172,8 +172,11 @@ void sibd_sma_set_capability(struct sibd *d, struct sib_fab_node *n, uint8_t por
 
 /* ---- the port state machine (7.2, 14.2.5.6) ----------------------------- */
 
-/* The port's state moved to st (and phys to ph); what a change means. */
-static void port_moved(struct sibd *d, struct sib_fab_node *n, uint8_t pn, uint8_t st, uint8_t ph)
+/* The port's state moved to st (and phys to ph); what a change means.
+ * lost: a LinkUp that ends here counts in LinkDownedCounter (the link
+ * failed, rather than this port being told to go down). */
+static void port_moved(struct sibd *d, struct sib_fab_node *n, uint8_t pn, uint8_t st, uint8_t ph,
+		       bool lost)
 {
 	struct mad_port_info *pi = &pm_of(n, pn)->pi;
 	bool was_down = pi->port_state == MAD_PORT_STATE_DOWN;
@@ -181,7 +184,8 @@ static void port_moved(struct sibd *d, struct sib_fab_node *n, uint8_t pn, uint8
 
 	if (pi->port_state == st && pi->port_phys_state == ph)
 		return;
-	if (pi->port_phys_state == MAD_PORT_PHYS_STATE_LINKUP && ph != MAD_PORT_PHYS_STATE_LINKUP)
+	if (lost && pi->port_phys_state == MAD_PORT_PHYS_STATE_LINKUP &&
+	    ph != MAD_PORT_PHYS_STATE_LINKUP)
 		pm_of(n, pn)->pma.link_downed++;
 	link_change = was_down != (st == MAD_PORT_STATE_DOWN);
 	pi->port_state = st;
@@ -238,8 +242,8 @@ static bool link_train(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
 	}
 	a->link_width_active = b->link_width_active = width;
 	a->link_speed_active = b->link_speed_active = speed;
-	port_moved(d, n, pn, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP);
-	port_moved(d, peer->node, peer->num, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP);
+	port_moved(d, n, pn, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP, false);
+	port_moved(d, peer->node, peer->num, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP, false);
 	return true;
 }
 
@@ -252,19 +256,21 @@ static void link_trained(struct sibd *d)
 		sibd_sm_builtin_sweep(d);
 }
 
-void sibd_sma_link_down(struct sibd *d, struct sib_fab_node *n, uint8_t pn, bool phys_disabled)
+void sibd_sma_link_down(struct sibd *d, struct sib_fab_node *n, uint8_t pn, enum sibd_link_cause why)
 {
+	bool phys_disabled = why != SIBD_LINK_RETRAIN;
 	struct sib_fab_port *peer;
 
 	if (!n->mgmt || pn == 0 || pn > n->num_ports)
 		return;
 	peer = n->ports[pn].peer;
 	port_moved(d, n, pn, MAD_PORT_STATE_DOWN,
-		   phys_disabled ? MAD_PORT_PHYS_STATE_DISABLED : MAD_PORT_PHYS_STATE_POLLING);
+		   phys_disabled ? MAD_PORT_PHYS_STATE_DISABLED : MAD_PORT_PHYS_STATE_POLLING,
+		   why == SIBD_LINK_LOST);
 	if (peer && peer->node->mgmt &&
 	    pm_of(peer->node, peer->num)->pi.port_phys_state != MAD_PORT_PHYS_STATE_DISABLED)
 		port_moved(d, peer->node, peer->num, MAD_PORT_STATE_DOWN,
-			   MAD_PORT_PHYS_STATE_POLLING);
+			   MAD_PORT_PHYS_STATE_POLLING, why != SIBD_LINK_RETRAIN);
 	sibd_route_changed(d);
 	if (!phys_disabled && link_train(d, n, pn))
 		link_trained(d);
@@ -278,7 +284,7 @@ void sibd_sma_link_up(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
 		return;
 	pi = &pm_of(n, pn)->pi;
 	if (pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED)
-		port_moved(d, n, pn, MAD_PORT_STATE_DOWN, MAD_PORT_PHYS_STATE_POLLING);
+		port_moved(d, n, pn, MAD_PORT_STATE_DOWN, MAD_PORT_PHYS_STATE_POLLING, false);
 	if (link_train(d, n, pn))
 		link_trained(d);
 }
@@ -458,7 +464,7 @@ static uint16_t port_info_set(struct sma_ctx *c, const uint8_t *in)
 	/* the state machine last, so that a port goes ACTIVE with its new LID */
 	if (pn != 0 || !is_switch(n)) {
 		if (w.port_phys_state == MAD_PORT_PHYS_STATE_DISABLED) {
-			sibd_sma_link_down(c->d, n, pn, true);
+			sibd_sma_link_down(c->d, n, pn, SIBD_LINK_DISABLED);
 			return MAD_STATUS_SUCCESS;
 		}
 		if (w.port_phys_state == MAD_PORT_PHYS_STATE_POLLING &&
@@ -469,13 +475,13 @@ static uint16_t port_info_set(struct sma_ctx *c, const uint8_t *in)
 		/* Polling on a live port, or Down: the link retrains (ibportstate reset) */
 		if (w.port_state == MAD_PORT_STATE_DOWN ||
 		    w.port_phys_state == MAD_PORT_PHYS_STATE_POLLING) {
-			sibd_sma_link_down(c->d, n, pn, false);
+			sibd_sma_link_down(c->d, n, pn, SIBD_LINK_RETRAIN);
 			return MAD_STATUS_SUCCESS;
 		}
 	}
 	if ((w.port_state == MAD_PORT_STATE_ARMED || w.port_state == MAD_PORT_STATE_ACTIVE) &&
 	    w.port_state != pi->port_state) {
-		port_moved(c->d, n, pn, w.port_state, pi->port_phys_state);
+		port_moved(c->d, n, pn, w.port_state, pi->port_phys_state, false);
 		sibd_route_changed(c->d);
 	}
 	return MAD_STATUS_SUCCESS;

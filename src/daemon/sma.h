@@ -68,14 +68,30 @@ void sibd_sma_set_capability(struct sibd *d, struct sib_fab_node *n, uint8_t por
  * registry's `softib port DEV PORT down|up` ---- */
 
 /*
- * Take the link of port pn of n down (phys_disabled: PortPhysicalState
- * Disabled, as a Set of PortPhysicalState 3 or `softib port down`; else the
- * link retrains at once: Set PortState Down) or bring a disabled one back
- * (sibd_sma_link_up: Polling, then LinkUp and INIT at both ends when the
- * peer is not disabled).  Both ends change; switches among them set
- * SwitchInfo.PortStateChange and send trap 128; CA ports are published.
+ * Why a link goes down, which decides LinkDownedCounter (IBA 16.1.3.5: the
+ * links the port's training state machine downed after link error
+ * recovery failed; not a port its SMA was told to take down, nor the
+ * retrain such an order starts).  A fresh port counts 0.
  */
-void sibd_sma_link_down(struct sibd *d, struct sib_fab_node *n, uint8_t pn, bool phys_disabled);
+enum sibd_link_cause {
+	SIBD_LINK_LOST,		/* a pulled cable (`softib port down`), a removed
+				 * device: PortPhysicalState Disabled here, both ends count */
+	SIBD_LINK_DISABLED,	/* a Set of PortPhysicalState Disabled (3): only the
+				 * peer, whose link failed, counts */
+	SIBD_LINK_RETRAIN,	/* a Set of PortState Down or PortPhysicalState Polling
+				 * (OpenSM's op-VL/MTU change, `ibportstate reset`): the
+				 * link retrains at once, neither end counts */
+};
+
+/*
+ * Take the link of port pn of n down (SIBD_LINK_LOST and _DISABLED:
+ * PortPhysicalState Disabled; SIBD_LINK_RETRAIN: the link retrains at once)
+ * or bring a disabled one back (sibd_sma_link_up: Polling, then LinkUp and
+ * INIT at both ends when the peer is not disabled).  Both ends change;
+ * switches among them set SwitchInfo.PortStateChange and send trap 128;
+ * CA ports are published.
+ */
+void sibd_sma_link_down(struct sibd *d, struct sib_fab_node *n, uint8_t pn, enum sibd_link_cause why);
 void sibd_sma_link_up(struct sibd *d, struct sib_fab_node *n, uint8_t pn);
 
 /* ---- publishing (sma_publish.c) ---- */

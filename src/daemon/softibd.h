@@ -22,7 +22,7 @@
 #include "softib/mai.h"
 
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
-#define SIBD_MAX_HANDLES   65536   /* devices + objects per connection; then ENOMEM */
+#define SIBD_MAX_HANDLES   SIB_CTL_MAX_HANDLES /* devices + objects per connection; then ENOMEM */
 #define SIBD_SM_LID        1       /* where the embedded SM will live */
 #define SIBD_SM_PRIORITY   15      /* its SMInfo.Priority: the highest, it never yields */
 #define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */
@@ -254,6 +254,21 @@ int sibd_cmd_route(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
  * machine (sma.h), a cable pulled in the middle of paths.  0, -ENODEV (no
  * such switch), -EINVAL (port, or not down/up), -ENOLINK (no link). */
 int sibd_port_set_switch(struct sibd *d, const struct sib_ctl_dev_cmd *dc);
+
+/* peer.c: the privileges of the process at the other end of a connection
+ * (docs/threat-model.md "Privilege") */
+struct sibd_peer_cred {
+	uid_t uid;                      /* SO_PEERCRED */
+	pid_t pid;                      /* SO_PEERCRED: the process that connected */
+	uint64_t cap_eff;               /* its effective capabilities now (bit =
+	                                 * linux/capability.h CAP_*), 0 if that
+	                                 * process is gone or in another user ns */
+};
+/* Fill *pc for control connection fd.  0 or -errno (not a socket). */
+int sibd_peer_cred(int fd, struct sibd_peer_cred *pc);
+/* Has the peer of fd capability cap (0..63) in its effective set now, as
+ * the kernel's capable() would answer it?  False on any doubt. */
+bool sibd_peer_capable(int fd, unsigned int cap);
 
 /* status.c */
 int sibd_status_text(struct sibd *d, char **text, size_t *len);

@@ -33,7 +33,7 @@ int sibd_port_set_switch(struct sibd *d, const struct sib_ctl_dev_cmd *dc)
 	if ((pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED) == (dc->action == SIB_PORT_DOWN))
 		return 0; /* already so */
 	if (dc->action == SIB_PORT_DOWN)
-		sibd_sma_link_down(d, sw, (uint8_t)dc->port_num, true);
+		sibd_sma_link_down(d, sw, (uint8_t)dc->port_num, SIBD_LINK_LOST);
 	else
 		sibd_sma_link_up(d, sw, (uint8_t)dc->port_num);
 	d->ctr.port_changes++;

@@ -5,7 +5,9 @@
  * results, never executed twice).  Owns qp->resp.atomic_saved and the
  * atomic entries of the responder's resource ring.  Executes on the
  * target memory with __atomic builtins, never with a lock, so atomics of
- * every QP, context and process on the host serialise (IBV_ATOMIC_GLOB).
+ * every QP, context and process on the host serialise, with each other
+ * and with the CPU's atomics (GLOB's promise; atomic_cap says HCA,
+ * docs/transport.md "Atomics").
  * Must not touch an MR without the caller's reference.  Engine context
  * (progress_lock held).
  */

@@ -18,7 +18,8 @@ void sib_atomic_fill_eth(struct iba_atomiceth *e, const struct sib_swqe *w);
 
 /* Carry out one atomic on the 8 bytes at t with CPU atomics (sequentially
  * consistent, so atomics from every QP, process and device on this host
- * serialise: IBV_ATOMIC_GLOB).  opc: the BTH opcode without its transport
+ * serialise, and with the CPU's: atomic_cap IBV_ATOMIC_HCA, see
+ * docs/transport.md "Atomics").  opc: the BTH opcode without its transport
  * prefix (IBA_OPC_COMPARE_SWAP or IBA_OPC_FETCH_ADD).  Returns the
  * original value, in host order.  t must be 8-byte aligned. */
 uint64_t sib_atomic_apply(uint8_t opc, uint64_t *t, uint64_t swap_add, uint64_t compare);

@@ -122,18 +122,28 @@ static struct sib_swqe *sq_oldest(struct sib_qp *qp)
 	return sib_sq_drained(qp) ? NULL : &qp->sq[qp->sq_tail & (qp->sq_size - 1)];
 }
 
+static void update_comp_psn(struct sib_qp *qp, uint32_t acked);
+
 /* Complete SEND/WRITE WQEs whose last PSN is <= psn.  Stops at a READ or
- * an atomic, which only its response completes. */
+ * an atomic, which only its response completes.  comp.psn follows at once:
+ * a response that is dropped afterwards (out of order) must not leave it
+ * behind the oldest outstanding WQE, or a timeout would rewind to a PSN no
+ * WQE holds and nothing would be sent again. */
 static void ack_upto(struct sib_qp *qp, uint32_t psn)
 {
 	struct sib_swqe *w;
+	bool done = false;
 
 	if (iba_psn_diff(psn, qp->comp.acked_psn) > 0)
 		qp->comp.acked_psn = psn;
 	while ((w = sq_oldest(qp)) && w->state == SIB_SWQE_SENT && !is_rd_atomic(w) &&
 	       (!w->npsn /* a local WQE, done */ ||
-		iba_psn_diff(iba_psn_add(w->first_psn, w->npsn - 1), psn) <= 0))
+		iba_psn_diff(iba_psn_add(w->first_psn, w->npsn - 1), psn) <= 0)) {
 		sib_sq_complete(qp, IBV_WC_SUCCESS);
+		done = true;
+	}
+	if (done)
+		update_comp_psn(qp, psn);
 }
 
 /* Oldest PSN still waiting for an ACK or a response. */
@@ -285,10 +295,31 @@ static enum comp_state check_ack(struct comp_pass *p)
 	}
 }
 
+/*
+ * Is the READ or atomic at the head of the send queue still waiting for
+ * its response although the responder has answered a request after it
+ * (an ACK or NAK for psn, past the WQE's last PSN)?  Responses leave in
+ * PSN order, so its response was lost: it must be asked again, from its
+ * missing part (IBA 9.7.5.1.3, the "implied NAK" of rxe's completer).
+ */
+static bool head_response_lost(struct sib_qp *qp, uint32_t psn)
+{
+	struct sib_swqe *w = sq_oldest(qp);
+
+	return w && is_rd_atomic(w) && w->state == SIB_SWQE_SENT &&
+	       iba_psn_diff(psn, iba_psn_add(w->first_psn, w->npsn - 1)) > 0;
+}
+
 static enum comp_state do_ack(struct comp_pass *p)
 {
-	ack_upto(p->qp, p->pkt->bth.psn);
-	update_comp_psn(p->qp, p->pkt->bth.psn);
+	struct sib_qp *qp = p->qp;
+
+	ack_upto(qp, p->pkt->bth.psn);
+	update_comp_psn(qp, p->pkt->bth.psn);
+	if (head_response_lost(qp, p->pkt->bth.psn)) {
+		sib_req_rewind(qp, qp->comp.psn);
+		qp->comp.retry_deadline = 0;
+	}
 	return COMPST_PROGRESS;
 }
 
@@ -329,19 +360,24 @@ static enum comp_state seq_nak(struct comp_pass *p)
 {
 	struct sib_qp *qp = p->qp;
 
-	uint32_t before = qp->comp.psn;
+	uint32_t before = qp->comp.psn, acked_before = qp->comp.acked_psn, from = p->pkt->bth.psn;
 
 	qp->ctx->seq_naks++;
 	ack_before(qp, p->pkt->bth.psn);
+	/* Past a READ or atomic whose response never came: ask for it again
+	 * first, or go-back-N from the NAK's PSN would skip it for good. */
+	if (head_response_lost(qp, p->pkt->bth.psn))
+		from = qp->comp.psn;
 	/* The NAK acknowledged the PSNs before it (IBA 9.7.5.2.2): forward
 	 * progress reloads the retry budget, as an ACK does; else a long
-	 * transfer under loss runs out of retries while it moves. */
-	if (qp->comp.psn != before)
+	 * transfer under loss runs out of retries while it moves.  Progress
+	 * is the responder's too: behind an unanswered READ, comp.psn stays. */
+	if (qp->comp.psn != before || iba_psn_diff(qp->comp.acked_psn, acked_before) > 0)
 		qp->comp.retry_left = qp->retry_cnt;
 	if (qp->comp.retry_left == 0)
 		return COMPST_ERR_RETRY_EXC;
 	qp->comp.retry_left--;
-	sib_req_rewind(qp, p->pkt->bth.psn);
+	sib_req_rewind(qp, from);
 	qp->comp.retry_deadline = 0;
 	return COMPST_DONE;
 }

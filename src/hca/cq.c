@@ -11,6 +11,27 @@
 static void cq_push(struct sib_cq *cq, struct ibv_comp_channel *ch, const struct ibv_wc *wc,
 		    bool solicited);
 
+unsigned int sib_cq_clean(struct sib_cq *cq, uint32_t qpn)
+{
+	uint32_t keep;
+
+	pthread_spin_lock(&cq->lock);
+	keep = cq->head;
+	for (uint32_t i = cq->head; i != cq->tail; i++) {
+		const struct ibv_wc *wc = &cq->wc[i & (cq->size - 1)];
+
+		if (wc->qp_num == qpn)
+			continue;
+		if (keep != i)
+			cq->wc[keep & (cq->size - 1)] = *wc;
+		keep++;
+	}
+	qpn = cq->tail - keep;         /* removed */
+	cq->tail = keep;
+	pthread_spin_unlock(&cq->lock);
+	return qpn;
+}
+
 void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited)
 {
 	struct ibv_comp_channel *ch = cq->ibv.channel;

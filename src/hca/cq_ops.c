@@ -14,7 +14,6 @@
 
 #include "hca/hca.h"
 
-#define SIB_CQ_TAB_MAX (1u << 20)
 #define SIB_CQ_DESTROY_WAIT_NS 5000000000ull
 
 int sib_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)

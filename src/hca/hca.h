@@ -61,6 +61,28 @@
 #define SIB_MR_PAGE          4096       /* MRs per directory page: 1M MRs */
 #define SIB_MAX_SRQ          (1 << 16)  /* SRQ numbers 1..SIB_MAX_SRQ-1 per context (srq.c) */
 #define SIB_MAX_SRQ_WR       SIB_MAX_QP_WR
+#define SIB_CQ_TAB_MAX       (1u << 20) /* CQs per process (cq_ops.c: its table) */
+
+/*
+ * Limits: how many objects of a kind one context can create, which
+ * ibv_query_device reports as max_* (provider.c) and tests create up to
+ * (test_verbs_limits).  Each is the smaller of the HCA's own table and
+ * softibd's handle budget, SIB_CTL_MAX_HANDLES per connection (that is,
+ * per process), less the context's device handle and what that kind needs
+ * first: a PD for MRs and SRQs, a PD and a CQ for QPs.  AHs and MWs live
+ * in the process alone.  Objects of several kinds, or several contexts of
+ * one process, share the budget, so they meet ENOMEM earlier, as objects
+ * share a real HCA's memory (docs/transport.md "Limits").
+ */
+#define SIB_LIM_MIN(a, b)    ((a) < (b) ? (a) : (b))
+#define SIB_CTX_HANDLES      (SIB_CTL_MAX_HANDLES - 1u)
+#define SIB_LIM_PD           SIB_CTX_HANDLES
+#define SIB_LIM_CQ           SIB_LIM_MIN(SIB_CQ_TAB_MAX, SIB_CTX_HANDLES)
+#define SIB_LIM_MR           SIB_LIM_MIN(SIB_MR_DIR * SIB_MR_PAGE - 1u, SIB_CTX_HANDLES - 1u)
+#define SIB_LIM_SRQ          SIB_LIM_MIN(SIB_MAX_SRQ - 1u, SIB_CTX_HANDLES - 1u)
+#define SIB_LIM_QP           SIB_LIM_MIN(SIB_MAX_QPN - 2u, SIB_CTX_HANDLES - 2u)
+#define SIB_QKEY_CONTROLLED  0x80000000u /* IBA 10.2.5: a controlled Q_Key (privileged
+                                            on a QP; in a WR: send the QP's own) */
 
 struct sib_context;
 struct sib_dx;
@@ -173,14 +195,16 @@ struct sib_swqe {
 	uint64_t bind_addr, bind_len;  /* BIND_MW: the window's range (len 0: unbind) */
 	uint32_t bind_rkey;            /* BIND_MW: the key the window gets */
 	uint32_t bind_mr_key;          /* BIND_MW: L_Key of the MR, 0 if none */
-	unsigned int bind_access;      /* BIND_MW: IBV_ACCESS_REMOTE_* */
+	unsigned int bind_access;      /* BIND_MW: IBV_ACCESS_REMOTE_* (LOCAL_WRITE dropped) */
 	uint32_t inv_rkey;             /* LOCAL_INV, SEND_WITH_INV (IETH) */
 	struct ibv_sge sge[SIB_MAX_SGE]; /* last: not zeroed at post (see above) */
 };
 _Static_assert(offsetof(struct sib_swqe, sge) + sizeof(((struct sib_swqe *)0)->sge) ==
 	       sizeof(struct sib_swqe), "sge[] must be the last member of struct sib_swqe");
 
-/* Receive work queue element. */
+/* Receive work queue element: every field written at post, for every WR
+ * (sib_rwqe_fill, srq.c); only the first num_sge entries of sge[] are
+ * read (and copied, when an SRQ's WQE is taken: sib_srq_take). */
 struct sib_rwqe {
 	uint64_t wr_id;
 	uint32_t num_sge;
@@ -538,6 +562,16 @@ int sib_cq_tab_init(void);
 /* cq.c */
 /* Add a completion; raise the channel event if armed.  Engine context. */
 void sib_cq_push(struct sib_cq *cq, const struct ibv_wc *wc, bool solicited);
+/*
+ * Remove every completion of QP number qpn from cq, keeping the others in
+ * their order; returns how many went.  Under cq->lock, so against a
+ * concurrent poll; the caller makes sure no completion of qpn is being
+ * pushed (progress_lock held, or the QP unpublished and let go by the
+ * engine).  As mlx5 does on modify to RESET and on destroy (mlx5_cq_clean,
+ * rdma-core v44 providers/mlx5/verbs.c and cq.c): a QP re-armed from
+ * RESET must not meet its old flush errors.  A CQ overrun stays overrun.
+ */
+unsigned int sib_cq_clean(struct sib_cq *cq, uint32_t qpn);
 
 /* qp transport (recv.c, req.c, resp.c, comp.c) */
 /*

@@ -39,7 +39,8 @@ enum ibv_wc_status sib_sge_check(struct sib_context *ctx, uint32_t pd, const str
 
 /* Copy len bytes between the SGE list at byte offset off and buf, each
  * piece under a reference on its MR, re-checked (key, PD, access, range)
- * under that reference.  to_sge: scatter (needs LOCAL_WRITE). */
+ * under that reference.  to_sge: scatter (needs LOCAL_WRITE).  buf NULL:
+ * check the pieces only, copy nothing. */
 static enum ibv_wc_status sge_copy(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
 				   uint32_t num_sge, uint32_t off, uint8_t *buf, uint32_t len, bool to_sge)
 {
@@ -64,14 +65,15 @@ static enum ibv_wc_status sge_copy(struct sib_context *ctx, uint32_t pd, const s
 		local = mr->range;
 		local.iova = (uintptr_t)mr->ibv.addr;
 		ok = mr->ibv.lkey == sge[i].lkey && sib_mr_check(&local, pd, addr, n, need) == SIB_KEY_OK;
-		if (ok && to_sge)
+		if (ok && buf && to_sge)
 			memcpy((uint8_t *)(uintptr_t)addr, buf, n);
-		else if (ok)
+		else if (ok && buf)
 			memcpy(buf, (const uint8_t *)(uintptr_t)addr, n);
 		sib_objtab_put(&ctx->mrs, h);
 		if (!ok)
 			return IBV_WC_LOC_PROT_ERR;
-		buf += n;
+		if (buf)
+			buf += n;
 		len -= n;
 		off = 0;
 	}
@@ -88,4 +90,10 @@ enum ibv_wc_status sib_sge_copy_in(struct sib_context *ctx, uint32_t pd, const s
 				   uint32_t num_sge, uint32_t off, const void *src, uint32_t len)
 {
 	return sge_copy(ctx, pd, sge, num_sge, off, (uint8_t *)(uintptr_t)src, len, true);
+}
+
+enum ibv_wc_status sib_sge_check_range(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
+				       uint32_t num_sge, uint32_t off, uint32_t len, unsigned int need)
+{
+	return sge_copy(ctx, pd, sge, num_sge, off, NULL, len, need & IBV_ACCESS_LOCAL_WRITE);
 }

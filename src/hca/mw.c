@@ -17,8 +17,13 @@
 #include "hca/transport.h"
 
 #define SIB_MW_DESTROY_WAIT_NS 5000000000ull
-/* Access a window can grant (ibv_bind_mw(3)); ZERO_BASED is not offered. */
+/* Access a window can grant (ibv_bind_mw(3)); ZERO_BASED is not offered
+ * (EINVAL, as mlx5's bind_mw). */
 #define SIB_MW_ACCESS (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
+/* What a bind may ask for: LOCAL_WRITE too, which grants nothing remote and
+ * is dropped (rxe's RXE_ACCESS_SUPPORTED_MW and mlx5 accept it; pyverbs'
+ * tests bind with it). */
+#define SIB_MW_ACCESS_ACCEPTED (SIB_MW_ACCESS | IBV_ACCESS_LOCAL_WRITE)
 
 int sib_mw_ctx_init(struct sib_context *ctx)
 {
@@ -101,14 +106,14 @@ int sib_mw_wqe_fill(struct sib_qp *qp, struct sib_swqe *w, const struct ibv_send
 	/* The key byte is the consumer's (ibv_inc_rkey); the index is the window's. */
 	if ((wr->bind_mw.rkey & ~0xffu) != (m->rkey & ~0xffu))
 		return EINVAL;
-	if (bi->mw_access_flags & ~(unsigned int)SIB_MW_ACCESS)
+	if (bi->mw_access_flags & ~(unsigned int)SIB_MW_ACCESS_ACCEPTED)
 		return EINVAL;
 	w->mw_handle = ((struct sib_mw *)m)->tab_handle;
 	w->bind_rkey = wr->bind_mw.rkey;
 	w->bind_mr_key = bi->mr ? bi->mr->lkey : 0;
 	w->bind_addr = bi->addr;
 	w->bind_len = bi->mr ? bi->length : 0;
-	w->bind_access = bi->mw_access_flags;
+	w->bind_access = bi->mw_access_flags & SIB_MW_ACCESS; /* the remote rights only */
 	if (m->type == IBV_MW_TYPE_2)
 		m->rkey = wr->bind_mw.rkey; /* the key the window will answer to */
 	return 0;

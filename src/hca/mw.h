@@ -52,7 +52,8 @@ int sib_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bin
 /* post_send's part of a BIND_MW WR: record the bind in w.  type1_ok: the
  * Bind verb (type 1); IBV_WR_BIND_MW from post_send binds type 2 only.
  * 0 or EINVAL (no window, another type, an access bit a window cannot
- * have, a key whose index is not the window's). */
+ * have, a key whose index is not the window's).  IBV_ACCESS_LOCAL_WRITE
+ * is accepted and ignored (rxe, mlx5); other bits (ZERO_BASED...) are refused. */
 int sib_mw_wqe_fill(struct sib_qp *qp, struct sib_swqe *w, const struct ibv_send_wr *wr, bool type1_ok);
 
 /* Requester: carry out a local WQE (BIND_MW, LOCAL_INV) in SQ order.

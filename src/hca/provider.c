@@ -519,7 +519,7 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->vendor_id = sd->vendor_id;
 	a->vendor_part_id = sd->vendor_part_id;
 	a->hw_ver = sd->hw_ver;
-	a->max_qp = SIB_MAX_QPN - 2;
+	a->max_qp = SIB_LIM_QP; /* the limits: hca.h */
 	a->max_qp_wr = SIB_MAX_QP_WR;
 	/* Each one true: the responder sends RNR NAKs; sys_image_guid is set;
 	 * softibd pushes port events; SQD->SQD may change the port (qp.c);
@@ -536,22 +536,26 @@ static void fill_device_attr(struct sib_context *ctx, struct ibv_device_attr *a)
 	a->max_mw = SIB_MW_MAX - 1;
 	a->max_sge = SIB_MAX_SGE;
 	a->max_sge_rd = SIB_MAX_SGE;
-	a->max_cq = 1 << 16;
+	a->max_cq = SIB_LIM_CQ;
 	a->max_cqe = SIB_MAX_CQE;
-	a->max_mr = SIB_MR_DIR * SIB_MR_PAGE - 1;
-	a->max_pd = 1 << 16;
+	a->max_mr = SIB_LIM_MR;
+	a->max_pd = SIB_LIM_PD;
 	a->max_qp_rd_atom = SIB_MAX_RD_ATOMIC;
-	a->max_res_rd_atom = SIB_MAX_RD_ATOMIC * (SIB_MAX_QPN - 2);
+	a->max_res_rd_atom = SIB_MAX_RD_ATOMIC * SIB_LIM_QP;
 	a->max_qp_init_rd_atom = SIB_MAX_RD_ATOMIC;
 	/* CPU atomics on the target memory (atomic.c): atomic with respect to
-	 * every QP, device and process on the host and to the CPU. */
-	a->atomic_cap = IBV_ATOMIC_GLOB;
+	 * every QP, device and process on the host and to the CPU's own
+	 * atomics, which is GLOB's promise and more than HCA's.  HCA is
+	 * reported: true, and the value with which UCX uses device atomics
+	 * (UCX < 1.16 enables them only for IBV_ATOMIC_HCA, uct/ib/base/
+	 * ib_md.c; docs/transport.md "Atomics"). */
+	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_ah = SIB_MAX_AH;
 	/* softibd's limits (daemon/mcast.c); a context attaches at most 1024 */
 	a->max_mcast_grp = SIB_MAX_MCAST_GRP;
 	a->max_mcast_qp_attach = SIB_MAX_MCAST_QP_ATTACH;
 	a->max_total_mcast_qp_attach = 1024;
-	a->max_srq = SIB_MAX_SRQ - 1;   /* srq.c */
+	a->max_srq = SIB_LIM_SRQ;
 	a->max_srq_wr = SIB_MAX_SRQ_WR;
 	a->max_srq_sge = SIB_MAX_SGE;
 	a->max_pkeys = SIB_PKEY_TBL_LEN;

@@ -153,6 +153,12 @@ struct sib_hca_host {
 	 * NULL: no switches, a LID leads straight to the port lid_map names
 	 * (a test host). */
 	int (*route)(struct sib_ctl_route *r);
+	/* Privilege (softibd's SIB_CTL_CAPABLE, common/sib_ctl.h): 0 if the
+	 * calling process holds capability cap (linux/capability.h CAP_*) as
+	 * softibd reads it, else an errno.  Asked where the kernel asks
+	 * capable(): CAP_NET_RAW for a controlled Q_Key (qp.c).  NULL: never
+	 * (a test host). */
+	int (*capable)(unsigned int cap);
 };
 
 void sib_hca_set_host(const struct sib_hca_host *host);

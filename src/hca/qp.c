@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 
 #include "common/fabric_view.h"
 #include "hca/direct.h"
@@ -72,6 +73,19 @@ static int qp_unpublish(struct sib_context *ctx, struct sib_qp *qp)
 struct sib_qp *sib_qp_get(struct sib_context *ctx, uint32_t qpn, uint64_t *handle)
 {
 	return sib_objtab_get_index(&ctx->qps, qpn, handle);
+}
+
+/* The QP's completions leave its send and receive CQs (sib_cq_clean: on
+ * modify to RESET and on destroy, as mlx5).  An XRC_RECV QP has no CQ of
+ * its own: what it delivered stays in the XRC SRQ's CQ, as mlx5's. */
+static void qp_cq_clean(struct sib_qp *qp)
+{
+	struct ibv_qp *b = &qp->ibv.qp_base;
+
+	if (b->recv_cq)
+		sib_cq_clean(to_scq(b->recv_cq), b->qp_num);
+	if (b->send_cq && b->send_cq != b->recv_cq)
+		sib_cq_clean(to_scq(b->send_cq), b->qp_num);
 }
 
 static void qp_free(struct sib_qp *qp)
@@ -253,6 +267,7 @@ int sib_destroy_qp(struct ibv_qp *ibqp)
 	sib_dx_qp_unexport(qp);
 	sib_mcast_qp_gone(qp); /* softibd drops its attachments with the object */
 	sib_mw_qp_gone(qp);    /* its type 2 windows go invalid */
+	qp_cq_clean(qp);       /* the engine let go of it: nothing more is pushed */
 	pthread_mutex_lock(&ibqp->mutex);
 	while (ibqp->events_completed != atomic_load(&qp->events_reported))
 		pthread_cond_wait(&ibqp->cond, &ibqp->mutex);
@@ -316,10 +331,6 @@ static int check_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum i
 	     a->alt_ah_attr.sl > 15 || a->alt_ah_attr.dlid >= SIB_UNICAST_LIDS ||
 	     (a->alt_ah_attr.is_global && a->alt_ah_attr.grh.sgid_index >= SIB_GID_TBL_LEN)))
 		return EINVAL; /* as the primary path's checks */
-	/* Controlled Q_Keys (IBA 10.2.5) are privileged: uverbs refuses them
-	 * to a process without CAP_NET_RAW, and softib has no privilege. */
-	if ((mask & IBV_QP_QKEY) && (a->qkey & 0x80000000u))
-		return EPERM;
 	if (next == IBV_QPS_RTR && !(port >= 1 && port <= sib_fabric_num_ports(sd)))
 		return EINVAL;
 	return 0;
@@ -395,6 +406,7 @@ static void apply_attr(struct sib_qp *qp, struct ibv_qp_attr *a, int mask, enum 
 	switch (next) {
 	case IBV_QPS_RESET:
 		qp_reset(qp);
+		qp_cq_clean(qp); /* progress_lock held: no completion of it meanwhile */
 		break;
 	case IBV_QPS_ERR:
 		sib_qp_flush(qp);
@@ -417,6 +429,15 @@ int sib_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 
 	if (sib_ctx_fatal(ctx))
 		return EIO; /* rdma-core after DEVICE_FATAL: the kernel answers EIO */
+	/* Controlled Q_Keys (IBA 10.2.5) are privileged: uverbs gives them
+	 * only to a caller with CAP_NET_RAW (linux drivers/infiniband/core/
+	 * uverbs_cmd.c modify_qp), before the driver sees the attributes.
+	 * softibd says whether this process has it (never the process
+	 * itself, docs/threat-model.md "Privilege"); asked outside the
+	 * progress lock, as it is a round trip. */
+	if ((attr_mask & IBV_QP_QKEY) && (attr->qkey & SIB_QKEY_CONTROLLED) &&
+	    (!sib_host->capable || sib_host->capable(CAP_NET_RAW)))
+		return EPERM;
 	/* What the kernel's uverbs ignores before checking the mask: XRC
 	 * initiators have no responder, XRC targets no requester (perftest
 	 * -c XRC sets the RC attributes on both). */
@@ -883,6 +904,10 @@ static void wrx_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t rem
 	w->ud_qkey = remote_qkey;
 }
 
+/* ibv_wr_complete: publish the batch, or nothing and the first error.  A QP
+ * in RESET, INIT or RTR takes nothing: EINVAL, as post_send here and as
+ * rxe's and EFA's wr_complete (rdma-core v44 providers/rxe/rxe.c,
+ * providers/efa/verbs.c); in ERR the batch is posted and flushed. */
 static int wrx_complete(struct ibv_qp_ex *ibqp)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
@@ -890,6 +915,8 @@ static int wrx_complete(struct ibv_qp_ex *ibqp)
 
 	wrx_close(qp);
 	rc = qp->wr_err;
+	if (!rc && qp->state < IBV_QPS_RTS && qp->state != IBV_QPS_ERR)
+		rc = EINVAL;
 	if (!rc && qp->ibv.qp_base.qp_type == IBV_QPT_UD)
 		for (uint32_t i = atomic_load_explicit(&qp->sq_head, memory_order_relaxed); !rc && i != qp->wr_head; i++)
 			rc = sib_ud_wqe_check(qp, &qp->sq[i & (qp->sq_size - 1)]);

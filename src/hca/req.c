@@ -23,7 +23,7 @@
 enum req_state {
 	REQST_CHECK_QP,                /* does the QP send at all now? */
 	REQST_NEXT_WQE,                /* a WQE posted and not yet fully sent? */
-	REQST_CHECK_LIMITS,            /* SQD fence, PSN window, READ depth */
+	REQST_CHECK_LIMITS,            /* SQD fence, PSN window, READ depth, IBV_SEND_FENCE */
 	REQST_START_WQE,               /* PSNs and local key checks of a new WQE */
 	REQST_LOCAL_OP,                /* BIND_MW or LOCAL_INV: carried out here, no packet */
 	REQST_SEND_PACKET,             /* one packet of the WQE on the wire */
@@ -97,6 +97,18 @@ static bool reads_full(const struct sib_qp *qp)
 	return qp->req.reads_outstanding >= (qp->max_rd_atomic ? qp->max_rd_atomic : 1u);
 }
 
+/*
+ * IBV_SEND_FENCE (IBA 1.4 vol 1, 10.8.3.3; ibv_post_send(3)): the WQE does
+ * not start while an earlier RDMA READ or atomic of the send queue has not
+ * completed.  Without it a WRITE or atomic after a READ may change the
+ * responder's memory before the READ's data is read (relaxed ordering,
+ * IBA 9.5), and a SEND may carry a local buffer a READ still fills.
+ */
+static bool fenced(const struct sib_qp *qp, const struct sib_swqe *w)
+{
+	return (w->send_flags & IBV_SEND_FENCE) && qp->req.reads_outstanding;
+}
+
 /* Could this WQE be placed (try_place asks this first)?  Then its
  * PSNs cost no packets and the window is SIB_MAX_UNACKED_PSNS_PLACED. */
 static bool may_place(const struct sib_qp *qp, const struct sib_swqe *w, const struct sib_wr_info *wi)
@@ -120,6 +132,8 @@ static enum req_state check_limits(struct req_pass *p)
 	    (may_place(qp, p->w, wi) ? SIB_MAX_UNACKED_PSNS_PLACED : SIB_MAX_UNACKED_PSNS))
 		return REQST_DONE;
 	if (wi && (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) && reads_full(qp))
+		return REQST_DONE;
+	if (fenced(qp, p->w))
 		return REQST_DONE;
 	return REQST_START_WQE;
 }
@@ -180,7 +194,7 @@ static bool next_would_wait(const struct sib_qp *qp, const struct sib_swqe *w, u
 		return true; /* no packet of its own; it completes behind ours */
 	if (iba_psn_diff(psn, qp->comp.psn) >= SIB_MAX_UNACKED_PSNS)
 		return true;
-	return (wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) && reads_full(qp);
+	return ((wi->flags & (SIB_WR_READ | SIB_WR_ATOMIC)) && reads_full(qp)) || fenced(qp, w);
 }
 
 /*
@@ -491,6 +505,8 @@ void sib_req_rewind(struct sib_qp *qp, uint32_t psn)
 		if (!w->started)
 			break;
 		d = iba_psn_diff(psn, w->first_psn);
+		if (d < 0 && i == qp->sq_tail)
+			d = 0; /* older than every WQE outstanding: resend from the oldest */
 		if (d < 0 || (uint32_t)d >= w->npsn)
 			continue;
 		/* READs from here on will be requested again (a partly sent

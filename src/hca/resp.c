@@ -349,12 +349,15 @@ static enum resp_state check_keys(struct resp_pass *p)
 	if ((f & IBA_OP_SEND) && sib_xfwd_pkt(qp))
 		return RESPST_EXECUTE; /* its target checks the WQE (xrc_fwd.c) */
 	if (f & IBA_OP_SEND) {
-		/* Every packet: the MR may be gone since the message started. */
+		/* The bytes this packet writes, not the whole posted buffer (as
+		 * rxe and hardware: a buffer whose tail lies past its MR takes
+		 * every message that stops short of the tail); every packet,
+		 * since the MR may be gone since the message started. */
 		struct sib_rwqe *r = sib_rwqe_cur(qp);
 
-		return sib_sge_check(qp->ctx, sib_resp_pd(qp), r->sge, r->num_sge,
-				     IBV_ACCESS_LOCAL_WRITE) == IBV_WC_SUCCESS ? RESPST_EXECUTE
-									      : RESPST_ERR_RWQE_LKEY;
+		return sib_sge_check_range(qp->ctx, sib_resp_pd(qp), r->sge, r->num_sge, qp->resp.offset,
+					   p->pkt->paylen, IBV_ACCESS_LOCAL_WRITE) == IBV_WC_SUCCESS
+		       ? RESPST_EXECUTE : RESPST_ERR_RWQE_LKEY;
 	}
 	if (f & IBA_OP_READ)
 		return rkey_ok(qp, &p->pkt->reth, IBV_ACCESS_REMOTE_READ, &p->mr, &p->mr_h) ? RESPST_EXECUTE

@@ -193,6 +193,20 @@ static inline uint32_t sib_msg_npsn(uint32_t len, uint32_t mtu)
 enum ibv_wc_status sib_sge_check(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
 				 uint32_t num_sge, unsigned int need);
 
+/*
+ * Check only the bytes [off, off + len) of an SGE list, piece by piece
+ * (key, PD, range; LOCAL_WRITE if `need` has it): the SGEs, or the parts
+ * of them, that lie outside the range are not looked at.  This is the
+ * receive side's check (a receive WQE's buffers are checked for the bytes
+ * a message writes, not the whole posted buffer, as rxe's copy_data and
+ * hardware do: UCX posts buffers whose tail lies past their MR).  len 0
+ * checks nothing.  The caller has checked that off + len is within the
+ * SGEs' total length (the LOC_LEN_ERR checks come first).  IBV_WC_SUCCESS
+ * or IBV_WC_LOC_PROT_ERR.
+ */
+enum ibv_wc_status sib_sge_check_range(struct sib_context *ctx, uint32_t pd, const struct ibv_sge *sge,
+				       uint32_t num_sge, uint32_t off, uint32_t len, unsigned int need);
+
 /* Copy between an SGE list at byte offset `off` and a buffer, holding a
  * reference on each piece's MR while copying (dereg/rereg wait for it) and
  * checking it again under that reference.  IBV_WC_SUCCESS, or

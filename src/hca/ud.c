@@ -16,7 +16,6 @@
 #include "hca/wr.h"
 
 #define UD_GRH_AREA IBA_GRH_BYTES     /* the first 40 bytes of every UD receive buffer */
-#define QKEY_CONTROLLED 0x80000000u   /* IBA 10.2.5: use the QP's own Q_Key */
 #define IBA_QPN_MCAST   0xffffffu     /* BTH.DestQP of a multicast datagram */
 
 /* The port's active MTU in bytes: a UD message must fit one packet. */
@@ -59,7 +58,7 @@ int sib_ud_wqe_check(const struct sib_qp *qp, const struct sib_swqe *w)
  * has the high bit set (controlled Q_Key, IBA 10.2.5). */
 static uint32_t ud_qkey(const struct sib_qp *qp, const struct sib_swqe *w)
 {
-	return (w->ud_qkey & QKEY_CONTROLLED) ? qp->qkey : w->ud_qkey;
+	return (w->ud_qkey & SIB_QKEY_CONTROLLED) ? qp->qkey : w->ud_qkey;
 }
 
 /*
@@ -277,7 +276,8 @@ void sib_ud_req_run(struct sib_qp *qp)
  * (IBV_WC_GRH), left as they were otherwise; the payload follows; byte_len
  * counts both.  No receive WQE: dropped and counted (UD has no RNR).  A
  * datagram longer than the WQE completes it with LOC_LEN_ERR, buffers
- * failing their L_Key check with LOC_PROT_ERR; the QP stays as it is (a
+ * failing their L_Key check where the datagram writes (the GRH area only
+ * with a GRH) with LOC_PROT_ERR; the QP stays as it is (a
  * stranger's datagram must not take a UD QP down).
  */
 enum sib_rx_drop sib_ud_packet(struct sib_qp *qp, const struct iba_pkt *pkt, const uint8_t *buf)
@@ -300,7 +300,11 @@ enum sib_rx_drop sib_ud_packet(struct sib_qp *qp, const struct iba_pkt *pkt, con
 	wc.qp_num = qp->ibv.qp_base.qp_num;
 	if ((uint64_t)pkt->paylen + UD_GRH_AREA > r->length)
 		wc.status = IBV_WC_LOC_LEN_ERR;
-	else if (sib_sge_check(qp->ctx, pd, r->sge, r->num_sge, IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS ||
+	/* The bytes written only: the GRH area when the packet has a GRH
+	 * (untouched otherwise), then the payload (rxe, hardware). */
+	else if (sib_sge_check_range(qp->ctx, pd, r->sge, r->num_sge, grh ? 0 : UD_GRH_AREA,
+				     (grh ? UD_GRH_AREA : 0) + pkt->paylen,
+				     IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS ||
 		 (grh && sib_sge_copy_in(qp->ctx, pd, r->sge, r->num_sge, 0, buf + IBA_LRH_BYTES,
 					 UD_GRH_AREA) != IBV_WC_SUCCESS) ||
 		 (pkt->paylen && sib_sge_copy_in(qp->ctx, pd, r->sge, r->num_sge, UD_GRH_AREA, pkt->payload,

@@ -28,7 +28,7 @@ static const struct sib_wr_info wr_info[] = {
 				   SIB_WR_SEND | SIB_WR_IMM | SIB_WR_SOLICIT | SIB_WR_IMPL, IBV_WC_SEND },
 	[IBV_WR_RDMA_READ] = { "RDMA_READ", Q_RC | Q_XRC, SIB_WR_READ | SIB_WR_RETH | SIB_WR_IMPL,
 			       IBV_WC_RDMA_READ },
-	/* Atomics: 8 bytes, atomic_cap IBV_ATOMIC_GLOB (atomic.c). */
+	/* Atomics: 8 bytes, atomic_cap IBV_ATOMIC_HCA (atomic.c). */
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = { "ATOMIC_CMP_AND_SWP", Q_RC | Q_XRC, SIB_WR_ATOMIC | SIB_WR_IMPL,
 					IBV_WC_COMP_SWAP },
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = { "ATOMIC_FETCH_AND_ADD", Q_RC | Q_XRC, SIB_WR_ATOMIC | SIB_WR_IMPL,

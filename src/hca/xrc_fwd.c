@@ -224,10 +224,6 @@ static enum sib_rx_drop place(struct sib_context *ctx, struct sib_xfwd_msg *m, s
 		m->srqn = pkt->xrc_srqn;
 		m->srq_h = h;
 		m->offset = 0;
-		if (sib_sge_check(ctx, pd, m->wqe.sge, m->wqe.num_sge, IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS) {
-			msg_complete(m, srq, pkt, IBV_WC_LOC_PROT_ERR);
-			return SIB_RX_DROP_XRC_FWD_LKEY;
-		}
 	} else {
 		if (m->active && m->srqn == pkt->xrc_srqn && m->srq_h == h &&
 		    iba_psn_diff(pkt->bth.psn, m->psn) < 0)
@@ -242,7 +238,11 @@ static enum sib_rx_drop place(struct sib_context *ctx, struct sib_xfwd_msg *m, s
 		msg_complete(m, srq, pkt, IBV_WC_LOC_LEN_ERR);
 		return SIB_RX_DROP_XRC_FWD_LEN;
 	}
-	if (sib_sge_copy_in(ctx, pd, m->wqe.sge, m->wqe.num_sge, m->offset, pkt->payload,
+	/* The bytes this packet writes, not the whole posted buffer (as the
+	 * responder's own receive WQEs, resp.c): checked, then copied. */
+	if (sib_sge_check_range(ctx, pd, m->wqe.sge, m->wqe.num_sge, m->offset, pkt->paylen,
+				IBV_ACCESS_LOCAL_WRITE) != IBV_WC_SUCCESS ||
+	    sib_sge_copy_in(ctx, pd, m->wqe.sge, m->wqe.num_sge, m->offset, pkt->payload,
 			    pkt->paylen) != IBV_WC_SUCCESS) {
 		msg_complete(m, srq, pkt, IBV_WC_LOC_PROT_ERR);
 		return SIB_RX_DROP_XRC_FWD_LKEY;

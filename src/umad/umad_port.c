@@ -457,14 +457,18 @@ static bool lib_rmpp(const struct agent *a)
 	       a->mgmt_class == MAD_MGMT_CLASS_SUBN_ADM;
 }
 
-/* The routing fields of a send from the umad header. */
+/* The routing fields of a send from the umad header.  Its Q_Key is not
+ * used: the kernel's MAD layer sends every MAD with the QP's own
+ * (IB_QP_SET_QKEY in linux drivers/infiniband/core/mad.c
+ * ib_create_send_mad), so a GMP leaves QP1 with the GSI Q_Key whatever
+ * the caller wrote (softibd drops a GMP with another, docs/mai.md). */
 static void addr_to_mai(const ib_mad_addr_t *ad, const struct agent *a, uint8_t port, mai_mad_t *m)
 {
 	m->type = MAI_TYPE_MAD;
 	m->port = port;
 	m->qp = a->qp;
 	m->remote_qpn = ntohl(ad->qpn) & 0xffffff;
-	m->remote_qkey = ntohl(ad->qkey);
+	m->remote_qkey = a->qp ? UMAD_QKEY : 0;
 	m->pkey_index = ad->pkey_index;
 	m->lrh.dlid = ntohs(ad->lid);
 	m->lrh.sl = ad->sl & 0xf;

@@ -11,6 +11,7 @@
 #define SIB_UMAD_PRIV_H
 
 #include <infiniband/umad.h>
+#include <infiniband/umad_types.h>    /* UMAD_QKEY */
 #include <stdio.h>
 
 #include "common/sib_ctl.h"

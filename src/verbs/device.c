@@ -224,6 +224,17 @@ static int verbs_route(struct sib_ctl_route *r)
 	return 0;
 }
 
+/* The HCA's capable hook (provider.h): softibd's SIB_CTL_CAPABLE answer
+ * for this process (it reads the capability itself; nothing we could say
+ * would change it).  0 or EPERM (EIO: no daemon). */
+static int verbs_capable(unsigned int cap)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_CAPABLE };
+
+	m.u.capable.cap = cap;
+	return sib_ctl_rpc(&m, NULL);
+}
+
 /* The HCA's xrcd_open hook (provider.h): XRCD_OPEN with the file's fd. */
 static int verbs_xrcd_open(uint32_t dev_handle, int fd, int oflags, uint32_t *handle, uint32_t *num)
 {
@@ -304,6 +315,7 @@ static const struct sib_hca_host verbs_host = {
 	.xrcd_open = verbs_xrcd_open,
 	.xrc_tgt_create = verbs_xrc_tgt_create,
 	.route = verbs_route,
+	.capable = verbs_capable,
 };
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */
@@ -738,6 +750,29 @@ static void verbs_peer_ring_hold(struct sib_ring *ring)
 
 /* ---- open and close ---- */
 
+/*
+ * ibv_context.cmd_fd: a real fd of the context's own, not the connection to
+ * softibd (docs/abi.md "cmd_fd").  A sealed, empty memfd "softib-cmd": dup,
+ * poll (always ready, as the kernel's uverbs file, which has no poll op),
+ * fcntl and close by the program touch nothing of the library's; it reads
+ * EOF and takes no write (EPERM).  ibv_close_device closes it, as rdma-core
+ * closes its cmd_fd.  The fd, or -errno.
+ */
+static int cmd_fd_open(void)
+{
+	int fd = memfd_create("softib-cmd", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return -errno;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0) {
+		int rc = -errno;
+
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 SIB_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_OPEN_DEVICE };
@@ -781,6 +816,12 @@ SIB_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	rc = sib_verbs_set_ops(ctx, &sib_hca_ops);
 	if (rc)
 		goto err_free;
+	ctx->cmd_fd = cmd_fd_open();
+	if (ctx->cmd_fd < 0) {
+		rc = -ctx->cmd_fd;
+		sib_verbs_unset_ops(ctx);
+		goto err_free;
+	}
 	sib_verbs_priv(ctx)->inbox_base = at.inbox_base;
 	sib_verbs_priv(ctx)->inbox_size = size;
 	return ctx;
@@ -805,11 +846,14 @@ SIB_EXPORT int ibv_close_device(struct ibv_context *context)
 	struct sib_verbs_priv *priv = sib_verbs_priv(context);
 	void *base = priv->inbox_base;
 	size_t size = priv->inbox_size;
+	int cmd_fd = context->cmd_fd;
 
 	m.u.handle = sib_hca_device_ops.dev_handle(context);
 	sib_verbs_unset_ops(context);
 	sib_hca_ops.free_context(context);
 	(void)sib_ctl_rpc(&m, NULL);
 	munmap(base, size);
+	if (cmd_fd >= 0)
+		close(cmd_fd);
 	return 0;
 }

@@ -157,7 +157,7 @@ int sib_verbs_set_ops(struct ibv_context *context, const struct sib_hca_ops *hca
 		if (memcmp(src + off, &null_op, sizeof(void (*)(void))))
 			memcpy(dst + off, src + off, sizeof(void (*)(void)));
 	vctx->priv = (struct verbs_ex_private *)priv;
-	context->cmd_fd = -1;
+	context->cmd_fd = -1; /* ibv_open_device gives it its fd (device.c cmd_fd_open) */
 	context->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	vctx->sz = sizeof(struct verbs_context);
 	/* Inlined into applications: the HCA's own functions, no extra hop. */

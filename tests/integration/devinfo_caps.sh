@@ -40,7 +40,7 @@ for area; do
 	xrc)
 		flag XRC ;;
 	atomic)
-		[ "$(field atomic_cap)" = ATOMIC_GLOB ] || fail "atomic_cap is $(field atomic_cap)" ;;
+		[ "$(field atomic_cap)" = ATOMIC_HCA ] || fail "atomic_cap is $(field atomic_cap)" ;;
 	mw)
 		positive max_mw
 		flag MEM_WINDOW

@@ -4,7 +4,8 @@
 # counters of softib0's and softib3's ports move with an ibv_rc_pingpong
 # between them across both switches (at least the packets and 4-byte words
 # it sent); -x shows the extended counters and agrees; -R and -x -R reset
-# them.  (Switch ports count only the MADs they forward, not data packets:
+# them; a fresh fabric has LinkDownedCounter 0 and no ibqueryerrors
+# findings.  (Switch ports count only the MADs they forward, not data packets:
 # not checked here.)
 . "$(dirname "$0")/mgmt_lib.sh"
 need_tool perfquery infiniband-diags
@@ -22,7 +23,12 @@ query() {
 	client timeout 20 perfquery "$@" >"$SIB_TMP/$name.out" 2>&1 || fail "perfquery $*: $(cat "$SIB_TMP/$name.out")"
 	grep -q '^PortXmitData:' "$SIB_TMP/$name.out" || fail "perfquery $*: no counters: $(cat "$SIB_TMP/$name.out")"
 }
+# A fresh fabric under OpenSM has no errors: OpenSM's first sweep retrains
+# links (PortState Down for its op-VL change), which is no LinkDowned.
+client timeout 60 ibqueryerrors >"$SIB_TMP/qe.out" 2>&1 || fail "ibqueryerrors: $(cat "$SIB_TMP/qe.out")"
+grep -q '^## Summary: .* 0 bad nodes found' "$SIB_TMP/qe.out" || fail "ibqueryerrors on a fresh fabric: $(cat "$SIB_TMP/qe.out")"
 query a0 # the local port: softib0 port 1
+grep -Eq '^LinkDownedCounter:\.+0$' "$SIB_TMP/a0.out" || fail "LinkDownedCounter of a fresh port: $(cat "$SIB_TMP/a0.out")"
 grep -Eq "^# Port counters: Lid $lid0 port 1" "$SIB_TMP/a0.out" || fail "perfquery: $(head -1 "$SIB_TMP/a0.out")"
 query b0 "$lid3" 1
 rc_pingpong softib0 softib3 -s 4096

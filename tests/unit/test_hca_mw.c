@@ -61,6 +61,8 @@ static int down_mw(void **state)
 		IBV_ACCESS_MW_BIND)
 #define W_RW   (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
 
+static uint32_t up_wr_mw(const uint64_t ops[NDEV], struct ibv_mw_bind_info *bi);
+
 static uint64_t win(uint64_t off)
 {
 	return (uintptr_t)sides[B].buf + WIN_OFF + off;
@@ -156,7 +158,7 @@ static void test_mw_alloc_keys_caps(void **state)
 	assert_true(da.orig_attr.max_mw > 0);
 	assert_true(da.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW);
 	assert_true(da.orig_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B);
-	assert_int_equal(da.orig_attr.atomic_cap, IBV_ATOMIC_GLOB);
+	assert_int_equal(da.orig_attr.atomic_cap, IBV_ATOMIC_HCA);
 }
 
 /* ============ Type 1: the Bind verb ============ */
@@ -281,9 +283,52 @@ static void test_mw_wrong_type_for_op(void **state)
 	mw = sib_hca_ops.alloc_mw(sides[B].pd, IBV_MW_TYPE_2);
 	assert_non_null(mw);
 	assert_int_equal(bind2(mw->rkey + 0x100, win(0), WIN_LEN, W_RW), EINVAL);
-	/* Access a window cannot grant. */
-	assert_int_equal(bind2(ibv_inc_rkey(mw->rkey), win(0), WIN_LEN, IBV_ACCESS_LOCAL_WRITE), EINVAL);
+	/* Access a window cannot grant (LOCAL_WRITE it may be asked for:
+	 * test_mw_bind_local_write). */
+	assert_int_equal(bind2(ibv_inc_rkey(mw->rkey), win(0), WIN_LEN, IBV_ACCESS_ZERO_BASED | W_RW),
+			 EINVAL);
 	expect_no_wc(B);
+}
+
+/* IBV_ACCESS_LOCAL_WRITE among a bind's access flags is accepted and grants
+ * nothing remote (rxe's RXE_ACCESS_SUPPORTED_MW, mlx5; pyverbs' tests bind
+ * with it), through all three binds: ibv_bind_mw (type 1), IBV_WR_BIND_MW
+ * and ibv_wr_bind_mw (type 2). */
+static void test_mw_bind_local_write(void **state)
+{
+	const uint64_t ops[NDEV] = { 0, IBV_QP_EX_WITH_BIND_MW };
+	struct ibv_mw_bind_info bi = { 0 };
+	struct ibv_qp_ex *xb;
+	uint32_t key;
+
+	(void)state;
+	up_mw(IBV_MW_TYPE_1, MR_ALL);
+	assert_int_equal(bind1(win(0), WIN_LEN, IBV_ACCESS_LOCAL_WRITE | W_RW), 0);
+	expect_wc_op(B, 77, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	write_through(win(0), mw->rkey, IBV_WC_SUCCESS);
+	/* LOCAL_WRITE alone: a window that grants nothing. */
+	assert_int_equal(bind1(win(0), WIN_LEN, IBV_ACCESS_LOCAL_WRITE), 0);
+	expect_wc_op(B, 77, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	write_through(win(0), mw->rkey, IBV_WC_REM_ACCESS_ERR);
+	down_mw(NULL);
+
+	up_mw(IBV_MW_TYPE_2, MR_ALL);
+	key = ibv_inc_rkey(mw->rkey);
+	assert_int_equal(bind2(key, win(0), WIN_LEN, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE), 0);
+	expect_wc_op(B, 78, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	write_through(win(0), key, IBV_WC_SUCCESS);
+	down_mw(NULL);
+
+	key = up_wr_mw(ops, &bi);
+	bi.mw_access_flags = IBV_ACCESS_LOCAL_WRITE | W_RW;
+	xb = (struct ibv_qp_ex *)sides[B].qp;
+	ibv_wr_start(xb);
+	xb->wr_id = 1;
+	xb->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(xb, mw, key, &bi);
+	assert_int_equal(ibv_wr_complete(xb), 0);
+	expect_wc_op(B, 1, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	write_through(win(0), key, IBV_WC_SUCCESS);
 }
 
 /* ============ Type 2: BIND_MW, LOCAL_INV, SEND_WITH_INV ============ */
@@ -604,6 +649,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_mw_bind_outside_mr, down_mw),
 		cmocka_unit_test_teardown(test_mw_dealloc_bound, down_mw),
 		cmocka_unit_test_teardown(test_mw_wrong_type_for_op, down_mw),
+		cmocka_unit_test_teardown(test_mw_bind_local_write, down_mw),
 		cmocka_unit_test_teardown(test_mw_type2_bind_invalidate, down_mw),
 		cmocka_unit_test_teardown(test_mw_type2_local_inv, down_mw),
 		cmocka_unit_test_teardown(test_mw_invalidate_stops_write_under_way, down_mw),

@@ -36,6 +36,7 @@ static struct {
 	struct ibv_qp *qa[NQP], *qb[NQP];      /* qa[i] on A talks to qb[i] on B */
 	struct ibv_srq *srq[3];                /* on B */
 	struct ibv_xrcd *xrcd[2];              /* on B */
+	struct ibv_mr *part;                   /* on B: a small MR (test_srq_xrc_tail_past_mr) */
 } x;
 
 static const struct sib_hca_ops *ops = &sib_hca_ops;
@@ -54,6 +55,8 @@ static int srq_down(void **state)
 	for (unsigned int i = 0; i < 2; i++)
 		if (x.xrcd[i])
 			assert_int_equal(ops->close_xrcd(x.xrcd[i]), 0);
+	if (x.part)
+		assert_int_equal(ops->dereg_mr(x.part), 0);
 	memset(&x, 0, sizeof(x));
 	return down(state);
 }
@@ -484,6 +487,55 @@ static void test_xrc_transfer(void **state)
 	}
 }
 
+/*
+ * SRQ and XRC SRQ receive WQEs are checked for the bytes a message writes
+ * (issue 14 item 3, as rxe and hardware): a buffer whose second half lies
+ * past its MR takes a message that fills the first half (multi-packet);
+ * one byte more fails that WQE with LOC_PROT_ERR (the requester: REM_OP_ERR).
+ */
+static void srq_tail_past_mr(struct ibv_qp *qa, struct ibv_srq *srq, uint32_t srqn, uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)sides[B].buf + 0x40000 + 4096, .length = 8192,
+			       .lkey = x.part->lkey };
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+	struct ibv_wc wc;
+
+	fill(sides[A].buf, 4097, (uint8_t)id);
+	assert_int_equal(ops->post_srq_recv(srq, &wr, &bad), 0);
+	send_on(qa, IBV_WR_SEND, 0, 4096, 0, srqn, id);
+	expect_wc(A, id, IBV_WC_SUCCESS);
+	wc = poll_wc(B);
+	assert_int_equal(wc.wr_id, id);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 4096);
+	assert_memory_equal(sides[B].buf + 0x40000 + 4096, sides[A].buf, 4096);
+	wr.wr_id = id + 1;
+	assert_int_equal(ops->post_srq_recv(srq, &wr, &bad), 0);
+	send_on(qa, IBV_WR_SEND, 0, 4097, 0, srqn, id + 1);
+	expect_wc(A, id + 1, IBV_WC_REM_OP_ERR);
+	wc = poll_wc(B);
+	assert_int_equal(wc.wr_id, id + 1);
+	assert_int_equal(wc.status, IBV_WC_LOC_PROT_ERR);
+}
+
+static void test_srq_xrc_tail_past_mr(void **state)
+{
+	uint32_t srqn = 0;
+
+	(void)state;
+	up(&def_opts);
+	x.part = ops->reg_mr(sides[B].pd, sides[B].buf + 0x40000, 8192, (uintptr_t)sides[B].buf + 0x40000,
+			     IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(x.part);
+	x.srq[0] = srq_new(16, 1);
+	pair(0, IBV_QPT_RC, IBV_QPT_RC, x.srq[0], NULL, &def_opts);
+	srq_tail_past_mr(x.qa[0], x.srq[0], 0, 10);
+	x.xrcd[0] = loop_xrcd_open(B, -1);
+	x.srq[1] = loop_xsrq_new(B, x.xrcd[0], 16, &srqn);
+	pair(1, IBV_QPT_XRC_SEND, IBV_QPT_XRC_RECV, NULL, x.xrcd[0], &def_opts);
+	srq_tail_past_mr(x.qa[1], x.srq[1], srqn, 20);
+}
+
 static enum verdict hold_later_sends(const struct seen *s)
 {
 	uint8_t op = s->opc & 0x1f;
@@ -694,6 +746,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_xrc_wr_api, srq_down),
 		cmocka_unit_test_teardown(test_xrc_srq_destroy_mid_message, srq_down),
 		cmocka_unit_test_teardown(test_xrc_wrong_srqn_dropped, srq_down),
+		cmocka_unit_test_teardown(test_srq_xrc_tail_past_mr, srq_down),
 		cmocka_unit_test_teardown(test_rc_srq_under_faults, srq_down),
 		cmocka_unit_test_teardown(test_xrc_under_faults, srq_down),
 	};

@@ -217,8 +217,9 @@ static void test_qkey_mismatch(void **state)
 }
 
 /* IBA 10.2.5: a WR Q_Key with the high bit set sends the QP's own Q_Key;
- * a QP cannot be given a controlled Q_Key (EPERM, as uverbs without
- * CAP_NET_RAW). */
+ * a QP cannot be given a controlled Q_Key without CAP_NET_RAW (EPERM, as
+ * uverbs), and a host with no capable hook grants none (the granted case
+ * goes through softibd: test_verbs_keys). */
 static void test_controlled_qkey(void **state)
 {
 	struct ibv_qp_attr a = { 0 };

@@ -38,6 +38,7 @@ static struct {
 	struct ibv_xrcd *xrcd_b, *xrcd_c;      /* the same file's domain */
 	int fd;
 	uint32_t srqn_b, srqn_c;
+	struct ibv_mr *part;                   /* on C: a small MR (test_tail_past_mr) */
 } f;
 
 static int fwd_down(void **state)
@@ -54,6 +55,8 @@ static int fwd_down(void **state)
 		assert_int_equal(ops->close_xrcd(f.xrcd_b), 0);
 	if (f.xrcd_c)
 		assert_int_equal(ops->close_xrcd(f.xrcd_c), 0);
+	if (f.part)
+		assert_int_equal(ops->dereg_mr(f.part), 0);
 	if (f.fd > 0)
 		close(f.fd);
 	memset(&f, 0, sizeof(f));
@@ -379,6 +382,44 @@ static void test_inbox_full(void **state)
 	assert_int_equal(drops(C, SIB_RX_DROP_XRC_FWD_NORWQE), 0);
 }
 
+/* The WQE at C is checked for the bytes a forwarded message writes, not
+ * the whole posted buffer (issue 14 item 3): a buffer whose second half
+ * lies past its MR takes 4096 bytes; a byte more completes it with
+ * LOC_PROT_ERR at C (dropped and counted; B has ACKed). */
+static void test_tail_past_mr(void **state)
+{
+	uint8_t *p;
+	struct ibv_sge sge;
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+	struct ibv_wc wc;
+
+	(void)state;
+	fwd_up();
+	p = sides[C].buf + 0x40000;
+	f.part = ops->reg_mr(sides[C].pd, p, 8192, (uintptr_t)p, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(f.part);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)p + 4096, .length = 8192, .lkey = f.part->lkey };
+	fill(sides[A].buf, 4097, 5);
+	wr.wr_id = 60;
+	assert_int_equal(ops->post_srq_recv(f.srq_c, &wr, &bad), 0);
+	send_xrc(IBV_WR_SEND, 0, 4096, f.srqn_c, 1);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	wc = poll_wc(C);
+	assert_int_equal(wc.wr_id, 60);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.byte_len, 4096);
+	assert_memory_equal(p + 4096, sides[A].buf, 4096);
+	wr.wr_id = 61;
+	assert_int_equal(ops->post_srq_recv(f.srq_c, &wr, &bad), 0);
+	send_xrc(IBV_WR_SEND, 0, 4097, f.srqn_c, 2);
+	expect_wc(A, 2, IBV_WC_SUCCESS);
+	expect_wc(C, 61, IBV_WC_LOC_PROT_ERR);
+	/* Counted by C's engine after it pushed the completion: bounded wait. */
+	for (uint64_t end = now_ms() + WAIT_MS; drops(C, SIB_RX_DROP_XRC_FWD_LKEY) == 0 && now_ms() < end;)
+		settle(1);
+	assert_int_equal(drops(C, SIB_RX_DROP_XRC_FWD_LKEY), 1);
+}
+
 /* A WRITE naming C's SRQ: its R_Key is C's, out of B's reach: NAK
  * (invalid request), nothing forwarded. */
 static void test_write_nak(void **state)
@@ -398,6 +439,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_no_wqe_dropped, fwd_down),
 		cmocka_unit_test_teardown(test_inbox_full, fwd_down),
 		cmocka_unit_test_teardown(test_write_nak, fwd_down),
+		cmocka_unit_test_teardown(test_tail_past_mr, fwd_down),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -7,7 +7,7 @@
  * to a switch (its ingress port) and GMPs to CA ports, an unprogrammed LFT
  * dropped; TID routing, unasked responses dropped, unmatched answers, the
  * SMA's filters beating an SM's, traps through d->mad_out, and the PMA
- * counters of every port crossed.  The SMA and PMA here are test doubles
+ * counters of every port crossed, QP1's Q_Key check.  The SMA and PMA here are test doubles
  * that record where the router handed them the MAD (the real ones are
  * tested with sma.c); the daemon's helpers the channels use are stubbed.
  */
@@ -694,6 +694,76 @@ static void test_gmp_channels(void **state)
 	close(sa);
 }
 
+/* IBA 10.2.5 / 13.5.3: QP1 takes only the GSI Q_Key.  A GMP whose DETH
+ * carries another is dropped unanswered (bad_qkey, QP1Dropped and PortInfo
+ * Q_KeyViolations of the port); a send whose Q_Key has the controlled bit
+ * carries the GSI's own, as the kernel's MAD layer always sends. */
+static void test_gsi_qkey(void **state)
+{
+	struct topo *t = *state;
+	uint32_t sa_num;
+	int cl = chan_open(t, "a1", 1, NULL), sa = chan_open(t, "b2", 1, &sa_num);
+	mai_mad_t m, r;
+
+	/* to b2's PMA with Q_Key 0: not answered */
+	mad_gmp(&m, MAD_MGMT_CLASS_PERF_MGMT, MAD_GET, MAD_NODEINFO, LID_B2);
+	m.remote_qkey = 0;
+	csend(t, cl, &m);
+	assert_int_equal(pma_seen.calls, 0);
+	assert_false(crecv(cl, &r));
+	assert_int_equal(drops(t, SIBD_DROP_BAD_QKEY), 1);
+	assert_int_equal(t->b2->mgmt->port[1].pi.q_key_violations, 1);
+	assert_int_equal(t->b2->mgmt->port[1].pma.qp1_dropped, 1);
+	/* a Get nobody takes is not answered 0x000C either */
+	mad_gmp(&m, 0x03, MAD_GET, 0x0011, LID_B2);
+	m.remote_qkey = 0x1234;
+	csend(t, cl, &m);
+	assert_false(crecv(cl, &r));
+	assert_int_equal(sibd_mad_ctr(&t->d)->unsupported, 0);
+	assert_int_equal(drops(t, SIBD_DROP_BAD_QKEY), 2);
+	/* nor reaches an agent's filter */
+	filter(t, sa_num, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x03, MAD_GET, 0);
+	csend(t, cl, &m);
+	assert_false(crecv(sa, &r));
+	assert_int_equal(drops(t, SIBD_DROP_BAD_QKEY), 3);
+	assert_int_equal(t->b2->mgmt->port[1].pi.q_key_violations, 3);
+	/* to a switch's own LID: counted on its port 0 */
+	mad_gmp(&m, MAD_MGMT_CLASS_PERF_MGMT, MAD_GET, MAD_NODEINFO, LID_B);
+	m.remote_qkey = 0;
+	csend(t, cl, &m);
+	assert_int_equal(pma_seen.calls, 0);
+	assert_int_equal(t->b->mgmt->port[0].pi.q_key_violations, 1);
+
+	/* the controlled bit: the GSI's own Q_Key goes out, and is taken */
+	mad_gmp(&m, 0x03, MAD_GET, 0x0011, LID_B2);
+	m.remote_qkey = 0x80000000u;
+	csend(t, cl, &m);
+	assert_true(crecv(sa, &r));
+	assert_int_equal(r.remote_qkey, 0x80010000u);
+	/* the SA's answer with a wrong Q_Key does not reach the client */
+	r.method = MAD_GET_RESP;
+	r.lrh.dlid = LID_A1;
+	r.remote_qpn = 1;
+	r.remote_qkey = 7;
+	csend(t, sa, &r);
+	assert_false(crecv(cl, &m));
+	assert_int_equal(drops(t, SIBD_DROP_BAD_QKEY), 5);
+	assert_int_equal(t->a1->mgmt->port[1].pi.q_key_violations, 1);
+	/* the PMA's answer carries the GSI Q_Key */
+	mad_gmp(&m, MAD_MGMT_CLASS_PERF_MGMT, MAD_GET, MAD_NODEINFO, LID_B2);
+	csend(t, cl, &m);
+	assert_int_equal(pma_seen.calls, 1);
+	assert_true(crecv(cl, &r));
+	assert_int_equal(r.remote_qkey, 0x80010000u);
+	/* 16 bits, saturating */
+	t->b2->mgmt->port[1].pi.q_key_violations = 0xFFFF;
+	m.remote_qkey = 0;
+	csend(t, cl, &m);
+	assert_int_equal(t->b2->mgmt->port[1].pi.q_key_violations, 0xFFFF);
+	close(cl);
+	close(sa);
+}
+
 /* Channels in all are capped (sibd_mai_chans_max, what softibd's fd budget
  * allows): one more is ENOSPC, whichever connection asks. */
 static void test_chan_cap(void **state)
@@ -939,6 +1009,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_lid_routed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_switch_counters, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_gmp_channels, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gsi_qkey, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unasked_responses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sma_precedence, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_chan_cap, setup, teardown),

@@ -384,7 +384,7 @@ static void test_vector_trap128(void **state)
 	s1->mgmt->port[0].pi.lid = 2;
 	s1->mgmt->port[0].pi.master_sm_lid = 1;
 	d->trap_tid = 2;
-	sibd_sma_link_down(d, h1, 1, true);
+	sibd_sma_link_down(d, h1, 1, SIBD_LINK_LOST);
 	assert_int_equal(n_traps, 1);
 	assert_int_equal(traps[0].lrh.dlid, 1);
 	assert_int_equal(traps[0].lrh.slid, 2);
@@ -406,7 +406,7 @@ static void test_vector_trap128(void **state)
 	assert_int_equal(d->sma.traps_unsent, 1);
 	s1->mgmt->port[0].pi.master_sm_lid = 1;
 	d->mad_out = NULL;
-	sibd_sma_link_down(d, h1, 1, true);
+	sibd_sma_link_down(d, h1, 1, SIBD_LINK_LOST);
 	assert_int_equal(d->sma.traps_unsent, 2);
 }
 
@@ -562,8 +562,10 @@ static void test_state_machine(void **state)
 	assert_int_equal(pi_of(a, 1)->port_state, MAD_PORT_STATE_INIT);
 	assert_int_equal(a->mgmt->sw->si.port_state_change, 1);
 	assert_int_equal(n_traps, 2); /* down, and up again */
-	assert_int_equal(a1->mgmt->port[1].pma.link_downed, 1);
-	assert_int_equal(a->mgmt->port[1].pma.link_downed, 1);
+	/* an ordered retrain (OpenSM's op-VL change does this on a fresh
+	 * fabric) is no failed link: LinkDownedCounter stays 0 at both ends */
+	assert_int_equal(a1->mgmt->port[1].pma.link_downed, 0);
+	assert_int_equal(a->mgmt->port[1].pma.link_downed, 0);
 	assert_int_equal(events[0].state, IBV_PORT_DOWN);
 	assert_int_equal(events[n_events - 1].state, IBV_PORT_INIT);
 	assert_int_equal(pi_of(a1, 1)->lid, 40); /* the LID stays */
@@ -600,6 +602,9 @@ static void test_state_machine(void **state)
 	assert_int_equal(pi_of(b, 3)->port_state, MAD_PORT_STATE_DOWN);
 	assert_int_equal(pi_of(b, 3)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
 	assert_int_equal(b->mgmt->sw->si.port_state_change, 1);
+	/* the disabled end was told to; the far end lost its link */
+	assert_int_equal(a->mgmt->port[3].pma.link_downed, 0);
+	assert_int_equal(b->mgmt->port[3].pma.link_downed, 1);
 	/* ARMED on a DOWN port: refused */
 	pi = get_pi(d, a, 3);
 	assert_int_equal(set_pi(d, a, 3, pi, MAD_PORT_STATE_ARMED, 0), MAD_STATUS_INVALID_FIELD);
@@ -610,6 +615,12 @@ static void test_state_machine(void **state)
 	assert_int_equal(set_pi(d, a, 3, pi, 0, MAD_PORT_PHYS_STATE_POLLING), 0);
 	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_INIT);
 	assert_int_equal(pi_of(b, 3)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
+	/* a pulled cable (`softib port down`): both ends lost the link */
+	sibd_sma_link_down(d, a, 3, SIBD_LINK_LOST);
+	assert_int_equal(a->mgmt->port[3].pma.link_downed, 1);
+	assert_int_equal(b->mgmt->port[3].pma.link_downed, 2);
+	sibd_sma_link_up(d, a, 3);
+	assert_int_equal(pi_of(a, 3)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
 	/* an unlinked port stays Polling */
 	sibd_sma_link_up(d, a, 4);
 	assert_int_equal(pi_of(a, 4)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
@@ -705,7 +716,7 @@ static void test_portinfo_fields(void **state)
 		const struct mad_port_info *far = pi_of(peer->node, peer->num);
 
 		assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
-		sibd_sma_link_down(d, b1, 1, true);
+		sibd_sma_link_down(d, b1, 1, SIBD_LINK_LOST);
 		sibd_sma_link_up(d, b1, 1);
 		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
 		assert_int_equal(pi_of(b1, 1)->link_speed_active, 1);
@@ -730,7 +741,7 @@ static void test_portinfo_fields(void **state)
 		pi = get_pi(d, peer->node, peer->num);
 		pi.link_width_enabled = 2;
 		assert_int_equal(set_pi(d, peer->node, peer->num, pi, 0, 0), 0);
-		sibd_sma_link_down(d, b1, 1, false);
+		sibd_sma_link_down(d, b1, 1, SIBD_LINK_RETRAIN);
 		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
 		assert_int_equal(d->sma.train_failed, 1);
 	}
@@ -1069,13 +1080,13 @@ static void test_builtin_sweep(void **state)
 	assert_int_equal(n_route_changed, 0);
 
 	/* a link retrains after Set Down: the SM makes it ACTIVE again */
-	sibd_sma_link_down(d, a, 3, false);
+	sibd_sma_link_down(d, a, 3, SIBD_LINK_RETRAIN);
 	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_ACTIVE);
 	assert_int_equal(pi_of(b, 3)->port_state, MAD_PORT_STATE_ACTIVE);
 	assert_int_equal(sib_subnet_route(&d->fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
 	/* a disabled CA link stays down until it is enabled */
 	n_events = 0;
-	sibd_sma_link_down(d, cas[3], 1, true);
+	sibd_sma_link_down(d, cas[3], 1, SIBD_LINK_LOST);
 	assert_int_equal(n_events, 1);
 	assert_int_equal(d->devs[3].ports[0].state, IBV_PORT_DOWN);
 	assert_int_equal(d->devs[3].ports[0].phys_state, MAD_PORT_PHYS_STATE_DISABLED);

@@ -657,6 +657,19 @@ static void test_transport(void **state)
 	assert_int_equal(ntohs(in.hdr.addr.lid), lid);
 	assert_int_equal(ntohl(in.hdr.addr.qpn), 1);
 
+	assert_int_equal(ntohl(in.hdr.addr.qkey), 0x80010000);
+
+	/* the caller's Q_Key is not sent: the kernel's MAD layer sends with
+	 * QP1's own (IB_QP_SET_QKEY), so a request with Q_Key 0 arrives with
+	 * the GSI's and is not dropped as a Q_Key violation */
+	make_mad(&req, VCLASS, 1, 0x01, 0x00000000cafe1235ull, 0x10);
+	umad_set_addr(&req, lid, 1, 0, 0);
+	assert_int_equal(umad_send(cli, ca, &req, 256, 0, 0), 0);
+	len = 256;
+	assert_int_equal(umad_recv(srv, &rsp, &len, 2000), sa);
+	assert_int_equal(get_be64(rsp.mad + 8) & 0xffffffffull, 0xcafe1235);
+	assert_int_equal(ntohl(rsp.hdr.addr.qkey), 0x80010000);
+
 	/* the response goes back to the requesting agent by TID */
 	rsp = in;
 	rsp.mad[3] = 0x81;

@@ -1,0 +1,22 @@
+# SPDX-License-Identifier: MIT
+# Issue 14 items 5 and 6 through the built library against a private softibd:
+# privileged Q_Keys (softibd's CAPABLE, docs/threat-model.md "Privilege") and
+# the device limits ibv_query_device reports, each created up to its value.
+if(TARGET ibverbs AND TARGET softibd)
+  foreach(t test_verbs_keys test_verbs_limits)
+    sib_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
+      ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
+      LIBS ibverbs sib_common sib_hca sib_iba)
+    target_compile_definitions(${t} PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+    add_dependencies(${t} softibd)
+    set_tests_properties(${t} PROPERTIES TIMEOUT 300)
+  endforeach()
+endif()
+
+# Unmodified ibacm as root on the default fabric under OpenSM, in a mount
+# namespace with a private /run (tests/integration/ibacm.sh); 77 when not root.
+if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
+  sib_itest(ibacm ibacm.sh)
+  set_tests_properties(ibacm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+endif()

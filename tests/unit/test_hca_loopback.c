@@ -541,6 +541,74 @@ static void test_ack_timeout_retransmits(void **state)
 	expect_pkt(nth(second, B, -1, 2), IBA_OPC_SEND_LAST, o.psn + 2, 952, true);
 }
 
+/* ================= A lost READ response (IBA 9.7.5.1.3) ================= */
+
+static bool read_resp_dropped, send_dropped;
+
+/* Drop the READ's response once and, when asked, the first SEND packet
+ * (PSN + 1) once, so that the responder NAKs its sequence. */
+static enum verdict drop_read_resp(const struct seen *s)
+{
+	if (s->dst == A && s->opc == IBA_OPC_RDMA_READ_RESPONSE_ONLY && !read_resp_dropped) {
+		read_resp_dropped = true;
+		return DROP;
+	}
+	if (s->dst == B && is_req(s->opc) && s->psn == def_opts.psn + 1 && drop_psn && !send_dropped) {
+		send_dropped = true;
+		return DROP;
+	}
+	return PASS;
+}
+
+/*
+ * A READ whose response is lost, then two SENDs: the ACK (or, with the
+ * first SEND lost too, the PSN sequence NAK) for a request after the READ
+ * says the response will not come, and the READ is asked again at once,
+ * not after the ACK timeout (1 s here).  Before, a NAK rewound past the
+ * READ, which only the timer then recovered; under steady loss, NAK after
+ * NAK without progress ran the QP out of retries (found by the traffic
+ * soak under faults).
+ */
+static void read_then_sends(bool lose_send)
+{
+	uint64_t timeouts;
+
+	up(&def_opts);
+	read_resp_dropped = send_dropped = false;
+	drop_psn = lose_send;
+	filter = drop_read_resp;
+	fill(sides[B].buf, 512, 7);
+	post_recv(B, 4096, 256, 10);
+	post_recv(B, 8192, 256, 11);
+	timeouts = to_sctx(sides[A].ctx)->ack_timeouts;
+	post_send(A, IBV_WR_RDMA_READ, 0, 512, (uintptr_t)sides[B].buf, sides[B].mr->rkey, 1);
+	post_send(A, IBV_WR_SEND, 1024, 100, 0, 0, 2);
+	post_send(A, IBV_WR_SEND, 2048, 100, 0, 0, 3);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	expect_wc(A, 2, IBV_WC_SUCCESS);
+	expect_wc(A, 3, IBV_WC_SUCCESS);
+	expect_wc(B, 10, IBV_WC_SUCCESS);
+	expect_wc(B, 11, IBV_WC_SUCCESS);
+	assert_true(read_resp_dropped);
+	assert_int_equal(send_dropped, lose_send);
+	assert_memory_equal(sides[A].buf, sides[B].buf, 512);
+	assert_int_equal(count(0, B, IBA_OPC_RDMA_READ_REQUEST, def_opts.psn, false), 2);
+	assert_int_equal(to_sctx(sides[A].ctx)->ack_timeouts, timeouts); /* no timeout needed */
+	drop_psn = 0;
+}
+
+static void test_read_response_lost_ack(void **state)
+{
+	(void)state;
+	read_then_sends(false);
+}
+
+static void test_read_response_lost_nak(void **state)
+{
+	(void)state;
+	read_then_sends(true);
+}
+
 static void test_retry_exceeded(void **state)
 {
 	struct opts o = def_opts;
@@ -815,6 +883,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_rnr_retry_exceeded, down),
 		cmocka_unit_test_teardown(test_rnr_then_receive, down),
 		cmocka_unit_test_teardown(test_ack_timeout_retransmits, down),
+		cmocka_unit_test_teardown(test_read_response_lost_ack, down),
+		cmocka_unit_test_teardown(test_read_response_lost_nak, down),
 		cmocka_unit_test_teardown(test_retry_exceeded, down),
 		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[0]),
 		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[1]),

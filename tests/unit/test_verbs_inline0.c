@@ -22,85 +22,6 @@
 #define NRECV   16
 #define WAIT_MS 5000
 
-struct ie {
-	struct ibv_context *ctx;
-	struct ibv_pd *pd;
-	struct ibv_cq *cq;
-	struct ibv_qp *qp;
-	struct ibv_mr *mr;
-	uint8_t *buf;
-	uint16_t lid;
-};
-
-static void ie_open(struct ie *e, const char *dev, enum ibv_qp_type type)
-{
-	struct ibv_port_attr pa;
-	struct ibv_qp_init_attr_ex ia = {
-		.cap = { .max_send_wr = 16, .max_recv_wr = NRECV, .max_send_sge = 4, .max_recv_sge = 1,
-			 .max_inline_data = 64 },
-		.qp_type = type,
-		.sq_sig_all = 1,
-		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
-		.send_ops_flags = IBV_QP_EX_WITH_SEND,
-	};
-
-	e->ctx = ibv_open_device(find_device(dev));
-	assert_non_null(e->ctx);
-	e->pd = ibv_alloc_pd(e->ctx);
-	assert_non_null(e->pd);
-	e->cq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
-	assert_non_null(e->cq);
-	e->buf = calloc(NRECV, SLOT);
-	assert_non_null(e->buf);
-	e->mr = ibv_reg_mr(e->pd, e->buf, (size_t)NRECV * SLOT, IBV_ACCESS_LOCAL_WRITE);
-	assert_non_null(e->mr);
-	ia.pd = e->pd;
-	ia.send_cq = ia.recv_cq = e->cq;
-	e->qp = ibv_create_qp_ex(e->ctx, &ia);
-	assert_non_null(e->qp);
-	assert_int_equal(ibv_query_port(e->ctx, 1, &pa), 0);
-	e->lid = pa.lid;
-}
-
-static void ie_close(struct ie *e)
-{
-	assert_int_equal(ibv_destroy_qp(e->qp), 0);
-	assert_int_equal(ibv_dereg_mr(e->mr), 0);
-	assert_int_equal(ibv_destroy_cq(e->cq), 0);
-	assert_int_equal(ibv_dealloc_pd(e->pd), 0);
-	assert_int_equal(ibv_close_device(e->ctx), 0);
-	free(e->buf);
-}
-
-static void ie_rts(struct ie *e, const struct ie *peer)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY };
-	bool ud = e->qp->qp_type == IBV_QPT_UD;
-
-	assert_int_equal(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				       (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.dlid = peer->lid;
-	a.ah_attr.port_num = 1;
-	assert_int_equal(ibv_modify_qp(e->qp, &a, ud ? IBV_QP_STATE :
-				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	assert_int_equal(ibv_modify_qp(e->qp, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN :
-				       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0);
-}
-
 /* The gather lists sent: n pieces, a piece of length 0 at address NULL. */
 static const struct glist {
 	uint32_t n;
@@ -117,16 +38,16 @@ static const struct glist {
 
 static void run(enum ibv_qp_type type, bool wr_api)
 {
-	struct ie s, r;
+	struct end s, r;
 	struct ibv_ah *ah = NULL;
 	struct ibv_qp_ex *qx;
 	uint32_t grh = type == IBV_QPT_UD ? 40 : 0;
 	uint8_t src[4][64];
 
-	ie_open(&s, "softib0", type);
-	ie_open(&r, "softib1", type);
-	ie_rts(&s, &r);
-	ie_rts(&r, &s);
+	end_open_ex(&s, "softib0", type, 16, NRECV, 4, 1, 64, (size_t)NRECV * SLOT);
+	end_open_ex(&r, "softib1", type, 16, NRECV, 4, 1, 64, (size_t)NRECV * SLOT);
+	end_to_rts(&s, &r, QKEY);
+	end_to_rts(&r, &s, QKEY);
 	if (type == IBV_QPT_UD) {
 		struct ibv_ah_attr aa = { .dlid = r.lid, .port_num = 1 };
 
@@ -201,8 +122,8 @@ static void run(enum ibv_qp_type type, bool wr_api)
 	}
 	if (ah)
 		assert_int_equal(ibv_destroy_ah(ah), 0);
-	ie_close(&s);
-	ie_close(&r);
+	end_close(&s);
+	end_close(&r);
 }
 
 static void test_rc_post_send(void **st) { (void)st; run(IBV_QPT_RC, false); }

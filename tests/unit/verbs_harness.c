@@ -8,6 +8,7 @@
  * stopped by PID.  Test code only: cmocka assertions, no locking.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -150,6 +151,66 @@ void end_close(struct end *e)
 	assert_int_equal(ibv_dealloc_pd(e->pd), 0);
 	assert_int_equal(ibv_close_device(e->ctx), 0);
 	free(e->buf);
+}
+
+void end_open_ex(struct end *e, const char *dev, enum ibv_qp_type type, uint32_t sq, uint32_t rq,
+		 uint32_t send_sge, int sq_sig_all, uint32_t cqe, size_t bufsize)
+{
+	struct ibv_port_attr pa;
+	struct ibv_qp_init_attr_ex ia = {
+		.cap = { .max_send_wr = sq, .max_recv_wr = rq, .max_send_sge = send_sge, .max_recv_sge = 1,
+			 .max_inline_data = 64 },
+		.qp_type = type,
+		.sq_sig_all = sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+		.send_ops_flags = IBV_QP_EX_WITH_SEND,
+	};
+
+	e->ctx = ibv_open_device(find_device(dev));
+	assert_non_null(e->ctx);
+	e->pd = ibv_alloc_pd(e->ctx);
+	assert_non_null(e->pd);
+	e->cq = ibv_create_cq(e->ctx, (int)cqe, NULL, NULL, 0);
+	assert_non_null(e->cq);
+	e->buf = calloc(1, bufsize);
+	assert_non_null(e->buf);
+	e->mr = ibv_reg_mr(e->pd, e->buf, bufsize, IBV_ACCESS_LOCAL_WRITE);
+	assert_non_null(e->mr);
+	ia.pd = e->pd;
+	ia.send_cq = ia.recv_cq = e->cq;
+	e->qp = ibv_create_qp_ex(e->ctx, &ia);
+	assert_non_null(e->qp);
+	assert_int_equal(ibv_query_port(e->ctx, 1, &pa), 0);
+	e->lid = pa.lid;
+}
+
+void end_to_rts(struct end *e, const struct end *peer, uint32_t qkey)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
+	bool ud = e->qp->qp_type == IBV_QPT_UD;
+
+	assert_int_equal(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				       (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = peer->qp->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.dlid = peer->lid;
+	a.ah_attr.port_num = 1;
+	assert_int_equal(ibv_modify_qp(e->qp, &a, ud ? IBV_QP_STATE :
+				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	assert_int_equal(ibv_modify_qp(e->qp, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN :
+				       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0);
 }
 
 void pair_close(struct pair *p)

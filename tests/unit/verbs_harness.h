@@ -71,6 +71,14 @@ void expect_no_completion(struct ibv_cq *cq, unsigned int ms);
 struct ibv_device *find_device(const char *name);
 void end_open(struct end *e, const char *dev, int sq_sig_all, int qp_access);
 void end_close(struct end *e);
+/* An end on dev whose QP (RC, UC or UD) comes from ibv_create_qp_ex with
+ * IBV_QP_EX_WITH_SEND, so both post APIs work: sq/rq WRs, send_sge SGEs,
+ * 64 bytes of inline data, a CQ of cqe entries and bufsize bytes of buffer
+ * registered for local write.  end_close() frees it. */
+void end_open_ex(struct end *e, const char *dev, enum ibv_qp_type type, uint32_t sq, uint32_t rq,
+		 uint32_t send_sge, int sq_sig_all, uint32_t cqe, size_t bufsize);
+/* RESET to RTS towards peer: path MTU 1024, PSN 0 (UD: Q_Key qkey). */
+void end_to_rts(struct end *e, const struct end *peer, uint32_t qkey);
 /* INIT, RTR, RTS towards peer. */
 void qp_connect(struct end *self, const struct end *peer, const struct conn_opts *o);
 /* e[0] on softib0 and e[1] on softib1, connected (NULL options: default_opts). */

@@ -268,8 +268,8 @@ struct tr_ep {
 	bool have_next;
 	uint32_t batch_left;           /* WRs still to go in the current post list */
 	bool batch_wr_api;
-	struct tr_wr *sq;              /* posted, by seq % sq_depth */
-	/* remote ranges of the last TR_HIST WRs, by seq % TR_HIST (fences) */
+	struct tr_wr *sq;              /* posted WRs (the stream's and windows'), by posting count % sq_depth */
+	/* remote ranges of the stream's last 64 WRs, by seq % 64 (fences) */
 	struct { bool read; uint64_t roff; uint32_t len; } hist[64];
 	uint64_t posted, retired;
 	uint32_t unsignaled_run;       /* unsignaled WRs posted since the last signaled */

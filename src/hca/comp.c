@@ -349,7 +349,8 @@ static enum comp_state rnr(struct comp_pass *p)
 		return COMPST_ERR_RNR_RETRY_EXC;
 	if (qp->rnr_retry != 7) /* 7 = retry forever */
 		qp->comp.rnr_left--;
-	sib_req_rewind(qp, psn);
+	/* Past a READ or atomic whose response never came: from it (seq_nak). */
+	sib_req_rewind(qp, head_response_lost(qp, psn) ? qp->comp.psn : psn);
 	qp->comp.retry_deadline = 0;
 	qp->comp.rnr_deadline = sib_deadline_ns(qp->ctx, (uint64_t)iba_rnr_timer_us(p->pkt->aeth.syndrome &
 										    IBA_AETH_VALUE_MASK) * 1000);

@@ -488,6 +488,13 @@ void sib_req_run(struct sib_qp *qp)
 				st = REQST_CHECK_QP;
 				break;
 			}
+			/* PSNs on the wire and nothing sent this pass (a fence,
+			 * the READ depth, the window, or a NAK's rewind that
+			 * stopped the timer): the ACK timer must run, or a lost
+			 * response would never be noticed. */
+			if (!qp->comp.rnr_deadline && qp->comp.psn != qp->req.psn &&
+			    (qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) && !sib_sq_drained(qp))
+				arm_retry_timer(qp);
 			return;
 		}
 	}

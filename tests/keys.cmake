@@ -4,13 +4,7 @@
 # the device limits ibv_query_device reports, each created up to its value.
 if(TARGET ibverbs AND TARGET softibd)
   foreach(t test_verbs_keys test_verbs_limits)
-    sib_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
-      ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
-      ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
-      LIBS ibverbs sib_common sib_hca sib_iba)
-    target_compile_definitions(${t} PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
-    add_dependencies(${t} softibd)
-    set_tests_properties(${t} PROPERTIES TIMEOUT 300)
+    sib_verbs_test(${t} TIMEOUT 300)
   endforeach()
 endif()
 

@@ -52,12 +52,6 @@ endif()
 # test_verbs_qpstate: ibv_qp.state follows modify/query only, as in rdma-core.
 if(TARGET ibverbs AND TARGET softibd)
   foreach(t test_verbs_inline0 test_verbs_qpstate)
-    sib_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
-      ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
-      ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
-      LIBS ibverbs sib_common sib_hca sib_iba)
-    target_compile_definitions(${t} PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
-    add_dependencies(${t} softibd)
-    set_tests_properties(${t} PROPERTIES TIMEOUT 120)
+    sib_verbs_test(${t})
   endforeach()
 endif()

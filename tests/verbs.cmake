@@ -9,13 +9,7 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   # test_verbs_mix: issue 14's inline/non-inline SEND mix, RC and UD, both post APIs.
   # test_verbs_conform_api: issue 14's CQ cleaning on RESET/destroy, wr_complete, cmd_fd.
   foreach(t test_verbs test_verbs_conform test_verbs_mix test_verbs_conform_api)
-    sib_unit_test(${t} SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/${t}.c
-      ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
-      ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
-      LIBS ibverbs sib_common sib_hca sib_iba)
-    target_compile_definitions(${t} PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
-    add_dependencies(${t} softibd)
-    set_tests_properties(${t} PROPERTIES TIMEOUT 120)
+    sib_verbs_test(${t})
   endforeach()
 
   sib_itest(verbs_ibv_devices ibv_devices.sh)

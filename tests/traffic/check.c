@@ -106,7 +106,7 @@ void tr_retire(struct tr_world *w, struct tr_ep *e)
 		}
 	}
 	tr_mw_retired(w, e, wr);
-	if (!(wr->wr_id & TR_WRID_EXTRA))
+	if (!(wr->seq & TR_WRID_EXTRA))
 		w->last_progress_ms = tr_now_ms(); /* the streams moved (windows' churn does not count) */
 	free(wr->expect);
 	wr->expect = NULL;
@@ -132,9 +132,9 @@ static void check_send(struct tr_world *w, const struct ibv_wc *wc)
 			break;
 		tr_retire(w, e);
 	}
-	if (wc->wr_id != wr->wr_id)
+	if (wc->wr_id != wr->seq)
 		tr_fail(w, "endpoint %d: send completion wr_id 0x%llx, want 0x%llx (the oldest signaled WR)", e->id,
-			(unsigned long long)wc->wr_id, (unsigned long long)wr->wr_id);
+			(unsigned long long)wc->wr_id, (unsigned long long)wr->seq);
 	if (wc->opcode != send_wc_op(wr->op))
 		tr_fail(w, "endpoint %d WR %llu: completion opcode %s, want %s", e->id,
 			(unsigned long long)wr->seq, wc_op_name(wc->opcode), wc_op_name(send_wc_op(wr->op)));
@@ -232,8 +232,15 @@ static void check_grh(struct tr_world *w, const struct tr_rwqe *x, const struct 
 		tr_fail(w, "UD GRH from endpoint %d to %d: SGID or DGID is not the ports' GID 0", src->id, dst->id);
 }
 
+void tr_slot_release(struct tr_rq *q, uint32_t slot)
+{
+	memset(q->slots + (size_t)slot * q->slot_size, TR_CANARY, q->slot_size);
+	q->rwqe[slot].busy = false;
+	q->posted--;
+}
+
 /* Every byte of the slot outside the message (gaps, the tail of the last
- * SGE, past the end) is still the canary; then make the slot fresh. */
+ * SGE, past the end) is still the canary. */
 static void slot_untouched(struct tr_world *w, struct tr_rq *q, uint32_t slot, uint32_t written,
 			   const struct tr_msg *m)
 {
@@ -253,7 +260,6 @@ static void slot_untouched(struct tr_world *w, struct tr_rq *q, uint32_t slot, u
 	}
 	all_equal(w, p, TR_CANARY, (size_t)(base + q->slot_size - p), "receive slot past its SGEs", m->src_ep,
 		  m->seq);
-	memset(base, TR_CANARY, q->slot_size);
 }
 
 static void msg_free(struct tr_msg *m)
@@ -327,10 +333,8 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 			 * (UD has no duplicate detection, IBA 9.8.3). */
 			for (uint32_t i = 0; i < f->ndone && i < 16; i++)
 				if (msg_matches(w, wc, x, f->done[i], ud, global, why, sizeof(why))) {
-					memset(q->slots + (size_t)slot * q->slot_size, TR_CANARY, q->slot_size);
 					q->dups++;
-					q->posted--;
-					x->busy = false;
+					tr_slot_release(q, slot);
 					return;
 				}
 			tr_fail(w, "rq %d: a message from endpoint %d matches none of its %u outstanding (%s)", q->id,
@@ -341,8 +345,6 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 		check_grh(w, x, src, dst);
 	if (!q->lossy || src->kind == TR_UD)
 		slot_untouched(w, q, slot, m->uc_write ? 0 : m->len + (ud ? TR_UD_GRH : 0), m);
-	else
-		memset(q->slots + (size_t)slot * q->slot_size, TR_CANARY, q->slot_size);
 	/* unlink m */
 	if (prev)
 		prev->next = m->next;
@@ -357,8 +359,7 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 	q->received++;
 	if (q->reserved)
 		q->reserved--;
-	q->posted--;
-	x->busy = false;
+	tr_slot_release(q, slot);
 	if (m->inv) /* the window is free at its owner: it may be bound again */
 		w->ep[m->src_ep].mw.state = TR_MW_FREE;
 	if (cq->armed == 2 && cq->must_event == false && m->solicited) {
@@ -452,9 +453,7 @@ bool tr_episode_wc(struct tr_world *w, const struct ibv_wc *wc)
 		    !w->rq[qid].rwqe[slot].busy)
 			return false;
 		q = &w->rq[qid];
-		q->rwqe[slot].busy = false;
-		q->posted--;
-		memset(q->slots + (size_t)slot * q->slot_size, TR_CANARY, q->slot_size);
+		tr_slot_release(q, slot);
 		e->flushed++;
 		return true;
 	}
@@ -468,10 +467,10 @@ bool tr_episode_wc(struct tr_world *w, const struct ibv_wc *wc)
 	bool st_ok = wc->status == wr->status || (w->o.faults && wr->status == IBV_WC_REM_ACCESS_ERR &&
 						   wc->status == IBV_WC_RETRY_EXC_ERR);
 
-	if (wc->wr_id != wr->wr_id || !st_ok) {
+	if (wc->wr_id != wr->seq || !st_ok) {
 		fprintf(stderr, "traffic: endpoint %d's error episode: wr_id 0x%llx status %s, want 0x%llx %s\n",
 			e->id, (unsigned long long)wc->wr_id, ibv_wc_status_str(wc->status),
-			(unsigned long long)wr->wr_id, ibv_wc_status_str(wr->status));
+			(unsigned long long)wr->seq, ibv_wc_status_str(wr->status));
 		return false;
 	}
 	if (wr->status != IBV_WC_WR_FLUSH_ERR)

@@ -97,22 +97,14 @@ static void reset(struct tr_world *w, struct tr_ep *x)
 
 	if (rc)
 		tr_fail(w, "endpoint %d: modify to RESET: %s", x->id, strerror(rc));
-	/* What was not polled is gone with the QP's completions. */
-	while (x->retired != x->posted) {
-		struct tr_wr *wr = &x->sq[x->retired % x->sq_depth];
-
-		free(wr->expect);
-		wr->expect = NULL;
-		if (!wr->inline_ && wr->arena_end)
-			x->arena_tail = wr->arena_end;
-		x->retired++;
-	}
+	/* What was not polled is gone with the QP's completions: only the
+	 * episode's own WRs, none of which brings data back (drained first). */
+	while (x->retired != x->posted)
+		tr_retire(w, x);
 	for (uint32_t s = 0; s < q->depth; s++)
-		if (q->rwqe[s].busy) {
-			q->rwqe[s].busy = false;
-			memset(q->slots + (size_t)s * q->slot_size, TR_CANARY, q->slot_size);
-		}
-	q->posted = q->reserved = 0;
+		if (q->rwqe[s].busy)
+			tr_slot_release(q, s);
+	q->reserved = 0;
 	x->in_err = false;
 }
 

@@ -328,7 +328,7 @@ static void place(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr, uint8_t
 static unsigned int bind_access(const struct tr_wr *wr)
 {
 	return IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-	       ((wr->wr_id >> 1) & 1 ? IBV_ACCESS_LOCAL_WRITE : 0);
+	       ((wr->seq >> 1) & 1 ? IBV_ACCESS_LOCAL_WRITE : 0);
 }
 
 static unsigned int wr_flags(const struct tr_wr *wr)
@@ -347,7 +347,7 @@ static void post_list(struct tr_world *w, struct tr_ep *e, struct tr_wr *list, i
 		struct tr_wr *wr = &list[i];
 		struct ibv_send_wr *s = &sw[i];
 
-		s->wr_id = wr->wr_id;
+		s->wr_id = wr->seq;
 		s->next = i + 1 < n ? &sw[i + 1] : NULL;
 		s->sg_list = wr->nsge ? wr->sge : NULL;
 		s->num_sge = wr->nsge;
@@ -403,7 +403,7 @@ static void post_wr_api(struct tr_world *w, struct tr_ep *e, struct tr_wr *list,
 		struct tr_wr *wr = &list[i];
 		uint64_t raddr = (uintptr_t)e->tgt_mem + wr->roff;
 
-		qx->wr_id = wr->wr_id;
+		qx->wr_id = wr->seq;
 		qx->wr_flags = wr_flags(wr);
 		if (wr->op == IBV_WR_BIND_MW || wr->op == IBV_WR_LOCAL_INV) {
 			const struct tr_ep *u = &w->ep[wr->mw_of];
@@ -482,7 +482,6 @@ bool tr_ep_post(struct tr_world *w, struct tr_ep *e)
 		/* No send queue full of unsignaled WRs; the last WR is signaled. */
 		if (e->unsignaled_run + 1 >= e->sq_depth || e->stream_posted + (uint64_t)n + 1 == w->o.ops)
 			wr->signaled = true;
-		wr->wr_id = wr->seq;
 		wr->mw_of = -1;
 		if (!can_post(w, e, wr, (uint32_t)n, e->arena_head))
 			break;
@@ -522,7 +521,6 @@ bool tr_post_extra(struct tr_world *w, struct tr_ep *p, struct tr_wr *wr, struct
 	static uint64_t extra_id;
 
 	wr->signaled = true;
-	wr->wr_id = TR_WRID_EXTRA | extra_id;
 	wr->seq = TR_WRID_EXTRA | extra_id;
 	wr->wr_api = !p->no_wr_api && tr_rng_pct(r, 50);
 	if (!can_post(w, p, wr, 0, p->arena_head))
@@ -561,8 +559,8 @@ static bool bind_type1(struct tr_world *w, struct tr_ep *e, struct tr_rng *r, bo
 
 	if (peer->posted - peer->retired >= peer->sq_depth)
 		return false;
-	wr.wr_id = wr.seq = TR_WRID_EXTRA | (0x4000000000000000ull + w->extra_wrs);
-	b.wr_id = wr.wr_id;
+	wr.seq = TR_WRID_EXTRA | (0x4000000000000000ull + w->extra_wrs);
+	b.wr_id = wr.seq;
 	rc = ibv_bind_mw(peer->qp, e->mw.mw, &b);
 	if (rc)
 		tr_fail(w, "ibv_bind_mw (type 1%s, endpoint %d's window): %s", unbind ? " unbind" : "", e->id,

@@ -189,9 +189,9 @@ struct tr_mw {
 
 /* One posted send WR as the model sees it. */
 struct tr_wr {
-	uint64_t seq;
+	uint64_t seq;                  /* its wr_id: the stream's number, or TR_WRID_EXTRA | n
+					  for a WR outside the stream (windows, episodes) */
 	enum ibv_wc_status status;     /* the completion it must get (error episodes) */
-	uint64_t wr_id;                /* seq, or TR_WRID_EXTRA | n for window WRs */
 	bool uses_mw;                  /* rkey is its endpoint's window */
 	int mw_of;                     /* BIND_MW, LOCAL_INV: the endpoint whose window; -1 */
 	bool mw_unbind;                /* a type 1 window's zero-length bind */
@@ -326,6 +326,8 @@ void tr_mw_retired(struct tr_world *w, struct tr_ep *ep, struct tr_wr *wr);
 /* The WR at the endpoint's send queue tail completed: check its results,
  * free its place. */
 void tr_retire(struct tr_world *w, struct tr_ep *e);
+/* Receive slot `slot` of q is free again: canary refilled, not posted. */
+void tr_slot_release(struct tr_rq *q, uint32_t slot);
 /* An error completion expected by an error episode: true if it was one. */
 bool tr_episode_wc(struct tr_world *w, const struct ibv_wc *wc);
 /* Check the endpoint's target region against the model (writer idle). */

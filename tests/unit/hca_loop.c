@@ -584,6 +584,22 @@ struct ibv_srq *loop_xsrq_new(unsigned int s, struct ibv_xrcd *xd, uint32_t max_
 
 /* ---- verbs through the ops table ---- */
 
+/*
+ * Wait until what side s just posted has been sent.  ibv_post_send runs
+ * the engine inline only when it gets the progress lock; when the
+ * engine thread holds it (a timer, a look at idle QPs), that thread
+ * sends the WQEs a moment later, in the same locked pass.  Taking the
+ * lock once waits for that pass, so that a test may change the source
+ * buffer or count packets on the wire right after posting.
+ */
+static void engine_quiet(unsigned int s)
+{
+	struct sib_context *ctx = to_sctx(sides[s].ctx);
+
+	pthread_mutex_lock(&ctx->progress_lock);
+	pthread_mutex_unlock(&ctx->progress_lock);
+}
+
 void post_send_sge(unsigned int s, enum ibv_wr_opcode op, uint64_t addr, uint32_t len,
 			  uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t wr_id)
 {
@@ -599,6 +615,7 @@ void post_send_sge(unsigned int s, enum ibv_wr_opcode op, uint64_t addr, uint32_
 	wr.wr.rdma.remote_addr = raddr;
 	wr.wr.rdma.rkey = rkey;
 	assert_int_equal(sib_hca_ops.post_send(sides[s].qp, &wr, &bad), 0);
+	engine_quiet(s);
 }
 
 /* A WR from side s's buf + off. */

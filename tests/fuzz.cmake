@@ -19,8 +19,8 @@ if(TARGET sib_iba)
   sib_fuzz_test(fuzz_iba_decode FUZZ_TARGET_IBA 500000 sib_iba)
 endif()
 
-if(TARGET sib_fabric)
-  sib_fuzz_test(fuzz_topology FUZZ_TARGET_TOPOLOGY 60000 sib_fabric)
+if(TARGET sib_subnet)
+  sib_fuzz_test(fuzz_topology FUZZ_TARGET_TOPOLOGY 60000 sib_subnet)
   target_compile_definitions(fuzz_topology PRIVATE
     SIB_FUZZ_DATA_DIR="${CMAKE_CURRENT_SOURCE_DIR}/data")
 endif()

@@ -17,8 +17,8 @@ if(TARGET sib_iba AND TARGET sib_common AND TARGET sib_hca AND TARGET ibverbs AN
     set(sib_low sib_link,sib_common,sib_iba)
   endif()
   list(APPEND sib_layers "sib_hca=$<TARGET_FILE:sib_hca>=sib_hca,${sib_low}")
-  if(TARGET sib_fabric)
-    list(APPEND sib_layers "sib_fabric=$<TARGET_FILE:sib_fabric>=sib_fabric,${sib_low}")
+  if(TARGET sib_subnet)
+    list(APPEND sib_layers "sib_subnet=$<TARGET_FILE:sib_subnet>=sib_subnet,${sib_low}")
   endif()
   add_test(NAME layering COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/layering.sh
     --above $<TARGET_FILE:ibverbs> --above $<TARGET_FILE:softibd>

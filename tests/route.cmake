@@ -9,10 +9,10 @@ endif()
 
 # softibd's route answers (src/daemon/route.c) over a two-switch topology,
 # without a daemon.
-if(TARGET sib_fabric)
+if(TARGET sib_subnet)
   sib_unit_test(test_route
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_route.c ${CMAKE_SOURCE_DIR}/src/daemon/route.c
-    LIBS sib_fabric sib_iba)
+    LIBS sib_subnet sib_iba)
   target_compile_definitions(test_route PRIVATE
     SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")
 endif()

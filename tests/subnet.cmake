@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: MIT
-# The managed subnet (src/daemon/subnet.c): defaults of a powered fabric and
+# The managed subnet (src/subnet/subnet.c): defaults of a powered fabric and
 # LID routing through the LFTs, every verdict.
-if(TARGET sib_fabric)
+if(TARGET sib_subnet)
   sib_unit_test(test_subnet
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_subnet.c
-    LIBS sib_fabric sib_iba)
+    LIBS sib_subnet sib_iba)
   target_compile_definitions(test_subnet PRIVATE
     SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")
 endif()
@@ -12,12 +12,12 @@ endif()
 # The SMA, PMA and built-in SM without a daemon (the map writers and events
 # stubbed in the test): the mad-vectors that apply, every status, the port
 # state machine, M_Key, the PMA's clearing, the sweep.
-if(TARGET sib_fabric)
-  set(SIB_SMA_DIR ${CMAKE_SOURCE_DIR}/src/daemon)
+if(TARGET sib_subnet)
+  set(SIB_SMA_DIR ${CMAKE_SOURCE_DIR}/src/subnet)
   sib_unit_test(test_sma
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sma.c ${SIB_SMA_DIR}/sma.c
-            ${SIB_SMA_DIR}/pma.c ${SIB_SMA_DIR}/sma_publish.c ${SIB_SMA_DIR}/sm_builtin.c
-    LIBS sib_fabric sib_iba)
+            ${SIB_SMA_DIR}/pma.c ${CMAKE_SOURCE_DIR}/src/daemon/sma_publish.c ${SIB_SMA_DIR}/sm_builtin.c
+    LIBS sib_subnet sib_iba)
   target_include_directories(test_sma PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/data)
   target_compile_definitions(test_sma PRIVATE
     SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")

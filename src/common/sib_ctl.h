@@ -296,7 +296,7 @@ struct sib_ctl_mgmt_query {
  * tables say (IBA 18.2.4.3.2 LFT, 18.2.4.3.3 MFT), computed by softibd
  * (sib_subnet_route, data rules: every port on the way ACTIVE).
  * Unicast: verdict 0 and (dst_dev, dst_port), the CA port owning dlid;
- * else the drop verdict (daemon/subnet.h enum sib_route_verdict values,
+ * else the drop verdict (subnet/subnet.h enum sib_route_verdict values,
  * or SIB_CTL_ROUTE_NOT_CA: the LID is a switch's, not a verbs device's).
  * Multicast (0xC000..0xFFFE): verdict 0 and the CA ports the MFTs reach
  * from that port, bit dev * SIB_MAX_PORTS + (port - 1) of mcast_mask

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "daemon/linkcfg.h"
-#include "daemon/subnet.h"
+#include "subnet/subnet.h"
 #include "daemon/softibd.h"
 #include "link/link.h"
 #include "link/wrap.h"

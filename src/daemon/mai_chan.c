@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon/mad_router.h"
+#include "subnet/mad_router.h"
 #include "daemon/softibd.h"
 #include "iba/mad.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "daemon/softibd.h"
-#include "daemon/subnet.h"
+#include "subnet/subnet.h"
 #include "hca/provider.h" /* SIB_FW_VERSION, as ibv_query_device reports it */
 
 /* PortInfo:LinkWidthActive and LinkSpeedActive (IBA 14.2.5.6) -> Gb/s. */

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "daemon/linkcfg.h"
-#include "daemon/mad_router.h"
+#include "subnet/mad_router.h"
 #include "daemon/softibd.h"
 
 #define PHYS_DISABLED 3 /* PortPhysicalState (IBA 14.2.5.6) */

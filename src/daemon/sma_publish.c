@@ -10,7 +10,7 @@
 #include <infiniband/verbs.h>
 #include <string.h>
 
-#include "daemon/sma.h"
+#include "subnet/sma.h"
 #include "daemon/softibd.h"
 
 int sibd_sma_dev_index(const struct sibd *d, const struct sib_fab_node *n)

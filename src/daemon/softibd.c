@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "common/ctl.h"
-#include "daemon/mad_router.h"
+#include "subnet/mad_router.h"
 #include "daemon/softibd.h"
 
 #ifndef SOFTIB_VERSION

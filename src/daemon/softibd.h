@@ -16,9 +16,9 @@
 
 #include "common/sib_ctl.h"
 #include "common/sib_shm.h"
-#include "daemon/fabric.h"
+#include "subnet/fabric.h"
 #include "daemon/handle.h"
-#include "daemon/sma.h"
+#include "subnet/sma.h"
 #include "softib/mai.h"
 
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "daemon/linkcfg.h"
-#include "daemon/mad_router.h"
+#include "subnet/mad_router.h"
 #include "daemon/softibd.h"
 
 static const char *const port_state_str[] = {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "daemon/softibd.h"
-#include "daemon/subnet.h"
+#include "subnet/subnet.h"
 
 int sibd_port_set_switch(struct sibd *d, const struct sib_ctl_dev_cmd *dc)
 {

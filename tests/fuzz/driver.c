@@ -48,7 +48,7 @@ void fuzz_print_stats(FILE *out);
 #define FUZZ_MAX_INPUT 8448		/* > the largest packet, 8188 + VCRC */
 #define TEXT_TARGET 0
 #elif defined(FUZZ_TARGET_TOPOLOGY)
-#include "daemon/fabric.h"
+#include "subnet/fabric.h"
 #define TARGET "fuzz_topology"
 #define FUZZ_MAX_INPUT (96 * 1024)	/* room for > SIB_FAB_MAX_TOTAL_PORTS in switches */
 #define TEXT_TARGET 1

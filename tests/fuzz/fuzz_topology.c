@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "daemon/fabric.h"
+#include "subnet/fabric.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 void fuzz_print_stats(FILE *out);

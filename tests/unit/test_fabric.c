@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the fabric model (src/daemon/fabric.c): the embedded default
+ * Unit tests of the fabric model (src/subnet/fabric.c): the embedded default
  * topology, ibnetdiscover and ibsim style files, every error class with its
  * line number, the writer's round trip, and a bounded deterministic fuzz.
  */
@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "daemon/fabric.h"
+#include "subnet/fabric.h"
 
 #define DATA(name) SIB_TEST_DATA "/" name
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unit tests of softibd's MAD router (src/daemon/mad_router.c) and MAI
+ * Unit tests of softibd's MAD router (src/subnet/mad_router.c) and MAI
  * channels (mai_chan.c) on tests/data/subnet-2sw.topo: directed route to
  * every node and back along the return path, hop count 0, 63 hops, > 63
  * rejected, every DR drop, LID-routed first and last parts; LID routed SMPs
@@ -25,9 +25,9 @@
 
 #include <cmocka.h>
 
-#include "daemon/mad_router.h"
+#include "subnet/mad_router.h"
 #include "daemon/softibd.h"
-#include "daemon/subnet.h"
+#include "subnet/subnet.h"
 #include "iba/mad.h"
 #include "mad_build.h"
 #include "../data/mad_vectors.h"

@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "daemon/softibd.h"
-#include "daemon/subnet.h"
+#include "subnet/subnet.h"
 
 #define DATA(name) SIB_TEST_DATA "/" name
 

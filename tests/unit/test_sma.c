@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Unit tests of the SMA, PMA and built-in SM (src/daemon/sma.c, pma.c,
+ * Unit tests of the SMA, PMA and built-in SM (src/subnet/sma.c, pma.c,
  * sm_builtin.c, sma_publish.c) without a daemon: the verified vectors of
  * ../shared/research/mad-vectors (tests/data/mad_vectors.h) where they
  * apply (NodeInfo over DR, PortInfo, LFT Set, PortCounters, trap 128,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the managed subnet's storage and LID routing
- * (src/daemon/subnet.c): the power-on defaults (IBA 14.2.5.4, 14.2.5.6) and
+ * (src/subnet/subnet.c): the power-on defaults (IBA 14.2.5.4, 14.2.5.6) and
  * sib_subnet_route() over tests/data/subnet-2sw.topo, every verdict provoked.
  */
 #include <setjmp.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "daemon/subnet.h"
+#include "subnet/subnet.h"
 
 #define DATA(name) SIB_TEST_DATA "/" name
 

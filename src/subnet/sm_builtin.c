@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/sma.h"
+#include "subnet/sma.h"
 #include "daemon/softibd.h"
 
 #define SM_SUBNET_TIMEOUT 18 /* 4.096 us * 2^18 ~ 1.07 s, as before */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "daemon/sma.h"
+#include "subnet/sma.h"
 #include "daemon/softibd.h"
 
 /* ClassPortInfo.CapabilityMask (16.1.2 table 209): AllPortSelect (8),

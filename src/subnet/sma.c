@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/sma.h"
+#include "subnet/sma.h"
 #include "daemon/softibd.h"
 #include "softib/mai.h"
 

@@ -9,8 +9,8 @@
  * channels and the internal SMA/PMA alike.  Single-threaded (the event
  * loop); nothing here blocks on a client.
  */
-#ifndef SIB_DAEMON_MAD_ROUTER_H
-#define SIB_DAEMON_MAD_ROUTER_H
+#ifndef SIB_SUBNET_MAD_ROUTER_H
+#define SIB_SUBNET_MAD_ROUTER_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -14,13 +14,13 @@
  *  - mad_router.c: QP0/QP1 delivery (directed route and LID routed);
  *  - the data path asks softibd (SIB_CTL_ROUTE) for sib_subnet_route().
  */
-#ifndef SIB_DAEMON_SUBNET_H
-#define SIB_DAEMON_SUBNET_H
+#ifndef SIB_SUBNET_SUBNET_H
+#define SIB_SUBNET_SUBNET_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/fabric.h"
+#include "subnet/fabric.h"
 #include "iba/mad.h"
 
 #define SIB_SUBN_LFT_CAP   0xC000u  /* SwitchInfo.LinearFDBCap: LIDs 0..0xBFFF */

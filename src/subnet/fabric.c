@@ -7,7 +7,7 @@
  * Pure data: no I/O besides reading the file and writing to the caller's
  * stream, no locks, no global state.  Every input is untrusted (fuzzed).
  */
-#include "fabric.h"
+#include "subnet/fabric.h"
 
 #include <errno.h>
 #include <inttypes.h>

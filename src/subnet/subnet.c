@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/subnet.h"
+#include "subnet/subnet.h"
 
 #define GID_PREFIX_DEFAULT  0xfe80000000000000ull  /* IBA 4.1.1 link-local */
 #define WIDTH_1X_4X         3    /* LinkWidthSupported/Enabled: 1X or 4X */

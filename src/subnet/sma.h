@@ -8,13 +8,13 @@
  * state (subnet.h) and, through sma_publish.c, the map.  softibd is
  * single-threaded: no locks.  docs/subnet.md.
  */
-#ifndef SIB_DAEMON_SMA_H
-#define SIB_DAEMON_SMA_H
+#ifndef SIB_SUBNET_SMA_H
+#define SIB_SUBNET_SMA_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "daemon/subnet.h"
+#include "subnet/subnet.h"
 
 struct sibd;
 

@@ -9,12 +9,12 @@
 #include <errno.h>
 #include <string.h>
 
-#include "daemon/mad_router.h"
+#include "subnet/mad_router.h"
 #include "daemon/softibd.h"
-#include "daemon/subnet.h"
+#include "subnet/subnet.h"
 #include "iba/mad.h"
 
-#include "daemon/sma.h"
+#include "subnet/sma.h"
 
 #define GSI_QKEY	0x80010000u	/* IBA 13.4.6.1: the well-known GSI Q_Key */
 #define QKEY_CONTROLLED	0x80000000u	/* IBA 10.2.5: a send's Q_Key with this bit

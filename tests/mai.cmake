@@ -25,7 +25,7 @@ endif()
 # SMA/PMA as recording doubles (test_mad_router.c).
 if(TARGET sib_subnet)
   sib_unit_test(test_mad_router SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_mad_router.c
-    ${CMAKE_SOURCE_DIR}/src/subnet/mad_router.c ${CMAKE_SOURCE_DIR}/src/daemon/mai_chan.c
+    ${CMAKE_SOURCE_DIR}/src/daemon/mai_chan.c ${CMAKE_SOURCE_DIR}/src/daemon/subnet_host.c
     ${CMAKE_SOURCE_DIR}/src/daemon/peer.c
     LIBS sib_subnet sib_mai sib_iba sib_common)
   target_compile_definitions(test_mad_router PRIVATE SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")

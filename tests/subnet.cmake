@@ -9,15 +9,14 @@ if(TARGET sib_subnet)
     SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")
 endif()
 
-# The SMA, PMA and built-in SM without a daemon (the map writers and events
-# stubbed in the test): the mad-vectors that apply, every status, the port
+# The SMA, PMA and built-in SM of the sib_subnet archive without a daemon
+# (a host table of the test's; softibd's publishing with the map writers and
+# events stubbed): the mad-vectors that apply, every status, the port
 # state machine, M_Key, the PMA's clearing, the sweep.
 if(TARGET sib_subnet)
-  set(SIB_SMA_DIR ${CMAKE_SOURCE_DIR}/src/subnet)
   sib_unit_test(test_sma
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sma.c ${SIB_SMA_DIR}/sma.c
-            ${SIB_SMA_DIR}/pma.c ${CMAKE_SOURCE_DIR}/src/daemon/sma_publish.c ${SIB_SMA_DIR}/sm_builtin.c
-    LIBS sib_subnet sib_iba)
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sma.c ${CMAKE_SOURCE_DIR}/src/daemon/sma_publish.c
+    LIBS sib_subnet sib_mai sib_iba)
   target_include_directories(test_sma PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/data)
   target_compile_definitions(test_sma PRIVATE
     SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")

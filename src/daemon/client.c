@@ -16,7 +16,7 @@
 
 #include "common/ctl.h"
 #include "daemon/linkcfg.h"
-#include "subnet/mad_router.h"
+#include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 
 #define INPUT_BURST 32 /* messages per wakeup, for fairness between clients */

@@ -6,7 +6,7 @@
  * open()s it with libc, which no library can intercept.  softibd creates
  * one FIFO per CA port next to its socket when the path is first asked,
  * watches opens and closes with inotify, and calls the SMA's
- * sibd_sma_set_capability() when the first holder comes or the last goes.
+ * sib_sma_set_capability() when the first holder comes or the last goes.
  * softibd never opens the FIFOs itself (except to re-probe after an
  * inotify overflow) and never reads or writes them.  Single-threaded.
  */
@@ -87,7 +87,7 @@ static void apply(struct sibd *d, struct issm_ent *e, bool on)
 		return;
 	n = d->dev_node[e->dev_index];
 	if (n)
-		sibd_sma_set_capability(d, n, e->port, MAD_PORT_CAP_IS_SM, on);
+		sib_sma_set_capability(&d->sn, n, e->port, MAD_PORT_CAP_IS_SM, on);
 }
 
 int sibd_issm_ensure(struct sibd *d, uint32_t dev_index, uint8_t port, const char *path)

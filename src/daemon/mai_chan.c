@@ -16,7 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "subnet/mad_router.h"
+#include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 #include "iba/mad.h"
 
@@ -83,7 +83,7 @@ struct sibd_mai {
 	uint32_t next_num;
 	uint64_t seq;
 	struct chan *cur_src;	/* the channel whose message is being routed */
-	struct sibd_mad_counters ctr;
+	struct sib_mad_counters ctr;
 	/* the internal agents' filters, then scratch for sibd_mai_ents */
 	mai_filter_t *agent_f;
 	struct mai_filter_ent *agent;
@@ -92,7 +92,7 @@ struct sibd_mai {
 	size_t ents_cap;
 };
 
-struct sibd_mad_counters *sibd_mad_ctr(struct sibd *d)
+struct sib_mad_counters *sibd_mad_ctr(struct sibd *d)
 {
 	return &d->mai->ctr;
 }
@@ -151,7 +151,7 @@ static int agents_init(struct sibd_mai *mai)
 					f->quant[0] = (struct mai_quant){ .offset = 16, .length = 1,
 									  .value = 0xFF };
 				}
-				mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_SMA,
+				mai->agent[i] = (struct mai_filter_ent){ .chan = SIB_MAD_CHAN_SMA,
 									 .f = f, .internal = 1 };
 				i++;
 			}
@@ -164,7 +164,7 @@ static int agents_init(struct sibd_mai *mai)
 		f->mgmt_class = MAD_MGMT_CLASS_PERF_MGMT;
 		f->class_version = MAD_PMA_CLASS_VERSION;
 		f->method = methods[me];
-		mai->agent[i] = (struct mai_filter_ent){ .chan = SIBD_MAI_CHAN_PMA, .f = f,
+		mai->agent[i] = (struct mai_filter_ent){ .chan = SIB_MAD_CHAN_PMA, .f = f,
 							 .internal = 1 };
 		i++;
 	}
@@ -210,7 +210,7 @@ static void chan_release(struct sibd *d, struct chan *ch)
 static void held_drop(struct sibd *d, struct chan *ch)
 {
 	ch->dropped += ch->nheld;
-	d->mai->ctr.drop[SIBD_DROP_QUEUE_FULL] += ch->nheld;
+	d->mai->ctr.drop[SIB_MAD_DROP_QUEUE_FULL] += ch->nheld;
 	chan_release(d, ch);
 }
 
@@ -316,7 +316,7 @@ static int chan_write(struct sibd *d, struct chan *ch, const mai_mad_t *m)
 		return 0;
 	ch->dropped++;
 	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
-		d->mai->ctr.drop[SIBD_DROP_QUEUE_FULL]++;
+		d->mai->ctr.drop[SIB_MAD_DROP_QUEUE_FULL]++;
 		return -EAGAIN;
 	}
 	chan_kill(d, ch); /* EPIPE, ECONNRESET: the client end is gone */
@@ -489,7 +489,7 @@ static void oob_wrap(struct sibd *d, struct chan *from, const mai_mad_t *m)
  * VL15 for QP0, LNH by GRH, PktLen in words. */
 static void fill_lrh(const struct chan *ch, mai_mad_t *m)
 {
-	m->lrh.slid = sibd_mad_port_lid(ch->node, ch->port);
+	m->lrh.slid = sib_mad_port_lid(ch->node, ch->port);
 	m->lrh.vl = ch->qp == 0 ? 15 : 0;
 	m->lrh.lver = 0;
 	m->lrh.lnh = m->has_grh ? 3 : 2;
@@ -507,11 +507,11 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 		return;
 	}
 	if (m->type == MAI_TYPE_RAW && !ch->priv) {
-		mai->ctr.drop[SIBD_DROP_NOT_PRIV]++;
+		mai->ctr.drop[SIB_MAD_DROP_NOT_PRIV]++;
 		return;
 	}
 	if (m->qp != ch->qp) {
-		mai->ctr.drop[SIBD_DROP_QP_MISMATCH]++;
+		mai->ctr.drop[SIB_MAD_DROP_QP_MISMATCH]++;
 		return;
 	}
 	m->port = ch->port;
@@ -557,7 +557,7 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 		answered_add(ch, m->tid, m->mgmt_class, false);
 	}
 	/* the answer may come back (and end the pending entry) inside this call */
-	sibd_mad_send(d, ch->node, ch->port, m);
+	sib_mad_send(&d->sn, ch->node, ch->port, m);
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -667,7 +667,7 @@ void sibd_mai_timers(struct sibd *d)
 				p->deadline = now + p->timeout_ms;
 				d->mai->ctr.resent++;
 				/* may deliver the response and remove entry i */
-				sibd_mad_send(d, ch->node, ch->port, &m);
+				sib_mad_send(&d->sn, ch->node, ch->port, &m);
 				i = 0; /* the array may have changed: rescan (deadlines moved on) */
 				continue;
 			}
@@ -878,7 +878,7 @@ int sibd_mai_init(struct sibd *d)
 		return -1;
 	}
 	d->mai = mai;
-	return sibd_mad_init(d);
+	return sib_mad_init(&d->sn);
 }
 
 void sibd_mai_fini(struct sibd *d)
@@ -896,12 +896,12 @@ void sibd_mai_fini(struct sibd *d)
 	free(mai->agent_f);
 	free(mai);
 	d->mai = NULL;
-	d->mad_out = NULL;
+	d->sn.mad_out = NULL;
 }
 
 void sibd_mai_status(struct sibd *d, FILE *f)
 {
-	const struct sibd_mad_counters *c;
+	const struct sib_mad_counters *c;
 	uint32_t nf = 0, np = 0;
 
 	if (!d->mai)
@@ -916,8 +916,8 @@ void sibd_mai_status(struct sibd *d, FILE *f)
 		(unsigned long long)c->timeouts, (unsigned long long)c->dup_tid,
 		(unsigned long long)c->bad_messages);
 	fprintf(f, "mad_drop");
-	for (int i = 0; i < SIBD_DROP_MAX; i++)
-		fprintf(f, " %s=%llu", sibd_mad_drop_str((enum sibd_mad_drop)i),
+	for (int i = 0; i < SIB_MAD_DROP_MAX; i++)
+		fprintf(f, " %s=%llu", sib_mad_drop_str((enum sib_mad_drop)i),
 			(unsigned long long)c->drop[i]);
 	fputc('\n', f);
 	for (struct chan *ch = d->mai->chans; ch; ch = ch->next) {

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "daemon/linkcfg.h"
-#include "subnet/mad_router.h"
+#include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 
 #define PHYS_DISABLED 3 /* PortPhysicalState (IBA 14.2.5.6) */
@@ -71,8 +71,8 @@ static struct sib_fab_port *free_switch_port(struct sibd *d)
 {
 	unsigned int i, p;
 
-	for (i = 0; i < d->fab.n_nodes; i++) {
-		struct sib_fab_node *n = d->fab.nodes[i];
+	for (i = 0; i < d->sn.fab.n_nodes; i++) {
+		struct sib_fab_node *n = d->sn.fab.nodes[i];
 
 		if (n->type != SIB_NODE_SWITCH)
 			continue;
@@ -95,8 +95,8 @@ static uint64_t fresh_guid(const struct sibd *d, unsigned int need)
 	uint64_t max = guid_given > SIB_FAB_GUID_PREFIX ? guid_given : SIB_FAB_GUID_PREFIX;
 	unsigned int i, p;
 
-	for (i = 0; i < d->fab.n_nodes; i++) {
-		const struct sib_fab_node *n = d->fab.nodes[i];
+	for (i = 0; i < d->sn.fab.n_nodes; i++) {
+		const struct sib_fab_node *n = d->sn.fab.nodes[i];
 
 		max = n->node_guid > max ? n->node_guid : max;
 		max = n->sys_image_guid > max ? n->sys_image_guid : max;
@@ -115,8 +115,8 @@ static uint16_t fresh_lid(const struct sibd *d)
 
 	if (!used)
 		return 0;
-	for (i = 0; i < d->fab.n_nodes; i++) {
-		const struct sib_fab_node *n = d->fab.nodes[i];
+	for (i = 0; i < d->sn.fab.n_nodes; i++) {
+		const struct sib_fab_node *n = d->sn.fab.nodes[i];
 
 		for (p = 0; p <= n->num_ports; p++)
 			for (l = 0; n->ports[p].lid && l < (1u << n->ports[p].lmc); l++)
@@ -148,10 +148,10 @@ static struct sib_fab_node *new_ca(struct sibd *d, const char *name, struct sib_
 {
 	struct sib_fab_node *n, **nodes;
 
-	nodes = realloc(d->fab.nodes, (d->fab.n_nodes + 1) * sizeof(*nodes));
+	nodes = realloc(d->sn.fab.nodes, (d->sn.fab.n_nodes + 1) * sizeof(*nodes));
 	if (!nodes)
 		return NULL;
-	d->fab.nodes = nodes;
+	d->sn.fab.nodes = nodes;
 	n = calloc(1, sizeof(*n));
 	if (n)
 		n->ports = calloc(2, sizeof(*n->ports));
@@ -179,8 +179,8 @@ static struct sib_fab_node *new_ca(struct sibd *d, const char *name, struct sib_
 	}
 	n->ports[1].peer = sw;
 	sw->peer = &n->ports[1];
-	d->fab.nodes[d->fab.n_nodes++] = n;
-	d->fab.n_cas++;
+	d->sn.fab.nodes[d->sn.fab.n_nodes++] = n;
+	d->sn.fab.n_cas++;
 	return n;
 }
 
@@ -218,7 +218,7 @@ int sibd_cmd_device_add(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	/* The link trains (the switch's PortStateChange, trap 128); in the
 	 * default mode the built-in SM gives the port the lowest free LID
 	 * (= lid) and makes it ACTIVE before anyone can see the device. */
-	sibd_sma_link_up(d, n, 1);
+	sib_sma_link_up(&d->sn, n, 1);
 	lid = n->mgmt->port[1].pi.lid;
 
 	/* Our record first; then fill the map's slot while its gen is even
@@ -249,21 +249,21 @@ static void drop_node(struct sibd *d, struct sib_fab_node *n)
 	unsigned int i, p;
 
 	for (p = 1; p <= n->num_ports; p++) /* the far ends go DOWN (trap 128) */
-		sibd_sma_link_down(d, n, (uint8_t)p, SIBD_LINK_LOST);
+		sib_sma_link_down(&d->sn, n, (uint8_t)p, SIB_LINK_LOST);
 	sib_subnet_node_free(n);
 	for (p = 0; p <= n->num_ports; p++)
 		if (n->ports[p].peer) {
 			n->ports[p].peer->peer = NULL;
 			n->ports[p].peer = NULL;
 		}
-	for (i = 0; i < d->fab.n_nodes; i++)
-		if (d->fab.nodes[i] == n) {
-			memmove(&d->fab.nodes[i], &d->fab.nodes[i + 1],
-				(d->fab.n_nodes - i - 1) * sizeof(*d->fab.nodes));
-			d->fab.n_nodes--;
+	for (i = 0; i < d->sn.fab.n_nodes; i++)
+		if (d->sn.fab.nodes[i] == n) {
+			memmove(&d->sn.fab.nodes[i], &d->sn.fab.nodes[i + 1],
+				(d->sn.fab.n_nodes - i - 1) * sizeof(*d->sn.fab.nodes));
+			d->sn.fab.n_nodes--;
 			break;
 		}
-	d->fab.n_cas--;
+	d->sn.fab.n_cas--;
 	free(n->ports);
 	free(n);
 }
@@ -325,8 +325,8 @@ static bool lid_free(const struct sibd *d, uint32_t lid, const struct sib_fab_po
 {
 	unsigned int i, p;
 
-	for (i = 0; i < d->fab.n_nodes; i++) {
-		const struct sib_fab_node *n = d->fab.nodes[i];
+	for (i = 0; i < d->sn.fab.n_nodes; i++) {
+		const struct sib_fab_node *n = d->sn.fab.nodes[i];
 
 		for (p = 0; p <= n->num_ports; p++) {
 			const struct sib_fab_port *pt = &n->ports[p];
@@ -352,7 +352,7 @@ static int port_relid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t lid)
 	struct mad_port_info pi;
 	uint32_t n, l;
 
-	if (sibd_sm_get_port_info(d, node, (uint8_t)pn, &pi))
+	if (sib_sm_get_port_info(&d->sn, node, (uint8_t)pn, &pi))
 		return -EIO;
 	n = 1u << pi.lmc;
 	if (lid == 0 || lid >= SIB_UNICAST_LIDS || n > SIB_UNICAST_LIDS - lid)
@@ -363,10 +363,10 @@ static int port_relid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t lid)
 	pi.lid = (uint16_t)lid;
 	pi.port_state = MAD_PORT_STATE_NOP;
 	pi.port_phys_state = 0;
-	if (sibd_sm_set_port_info(d, node, (uint8_t)pn, &pi))
+	if (sib_sm_set_port_info(&d->sn, node, (uint8_t)pn, &pi))
 		return -EIO;
-	if (!d->sm_external)
-		sibd_sm_builtin_sweep(d);
+	if (!d->sn.sm_external)
+		sib_sm_sweep(&d->sn);
 	return 0;
 }
 
@@ -376,12 +376,12 @@ static int port_sm_lid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t sm_li
 	struct sib_fab_node *node = d->dev_node[idx];
 	struct mad_port_info pi;
 
-	if (sibd_sm_get_port_info(d, node, (uint8_t)pn, &pi))
+	if (sib_sm_get_port_info(&d->sn, node, (uint8_t)pn, &pi))
 		return -EIO;
 	pi.master_sm_lid = (uint16_t)sm_lid;
 	pi.port_state = MAD_PORT_STATE_NOP;
 	pi.port_phys_state = 0;
-	return sibd_sm_set_port_info(d, node, (uint8_t)pn, &pi) ? -EIO : 0;
+	return sib_sm_set_port_info(&d->sn, node, (uint8_t)pn, &pi) ? -EIO : 0;
 }
 
 /*
@@ -424,12 +424,12 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	case SIB_PORT_DOWN: /* the state machine: Disabled here, DOWN at both ends */
 		if (pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED)
 			return 0;
-		sibd_sma_link_down(d, node, (uint8_t)dc->port_num, SIBD_LINK_LOST);
+		sib_sma_link_down(&d->sn, node, (uint8_t)dc->port_num, SIB_LINK_LOST);
 		break;
 	case SIB_PORT_UP: /* LinkUp/INIT; the built-in SM (if any) activates it */
 		if (pi->port_phys_state != MAD_PORT_PHYS_STATE_DISABLED)
 			return 0;
-		sibd_sma_link_up(d, node, (uint8_t)dc->port_num);
+		sib_sma_link_up(&d->sn, node, (uint8_t)dc->port_num);
 		break;
 	case SIB_PORT_LID:
 		if (dc->value == p->lid)

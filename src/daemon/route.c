@@ -113,7 +113,7 @@ static void mask_set(uint64_t *mask, int dev, uint8_t port)
 static int route_mcast(const struct sibd *d, const struct sib_fab_node *src, uint8_t port,
 		       uint16_t mlid, uint64_t *mask)
 {
-	const struct sib_fabric *f = &d->fab;
+	const struct sib_fabric *f = &d->sn.fab;
 	static uint64_t walks; /* the daemon's thread only */
 	const struct sib_fab_port *first, **queue;
 	unsigned int head = 0, tail = 0;
@@ -178,7 +178,7 @@ int sibd_route_answer(struct sibd *d, struct sib_ctl_route *r)
 		r->verdict = (uint8_t)route_mcast(d, src, port, dlid, r->mcast_mask);
 		return 0;
 	}
-	struct sib_route rt = sib_subnet_route(&d->fab, src, port, dlid, false);
+	struct sib_route rt = sib_subnet_route(&d->sn.fab, src, port, dlid, false);
 	int to;
 
 	if (rt.verdict != SIB_ROUTE_OK) {

@@ -72,7 +72,7 @@ void sibd_sma_publish(struct sibd *d, struct sib_fab_node *n, uint8_t pn, unsign
 	if (!d->shm)
 		return; /* at start, before the map: map_fill copies devs[] */
 	sibd_map_write_begin(d);
-	if (what & SIBD_CHG_LID) {
+	if (what & SIB_CHG_LID) {
 		/* the old range leads to whoever owns it now (a LID moved from
 		 * one port to another), else nowhere */
 		for (l = old_lid; old_lid && l < (uint32_t)old_lid + (1u << old_lmc); l++)
@@ -81,10 +81,10 @@ void sibd_sma_publish(struct sibd *d, struct sib_fab_node *n, uint8_t pn, unsign
 	}
 	sibd_map_put_device(d, (uint32_t)idx);
 	sibd_map_write_end(d);
-	if (what & SIBD_CHG_STATE)
+	if (what & SIB_CHG_STATE)
 		sibd_event_port(d, SIB_EV_PORT_CHANGE, (uint32_t)idx, pn);
-	if (what & SIBD_CHG_LID)
+	if (what & SIB_CHG_LID)
 		sibd_event_port(d, SIB_EV_LID_CHANGE, (uint32_t)idx, pn);
-	if (what & SIBD_CHG_SM)
+	if (what & SIB_CHG_SM)
 		sibd_event_port(d, SIB_EV_SM_CHANGE, (uint32_t)idx, pn);
 }

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "common/ctl.h"
-#include "subnet/mad_router.h"
+#include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 
 #ifndef SOFTIB_VERSION
@@ -187,7 +187,7 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 		fprintf(stderr, "softibd: --sm: builtin or external, not %s\n", o->sm);
 		return -1;
 	}
-	d->sm_external = o->sm && !strcmp(o->sm, "external");
+	d->sn.sm_external = o->sm && !strcmp(o->sm, "external");
 	return 0;
 }
 
@@ -507,6 +507,7 @@ static int setup(struct sibd *d)
 	ret = take_lock(d);
 	if (ret != SETUP_OK)
 		return ret;
+	sibd_subnet_attach(d);
 	if (sibd_fabric_load(d) || sibd_map_create(d) || sibd_mai_init(d) || sibd_issm_init(d) ||
 	    setup_socket(d))
 		return SETUP_FAILED;
@@ -533,8 +534,8 @@ static void teardown(struct sibd *d, bool listening)
 	sibd_issm_fini(d);
 	sibd_mcast_fini(d);
 	sibd_map_destroy(d);
-	sib_subnet_free(&d->fab);
-	sib_fabric_free(&d->fab);
+	sib_subnet_free(&d->sn.fab);
+	sib_fabric_free(&d->sn.fab);
 	if (d->ep_fd >= 0)
 		close(d->ep_fd);
 	if (d->sig_fd >= 0)
@@ -733,7 +734,7 @@ int main(int argc, char **argv)
 		snprintf(idle, sizeof(idle), "after %lld s", d.idle_ms / 1000);
 	sibd_log("listening on %s: %u devices, topology %s, %s SM, idle exit %s", d.sock_path,
 		 d.num_devices, d.topology ? d.topology : "default",
-		 d.sm_external ? "external" : "built-in", idle);
+		 d.sn.sm_external ? "external" : "built-in", idle);
 	ret = run(&d);
 	teardown(&d, true);
 	return ret;

@@ -16,15 +16,12 @@
 
 #include "common/sib_ctl.h"
 #include "common/sib_shm.h"
-#include "subnet/fabric.h"
 #include "daemon/handle.h"
-#include "subnet/sma.h"
+#include "subnet/subnet_api.h"
 #include "softib/mai.h"
 
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
 #define SIBD_MAX_HANDLES   SIB_CTL_MAX_HANDLES /* devices + objects per connection; then ENOMEM */
-#define SIBD_SM_LID        1       /* where the embedded SM will live */
-#define SIBD_SM_PRIORITY   15      /* its SMInfo.Priority: the highest, it never yields */
 #define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */
 
 struct sibd_out;
@@ -88,7 +85,7 @@ struct sibd {
 	 * written from these (fabmap.c is its only writer) and never read back:
 	 * nothing a client does to the map can change what softibd believes.
 	 */
-	struct sib_fabric fab;
+	struct sib_subnet sn;           /* the managed fabric (src/subnet, subnet_host.c) */
 	struct sib_fab_node *dev_node[SIB_MAX_DEVICES]; /* devs[i] -> its node */
 	uint32_t num_devices;
 	struct sib_shm_device devs[SIB_MAX_DEVICES];
@@ -123,16 +120,6 @@ struct sibd {
 	struct sibd_mai *mai;
 	struct sibd_issm *issm;         /* ISSM FIFOs (issm.c) */
 
-	/* the managed subnet (sma.c, pma.c, sm_builtin.c; docs/subnet.md) */
-	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
-	bool sm_sweeping;               /* the built-in SM is running (no re-entry) */
-	uint32_t sm_act_count;          /* its SMInfo.ActCount: SMPs sent, traps repressed */
-	/* set by the MAD router (sibd_mad_init, mad_router.c): sends a MAD
-	 * (traps) from port `port` of n; NULL: traps are counted unsent */
-	void (*mad_out)(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m);
-	uint64_t trap_tid;              /* TID of the last SMP softibd made (traps, built-in SM) */
-	struct sibd_sma_counters sma;
-
 	/* routes of the data path (route.c) */
 	uint32_t route_gen;             /* the map's route_gen, as last stored */
 };
@@ -149,6 +136,35 @@ struct sibd_xrcd;
 int sibd_xrcd_open(struct sibd *d, uint32_t dev_index, int fd, uint32_t oflags, uint32_t *num);
 void sibd_xrcd_hold(struct sibd *d, uint32_t dev_index, uint32_t num);
 void sibd_xrcd_put(struct sibd *d, uint32_t dev_index, uint32_t num);
+
+/* subnet_host.c: softibd as the subnet's host (subnet/subnet_api.h):
+ * registers its table on d->sn before the fabric is loaded. */
+void sibd_subnet_attach(struct sibd *d);
+
+/* sma_publish.c: port pn of n changed (SIB_CHG_* in what), old_lid/old_lmc
+ * its LID range before: if n is a verbs device, its private devs[] port
+ * and the map (LID map, ports under the seqlock) are rewritten from the
+ * PortInfo and subscribers hear LID_CHANGE, SM_CHANGE or PORT_CHANGE (the
+ * verbs library raises IBV_EVENT_LID_CHANGE, SM_CHANGE,
+ * PORT_ACTIVE/PORT_ERR).  Before the map exists (start) only the private
+ * state changes. */
+void sibd_sma_publish(struct sibd *d, struct sib_fab_node *n, uint8_t pn, unsigned int what,
+		      uint16_t old_lid, uint8_t old_lmc);
+/* The verbs device slot of node n, or -1 (a switch, a fabric-only CA). */
+int sibd_sma_dev_index(const struct sibd *d, const struct sib_fab_node *n);
+/* The verbs map's view of CA port fp, from its PortInfo (fabmap.c calls it). */
+struct sib_shm_port;
+void sibd_sma_port_to_shm(struct sib_shm_port *p, const struct sib_fab_port *fp);
+/* route.c: forwarding changed (an LFT, MFT, LID or port state): the map's
+ * route_gen moves so that cached paths are resolved again. */
+void sibd_route_changed(struct sibd *d);
+/* linkcfg.c: data-path counters the clients' contexts keep for CA port
+ * port_num of verbs device dev_index (their link stats in the inbox header
+ * page), added into *sum (packets, data in 4-byte words, discards,
+ * errors).  Numbers a client wrote: only ever added up and reported, never
+ * acted on. */
+void sibd_data_counters(struct sibd *d, uint32_t dev_index, uint8_t port_num,
+			struct sib_pma_counters *sum);
 
 /* softibd.c */
 void sibd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

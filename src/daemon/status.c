@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "daemon/linkcfg.h"
-#include "subnet/mad_router.h"
+#include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 
 static const char *const port_state_str[] = {
@@ -143,13 +143,13 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 		(unsigned long long)d->ctr.port_changes);
 	fprintf(f, "subnet sm=%s smps=%llu gmps=%llu dropped=%llu bad_version=%llu unsupported=%llu"
 		" invalid_field=%llu m_key_violations=%llu traps_sent=%llu traps_unsent=%llu"
-		" trap_represses=%llu train_failed=%llu sm_traps=%llu\n", d->sm_external ? "external" : "builtin",
-		(unsigned long long)d->sma.smps, (unsigned long long)d->sma.gmps,
-		(unsigned long long)d->sma.dropped, (unsigned long long)d->sma.bad_version,
-		(unsigned long long)d->sma.unsupported, (unsigned long long)d->sma.invalid_field,
-		(unsigned long long)d->sma.m_key_violations, (unsigned long long)d->sma.traps_sent,
-		(unsigned long long)d->sma.traps_unsent, (unsigned long long)d->sma.trap_represses,
-		(unsigned long long)d->sma.train_failed, (unsigned long long)d->sma.sm_traps);
+		" trap_represses=%llu train_failed=%llu sm_traps=%llu\n", d->sn.sm_external ? "external" : "builtin",
+		(unsigned long long)d->sn.sma.smps, (unsigned long long)d->sn.sma.gmps,
+		(unsigned long long)d->sn.sma.dropped, (unsigned long long)d->sn.sma.bad_version,
+		(unsigned long long)d->sn.sma.unsupported, (unsigned long long)d->sn.sma.invalid_field,
+		(unsigned long long)d->sn.sma.m_key_violations, (unsigned long long)d->sn.sma.traps_sent,
+		(unsigned long long)d->sn.sma.traps_unsent, (unsigned long long)d->sn.sma.trap_represses,
+		(unsigned long long)d->sn.sma.train_failed, (unsigned long long)d->sn.sma.sm_traps);
 	if (fclose(f) != 0) {
 		free(*text);
 		*text = NULL;

@@ -18,10 +18,10 @@ int sibd_port_set_switch(struct sibd *d, const struct sib_ctl_dev_cmd *dc)
 	struct sib_fab_node *sw = NULL;
 	const struct mad_port_info *pi;
 
-	for (unsigned int i = 0; i < d->fab.n_nodes && !sw; i++)
-		if (d->fab.nodes[i]->type == SIB_NODE_SWITCH &&
-		    !strncmp(d->fab.nodes[i]->id, dc->name, sizeof(dc->name)))
-			sw = d->fab.nodes[i];
+	for (unsigned int i = 0; i < d->sn.fab.n_nodes && !sw; i++)
+		if (d->sn.fab.nodes[i]->type == SIB_NODE_SWITCH &&
+		    !strncmp(d->sn.fab.nodes[i]->id, dc->name, sizeof(dc->name)))
+			sw = d->sn.fab.nodes[i];
 	if (!sw || !sw->mgmt)
 		return -ENODEV;
 	if (dc->port_num < 1 || dc->port_num > sw->num_ports ||
@@ -33,9 +33,9 @@ int sibd_port_set_switch(struct sibd *d, const struct sib_ctl_dev_cmd *dc)
 	if ((pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED) == (dc->action == SIB_PORT_DOWN))
 		return 0; /* already so */
 	if (dc->action == SIB_PORT_DOWN)
-		sibd_sma_link_down(d, sw, (uint8_t)dc->port_num, SIBD_LINK_LOST);
+		sib_sma_link_down(&d->sn, sw, (uint8_t)dc->port_num, SIB_LINK_LOST);
 	else
-		sibd_sma_link_up(d, sw, (uint8_t)dc->port_num);
+		sib_sma_link_up(&d->sn, sw, (uint8_t)dc->port_num);
 	d->ctr.port_changes++;
 	sibd_log("switch %s port %u %s", sw->id, dc->port_num, dc->action == SIB_PORT_DOWN ? "down" : "up");
 	return 0;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * softibd's MAD router (docs/mai.md "MAD routing"): DR SMPs walked hop by hop
+ * The subnet's MAD router (docs/mai.md "MAD routing"): DR SMPs walked hop by hop
  * over LinkUp links with the SMI rules (IBA 14.2.2, mad_dr_*), the rest LID
  * routed through the LFTs (sib_subnet_route); delivery by TID or mai_match,
  * unmatched requests answered as IBA 13.4.7; PMA counters of every port.
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "subnet/mad_router.h"
-#include "daemon/softibd.h"
+#include "subnet/subnet_int.h"
 #include "subnet/subnet.h"
 #include "iba/mad.h"
 
@@ -23,31 +23,31 @@
 #define GRH_WORDS	10u
 #define DR_WALK_MAX	(2 * MAD_DR_MAX_HOPS + 4)	/* hops one DR walk may take */
 
-const char *sibd_mad_drop_str(enum sibd_mad_drop why)
+const char *sib_mad_drop_str(enum sib_mad_drop why)
 {
-	static const char *const s[SIBD_DROP_MAX] = {
-		[SIBD_DROP_BAD_BASE_VERSION] = "bad_base_version",
-		[SIBD_DROP_BAD_QP_CLASS] = "bad_qp_class",
-		[SIBD_DROP_QP_MISMATCH] = "qp_mismatch",
-		[SIBD_DROP_NOT_PRIV] = "not_priv",
-		[SIBD_DROP_DR_HOP_CNT] = "dr_hop_cnt",
-		[SIBD_DROP_DR_HOP_PTR] = "dr_hop_ptr",
-		[SIBD_DROP_DR_PORT] = "dr_port",
-		[SIBD_DROP_DR_NOT_SWITCH] = "dr_not_switch",
-		[SIBD_DROP_DR_PERMISSIVE] = "dr_permissive",
-		[SIBD_DROP_DR_LID_PART] = "dr_lid_part",
-		[SIBD_DROP_LINK_DOWN] = "link_down",
-		[SIBD_DROP_ROUTE] = "route",
-		[SIBD_DROP_NO_QP] = "no_qp",
-		[SIBD_DROP_NO_AGENT] = "no_agent",
-		[SIBD_DROP_UNMATCHED] = "unmatched",
-		[SIBD_DROP_AGENT] = "agent",
-		[SIBD_DROP_QUEUE_FULL] = "queue_full",
-		[SIBD_DROP_NO_REQUEST] = "no_request",
-		[SIBD_DROP_BAD_QKEY] = "bad_qkey",
+	static const char *const s[SIB_MAD_DROP_MAX] = {
+		[SIB_MAD_DROP_BAD_BASE_VERSION] = "bad_base_version",
+		[SIB_MAD_DROP_BAD_QP_CLASS] = "bad_qp_class",
+		[SIB_MAD_DROP_QP_MISMATCH] = "qp_mismatch",
+		[SIB_MAD_DROP_NOT_PRIV] = "not_priv",
+		[SIB_MAD_DROP_DR_HOP_CNT] = "dr_hop_cnt",
+		[SIB_MAD_DROP_DR_HOP_PTR] = "dr_hop_ptr",
+		[SIB_MAD_DROP_DR_PORT] = "dr_port",
+		[SIB_MAD_DROP_DR_NOT_SWITCH] = "dr_not_switch",
+		[SIB_MAD_DROP_DR_PERMISSIVE] = "dr_permissive",
+		[SIB_MAD_DROP_DR_LID_PART] = "dr_lid_part",
+		[SIB_MAD_DROP_LINK_DOWN] = "link_down",
+		[SIB_MAD_DROP_ROUTE] = "route",
+		[SIB_MAD_DROP_NO_QP] = "no_qp",
+		[SIB_MAD_DROP_NO_AGENT] = "no_agent",
+		[SIB_MAD_DROP_UNMATCHED] = "unmatched",
+		[SIB_MAD_DROP_AGENT] = "agent",
+		[SIB_MAD_DROP_QUEUE_FULL] = "queue_full",
+		[SIB_MAD_DROP_NO_REQUEST] = "no_request",
+		[SIB_MAD_DROP_BAD_QKEY] = "bad_qkey",
 	};
 
-	return (unsigned)why < SIBD_DROP_MAX && s[why] ? s[why] : "?";
+	return (unsigned)why < SIB_MAD_DROP_MAX && s[why] ? s[why] : "?";
 }
 
 /* ---- counters ------------------------------------------------------------ */
@@ -84,12 +84,12 @@ static void count_link(struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 
 /* A drop at (n, port): the cause's counter, and VL15Dropped for an SMP
  * (IBA 16.1.3.5) or the QP1 counter for a GMP. */
-static void drop(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_t qp,
-		 enum sibd_mad_drop why)
+static void drop(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, uint8_t qp,
+		 enum sib_mad_drop why)
 {
 	struct sib_pma_counters *c = n ? pma(n, port) : NULL;
 
-	sibd_mad_ctr(d)->drop[why]++;
+	sib_subnet_mad_ctr(sn)->drop[why]++;
 	if (c) {
 		if (qp == 0)
 			c->vl15_dropped++;
@@ -101,11 +101,11 @@ static void drop(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_t q
 /* A GMP with a wrong Q_Key at QP1 of (n, port): dropped, counted as the
  * router's bad_qkey and in PortInfo Q_KeyViolations (IBA 14.2.5.6, 16 bits,
  * saturating) of the port QP1 lives on (a switch's port 0). */
-static void bad_qkey(struct sibd *d, struct sib_fab_node *n, uint8_t port)
+static void bad_qkey(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port)
 {
 	uint8_t at = n->type == SIB_NODE_SWITCH ? 0 : port;
 
-	drop(d, n, port, 1, SIBD_DROP_BAD_QKEY);
+	drop(sn, n, port, 1, SIB_MAD_DROP_BAD_QKEY);
 	if (n->mgmt && n->mgmt->port && at <= n->num_ports &&
 	    n->mgmt->port[at].pi.q_key_violations < 0xFFFF)
 		n->mgmt->port[at].pi.q_key_violations++;
@@ -143,7 +143,7 @@ static bool link_up(const struct sib_fab_node *n, uint8_t port)
 	return true;
 }
 
-uint16_t sibd_mad_port_lid(const struct sib_fab_node *n, uint8_t port)
+uint16_t sib_mad_port_lid(const struct sib_fab_node *n, uint8_t port)
 {
 	if (port > n->num_ports)
 		return 0;
@@ -164,67 +164,67 @@ static bool is_response(const mai_mad_t *m)
 	return (m->method & MAD_METHOD_RESP_MASK) || m->method == MAD_METHOD_TRAP_REPRESS;
 }
 
-static void send_reply(struct sibd *d, struct sib_fab_node *n, uint8_t port,
+static void send_reply(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 		       const mai_mad_t *req, const uint8_t *wire);
 
 /* What every SMI/GSI drops (counted at (n, port)): BaseVersion other than
  * 1 (the kernel's ib_mad drops those too), an SMP off QP0 or a GMP on it
  * (IBA 13.5.1: QP0 carries SMPs only). */
-static bool header_ok(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+static bool header_ok(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	if (m->base_version != MAD_BASE_VERSION) {
-		drop(d, n, port, m->qp, SIBD_DROP_BAD_BASE_VERSION);
+		drop(sn, n, port, m->qp, SIB_MAD_DROP_BAD_BASE_VERSION);
 		return false;
 	}
 	if (is_smp_class(m->mgmt_class) != (m->qp == 0)) {
-		drop(d, n, port, m->qp, SIBD_DROP_BAD_QP_CLASS);
+		drop(sn, n, port, m->qp, SIB_MAD_DROP_BAD_QP_CLASS);
 		return false;
 	}
 	return true;
 }
 
-typedef int (*agent_fn)(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
+typedef int (*agent_fn)(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t in_port,
 			const uint8_t *req, uint8_t *resp);
 
 /* An internal agent (SMA or PMA) answers req at (n, port). */
-static void run_agent(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *req,
+static void run_agent(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *req,
 		      agent_fn fn)
 {
 	uint8_t in[MAD_SIZE], out[MAD_SIZE];
 
 	if (mai_towire(req, in, sizeof(in)) != MAD_SIZE) {
-		drop(d, n, port, req->qp, SIBD_DROP_AGENT);
+		drop(sn, n, port, req->qp, SIB_MAD_DROP_AGENT);
 		return;
 	}
 	memset(out, 0, sizeof(out));
-	if (fn(d, n, port, in, out) != 1) {
-		drop(d, n, port, req->qp, SIBD_DROP_AGENT);
+	if (fn(sn, n, port, in, out) != 1) {
+		drop(sn, n, port, req->qp, SIB_MAD_DROP_AGENT);
 		return;
 	}
-	send_reply(d, n, port, req, out);
+	send_reply(sn, n, port, req, out);
 }
 
 /* A request nobody's filter took (IBA 13.4.7; Linux ib_mad's
  * generate_unmatched_resp): an SMP goes to the SMA and a PerfMgt GMP to
  * the PMA, which answer "unsupported" themselves; any other Get or Set
  * gets GetResp with status 0x000C; the rest is dropped and counted. */
-static void unmatched(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+static void unmatched(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	uint8_t wire[MAD_SIZE];
 
 	if (is_smp_class(m->mgmt_class)) {
-		sibd_mad_ctr(d)->sma++;
-		run_agent(d, n, port, m, sibd_sma_process);
+		sib_subnet_mad_ctr(sn)->sma++;
+		run_agent(sn, n, port, m, sib_sma_process);
 	} else if (m->mgmt_class == MAD_MGMT_CLASS_PERF_MGMT) {
-		sibd_mad_ctr(d)->pma++;
-		run_agent(d, n, port, m, sibd_pma_process);
+		sib_subnet_mad_ctr(sn)->pma++;
+		run_agent(sn, n, port, m, sib_pma_process);
 	} else if ((m->method == MAD_METHOD_GET || m->method == MAD_METHOD_SET) &&
 		   mai_towire(m, wire, sizeof(wire)) == MAD_SIZE &&
 		   mad_make_reply(wire, MAD_STATUS_UNSUP_METHOD_ATTR) == 0) {
-		sibd_mad_ctr(d)->unsupported++;
-		send_reply(d, n, port, m, wire);
+		sib_subnet_mad_ctr(sn)->unsupported++;
+		send_reply(sn, n, port, m, wire);
 	} else {
-		drop(d, n, port, m->qp, SIBD_DROP_UNMATCHED);
+		drop(sn, n, port, m->qp, SIB_MAD_DROP_UNMATCHED);
 	}
 }
 
@@ -232,58 +232,58 @@ static void unmatched(struct sibd *d, struct sib_fab_node *n, uint8_t port, cons
  * m arrived at QP m->qp of (n, port), its routing fields already those of
  * the receive.  Responses go by TID; requests through the filter engine.
  */
-static void deliver(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+static void deliver(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	const struct mai_filter_ent *ents;
 	uint32_t out[64];
 	size_t nents;
 	int cnt;
 
-	if (!header_ok(d, n, port, m))
+	if (!header_ok(sn, n, port, m))
 		return;
 	if (m->qp == 1 && m->remote_qkey != GSI_QKEY) {
 		/* IBA 10.2.5 / 13.5.3: QP1 takes only datagrams with the GSI
 		 * Q_Key; anything else is dropped unanswered */
-		bad_qkey(d, n, port);
+		bad_qkey(sn, n, port);
 		return;
 	}
 	if (is_response(m)) {
 		uint32_t chan = (uint32_t)(m->tid >> MAI_TID_CHAN_SHIFT) & MAI_TID_CHAN_MASK;
 
-		if (chan == SIBD_MAI_CHAN_SMA || chan == SIBD_MAI_CHAN_PMA) {
+		if (chan == SIB_MAD_CHAN_SMA || chan == SIB_MAD_CHAN_PMA) {
 			/* a TrapRepress or answer to softibd's own agent: it takes
 			 * (and counts) it without a reply */
 			uint8_t in[MAD_SIZE], out[MAD_SIZE];
 
 			if (mai_towire(m, in, sizeof(in)) == MAD_SIZE)
-				(chan == SIBD_MAI_CHAN_SMA ? sibd_sma_process
-							   : sibd_pma_process)(d, n, port, in, out);
+				(chan == SIB_MAD_CHAN_SMA ? sib_sma_process
+							   : sib_pma_process)(sn, n, port, in, out);
 			return;
 		}
-		int ret = sibd_mai_response(d, chan, n, port, m->qp, m);
+		int ret = sn->host->mad_response(sn->host_ctx, chan, n, port, m->qp, m);
 
 		if (ret)
-			drop(d, n, port, m->qp,
-			     ret == -ESRCH ? SIBD_DROP_NO_REQUEST : SIBD_DROP_NO_AGENT);
+			drop(sn, n, port, m->qp,
+			     ret == -ESRCH ? SIB_MAD_DROP_NO_REQUEST : SIB_MAD_DROP_NO_AGENT);
 		return;
 	}
-	nents = sibd_mai_ents(d, n, port, m->qp, &ents);
+	nents = sn->host->mad_filters(sn->host_ctx, n, port, m->qp, &ents);
 	cnt = mai_match(ents, nents, m, out, sizeof(out) / sizeof(out[0]));
 	if (cnt <= 0) {
-		unmatched(d, n, port, m);
+		unmatched(sn, n, port, m);
 		return;
 	}
 	if (cnt > (int)(sizeof(out) / sizeof(out[0])))
 		cnt = (int)(sizeof(out) / sizeof(out[0]));
 	for (int i = 0; i < cnt; i++) {
-		if (out[i] == SIBD_MAI_CHAN_SMA) {
-			sibd_mad_ctr(d)->sma++;
-			run_agent(d, n, port, m, sibd_sma_process);
-		} else if (out[i] == SIBD_MAI_CHAN_PMA) {
-			sibd_mad_ctr(d)->pma++;
-			run_agent(d, n, port, m, sibd_pma_process);
+		if (out[i] == SIB_MAD_CHAN_SMA) {
+			sib_subnet_mad_ctr(sn)->sma++;
+			run_agent(sn, n, port, m, sib_sma_process);
+		} else if (out[i] == SIB_MAD_CHAN_PMA) {
+			sib_subnet_mad_ctr(sn)->pma++;
+			run_agent(sn, n, port, m, sib_pma_process);
 		} else {
-			sibd_mai_push(d, out[i], m);
+			sn->host->mad_push(sn->host_ctx, out[i], m);
 		}
 	}
 }
@@ -322,28 +322,28 @@ static struct mad_dr_node dr_node(const struct sib_fab_node *n)
 	return dn;
 }
 
-static enum sibd_mad_drop dr_drop_cause(enum mad_dr_verdict v)
+static enum sib_mad_drop dr_drop_cause(enum mad_dr_verdict v)
 {
 	switch (v) {
-	case MAD_DR_DROP_HOP_CNT: return SIBD_DROP_DR_HOP_CNT;
-	case MAD_DR_DROP_PORT: return SIBD_DROP_DR_PORT;
-	case MAD_DR_DROP_NOT_SWITCH: return SIBD_DROP_DR_NOT_SWITCH;
-	case MAD_DR_DROP_PERMISSIVE: return SIBD_DROP_DR_PERMISSIVE;
-	case MAD_DR_DROP_NOT_DR: return SIBD_DROP_BAD_QP_CLASS;
-	default: return SIBD_DROP_DR_HOP_PTR;
+	case MAD_DR_DROP_HOP_CNT: return SIB_MAD_DROP_DR_HOP_CNT;
+	case MAD_DR_DROP_PORT: return SIB_MAD_DROP_DR_PORT;
+	case MAD_DR_DROP_NOT_SWITCH: return SIB_MAD_DROP_DR_NOT_SWITCH;
+	case MAD_DR_DROP_PERMISSIVE: return SIB_MAD_DROP_DR_PERMISSIVE;
+	case MAD_DR_DROP_NOT_DR: return SIB_MAD_DROP_BAD_QP_CLASS;
+	default: return SIB_MAD_DROP_DR_HOP_PTR;
 	}
 }
 
 /* The DR SMP in wire, with `tmpl` its routing fields, arrived at (n,
  * port) and was judged r: deliver it there (LOCAL), or drop it. */
-static void dr_local(struct sibd *d, struct sib_fab_node *n, uint8_t port, const uint8_t *wire,
+static void dr_local(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const uint8_t *wire,
 		     const mai_mad_t *tmpl)
 {
 	mai_mad_t m = *tmpl;
 
 	mai_fromwire(wire, MAD_SIZE, &m);
 	as_received(&m, port, 0, 0);
-	deliver(d, n, port, &m);
+	deliver(sn, n, port, &m);
 }
 
 /*
@@ -353,7 +353,7 @@ static void dr_local(struct sibd *d, struct sib_fab_node *n, uint8_t port, const
  * FORWARD crosses the next link, LOCAL delivers, LID_ROUTE takes the
  * LID-routed part, a drop verdict is counted with its cause.
  */
-static void dr_walk(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_t *wire,
+static void dr_walk(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, uint8_t *wire,
 		    const mai_mad_t *tmpl)
 {
 	struct mad_dr_result r;
@@ -367,7 +367,7 @@ static void dr_walk(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_
 			struct sib_fab_port *peer;
 
 			if (!link_up(n, port)) {
-				drop(d, n, port, 0, SIBD_DROP_LINK_DOWN);
+				drop(sn, n, port, 0, SIB_MAD_DROP_LINK_DOWN);
 				return;
 			}
 			count_link(n, port, tmpl);
@@ -379,21 +379,21 @@ static void dr_walk(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_
 		}
 		switch (r.verdict) {
 		case MAD_DR_FORWARD:
-			sibd_mad_ctr(d)->forwarded++;
+			sib_subnet_mad_ctr(sn)->forwarded++;
 			port = r.port; /* link_up() refuses port 0 and ports past NumPorts */
 			continue;
 		case MAD_DR_LOCAL:
-			dr_local(d, n, port, wire, tmpl);
+			dr_local(sn, n, port, wire, tmpl);
 			return;
 		case MAD_DR_LID_ROUTE: {
 			/* The LID-routed part (IBA 14.2.2.2 C14-9:3): the switch
 			 * LID-routes to DrDLID (D=0) or DrSLID (D=1). */
-			struct sib_route rt = sib_subnet_route(&d->fab, n, 0, r.lid, true);
+			struct sib_route rt = sib_subnet_route(&sn->fab, n, 0, r.lid, true);
 
 			dn = dr_node(n);
 			if (rt.verdict != SIB_ROUTE_OK ||
 			    mad_dr_send(wire, &dn, 0).verdict != MAD_DR_SEND) {
-				drop(d, n, port, 0, SIBD_DROP_DR_LID_PART);
+				drop(sn, n, port, 0, SIB_MAD_DROP_DR_LID_PART);
 				return;
 			}
 			port = lid_arrival(&rt, count_lid_path(n, 0, r.lid, rt.hops, tmpl));
@@ -401,17 +401,17 @@ static void dr_walk(struct sibd *d, struct sib_fab_node *n, uint8_t port, uint8_
 			dn = dr_node(n);
 			r = mad_dr_recv(wire, &dn, port);
 			if (r.verdict == MAD_DR_LOCAL)
-				dr_local(d, n, port, wire, tmpl);
+				dr_local(sn, n, port, wire, tmpl);
 			else
-				drop(d, n, port, 0, SIBD_DROP_DR_LID_PART);
+				drop(sn, n, port, 0, SIB_MAD_DROP_DR_LID_PART);
 			return;
 		}
 		default:
-			drop(d, n, port, 0, dr_drop_cause(r.verdict));
+			drop(sn, n, port, 0, dr_drop_cause(r.verdict));
 			return;
 		}
 	}
-	drop(d, n, port, 0, SIBD_DROP_DR_HOP_PTR);
+	drop(sn, n, port, 0, SIB_MAD_DROP_DR_HOP_PTR);
 }
 
 /* Is wire (D=0, HopPointer 0, HopCount > 0, DrSLID not permissive) an
@@ -428,22 +428,22 @@ static bool dr_lid_first(const uint8_t *wire, const mai_mad_t *m)
  * a LID-routed first part the SMP goes on VL15 to LRH.DLID first, and the
  * node there takes the originator step (C14-9:1) out of InitialPath[1].
  */
-static void dr_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+static void dr_send(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	uint8_t wire[MAD_SIZE];
 	struct mad_dr_node dn = dr_node(n);
 	struct mad_dr_result r;
 
 	if (mai_towire(m, wire, sizeof(wire)) != MAD_SIZE) {
-		drop(d, n, port, 0, SIBD_DROP_BAD_QP_CLASS);
+		drop(sn, n, port, 0, SIB_MAD_DROP_BAD_QP_CLASS);
 		return;
 	}
 	if (dr_lid_first(wire, m)) {
-		struct sib_route rt = sib_subnet_route(&d->fab, n, port, m->lrh.dlid, true);
+		struct sib_route rt = sib_subnet_route(&sn->fab, n, port, m->lrh.dlid, true);
 
 		if (rt.verdict != SIB_ROUTE_OK) {
-			drop(d, rt.at ? rt.at : n, rt.at ? rt.at_port : port, 0,
-			     SIBD_DROP_DR_LID_PART);
+			drop(sn, rt.at ? rt.at : n, rt.at ? rt.at_port : port, 0,
+			     SIB_MAD_DROP_DR_LID_PART);
 			return;
 		}
 		count_lid_path(n, port, m->lrh.dlid, rt.hops, m);
@@ -453,10 +453,10 @@ static void dr_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const 
 	}
 	r = mad_dr_send(wire, &dn, port);
 	if (r.verdict != MAD_DR_SEND) {
-		drop(d, n, port, 0, dr_drop_cause(r.verdict));
+		drop(sn, n, port, 0, dr_drop_cause(r.verdict));
 		return;
 	}
-	dr_walk(d, n, port, wire, m);
+	dr_walk(sn, n, port, wire, m);
 }
 
 /* ---- LID routed ------------------------------------------------------------ */
@@ -497,14 +497,14 @@ static uint8_t count_lid_path(struct sib_fab_node *n, uint8_t port, uint16_t dli
 	return in;
 }
 
-static void lid_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+static void lid_send(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	struct sib_route rt;
 	mai_mad_t rx;
 	uint8_t in;
 
 	if (m->qp == 1 && m->remote_qpn != 1) {
-		drop(d, n, port, 1, SIBD_DROP_NO_QP); /* no redirected GSI QPs here */
+		drop(sn, n, port, 1, SIB_MAD_DROP_NO_QP); /* no redirected GSI QPs here */
 		return;
 	}
 	if (m->qp == 0 && m->lrh.dlid == MAD_PERMISSIVE_LID) {
@@ -513,16 +513,16 @@ static void lid_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const
 		rt.port = port;
 		rt.hops = 0;
 	} else {
-		rt = sib_subnet_route(&d->fab, n, port, m->lrh.dlid, m->qp == 0);
+		rt = sib_subnet_route(&sn->fab, n, port, m->lrh.dlid, m->qp == 0);
 	}
 	if (rt.verdict != SIB_ROUTE_OK) {
-		drop(d, rt.at ? rt.at : n, rt.at ? rt.at_port : port, m->qp, SIBD_DROP_ROUTE);
+		drop(sn, rt.at ? rt.at : n, rt.at ? rt.at_port : port, m->qp, SIB_MAD_DROP_ROUTE);
 		return;
 	}
 	in = lid_arrival(&rt, count_lid_path(n, port, m->lrh.dlid, rt.hops, m));
 	rx = *m;
 	as_received(&rx, in, m->qp, deth_qkey(m));
-	deliver(d, rt.node, in, &rx);
+	deliver(sn, rt.node, in, &rx);
 }
 
 /* ---- sending ------------------------------------------------------------------ */
@@ -530,7 +530,7 @@ static void lid_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const
 /* The reply (wire, mad_make_reply already applied) to req, which arrived
  * at (n, port): DR back along its return path, else LID routed to the
  * requester's SLID and QP. */
-static void send_reply(struct sibd *d, struct sib_fab_node *n, uint8_t port,
+static void send_reply(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 		       const mai_mad_t *req, const uint8_t *wire)
 {
 	mai_mad_t r = *req;
@@ -544,31 +544,31 @@ static void send_reply(struct sibd *d, struct sib_fab_node *n, uint8_t port,
 	r.remote_qpn = req->remote_qpn;
 	r.remote_qkey = req->qp ? GSI_QKEY : 0; /* the agent's QP1 sends with its own */
 	r.lrh.dlid = req->lrh.slid;
-	r.lrh.slid = req->lrh.dlid == MAD_PERMISSIVE_LID ? sibd_mad_port_lid(n, port) : req->lrh.dlid;
+	r.lrh.slid = req->lrh.dlid == MAD_PERMISSIVE_LID ? sib_mad_port_lid(n, port) : req->lrh.dlid;
 	if (req->has_grh) {
 		memcpy(r.grh.dgid, req->grh.sgid, 16);
 		memcpy(r.grh.sgid, req->grh.dgid, 16);
 	}
-	sibd_mad_send(d, n, port, &r);
+	sib_mad_send(sn, n, port, &r);
 }
 
-void sibd_mad_send(struct sibd *d, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
+void sib_mad_send(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	if (!n || port > n->num_ports || m->type == MAI_TYPE_OOB || m->type == MAI_TYPE_TIMEOUT)
 		return;
-	sibd_mad_ctr(d)->sent++;
-	if (!header_ok(d, n, port, m))
+	sib_subnet_mad_ctr(sn)->sent++;
+	if (!header_ok(sn, n, port, m))
 		return;
 	if (m->mgmt_class == MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE)
-		dr_send(d, n, port, m);
+		dr_send(sn, n, port, m);
 	else
-		lid_send(d, n, port, m);
+		lid_send(sn, n, port, m);
 }
 
-void sibd_mad_out(struct sibd *d, struct sib_fab_node *n, uint8_t port, mai_mad_t *m)
+void sib_mad_out(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, mai_mad_t *m)
 {
-	uint32_t chan = m->mgmt_class == MAD_MGMT_CLASS_PERF_MGMT ? SIBD_MAI_CHAN_PMA
-								  : SIBD_MAI_CHAN_SMA;
+	uint32_t chan = m->mgmt_class == MAD_MGMT_CLASS_PERF_MGMT ? SIB_MAD_CHAN_PMA
+								  : SIB_MAD_CHAN_SMA;
 
 	/* an agent's request (a Trap) carries the agent's channel in TID bits
 	 * 63..40, as a channel's does, so its TrapRepress comes back to it */
@@ -577,12 +577,12 @@ void sibd_mad_out(struct sibd *d, struct sib_fab_node *n, uint8_t port, mai_mad_
 			 (uint64_t)chan << MAI_TID_CHAN_SHIFT;
 	m->port = port;
 	if (!m->lrh.slid)
-		m->lrh.slid = sibd_mad_port_lid(n, port);
-	sibd_mad_send(d, n, port, m);
+		m->lrh.slid = sib_mad_port_lid(n, port);
+	sib_mad_send(sn, n, port, m);
 }
 
-int sibd_mad_init(struct sibd *d)
+int sib_mad_init(struct sib_subnet *sn)
 {
-	d->mad_out = sibd_mad_out;
+	sn->mad_out = sib_mad_out;
 	return 0;
 }

@@ -5,14 +5,14 @@
  * (16.1.3.5) and PortCountersExtended (16.1.4.6) as a table {attribute,
  * get, set}.  Counters are what softibd counted (subnet.h) plus, on CA
  * ports of verbs devices, the contexts' data-path counters
- * (sibd_data_counters); a clearing Set moves the port's `base` up to the
+ * (the host's data_counters); a clearing Set moves the port's `base` up to the
  * current totals, nothing is written to a client.  Single-threaded; no locks.
  */
 #include <stddef.h>
 #include <string.h>
 
 #include "subnet/sma.h"
-#include "daemon/softibd.h"
+#include "subnet/subnet_int.h"
 
 /* ClassPortInfo.CapabilityMask (16.1.2 table 209): AllPortSelect (8),
  * PortCountersExtended (9), PortXmitWait (12), QP1Dropped (15);
@@ -51,25 +51,23 @@ static uint64_t *ctr(struct sib_pma_counters *c, size_t off)
 }
 
 /* Everything port pn of n ever counted: softibd's and the data path's. */
-static void port_total(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
+static void port_total(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn,
 		       struct sib_pma_counters *t)
 {
-	int idx = sibd_sma_dev_index(d, n);
-
 	*t = n->mgmt->port[pn].pma;
-	if (idx >= 0 && pn >= 1)
-		sibd_data_counters(d, (uint32_t)idx, pn, t);
+	if (n->type == SIB_NODE_CA && pn >= 1)
+		sn->host->data_counters(sn->host_ctx, n, pn, t);
 }
 
 /* The port's counters since the last clearing Set (never below 0: a
  * context that closed takes its counts along). */
-static void port_now(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
+static void port_now(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn,
 		     struct sib_pma_counters *out)
 {
 	const struct sib_pma_counters *base = &n->mgmt->port[pn].base;
 	struct sib_pma_counters t;
 
-	port_total(d, n, pn, &t);
+	port_total(sn, n, pn, &t);
 	for (size_t i = 0; i < NCOUNTERS; i++) {
 		uint64_t v = ctr(&t, i * sizeof(uint64_t))[0];
 		uint64_t b = ctr((struct sib_pma_counters *)base, i * sizeof(uint64_t))[0];
@@ -79,12 +77,12 @@ static void port_now(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
 }
 
 /* Clear the counters of sel (bit i = table[i]) on port pn. */
-static void port_clear(struct sibd *d, struct sib_fab_node *n, uint8_t pn, const size_t *table,
+static void port_clear(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn, const size_t *table,
 		       size_t entries, uint32_t sel)
 {
 	struct sib_pma_counters t;
 
-	port_total(d, n, pn, &t);
+	port_total(sn, n, pn, &t);
 	for (size_t i = 0; i < entries; i++)
 		if (sel >> i & 1)
 			*ctr(&n->mgmt->port[pn].base, table[i]) = *ctr(&t, table[i]);
@@ -99,32 +97,32 @@ static bool port_select_ok(const struct sib_fab_node *n, uint8_t ps)
 	return ps <= n->num_ports && (n->type == SIB_NODE_SWITCH || ps >= 1);
 }
 
-static void counters_of(struct sibd *d, struct sib_fab_node *n, uint8_t ps,
+static void counters_of(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t ps,
 			struct sib_pma_counters *sum)
 {
 	struct sib_pma_counters one;
 
 	if (ps != ALL_PORTS) {
-		port_now(d, n, ps, sum);
+		port_now(sn, n, ps, sum);
 		return;
 	}
 	memset(sum, 0, sizeof(*sum));
 	for (unsigned int pn = 1; pn <= n->num_ports; pn++) {
-		port_now(d, n, (uint8_t)pn, &one);
+		port_now(sn, n, (uint8_t)pn, &one);
 		for (size_t i = 0; i < NCOUNTERS; i++)
 			*ctr(sum, i * sizeof(uint64_t)) += *ctr(&one, i * sizeof(uint64_t));
 	}
 }
 
-static void clear_sel(struct sibd *d, struct sib_fab_node *n, uint8_t ps, const size_t *table,
+static void clear_sel(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t ps, const size_t *table,
 		      size_t entries, uint32_t sel)
 {
 	if (ps != ALL_PORTS) {
-		port_clear(d, n, ps, table, entries, sel);
+		port_clear(sn, n, ps, table, entries, sel);
 		return;
 	}
 	for (unsigned int pn = 1; pn <= n->num_ports; pn++)
-		port_clear(d, n, (uint8_t)pn, table, entries, sel);
+		port_clear(sn, n, (uint8_t)pn, table, entries, sel);
 }
 
 static uint64_t sat(uint64_t v, uint64_t max)
@@ -135,7 +133,7 @@ static uint64_t sat(uint64_t v, uint64_t max)
 /* ---- attributes --------------------------------------------------------- */
 
 struct pma_ctx {
-	struct sibd *d;
+	struct sib_subnet *sn;
 	struct sib_fab_node *n;
 	const uint8_t *in;   /* request data (192 bytes) */
 	uint8_t *out;        /* reply data */
@@ -163,7 +161,7 @@ static uint16_t pc_get(struct pma_ctx *c)
 	mad_port_counters_decode(&req, c->in);
 	if (!port_select_ok(c->n, req.port_select))
 		return MAD_STATUS_INVALID_FIELD;
-	counters_of(c->d, c->n, req.port_select, &v);
+	counters_of(c->sn, c->n, req.port_select, &v);
 	memset(&pc, 0, sizeof(pc));
 	pc.port_select = req.port_select;
 	pc.counter_select = req.counter_select;
@@ -197,7 +195,7 @@ static uint16_t pc_set(struct pma_ctx *c)
 	mad_port_counters_decode(&req, c->in);
 	if (!port_select_ok(c->n, req.port_select))
 		return MAD_STATUS_INVALID_FIELD;
-	clear_sel(c->d, c->n, req.port_select, pc_select, sizeof(pc_select) / sizeof(pc_select[0]),
+	clear_sel(c->sn, c->n, req.port_select, pc_select, sizeof(pc_select) / sizeof(pc_select[0]),
 		  req.counter_select | (uint32_t)(req.counter_select2 & 3) << 16);
 	return MAD_STATUS_SUCCESS;
 }
@@ -210,7 +208,7 @@ static uint16_t pcx_get(struct pma_ctx *c)
 	mad_port_counters_ext_decode(&req, c->in);
 	if (!port_select_ok(c->n, req.port_select))
 		return MAD_STATUS_INVALID_FIELD;
-	counters_of(c->d, c->n, req.port_select, &v);
+	counters_of(c->sn, c->n, req.port_select, &v);
 	memset(&x, 0, sizeof(x));
 	x.port_select = req.port_select;
 	x.counter_select = req.counter_select;
@@ -248,7 +246,7 @@ static uint16_t pcx_set(struct pma_ctx *c)
 	mad_port_counters_ext_decode(&req, c->in);
 	if (!port_select_ok(c->n, req.port_select))
 		return MAD_STATUS_INVALID_FIELD;
-	clear_sel(c->d, c->n, req.port_select, pcx_select,
+	clear_sel(c->sn, c->n, req.port_select, pcx_select,
 		  sizeof(pcx_select) / sizeof(pcx_select[0]),
 		  (req.counter_select & 0xFFu) | (req.counter_select2 & 0x3FFFu) << 8);
 	return MAD_STATUS_SUCCESS;
@@ -266,40 +264,40 @@ static const struct pma_attr pma_attrs[] = {
 	{ MAD_ATTR_PORT_CNTRS_EXT, pcx_get, pcx_set },
 };
 
-int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
+int sib_pma_process(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t in_port,
 		     const uint8_t *req, uint8_t *resp)
 {
 	uint8_t in[MAD_PMA_DATA_SIZE], out[MAD_PMA_DATA_SIZE];
 	const struct pma_attr *a = NULL;
-	struct pma_ctx c = { .d = d, .n = n, .in = in, .out = out };
+	struct pma_ctx c = { .sn = sn, .n = n, .in = in, .out = out };
 	struct mad_hdr h;
 	uint16_t st;
 
 	mad_hdr_decode(&h, req);
 	if (h.mgmt_class != MAD_MGMT_CLASS_PERF_MGMT || h.r || !n->mgmt ||
 	    in_port > n->num_ports || h.method == MAD_METHOD_TRAP_REPRESS) {
-		d->sma.dropped++;
+		sn->sma.dropped++;
 		return 0;
 	}
 	if (resp != req)
 		memcpy(resp, req, MAD_SIZE);
 	if (h.base_version != MAD_BASE_VERSION || h.class_version != MAD_PMA_CLASS_VERSION) {
-		d->sma.bad_version++;
+		sn->sma.bad_version++;
 		return mad_make_reply(resp, MAD_STATUS_BAD_VERSION) ? 0 : 1;
 	}
 	if (h.method != MAD_METHOD_GET && h.method != MAD_METHOD_SET) {
-		d->sma.unsupported++;
+		sn->sma.unsupported++;
 		return mad_make_reply(resp, MAD_STATUS_UNSUP_METHOD) ? 0 : 1;
 	}
 	for (size_t i = 0; i < sizeof(pma_attrs) / sizeof(pma_attrs[0]); i++)
 		if (pma_attrs[i].id == h.attr_id)
 			a = &pma_attrs[i];
 	if (!a || (h.method == MAD_METHOD_SET && !a->set)) {
-		d->sma.unsupported++;
+		sn->sma.unsupported++;
 		return mad_make_reply(resp, MAD_STATUS_UNSUP_METHOD_ATTR) ? 0 : 1;
 	}
 	if (h.attr_mod) {
-		d->sma.invalid_field++;
+		sn->sma.invalid_field++;
 		return mad_make_reply(resp, MAD_STATUS_INVALID_FIELD) ? 0 : 1;
 	}
 	memcpy(in, req + MAD_PMA_DATA_OFFS, sizeof(in));
@@ -310,7 +308,7 @@ int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 	if (st == MAD_STATUS_SUCCESS)
 		memcpy(resp + MAD_PMA_DATA_OFFS, out, sizeof(out));
 	else
-		d->sma.invalid_field++;
-	d->sma.gmps++;
+		sn->sma.invalid_field++;
+	sn->sma.gmps++;
 	return mad_make_reply(resp, st) ? 0 : 1;
 }

@@ -8,16 +8,18 @@
  * Must not run with --sm external.  Single-threaded; no locks.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "subnet/sma.h"
-#include "daemon/softibd.h"
+#include "subnet/subnet_int.h"
 
 #define SM_SUBNET_TIMEOUT 18 /* 4.096 us * 2^18 ~ 1.07 s, as before */
 
 struct sweep {
-	struct sibd *d;
+	struct sib_subnet *sn;
 	int errors;
 };
 
@@ -35,13 +37,13 @@ static int smp(struct sweep *s, struct sib_fab_node *n, uint8_t in_port, uint8_t
 	m.hdr.mgmt_class = MAD_MGMT_CLASS_SUBN_LID_ROUTED;
 	m.hdr.class_version = MAD_SMP_CLASS_VERSION;
 	m.hdr.method = method;
-	m.hdr.tid = ++s->d->trap_tid;
+	m.hdr.tid = ++s->sn->trap_tid;
 	m.hdr.attr_id = attr;
 	m.hdr.attr_mod = mod;
 	memcpy(m.data, data, MAD_SMP_DATA_SIZE);
 	mad_smp_encode(&m, mad);
-	s->d->sm_act_count++;
-	if (!sibd_sma_process(s->d, n, in_port, mad, mad)) {
+	s->sn->sm_act_count++;
+	if (!sib_sma_process(s->sn, n, in_port, mad, mad)) {
 		s->errors++;
 		return -1;
 	}
@@ -49,7 +51,7 @@ static int smp(struct sweep *s, struct sib_fab_node *n, uint8_t in_port, uint8_t
 	memcpy(data, mad + MAD_SMP_DATA_OFFS, MAD_SMP_DATA_SIZE);
 	if (h.status) {
 		s->errors++;
-		sibd_log("built-in SM: %s attribute 0x%04x mod 0x%x: status 0x%04x",
+		sib_subnet_log(s->sn, "built-in SM: %s attribute 0x%04x mod 0x%x: status 0x%04x",
 			 n->id, attr, mod, h.status);
 	}
 	return h.status;
@@ -112,18 +114,18 @@ static int pi_set(struct sweep *s, struct sib_fab_node *n, uint8_t pn, struct ma
 
 /* ---- LIDs and the PortInfo fields ------------------------------------------ */
 
-/* The SM's own port (LID SIBD_SM_LID) has IsSM in its CapabilityMask
+/* The SM's own port (LID SIB_SM_LID) has IsSM in its CapabilityMask
  * (14.2.5.6); set here, not by a trap 144 to itself: the SM knows it is
  * one.  Its SMA then answers SMInfo (sma.c). */
-static void sm_port_mark(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
+static void sm_port_mark(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn)
 {
 	struct mad_port_info *pi = &n->mgmt->port[pn].pi;
 
-	if (pi->lid != SIBD_SM_LID || (pi->capability_mask & MAD_PORT_CAP_IS_SM))
+	if (pi->lid != SIB_SM_LID || (pi->capability_mask & MAD_PORT_CAP_IS_SM))
 		return;
 	pi->capability_mask |= MAD_PORT_CAP_IS_SM;
 	if (n->type != SIB_NODE_SWITCH)
-		sibd_sma_publish(d, n, pn, SIBD_CHG_ATTR, pi->lid, pi->lmc);
+		sib_subnet_port_changed(sn, n, pn, SIB_CHG_ATTR, pi->lid, pi->lmc);
 }
 
 /*
@@ -134,7 +136,7 @@ static void sm_port_mark(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
  */
 static void configure_ports(struct sweep *s, uint8_t *used)
 {
-	struct sib_fabric *f = &s->d->fab;
+	struct sib_fabric *f = &s->sn->fab;
 	uint32_t next = 1;
 	unsigned int i, pn;
 
@@ -163,7 +165,7 @@ static void configure_ports(struct sweep *s, uint8_t *used)
 					while (next < SIB_SUBN_LFT_CAP && used[next])
 						next++;
 					if (next == SIB_SUBN_LFT_CAP) {
-						sibd_log("built-in SM: no LID left for %s port %u",
+						sib_subnet_log(s->sn, "built-in SM: no LID left for %s port %u",
 							 n->id, pn);
 						s->errors++;
 						continue;
@@ -172,7 +174,7 @@ static void configure_ports(struct sweep *s, uint8_t *used)
 					pi.lmc = 0;
 					used[next] = 1;
 				}
-				pi.master_sm_lid = SIBD_SM_LID;
+				pi.master_sm_lid = SIB_SM_LID;
 				pi.master_sm_sl = 0;
 				pi.subnet_timeout = SM_SUBNET_TIMEOUT;
 			}
@@ -180,23 +182,23 @@ static void configure_ports(struct sweep *s, uint8_t *used)
 			pi.operational_vls = pi.vl_cap;
 			pi_set(s, n, (uint8_t)pn, &pi, MAD_PORT_STATE_NOP);
 			if (has_lid(n, pn))
-				sm_port_mark(s->d, n, (uint8_t)pn);
+				sm_port_mark(s->sn, n, (uint8_t)pn);
 		}
 	}
 }
 
-int sibd_sm_get_port_info(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
+int sib_sm_get_port_info(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn,
 			  struct mad_port_info *pi)
 {
-	struct sweep s = { .d = d };
+	struct sweep s = { .sn = sn };
 
 	return pi_get(&s, n, pn, pi);
 }
 
-int sibd_sm_set_port_info(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
+int sib_sm_set_port_info(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn,
 			  struct mad_port_info *pi)
 {
-	struct sweep s = { .d = d };
+	struct sweep s = { .sn = sn };
 
 	return pi_put(&s, n, pn, pi);
 }
@@ -401,7 +403,7 @@ static void program_mfts(struct sweep *s, struct bfs *b)
 /* Every port of the subnet from `from` to `to` by Set PortInfo.PortState. */
 static void move_ports(struct sweep *s, uint8_t from, uint8_t to)
 {
-	struct sib_fabric *f = &s->d->fab;
+	struct sib_fabric *f = &s->sn->fab;
 
 	for (unsigned int i = 0; i < f->n_nodes; i++) {
 		struct sib_fab_node *n = f->nodes[i];
@@ -417,19 +419,19 @@ static void move_ports(struct sweep *s, uint8_t from, uint8_t to)
 	}
 }
 
-int sibd_sm_builtin_sweep(struct sibd *d)
+int sib_sm_sweep(struct sib_subnet *sn)
 {
-	struct sweep s = { .d = d };
+	struct sweep s = { .sn = sn };
 	struct bfs b = { 0 };
 	uint8_t *used = calloc(SIB_SUBN_LFT_CAP, 1);
 	unsigned int i;
 
-	if (d->sm_sweeping)
+	if (sn->sm_sweeping)
 		return 0;
-	b.sw = calloc(d->fab.n_nodes + 1, sizeof(*b.sw));
-	b.queue = calloc(d->fab.n_nodes + 1, sizeof(*b.queue));
-	b.first = calloc(d->fab.n_nodes + 1, 1);
-	b.tree = calloc(d->fab.n_nodes + 1, sizeof(*b.tree));
+	b.sw = calloc(sn->fab.n_nodes + 1, sizeof(*b.sw));
+	b.queue = calloc(sn->fab.n_nodes + 1, sizeof(*b.queue));
+	b.first = calloc(sn->fab.n_nodes + 1, 1);
+	b.tree = calloc(sn->fab.n_nodes + 1, sizeof(*b.tree));
 	if (!used || !b.sw || !b.queue || !b.first || !b.tree) {
 		free(used);
 		free(b.sw);
@@ -438,14 +440,14 @@ int sibd_sm_builtin_sweep(struct sibd *d)
 		free(b.tree);
 		return -ENOMEM;
 	}
-	d->sm_sweeping = true;
-	for (i = 0; i < d->fab.n_nodes; i++)
-		if (d->fab.nodes[i]->type == SIB_NODE_SWITCH && d->fab.nodes[i]->mgmt)
-			b.sw[b.nsw++] = d->fab.nodes[i];
+	sn->sm_sweeping = true;
+	for (i = 0; i < sn->fab.n_nodes; i++)
+		if (sn->fab.nodes[i]->type == SIB_NODE_SWITCH && sn->fab.nodes[i]->mgmt)
+			b.sw[b.nsw++] = sn->fab.nodes[i];
 	qsort(b.sw, b.nsw, sizeof(*b.sw), cmp_ptr);
-	for (i = 0; i < d->fab.n_nodes && b.nsw; i++)
-		if (d->fab.nodes[i]->type == SIB_NODE_SWITCH && d->fab.nodes[i]->mgmt) {
-			b.root = (unsigned int)sw_index(&b, d->fab.nodes[i]);
+	for (i = 0; i < sn->fab.n_nodes && b.nsw; i++)
+		if (sn->fab.nodes[i]->type == SIB_NODE_SWITCH && sn->fab.nodes[i]->mgmt) {
+			b.root = (unsigned int)sw_index(&b, sn->fab.nodes[i]);
 			break;
 		}
 
@@ -455,13 +457,24 @@ int sibd_sm_builtin_sweep(struct sibd *d)
 	move_ports(&s, MAD_PORT_STATE_INIT, MAD_PORT_STATE_ARMED);
 	move_ports(&s, MAD_PORT_STATE_ARMED, MAD_PORT_STATE_ACTIVE);
 
-	d->sm_sweeping = false;
+	sn->sm_sweeping = false;
 	free(used);
 	free(b.sw);
 	free(b.queue);
 	free(b.first);
 	free(b.tree);
 	if (s.errors)
-		sibd_log("built-in SM: %d SMPs failed", s.errors);
+		sib_subnet_log(sn, "built-in SM: %d SMPs failed", s.errors);
 	return s.errors ? -EIO : 0;
+}
+
+void sib_subnet_log(struct sib_subnet *sn, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	sn->host->log(sn->host_ctx, line);
 }

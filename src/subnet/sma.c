@@ -5,20 +5,22 @@
  * (7.2, 14.2.5.6: Down, Init, Armed, Active; PortPhysicalState Polling,
  * Disabled, LinkUp) and traps 128 and 144 (14.2.5.1).  Everything in a MAD
  * is hostile: every index is checked, a Set is validated whole before any
- * field changes.  Writes only the subnet state; the verbs map through
- * sma_publish.c.  Single-threaded (softibd's loop): no locks.
+ * field changes.  Writes only the subnet state; a CA port change or a
+ * forwarding change is told to the host (subnet_api.h: port_changed,
+ * route_changed), which publishes it.  Single-threaded: no locks.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/sib_shm.h" /* SIB_PKEY_TBL_LEN: what verbs shows */
 #include "subnet/sma.h"
-#include "daemon/softibd.h"
+#include "subnet/subnet_int.h"
 #include "softib/mai.h"
 
 /* One SMP being answered. */
 struct sma_ctx {
-	struct sibd *d;
+	struct sib_subnet *sn;
 	struct sib_fab_node *n;
 	uint8_t in_port;
 	uint32_t mod;            /* AttributeModifier */
@@ -74,24 +76,24 @@ static uint64_t port_guid(const struct sib_fab_node *n, uint8_t pn)
 	return n->ports[pn].guid;
 }
 
-/* Is port pn of n the built-in SM's (default mode, LID SIBD_SM_LID)?  Its
+/* Is port pn of n the built-in SM's (default mode, LID SIB_SM_LID)?  Its
  * SMA then also answers SMInfo and represses traps (docs/subnet.md). */
-static bool is_sm_port(const struct sibd *d, struct sib_fab_node *n, uint8_t pn)
+static bool is_sm_port(const struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn)
 {
-	return !d->sm_external && is_mgmt_port(n, pn) && pm_of(n, pn)->pi.lid == SIBD_SM_LID;
+	return !sn->sm_external && is_mgmt_port(n, pn) && pm_of(n, pn)->pi.lid == SIB_SM_LID;
 }
 
 /* ---- traps (14.2.5.1, 13.4.8.2) ----------------------------------------- */
 
 /* Send Notice n from port pn of node to its master SM, LID-routed on QP0. */
-static void send_trap(struct sibd *d, struct sib_fab_node *node, uint8_t pn, struct mad_notice *nt)
+static void send_trap(struct sib_subnet *sn, struct sib_fab_node *node, uint8_t pn, struct mad_notice *nt)
 {
 	const struct mad_port_info *pi = &pm_of(node, pn)->pi;
 	uint8_t wire[MAD_SIZE];
 	mai_mad_t m;
 
-	if (!d->mad_out || pi->master_sm_lid == 0 || pi->lid == 0) {
-		d->sma.traps_unsent++;
+	if (!sn->mad_out || pi->master_sm_lid == 0 || pi->lid == 0) {
+		sn->sma.traps_unsent++;
 		return;
 	}
 	memset(wire, 0, sizeof(wire));
@@ -112,19 +114,19 @@ static void send_trap(struct sibd *d, struct sib_fab_node *node, uint8_t pn, str
 	m.mgmt_class = MAD_MGMT_CLASS_SUBN_LID_ROUTED;
 	m.class_version = MAD_SMP_CLASS_VERSION;
 	m.method = MAD_METHOD_TRAP;
-	m.tid = ++d->trap_tid;
+	m.tid = ++sn->trap_tid;
 	m.attr_id = MAD_ATTR_NOTICE;
 	m.attr_mod = 0;
 	/* M_Key (bytes 24-31) is the port's own (14.2.4.3) */
 	for (int i = 0; i < 8; i++)
 		wire[24 + i] = (uint8_t)(pi->m_key >> (56 - 8 * i));
 	memcpy(m.data, wire + MAD_HDR_SIZE, MAI_MAD_DATA_SIZE);
-	d->sma.traps_sent++;
-	d->mad_out(d, node, pn, &m);
+	sn->sma.traps_sent++;
+	sn->mad_out(sn, node, pn, &m);
 }
 
 /* Trap 128 from switch sw: a port's link state changed. */
-static void trap128(struct sibd *d, struct sib_fab_node *sw)
+static void trap128(struct sib_subnet *sn, struct sib_fab_node *sw)
 {
 	struct mad_notice nt = {
 		.is_generic = 1, .type = MAD_NOTICE_TYPE_URGENT,
@@ -134,11 +136,11 @@ static void trap128(struct sibd *d, struct sib_fab_node *sw)
 
 	nt.issuer_lid = t.lid;
 	mad_trap128_encode(&t, &nt);
-	send_trap(d, sw, 0, &nt);
+	send_trap(sn, sw, 0, &nt);
 }
 
 /* Trap 144 from port pn: its CapabilityMask changed. */
-static void trap144(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
+static void trap144(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn)
 {
 	const struct mad_port_info *pi = &pm_of(n, pn)->pi;
 	struct mad_notice nt = {
@@ -149,10 +151,10 @@ static void trap144(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
 	struct mad_trap144 t = { .lid = pi->lid, .capability_mask = pi->capability_mask };
 
 	mad_trap144_encode(&t, &nt);
-	send_trap(d, n, pn, &nt);
+	send_trap(sn, n, pn, &nt);
 }
 
-void sibd_sma_set_capability(struct sibd *d, struct sib_fab_node *n, uint8_t port,
+void sib_sma_set_capability(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 			     uint32_t cap_bits, bool on)
 {
 	struct mad_port_info *pi;
@@ -166,8 +168,8 @@ void sibd_sma_set_capability(struct sibd *d, struct sib_fab_node *n, uint8_t por
 	pi->capability_mask = on ? old | cap_bits : old & ~cap_bits;
 	if (pi->capability_mask == old)
 		return;
-	sibd_sma_publish(d, n, port, SIBD_CHG_ATTR, pi->lid, pi->lmc);
-	trap144(d, n, port);
+	sib_subnet_port_changed(sn, n, port, SIB_CHG_ATTR, pi->lid, pi->lmc);
+	trap144(sn, n, port);
 }
 
 /* ---- the port state machine (7.2, 14.2.5.6) ----------------------------- */
@@ -175,7 +177,7 @@ void sibd_sma_set_capability(struct sibd *d, struct sib_fab_node *n, uint8_t por
 /* The port's state moved to st (and phys to ph); what a change means.
  * lost: a LinkUp that ends here counts in LinkDownedCounter (the link
  * failed, rather than this port being told to go down). */
-static void port_moved(struct sibd *d, struct sib_fab_node *n, uint8_t pn, uint8_t st, uint8_t ph,
+static void port_moved(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn, uint8_t st, uint8_t ph,
 		       bool lost)
 {
 	struct mad_port_info *pi = &pm_of(n, pn)->pi;
@@ -194,10 +196,10 @@ static void port_moved(struct sibd *d, struct sib_fab_node *n, uint8_t pn, uint8
 		/* 14.2.5.4: PortStateChange is set when a port goes Down <-> Init */
 		if (link_change) {
 			n->mgmt->sw->si.port_state_change = 1;
-			trap128(d, n);
+			trap128(sn, n);
 		}
 	} else {
-		sibd_sma_publish(d, n, pn, SIBD_CHG_STATE, pi->lid, pi->lmc);
+		sib_subnet_port_changed(sn, n, pn, SIB_CHG_STATE, pi->lid, pi->lmc);
 	}
 	n->mgmt->route_gen++;
 }
@@ -219,7 +221,7 @@ static uint8_t top_bit(uint8_t m)
  * ends enable (14.2.5.6 LinkWidthActive, LinkSpeedActive; a Set of
  * LinkWidth/SpeedEnabled takes effect here, at the next training).  The
  * built-in SM then activates it. */
-static bool link_train(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
+static bool link_train(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn)
 {
 	struct sib_fab_port *peer = n->ports[pn].peer;
 	struct mad_port_info *a = &pm_of(n, pn)->pi, *b;
@@ -237,46 +239,46 @@ static bool link_train(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
 	speed = top_bit(a->link_speed_enabled & a->link_speed_supported &
 			b->link_speed_enabled & b->link_speed_supported);
 	if (!width || !speed) {
-		d->sma.train_failed++;
+		sn->sma.train_failed++;
 		return false;
 	}
 	a->link_width_active = b->link_width_active = width;
 	a->link_speed_active = b->link_speed_active = speed;
-	port_moved(d, n, pn, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP, false);
-	port_moved(d, peer->node, peer->num, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP, false);
+	port_moved(sn, n, pn, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP, false);
+	port_moved(sn, peer->node, peer->num, MAD_PORT_STATE_INIT, MAD_PORT_PHYS_STATE_LINKUP, false);
 	return true;
 }
 
 /* After a link came up: the default mode's SM brings it ACTIVE (at once:
  * softibd is its own SM, nothing to wait for). */
-static void link_trained(struct sibd *d)
+static void link_trained(struct sib_subnet *sn)
 {
-	sibd_route_changed(d);
-	if (!d->sm_external && !d->sm_sweeping)
-		sibd_sm_builtin_sweep(d);
+	sib_subnet_route_changed(sn);
+	if (!sn->sm_external && !sn->sm_sweeping)
+		sib_sm_sweep(sn);
 }
 
-void sibd_sma_link_down(struct sibd *d, struct sib_fab_node *n, uint8_t pn, enum sibd_link_cause why)
+void sib_sma_link_down(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn, enum sib_link_cause why)
 {
-	bool phys_disabled = why != SIBD_LINK_RETRAIN;
+	bool phys_disabled = why != SIB_LINK_RETRAIN;
 	struct sib_fab_port *peer;
 
 	if (!n->mgmt || pn == 0 || pn > n->num_ports)
 		return;
 	peer = n->ports[pn].peer;
-	port_moved(d, n, pn, MAD_PORT_STATE_DOWN,
+	port_moved(sn, n, pn, MAD_PORT_STATE_DOWN,
 		   phys_disabled ? MAD_PORT_PHYS_STATE_DISABLED : MAD_PORT_PHYS_STATE_POLLING,
-		   why == SIBD_LINK_LOST);
+		   why == SIB_LINK_LOST);
 	if (peer && peer->node->mgmt &&
 	    pm_of(peer->node, peer->num)->pi.port_phys_state != MAD_PORT_PHYS_STATE_DISABLED)
-		port_moved(d, peer->node, peer->num, MAD_PORT_STATE_DOWN,
-			   MAD_PORT_PHYS_STATE_POLLING, why != SIBD_LINK_RETRAIN);
-	sibd_route_changed(d);
-	if (!phys_disabled && link_train(d, n, pn))
-		link_trained(d);
+		port_moved(sn, peer->node, peer->num, MAD_PORT_STATE_DOWN,
+			   MAD_PORT_PHYS_STATE_POLLING, why != SIB_LINK_RETRAIN);
+	sib_subnet_route_changed(sn);
+	if (!phys_disabled && link_train(sn, n, pn))
+		link_trained(sn);
 }
 
-void sibd_sma_link_up(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
+void sib_sma_link_up(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn)
 {
 	struct mad_port_info *pi;
 
@@ -284,9 +286,9 @@ void sibd_sma_link_up(struct sibd *d, struct sib_fab_node *n, uint8_t pn)
 		return;
 	pi = &pm_of(n, pn)->pi;
 	if (pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED)
-		port_moved(d, n, pn, MAD_PORT_STATE_DOWN, MAD_PORT_PHYS_STATE_POLLING, false);
-	if (link_train(d, n, pn))
-		link_trained(d);
+		port_moved(sn, n, pn, MAD_PORT_STATE_DOWN, MAD_PORT_PHYS_STATE_POLLING, false);
+	if (link_train(sn, n, pn))
+		link_trained(sn);
 }
 
 /* ---- NodeInfo, NodeDescription (14.2.5.3, 14.2.5.2) ---------------------- */
@@ -417,15 +419,15 @@ static uint16_t port_info_set(struct sma_ctx *c, const uint8_t *in)
 			pi->lmc = w.lmc;
 			n->ports[pn].lid = w.lid;
 			n->ports[pn].lmc = w.lmc;
-			what |= SIBD_CHG_LID;
+			what |= SIB_CHG_LID;
 		}
 		if (w.master_sm_lid != pi->master_sm_lid || w.master_sm_sl != pi->master_sm_sl) {
 			pi->master_sm_lid = w.master_sm_lid;
 			pi->master_sm_sl = w.master_sm_sl;
-			what |= SIBD_CHG_SM;
+			what |= SIB_CHG_SM;
 		}
 		if (w.gid_prefix != pi->gid_prefix || w.subnet_timeout != pi->subnet_timeout)
-			what |= SIBD_CHG_ATTR;
+			what |= SIB_CHG_ATTR;
 		pi->m_key = w.m_key;
 		pi->gid_prefix = w.gid_prefix;
 		pi->m_key_lease_period = w.m_key_lease_period;
@@ -445,7 +447,7 @@ static uint16_t port_info_set(struct sma_ctx *c, const uint8_t *in)
 	if (w.link_down_default_state)
 		pi->link_down_default_state = w.link_down_default_state;
 	if (w.neighbor_mtu != pi->neighbor_mtu)
-		what |= SIBD_CHG_ATTR;
+		what |= SIB_CHG_ATTR;
 	pi->neighbor_mtu = w.neighbor_mtu;
 	if (w.operational_vls)
 		pi->operational_vls = w.operational_vls;
@@ -457,32 +459,32 @@ static uint16_t port_info_set(struct sma_ctx *c, const uint8_t *in)
 	pi->partition_enforcement_inbound = 0;  /* not enforced: */
 	pi->partition_enforcement_outbound = 0; /* SwitchInfo says so */
 	if (what)
-		sibd_sma_publish(c->d, n, pn, what, old_lid, old_lmc);
-	if (what & SIBD_CHG_LID)
-		sibd_route_changed(c->d);
+		sib_subnet_port_changed(c->sn, n, pn, what, old_lid, old_lmc);
+	if (what & SIB_CHG_LID)
+		sib_subnet_route_changed(c->sn);
 
 	/* the state machine last, so that a port goes ACTIVE with its new LID */
 	if (pn != 0 || !is_switch(n)) {
 		if (w.port_phys_state == MAD_PORT_PHYS_STATE_DISABLED) {
-			sibd_sma_link_down(c->d, n, pn, SIBD_LINK_DISABLED);
+			sib_sma_link_down(c->sn, n, pn, SIB_LINK_DISABLED);
 			return MAD_STATUS_SUCCESS;
 		}
 		if (w.port_phys_state == MAD_PORT_PHYS_STATE_POLLING &&
 		    pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED) {
-			sibd_sma_link_up(c->d, n, pn);
+			sib_sma_link_up(c->sn, n, pn);
 			return MAD_STATUS_SUCCESS;
 		}
 		/* Polling on a live port, or Down: the link retrains (ibportstate reset) */
 		if (w.port_state == MAD_PORT_STATE_DOWN ||
 		    w.port_phys_state == MAD_PORT_PHYS_STATE_POLLING) {
-			sibd_sma_link_down(c->d, n, pn, SIBD_LINK_RETRAIN);
+			sib_sma_link_down(c->sn, n, pn, SIB_LINK_RETRAIN);
 			return MAD_STATUS_SUCCESS;
 		}
 	}
 	if ((w.port_state == MAD_PORT_STATE_ARMED || w.port_state == MAD_PORT_STATE_ACTIVE) &&
 	    w.port_state != pi->port_state) {
-		port_moved(c->d, n, pn, w.port_state, pi->port_phys_state, false);
-		sibd_route_changed(c->d);
+		port_moved(c->sn, n, pn, w.port_state, pi->port_phys_state, false);
+		sib_subnet_route_changed(c->sn);
 	}
 	return MAD_STATUS_SUCCESS;
 }
@@ -509,7 +511,7 @@ static uint16_t switch_info_set(struct sma_ctx *c, const uint8_t *in)
 	if (w.linear_fdb_top != si->linear_fdb_top) {
 		si->linear_fdb_top = w.linear_fdb_top;
 		c->n->mgmt->route_gen++;
-		sibd_route_changed(c->d);
+		sib_subnet_route_changed(c->sn);
 	}
 	si->default_port = w.default_port;
 	si->default_mcast_primary_port = w.default_mcast_primary_port;
@@ -568,7 +570,7 @@ static uint16_t pkey_set(struct sma_ctx *c, const uint8_t *in)
 	for (i = 0; i < SIB_SUBN_PKEYS; i++) /* entries past PartitionCap stay 0 */
 		pm->pkey[i] = i < cap ? t.pkey[i] : 0;
 	if (!is_switch(c->n))
-		sibd_sma_publish(c->d, c->n, pn, SIBD_CHG_ATTR, pm->pi.lid, pm->pi.lmc);
+		sib_subnet_port_changed(c->sn, c->n, pn, SIB_CHG_ATTR, pm->pi.lid, pm->pi.lmc);
 	return MAD_STATUS_SUCCESS;
 }
 
@@ -685,7 +687,7 @@ static uint16_t lft_set(struct sma_ctx *c, const uint8_t *in)
 	if (memcmp(sw->lft + c->mod * MAD_LFT_BLOCK_SIZE, b.port, MAD_LFT_BLOCK_SIZE)) {
 		memcpy(sw->lft + c->mod * MAD_LFT_BLOCK_SIZE, b.port, MAD_LFT_BLOCK_SIZE);
 		c->n->mgmt->route_gen++;
-		sibd_route_changed(c->d);
+		sib_subnet_route_changed(c->sn);
 	}
 	return MAD_STATUS_SUCCESS;
 }
@@ -741,7 +743,7 @@ static uint16_t mft_set(struct sma_ctx *c, const uint8_t *in)
 	}
 	if (changed) {
 		c->n->mgmt->route_gen++;
-		sibd_route_changed(c->d);
+		sib_subnet_route_changed(c->sn);
 	}
 	return MAD_STATUS_SUCCESS;
 }
@@ -749,13 +751,13 @@ static uint16_t mft_set(struct sma_ctx *c, const uint8_t *in)
 /* ---- SMInfo of the built-in SM (14.2.5.13) -------------------------------- */
 
 /* Only on the SM's port (the dispatcher checks is_sm_port): MASTER, SM_Key 0,
- * Priority SIBD_SM_PRIORITY, ActCount = SMPs it sent and traps it repressed.
+ * Priority SIB_SM_PRIORITY, ActCount = SMPs it sent and traps it repressed.
  * No Set: it neither hands over nor steps down (0x000C). */
 static uint16_t sm_info_get(struct sma_ctx *c)
 {
 	const struct sib_fab_node *n = c->n;
 	struct mad_sm_info si = {
-		.act_count = c->d->sm_act_count, .priority = SIBD_SM_PRIORITY,
+		.act_count = c->sn->sm_act_count, .priority = SIB_SM_PRIORITY,
 		.sm_state = MAD_SMINFO_STATE_MASTER,
 	};
 
@@ -810,7 +812,7 @@ static bool m_key_passes(struct sma_ctx *c, uint8_t method)
 	}
 	if (pi->m_key_violations < 0xFFFF)
 		pi->m_key_violations++;
-	c->d->sma.m_key_violations++;
+	c->sn->sma.m_key_violations++;
 	return false;
 }
 
@@ -823,7 +825,7 @@ static int reply(uint8_t *resp, const uint8_t *req, const uint8_t *data, uint16_
 	return mad_make_reply(resp, status) ? 0 : 1;
 }
 
-int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
+int sib_sma_process(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t in_port,
 		     const uint8_t *req, uint8_t *resp)
 {
 	uint8_t out[MAD_SMP_DATA_SIZE], in[MAD_SMP_DATA_SIZE];
@@ -836,38 +838,38 @@ int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 	if ((h.mgmt_class != MAD_MGMT_CLASS_SUBN_LID_ROUTED &&
 	     h.mgmt_class != MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE) || !n->mgmt ||
 	    in_port > n->num_ports || (!is_switch(n) && in_port == 0)) {
-		d->sma.dropped++;
+		sn->sma.dropped++;
 		return 0;
 	}
 	if (h.r) { /* a response: nobody here asked */
-		d->sma.dropped++;
+		sn->sma.dropped++;
 		return 0;
 	}
 	if (h.method == MAD_METHOD_TRAP_REPRESS) { /* the SM saw our trap */
-		d->sma.trap_represses++;
+		sn->sma.trap_represses++;
 		return 0;
 	}
 	if (h.method == MAD_METHOD_TRAP) {
 		/* a manager represses a trap (13.4.8.2): the built-in SM's port
 		 * does; any other SMA is no manager and drops it, counted */
-		if (!is_sm_port(d, n, is_switch(n) ? 0 : in_port)) {
-			d->sma.dropped++;
+		if (!is_sm_port(sn, n, is_switch(n) ? 0 : in_port)) {
+			sn->sma.dropped++;
 			return 0;
 		}
-		d->sma.sm_traps++;
-		d->sm_act_count++;
+		sn->sma.sm_traps++;
+		sn->sm_act_count++;
 		return reply(resp, req, NULL, MAD_STATUS_SUCCESS); /* -> TrapRepress */
 	}
 	if (h.base_version != MAD_BASE_VERSION || h.class_version != MAD_SMP_CLASS_VERSION) {
-		d->sma.bad_version++;
+		sn->sma.bad_version++;
 		return reply(resp, req, NULL, MAD_STATUS_BAD_VERSION);
 	}
 	if (h.method != MAD_METHOD_GET && h.method != MAD_METHOD_SET) {
-		d->sma.unsupported++;
+		sn->sma.unsupported++;
 		return reply(resp, req, NULL, MAD_STATUS_UNSUP_METHOD);
 	}
 	memset(&c, 0, sizeof(c));
-	c.d = d;
+	c.sn = sn;
 	c.n = n;
 	c.in_port = in_port;
 	c.mod = h.attr_mod;
@@ -877,10 +879,10 @@ int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 	if (!m_key_passes(&c, h.method))
 		return 0;
 	a = find_attr(h.attr_id);
-	if (a && a->id == MAD_ATTR_SM_INFO && !is_sm_port(d, n, is_switch(n) ? 0 : in_port))
+	if (a && a->id == MAD_ATTR_SM_INFO && !is_sm_port(sn, n, is_switch(n) ? 0 : in_port))
 		a = NULL; /* SMInfo is an SM's, not an SMA's (an external SM answers it) */
 	if (!a || (a->switch_only && !is_switch(n)) || (h.method == MAD_METHOD_SET && !a->set)) {
-		d->sma.unsupported++;
+		sn->sma.unsupported++;
 		return reply(resp, req, NULL, MAD_STATUS_UNSUP_METHOD_ATTR);
 	}
 	memcpy(in, req + MAD_SMP_DATA_OFFS, sizeof(in));
@@ -889,7 +891,7 @@ int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
 	if (st == MAD_STATUS_SUCCESS)
 		st = a->get(&c);
 	if (st == MAD_STATUS_INVALID_FIELD)
-		d->sma.invalid_field++;
-	d->sma.smps++;
+		sn->sma.invalid_field++;
+	sn->sma.smps++;
 	return reply(resp, req, st == MAD_STATUS_SUCCESS ? out : NULL, st);
 }

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The agents of every node of the managed subnet inside softibd: the SMA
- * (IBA 1.4 vol 1, 14.2.5 SM attributes; sma.c), the PMA (16.1; pma.c), the
- * publishing of CA port changes to the verbs map and events
- * (sma_publish.c) and the built-in SM of the default mode (sm_builtin.c).
- * They answer MADs the MAD router hands them and change only the subnet
- * state (subnet.h) and, through sma_publish.c, the map.  softibd is
- * single-threaded: no locks.  docs/subnet.md.
+ * The agents of every node of the managed subnet: the SMA (IBA 1.4 vol 1,
+ * 14.2.5 SM attributes; sma.c), the PMA (16.1; pma.c) and the built-in SM
+ * of the default mode (sm_builtin.c).  They answer MADs the MAD router
+ * hands them and change only the subnet state (subnet.h); what the host
+ * must hear (a CA port changed, forwarding changed) goes through the
+ * host's table (subnet_api.h).  Single-threaded: no locks.  docs/subnet.md.
  */
 #ifndef SIB_SUBNET_SMA_H
 #define SIB_SUBNET_SMA_H
@@ -16,10 +15,10 @@
 
 #include "subnet/subnet.h"
 
-struct sibd;
+struct sib_subnet;
 
 /* What the agents counted (status report, tests). */
-struct sibd_sma_counters {
+struct sib_sma_counters {
 	uint64_t smps, gmps;            /* requests answered */
 	uint64_t dropped;               /* no reply: not a request, bad class, ... */
 	uint64_t bad_version;           /* answered 0x0004 */
@@ -39,20 +38,20 @@ struct sibd_sma_counters {
  * Returns 1: resp holds the reply (req with the attribute, mad_make_reply
  * applied); 0: no reply (a response, a TrapRepress, a Trap, an M_Key
  * mismatch or a MAD that is no SMP), counted.  In default mode the port with
- * LID SIBD_SM_LID is the built-in SM's: it also answers SMInfo Get and
+ * LID SIB_SM_LID is the built-in SM's: it also answers SMInfo Get and
  * represses a Trap (resp = the TrapRepress, counted in sm_traps).  Status: 0x0004 bad base/class version,
  * 0x0008 method, 0x000C attribute (or Set of a read-only one), 0x001C a bad
  * attribute modifier or field value (nothing is changed then).  Set side
  * effects (LIDs, port states, LFTs, the verbs map, events, traps) happen
  * inside.  req and resp may be the same buffer.
  */
-int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
+int sib_sma_process(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t in_port,
 		     const uint8_t *req, uint8_t *resp);
 
-/* The PMA (class 0x04) of node n, as sibd_sma_process (16.1.3, 16.1.4):
+/* The PMA (class 0x04) of node n, as sib_sma_process (16.1.3, 16.1.4):
  * ClassPortInfo, PortCounters (Get; Set clears per CounterSelect),
  * PortCountersExtended (Get; Set clears); PortSelect 0xFF sums all ports. */
-int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
+int sib_pma_process(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t in_port,
 		     const uint8_t *req, uint8_t *resp);
 
 /*
@@ -61,7 +60,7 @@ int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port,
  * to the master SM (14.2.5.1) and is published like any port change.
  * Port 0 of a CA or a port beyond num_ports is ignored.
  */
-void sibd_sma_set_capability(struct sibd *d, struct sib_fab_node *n, uint8_t port,
+void sib_sma_set_capability(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 			     uint32_t cap_bits, bool on);
 
 /* ---- the port state machine (IBA 7.2, 14.2.5.6), also used by the
@@ -73,75 +72,52 @@ void sibd_sma_set_capability(struct sibd *d, struct sib_fab_node *n, uint8_t por
  * recovery failed; not a port its SMA was told to take down, nor the
  * retrain such an order starts).  A fresh port counts 0.
  */
-enum sibd_link_cause {
-	SIBD_LINK_LOST,		/* a pulled cable (`softib port down`), a removed
+enum sib_link_cause {
+	SIB_LINK_LOST,		/* a pulled cable (`softib port down`), a removed
 				 * device: PortPhysicalState Disabled here, both ends count */
-	SIBD_LINK_DISABLED,	/* a Set of PortPhysicalState Disabled (3): only the
+	SIB_LINK_DISABLED,	/* a Set of PortPhysicalState Disabled (3): only the
 				 * peer, whose link failed, counts */
-	SIBD_LINK_RETRAIN,	/* a Set of PortState Down or PortPhysicalState Polling
+	SIB_LINK_RETRAIN,	/* a Set of PortState Down or PortPhysicalState Polling
 				 * (OpenSM's op-VL/MTU change, `ibportstate reset`): the
 				 * link retrains at once, neither end counts */
 };
 
 /*
- * Take the link of port pn of n down (SIBD_LINK_LOST and _DISABLED:
- * PortPhysicalState Disabled; SIBD_LINK_RETRAIN: the link retrains at once)
- * or bring a disabled one back (sibd_sma_link_up: Polling, then LinkUp and
+ * Take the link of port pn of n down (SIB_LINK_LOST and _DISABLED:
+ * PortPhysicalState Disabled; SIB_LINK_RETRAIN: the link retrains at once)
+ * or bring a disabled one back (sib_sma_link_up: Polling, then LinkUp and
  * INIT at both ends when the peer is not disabled).  Both ends change;
  * switches among them set SwitchInfo.PortStateChange and send trap 128;
  * CA ports are published.
  */
-void sibd_sma_link_down(struct sibd *d, struct sib_fab_node *n, uint8_t pn, enum sibd_link_cause why);
-void sibd_sma_link_up(struct sibd *d, struct sib_fab_node *n, uint8_t pn);
+void sib_sma_link_down(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn, enum sib_link_cause why);
+void sib_sma_link_up(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn);
 
-/* ---- publishing (sma_publish.c) ---- */
-
-#define SIBD_CHG_LID    0x1u   /* base LID or LMC */
-#define SIBD_CHG_SM     0x2u   /* MasterSMLID or MasterSMSL */
-#define SIBD_CHG_STATE  0x4u   /* PortState or PortPhysicalState */
-#define SIBD_CHG_ATTR   0x8u   /* anything else verbs shows (MTU, P_Keys, caps, ...) */
-
-/*
- * Port pn of n changed (SIBD_CHG_* in what), old_lid/old_lmc its LID range
- * before: if n is a verbs device, its private devs[] port and the map (LID
- * map, ports under the seqlock) are rewritten from the PortInfo and
- * subscribers hear LID_CHANGE, SM_CHANGE or PORT_CHANGE (the verbs library
- * raises IBV_EVENT_LID_CHANGE, SM_CHANGE, PORT_ACTIVE/PORT_ERR).  Before the
- * map exists (start) only the private state changes.
- */
-void sibd_sma_publish(struct sibd *d, struct sib_fab_node *n, uint8_t pn, unsigned int what,
-		      uint16_t old_lid, uint8_t old_lmc);
-
-/* The verbs device slot of node n, or -1 (a switch, a fabric-only CA). */
-int sibd_sma_dev_index(const struct sibd *d, const struct sib_fab_node *n);
-
-/* The verbs map's view of CA port fp, from its PortInfo (fabmap.c calls it). */
-struct sib_shm_port;
-void sibd_sma_port_to_shm(struct sib_shm_port *p, const struct sib_fab_port *fp);
-
-/* Forwarding changed (an LFT, MFT, LID or port state): route.c bumps the
- * map's route_gen so that cached paths are resolved again. */
-void sibd_route_changed(struct sibd *d);
+/* What changed on a port (the host's port_changed, subnet_api.h). */
+#define SIB_CHG_LID    0x1u   /* base LID or LMC */
+#define SIB_CHG_SM     0x2u   /* MasterSMLID or MasterSMSL */
+#define SIB_CHG_STATE  0x4u   /* PortState or PortPhysicalState */
+#define SIB_CHG_ATTR   0x8u   /* anything else verbs shows (MTU, P_Keys, caps, ...) */
 
 /* ---- the built-in SM (sm_builtin.c) ---- */
 
 /*
  * The default mode's subnet manager, as a first sweep of a real SM through
- * the SMAs (every change a Set SMP to sibd_sma_process): LIDs in
- * sib_fabric_assign_lids order, MasterSMLID SIBD_SM_LID, min-hop LFTs,
+ * the SMAs (every change a Set SMP to sib_sma_process): LIDs in
+ * sib_fabric_assign_lids order, MasterSMLID SIB_SM_LID, min-hop LFTs,
  * MFTs that take every MLID to every CA port, every linked port ACTIVE.
  * Runs at start and after a link comes up.  0 or -errno (a Set refused: a
  * bug).
  */
-int sibd_sm_builtin_sweep(struct sibd *d);
+int sib_sm_sweep(struct sib_subnet *sn);
 
 /* Get / Set PortInfo of port pn of n as an SM does: an SMP to the node's
  * SMA.  For a Set, *pi is the whole attribute (PortState 0 and
  * PortPhysicalState 0 change nothing); on return it holds the reply.
  * 0, or the reply's MAD status (-1: no reply). */
-int sibd_sm_get_port_info(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
+int sib_sm_get_port_info(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn,
 			  struct mad_port_info *pi);
-int sibd_sm_set_port_info(struct sibd *d, struct sib_fab_node *n, uint8_t pn,
+int sib_sm_set_port_info(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn,
 			  struct mad_port_info *pi);
 
 #endif

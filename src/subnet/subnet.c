@@ -44,7 +44,7 @@
  * SLtoVLMappingTable is served, SystemImageGUID is set.  Not claimed:
  * IsNoticeSupported (no Notice attribute), IsCommunicationManagement (no CM
  * on QP1), IsClientReregistration (no CLIENT_REREGISTER event to deliver).
- * IsSM belongs to the port an SM runs on (sibd_sma_set_capability).
+ * IsSM belongs to the port an SM runs on (sib_sma_set_capability).
  */
 #define CA_CAP_MASK   (MAD_PORT_CAP_IS_TRAP_SUP | MAD_PORT_CAP_IS_SL_MAP_SUP | \
 		       MAD_PORT_CAP_IS_SYS_IMAGE_GUID_SUP)

@@ -3,16 +3,17 @@
  * The managed subnet: what each node's SMA and PMA hold (IBA 1.4 vol 1,
  * 14.2.5 SM attributes, 16.1 PMA) on top of the fabric model (fabric.h),
  * and LID routing through the switches' linear forwarding tables (IBA
- * 18.2.4.3.2 LinearFDB).  softibd's private state: the SMA and PMA tables
- * (sma.c, pma.c) are its only writers; the map (fabmap.c) and the MAD
- * router read it.  Pure data and functions over it: no I/O, no locks
- * (softibd is single-threaded), every index from a MAD is bounds-checked.
+ * 18.2.4.3.2 LinearFDB).  The subnet layer's state (src/subnet): the SMA
+ * and PMA tables (sma.c, pma.c) are its only writers; the MAD router and
+ * the host (softibd's map writer, fabmap.c) read it.  Pure data and
+ * functions over it: no I/O, no locks (single-threaded), every index from
+ * a MAD is bounds-checked.
  *
  * This header is the contract between the parts of issue 7 (docs/subnet.md):
  *  - subnet.c: storage, defaults, sib_subnet_route();
  *  - sma.c/pma.c: attribute tables {attribute, methods, size, get, set};
  *  - mad_router.c: QP0/QP1 delivery (directed route and LID routed);
- *  - the data path asks softibd (SIB_CTL_ROUTE) for sib_subnet_route().
+ *  - the data path asks softibd (SIB_CTL_ROUTE), which asks sib_subnet_route().
  */
 #ifndef SIB_SUBNET_SUBNET_H
 #define SIB_SUBNET_SUBNET_H
@@ -153,16 +154,5 @@ struct sib_route sib_subnet_route(const struct sib_fabric *f, const struct sib_f
 
 /* Short name of a verdict ("ok", "lft_miss", ...) for logs and counters. */
 const char *sib_route_verdict_str(enum sib_route_verdict v);
-
-/*
- * Data-path counters the clients' contexts keep for CA port port_num of
- * verbs device dev_index (their link stats in the inbox header page), added
- * into *sum (packets, data in 4-byte words, discards, errors).  Numbers a
- * client wrote: only ever added up and reported, never acted on.
- * Defined in linkcfg.c (it reads the inbox headers).
- */
-struct sibd;
-void sibd_data_counters(struct sibd *d, uint32_t dev_index, uint8_t port_num,
-			struct sib_pma_counters *sum);
 
 #endif

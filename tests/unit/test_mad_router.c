@@ -6,7 +6,7 @@
  * rejected, every DR drop, LID-routed first and last parts; LID routed SMPs
  * to a switch (its ingress port) and GMPs to CA ports, an unprogrammed LFT
  * dropped; TID routing, unasked responses dropped, unmatched answers, the
- * SMA's filters beating an SM's, traps through d->mad_out, and the PMA
+ * SMA's filters beating an SM's, traps through sn.mad_out, and the PMA
  * counters of every port crossed, QP1's Q_Key check.  The SMA and PMA here are test doubles
  * that record where the router handed them the MAD (the real ones are
  * tested with sma.c); the daemon's helpers the channels use are stubbed.
@@ -26,6 +26,7 @@
 #include <cmocka.h>
 
 #include "subnet/mad_router.h"
+#include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 #include "subnet/subnet.h"
 #include "iba/mad.h"
@@ -64,6 +65,26 @@ void sibd_client_send(struct sibd *d, struct sibd_client *c, const struct sib_ct
 	passed_fd = dup(pass_fd);
 }
 
+/* What the host table (subnet_host.c) would pass on to the map: nothing here. */
+void sibd_sma_publish(struct sibd *d, struct sib_fab_node *n, uint8_t pn, unsigned int what,
+		      uint16_t old_lid, uint8_t old_lmc)
+{
+}
+
+int sibd_sma_dev_index(const struct sibd *d, const struct sib_fab_node *n)
+{
+	return -1;
+}
+
+void sibd_route_changed(struct sibd *d)
+{
+}
+
+void sibd_data_counters(struct sibd *d, uint32_t dev_index, uint8_t port_num,
+			struct sib_pma_counters *sum)
+{
+}
+
 /* A NodeInfo payload (MAD bytes 64..127) the agents answer with instead, or NULL. */
 static const uint8_t *agent_payload;
 
@@ -93,7 +114,7 @@ static int agent(struct sib_fab_node *n, uint8_t in_port, const uint8_t *req, ui
 	return mad_make_reply(resp, MAD_STATUS_UNSUP_METHOD_ATTR) == 0;
 }
 
-int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port, const uint8_t *req,
+int sib_sma_process(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t in_port, const uint8_t *req,
 		     uint8_t *resp)
 {
 	sma_seen.n = n;
@@ -103,7 +124,7 @@ int sibd_sma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port, co
 	return agent(n, in_port, req, resp);
 }
 
-int sibd_pma_process(struct sibd *d, struct sib_fab_node *n, uint8_t in_port, const uint8_t *req,
+int sib_pma_process(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t in_port, const uint8_t *req,
 		     uint8_t *resp)
 {
 	pma_seen.n = n;
@@ -157,7 +178,7 @@ static void add_dev(struct topo *t, struct sib_fab_node *n, const char *name)
 static int setup(void **state)
 {
 	struct topo *t = calloc(1, sizeof(*t));
-	struct sib_fabric *f = &t->d.fab;
+	struct sib_fabric *f = &t->d.sn.fab;
 	char err[256];
 
 	assert_non_null(t);
@@ -195,8 +216,9 @@ static int setup(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, t->cfd), 0);
 	t->c.fd = t->cfd[0]; /* SO_PEERCRED: us, root in CI, else unprivileged */
 	t->c.pid = getpid();
+	sibd_subnet_attach(&t->d);
 	assert_int_equal(sibd_mai_init(&t->d), 0);
-	assert_non_null(t->d.mad_out);
+	assert_non_null(t->d.sn.mad_out);
 	memset(&sma_seen, 0, sizeof(sma_seen));
 	memset(&pma_seen, 0, sizeof(pma_seen));
 	*state = t;
@@ -216,7 +238,7 @@ static const struct mad_vector *vec(const char *name)
 static int setup_walk(void **state)
 {
 	struct topo *t = calloc(1, sizeof(*t));
-	struct sib_fabric *f = &t->d.fab;
+	struct sib_fabric *f = &t->d.sn.fab;
 	char err[256];
 
 	assert_non_null(t);
@@ -231,6 +253,7 @@ static int setup_walk(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, t->cfd), 0);
 	t->c.fd = t->cfd[0];
 	t->c.pid = getpid();
+	sibd_subnet_attach(&t->d);
 	assert_int_equal(sibd_mai_init(&t->d), 0);
 	memset(&sma_seen, 0, sizeof(sma_seen));
 	*state = t;
@@ -245,8 +268,8 @@ static int teardown(void **state)
 	sibd_mai_fini(&t->d);
 	close(t->cfd[0]);
 	close(t->cfd[1]);
-	sib_subnet_free(&t->d.fab);
-	sib_fabric_free(&t->d.fab);
+	sib_subnet_free(&t->d.sn.fab);
+	sib_fabric_free(&t->d.sn.fab);
 	free(t);
 	return 0;
 }
@@ -328,7 +351,7 @@ static uint64_t guid_of(const mai_mad_t *m)
 	return g;
 }
 
-static uint64_t drops(struct topo *t, enum sibd_mad_drop why)
+static uint64_t drops(struct topo *t, enum sib_mad_drop why)
 {
 	return sibd_mad_ctr(&t->d)->drop[why];
 }
@@ -415,16 +438,16 @@ static void test_dr_63_hops(void **state)
 	assert_int_equal(r.class_specific, 63);
 	assert_int_equal(guid_of(&r), t->a->node_guid);
 
-	uint64_t before = drops(t, SIBD_DROP_DR_HOP_CNT);
+	uint64_t before = drops(t, SIB_MAD_DROP_DR_HOP_CNT);
 
 	mad_dr(&m, MAD_GET, MAD_NODEINFO, path, 63);
 	m.class_specific = 64;
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_DR_HOP_CNT), before + 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_DR_HOP_CNT), before + 1);
 	assert_int_equal(t->a1->mgmt->port[1].pma.vl15_dropped, 1);
 	m.class_specific = 255;
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_DR_HOP_CNT), before + 2);
+	assert_int_equal(drops(t, SIB_MAD_DROP_DR_HOP_CNT), before + 2);
 	assert_false(crecv(sm, &r));
 	close(sm);
 }
@@ -440,42 +463,42 @@ static void test_dr_drops(void **state)
 	/* out of switch A's port 4: no cable */
 	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 1, 4 }, 2);
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_LINK_DOWN), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_LINK_DOWN), 1);
 	assert_int_equal(t->a->mgmt->port[4].pma.vl15_dropped, 1);
 	/* b1's link physically down (Polling) */
 	pi(t->b1, 1)->port_phys_state = MAD_PORT_PHYS_STATE_POLLING;
 	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 1, 3, 1 }, 3);
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_LINK_DOWN), 2);
+	assert_int_equal(drops(t, SIB_MAD_DROP_LINK_DOWN), 2);
 	pi(t->b1, 1)->port_phys_state = MAD_PORT_PHYS_STATE_LINKUP;
 	/* a CA asked to forward (a1 -> A -> back to a1 -> ...) */
 	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 1, 1, 1 }, 3);
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_DR_NOT_SWITCH), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_DR_NOT_SWITCH), 1);
 	/* the first path entry is not the port the SMP leaves by */
 	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 2 }, 1);
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_DR_PORT), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_DR_PORT), 1);
 	/* a switch told to forward out of a port past NumPorts */
 	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 1, 9 }, 2);
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_DR_PORT), 2);
+	assert_int_equal(drops(t, SIB_MAD_DROP_DR_PORT), 2);
 	/* HopPointer already past the path at the sender */
 	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 1 }, 1);
 	m.class_specific = 3 << 8 | 1;
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_DR_HOP_PTR), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_DR_HOP_PTR), 1);
 	/* a CA end with a non-permissive DrDLID and no LID-routed part to take */
 	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 1, 2 }, 2);
 	m.data[MAD_DR_DLID] = 0;
 	m.data[MAD_DR_DLID + 1] = LID_B2;
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_DR_PERMISSIVE), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_DR_PERMISSIVE), 1);
 	/* a bad base version never leaves */
 	mad_dr(&m, MAD_GET, MAD_NODEINFO, (const uint8_t[]){ 0, 1 }, 1);
 	m.base_version = 2;
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_BAD_BASE_VERSION), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_BAD_BASE_VERSION), 1);
 	assert_int_equal(sma_seen.calls, calls);
 	assert_false(crecv(sm, &r));
 	close(sm);
@@ -527,7 +550,7 @@ static void test_dr_lid_first(void **state)
 	/* a bad first hop out of B is dropped at B, not at a1 */
 	m.data[MAD_IPATH + 1] = 4;
 	csend(t, sm, &m);
-	assert_int_equal(drops(t, SIBD_DROP_LINK_DOWN), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_LINK_DOWN), 1);
 	assert_int_equal(t->b->mgmt->port[4].pma.vl15_dropped, 1);
 	assert_false(crecv(sm, &r));
 	close(sm);
@@ -591,18 +614,18 @@ static void test_lid_routed(void **state)
 	t->a->mgmt->sw->lft[LID_B2] = MAD_LFT_NO_PATH;
 	mad_gmp(&m, MAD_MGMT_CLASS_PERF_MGMT, MAD_GET, MAD_NODEINFO, LID_B2);
 	csend(t, gsi, &m);
-	assert_int_equal(drops(t, SIBD_DROP_ROUTE), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_ROUTE), 1);
 	assert_false(crecv(gsi, &r));
 	t->a->mgmt->sw->lft[LID_B2] = 3;
 	/* a GMP for a redirected QP: nobody */
 	mad_gmp(&m, 0x03, MAD_GET, 0x0011, LID_B2);
 	m.remote_qpn = 5;
 	csend(t, gsi, &m);
-	assert_int_equal(drops(t, SIBD_DROP_NO_QP), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_NO_QP), 1);
 	/* an SMP on QP1 */
 	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_GET, MAD_NODEINFO, LID_B);
 	csend(t, gsi, &m);
-	assert_int_equal(drops(t, SIBD_DROP_BAD_QP_CLASS), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_BAD_QP_CLASS), 1);
 	close(gsi);
 	close(sm);
 }
@@ -633,7 +656,7 @@ static void test_switch_counters(void **state)
 	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, LID_A1);
 	m.qp = 0;
 	m.remote_qpn = 0;
-	t->d.mad_out(&t->d, t->b, 0, &m);
+	t->d.sn.mad_out(&t->d.sn, t->b, 0, &m);
 	assert_true(crecv(sm, &r));
 	assert_int_equal(t->b->mgmt->port[3].pma.xmit_pkts, 2);
 	assert_int_equal(t->a1->mgmt->port[1].pma.rcv_pkts, 2);
@@ -667,7 +690,7 @@ static void test_gmp_channels(void **state)
 	m.method = 0x03;
 	csend(t, cl, &m);
 	assert_false(crecv(cl, &r));
-	assert_int_equal(drops(t, SIBD_DROP_UNMATCHED), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_UNMATCHED), 1);
 
 	filter(t, sa_num, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x03, MAD_GET, 0);
 	mad_gmp(&m, 0x03, MAD_GET, 0x0011, LID_B2);
@@ -688,7 +711,7 @@ static void test_gmp_channels(void **state)
 	/* a response whose TID names no channel: dropped */
 	r.tid = 0x7777ull << 40;
 	csend(t, sa, &r);
-	assert_int_equal(drops(t, SIBD_DROP_NO_AGENT), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_NO_AGENT), 1);
 	assert_false(crecv(cl, &m));
 	close(cl);
 	close(sa);
@@ -711,7 +734,7 @@ static void test_gsi_qkey(void **state)
 	csend(t, cl, &m);
 	assert_int_equal(pma_seen.calls, 0);
 	assert_false(crecv(cl, &r));
-	assert_int_equal(drops(t, SIBD_DROP_BAD_QKEY), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_BAD_QKEY), 1);
 	assert_int_equal(t->b2->mgmt->port[1].pi.q_key_violations, 1);
 	assert_int_equal(t->b2->mgmt->port[1].pma.qp1_dropped, 1);
 	/* a Get nobody takes is not answered 0x000C either */
@@ -720,12 +743,12 @@ static void test_gsi_qkey(void **state)
 	csend(t, cl, &m);
 	assert_false(crecv(cl, &r));
 	assert_int_equal(sibd_mad_ctr(&t->d)->unsupported, 0);
-	assert_int_equal(drops(t, SIBD_DROP_BAD_QKEY), 2);
+	assert_int_equal(drops(t, SIB_MAD_DROP_BAD_QKEY), 2);
 	/* nor reaches an agent's filter */
 	filter(t, sa_num, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x03, MAD_GET, 0);
 	csend(t, cl, &m);
 	assert_false(crecv(sa, &r));
-	assert_int_equal(drops(t, SIBD_DROP_BAD_QKEY), 3);
+	assert_int_equal(drops(t, SIB_MAD_DROP_BAD_QKEY), 3);
 	assert_int_equal(t->b2->mgmt->port[1].pi.q_key_violations, 3);
 	/* to a switch's own LID: counted on its port 0 */
 	mad_gmp(&m, MAD_MGMT_CLASS_PERF_MGMT, MAD_GET, MAD_NODEINFO, LID_B);
@@ -747,7 +770,7 @@ static void test_gsi_qkey(void **state)
 	r.remote_qkey = 7;
 	csend(t, sa, &r);
 	assert_false(crecv(cl, &m));
-	assert_int_equal(drops(t, SIBD_DROP_BAD_QKEY), 5);
+	assert_int_equal(drops(t, SIB_MAD_DROP_BAD_QKEY), 5);
 	assert_int_equal(t->a1->mgmt->port[1].pi.q_key_violations, 1);
 	/* the PMA's answer carries the GSI Q_Key */
 	mad_gmp(&m, MAD_MGMT_CLASS_PERF_MGMT, MAD_GET, MAD_NODEINFO, LID_B2);
@@ -802,7 +825,7 @@ static void test_unasked_responses(void **state)
 	r.tid = (uint64_t)cl_num << 40 | 0x1234;
 	csend(t, sa, &r);
 	assert_false(crecv(cl, &m));
-	assert_int_equal(drops(t, SIBD_DROP_NO_REQUEST), 1);
+	assert_int_equal(drops(t, SIB_MAD_DROP_NO_REQUEST), 1);
 
 	/* asked once with mai_send: one answer, not two */
 	mad_gmp(&m, 0x03, MAD_GET, 0x0011, LID_B2);
@@ -817,7 +840,7 @@ static void test_unasked_responses(void **state)
 	assert_int_equal(m.tid, q.tid);
 	csend(t, sa, &r);
 	assert_false(crecv(cl, &m));
-	assert_int_equal(drops(t, SIBD_DROP_NO_REQUEST), 2);
+	assert_int_equal(drops(t, SIB_MAD_DROP_NO_REQUEST), 2);
 
 	/* a GetTable answered in three RMPP DATA segments, one TID */
 	mad_gmp(&m, 0x03, 0x12, 0x0011, LID_B2);
@@ -840,7 +863,7 @@ static void test_unasked_responses(void **state)
 	r.data[2] = 0;
 	csend(t, sa, &r);
 	assert_false(crecv(cl, &m));
-	assert_int_equal(drops(t, SIBD_DROP_NO_REQUEST), 3);
+	assert_int_equal(drops(t, SIB_MAD_DROP_NO_REQUEST), 3);
 	close(cl);
 	close(sa);
 }
@@ -887,7 +910,7 @@ static void test_sma_precedence(void **state)
 	close(sm2);
 }
 
-/* A trap from b2's SMA through d->mad_out reaches the SM's Trap filter;
+/* A trap from b2's SMA through sn.mad_out reaches the SM's Trap filter;
  * the SM's TrapRepress to the SMA's TID is taken without a drop. */
 static void test_trap_out(void **state)
 {
@@ -900,15 +923,15 @@ static void test_trap_out(void **state)
 	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, LID_A1);
 	m.qp = 0;
 	m.remote_qpn = 0;
-	m.tid = (uint64_t)SIBD_MAI_CHAN_SMA << 40 | 1;
-	t->d.mad_out(&t->d, t->b2, 1, &m);
+	m.tid = (uint64_t)SIB_MAD_CHAN_SMA << 40 | 1;
+	t->d.sn.mad_out(&t->d.sn, t->b2, 1, &m);
 	assert_true(crecv(sm, &r));
 	assert_int_equal(r.method, MAD_METHOD_TRAP);
 	assert_int_equal(r.lrh.slid, LID_B2);
 	r.method = MAD_METHOD_TRAP_REPRESS;
 	r.lrh.dlid = LID_B2;
 	csend(t, sm, &r);
-	assert_int_equal(drops(t, SIBD_DROP_NO_AGENT), 0);
+	assert_int_equal(drops(t, SIB_MAD_DROP_NO_AGENT), 0);
 	close(sm);
 }
 
@@ -928,16 +951,16 @@ static void test_trap_tid_stamped(void **state)
 	m.qp = 0;
 	m.remote_qpn = 0;
 	m.tid = 7;
-	t->d.mad_out(&t->d, t->b2, 1, &m);
+	t->d.sn.mad_out(&t->d.sn, t->b2, 1, &m);
 	assert_true(crecv(sm, &r));
-	assert_int_equal(r.tid, (uint64_t)SIBD_MAI_CHAN_SMA << 40 | 7);
+	assert_int_equal(r.tid, (uint64_t)SIB_MAD_CHAN_SMA << 40 | 7);
 	r.method = MAD_METHOD_TRAP_REPRESS;
 	r.lrh.dlid = LID_B2;
 	csend(t, sm, &r);
 	assert_int_equal(sma_seen.calls, calls + 1);
 	assert_ptr_equal(sma_seen.n, t->b2);
 	assert_int_equal(sma_seen.req[3], MAD_METHOD_TRAP_REPRESS);
-	assert_int_equal(drops(t, SIBD_DROP_NO_AGENT), 0);
+	assert_int_equal(drops(t, SIB_MAD_DROP_NO_AGENT), 0);
 	assert_int_equal(t->b2->mgmt->port[1].pma.vl15_dropped, 0);
 	close(sm);
 }

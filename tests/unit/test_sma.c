@@ -8,6 +8,7 @@
  * clearing, and the built-in SM's sweep.  The map writers and events are
  * recorded by the stubs below.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -57,32 +58,68 @@ void sibd_event_port(struct sibd *d, enum sib_event_type type, uint32_t dev_inde
 	}
 	n_events++;
 }
-void sibd_log(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 static uint64_t data_pkts; /* what the "contexts" counted */
-void sibd_data_counters(struct sibd *d, uint32_t dev_index, uint8_t port_num,
-			struct sib_pma_counters *sum)
+
+/* The test's host table (subnet_api.h): port changes go to softibd's
+ * publishing (sma_publish.c, over the map writers above), the rest is
+ * recorded. */
+static void host_port_changed(void *ctx, struct sib_fab_node *n, uint8_t pn, unsigned int what,
+			      uint16_t old_lid, uint8_t old_lmc)
 {
-	(void)d;
-	(void)dev_index;
-	(void)port_num;
-	sum->xmit_pkts += data_pkts;
+	sibd_sma_publish(ctx, n, pn, what, old_lid, old_lmc);
 }
-void sibd_route_changed(struct sibd *d)
+static void host_route_changed(void *ctx)
 {
-	(void)d;
+	(void)ctx;
 	n_route_changed++;
 }
-static void mad_out(struct sibd *d, struct sib_fab_node *n, uint8_t port, struct mai_mad *m)
+static void host_data_counters(void *ctx, const struct sib_fab_node *n, uint8_t pn,
+			       struct sib_pma_counters *sum)
 {
-	(void)d;
+	(void)ctx;
+	(void)n;
+	(void)pn;
+	sum->xmit_pkts += data_pkts;
+}
+static void host_log(void *ctx, const char *line)
+{
+	(void)ctx;
+	fprintf(stderr, "%s\n", line);
+}
+static struct sib_mad_counters mad_ctr;
+static struct sib_mad_counters *host_mad_ctr(void *ctx)
+{
+	(void)ctx;
+	return &mad_ctr;
+}
+static size_t host_mad_filters(void *ctx, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
+			       const struct mai_filter_ent **ents)
+{
+	*ents = NULL;
+	return 0;
+}
+static int host_mad_push(void *ctx, uint32_t chan, const mai_mad_t *m)
+{
+	return -ENOENT;
+}
+static int host_mad_response(void *ctx, uint32_t chan, const struct sib_fab_node *n, uint8_t port,
+			     uint8_t qp, const mai_mad_t *m)
+{
+	return -ENOENT;
+}
+static const struct sib_subnet_host test_host = {
+	.port_changed = host_port_changed,
+	.route_changed = host_route_changed,
+	.data_counters = host_data_counters,
+	.log = host_log,
+	.mad_ctr = host_mad_ctr,
+	.mad_filters = host_mad_filters,
+	.mad_push = host_mad_push,
+	.mad_response = host_mad_response,
+};
+static void mad_out(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, struct mai_mad *m)
+{
+	(void)sn;
 	(void)n;
 	(void)port;
 	if (n_traps < MAX_REC)
@@ -116,9 +153,9 @@ struct fx {
 
 static struct sib_fab_node *node(struct sibd *d, const char *id)
 {
-	for (unsigned int i = 0; i < d->fab.n_nodes; i++)
-		if (!strcmp(d->fab.nodes[i]->id, id))
-			return d->fab.nodes[i];
+	for (unsigned int i = 0; i < d->sn.fab.n_nodes; i++)
+		if (!strcmp(d->sn.fab.nodes[i]->id, id))
+			return d->sn.fab.nodes[i];
 	fail_msg("no node %s", id);
 	return NULL;
 }
@@ -132,14 +169,15 @@ static struct sibd *make(const char *text, const char *file, bool external)
 
 	assert_non_null(d);
 	if (file)
-		assert_int_equal(sib_fabric_load_file(&d->fab, file, err, sizeof(err)), 0);
+		assert_int_equal(sib_fabric_load_file(&d->sn.fab, file, err, sizeof(err)), 0);
 	else
-		assert_int_equal(sib_fabric_parse(&d->fab, text, "t", err, sizeof(err)), 0);
-	assert_int_equal(sib_subnet_init(&d->fab), 0);
-	d->sm_external = external;
-	d->mad_out = mad_out;
-	for (unsigned int i = 0; i < d->fab.n_nodes; i++) {
-		struct sib_fab_node *n = d->fab.nodes[i];
+		assert_int_equal(sib_fabric_parse(&d->sn.fab, text, "t", err, sizeof(err)), 0);
+	assert_int_equal(sib_subnet_init(&d->sn.fab), 0);
+	sib_subnet_set_host(&d->sn, &test_host, d);
+	d->sn.sm_external = external;
+	d->sn.mad_out = mad_out;
+	for (unsigned int i = 0; i < d->sn.fab.n_nodes; i++) {
+		struct sib_fab_node *n = d->sn.fab.nodes[i];
 
 		if (n->type != SIB_NODE_CA)
 			continue;
@@ -160,8 +198,8 @@ static struct sibd *make(const char *text, const char *file, bool external)
 
 static void destroy(struct sibd *d)
 {
-	sib_subnet_free(&d->fab);
-	sib_fabric_free(&d->fab);
+	sib_subnet_free(&d->sn.fab);
+	sib_fabric_free(&d->sn.fab);
 	free(d);
 }
 
@@ -215,7 +253,7 @@ static int sma(struct sibd *d, struct sib_fab_node *n, uint8_t in_port, uint8_t 
 	struct mad_hdr h;
 
 	build(mad, MAD_MGMT_CLASS_SUBN_LID_ROUTED, method, attr, mod, data, 64);
-	if (!sibd_sma_process(d, n, in_port, mad, mad))
+	if (!sib_sma_process(&d->sn, n, in_port, mad, mad))
 		return -1;
 	mad_hdr_decode(&h, mad);
 	assert_int_equal(h.r, 1); /* GetResp for Get and Set, else R set */
@@ -229,7 +267,7 @@ static struct mad_port_info get_pi(struct sibd *d, struct sib_fab_node *n, uint8
 {
 	struct mad_port_info pi;
 
-	assert_int_equal(sibd_sm_get_port_info(d, n, pn, &pi), 0);
+	assert_int_equal(sib_sm_get_port_info(&d->sn, n, pn, &pi), 0);
 	return pi;
 }
 
@@ -239,7 +277,7 @@ static int set_pi(struct sibd *d, struct sib_fab_node *n, uint8_t pn, struct mad
 {
 	pi.port_state = state;
 	pi.port_phys_state = phys;
-	return sibd_sm_set_port_info(d, n, pn, &pi);
+	return sib_sm_set_port_info(&d->sn, n, pn, &pi);
 }
 
 static const struct mad_port_info *pi_of(struct sib_fab_node *n, uint8_t pn)
@@ -263,7 +301,7 @@ static void test_vector_nodeinfo_dr(void **state)
 	memcpy(mad, vector("dr_get_nodeinfo_link2"), MAD_SIZE);
 	r = mad_dr_recv(mad, &ca, 1);
 	assert_int_equal(r.verdict, MAD_DR_LOCAL);
-	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 1);
 	assert_int_equal(mad_dr_send(mad, &ca, 1).verdict, MAD_DR_SEND);
 	r = mad_dr_recv(mad, &sw, 4);
 	assert_int_equal(r.verdict, MAD_DR_FORWARD);
@@ -288,13 +326,13 @@ static void test_vector_portinfo(void **state)
 	memcpy(mad, v, MAD_SIZE);
 	mad[3] = MAD_METHOD_GET;
 	memset(mad + 64, 0, 64);
-	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 1);
 	assert_memory_equal(mad, v, MAD_SIZE);
 	/* a CA answers for its other port too, and mod 0 means "this one" */
 	memcpy(mad, v, MAD_SIZE);
 	mad[3] = MAD_METHOD_GET;
 	mad[23] = 0;
-	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 1);
 	assert_memory_equal(mad + 64, v + 64, 64);
 }
 
@@ -311,7 +349,7 @@ static void test_vector_lft(void **state)
 	memcpy(mad, v, MAD_SIZE);
 	assert_int_equal(mad_dr_recv(mad, &sw, 1).verdict, MAD_DR_LOCAL);
 	assert_null(s1->mgmt->sw->lft);
-	assert_int_equal(sibd_sma_process(d, s1, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(&d->sn, s1, 1, mad, mad), 1);
 	mad_hdr_decode(&h, mad);
 	assert_int_equal(h.status, MAD_SMP_DIRECTION); /* D=1, status 0 */
 	assert_memory_equal(mad + 64, v + 64, 64);
@@ -325,7 +363,7 @@ static void test_vector_lft(void **state)
 	/* the same block again changes nothing */
 	memcpy(mad, v, MAD_SIZE);
 	assert_int_equal(mad_dr_recv(mad, &sw, 1).verdict, MAD_DR_LOCAL);
-	assert_int_equal(sibd_sma_process(d, s1, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(&d->sn, s1, 1, mad, mad), 1);
 	assert_int_equal(n_route_changed, 1);
 	/* block 1 reads unprogrammed */
 	memset(data, 0, sizeof(data));
@@ -356,7 +394,7 @@ static void test_vector_pma(void **state)
 	mad[3] = MAD_METHOD_GET;
 	memset(mad + 64, 0, 192);
 	mad[65] = 1; /* PortSelect */
-	assert_int_equal(sibd_pma_process(d, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_pma_process(&d->sn, h2, 1, mad, mad), 1);
 	assert_memory_equal(mad, v, MAD_SIZE);
 }
 
@@ -383,8 +421,8 @@ static void test_vector_trap128(void **state)
 
 	s1->mgmt->port[0].pi.lid = 2;
 	s1->mgmt->port[0].pi.master_sm_lid = 1;
-	d->trap_tid = 2;
-	sibd_sma_link_down(d, h1, 1, SIBD_LINK_LOST);
+	d->sn.trap_tid = 2;
+	sib_sma_link_down(&d->sn, h1, 1, SIB_LINK_LOST);
 	assert_int_equal(n_traps, 1);
 	assert_int_equal(traps[0].lrh.dlid, 1);
 	assert_int_equal(traps[0].lrh.slid, 2);
@@ -393,21 +431,21 @@ static void test_vector_trap128(void **state)
 	to_wire(&traps[0], wire);
 	assert_memory_equal(wire, vector("lid_trap128_notice"), MAD_SIZE);
 	assert_int_equal(s1->mgmt->sw->si.port_state_change, 1);
-	assert_int_equal(d->sma.traps_sent, 1);
+	assert_int_equal(d->sn.sma.traps_sent, 1);
 
 	memcpy(mad, vector("lid_trap_repress"), MAD_SIZE);
-	assert_int_equal(sibd_sma_process(d, s1, 1, mad, mad), 0);
-	assert_int_equal(d->sma.trap_represses, 1);
+	assert_int_equal(sib_sma_process(&d->sn, s1, 1, mad, mad), 0);
+	assert_int_equal(d->sn.sma.trap_represses, 1);
 
 	/* without an SM LID, or without the router, a trap is counted unsent */
 	s1->mgmt->port[0].pi.master_sm_lid = 0;
-	sibd_sma_link_up(d, h1, 1);
+	sib_sma_link_up(&d->sn, h1, 1);
 	assert_int_equal(n_traps, 1);
-	assert_int_equal(d->sma.traps_unsent, 1);
+	assert_int_equal(d->sn.sma.traps_unsent, 1);
 	s1->mgmt->port[0].pi.master_sm_lid = 1;
-	d->mad_out = NULL;
-	sibd_sma_link_down(d, h1, 1, SIBD_LINK_LOST);
-	assert_int_equal(d->sma.traps_unsent, 2);
+	d->sn.mad_out = NULL;
+	sib_sma_link_down(&d->sn, h1, 1, SIB_LINK_LOST);
+	assert_int_equal(d->sn.sma.traps_unsent, 2);
 }
 
 /* ---- statuses -------------------------------------------------------------- */
@@ -422,15 +460,15 @@ static void test_statuses(void **state)
 	/* bad base / class version */
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
 	mad[0] = 2;
-	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 1);
 	mad_hdr_decode(&h, mad);
 	assert_int_equal(h.status, MAD_STATUS_BAD_VERSION);
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
 	mad[2] = 2;
-	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 1);
 	mad_hdr_decode(&h, mad);
 	assert_int_equal(h.status, MAD_STATUS_BAD_VERSION);
-	assert_int_equal(d->sma.bad_version, 2);
+	assert_int_equal(d->sn.sma.bad_version, 2);
 	/* methods and attributes */
 	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GETTABLE, MAD_ATTR_NODE_INFO, 0, data),
 			 MAD_STATUS_UNSUP_METHOD);
@@ -471,18 +509,18 @@ static void test_statuses(void **state)
 	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_MCAST_FWD_TBL, 512, data),
 			 MAD_STATUS_INVALID_FIELD);
 	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_MCAST_FWD_TBL, 511, data), 0);
-	assert_int_equal(d->sma.invalid_field, 11);
+	assert_int_equal(d->sn.sma.invalid_field, 11);
 	/* no reply: responses, other classes, a port the node lacks */
 	build(mad, 1, MAD_METHOD_GET_RESP & 0x7f, MAD_ATTR_NODE_INFO, 0, NULL, 0);
 	mad[3] = MAD_METHOD_GET_RESP;
-	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 0);
+	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 0);
 	build(mad, MAD_MGMT_CLASS_SUBN_ADM, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
-	assert_int_equal(sibd_sma_process(d, h2, 1, mad, mad), 0);
+	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 0);
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
-	assert_int_equal(sibd_sma_process(d, h2, 3, mad, mad), 0);
-	assert_int_equal(sibd_sma_process(d, h2, 0, mad, mad), 0);
-	assert_int_equal(sibd_sma_process(d, s1, 9, mad, mad), 0);
-	assert_int_equal(d->sma.dropped, 5);
+	assert_int_equal(sib_sma_process(&d->sn, h2, 3, mad, mad), 0);
+	assert_int_equal(sib_sma_process(&d->sn, h2, 0, mad, mad), 0);
+	assert_int_equal(sib_sma_process(&d->sn, s1, 9, mad, mad), 0);
+	assert_int_equal(d->sn.sma.dropped, 5);
 }
 
 /* NodeInfo/NodeDescription/GUIDInfo of a switch: LocalPortNum = arrival. */
@@ -616,13 +654,13 @@ static void test_state_machine(void **state)
 	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_INIT);
 	assert_int_equal(pi_of(b, 3)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
 	/* a pulled cable (`softib port down`): both ends lost the link */
-	sibd_sma_link_down(d, a, 3, SIBD_LINK_LOST);
+	sib_sma_link_down(&d->sn, a, 3, SIB_LINK_LOST);
 	assert_int_equal(a->mgmt->port[3].pma.link_downed, 1);
 	assert_int_equal(b->mgmt->port[3].pma.link_downed, 2);
-	sibd_sma_link_up(d, a, 3);
+	sib_sma_link_up(&d->sn, a, 3);
 	assert_int_equal(pi_of(a, 3)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
 	/* an unlinked port stays Polling */
-	sibd_sma_link_up(d, a, 4);
+	sib_sma_link_up(&d->sn, a, 4);
 	assert_int_equal(pi_of(a, 4)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
 }
 
@@ -716,8 +754,8 @@ static void test_portinfo_fields(void **state)
 		const struct mad_port_info *far = pi_of(peer->node, peer->num);
 
 		assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
-		sibd_sma_link_down(d, b1, 1, SIBD_LINK_LOST);
-		sibd_sma_link_up(d, b1, 1);
+		sib_sma_link_down(&d->sn, b1, 1, SIB_LINK_LOST);
+		sib_sma_link_up(&d->sn, b1, 1);
 		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
 		assert_int_equal(pi_of(b1, 1)->link_speed_active, 1);
 		assert_int_equal(pi_of(b1, 1)->link_width_active, 2);
@@ -741,9 +779,9 @@ static void test_portinfo_fields(void **state)
 		pi = get_pi(d, peer->node, peer->num);
 		pi.link_width_enabled = 2;
 		assert_int_equal(set_pi(d, peer->node, peer->num, pi, 0, 0), 0);
-		sibd_sma_link_down(d, b1, 1, SIBD_LINK_RETRAIN);
+		sib_sma_link_down(&d->sn, b1, 1, SIB_LINK_RETRAIN);
 		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
-		assert_int_equal(d->sma.train_failed, 1);
+		assert_int_equal(d->sn.sma.train_failed, 1);
 	}
 }
 
@@ -761,30 +799,30 @@ static void test_m_key(void **state)
 	assert_int_equal(set_pi(d, a2, 1, pi, 0, 0), 0);
 	/* Get without the key: answered, the key hidden */
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
-	assert_int_equal(sibd_sma_process(d, a2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(&d->sn, a2, 1, mad, mad), 1);
 	assert_int_equal(mad[64], 0);
 	/* with it: shown */
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
 	for (int i = 0; i < 8; i++)
 		mad[24 + i] = (uint8_t)(pi.m_key >> (56 - 8 * i));
-	assert_int_equal(sibd_sma_process(d, a2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(&d->sn, a2, 1, mad, mad), 1);
 	mad_hdr_decode(&h, mad);
 	assert_int_equal(h.status, 0);
 	assert_int_equal(mad[64], 0x11);
 	/* Set without it: dropped and counted */
 	build(mad, 1, MAD_METHOD_SET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
-	assert_int_equal(sibd_sma_process(d, a2, 1, mad, mad), 0);
+	assert_int_equal(sib_sma_process(&d->sn, a2, 1, mad, mad), 0);
 	assert_int_equal(pi_of(a2, 1)->m_key_violations, 1);
-	assert_int_equal(d->sma.m_key_violations, 1);
+	assert_int_equal(d->sn.sma.m_key_violations, 1);
 	/* protect bits 2: a Get without it is dropped too */
 	a2->mgmt->port[1].pi.m_key_protect_bits = 2;
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
-	assert_int_equal(sibd_sma_process(d, a2, 1, mad, mad), 0);
-	assert_int_equal(d->sma.m_key_violations, 2);
+	assert_int_equal(sib_sma_process(&d->sn, a2, 1, mad, mad), 0);
+	assert_int_equal(d->sn.sma.m_key_violations, 2);
 	/* protect bits 0: a Get shows the key to anyone */
 	a2->mgmt->port[1].pi.m_key_protect_bits = 0;
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
-	assert_int_equal(sibd_sma_process(d, a2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(&d->sn, a2, 1, mad, mad), 1);
 	assert_int_equal(mad[64], 0x11);
 }
 
@@ -875,7 +913,7 @@ static void test_capability(void **state)
 	pi.lid = 3;
 	pi.master_sm_lid = 3;
 	assert_int_equal(set_pi(d, a1, 1, pi, 0, 0), 0);
-	sibd_sma_set_capability(d, a1, 1, MAD_PORT_CAP_IS_SM, true);
+	sib_sma_set_capability(&d->sn, a1, 1, MAD_PORT_CAP_IS_SM, true);
 	assert_true(d->devs[0].ports[0].cap_flags & MAD_PORT_CAP_IS_SM);
 	assert_int_equal(n_traps, 1);
 	to_wire(&traps[0], wire);
@@ -884,13 +922,13 @@ static void test_capability(void **state)
 	assert_int_equal(nt.issuer_lid, 3);
 	mad_trap144_decode(&t, &nt);
 	assert_true(t.capability_mask & MAD_PORT_CAP_IS_SM);
-	sibd_sma_set_capability(d, a1, 1, MAD_PORT_CAP_IS_SM, true); /* no change */
+	sib_sma_set_capability(&d->sn, a1, 1, MAD_PORT_CAP_IS_SM, true); /* no change */
 	assert_int_equal(n_traps, 1);
-	sibd_sma_set_capability(d, a1, 1, MAD_PORT_CAP_IS_SM, false);
+	sib_sma_set_capability(&d->sn, a1, 1, MAD_PORT_CAP_IS_SM, false);
 	assert_int_equal(n_traps, 2);
 	assert_false(d->devs[0].ports[0].cap_flags & MAD_PORT_CAP_IS_SM);
-	sibd_sma_set_capability(d, a1, 0, MAD_PORT_CAP_IS_SM, true); /* no port 0 */
-	sibd_sma_set_capability(d, a1, 5, MAD_PORT_CAP_IS_SM, true);
+	sib_sma_set_capability(&d->sn, a1, 0, MAD_PORT_CAP_IS_SM, true); /* no port 0 */
+	sib_sma_set_capability(&d->sn, a1, 5, MAD_PORT_CAP_IS_SM, true);
 	assert_int_equal(n_traps, 2);
 }
 
@@ -903,7 +941,7 @@ static int pma(struct sibd *d, struct sib_fab_node *n, uint8_t method, uint16_t 
 	struct mad_hdr h;
 
 	build(mad, MAD_MGMT_CLASS_PERF_MGMT, method, attr, mod, data, 192);
-	if (!sibd_pma_process(d, n, 1, mad, mad))
+	if (!sib_pma_process(&d->sn, n, 1, mad, mad))
 		return -1;
 	mad_hdr_decode(&h, mad);
 	memcpy(data, mad + 64, 192);
@@ -1015,10 +1053,10 @@ static void test_pma(void **state)
 			 MAD_STATUS_UNSUP_METHOD);
 	build(mad, MAD_MGMT_CLASS_PERF_MGMT, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, NULL, 0);
 	mad[2] = 2;
-	assert_int_equal(sibd_pma_process(d, a1, 1, mad, mad), 1);
+	assert_int_equal(sib_pma_process(&d->sn, a1, 1, mad, mad), 1);
 	assert_int_equal(mad[4] << 8 | mad[5], MAD_STATUS_BAD_VERSION);
 	build(mad, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, NULL, 0);
-	assert_int_equal(sibd_pma_process(d, a1, 1, mad, mad), 0);
+	assert_int_equal(sib_pma_process(&d->sn, a1, 1, mad, mad), 0);
 }
 
 /* ---- the built-in SM ------------------------------------------------------- */
@@ -1033,15 +1071,15 @@ static void test_builtin_sweep(void **state)
 	};
 	unsigned int i, j, npos = sib_subnet_mft_positions(a);
 
-	d->sm_external = false;
-	assert_int_equal(sibd_sm_builtin_sweep(d), 0);
+	d->sn.sm_external = false;
+	assert_int_equal(sib_sm_sweep(&d->sn), 0);
 	/* LIDs in file order: switch port 0s, then the linked CA ports */
 	assert_int_equal(pi_of(a, 0)->lid, 1);
 	assert_int_equal(pi_of(b, 0)->lid, 2);
 	for (i = 0; i < 4; i++) {
 		assert_int_equal(pi_of(cas[i], 1)->lid, 3 + i);
 		assert_int_equal(pi_of(cas[i], 1)->port_state, MAD_PORT_STATE_ACTIVE);
-		assert_int_equal(pi_of(cas[i], 1)->master_sm_lid, SIBD_SM_LID);
+		assert_int_equal(pi_of(cas[i], 1)->master_sm_lid, SIB_SM_LID);
 		assert_int_equal(pi_of(cas[i], 1)->subnet_timeout, 18);
 		assert_int_equal(pi_of(cas[i], 1)->operational_vls, 4);
 		assert_int_equal(d->devs[i].ports[0].state, IBV_PORT_ACTIVE);
@@ -1057,7 +1095,7 @@ static void test_builtin_sweep(void **state)
 	/* every CA reaches every CA and both switches, for data */
 	for (i = 0; i < 4; i++) {
 		for (j = 0; j < 4; j++) {
-			struct sib_route r = sib_subnet_route(&d->fab, cas[i], 1, (uint16_t)(3 + j),
+			struct sib_route r = sib_subnet_route(&d->sn.fab, cas[i], 1, (uint16_t)(3 + j),
 							      false);
 
 			if (r.verdict != SIB_ROUTE_OK)
@@ -1066,7 +1104,7 @@ static void test_builtin_sweep(void **state)
 			assert_ptr_equal(r.node, cas[j]);
 			assert_int_equal(r.hops, i == j ? 0 : (i / 2 == j / 2 ? 2 : 3));
 		}
-		assert_int_equal(sib_subnet_route(&d->fab, cas[i], 1, 2, false).verdict,
+		assert_int_equal(sib_subnet_route(&d->sn.fab, cas[i], 1, 2, false).verdict,
 				 SIB_ROUTE_OK);
 	}
 	/* multicast: A sends to its CAs and B, B to its CAs and A, every MLID */
@@ -1075,28 +1113,28 @@ static void test_builtin_sweep(void **state)
 
 	/* a second sweep changes nothing */
 	n_events = n_route_changed = 0;
-	assert_int_equal(sibd_sm_builtin_sweep(d), 0);
+	assert_int_equal(sib_sm_sweep(&d->sn), 0);
 	assert_int_equal(n_events, 0);
 	assert_int_equal(n_route_changed, 0);
 
 	/* a link retrains after Set Down: the SM makes it ACTIVE again */
-	sibd_sma_link_down(d, a, 3, SIBD_LINK_RETRAIN);
+	sib_sma_link_down(&d->sn, a, 3, SIB_LINK_RETRAIN);
 	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_ACTIVE);
 	assert_int_equal(pi_of(b, 3)->port_state, MAD_PORT_STATE_ACTIVE);
-	assert_int_equal(sib_subnet_route(&d->fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
+	assert_int_equal(sib_subnet_route(&d->sn.fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
 	/* a disabled CA link stays down until it is enabled */
 	n_events = 0;
-	sibd_sma_link_down(d, cas[3], 1, SIBD_LINK_LOST);
+	sib_sma_link_down(&d->sn, cas[3], 1, SIB_LINK_LOST);
 	assert_int_equal(n_events, 1);
 	assert_int_equal(d->devs[3].ports[0].state, IBV_PORT_DOWN);
 	assert_int_equal(d->devs[3].ports[0].phys_state, MAD_PORT_PHYS_STATE_DISABLED);
-	assert_int_equal(sib_subnet_route(&d->fab, cas[0], 1, 6, false).verdict,
+	assert_int_equal(sib_subnet_route(&d->sn.fab, cas[0], 1, 6, false).verdict,
 			 SIB_ROUTE_LINK_DOWN);
-	sibd_sma_link_up(d, cas[3], 1);
+	sib_sma_link_up(&d->sn, cas[3], 1);
 	assert_int_equal(d->devs[3].ports[0].state, IBV_PORT_ACTIVE);
 	assert_int_equal(events[n_events - 1].state, IBV_PORT_ACTIVE);
 	assert_int_equal(pi_of(cas[3], 1)->lid, 6);
-	assert_int_equal(sib_subnet_route(&d->fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
+	assert_int_equal(sib_subnet_route(&d->sn.fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
 }
 
 /* A Trap to node n's SMA: 1 and the TrapRepress in out, or 0 (dropped). */
@@ -1104,7 +1142,7 @@ static int send_trap(struct sibd *d, struct sib_fab_node *n, uint8_t in_port, ui
 {
 	build(out, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, 0, NULL, 0);
 	out[64] = 0x81; /* a generic urgent notice */
-	return sibd_sma_process(d, n, in_port, out, out);
+	return sib_sma_process(&d->sn, n, in_port, out, out);
 }
 
 /* The built-in SM on switch sw's port 0 (LID 1) is visible: IsSM, SMInfo
@@ -1117,13 +1155,13 @@ static void sm_is_visible(struct sibd *d, struct sib_fab_node *sw, struct sib_fa
 	struct mad_hdr h;
 	uint32_t act;
 
-	assert_int_equal(pi_of(sw, 0)->lid, SIBD_SM_LID);
+	assert_int_equal(pi_of(sw, 0)->lid, SIB_SM_LID);
 	assert_true(pi_of(sw, 0)->capability_mask & MAD_PORT_CAP_IS_SM);
 	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data), 0);
 	mad_sm_info_decode(&si, data);
 	assert_int_equal(si.guid, sw->ports[0].guid ? sw->ports[0].guid : sw->node_guid);
 	assert_int_equal(si.sm_key, 0);
-	assert_int_equal(si.priority, SIBD_SM_PRIORITY);
+	assert_int_equal(si.priority, SIB_SM_PRIORITY);
 	assert_int_equal(si.sm_state, MAD_SMINFO_STATE_MASTER);
 	assert_true(si.act_count > 0);
 	act = si.act_count;
@@ -1138,20 +1176,20 @@ static void sm_is_visible(struct sibd *d, struct sib_fab_node *sw, struct sib_fa
 	assert_int_equal(h.r, 0);
 	assert_int_equal(h.status, 0);
 	assert_int_equal(mad[64], 0x81); /* the notice, returned */
-	assert_int_equal(d->sma.sm_traps, 1);
+	assert_int_equal(d->sn.sma.sm_traps, 1);
 	assert_int_equal(send_trap(d, ca, 1, mad), 0);
-	assert_int_equal(d->sma.sm_traps, 1);
+	assert_int_equal(d->sn.sma.sm_traps, 1);
 	/* ActCount counts */
 	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data), 0);
 	mad_sm_info_decode(&si, data);
 	assert_true(si.act_count > act);
 	/* --sm external: the same port is no SM's; SMInfo and traps are OpenSM's */
-	d->sm_external = true;
+	d->sn.sm_external = true;
 	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data),
 			 MAD_STATUS_UNSUP_METHOD_ATTR);
 	assert_int_equal(send_trap(d, sw, 1, mad), 0);
-	assert_int_equal(d->sma.sm_traps, 1);
-	d->sm_external = false;
+	assert_int_equal(d->sn.sma.sm_traps, 1);
+	d->sn.sm_external = false;
 }
 
 /* The default fabric: switch port 0 LID 1, softib0..3 LIDs 2..5, as before. */
@@ -1160,7 +1198,7 @@ static void test_builtin_default(void **state)
 	struct sibd *d = make(sib_fabric_default_topology(), NULL, false);
 
 	(void)state;
-	assert_int_equal(sibd_sm_builtin_sweep(d), 0);
+	assert_int_equal(sib_sm_sweep(&d->sn), 0);
 	assert_int_equal(node(d, "S-5eed000000000100")->mgmt->port[0].pi.lid, 1);
 	for (uint32_t i = 0; i < 4; i++) {
 		assert_int_equal(d->devs[i].ports[0].lid, 2 + i);
@@ -1216,10 +1254,10 @@ static void test_builtin_ring(void **state)
 	struct sib_fab_node *h[3] = { node(d, "H1"), node(d, "H2"), node(d, "H3") };
 
 	(void)state;
-	assert_int_equal(sibd_sm_builtin_sweep(d), 0);
+	assert_int_equal(sib_sm_sweep(&d->sn), 0);
 	for (unsigned int i = 0; i < 3; i++) {
 		for (unsigned int j = 0; j < 3; j++) {
-			struct sib_route r = sib_subnet_route(&d->fab, h[i], 1,
+			struct sib_route r = sib_subnet_route(&d->sn.fab, h[i], 1,
 							      pi_of(h[j], 1)->lid, false);
 
 			assert_int_equal(r.verdict, SIB_ROUTE_OK);

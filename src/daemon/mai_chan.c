@@ -83,94 +83,10 @@ struct sibd_mai {
 	uint32_t next_num;
 	uint64_t seq;
 	struct chan *cur_src;	/* the channel whose message is being routed */
-	struct sib_mad_counters ctr;
-	/* the internal agents' filters, then scratch for sibd_mai_ents */
-	mai_filter_t *agent_f;
-	struct mai_filter_ent *agent;
-	size_t nagent;
+	/* scratch for sibd_mai_ents */
 	struct mai_filter_ent *ents;
 	size_t ents_cap;
 };
-
-struct sib_mad_counters *sibd_mad_ctr(struct sibd *d)
-{
-	return &d->mai->ctr;
-}
-
-/* ---- internal agents ------------------------------------------------------ */
-
-/* The SMA's attributes (IBA 14.2.5; research mgmt.md 3.4): what it
- * implements, and what it must answer 0x000C for rather than let a
- * manager's broad filter swallow (Notice, RandomFT, VendorDiag, LedInfo,
- * CableInfo, PortInfoExtended; plus every vendor attribute 0xFF00-0xFFFF,
- * e.g. MlnxExtPortInfo, by a quantifier on the attribute's high byte).
- * Internal agents' filters are tried before any client's (mai_match),
- * and each names base version, class, class version, method and
- * attribute (or the quantifier), so SMInfo, which the SMA does not
- * claim, still reaches the SM.  The PMA takes class 0x04
- * Get/Set by base version, class, class version and method. */
-static const uint16_t sma_attrs[] = {
-	MAD_ATTR_NOTICE, MAD_ATTR_NODE_DESC, MAD_ATTR_NODE_INFO, MAD_ATTR_SWITCH_INFO,
-	MAD_ATTR_GUID_INFO, MAD_ATTR_PORT_INFO, MAD_ATTR_P_KEY_TABLE, MAD_ATTR_SLVL_TABLE,
-	MAD_ATTR_VL_ARBITRATION, MAD_ATTR_LIN_FWD_TBL, 0x001A /* RandomForwardingTable */,
-	MAD_ATTR_MCAST_FWD_TBL, 0x0030 /* VendorDiag */, 0x0031 /* LedInfo */,
-	0x0032 /* CableInfo */, 0x0033 /* PortInfoExtended */,
-	0xFF00 /* stands for the vendor range: see agents_init */,
-};
-#define N_SMA_ATTRS (sizeof(sma_attrs) / sizeof(sma_attrs[0]))
-#define N_PMA_FILTERS 2	/* the last entries of mai->agent */
-
-static int agents_init(struct sibd_mai *mai)
-{
-	static const uint8_t smp_classes[] = {
-		MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE,
-	};
-	static const uint8_t methods[] = { MAD_METHOD_GET, MAD_METHOD_SET };
-	size_t n = N_SMA_ATTRS * 2 * 2 + N_PMA_FILTERS, i = 0;
-
-	mai->agent_f = calloc(n, sizeof(*mai->agent_f));
-	mai->agent = calloc(n, sizeof(*mai->agent));
-	if (!mai->agent_f || !mai->agent)
-		return -ENOMEM;
-	for (size_t c = 0; c < 2; c++)
-		for (size_t a = 0; a < N_SMA_ATTRS; a++)
-			for (size_t me = 0; me < 2; me++) {
-				mai_filter_t *f = &mai->agent_f[i];
-
-				f->flags = MAI_F_CONSUME;
-				f->match = MAI_M_BASE_VER | MAI_M_CLASS | MAI_M_CLASS_VER |
-					   MAI_M_METHOD | MAI_M_ATTR;
-				f->base_version = MAD_BASE_VERSION;
-				f->mgmt_class = smp_classes[c];
-				f->class_version = MAD_SMP_CLASS_VERSION;
-				f->method = methods[me];
-				f->attr_id = sma_attrs[a];
-				if (sma_attrs[a] == 0xFF00) { /* AttributeID byte 16 = 0xFF */
-					f->match &= ~(uint32_t)MAI_M_ATTR;
-					f->nquant = 1;
-					f->quant[0] = (struct mai_quant){ .offset = 16, .length = 1,
-									  .value = 0xFF };
-				}
-				mai->agent[i] = (struct mai_filter_ent){ .chan = SIB_MAD_CHAN_SMA,
-									 .f = f, .internal = 1 };
-				i++;
-			}
-	for (size_t me = 0; me < 2; me++) {
-		mai_filter_t *f = &mai->agent_f[i];
-
-		f->flags = MAI_F_CONSUME;
-		f->match = MAI_M_BASE_VER | MAI_M_CLASS | MAI_M_CLASS_VER | MAI_M_METHOD;
-		f->base_version = MAD_BASE_VERSION;
-		f->mgmt_class = MAD_MGMT_CLASS_PERF_MGMT;
-		f->class_version = MAD_PMA_CLASS_VERSION;
-		f->method = methods[me];
-		mai->agent[i] = (struct mai_filter_ent){ .chan = SIB_MAD_CHAN_PMA, .f = f,
-							 .internal = 1 };
-		i++;
-	}
-	mai->nagent = i;
-	return 0;
-}
 
 /* ---- channels -------------------------------------------------------------- */
 
@@ -210,7 +126,7 @@ static void chan_release(struct sibd *d, struct chan *ch)
 static void held_drop(struct sibd *d, struct chan *ch)
 {
 	ch->dropped += ch->nheld;
-	d->mai->ctr.drop[SIB_MAD_DROP_QUEUE_FULL] += ch->nheld;
+	d->sn.mad.drop[SIB_MAD_DROP_QUEUE_FULL] += ch->nheld;
 	chan_release(d, ch);
 }
 
@@ -281,7 +197,7 @@ static void chan_flush(struct sibd *d, struct chan *ch)
 			break;
 		}
 		ch->rx++;
-		d->mai->ctr.delivered++;
+		d->sn.mad.delivered++;
 		i++;
 	}
 	if (ch->dead || !i)
@@ -309,14 +225,14 @@ static int chan_write(struct sibd *d, struct chan *ch, const mai_mad_t *m)
 	if (w == n) {
 		ch->rx++;
 		ch->stalled = false;
-		d->mai->ctr.delivered++;
+		d->sn.mad.delivered++;
 		return 0;
 	}
 	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS) && !chan_hold(d, ch, buf))
 		return 0;
 	ch->dropped++;
 	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
-		d->mai->ctr.drop[SIB_MAD_DROP_QUEUE_FULL]++;
+		d->sn.mad.drop[SIB_MAD_DROP_QUEUE_FULL]++;
 		return -EAGAIN;
 	}
 	chan_kill(d, ch); /* EPIPE, ECONNRESET: the client end is gone */
@@ -409,21 +325,22 @@ static size_t ents_add(struct sibd_mai *mai, size_t cnt, const struct chan *ch)
 }
 
 size_t sibd_mai_ents(struct sibd *d, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
+		     const struct mai_filter_ent *tail, size_t ntail,
 		     const struct mai_filter_ent **ents)
 {
 	struct sibd_mai *mai = d->mai;
 	size_t cnt = 0;
 
-	for (struct chan *ch = mai->chans; ch; ch = ch->next)
+	for (struct chan *ch = mai ? mai->chans : NULL; ch; ch = ch->next)
 		if (!ch->dead && ch->node == n && ch->port == port && ch->qp == qp)
 			cnt = ents_add(mai, cnt, ch);
 	if (cnt == 0) {
-		/* the common case: only the agents (the SMA's first, the PMA's last) */
-		*ents = qp == 0 ? mai->agent : mai->agent + mai->nagent - N_PMA_FILTERS;
-		return qp == 0 ? mai->nagent - N_PMA_FILTERS : N_PMA_FILTERS;
+		/* the common case: only the subnet's agents */
+		*ents = tail;
+		return ntail;
 	}
-	if (cnt + mai->nagent > mai->ents_cap) {
-		size_t cap = cnt + mai->nagent;
+	if (cnt + ntail > mai->ents_cap) {
+		size_t cap = cnt + ntail;
 		struct mai_filter_ent *e = realloc(mai->ents, cap * sizeof(*e));
 
 		if (!e) {
@@ -433,17 +350,9 @@ size_t sibd_mai_ents(struct sibd *d, const struct sib_fab_node *n, uint8_t port,
 		mai->ents = e;
 		mai->ents_cap = cap;
 	}
-	if (qp == 0) {
-		memcpy(mai->ents + cnt, mai->agent,
-		       (mai->nagent - N_PMA_FILTERS) * sizeof(*mai->ents));
-		cnt += mai->nagent - N_PMA_FILTERS;
-	} else {
-		memcpy(mai->ents + cnt, mai->agent + mai->nagent - N_PMA_FILTERS,
-		       N_PMA_FILTERS * sizeof(*mai->ents));
-		cnt += N_PMA_FILTERS;
-	}
+	memcpy(mai->ents + cnt, tail, ntail * sizeof(*mai->ents));
 	*ents = mai->ents;
-	return cnt;
+	return cnt + ntail;
 }
 
 /* ---- what a channel sends ---------------------------------------------------- */
@@ -461,7 +370,7 @@ static void timeout_msg(struct sibd *d, struct chan *ch, const mai_mad_t *req)
 	t.type = MAI_TYPE_TIMEOUT;
 	t.data_len = 0;
 	memset(t.data, 0, sizeof(t.data));
-	d->mai->ctr.timeouts++;
+	d->sn.mad.timeouts++;
 	chan_write(d, ch, &t);
 }
 
@@ -477,7 +386,7 @@ static void oob_wrap(struct sibd *d, struct chan *from, const mai_mad_t *m)
 	for (struct chan *ch = mai->chans; ch; ch = ch->next)
 		if (!ch->dead && ch->node == from->node && ch->qp == from->qp)
 			cnt = ents_add(mai, cnt, ch);
-	mai->ctr.oob++;
+	d->sn.mad.oob++;
 	r = mai_match(mai->ents, cnt, m, out, sizeof(out) / sizeof(out[0]));
 	if (r > (int)(sizeof(out) / sizeof(out[0])))
 		r = (int)(sizeof(out) / sizeof(out[0]));
@@ -499,7 +408,6 @@ static void fill_lrh(const struct chan *ch, mai_mad_t *m)
 static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t timeout_ms,
 		      uint32_t retries)
 {
-	struct sibd_mai *mai = d->mai;
 
 	ch->tx++;
 	if (m->type == MAI_TYPE_OOB) {
@@ -507,11 +415,11 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 		return;
 	}
 	if (m->type == MAI_TYPE_RAW && !ch->priv) {
-		mai->ctr.drop[SIB_MAD_DROP_NOT_PRIV]++;
+		d->sn.mad.drop[SIB_MAD_DROP_NOT_PRIV]++;
 		return;
 	}
 	if (m->qp != ch->qp) {
-		mai->ctr.drop[SIB_MAD_DROP_QP_MISMATCH]++;
+		d->sn.mad.drop[SIB_MAD_DROP_QP_MISMATCH]++;
 		return;
 	}
 	m->port = ch->port;
@@ -526,7 +434,7 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 
 		for (uint32_t i = 0; i < ch->npend; i++)
 			if (ch->pend[i].m.tid == m->tid && ch->pend[i].m.mgmt_class == m->mgmt_class) {
-				mai->ctr.dup_tid++; /* the kernel refuses it (EINVAL) */
+				d->sn.mad.dup_tid++; /* the kernel refuses it (EINVAL) */
 				timeout_msg(d, ch, m);
 				return;
 			}
@@ -583,14 +491,14 @@ static void chan_input(struct sibd *d, struct chan *ch)
 		if ((n != MAI_MSTREAM_SIZE && n != MAI_MSTREAM_SIZE + REQ_TRAILER) ||
 		    mai_rmstream(buf, MAI_MSTREAM_SIZE, &m) != MAI_MSTREAM_SIZE ||
 		    m.type == MAI_TYPE_TIMEOUT) {
-			d->mai->ctr.bad_messages++;
+			d->sn.mad.bad_messages++;
 			continue;
 		}
 		if (n == MAI_MSTREAM_SIZE + REQ_TRAILER) {
 			tmo = be32(buf + MAI_MSTREAM_SIZE);
 			retries = be32(buf + MAI_MSTREAM_SIZE + 4);
 			if (m.type != MAI_TYPE_MAD || !is_request(&m)) {
-				d->mai->ctr.bad_messages++;
+				d->sn.mad.bad_messages++;
 				continue;
 			}
 		}
@@ -665,7 +573,7 @@ void sibd_mai_timers(struct sibd *d)
 			if (p->retries) {
 				p->retries--;
 				p->deadline = now + p->timeout_ms;
-				d->mai->ctr.resent++;
+				d->sn.mad.resent++;
 				/* may deliver the response and remove entry i */
 				sib_mad_send(&d->sn, ch->node, ch->port, &m);
 				i = 0; /* the array may have changed: rescan (deadlines moved on) */
@@ -868,12 +776,8 @@ int sibd_mai_init(struct sibd *d)
 		return -ENOMEM;
 	mai->next_num = SIBD_MAI_CHAN_FIRST;
 	mai->ep_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (mai->ep_fd < 0 || agents_init(mai)) {
-		sibd_log("MAI: %s", strerror(mai->ep_fd < 0 ? errno : ENOMEM));
-		if (mai->ep_fd >= 0)
-			close(mai->ep_fd);
-		free(mai->agent);
-		free(mai->agent_f);
+	if (mai->ep_fd < 0) {
+		sibd_log("MAI: %s", strerror(errno));
 		free(mai);
 		return -1;
 	}
@@ -892,8 +796,6 @@ void sibd_mai_fini(struct sibd *d)
 	reap(d);
 	close(mai->ep_fd);
 	free(mai->ents);
-	free(mai->agent);
-	free(mai->agent_f);
 	free(mai);
 	d->mai = NULL;
 	d->sn.mad_out = NULL;
@@ -906,7 +808,7 @@ void sibd_mai_status(struct sibd *d, FILE *f)
 
 	if (!d->mai)
 		return;
-	c = &d->mai->ctr;
+	c = &d->sn.mad;
 	fprintf(f, "mad sent=%llu delivered=%llu sma=%llu pma=%llu unsupported=%llu forwarded=%llu"
 		" oob=%llu resent=%llu timeouts=%llu dup_tid=%llu bad_messages=%llu\n",
 		(unsigned long long)c->sent, (unsigned long long)c->delivered,
@@ -932,5 +834,5 @@ void sibd_mai_status(struct sibd *d, FILE *f)
 			(unsigned long long)ch->tx, (unsigned long long)ch->dropped);
 	}
 	fprintf(f, "mai channels=%u filters=%u pending=%u agent_filters=%zu\n", d->mai->nchans,
-		nf, np, d->mai->nagent);
+		nf, np, sib_mad_agent_filters());
 }

@@ -60,11 +60,11 @@ int sibd_cmd_mai_filter(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 void sibd_mai_status(struct sibd *d, FILE *f);
 
 /* For the router, through the host table (subnet_host.c): */
-struct sib_mad_counters *sibd_mad_ctr(struct sibd *d);
 /* The filters that may take a request arriving at (n, port, qp): those of
- * the channels opened there, then the internal agents' (seq 0).  *ents
- * stays valid until the next call.  Returns the count. */
+ * the channels opened there, then tail[0..ntail) (the subnet's agents',
+ * seq 0).  *ents stays valid until the next call.  Returns the count. */
 size_t sibd_mai_ents(struct sibd *d, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
+		     const struct mai_filter_ent *tail, size_t ntail,
 		     const struct mai_filter_ent **ents);
 /* Queue m to channel `chan` (a receive of a request that matched).  0 or
  * -ENOENT (no such live channel), -EAGAIN (its queue is full; counted). */

@@ -234,9 +234,9 @@ static void unmatched(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t por
  */
 static void deliver(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
-	const struct mai_filter_ent *ents;
+	const struct mai_filter_ent *ents, *agents;
 	uint32_t out[64];
-	size_t nents;
+	size_t nents, nagents;
 	int cnt;
 
 	if (!header_ok(sn, n, port, m))
@@ -267,7 +267,8 @@ static void deliver(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 			     ret == -ESRCH ? SIB_MAD_DROP_NO_REQUEST : SIB_MAD_DROP_NO_AGENT);
 		return;
 	}
-	nents = sn->host->mad_filters(sn->host_ctx, n, port, m->qp, &ents);
+	agents = sib_mad_agents(m->qp, &nagents);
+	nents = sn->host->mad_filters(sn->host_ctx, n, port, m->qp, agents, nagents, &ents);
 	cnt = mai_match(ents, nents, m, out, sizeof(out) / sizeof(out[0]));
 	if (cnt <= 0) {
 		unmatched(sn, n, port, m);

@@ -89,6 +89,13 @@ void sib_mad_out(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, ma
 /* The base LID of port `port` of n (PortInfo.LID; 0 = none). */
 uint16_t sib_mad_port_lid(const struct sib_fab_node *n, uint8_t port);
 
+/* mad_agents.c: the internal agents' filters for QP qp (0: the SMA's, 1:
+ * the PMA's), *n of them, in the order mai_match tries them after the
+ * host's channels' (seq 0); and how many there are in all. */
+struct mai_filter_ent;
+const struct mai_filter_ent *sib_mad_agents(uint8_t qp, size_t *n);
+size_t sib_mad_agent_filters(void);
+
 /* Short name of a drop cause ("dr_hop_cnt"). */
 const char *sib_mad_drop_str(enum sib_mad_drop why);
 

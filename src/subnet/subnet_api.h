@@ -53,13 +53,13 @@ struct sib_subnet_host {
 			      struct sib_pma_counters *sum);
 	/* One line for the log (no newline). */
 	void (*log)(void *host_ctx, const char *line);
-	/* The router's counters (the host prints them with its channels'). */
-	struct sib_mad_counters *(*mad_ctr)(void *host_ctx);
 	/* The filters that may take a request arriving at (n, port, qp): the
-	 * host's channels opened there, then the internal agents' (seq 0).
-	 * *ents stays valid until the next call.  Returns the count. */
+	 * host's channels opened there, then tail[0..ntail) (the internal
+	 * agents', seq 0).  *ents stays valid until the next call (it may be
+	 * tail itself).  Returns the count. */
 	size_t (*mad_filters)(void *host_ctx, const struct sib_fab_node *n, uint8_t port,
-			      uint8_t qp, const struct mai_filter_ent **ents);
+			      uint8_t qp, const struct mai_filter_ent *tail, size_t ntail,
+			      const struct mai_filter_ent **ents);
 	/* Queue m to the host's channel chan (a request that matched its
 	 * filter).  0, -ENOENT, -EAGAIN (its queue is full; counted). */
 	int (*mad_push)(void *host_ctx, uint32_t chan, const mai_mad_t *m);
@@ -77,6 +77,7 @@ struct sib_subnet {
 	uint32_t sm_act_count;          /* its SMInfo.ActCount: SMPs sent, traps repressed */
 	uint64_t trap_tid;              /* TID of the last SMP the subnet made (traps, SM) */
 	struct sib_sma_counters sma;
+	struct sib_mad_counters mad;    /* the router's (and the host's channels') */
 	/* how a node's agents send (traps): sib_mad_out once sib_mad_init()
 	 * ran; NULL: traps are counted unsent */
 	void (*mad_out)(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,

@@ -353,7 +353,7 @@ static uint64_t guid_of(const mai_mad_t *m)
 
 static uint64_t drops(struct topo *t, enum sib_mad_drop why)
 {
-	return sibd_mad_ctr(&t->d)->drop[why];
+	return t->d.sn.mad.drop[why];
 }
 
 /* ---- directed route ---- */
@@ -413,7 +413,7 @@ static void test_dr_every_node(void **state)
 	assert_int_equal(t->b->mgmt->port[3].pma.rcv_pkts, 3);
 	assert_int_equal(t->b->mgmt->port[3].pma.xmit_pkts, 3);
 	assert_int_equal(t->b2->mgmt->port[1].pma.rcv_pkts, 1);
-	assert_int_equal(sibd_mad_ctr(&t->d)->forwarded, 2 * (1 + 1 + 2 + 2));
+	assert_int_equal(t->d.sn.mad.forwarded, 2 * (1 + 1 + 2 + 2));
 	close(sm);
 }
 
@@ -571,7 +571,7 @@ static void test_lid_routed(void **state)
 	csend(t, gsi, &m);
 	assert_ptr_equal(pma_seen.n, t->b2);
 	assert_int_equal(pma_seen.in_port, 1);
-	assert_int_equal(sibd_mad_ctr(&t->d)->pma, 1);
+	assert_int_equal(t->d.sn.mad.pma, 1);
 	assert_true(crecv(gsi, &r));
 	assert_int_equal(r.method, MAD_GET_RESP);
 	assert_int_equal(r.tid, (uint64_t)num << 40 | 0x55);
@@ -685,7 +685,7 @@ static void test_gmp_channels(void **state)
 	assert_true(crecv(cl, &r));
 	assert_int_equal(r.method, MAD_GET_RESP);
 	assert_int_equal(r.status, MAD_STATUS_UNSUP_METHOD_ATTR);
-	assert_int_equal(sibd_mad_ctr(&t->d)->unsupported, 1);
+	assert_int_equal(t->d.sn.mad.unsupported, 1);
 	/* a Send nobody takes is dropped */
 	m.method = 0x03;
 	csend(t, cl, &m);
@@ -742,7 +742,7 @@ static void test_gsi_qkey(void **state)
 	m.remote_qkey = 0x1234;
 	csend(t, cl, &m);
 	assert_false(crecv(cl, &r));
-	assert_int_equal(sibd_mad_ctr(&t->d)->unsupported, 0);
+	assert_int_equal(t->d.sn.mad.unsupported, 0);
 	assert_int_equal(drops(t, SIB_MAD_DROP_BAD_QKEY), 2);
 	/* nor reaches an agent's filter */
 	filter(t, sa_num, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x03, MAD_GET, 0);

@@ -86,17 +86,12 @@ static void host_log(void *ctx, const char *line)
 	(void)ctx;
 	fprintf(stderr, "%s\n", line);
 }
-static struct sib_mad_counters mad_ctr;
-static struct sib_mad_counters *host_mad_ctr(void *ctx)
-{
-	(void)ctx;
-	return &mad_ctr;
-}
 static size_t host_mad_filters(void *ctx, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
+			       const struct mai_filter_ent *tail, size_t ntail,
 			       const struct mai_filter_ent **ents)
 {
-	*ents = NULL;
-	return 0;
+	*ents = tail;
+	return ntail;
 }
 static int host_mad_push(void *ctx, uint32_t chan, const mai_mad_t *m)
 {
@@ -112,7 +107,6 @@ static const struct sib_subnet_host test_host = {
 	.route_changed = host_route_changed,
 	.data_counters = host_data_counters,
 	.log = host_log,
-	.mad_ctr = host_mad_ctr,
 	.mad_filters = host_mad_filters,
 	.mad_push = host_mad_push,
 	.mad_response = host_mad_response,

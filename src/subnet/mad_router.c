@@ -250,6 +250,10 @@ static void deliver(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 	if (is_response(m)) {
 		uint32_t chan = (uint32_t)(m->tid >> MAI_TID_CHAN_SHIFT) & MAI_TID_CHAN_MASK;
 
+		if (chan == SIB_MAD_CHAN_SM) { /* the built-in SM's answer */
+			sib_sm_receive(sn, n, port, m);
+			return;
+		}
 		if (chan == SIB_MAD_CHAN_SMA || chan == SIB_MAD_CHAN_PMA) {
 			/* a TrapRepress or answer to softibd's own agent: it takes
 			 * (and counts) it without a reply */

@@ -2,10 +2,13 @@
 /*
  * The default mode's subnet manager: one sweep as a real SM makes it
  * (IBA 1.4 vol 1, 14.4 subnet management, the state sequence of 7.2:
- * INIT -> ARMED -> ACTIVE), every change a Get/Set SMP handed to the node's
- * SMA (sma.c), so that both modes program the same tables the same way.
- * Reads the subnet state only to plan (what an SM learns by discovery).
- * Must not run with --sm external.  Single-threaded; no locks.
+ * INIT -> ARMED -> ACTIVE), in phases (discover, LIDs, LFTs, MFTs, ports
+ * up).  It is a MAI agent (channel SIB_MAD_CHAN_SM): every Get/Set is a
+ * directed-route SMP from its own port through the MAD router to the
+ * node's SMA and back, so that both modes program the same tables the
+ * same way and an SA has one place to live beside it.  Reads the subnet
+ * state only to plan (what an SM keeps in its database).  Must not run
+ * with --sm external.  Single-threaded; no locks.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -21,43 +24,107 @@
 struct sweep {
 	struct sib_subnet *sn;
 	int errors;
+	bool local;        /* SMPs of hop count 0 from the node's own port (a
+	                      local tool's); else from the SM's port by the
+	                      directed route discovery found */
 };
 
-/* One SMP from the SM to node n's SMA, as if it came in on in_port:
- * data (64 bytes) in and out.  The reply's status, or -1 (no reply). */
-static int smp(struct sweep *s, struct sib_fab_node *n, uint8_t in_port, uint8_t method,
-	       uint16_t attr, uint32_t mod, uint8_t *data)
+/* ---- the SM as a MAI agent: SMPs through the MAD router ------------------ */
+
+/* The answer to the SMP in flight, by TID (channel SIB_MAD_CHAN_SM). */
+void sib_sm_receive(struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t port,
+		    const mai_mad_t *m)
 {
+	(void)n;
+	(void)port;
+	if (!sn->sm.tid || m->tid != sn->sm.tid || sn->sm.answered)
+		return;
+	if (mai_towire(m, sn->sm.reply, sizeof(sn->sm.reply)) == MAD_SIZE)
+		sn->sm.answered = true;
+}
+
+/*
+ * One DR SMP (class 0x81, DrSLID = DrDLID permissive) with HopCount hops
+ * and InitialPath path[1..hops], leaving node `from` by port `out`, sent
+ * through the MAD router as a MAI agent sends: its TID carries the SM's
+ * channel, so the router hands the GetResp back to sib_sm_receive.  data
+ * (64 bytes) in and out.  The reply's status, or -1 (no reply).
+ */
+static int smp_dr(struct sweep *s, struct sib_fab_node *from, uint8_t out, uint8_t hops,
+		  const uint8_t *path, uint8_t method, uint16_t attr, uint32_t mod, uint8_t *data)
+{
+	struct sib_subnet *sn = s->sn;
+	uint8_t wire[MAD_SIZE];
 	struct mad_smp m;
-	uint8_t mad[MAD_SIZE];
 	struct mad_hdr h;
+	mai_mad_t mm;
 
 	memset(&m, 0, sizeof(m));
 	m.hdr.base_version = MAD_BASE_VERSION;
-	m.hdr.mgmt_class = MAD_MGMT_CLASS_SUBN_LID_ROUTED;
+	m.hdr.mgmt_class = MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE;
 	m.hdr.class_version = MAD_SMP_CLASS_VERSION;
 	m.hdr.method = method;
-	m.hdr.tid = ++s->sn->trap_tid;
+	m.hdr.tid = (uint64_t)SIB_MAD_CHAN_SM << MAI_TID_CHAN_SHIFT |
+		    (++sn->trap_tid & ((1ull << MAI_TID_CHAN_SHIFT) - 1));
 	m.hdr.attr_id = attr;
 	m.hdr.attr_mod = mod;
+	m.hop_cnt = hops;
+	m.dr_slid = m.dr_dlid = MAD_PERMISSIVE_LID;
+	memcpy(m.initial_path, path, (size_t)hops + 1);
 	memcpy(m.data, data, MAD_SMP_DATA_SIZE);
-	mad_smp_encode(&m, mad);
-	s->sn->sm_act_count++;
-	if (!sib_sma_process(s->sn, n, in_port, mad, mad)) {
+	mad_smp_encode(&m, wire);
+	memset(&mm, 0, sizeof(mm));
+	if (mai_fromwire(wire, sizeof(wire), &mm) != MAD_SIZE) {
 		s->errors++;
 		return -1;
 	}
-	mad_hdr_decode(&h, mad);
-	memcpy(data, mad + MAD_SMP_DATA_OFFS, MAD_SMP_DATA_SIZE);
-	if (h.status) {
+	mm.type = MAI_TYPE_MAD;
+	mm.port = out;
+	mm.qp = 0;
+	mm.data_len = MAI_MAD_DATA_SIZE;
+	mm.lrh.slid = mm.lrh.dlid = MAD_PERMISSIVE_LID;
+	sn->sm_act_count++;
+	sn->sm.tid = m.hdr.tid;
+	sn->sm.answered = false;
+	sib_mad_send(sn, from, out, &mm);
+	sn->sm.tid = 0;
+	if (!sn->sm.answered) {
 		s->errors++;
-		sib_subnet_log(s->sn, "built-in SM: %s attribute 0x%04x mod 0x%x: status 0x%04x",
-			 n->id, attr, mod, h.status);
+		return -1;
 	}
-	return h.status;
+	mad_hdr_decode(&h, sn->sm.reply);
+	memcpy(data, sn->sm.reply + MAD_SMP_DATA_OFFS, MAD_SMP_DATA_SIZE);
+	return h.status & 0x7FFF; /* without the D bit (DR SMPs, 14.2.1.2) */
 }
 
-/* The port the SM reaches node n through (any linked port; switches: 0). */
+/* One SMP from the SM to node n's SMA: data (64 bytes) in and out.  In a
+ * local sweep it leaves n's own port in_port with hop count 0; else it
+ * leaves the SM's port by the route discovery found (-1 if none).  The
+ * reply's status, or -1 (no reply). */
+static int smp(struct sweep *s, struct sib_fab_node *n, uint8_t in_port, uint8_t method,
+	       uint16_t attr, uint32_t mod, uint8_t *data)
+{
+	const struct sib_node_mgmt *g = n->mgmt;
+	static const uint8_t none[1] = { 0 };
+	int st;
+
+	if (s->local)
+		st = smp_dr(s, n, in_port, 0, none, method, attr, mod, data);
+	else if (!g || g->sm_seen != s->sn->sm.sweeps || !s->sn->sm.node) {
+		s->errors++;
+		return -1;
+	} else
+		st = smp_dr(s, s->sn->sm.node, g->sm_hops ? g->sm_path[1] : s->sn->sm.port,
+			    g->sm_hops, g->sm_path, method, attr, mod, data);
+	if (st > 0) {
+		s->errors++;
+		sib_subnet_log(s->sn, "built-in SM: %s attribute 0x%04x mod 0x%x: status 0x%04x",
+			       n->id, attr, mod, (unsigned int)st);
+	}
+	return st;
+}
+
+/* The port a local SMP about port pn of n leaves from (switches: 0). */
 static uint8_t via(const struct sib_fab_node *n, uint8_t pn)
 {
 	return n->type == SIB_NODE_SWITCH ? 0 : pn;
@@ -75,6 +142,12 @@ static bool in_subnet(const struct sib_fab_node *n, unsigned int pn)
 static bool has_lid(const struct sib_fab_node *n, unsigned int pn)
 {
 	return n->type == SIB_NODE_SWITCH ? pn == 0 : pn > 0;
+}
+
+/* Did the last discovery reach n (its SMPs have a route)? */
+static bool seen(const struct sweep *s, const struct sib_fab_node *n)
+{
+	return s->local || (n->mgmt && n->mgmt->sm_seen == s->sn->sm.sweeps);
 }
 
 /* Get PortInfo of port pn of n: 0 or the status (-1: no reply). */
@@ -158,7 +231,7 @@ static void configure_ports(struct sweep *s, uint8_t *used)
 		for (pn = 0; pn <= n->num_ports; pn++) {
 			struct mad_port_info pi;
 
-			if (!in_subnet(n, pn) || pi_get(s, n, (uint8_t)pn, &pi))
+			if (!seen(s, n) || !in_subnet(n, pn) || pi_get(s, n, (uint8_t)pn, &pi))
 				continue;
 			if (has_lid(n, pn)) {
 				if (!pi.lid) {
@@ -190,7 +263,7 @@ static void configure_ports(struct sweep *s, uint8_t *used)
 int sib_sm_get_port_info(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn,
 			  struct mad_port_info *pi)
 {
-	struct sweep s = { .sn = sn };
+	struct sweep s = { .sn = sn, .local = true };
 
 	return pi_get(&s, n, pn, pi);
 }
@@ -198,12 +271,10 @@ int sib_sm_get_port_info(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t 
 int sib_sm_set_port_info(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn,
 			  struct mad_port_info *pi)
 {
-	struct sweep s = { .sn = sn };
+	struct sweep s = { .sn = sn, .local = true };
 
 	return pi_put(&s, n, pn, pi);
 }
-
-/* ---- forwarding tables -------------------------------------------------- */
 
 /* Is the link of port pn of n up at both ends (the SM routes over it)? */
 static bool link_up(const struct sib_fab_node *n, unsigned int pn)
@@ -213,6 +284,112 @@ static bool link_up(const struct sib_fab_node *n, unsigned int pn)
 	return peer && peer->node->mgmt && in_subnet(n, pn) &&
 	       peer->node->mgmt->port[peer->num].pi.port_phys_state == MAD_PORT_PHYS_STATE_LINKUP;
 }
+
+/* ---- discovery ---------------------------------------------------------- */
+
+/*
+ * The SM's port: the one whose base LID is SIB_SM_LID, else the first port
+ * that takes part in the subnet, in configure_ports' order (where LID
+ * SIB_SM_LID goes while it is free).  false: no port at all.
+ */
+static bool sm_home(struct sib_subnet *sn)
+{
+	struct sib_fabric *f = &sn->fab;
+	struct sib_fab_node *first = NULL;
+	uint8_t first_pn = 0;
+
+	for (unsigned int i = 0; i < f->n_nodes; i++) {
+		struct sib_fab_node *n = f->nodes[i];
+
+		for (unsigned int pn = 0; n->mgmt && pn <= n->num_ports; pn++) {
+			if (!has_lid(n, pn))
+				continue;
+			if (n->mgmt->port[pn].pi.lid == SIB_SM_LID) {
+				sn->sm.node = n;
+				sn->sm.port = (uint8_t)pn;
+				return true;
+			}
+			if (!first && in_subnet(n, pn)) {
+				first = n;
+				first_pn = (uint8_t)pn;
+			}
+		}
+	}
+	sn->sm.node = first;
+	sn->sm.port = first_pn;
+	return first != NULL;
+}
+
+/*
+ * The discovery phase (as OpenSM's first sweep, IBA 14.4.2): breadth-first
+ * from the SM's port by directed route, a Get NodeInfo to every node behind
+ * every linked port of the SM's node and of each switch reached; a node is
+ * found when its NodeInfo answers with its NodeGUID, and keeps the route
+ * (sm_path) the later phases address it by.  Routes stop at 63 hops
+ * (C14-6).  CAs are not crossed (C14-9:2).
+ */
+static void discover(struct sweep *s, struct sib_fab_node **queue)
+{
+	struct sib_subnet *sn = s->sn;
+	uint8_t data[MAD_SMP_DATA_SIZE];
+	struct mad_node_info ni;
+	unsigned int head = 0, tail = 0;
+	struct sib_fab_node *home;
+
+	sn->sm.sweeps++;
+	if (!sn->sm.sweeps)
+		sn->sm.sweeps = 1; /* 0 is "never found" */
+	if (!sm_home(sn))
+		return;
+	home = sn->sm.node;
+	home->mgmt->sm_seen = sn->sm.sweeps;
+	home->mgmt->sm_hops = 0;
+	home->mgmt->sm_path[0] = 0;
+	memset(data, 0, sizeof(data));
+	if (smp(s, home, sn->sm.port, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, data)) {
+		home->mgmt->sm_seen = 0;
+		return;
+	}
+	queue[tail++] = home;
+	while (head < tail) {
+		struct sib_fab_node *u = queue[head++];
+		const struct sib_node_mgmt *g = u->mgmt;
+
+		if (g->sm_hops + 1 >= MAD_DR_MAX_HOPS)
+			continue;
+		for (unsigned int pn = 1; pn <= u->num_ports; pn++) {
+			struct sib_fab_node *v;
+			struct sib_node_mgmt *vg;
+
+			if (u->type != SIB_NODE_SWITCH && pn != sn->sm.port)
+				continue; /* a CA sends by its own port only */
+			if (!link_up(u, pn))
+				continue;
+			v = u->ports[pn].peer->node;
+			vg = v->mgmt;
+			if (vg->sm_seen == sn->sm.sweeps)
+				continue;
+			memcpy(vg->sm_path, g->sm_path, (size_t)g->sm_hops + 1);
+			vg->sm_hops = (uint8_t)(g->sm_hops + 1);
+			vg->sm_path[vg->sm_hops] = (uint8_t)pn;
+			vg->sm_seen = sn->sm.sweeps; /* smp() addresses it by this route */
+			memset(data, 0, sizeof(data));
+			if (smp(s, v, 0, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, data)) {
+				vg->sm_seen = 0;
+				continue;
+			}
+			mad_node_info_decode(&ni, data);
+			if (ni.node_guid != v->node_guid) {
+				vg->sm_seen = 0;
+				continue;
+			}
+			if (v->type == SIB_NODE_SWITCH)
+				queue[tail++] = v;
+		}
+	}
+}
+
+/* ---- forwarding tables -------------------------------------------------- */
 
 struct bfs {
 	struct sib_fab_node **sw;  /* the switches, sorted by address (sw_index) */
@@ -323,7 +500,11 @@ static void program_lfts(struct sweep *s, struct bfs *b)
 	}
 	for (unsigned int i = 0; i < b->nsw; i++) {
 		struct sib_fab_node *n = b->sw[i];
-		uint32_t top = plan_lft(b, i, lft);
+		uint32_t top;
+
+		if (!seen(s, n))
+			continue;
+		top = plan_lft(b, i, lft);
 
 		for (uint32_t blk = 0; blk <= top / MAD_LFT_BLOCK_SIZE; blk++) {
 			struct mad_lft t;
@@ -384,6 +565,9 @@ static void program_mfts(struct sweep *s, struct bfs *b)
 		unsigned int npos = sib_subnet_mft_positions(n);
 		unsigned int blocks = n->mgmt->sw->si.multicast_fdb_cap / MAD_MFT_BLOCK_SIZE;
 
+		if (!seen(s, n))
+			continue;
+
 		for (unsigned int pos = 0; pos < npos && pos < 16; pos++) {
 			struct mad_mft t;
 
@@ -411,7 +595,7 @@ static void move_ports(struct sweep *s, uint8_t from, uint8_t to)
 		for (unsigned int pn = 0; pn <= n->num_ports; pn++) {
 			struct mad_port_info pi;
 
-			if (!in_subnet(n, pn) || n->mgmt->port[pn].pi.port_state != from ||
+			if (!seen(s, n) || !in_subnet(n, pn) || n->mgmt->port[pn].pi.port_state != from ||
 			    pi_get(s, n, (uint8_t)pn, &pi))
 				continue;
 			pi_set(s, n, (uint8_t)pn, &pi, to);
@@ -419,26 +603,30 @@ static void move_ports(struct sweep *s, uint8_t from, uint8_t to)
 	}
 }
 
+/*
+ * One sweep in the phases of an SM's state manager (as OpenSM's
+ * osm_state_mgr: heavy sweep, then LID assignment, forwarding tables,
+ * multicast, ports up; IBA 14.4): each phase ends before the next begins,
+ * and each talks to the SMAs only by SMPs through the MAD router.
+ */
 int sib_sm_sweep(struct sib_subnet *sn)
 {
 	struct sweep s = { .sn = sn };
 	struct bfs b = { 0 };
 	uint8_t *used = calloc(SIB_SUBN_LFT_CAP, 1);
+	struct sib_fab_node **found = calloc(sn->fab.n_nodes + 1, sizeof(*found));
 	unsigned int i;
+	int ret = 0;
 
 	if (sn->sm_sweeping)
-		return 0;
+		goto out;
 	b.sw = calloc(sn->fab.n_nodes + 1, sizeof(*b.sw));
 	b.queue = calloc(sn->fab.n_nodes + 1, sizeof(*b.queue));
 	b.first = calloc(sn->fab.n_nodes + 1, 1);
 	b.tree = calloc(sn->fab.n_nodes + 1, sizeof(*b.tree));
-	if (!used || !b.sw || !b.queue || !b.first || !b.tree) {
-		free(used);
-		free(b.sw);
-		free(b.queue);
-		free(b.first);
-		free(b.tree);
-		return -ENOMEM;
+	if (!used || !found || !b.sw || !b.queue || !b.first || !b.tree) {
+		ret = -ENOMEM;
+		goto out;
 	}
 	sn->sm_sweeping = true;
 	for (i = 0; i < sn->fab.n_nodes; i++)
@@ -451,21 +639,26 @@ int sib_sm_sweep(struct sib_subnet *sn)
 			break;
 		}
 
-	configure_ports(&s, used);
-	program_lfts(&s, &b);
-	program_mfts(&s, &b);
-	move_ports(&s, MAD_PORT_STATE_INIT, MAD_PORT_STATE_ARMED);
+	discover(&s, found);                                    /* 1. discover */
+	configure_ports(&s, used);                              /* 2. LIDs, PortInfo */
+	program_lfts(&s, &b);                                   /* 3. unicast routes */
+	program_mfts(&s, &b);                                   /* 4. multicast */
+	move_ports(&s, MAD_PORT_STATE_INIT, MAD_PORT_STATE_ARMED); /* 5. ports up */
 	move_ports(&s, MAD_PORT_STATE_ARMED, MAD_PORT_STATE_ACTIVE);
 
 	sn->sm_sweeping = false;
+	if (s.errors) {
+		sib_subnet_log(sn, "built-in SM: %d SMPs failed", s.errors);
+		ret = -EIO;
+	}
+out:
 	free(used);
+	free(found);
 	free(b.sw);
 	free(b.queue);
 	free(b.first);
 	free(b.tree);
-	if (s.errors)
-		sib_subnet_log(sn, "built-in SM: %d SMPs failed", s.errors);
-	return s.errors ? -EIO : 0;
+	return ret;
 }
 
 void sib_subnet_log(struct sib_subnet *sn, const char *fmt, ...)

@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "softib/mai.h"
 #include "subnet/subnet.h"
 
 struct sib_subnet;
@@ -102,17 +103,25 @@ void sib_sma_link_up(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn);
 /* ---- the built-in SM (sm_builtin.c) ---- */
 
 /*
- * The default mode's subnet manager, as a first sweep of a real SM through
- * the SMAs (every change a Set SMP to sib_sma_process): LIDs in
+ * The default mode's subnet manager, as a sweep of a real SM: discovery by
+ * directed route from its port (the one with LID SIB_SM_LID), then every
+ * change a Set SMP through the MAD router to the node's SMA: LIDs in
  * sib_fabric_assign_lids order, MasterSMLID SIB_SM_LID, min-hop LFTs,
  * MFTs that take every MLID to every CA port, every linked port ACTIVE.
- * Runs at start and after a link comes up.  0 or -errno (a Set refused: a
- * bug).
+ * Nodes discovery does not reach are left alone.  Runs at start and after
+ * a link comes up.  0 or -errno (-ENOMEM; -EIO: an SMP went unanswered or a
+ * Set was refused, a bug).
  */
 int sib_sm_sweep(struct sib_subnet *sn);
 
-/* Get / Set PortInfo of port pn of n as an SM does: an SMP to the node's
- * SMA.  For a Set, *pi is the whole attribute (PortState 0 and
+/* The router's delivery to the built-in SM (channel SIB_MAD_CHAN_SM): a
+ * response m arriving at (n, port); kept if it answers the SMP in flight. */
+void sib_sm_receive(struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t port,
+		    const mai_mad_t *m);
+
+/* Get / Set PortInfo of port pn of n as a local management tool does: a
+ * DR SMP of hop count 0 from that port itself, through the MAD router to
+ * the node's SMA (IBA 14.2.2.2: the SMI loops it back).  For a Set, *pi is the whole attribute (PortState 0 and
  * PortPhysicalState 0 change nothing); on return it holds the reply.
  * 0, or the reply's MAD status (-1: no reply). */
 int sib_sm_get_port_info(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn,

@@ -85,6 +85,11 @@ struct sib_node_mgmt {
 	struct sib_port_mgmt *port;    /* num_ports + 1 entries; [0] = switch port 0 */
 	struct sib_switch_mgmt *sw;    /* switches only */
 	uint32_t route_gen;            /* bumped when this node's LFT or port states change */
+	/* the built-in SM's record of the node (sm_builtin.c), not SMA state:
+	 * the directed route its last discovery reached it by */
+	uint32_t sm_seen;              /* = sib_sm_agent.sweeps: found by the last discovery */
+	uint8_t sm_hops;               /* DR HopCount from the SM's port (0: the SM's node) */
+	uint8_t sm_path[MAD_DR_MAX_HOPS]; /* InitialPath[0..sm_hops] */
 };
 
 /*

@@ -69,6 +69,18 @@ struct sib_subnet_host {
 			    uint8_t port, uint8_t qp, const mai_mad_t *m);
 };
 
+/* The built-in SM as a MAI agent (sm_builtin.c): where its SMPs leave and
+ * the answer to the one in flight (the router is synchronous: the answer
+ * is in before sib_mad_send returns). */
+struct sib_sm_agent {
+	struct sib_fab_node *node;      /* the SM's node and port (LID SIB_SM_LID) */
+	uint8_t port;                   /* 0 on a switch */
+	uint32_t sweeps;                /* discoveries run (sib_node_mgmt.sm_seen) */
+	uint64_t tid;                   /* TID of the SMP in flight, 0 = none */
+	bool answered;                  /* its GetResp arrived: reply holds it */
+	uint8_t reply[256];             /* the GetResp, wire form (MAD_SIZE) */
+};
+
 /* The subnet's context: one per managed fabric. */
 struct sib_subnet {
 	struct sib_fabric fab;          /* the model; sib_subnet_init() hangs the SMA state off it */
@@ -78,6 +90,7 @@ struct sib_subnet {
 	uint64_t trap_tid;              /* TID of the last SMP the subnet made (traps, SM) */
 	struct sib_sma_counters sma;
 	struct sib_mad_counters mad;    /* the router's (and the host's channels') */
+	struct sib_sm_agent sm;         /* the built-in SM's MAI side */
 	/* how a node's agents send (traps): sib_mad_out once sib_mad_init()
 	 * ran; NULL: traps are counted unsent */
 	void (*mad_out)(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,

@@ -86,10 +86,12 @@ static void host_log(void *ctx, const char *line)
 	(void)ctx;
 	fprintf(stderr, "%s\n", line);
 }
+static unsigned int n_filter_asks; /* requests the router matched */
 static size_t host_mad_filters(void *ctx, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
 			       const struct mai_filter_ent *tail, size_t ntail,
 			       const struct mai_filter_ent **ents)
 {
+	n_filter_asks++;
 	*ents = tail;
 	return ntail;
 }
@@ -1186,6 +1188,59 @@ static void sm_is_visible(struct sibd *d, struct sib_fab_node *sw, struct sib_fa
 	d->sn.sm_external = false;
 }
 
+/* The built-in SM is a MAI agent: its sweep discovers the fabric by
+ * directed route from its own port and every SMP (NodeInfo, PortInfo, LFT,
+ * MFT, SwitchInfo) goes through the MAD router and its filter engine, its
+ * answers coming back by TID; a part of the fabric it cannot reach is left
+ * alone until a link brings it back. */
+static void test_builtin_over_mai(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *a = node(d, "S-5eed000000000a00"), *b = node(d, "S-5eed000000000b00");
+	struct sib_fab_node *b1 = node(d, "H-5eed000000000b10");
+	uint64_t act;
+
+	d->sn.sm_external = false;
+	n_filter_asks = 0;
+	assert_int_equal(d->sn.mad.sent, 0);
+	assert_int_equal(sib_sm_sweep(&d->sn), 0);
+	/* its port: LID 1, switch A's port 0; everyone found, by the shortest route */
+	assert_ptr_equal(d->sn.sm.node, a);
+	assert_int_equal(d->sn.sm.port, 0);
+	for (unsigned int i = 0; i < d->sn.fab.n_nodes; i++)
+		if (d->sn.fab.nodes[i]->ports[1].peer)
+			assert_int_equal(d->sn.fab.nodes[i]->mgmt->sm_seen, d->sn.sm.sweeps);
+	assert_int_equal(a->mgmt->sm_hops, 0);
+	assert_int_equal(b->mgmt->sm_hops, 1);
+	assert_int_equal(b->mgmt->sm_path[1], 3);
+	assert_int_equal(b1->mgmt->sm_hops, 2);
+	assert_int_equal(b1->mgmt->sm_path[2], 1);
+	/* through the router: sent, matched by the filters, forwarded by the
+	 * switches, answered (no drop) */
+	assert_true(d->sn.mad.sent > 100);
+	assert_true(n_filter_asks > 100);
+	assert_true(d->sn.mad.forwarded > 0);
+	assert_int_equal(d->sn.mad.sma, d->sn.sma.smps); /* every SMP the SMA answered came by the router */
+	for (int i = 0; i < SIB_MAD_DROP_MAX; i++)
+		assert_int_equal(d->sn.mad.drop[i], 0);
+	assert_true(d->sn.sma.smps >= d->sn.mad.sent / 2);
+
+	/* cut A-B: B's side is out of reach and stays as it was */
+	sib_sma_link_down(&d->sn, a, 3, SIB_LINK_LOST);
+	act = d->sn.sm_act_count;
+	assert_int_equal(sib_sm_sweep(&d->sn), 0);
+	assert_true(d->sn.sm_act_count > act);
+	assert_int_not_equal(b->mgmt->sm_seen, d->sn.sm.sweeps);
+	assert_int_not_equal(b1->mgmt->sm_seen, d->sn.sm.sweeps);
+	assert_int_equal(pi_of(b1, 1)->port_state, MAD_PORT_STATE_ACTIVE);
+	/* back: the link trains, the SM sweeps and reaches B again */
+	sib_sma_link_up(&d->sn, a, 3);
+	assert_int_equal(b1->mgmt->sm_seen, d->sn.sm.sweeps);
+	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_ACTIVE);
+	assert_int_equal(sib_subnet_route(&d->sn.fab, node(d, "H-5eed000000000a10"), 1, 5,
+					  false).verdict, SIB_ROUTE_OK);
+}
+
 /* The default fabric: switch port 0 LID 1, softib0..3 LIDs 2..5, as before. */
 static void test_builtin_default(void **state)
 {
@@ -1286,6 +1341,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_capability, setup_2sw, teardown),
 		cmocka_unit_test_setup_teardown(test_pma, setup_2sw, teardown),
 		cmocka_unit_test_setup_teardown(test_builtin_sweep, setup_2sw, teardown),
+		cmocka_unit_test_setup_teardown(test_builtin_over_mai, setup_2sw, teardown),
 		cmocka_unit_test(test_builtin_default),
 		cmocka_unit_test(test_builtin_ring),
 	};

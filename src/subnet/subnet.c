@@ -300,6 +300,117 @@ struct sib_route sib_subnet_route(const struct sib_fabric *f, const struct sib_f
 	}
 }
 
+/* ---- multicast routes (IBA 18.2.4.3.3) ---- */
+
+static const struct mad_port_info *mcast_pi(const struct sib_fab_node *n, uint8_t port)
+{
+	return n->mgmt && port <= n->num_ports ? &n->mgmt->port[port].pi : NULL;
+}
+
+/* A port that passes data (IBA 7.2: ACTIVE, the link up). */
+static bool port_active(const struct sib_fab_node *n, uint8_t port)
+{
+	const struct mad_port_info *pi = mcast_pi(n, port);
+
+	return pi && pi->port_state == MAD_PORT_STATE_ACTIVE &&
+	       pi->port_phys_state == MAD_PORT_PHYS_STATE_LINKUP;
+}
+
+/* Across the link from (n, port) to its peer, both ends ACTIVE: the peer
+ * port, or NULL. */
+static const struct sib_fab_port *cross(const struct sib_fab_node *n, uint8_t port)
+{
+	const struct sib_fab_port *peer;
+
+	if (port < 1 || port > n->num_ports || !port_active(n, port))
+		return NULL;
+	peer = n->ports[port].peer;
+	return peer && port_active(peer->node, peer->num) ? peer : NULL;
+}
+
+/*
+ * The egress ports of switch sw's MFT entry for mlid (IBA 18.2.4.3.3:
+ * PortMask blocks of 16 ports per position), as a bitmap over ports
+ * 0..255; an MFT never set forwards nothing.
+ */
+static void mft_ports(const struct sib_fab_node *sw, uint16_t mlid, uint64_t out[4])
+{
+	const struct sib_switch_mgmt *s = sw->mgmt ? sw->mgmt->sw : NULL;
+	uint32_t npos = sib_subnet_mft_positions(sw), idx = mlid - MAD_MLID_START;
+
+	memset(out, 0, 4 * sizeof(uint64_t));
+	if (!s || !s->mft || idx >= s->si.multicast_fdb_cap)
+		return;
+	for (uint32_t pos = 0; pos < npos; pos++) {
+		uint16_t m = s->mft[(size_t)idx * npos + pos];
+
+		for (uint32_t b = 0; b < 16; b++)
+			if (m & (1u << b))
+				out[(pos * 16 + b) / 64] |= 1ull << ((pos * 16 + b) % 64);
+	}
+}
+
+/* Mark switch n visited by walk; true if it was already (or it has no
+ * switch state, so forwards nothing).  O(1): the stamp lives on the switch. */
+static bool mark(uint64_t walk, const struct sib_fab_node *n)
+{
+	struct sib_switch_mgmt *s = n->mgmt ? n->mgmt->sw : NULL;
+
+	if (!s || s->mcast_walk == walk)
+		return true;
+	s->mcast_walk = walk;
+	return false;
+}
+
+int sib_subnet_mcast_route(const struct sib_fabric *f, const struct sib_fab_node *src,
+			   uint8_t port, uint16_t mlid,
+			   void (*reach)(void *ctx, const struct sib_fab_node *n, uint8_t port),
+			   void *ctx)
+{
+	static uint64_t walks; /* the host's thread only */
+	const struct sib_fab_port *first, **queue;
+	unsigned int head = 0, tail = 0;
+	uint64_t walk = ++walks;
+	int rc = 0;
+
+	reach(ctx, src, port);
+	if (!port_active(src, port))
+		return SIB_ROUTE_SRC_DOWN;
+	first = cross(src, port);
+	if (!first)
+		return 0; /* nobody else */
+	if (first->node->type != SIB_NODE_SWITCH) {
+		reach(ctx, first->node, first->num);
+		return 0;
+	}
+	queue = malloc((f->n_nodes + 1) * sizeof(*queue)); /* each switch once */
+	if (!queue)
+		return SIB_ROUTE_LOOP; /* no memory: reaches nobody else */
+	mark(walk, first->node);
+	queue[tail++] = first;
+	while (head < tail) {
+		const struct sib_fab_port *in = queue[head++];
+		const struct sib_fab_node *sw = in->node;
+		uint64_t out[4];
+
+		mft_ports(sw, mlid, out);
+		for (uint32_t p = 1; p <= sw->num_ports; p++) {
+			const struct sib_fab_port *peer;
+
+			if (p == in->num || !(out[p / 64] & (1ull << (p % 64))) || !(peer = cross(sw, (uint8_t)p)))
+				continue;
+			if (peer->node->type != SIB_NODE_SWITCH) {
+				reach(ctx, peer->node, peer->num);
+				continue;
+			}
+			if (!mark(walk, peer->node) && tail < f->n_nodes)
+				queue[tail++] = peer;
+		}
+	}
+	free(queue);
+	return rc;
+}
+
 const char *sib_route_verdict_str(enum sib_route_verdict v)
 {
 	static const char *const names[] = {

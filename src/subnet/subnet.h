@@ -71,7 +71,7 @@ struct sib_switch_mgmt {
 	uint8_t *sl2vl;        /* (num_ports + 1)^2 tables of 16: [in][out][sl];
 	                          NULL until the first SLtoVL Set (reads as
 	                          port[0].sl2vl, the default SL -> SL mod 8) */
-	uint64_t mcast_walk;   /* route.c: the multicast walk that last visited it */
+	uint64_t mcast_walk;   /* sib_subnet_mcast_route: the walk that last visited it */
 };
 
 /* MFT positions of switch n: ports 0..NumPorts in masks of 16 (14.2.5.12). */
@@ -156,6 +156,21 @@ int sib_subnet_lft_entry_set(struct sib_switch_mgmt *sw, uint16_t lid, uint8_t p
 
 struct sib_route sib_subnet_route(const struct sib_fabric *f, const struct sib_fab_node *src,
 				  uint8_t src_port, uint16_t dlid, bool vl15);
+
+/*
+ * The CA ports a multicast packet from CA port (src, port) to mlid
+ * (>= 0xC000) reaches through the switches' MFTs (IBA 18.2.4.3.3): every
+ * switch forwards to the ports of its entry except the one it came in on,
+ * each switch once (a loop in the tables ends there), over links ACTIVE at
+ * both ends.  reach(ctx, n, port) is called for each CA port reached, the
+ * source port first (local loopback of the sender's own members).  0 or a
+ * verdict (SIB_ROUTE_SRC_DOWN; SIB_ROUTE_LOOP: no memory, nobody else
+ * reached).  Stamps sib_switch_mgmt.mcast_walk.
+ */
+int sib_subnet_mcast_route(const struct sib_fabric *f, const struct sib_fab_node *src,
+			   uint8_t port, uint16_t mlid,
+			   void (*reach)(void *ctx, const struct sib_fab_node *n, uint8_t port),
+			   void *ctx);
 
 /* Short name of a verdict ("ok", "lft_miss", ...) for logs and counters. */
 const char *sib_route_verdict_str(enum sib_route_verdict v);

@@ -8,7 +8,7 @@
  *  - MADs in and out: sib_mad_send() puts a MAD on the fabric at a node's
  *    port; what arrives for the host's MAI channels leaves through the
  *    host table below (mad_filters, mad_push, mad_response);
- *  - route lookups: sib_subnet_route() (subnet.h);
+ *  - route lookups: sib_subnet_route(), sib_subnet_mcast_route() (subnet.h);
  *  - link and port state changes: sib_sma_link_down/up(),
  *    sib_sma_set_capability(); the subnet tells the host what changed
  *    through port_changed and route_changed, never by calling it by name;

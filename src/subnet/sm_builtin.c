@@ -489,6 +489,35 @@ static uint32_t plan_lft(struct bfs *b, unsigned int si, uint8_t *lft)
 	return top;
 }
 
+/*
+ * What the SM knows it programmed (its database, as OpenSM's sends only
+ * the blocks that differ): is LFT block blk of switch n already t, or
+ * every entry of MFT block blk at position pos already mask?  A table
+ * never set reads as all 0xFF (LFT) or all 0 (MFT).
+ */
+static bool lft_block_is(const struct sib_fab_node *n, uint32_t blk, const uint8_t *t)
+{
+	const uint8_t *lft = n->mgmt->sw->lft;
+	size_t off = (size_t)blk * MAD_LFT_BLOCK_SIZE;
+
+	for (unsigned int k = 0; k < MAD_LFT_BLOCK_SIZE; k++)
+		if ((lft ? lft[off + k] : MAD_LFT_NO_PATH) != t[k])
+			return false;
+	return true;
+}
+
+static bool mft_block_is(const struct sib_fab_node *n, unsigned int pos, unsigned int blk,
+			 uint16_t mask)
+{
+	const uint16_t *mft = n->mgmt->sw->mft;
+	unsigned int npos = sib_subnet_mft_positions(n);
+
+	for (unsigned int k = 0; k < MAD_MFT_BLOCK_SIZE; k++)
+		if ((mft ? mft[((size_t)blk * MAD_MFT_BLOCK_SIZE + k) * npos + pos] : 0) != mask)
+			return false;
+	return true;
+}
+
 static void program_lfts(struct sweep *s, struct bfs *b)
 {
 	uint8_t *lft = malloc(SIB_SUBN_LFT_CAP), data[MAD_SMP_DATA_SIZE];
@@ -510,6 +539,8 @@ static void program_lfts(struct sweep *s, struct bfs *b)
 			struct mad_lft t;
 
 			memcpy(t.port, lft + blk * MAD_LFT_BLOCK_SIZE, MAD_LFT_BLOCK_SIZE);
+			if (lft_block_is(n, blk, t.port))
+				continue;
 			mad_lft_encode(&t, data);
 			smp(s, n, 0, MAD_METHOD_SET, MAD_ATTR_LIN_FWD_TBL, blk, data);
 		}
@@ -575,8 +606,9 @@ static void program_mfts(struct sweep *s, struct bfs *b)
 				t.port_mask[k] = mask[i * 16 + pos];
 			mad_mft_encode(&t, data);
 			for (unsigned int blk = 0; blk < blocks; blk++)
-				smp(s, n, 0, MAD_METHOD_SET, MAD_ATTR_MCAST_FWD_TBL,
-				    (uint32_t)pos << 28 | blk, data);
+				if (!mft_block_is(n, pos, blk, mask[i * 16 + pos]))
+					smp(s, n, 0, MAD_METHOD_SET, MAD_ATTR_MCAST_FWD_TBL,
+					    (uint32_t)pos << 28 | blk, data);
 		}
 	}
 	free(mask);

@@ -328,7 +328,8 @@ static void place(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr, uint8_t
 static unsigned int bind_access(const struct tr_wr *wr)
 {
 	return IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-	       ((wr->seq >> 1) & 1 ? IBV_ACCESS_LOCAL_WRITE : 0);
+	       ((wr->seq >> 1) & 1 ? IBV_ACCESS_LOCAL_WRITE : 0) |
+	       ((wr->seq >> 2) & 1 ? IBV_ACCESS_MW_BIND : 0);
 }
 
 static unsigned int wr_flags(const struct tr_wr *wr)

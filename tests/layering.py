@@ -18,7 +18,7 @@ from docs/architecture.md, then checks every folder of the matrix:
             go only through a hook table whose type the lower folder
             declares (it can name no other: see the includes).
   matrix    the matrix has no circle, names only its own rows, and every
-            folder of src/ with C files has a row.
+            folder of src/ with C files has a row; every exception is needed.
 Prints one line per violation ("VIOLATION <file>: ...") and exits 1, or a
 summary per folder and exits 0; exits 2 when it cannot read the matrix or
 its inputs.  No output is cached: each run reads the tree and the objects.
@@ -138,10 +138,14 @@ class Tree:
         """May RELFILE (of FOLDER) use TARGET?"""
         if target == folder or target in self.matrix[folder]:
             return True
-        return target in EXC.get(relfile, (set(), ""))[0]
+        if target in EXC.get(relfile, (set(), ""))[0]:
+            USED.add((relfile, target))
+            return True
+        return False
 
 
 EXC = {}
+USED = set()  # (file, folder) pairs an exception was needed for
 
 
 def run(cmd):
@@ -196,23 +200,10 @@ def system_symbols(binaries):
     return syms
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--doc", required=True)
-    ap.add_argument("--source-dir", required=True)
-    ap.add_argument("--build-dir", required=True)
-    ap.add_argument("--objects", required=True)
-    ap.add_argument("--ldd", action="append", default=[])
-    ap.add_argument("--extra", action="append", default=[])
-    a = ap.parse_args()
-
-    matrix, exceptions = parse_matrix(a.doc)
-    EXC.update(exceptions)
-    tree = Tree(matrix, a.source_dir)
-    bad = []
-
-    # Every folder with C files under a matrix root (src/) has a row.
-    roots = {f.split("/")[0] for f in matrix if "/" in f}
+def check_rows(tree, exceptions, bad):
+    """Every folder with C files under a matrix root (src/) has a row; every
+    exception names a file that exists."""
+    roots = {f.split("/")[0] for f in tree.matrix if "/" in f}
     for root in sorted(roots):
         base = os.path.join(tree.srcdir, root)
         for d in sorted(os.listdir(base)) if os.path.isdir(base) else []:
@@ -224,40 +215,42 @@ def main():
         if not os.path.exists(os.path.join(tree.srcdir, f)):
             bad.append("VIOLATION %s: an exception for a file that does not exist (remove its row)" % f)
 
-    # Objects: (folder, source rel, object path).
+
+def collect_objects(tree, listfile, builddir):
+    """[(folder, source rel, object)] of the listed objects built from a
+    folder of the matrix."""
     objs = []
     try:
-        listed = [l.strip() for l in open(a.objects) if l.strip()]
+        listed = [l.strip() for l in open(listfile) if l.strip()]
     except OSError as e:
         die("cannot read the object list: %s" % e)
     for o in dict.fromkeys(listed):
-        src = object_source(o, a.build_dir, tree.srcdir)
+        src = object_source(o, builddir, tree.srcdir)
         rel = tree.rel(src) if src else None
         folder = tree.folder_of(rel) if rel else None
         if folder:
             if not os.path.exists(o):
                 die("%s: not built (build first)" % o)
             objs.append((folder, rel, o))
+    return objs
+
+
+def collect_sources(tree):
+    """{path: (folder, rel)} of every .c and .h of the matrix's folders."""
     sources = {}
-    for f in matrix:
-        base = os.path.join(tree.srcdir, f)
-        for dirpath, dirs, files in os.walk(base):
+    for f in tree.matrix:
+        for dirpath, dirs, files in os.walk(os.path.join(tree.srcdir, f)):
             dirs[:] = [d for d in dirs if tree.folder_of(tree.rel(os.path.join(dirpath, d))) == f]
             for n in files:
                 if n.endswith((".c", ".h")):
                     p = os.path.join(dirpath, n)
                     sources[p] = (f, tree.rel(p))
-    for e in a.extra:
-        folder, _, path = e.partition("=")
-        if folder not in matrix or not os.path.exists(path):
-            die("--extra %s: no such folder row or file" % e)
-        label = "%s/%s" % (folder, os.path.basename(path))
-        if path.endswith(".o"):
-            objs.append((folder, label, path))
-        else:
-            sources[path] = (folder, label)
+    return sources
 
-    # Symbols: definitions per folder, then each object's needs.
+
+def check_symbols(tree, objs, binaries, bad):
+    """Each object's strong undefined symbols against the definitions of the
+    folders it may use and the system."""
     paths = [o for _, _, o in objs]
     defined = {}
     defs = nm_objects(paths, "-g", "--defined-only")
@@ -266,7 +259,7 @@ def main():
             f = line.split()
             if len(f) == 3:
                 defined.setdefault(f[2], set()).add(folder)
-    system = system_symbols(a.ldd)
+    system = system_symbols(binaries)
     undef = nm_objects(paths, "-u")
     for folder, rel, o in objs:
         for line in undef[o]:
@@ -285,34 +278,74 @@ def main():
             elif sym not in system:
                 bad.append("VIOLATION %s: uses %s, which nothing defines" % (rel, sym))
 
-    # Includes and function-pointer casts.
+
+def check_include(tree, path, folder, rel, kind, name, line, bad):
+    """One #include of PATH (a file of FOLDER)."""
     incdirs = [os.path.join(tree.srcdir, "include"), os.path.join(tree.srcdir, "src")]
+    cands = ([os.path.join(os.path.dirname(path), name)] if kind == '"' else []) + \
+        [os.path.join(d, name) for d in incdirs]
+    hit = next((c for c in cands if os.path.exists(c)), None)
+    if hit is None:
+        if kind == '"':
+            bad.append("VIOLATION %s:%d: includes \"%s\", found neither beside it nor in src/ or include/"
+                       % (rel, line, name))
+        return  # a system header
+    hrel = tree.rel(hit)
+    if hrel is None or hrel.startswith("include/"):
+        return  # include/softib/: the public headers
+    target = tree.folder_of(hrel)
+    if target is None:
+        bad.append("VIOLATION %s:%d: includes %s, which belongs to no folder of the matrix" % (rel, line, hrel))
+    elif not tree.may(folder, target, rel):
+        bad.append("VIOLATION %s:%d: includes %s of %s, which %s may not use"
+                   % (rel, line, hrel, target, folder))
+
+
+def check_sources(tree, sources, bad):
+    """Includes and function-pointer casts of every source."""
     for path, (folder, rel) in sorted(sources.items()):
         text = open(path, encoding="utf-8", errors="replace").read()
         for m in INCLUDE_RE.finditer(text):
-            kind, name = m.groups()
-            cands = ([os.path.join(os.path.dirname(path), name)] if kind == '"' else []) + \
-                [os.path.join(d, name) for d in incdirs]
-            hit = next((c for c in cands if os.path.exists(c)), None)
             line = text.count("\n", 0, m.start()) + 1
-            if hit is None:
-                if kind == '"':
-                    bad.append("VIOLATION %s:%d: includes \"%s\", found neither beside it nor in src/ or include/"
-                               % (rel, line, name))
-                continue  # a system header
-            hrel = tree.rel(hit)
-            if hrel is None or hrel.startswith("include/"):
-                continue  # include/softib/: the public headers
-            target = tree.folder_of(hrel)
-            if target is None:
-                bad.append("VIOLATION %s:%d: includes %s, which belongs to no folder of the matrix" % (rel, line, hrel))
-            elif not tree.may(folder, target, rel):
-                bad.append("VIOLATION %s:%d: includes %s of %s, which %s may not use"
-                           % (rel, line, hrel, target, folder))
+            check_include(tree, path, folder, rel, m.group(1), m.group(2), line, bad)
         for m in FNCAST_RE.finditer(text):
             line = text.count("\n", 0, m.start()) + 1
             bad.append("VIOLATION %s:%d: casts to a function-pointer type (%s): a hook gets a declared type"
                        % (rel, line, m.group(0).strip()))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--doc", required=True)
+    ap.add_argument("--source-dir", required=True)
+    ap.add_argument("--build-dir", required=True)
+    ap.add_argument("--objects", required=True)
+    ap.add_argument("--ldd", action="append", default=[])
+    ap.add_argument("--extra", action="append", default=[])
+    a = ap.parse_args()
+
+    matrix, exceptions = parse_matrix(a.doc)
+    EXC.update(exceptions)
+    tree = Tree(matrix, a.source_dir)
+    bad = []
+    check_rows(tree, exceptions, bad)
+    objs = collect_objects(tree, a.objects, a.build_dir)
+    sources = collect_sources(tree)
+    for e in a.extra:
+        folder, _, path = e.partition("=")
+        if folder not in matrix or not os.path.exists(path):
+            die("--extra %s: no such folder row or file" % e)
+        label = "%s/%s" % (folder, os.path.basename(path))
+        if path.endswith(".o"):
+            objs.append((folder, label, path))
+        else:
+            sources[path] = (folder, label)
+    check_symbols(tree, objs, a.ldd, bad)
+    check_sources(tree, sources, bad)
+    for f, (uses, _) in sorted(exceptions.items()):
+        for u in sorted(uses):
+            if (f, u) not in USED and os.path.exists(os.path.join(tree.srcdir, f)):
+                bad.append("VIOLATION %s: its exception for %s is no longer needed (remove the row)" % (f, u))
 
     for line in bad:
         print(line)

@@ -1,0 +1,11 @@
+# SPDX-License-Identifier: MIT
+# Budgets: registered memory against RLIMIT_MEMLOCK (hca/memlock.h), and
+# softibd's per-client quotas of connections, MAI channels, XRC domains
+# and fds (docs/daemon.md "Budgets"), each through a private softibd.
+if(TARGET ibverbs AND TARGET softibd)
+  sib_unit_test(test_memlock SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_memlock.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
+    LIBS ibverbs)
+  target_compile_definitions(test_memlock PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+  add_dependencies(test_memlock softibd)
+endif()

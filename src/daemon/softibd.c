@@ -666,7 +666,6 @@ static void accept_clients(struct sibd *d)
 		}
 		p = sibd_proc_get(d, cred.pid);
 		err = p ? -sibd_budget_take(d, p, SIBD_RES_CONN) : ENOMEM;
-
 		if (err) {
 			refuse_connection(d, fd, err);
 			sibd_proc_put(d, p);

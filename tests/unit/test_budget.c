@@ -337,41 +337,37 @@ static void run_case(int (*grab)(int *n), const char *res, const char *share, in
 	daemon_options(NULL, 0);
 }
 
-static void test_connections(void **state)
+/* One resource: how a hostile client grabs it, its status key, and the
+ * errno where the reserve begins. */
+struct budget_case {
+	int (*grab)(int *n);
+	const char *res;
+	int full_err;
+};
+
+static const struct budget_case connections = { grab_connections, "connections", ENFILE };
+static const struct budget_case channels = { grab_channels, "channels", ENFILE };
+static const struct budget_case inboxes = { grab_inboxes, "inboxes", ENOSPC };
+static const struct budget_case xrcd_files = { grab_xrcd_files, "xrcd_files", ENFILE };
+
+/* The default share, then --client-share 100. */
+static void test_budget(void **state)
 {
-	(void)state;
-	run_case(grab_connections, "connections", NULL, 0);
-	run_case(grab_connections, "connections", "100", ENFILE);
+	const struct budget_case *c = *state;
+
+	run_case(c->grab, c->res, NULL, 0);
+	run_case(c->grab, c->res, "100", c->full_err);
 }
 
-static void test_channels(void **state)
-{
-	(void)state;
-	run_case(grab_channels, "channels", NULL, 0);
-	run_case(grab_channels, "channels", "100", ENFILE);
-}
-
-static void test_inboxes(void **state)
-{
-	(void)state;
-	run_case(grab_inboxes, "inboxes", NULL, 0);
-	run_case(grab_inboxes, "inboxes", "100", ENOSPC);
-}
-
-static void test_xrcd_files(void **state)
-{
-	(void)state;
-	run_case(grab_xrcd_files, "xrcd_files", NULL, 0);
-	run_case(grab_xrcd_files, "xrcd_files", "100", ENFILE);
-}
+#define BUDGET_TEST(c) { "test_" #c, test_budget, NULL, NULL, (void *)&(c) }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_connections),
-		cmocka_unit_test(test_channels),
-		cmocka_unit_test(test_inboxes),
-		cmocka_unit_test(test_xrcd_files),
+		BUDGET_TEST(connections),
+		BUDGET_TEST(channels),
+		BUDGET_TEST(inboxes),
+		BUDGET_TEST(xrcd_files),
 	};
 
 	setenv("SOFTIB_MEMLOCK", "0", 0); /* not the subject here (test_memlock) */

@@ -6,9 +6,12 @@
  * CAP_IPC_LOCK, take them back and fail with ENOMEM.  The limit is read at
  * every registration (setrlimit takes effect at once, as in the kernel);
  * the capability is asked only past the limit, as the kernel asks
- * capable() only then.  Thread-safe: one atomic counter.
+ * capable() only then.  A child of fork starts at 0, as a new mm's
+ * pinned_vm does; what it gives back of its parent's MRs stops at 0.
+ * Thread-safe: one atomic counter.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -26,15 +29,22 @@ static _Atomic uint64_t pinned;  /* pages, this process */
 static atomic_int enabled = -1;  /* -1: SOFTIB_MEMLOCK not read yet */
 static atomic_bool warned;
 
+static void fork_child(void)
+{
+	atomic_store(&pinned, 0);
+}
+
 static bool memlock_on(void)
 {
-	int on = atomic_load_explicit(&enabled, memory_order_relaxed);
+	int on = atomic_load_explicit(&enabled, memory_order_acquire), was = -1;
 	const char *env;
 
 	if (on < 0) {
 		env = getenv("SOFTIB_MEMLOCK");
 		on = !(env && !strcmp(env, "0"));
-		atomic_store_explicit(&enabled, on, memory_order_relaxed);
+		if (atomic_compare_exchange_strong(&enabled, &was, on) && on)
+			pthread_atfork(NULL, NULL, fork_child);
+		on = atomic_load(&enabled);
 	}
 	return on;
 }
@@ -101,8 +111,14 @@ int sib_memlock_pin(const void *addr, size_t length)
 
 void sib_memlock_unpin(const void *addr, size_t length)
 {
-	if (memlock_on())
-		atomic_fetch_sub(&pinned, span_pages(addr, length));
+	uint64_t n, was;
+
+	if (!memlock_on())
+		return;
+	n = span_pages(addr, length);
+	was = atomic_load(&pinned);
+	while (!atomic_compare_exchange_weak(&pinned, &was, was > n ? was - n : 0))
+		;
 }
 
 uint64_t sib_memlock_pinned(void)

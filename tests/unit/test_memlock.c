@@ -7,7 +7,8 @@
  * capabilities) that drops CAP_IPC_LOCK unless the case keeps it.
  * Under the limit reg_mr works; past it ENOMEM; a deregistered MR gives
  * its pages back; two MRs over the same pages count them twice (the
- * kernel's pinned_vm); SOFTIB_MEMLOCK=0 turns the accounting off;
+ * kernel's pinned_vm); a child of fork starts at 0; SOFTIB_MEMLOCK=0 turns
+ * the accounting off;
  * CAP_IPC_LOCK lifts the limit.
  */
 #include <errno.h>
@@ -172,6 +173,33 @@ static int rereg_child(void)
 	return 0;
 }
 
+/* A child of fork starts at 0 pinned pages, as a new mm: its parent's
+ * 768 KiB do not count against its own registrations. */
+static int fork_child(void)
+{
+	struct child c;
+	pid_t pid;
+	int st;
+
+	child_open(&c, false);
+	if (!reg(&c, 0, 768 * KIB))
+		return 1;
+	pid = fork();
+	if (pid == 0) {
+		struct ibv_context *ctx;
+		struct ibv_pd *pd;
+		struct ibv_device **list = ibv_get_device_list(NULL);
+
+		/* the parent's context is not the child's: a fresh one */
+		ctx = list && list[0] ? ibv_open_device(list[0]) : NULL;
+		pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+		_exit(pd && ibv_reg_mr(pd, c.buf, 768 * KIB, IBV_ACCESS_LOCAL_WRITE) ? 0 : 1);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st))
+		return 2;
+	return WEXITSTATUS(st) ? 3 : 0;
+}
+
 /* 4 MiB, four times the limit, registered at once. */
 static int beyond_child(bool keep_cap)
 {
@@ -208,6 +236,12 @@ static void test_memlock_overlap(void **state)
 	assert_int_equal(in_child(overlap_child, NULL), 0);
 }
 
+static void test_memlock_fork(void **state)
+{
+	(void)state;
+	assert_int_equal(in_child(fork_child, NULL), 0);
+}
+
 static void test_memlock_rereg(void **state)
 {
 	(void)state;
@@ -239,6 +273,7 @@ int main(void)
 		cmocka_unit_test(test_memlock_limit),
 		cmocka_unit_test(test_memlock_overlap),
 		cmocka_unit_test(test_memlock_rereg),
+		cmocka_unit_test(test_memlock_fork),
 		cmocka_unit_test(test_memlock_switch),
 		cmocka_unit_test(test_memlock_capable),
 	};

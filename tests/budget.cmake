@@ -10,10 +10,10 @@ if(TARGET ibverbs AND TARGET softibd)
   add_dependencies(test_memlock softibd)
 endif()
 
-if(TARGET ibverbs AND TARGET softibd AND TARGET sib_common)
+if(TARGET ibverbs AND TARGET ibumad AND TARGET softibd AND TARGET sib_common)
   sib_unit_test(test_budget SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_budget.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
-    LIBS ibverbs sib_common)
+    LIBS ibverbs ibumad sib_common)
   target_compile_definitions(test_budget PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
   add_dependencies(test_budget softibd)
   set_tests_properties(test_budget PROPERTIES TIMEOUT 120)

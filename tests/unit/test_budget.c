@@ -6,12 +6,14 @@
  * files until refused, and holds them.  It is refused at its quota
  * (EMFILE), or with --client-share 100 where the reserve begins (ENFILE);
  * either way a newcomer process still gets the status report, opens and
- * queries a device through libibverbs (what ibv_devinfo does), opens a MAI
- * channel (what perfquery does through libibumad) and an XRC domain on a
- * file, and the report shows the hostile process's use and its refusal.
+ * queries a device through libibverbs (what ibv_devinfo does), asks the
+ * PMA for PortCounters through libibumad (what perfquery does), opens an
+ * XRC domain on a file, and the report shows the hostile process's use and
+ * its refusal.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <infiniband/umad.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
 #include <setjmp.h>
@@ -220,8 +222,44 @@ static void hostile_end(struct hostile *h)
 	assert_int_equal(waitpid(h->pid, &st, 0), h->pid);
 }
 
-/* A newcomer process: the report, a device through libibverbs, a MAI
- * channel and an XRC domain on a file.  Exit status: the failed step. */
+/* What perfquery does: PerfMgt Get(PortCounters) of softib0 port 1 to its
+ * PMA through libibumad (a MAI channel in softibd).  0 if answered. */
+static int perf_query(void)
+{
+	struct {
+		struct ib_user_mad hdr;
+		uint8_t mad[256];
+	} req = { 0 }, rsp;
+	umad_port_t port;
+	int fd, agent, len = 256, rc = -1;
+
+	if (umad_init() || umad_get_port("softib0", 1, &port))
+		return -1;
+	fd = umad_open_port("softib0", 1);
+	agent = fd >= 0 ? umad_register(fd, 0x04, 1, 0, NULL) : -1; /* PerfMgt */
+	if (agent >= 0) {
+		req.mad[0] = 1;         /* BaseVersion */
+		req.mad[1] = 0x04;      /* MgmtClass: PerfMgt */
+		req.mad[2] = 1;         /* ClassVersion */
+		req.mad[3] = 0x01;      /* Get */
+		req.mad[15] = 0x42;     /* TID */
+		req.mad[17] = 0x12;     /* AttributeID: PortCounters */
+		req.mad[41] = 1;        /* PortSelect */
+		umad_set_addr(&req, port.base_lid, 1, 0, 0x80010000);
+		if (umad_send(fd, agent, &req, 256, 2000, 0) == 0 &&
+		    umad_recv(fd, &rsp, &len, 2000) == agent && umad_status(&rsp) == 0 &&
+		    rsp.mad[3] == 0x81)
+			rc = 0;
+	}
+	if (fd >= 0)
+		umad_close_port(fd);
+	umad_release_port(&port);
+	return rc;
+}
+
+/* A newcomer process: the report, a device through libibverbs, the PMA
+ * through libibumad, a MAI channel and an XRC domain on a file.  Exit
+ * status: the failed step. */
 static int newcomer(void)
 {
 	struct ibv_device **list;
@@ -242,6 +280,8 @@ static int newcomer(void)
 	ctx = ibv_open_device(list[0]);
 	if (!ctx || ibv_query_port(ctx, 1, &pa))
 		return 3;
+	if (perf_query())
+		return 6;
 	fd = connect_hello();
 	if (fd < 0 || mai_open(fd, &ch))
 		return 4;

@@ -224,29 +224,25 @@ static int beyond_limit_child(void)
 	return beyond_child(false) == 1 ? 0 : 1;
 }
 
-static void test_memlock_limit(void **state)
+/* A case run in one child with the accounting on: the function, in a
+ * struct so that cmocka can carry it as the test's state. */
+struct child_case {
+	int (*fn)(void);
+};
+
+static const struct child_case limit = { limit_child };
+static const struct child_case overlap = { overlap_child };
+static const struct child_case rereg = { rereg_child };
+static const struct child_case forked = { fork_child };
+
+static void test_child_case(void **state)
 {
-	(void)state;
-	assert_int_equal(in_child(limit_child, NULL), 0);
+	const struct child_case *c = *state;
+
+	assert_int_equal(in_child(c->fn, NULL), 0);
 }
 
-static void test_memlock_overlap(void **state)
-{
-	(void)state;
-	assert_int_equal(in_child(overlap_child, NULL), 0);
-}
-
-static void test_memlock_fork(void **state)
-{
-	(void)state;
-	assert_int_equal(in_child(fork_child, NULL), 0);
-}
-
-static void test_memlock_rereg(void **state)
-{
-	(void)state;
-	assert_int_equal(in_child(rereg_child, NULL), 0);
-}
+#define CHILD_TEST(c) { "test_memlock_" #c, test_child_case, NULL, NULL, (void *)&(c) }
 
 /* On by default (no SOFTIB_MEMLOCK, or anything but 0); SOFTIB_MEMLOCK=0 turns it off. */
 static void test_memlock_switch(void **state)
@@ -270,10 +266,10 @@ static void test_memlock_capable(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_memlock_limit),
-		cmocka_unit_test(test_memlock_overlap),
-		cmocka_unit_test(test_memlock_rereg),
-		cmocka_unit_test(test_memlock_fork),
+		CHILD_TEST(limit),
+		CHILD_TEST(overlap),
+		CHILD_TEST(rereg),
+		CHILD_TEST(forked),
 		cmocka_unit_test(test_memlock_switch),
 		cmocka_unit_test(test_memlock_capable),
 	};

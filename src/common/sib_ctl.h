@@ -82,6 +82,11 @@ struct sib_ctl_hdr {
 };
 
 #define SIB_CTL_F_MORE 0x1 /* reply: more chunks follow (STATUS) */
+/* daemon -> client, unasked, the first message of a connection softibd
+ * refuses (then closes): hdr.status says why, EMFILE (the process holds
+ * its share of connections) or ENFILE (softibd keeps the rest for new
+ * clients); docs/daemon.md "Budgets".  Any op and seq. */
+#define SIB_CTL_F_REFUSED 0x2
 
 struct sib_ctl_hello {
 	uint32_t abi_version; /* in and out */

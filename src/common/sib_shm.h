@@ -68,6 +68,10 @@ struct sib_shm_port {
 	uint16_t pkey[SIB_PKEY_TBL_LEN];
 };
 
+/* Every device's firmware version: ibv_query_device's fw_ver (hca), the sysfs
+ * fw_ver (verbs) and umad_get_ca's (softibd's MGMT_QUERY) report this one string. */
+#define SIB_FW_VERSION "0.1.0"
+
 /* One CA node: one verbs device (softib0, ...). */
 struct sib_shm_device {
 	char name[SIB_DEV_NAME_MAX];   /* verbs device name */

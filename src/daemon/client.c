@@ -32,6 +32,7 @@ struct sibd_obj {
 	uint32_t qp_type;      /* QPs: enum ibv_qp_type */
 	uint32_t xrcd;         /* XRCDs, XRC_RECV QPs: the domain's number, held (xrcd.c) */
 	bool gone;             /* devices: unregistered; its objects are released */
+	bool file;             /* XRCDs: opened on a file (counts in c->xrcd_files) */
 };
 
 /* A reply the socket did not take yet; fd is our own dup, or -1. */
@@ -170,6 +171,7 @@ static void obj_destroy(struct sibd *d, struct sibd_client *c, uint32_t handle)
 	}
 	if (o->xrcd) /* an XRCD handle, or an XRC_RECV QP's hold on its domain */
 		sibd_xrcd_put(d, o->dev_index, o->xrcd);
+	c->xrcd_files -= o->file;
 	dev = sib_ht_lookup(&c->ht, o->dev_handle);
 	dev->nchild--;
 	c->count[o->type]--;
@@ -186,8 +188,10 @@ static void dev_close(struct sibd *d, struct sibd_client *c, uint32_t handle)
 		if (o->type != SIBD_OBJ_DEVICE && o->dev_handle == handle)
 			obj_destroy(d, c, h);
 	sib_ht_remove(&c->ht, handle);
-	if (!dev->gone)
+	if (!dev->gone) {
 		sibd_inbox_free(d, dev->inbox);
+		c->inboxes--;
+	}
 	c->count[SIBD_OBJ_DEVICE]--;
 	free(dev);
 }
@@ -219,6 +223,9 @@ static int cmd_open_device(struct sibd *d, struct sibd_client *c, struct sib_ctl
 
 	if (!sibd_dev_present(d, od->dev_index) || od->dev_gen != d->devs[od->dev_index].gen)
 		return -ENODEV;
+	ret = sibd_budget_take(d, c->proc, SIBD_RES_INBOX);
+	if (ret)
+		return ret;
 	ret = sib_ht_reserve(&c->ht, &handle);
 	if (ret)
 		return ret;
@@ -237,6 +244,7 @@ static int cmd_open_device(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	dev->dev_index = od->dev_index;
 	sib_ht_publish(&c->ht, handle, dev);
 	c->count[SIBD_OBJ_DEVICE]++;
+	c->inboxes++;
 
 	od->handle = handle;
 	od->inbox = dev->inbox;
@@ -407,6 +415,10 @@ static int cmd_xrcd_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_m
 		return -EBADF;
 	if (c->count[SIB_OBJ_XRCD] >= SIBD_XRCD_PER_CONN)
 		return -ENOSPC; /* a connection's share of the domains (xrcd.c) */
+	/* a domain on a file may cost softibd an fd: the process's budget */
+	ret = x->has_fd ? sibd_budget_take(d, c->proc, SIBD_RES_XRCD_FILE) : 0;
+	if (ret)
+		return ret;
 	ret = obj_begin(c, x->dev_handle, SIB_OBJ_XRCD, &dev, &o, &handle);
 	if (ret)
 		return ret;
@@ -415,6 +427,8 @@ static int cmd_xrcd_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_m
 		obj_abort(c, o, handle);
 		return ret;
 	}
+	o->file = x->has_fd;
+	c->xrcd_files += o->file;
 	obj_commit(c, dev, o, handle);
 	x->handle = handle;
 	x->num = o->xrcd;
@@ -471,6 +485,15 @@ static int cmd_shutdown(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	return 0;
 }
 
+/* MAI_OPEN: a channel holds an fd of softibd's, so the process's budget
+ * first (budget.c), then the channel (mai_chan.c). */
+static int cmd_mai_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	int ret = sibd_budget_take(d, c->proc, SIBD_RES_CHAN);
+
+	return ret ? ret : sibd_cmd_mai_open(d, c, m, pass_fd);
+}
+
 /* CAPABLE: the connecting process's capability, read by softibd (peer.c). */
 static int cmd_capable(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
 {
@@ -500,7 +523,7 @@ static const struct sibd_cmd {
 	[SIB_CTL_LINK_FAULTS] = { sibd_link_faults, true },
 	[SIB_CTL_MCAST] = { sibd_cmd_mcast, true },             /* mcast.c */
 	[SIB_CTL_XRCD_OPEN] = { cmd_xrcd_open, true },
-	[SIB_CTL_MAI_OPEN] = { sibd_cmd_mai_open, false },      /* mai_chan.c */
+	[SIB_CTL_MAI_OPEN] = { cmd_mai_open, false },           /* mai_chan.c */
 	[SIB_CTL_MAI_FILTER] = { sibd_cmd_mai_filter, false },
 	[SIB_CTL_MGMT_QUERY] = { sibd_cmd_mgmt_query, false },  /* mgmt_query.c */
 	[SIB_CTL_ROUTE] = { sibd_cmd_route, true },             /* route.c */
@@ -583,16 +606,18 @@ void sibd_client_device_gone(struct sibd *d, struct sibd_client *c, uint32_t dev
 			if (o->type != SIBD_OBJ_DEVICE && o->dev_handle == h)
 				obj_destroy(d, c, ch);
 		sibd_inbox_free(d, dev->inbox);
+		c->inboxes--;
 		dev->gone = true;
 	}
 }
 
 /* ---- lifetime ----------------------------------------------------------- */
 
-struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid)
+struct sibd_client *sibd_client_new(struct sibd *d, int fd, struct sibd_proc *p)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 	struct sibd_client *c = calloc(1, sizeof(*c));
+	pid_t pid = p->pid;
 
 	if (!c)
 		return NULL;
@@ -614,6 +639,8 @@ struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid)
 	d->clients_tail = c;
 	d->nclients++;
 	d->ctr.connections++;
+	c->proc = p;
+	p->conns++;
 	return c;
 }
 
@@ -655,5 +682,7 @@ void sibd_client_release(struct sibd *d, struct sibd_client *c)
 		d->clients_tail = c->prev;
 	if (--d->nclients == 0)
 		d->idle_since_ms = sibd_now_ms();
+	c->proc->conns--;
+	sibd_proc_put(d, c->proc);
 	free(c);
 }

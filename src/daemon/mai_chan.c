@@ -761,6 +761,15 @@ void sibd_mai_client_gone(struct sibd *d, struct sibd_client *c)
 	reap(d);
 }
 
+uint32_t sibd_mai_chans_of(const struct sibd *d, const struct sibd_proc *p)
+{
+	uint32_t n = 0;
+
+	for (const struct chan *ch = d->mai ? d->mai->chans : NULL; ch; ch = ch->next)
+		n += !ch->dead && (!p || ch->owner->proc == p);
+	return n;
+}
+
 /* ---- lifetime and report -------------------------------------------------------- */
 
 int sibd_mai_poll_fd(const struct sibd *d)

@@ -17,6 +17,7 @@
 
 struct sibd;
 struct sibd_client;
+struct sibd_proc;
 struct sib_ctl_msg;
 
 #define SIBD_MAI_CHAN_FIRST	16u	/* clients' channels: from here to MAI_TID_CHAN_MASK, then wrap */
@@ -52,6 +53,8 @@ void sibd_mai_timers(struct sibd *d);
 void sibd_mai_device_gone(struct sibd *d, uint32_t dev_index);
 /* Connection c closes: its channels close. */
 void sibd_mai_client_gone(struct sibd *d, struct sibd_client *c);
+/* Live channels of the connections of process p (budget.c), all if p is NULL. */
+uint32_t sibd_mai_chans_of(const struct sibd *d, const struct sibd_proc *p);
 int sibd_cmd_mai_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,
 		      int *pass_fd);
 int sibd_cmd_mai_filter(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m,

@@ -14,7 +14,7 @@
 
 #include "daemon/softibd.h"
 #include "subnet/subnet.h"
-#include "hca/provider.h" /* SIB_FW_VERSION, as ibv_query_device reports it */
+#include "common/sib_shm.h" /* SIB_FW_VERSION */
 
 /* PortInfo:LinkWidthActive and LinkSpeedActive (IBA 14.2.5.6) -> Gb/s. */
 static uint32_t port_rate(uint8_t width, uint8_t speed)

@@ -62,6 +62,14 @@ static const char usage[] =
 "                        owned by another user or writable by group or\n"
 "                        others is refused (exit 1)\n"
 "      --idle-exit SECS  exit after SECS without any client (0 = never)\n"
+"      --client-share PCT  a client process may hold at most PCT percent\n"
+"                        (1-100, default 25) of softibd's connections, MAI\n"
+"                        channels, inboxes and XRC domains on files; one more\n"
+"                        is EMFILE.  The last eighth of each is kept for\n"
+"                        processes holding fewer than 4 (ENFILE for others),\n"
+"                        so `softib status` and ibv_devinfo always get in.\n"
+"                        The maxima follow RLIMIT_NOFILE; `softib status`\n"
+"                        shows them, each client's use and the refusals\n"
 "      --autostart       started on demand by a client: exit 0 quietly if a\n"
 "                        daemon already runs; idle exit after $SOFTIB_IDLE_EXIT\n"
 "                        or 30 seconds unless --idle-exit is given\n"
@@ -75,7 +83,7 @@ static const char usage[] =
 
 enum {
 	OPT_TOPOLOGY = 256, OPT_SM, OPT_SOCKET, OPT_IDLE, OPT_AUTOSTART, OPT_STATUS, OPT_STOP,
-	OPT_VERSION,
+	OPT_VERSION, OPT_SHARE,
 };
 
 static const struct option long_opts[] = {
@@ -85,6 +93,7 @@ static const struct option long_opts[] = {
 	{ "sm", required_argument, NULL, OPT_SM },
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "idle-exit", required_argument, NULL, OPT_IDLE },
+	{ "client-share", required_argument, NULL, OPT_SHARE },
 	{ "autostart", no_argument, NULL, OPT_AUTOSTART },
 	{ "status", no_argument, NULL, OPT_STATUS },
 	{ "stop", no_argument, NULL, OPT_STOP },
@@ -147,6 +156,7 @@ static int parse_seconds(const char *s, long long *out)
 
 static int parse_options(int argc, char **argv, struct options *o, struct sibd *d)
 {
+	long long share;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "fdh", long_opts, NULL)) != -1) {
@@ -162,6 +172,14 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 					optarg);
 				return -1;
 			}
+			break;
+		case OPT_SHARE:
+			if (parse_seconds(optarg, &share) || share < 1 || share > 100) {
+				fprintf(stderr, "softibd: --client-share: a percentage 1-100, not %s\n",
+					optarg);
+				return -1;
+			}
+			d->budget.share = (unsigned int)share;
 			break;
 		case OPT_AUTOSTART: o->autostart = true; break;
 		case OPT_STATUS: o->status = true; break;
@@ -365,27 +383,40 @@ static void daemon_stdio(void)
 
 /* ---- setup -------------------------------------------------------------- */
 
-static unsigned int max_clients = SIBD_MAX_CLIENTS;
+#define FIXED_FDS 64 /* listen, lock, epoll, signalfd, map, reserve, inotify, captures, ... */
 
-/* Raise the fd limit and fit the budget in it: each client may hold its
- * socket and a queued fd, each MAI channel its socket (a third of what is
- * spare at most); SIB_MAX_INBOXES + 64 stay for the rest. */
-static void fd_limits(void)
+static uint32_t at_most(rlim_t n, uint32_t cap)
 {
-	struct rlimit rl;
-	rlim_t spare;
+	return n < cap ? (uint32_t)n : cap;
+}
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
-		return;
-	rl.rlim_cur = rl.rlim_max;
-	setrlimit(RLIMIT_NOFILE, &rl);
-	getrlimit(RLIMIT_NOFILE, &rl);
-	spare = rl.rlim_cur > SIB_MAX_INBOXES + 64 ? rl.rlim_cur - SIB_MAX_INBOXES - 64 : 0;
-	if (spare / 3 < sibd_mai_chans_max)
-		sibd_mai_chans_max = (unsigned int)(spare / 3);
-	spare -= sibd_mai_chans_max;
-	if (spare / 2 < max_clients)
-		max_clients = (unsigned int)(spare / 2);
+/* Raise the fd limit and fit the budgets in it (budget.c): each inbox
+ * holds a memfd (SIB_MAX_INBOXES of them) and FIXED_FDS stay for the
+ * daemon; of the rest, XRC domains on files may take a quarter, MAI
+ * channels a third of what is left, and each connection its socket and
+ * a queued fd. */
+static void fd_limits(struct sibd *d)
+{
+	uint32_t xrcd_files, chans;
+	struct rlimit rl;
+	rlim_t spare = 0;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+		getrlimit(RLIMIT_NOFILE, &rl);
+		if (rl.rlim_cur > SIB_MAX_INBOXES + FIXED_FDS)
+			spare = rl.rlim_cur - SIB_MAX_INBOXES - FIXED_FDS;
+	}
+	xrcd_files = at_most(spare / 4, SIBD_XRCD_FILES_MAX);
+	spare -= xrcd_files;
+	chans = at_most(spare / 3, SIBD_MAI_CHANS_MAX);
+	spare -= chans;
+	sibd_mai_chans_max = chans;
+	sibd_budget_set(d, SIBD_RES_XRCD_FILE, xrcd_files);
+	sibd_budget_set(d, SIBD_RES_CHAN, chans);
+	sibd_budget_set(d, SIBD_RES_CONN, at_most(spare / 2, SIBD_MAX_CLIENTS));
+	sibd_budget_set(d, SIBD_RES_INBOX, SIB_MAX_INBOXES);
 }
 
 static int setup_signals(struct sibd *d)
@@ -499,7 +530,7 @@ static int setup(struct sibd *d)
 	int ret;
 
 	umask(077);
-	fd_limits();
+	fd_limits(d);
 	if (setup_signals(d))
 		return SETUP_FAILED;
 	if (private_dir(d->sock_path))
@@ -582,11 +613,26 @@ static bool accept_out_of_fds(struct sibd *d, int err)
 	return false;
 }
 
+/* A connection of p that its budget refuses (budget.c): one message saying
+ * why (SIB_CTL_F_REFUSED, status EMFILE or ENFILE), which the client reads
+ * even after we close, then closed and counted. */
+static void refuse_connection(struct sibd *d, int fd, int err)
+{
+	struct sib_ctl_msg m = { .hdr.magic = SIB_CTL_MAGIC, .hdr.op = SIB_CTL_HELLO };
+
+	m.hdr.flags = SIB_CTL_F_REFUSED;
+	m.hdr.status = err;
+	sib_ctl_send(fd, &m, -1);
+	close(fd);
+	d->ctr.refused++;
+}
+
 static void accept_clients(struct sibd *d)
 {
+	struct sibd_proc *p;
 	struct ucred cred;
 	socklen_t len;
-	int fd;
+	int fd, err;
 
 	if (d->accept_resume_ms)
 		return; /* paused: run() resumes */
@@ -617,12 +663,16 @@ static void accept_clients(struct sibd *d)
 				 (unsigned int)cred.uid);
 			d->ctr.refused++;
 			close(fd);
-		} else if (d->nclients >= max_clients) {
-			sibd_log("refused pid %d: %u clients already", (int)cred.pid, d->nclients);
-			d->ctr.refused++;
+			continue;
+		}
+		p = sibd_proc_get(d, cred.pid);
+		err = p ? -sibd_budget_take(d, p, SIBD_RES_CONN) : ENOMEM;
+		if (err) {
+			refuse_connection(d, fd, err);
+			sibd_proc_put(d, p);
+		} else if (!sibd_client_new(d, fd, p)) {
 			close(fd);
-		} else if (!sibd_client_new(d, fd, cred.pid)) {
-			close(fd);
+			sibd_proc_put(d, p);
 		}
 	}
 }
@@ -699,7 +749,7 @@ int main(int argc, char **argv)
 	struct options o = { .idle_s = -1 };
 	struct sibd d = {
 		.lock_fd = -1, .listen_fd = -1, .ep_fd = -1, .sig_fd = -1, .shm_fd = -1,
-		.reserve_fd = -1,
+		.reserve_fd = -1, .budget.share = SIBD_CLIENT_SHARE,
 	};
 	int ready_fd = -1, ret;
 	char idle[32];

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <sys/un.h>
 
@@ -21,11 +22,42 @@
 #include "softib/mai.h"
 
 #define SIBD_MAX_CLIENTS   1024    /* connections; more are refused */
+#define SIBD_CLIENT_SHARE  25      /* a client's quota of each budget, percent (--client-share) */
+#define SIBD_XRCD_FILES_MAX 4096   /* XRC domains on files (an fd each), if the fd limit allows */
 #define SIBD_MAX_HANDLES   SIB_CTL_MAX_HANDLES /* devices + objects per connection; then ENOMEM */
 #define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */
 
 struct sibd_out;
 struct mai_mad;
+
+/* budget.c: what softibd holds for clients, each with a maximum, a
+ * client's quota and a reserve for newcomers (docs/daemon.md "Budgets"). */
+enum sibd_res {
+	SIBD_RES_CONN,                  /* connections: a socket and a queued reply fd each */
+	SIBD_RES_CHAN,                  /* MAI channels: a socketpair end each */
+	SIBD_RES_INBOX,                 /* OPEN_DEVICE inboxes: a memfd each */
+	SIBD_RES_XRCD_FILE,             /* XRC domains on a file: the file's fd each */
+	SIBD_RES_NUM,
+};
+
+struct sibd_budget {
+	unsigned int share;             /* --client-share: a client's quota, percent of max */
+	uint32_t max[SIBD_RES_NUM];
+	uint32_t quota[SIBD_RES_NUM];   /* one client's most; one more is EMFILE */
+	uint32_t reserve[SIBD_RES_NUM]; /* the last ones: only for clients holding little */
+	uint64_t refused[SIBD_RES_NUM];
+};
+
+/* A client process: every connection it made (SO_PEERCRED pid) shares one budget. */
+struct sibd_proc {
+	struct sibd_proc *next;
+	pid_t pid;
+	unsigned long long start;       /* /proc/<pid>/stat starttime: tells a reused pid apart */
+	uint32_t refs;                  /* its connections */
+	uint32_t conns;                 /* the same, counted for the budget */
+	uint64_t refused;               /* requests refused for its budget */
+	bool warned;                    /* said so in the log */
+};
 
 /* A connection's subscription to pushed events (events.c owns it). */
 struct sibd_ev_sub {
@@ -41,6 +73,9 @@ struct sibd_client {
 	struct sibd_client *prev, *next;
 	int fd;
 	pid_t pid;                      /* SO_PEERCRED at accept */
+	struct sibd_proc *proc;         /* its process's budget (budget.c) */
+	uint32_t inboxes;               /* inboxes it holds (open, not unregistered devices) */
+	uint32_t xrcd_files;            /* its XRCD handles opened on a file */
 	bool hello;                     /* a HELLO with our ABI was seen */
 	bool dead;                      /* release once the current event is done */
 	struct sib_htable ht;           /* handles -> struct sibd_obj */
@@ -108,6 +143,8 @@ struct sibd {
 	bool fd_warned;                 /* logged running out of fds since the last accept */
 	struct sibd_client *clients, *clients_tail;
 	unsigned int nclients;
+	struct sibd_proc *procs;        /* client processes (budget.c) */
+	struct sibd_budget budget;
 	long long start_ms, idle_since_ms;
 	bool stop;
 	struct sibd_counters ctr;
@@ -115,6 +152,7 @@ struct sibd {
 	/* XRC domains (xrcd.c) */
 	struct sibd_xrcd *xrcds;
 	uint32_t xrcd_next;             /* the last domain number handed out */
+	uint32_t xrcd_files;            /* domains on a file: each holds its fd */
 
 	/* MADs: MAI channels and the MAD router (mai_chan.c, mad_router.c) */
 	struct sibd_mai *mai;
@@ -166,6 +204,21 @@ void sibd_route_changed(struct sibd *d);
 void sibd_data_counters(struct sibd *d, uint32_t dev_index, uint8_t port_num,
 			struct sib_pma_counters *sum);
 
+/* budget.c.  budget_set: maximum max of r, its quota and reserve from
+ * budget.share.  proc_get: the process of pid, a reference taken (NULL:
+ * out of memory); proc_put drops it.  budget_take: may p hold one more of
+ * r?  0, -EMFILE (its quota), -ENFILE (softibd's maximum, or its reserve
+ * while p holds enough; inboxes: -ENOSPC), counted and logged once per
+ * process; p NULL: 0.  The caller then creates the object, which counts
+ * from then on.  budget_used: what p holds of r now. */
+void sibd_budget_set(struct sibd *d, enum sibd_res r, uint32_t max);
+const char *sibd_res_name(enum sibd_res r);
+struct sibd_proc *sibd_proc_get(struct sibd *d, pid_t pid);
+void sibd_proc_put(struct sibd *d, struct sibd_proc *p);
+int sibd_budget_take(struct sibd *d, struct sibd_proc *p, enum sibd_res r);
+uint32_t sibd_budget_used(const struct sibd *d, const struct sibd_proc *p, enum sibd_res r);
+void sibd_budget_status(const struct sibd *d, FILE *f);
+
 /* softibd.c */
 void sibd_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 long long sibd_now_ms(void);
@@ -199,7 +252,8 @@ void sibd_qpn_free(struct sibd *d, uint32_t qpn);
 
 /* client.c */
 #define SIBD_REPLIED 1 /* a command handler's return: it sent its replies itself */
-struct sibd_client *sibd_client_new(struct sibd *d, int fd, pid_t pid);
+/* A new connection of process p (its reference passes to the client). */
+struct sibd_client *sibd_client_new(struct sibd *d, int fd, struct sibd_proc *p);
 void sibd_client_event(struct sibd *d, struct sibd_client *c, uint32_t events);
 void sibd_client_release(struct sibd *d, struct sibd_client *c);
 

@@ -150,6 +150,7 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 		(unsigned long long)d->sn.sma.m_key_violations, (unsigned long long)d->sn.sma.traps_sent,
 		(unsigned long long)d->sn.sma.traps_unsent, (unsigned long long)d->sn.sma.trap_represses,
 		(unsigned long long)d->sn.sma.train_failed, (unsigned long long)d->sn.sma.sm_traps);
+	sibd_budget_status(d, f);
 	if (fclose(f) != 0) {
 		free(*text);
 		*text = NULL;

@@ -82,8 +82,9 @@ int sibd_xrcd_open(struct sibd *d, uint32_t dev_index, int fd, uint32_t oflags, 
 	x->fd = -1;
 	if (fd >= 0 && (x->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3)) < 0) {
 		free(x);
-		return -ENOMEM; /* out of fds */
+		return -ENFILE; /* out of fds after all (budget.c counts them first) */
 	}
+	d->xrcd_files += x->fd >= 0;
 	do /* fewer than SIBD_MAX_XRCDS are taken: this ends */
 		d->xrcd_next++;
 	while (!d->xrcd_next || find_num(d, dev_index, d->xrcd_next));
@@ -119,8 +120,10 @@ void sibd_xrcd_put(struct sibd *d, uint32_t dev_index, uint32_t num)
 			continue;
 		if (--x->refs == 0) {
 			*pp = x->next;
-			if (x->fd >= 0)
+			if (x->fd >= 0) {
 				close(x->fd);
+				d->xrcd_files--;
+			}
 			free(x);
 		}
 		return;

@@ -20,10 +20,11 @@
 /* Access a window can grant (ibv_bind_mw(3)); ZERO_BASED is not offered
  * (EINVAL, as mlx5's bind_mw). */
 #define SIB_MW_ACCESS (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)
-/* What a bind may ask for: LOCAL_WRITE too, which grants nothing remote and
- * is dropped (rxe's RXE_ACCESS_SUPPORTED_MW and mlx5 accept it; pyverbs'
- * tests bind with it). */
-#define SIB_MW_ACCESS_ACCEPTED (SIB_MW_ACCESS | IBV_ACCESS_LOCAL_WRITE)
+/* What a bind may ask for: LOCAL_WRITE and MW_BIND too, which grant nothing
+ * remote through a window and are dropped (rxe's RXE_ACCESS_SUPPORTED_MW and
+ * mlx5 accept them; pyverbs' tests bind with LOCAL_WRITE, and programs pass
+ * the MR's own flags). */
+#define SIB_MW_ACCESS_ACCEPTED (SIB_MW_ACCESS | IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND)
 
 int sib_mw_ctx_init(struct sib_context *ctx)
 {

@@ -19,6 +19,7 @@
 
 #include "common/fabric_view.h"
 #include "hca/direct.h"
+#include "hca/memlock.h"
 #include "hca/mw.h"
 #include "hca/transport.h"
 
@@ -344,10 +345,15 @@ static struct ibv_mr *sib_reg_mr(struct ibv_pd *ibpd, void *addr, size_t length,
 		errno = rc;
 		return NULL;
 	}
+	rc = sib_memlock_pin(addr, length); /* ib_umem_get: ENOMEM past RLIMIT_MEMLOCK */
+	if (rc) {
+		errno = rc;
+		return NULL;
+	}
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
-		errno = ENOMEM;
-		return NULL;
+		rc = ENOMEM;
+		goto err_unpin;
 	}
 	rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_MR, 0, &mr->handle, NULL);
 	if (rc)
@@ -378,6 +384,8 @@ err_obj:
 	sib_host->obj_destroy(mr->handle);
 err_free:
 	free(mr);
+err_unpin:
+	sib_memlock_unpin(addr, length);
 	errno = rc;
 	return NULL;
 }
@@ -408,6 +416,7 @@ static int sib_dereg_mr(struct ibv_mr *ibmr)
 	if (!rc) /* (a user that never let go keeps the pages shared) */
 		sib_dx_mr_detach(mr); /* one MR less on its memfd pages */
 	atomic_fetch_sub(&((struct sib_pd *)ibmr->pd)->usecnt, 1);
+	sib_memlock_unpin(ibmr->addr, ibmr->length);
 	sib_host->obj_destroy(mr->handle);
 	if (!rc)
 		free(mr);
@@ -478,8 +487,16 @@ static int sib_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, voi
 		r.iova = (uintptr_t)addr;
 		r.length = length;
 	}
-	if (sib_objtab_unpublish(&ctx->mrs, h))
+	/* a new translation pins its pages before the old ones go, as the
+	 * kernel's rereg builds the new umem first */
+	rc = flags & IBV_REREG_MR_CHANGE_TRANSLATION ? sib_memlock_pin(addr, length) : 0;
+	if (rc)
+		return rc;
+	if (sib_objtab_unpublish(&ctx->mrs, h)) {
+		if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+			sib_memlock_unpin(addr, length);
 		return EINVAL; /* not ours (a stale MR) */
+	}
 	sib_dx_mr_revoke(ctx, mr); /* no peer copies into the old MR from here on */
 	rc = sib_objtab_wait(&ctx->mrs, h, SIB_DESTROY_WAIT_NS, sib_engine_poke, ctx);
 	if (!rc) {
@@ -489,9 +506,12 @@ static int sib_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, voi
 		if (new_pd)
 			mr->ibv.pd = ibpd;
 		if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+			sib_memlock_unpin(mr->ibv.addr, mr->ibv.length);
 			mr->ibv.addr = addr;
 			mr->ibv.length = length;
 		}
+	} else if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		sib_memlock_unpin(addr, length); /* EBUSY: the MR keeps its old pages */
 	}
 	/* The export entry again: the new range's pages (the old ones stay
 	 * on their memfd, see sib_dx_mr_detach), access and PD. */

@@ -42,8 +42,6 @@ static inline bool sib_is_qp_event(enum ibv_event_type t)
 	}
 }
 
-#define SIB_FW_VERSION "0.1.0"
-
 /* Keep sorted (as rdma-core's verbs_context_ops).  NULL: not implemented;
  * the layer above substitutes a fallback that fails the documented way. */
 struct sib_hca_ops {

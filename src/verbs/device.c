@@ -336,8 +336,14 @@ static int lib_connect(void)
 	rc = sib_ctl_call(fd, &m, &mfd);
 	if (rc < 0 || m.hdr.status || mfd < 0) {
 		rc = rc < 0 ? -rc : m.hdr.status ? m.hdr.status : EPROTO;
-		snprintf(why, sizeof(why), "HELLO to softibd failed (ABI %u; the daemon's %u): %s",
-			 SIB_ABI_VERSION, m.u.hello.abi_version, strerror(rc));
+		if (rc == EMFILE || rc == ENFILE) /* its budget (docs/daemon.md "Budgets") */
+			snprintf(why, sizeof(why), "softibd refused this process's connection: %s (%s; "
+				 "see softib status)", strerror(rc), rc == EMFILE ?
+				 "it holds its share, softibd --client-share" :
+				 "softibd keeps the rest for new clients");
+		else
+			snprintf(why, sizeof(why), "HELLO to softibd failed (ABI %u; the daemon's %u): %s",
+				 SIB_ABI_VERSION, m.u.hello.abi_version, strerror(rc));
 		goto err;
 	}
 	rc = -sib_fabric_view_attach(&sib_fview, mfd, m.u.hello.fabric_size);

@@ -268,15 +268,101 @@ static void msg_free(struct tr_msg *m)
 	free(m);
 }
 
+/* The endpoint that sent what wc received on q, and (UD) whether it sent
+ * with a GRH; *dst is the receiving endpoint (NULL: an XRC target QP). */
+static struct tr_ep *recv_source(struct tr_world *w, const struct tr_rq *q, const struct ibv_wc *wc,
+				 struct tr_ep **dst, bool *global)
+{
+	struct tr_ep *src;
+
+	*global = false;
+	*dst = tr_ep_by_qpn(w, wc->qp_num);
+	if (!*dst) {
+		src = tr_ep_by_tgt_qpn(w, wc->qp_num);
+		if (!src)
+			tr_fail(w, "receive completion on rq %d for QPN 0x%x, which is none of ours", q->id,
+				wc->qp_num);
+		return src;
+	}
+	if ((*dst)->rq != q->id)
+		tr_fail(w, "receive completion of rq %d names QPN 0x%x, which receives on rq %d", q->id,
+			wc->qp_num, (*dst)->rq);
+	if ((*dst)->kind != TR_UD)
+		return &w->ep[(*dst)->peer];
+	src = tr_ep_by_qpn(w, wc->src_qp);
+	if (!src || src->kind != TR_UD)
+		tr_fail(w, "UD receive from source QPN 0x%x: no UD endpoint", wc->src_qp);
+	if (wc->slid != w->ctx[src->ctx].lid || wc->pkey_index != 0 || wc->sl != 0)
+		tr_fail(w, "UD receive from endpoint %d: slid %u pkey_index %u sl %u, want %u 0 0", src->id,
+			wc->slid, wc->pkey_index, wc->sl, w->ctx[src->ctx].lid);
+	*global = src->ah_global[(*dst)->id];
+	return src;
+}
+
+/* m (after prev in f, pos places from its head) has been received into
+ * q's slot: take it off the FIFO and account for it.  A lossy queue keeps
+ * it for the duplicates that may follow, and forgets what is overdue: a
+ * message more than TR_REORDER places older than one that arrived is lost
+ * (UC keeps order; UD is reordered by a fault a place or two at the most). */
+static void recv_done(struct tr_world *w, struct tr_cq *cq, struct tr_rq *q, uint32_t slot, struct tr_fifo *f,
+		      struct tr_msg *m, struct tr_msg *prev, uint32_t pos, uint32_t qp_num)
+{
+	if (prev)
+		prev->next = m->next;
+	else
+		f->head = m->next;
+	if (f->tail == m)
+		f->tail = prev;
+	f->n--;
+	w->bytes_checked += m->len;
+	w->messages++;
+	w->last_progress_ms = tr_now_ms();
+	q->received++;
+	if (q->reserved)
+		q->reserved--;
+	tr_slot_release(q, slot);
+	if (m->inv) /* the window is free at its owner: it may be bound again */
+		w->ep[m->src_ep].mw.state = TR_MW_FREE;
+	if (cq->armed == 2 && cq->must_event == false && m->solicited) {
+		cq->must_event = true;
+		cq->must_event_since_ms = tr_now_ms();
+		snprintf(cq->must_event_why, sizeof(cq->must_event_why),
+			 "a solicited %s from endpoint %d (WR %llu) to QPN 0x%x", m->uc_write ? "WRITE_WITH_IMM" : "SEND",
+			 m->src_ep, (unsigned long long)m->seq, qp_num);
+	}
+	if (q->lossy) {
+		uint32_t k = f->ndone++ % 16;
+
+		if (f->ndone > 16)
+			msg_free(f->done[k]);
+		f->done[k] = m;
+	} else {
+		msg_free(m);
+	}
+	while (q->lossy && pos > TR_REORDER) {
+		struct tr_msg *o = f->head;
+
+		f->head = o->next;
+		if (!f->head)
+			f->tail = NULL;
+		f->n--;
+		q->lost++;
+		if (q->reserved)
+			q->reserved--;
+		msg_free(o);
+		pos--;
+	}
+}
+
 static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc *wc)
 {
 	uint32_t qid = (uint32_t)(wc->wr_id >> 32) & 0x3fffffffu, slot = (uint32_t)wc->wr_id;
 	struct tr_rq *q;
-	struct tr_ep *dst, *src = NULL;
+	struct tr_ep *dst, *src;
 	struct tr_rwqe *x;
 	struct tr_fifo *f;
 	struct tr_msg *m, *prev = NULL;
-	bool ud, global = false;
+	bool ud, global;
 	char why[160] = "";
 	uint32_t pos = 0;                  /* lossy queues: where in the FIFO m was */
 
@@ -287,29 +373,7 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 	x = &q->rwqe[slot];
 	if (q->cq != cq)
 		tr_fail(w, "receive queue %d's completion came on another CQ", q->id);
-	/* The receiving QP and, from it, the source endpoint. */
-	dst = tr_ep_by_qpn(w, wc->qp_num);
-	if (dst) {
-		if (dst->rq != q->id)
-			tr_fail(w, "receive completion of rq %d names QPN 0x%x, which receives on rq %d", q->id,
-				wc->qp_num, dst->rq);
-		if (dst->kind == TR_UD) {
-			src = tr_ep_by_qpn(w, wc->src_qp);
-			if (!src || src->kind != TR_UD)
-				tr_fail(w, "UD receive from source QPN 0x%x: no UD endpoint", wc->src_qp);
-			if (wc->slid != w->ctx[src->ctx].lid || wc->pkey_index != 0 || wc->sl != 0)
-				tr_fail(w, "UD receive from endpoint %d: slid %u pkey_index %u sl %u, want %u 0 0",
-					src->id, wc->slid, wc->pkey_index, wc->sl, w->ctx[src->ctx].lid);
-			global = src->ah_global[dst->id];
-		} else {
-			src = &w->ep[dst->peer];
-		}
-	} else {
-		src = tr_ep_by_tgt_qpn(w, wc->qp_num);
-		if (!src)
-			tr_fail(w, "receive completion on rq %d for QPN 0x%x, which is none of ours", q->id,
-				wc->qp_num);
-	}
+	src = recv_source(w, q, wc, &dst, &global);
 	ud = src->kind == TR_UD;
 	f = &q->from[src->id];
 	m = f->head;
@@ -345,55 +409,7 @@ static void check_recv(struct tr_world *w, struct tr_cq *cq, const struct ibv_wc
 		check_grh(w, x, src, dst);
 	if (!q->lossy || src->kind == TR_UD)
 		slot_untouched(w, q, slot, m->uc_write ? 0 : m->len + (ud ? TR_UD_GRH : 0), m);
-	/* unlink m */
-	if (prev)
-		prev->next = m->next;
-	else
-		f->head = m->next;
-	if (f->tail == m)
-		f->tail = prev;
-	f->n--;
-	w->bytes_checked += m->len;
-	w->messages++;
-	w->last_progress_ms = tr_now_ms();
-	q->received++;
-	if (q->reserved)
-		q->reserved--;
-	tr_slot_release(q, slot);
-	if (m->inv) /* the window is free at its owner: it may be bound again */
-		w->ep[m->src_ep].mw.state = TR_MW_FREE;
-	if (cq->armed == 2 && cq->must_event == false && m->solicited) {
-		cq->must_event = true;
-		cq->must_event_since_ms = tr_now_ms();
-		snprintf(cq->must_event_why, sizeof(cq->must_event_why),
-			 "a solicited %s from endpoint %d (WR %llu) to QPN 0x%x", m->uc_write ? "WRITE_WITH_IMM" : "SEND",
-			 m->src_ep, (unsigned long long)m->seq, wc->qp_num);
-	}
-	if (q->lossy) { /* kept for the duplicates that may follow */
-		uint32_t k = f->ndone++ % 16;
-
-		if (f->ndone > 16)
-			msg_free(f->done[k]);
-		f->done[k] = m;
-	} else {
-		msg_free(m);
-	}
-	/* A lossy queue forgets what is overdue: a message more than
-	 * TR_REORDER places older than one that arrived is lost (UC keeps
-	 * order; UD is reordered by a fault a place or two at the most). */
-	while (q->lossy && pos > TR_REORDER) {
-		struct tr_msg *o = f->head;
-
-		f->head = o->next;
-		if (!f->head)
-			f->tail = NULL;
-		f->n--;
-		q->lost++;
-		if (q->reserved)
-			q->reserved--;
-		msg_free(o);
-		pos--;
-	}
+	recv_done(w, cq, q, slot, f, m, prev, pos, wc->qp_num);
 }
 
 static void print_wc(const char *what, const struct ibv_wc *wc)

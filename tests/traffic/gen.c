@@ -208,6 +208,57 @@ static bool can_post(struct tr_world *w, struct tr_ep *e, const struct tr_wr *wr
 	return true;
 }
 
+/* wr's effect on the model: the target region it writes, the READ or
+ * atomic result it must bring back, the message its receiver must get. */
+static void model_apply(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr)
+{
+	if (wr->op == IBV_WR_RDMA_WRITE || wr->op == IBV_WR_RDMA_WRITE_WITH_IMM) {
+		if (wr->len)
+			memcpy(e->tgt_model + wr->roff, wr->expect, wr->len);
+		if (e->kind == TR_UC && w->o.faults)
+			e->tgt_unknown = true;
+	} else if (wr->op == IBV_WR_RDMA_READ) {
+		wr->expect = malloc(wr->len ? wr->len : 1);
+		memcpy(wr->expect, e->tgt_model + wr->roff, wr->len);
+	} else if (is_atomic(wr->op)) {
+		uint64_t orig, nv;
+
+		memcpy(&orig, e->tgt_model + wr->roff, 8);
+		if (wr->op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			nv = orig + wr->compare_add;
+		else
+			nv = orig == wr->compare_add ? wr->swap : orig;
+		memcpy(e->tgt_model + wr->roff, &nv, 8);
+		wr->expect = malloc(8);
+		memcpy(wr->expect, &orig, 8);
+	}
+	if (wr->dst_rq >= 0 && consumes_rwqe(wr->op)) {
+		struct tr_rq *q = &w->rq[wr->dst_rq];
+		struct tr_msg *m = calloc(1, sizeof(*m));
+		struct tr_fifo *f = &q->from[e->id];
+
+		m->src_ep = e->id;
+		m->seq = wr->seq;
+		m->op = wr->op;
+		m->len = wr->len;
+		m->imm_be = wr->imm_be;
+		m->solicited = wr->solicited;
+		m->uc_write = wr->op == IBV_WR_RDMA_WRITE_WITH_IMM;
+		m->inv = wr->op == IBV_WR_SEND_WITH_INV;
+		if (!m->uc_write && wr->len) {
+			m->data = malloc(wr->len);
+			memcpy(m->data, wr->expect, wr->len);
+		}
+		if (f->tail)
+			f->tail->next = m;
+		else
+			f->head = m;
+		f->tail = m;
+		f->n++;
+		q->reserved++;
+	}
+}
+
 /* Give wr its place: arena addresses (sources filled, sinks marked),
  * inline data in the scratch buffer, and apply its model effect. */
 static void place(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr, uint8_t *scratch)
@@ -273,62 +324,18 @@ static void place(struct tr_world *w, struct tr_ep *e, struct tr_wr *wr, uint8_t
 		e->hist[wr->seq % 64].roff = wr->roff;
 		e->hist[wr->seq % 64].len = wr->len;
 	}
-	/* The model. */
-	if (wr->op == IBV_WR_RDMA_WRITE || wr->op == IBV_WR_RDMA_WRITE_WITH_IMM) {
-		if (wr->len)
-			memcpy(e->tgt_model + wr->roff, wr->expect, wr->len);
-		if (e->kind == TR_UC && w->o.faults)
-			e->tgt_unknown = true;
-	} else if (wr->op == IBV_WR_RDMA_READ) {
-		wr->expect = malloc(wr->len ? wr->len : 1);
-		memcpy(wr->expect, e->tgt_model + wr->roff, wr->len);
-	} else if (is_atomic(wr->op)) {
-		uint64_t orig, nv;
-
-		memcpy(&orig, e->tgt_model + wr->roff, 8);
-		if (wr->op == IBV_WR_ATOMIC_FETCH_AND_ADD)
-			nv = orig + wr->compare_add;
-		else
-			nv = orig == wr->compare_add ? wr->swap : orig;
-		memcpy(e->tgt_model + wr->roff, &nv, 8);
-		wr->expect = malloc(8);
-		memcpy(wr->expect, &orig, 8);
-	}
-	if (wr->dst_rq >= 0 && consumes_rwqe(wr->op)) {
-		struct tr_rq *q = &w->rq[wr->dst_rq];
-		struct tr_msg *m = calloc(1, sizeof(*m));
-		struct tr_fifo *f = &q->from[e->id];
-
-		m->src_ep = e->id;
-		m->seq = wr->seq;
-		m->op = wr->op;
-		m->len = wr->len;
-		m->imm_be = wr->imm_be;
-		m->solicited = wr->solicited;
-		m->uc_write = wr->op == IBV_WR_RDMA_WRITE_WITH_IMM;
-		m->inv = wr->op == IBV_WR_SEND_WITH_INV;
-		if (!m->uc_write && wr->len) {
-			m->data = malloc(wr->len);
-			memcpy(m->data, wr->expect, wr->len);
-		}
-		if (f->tail)
-			f->tail->next = m;
-		else
-			f->head = m;
-		f->tail = m;
-		f->n++;
-		q->reserved++;
-	}
+	model_apply(w, e, wr);
 	e->stats_op[wr->op & 15]++;
 }
 
 /* A window's access: the remote rights the WRs through it need, and now
- * and then IBV_ACCESS_LOCAL_WRITE, which binds accept and ignore (rxe's
- * RXE_ACCESS_SUPPORTED_MW, mlx5; issue 14). */
+ * and then IBV_ACCESS_LOCAL_WRITE and IBV_ACCESS_MW_BIND, which binds
+ * accept and ignore (rxe's RXE_ACCESS_SUPPORTED_MW, mlx5). */
 static unsigned int bind_access(const struct tr_wr *wr)
 {
 	return IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-	       ((wr->seq >> 1) & 1 ? IBV_ACCESS_LOCAL_WRITE : 0);
+	       ((wr->seq >> 1) & 1 ? IBV_ACCESS_LOCAL_WRITE : 0) |
+	       ((wr->seq >> 2) & 1 ? IBV_ACCESS_MW_BIND : 0);
 }
 
 static unsigned int wr_flags(const struct tr_wr *wr)

@@ -379,36 +379,37 @@ static void usage(FILE *f, const char *argv0)
 		argv0);
 }
 
-int main(int argc, char **argv)
+/* The command line into w->o; the transports' names for the replay line
+ * in *tlist.  0, or the exit code (2: bad usage, -1 after --help). */
+static int parse_args(struct tr_world *w, int argc, char **argv, const char **tlist)
 {
-	static struct tr_world w;
 	static const struct option lo[] = {
 		{ "seed", required_argument, NULL, 's' }, { "ops", required_argument, NULL, 'n' },
 		{ "transport", required_argument, NULL, 't' }, { "no-daemon", no_argument, NULL, 'D' },
 		{ "verbose", no_argument, NULL, 'v' }, { "help", no_argument, NULL, 'h' }, { 0 },
 	};
-	const char *tlist = "all";
-	bool have_seed = false, daemon = true;
-	uint64_t t0, total = 0;
+	bool have_seed = false;
 	int c;
 
-	w.o.ops = 2000;
-	w.o.transports = TR_T_ALL;
+	w->o.ops = 2000;
+	w->o.transports = TR_T_ALL;
+	w->o.daemon = true;
+	*tlist = "all";
 	while ((c = getopt_long(argc, argv, "s:n:t:Dvh", lo, NULL)) != -1) {
 		switch (c) {
-		case 's': w.o.seed = strtoull(optarg, NULL, 0); have_seed = true; break;
-		case 'n': w.o.ops = strtoull(optarg, NULL, 0); break;
+		case 's': w->o.seed = strtoull(optarg, NULL, 0); have_seed = true; break;
+		case 'n': w->o.ops = strtoull(optarg, NULL, 0); break;
 		case 't':
-			tlist = optarg;
-			w.o.transports = parse_transports(optarg);
-			if (!w.o.transports) {
+			*tlist = optarg;
+			w->o.transports = parse_transports(optarg);
+			if (!w->o.transports) {
 				usage(stderr, argv[0]);
 				return 2;
 			}
 			break;
-		case 'D': daemon = false; break;
-		case 'v': w.o.verbose = true; break;
-		case 'h': usage(stdout, argv[0]); return 0;
+		case 'D': w->o.daemon = false; break;
+		case 'v': w->o.verbose = true; break;
+		case 'h': usage(stdout, argv[0]); return -1;
 		default: usage(stderr, argv[0]); return 2;
 		}
 	}
@@ -416,11 +417,71 @@ int main(int argc, char **argv)
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		w.o.seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid();
+		w->o.seed = (uint64_t)ts.tv_sec * 1000003u ^ (uint64_t)ts.tv_nsec ^ (uint64_t)getpid();
 	}
-	if (!w.o.ops)
-		w.o.ops = 1;
-	w.o.faults = getenv("SOFTIB_FAULTS") && *getenv("SOFTIB_FAULTS");
+	if (!w->o.ops)
+		w->o.ops = 1;
+	w->o.faults = getenv("SOFTIB_FAULTS") && *getenv("SOFTIB_FAULTS");
+	return 0;
+}
+
+/* The summary line of a run that matched (and per-opcode counts with --verbose). */
+static void report(const struct tr_world *w, uint64_t t0)
+{
+	static const char *const names[16] = {
+		[IBV_WR_RDMA_WRITE] = "WRITE", [IBV_WR_RDMA_WRITE_WITH_IMM] = "WRITE_IMM",
+		[IBV_WR_SEND] = "SEND", [IBV_WR_SEND_WITH_IMM] = "SEND_IMM", [IBV_WR_RDMA_READ] = "READ",
+		[IBV_WR_ATOMIC_CMP_AND_SWP] = "CMP_SWP", [IBV_WR_ATOMIC_FETCH_AND_ADD] = "FETCH_ADD",
+		[IBV_WR_LOCAL_INV] = "LOCAL_INV", [IBV_WR_BIND_MW] = "BIND_MW",
+		[IBV_WR_SEND_WITH_INV] = "SEND_INV",
+	};
+	uint64_t total = 0, lost = 0, dups = 0, binds = 0, rinv = 0, linv = 0, uses = 0, flushed = 0;
+
+	for (int i = 0; i < w->nep; i++) {
+		total += w->ep[i].posted;
+		binds += w->ep[i].mw.binds;
+		rinv += w->ep[i].mw.remote_invs;
+		linv += w->ep[i].mw.local_invs;
+		uses += w->ep[i].mw.uses;
+		flushed += w->ep[i].flushed;
+	}
+	for (int i = 0; i < w->nrq; i++) {
+		lost += w->rq[i].lost;
+		dups += w->rq[i].dups;
+	}
+	printf("traffic: OK: %d endpoints, %d receive queues, %llu WRs, %llu completions, %llu messages, "
+	       "%llu bytes checked, %llu CQ events, %llu RNR episodes",
+	       w->nep, w->nrq, (unsigned long long)total, (unsigned long long)w->completions,
+	       (unsigned long long)w->messages, (unsigned long long)w->bytes_checked,
+	       (unsigned long long)w->events, (unsigned long long)w->rnr_episodes);
+	if (w->o.faults)
+		printf(", %llu UC/UD messages lost, %llu UD duplicates", (unsigned long long)lost,
+		       (unsigned long long)dups);
+	printf(", windows: %llu binds, %llu WRs through them, %llu remote and %llu local invalidations",
+	       (unsigned long long)binds, (unsigned long long)uses, (unsigned long long)rinv,
+	       (unsigned long long)linv);
+	printf(", %llu error episodes (%llu flushes polled before RESET)", (unsigned long long)w->episodes,
+	       (unsigned long long)flushed);
+	printf(", %.2f s\n", (double)(tr_now_ms() - t0) / 1000.0);
+	for (int op = 0; w->o.verbose && op < 16; op++) {
+		uint64_t n = 0;
+
+		for (int i = 0; i < w->nep; i++)
+			n += w->ep[i].stats_op[op];
+		if (n)
+			printf("traffic:   %-10s %llu\n", names[op] ? names[op] : "?", (unsigned long long)n);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static struct tr_world w;
+	const char *tlist;
+	uint64_t t0;
+	int rc = parse_args(&w, argc, argv, &tlist);
+
+	if (rc)
+		return rc < 0 ? 0 : rc;
 	snprintf(replay, sizeof(replay), "%s%s --seed %llu --ops %llu --transport %s",
 		 w.o.faults ? "SOFTIB_FAULTS=... " : "", argv[0], (unsigned long long)w.o.seed,
 		 (unsigned long long)w.o.ops, tlist);
@@ -428,7 +489,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)w.o.ops, tlist, w.o.faults ? ", under SOFTIB_FAULTS" : "");
 	fflush(stdout);
 	cur = &w;
-	if (daemon) {
+	if (w.o.daemon) {
 		if (start_daemon(NULL))
 			tr_fail(NULL, "could not start softibd (%s)", SOFTIBD_PATH);
 		own_daemon = true;
@@ -436,61 +497,7 @@ int main(int argc, char **argv)
 	t0 = tr_now_ms();
 	tr_world_open(&w);
 	run(&w);
-	for (int i = 0; i < w.nep; i++)
-		total += w.ep[i].posted;
-	printf("traffic: OK: %d endpoints, %d receive queues, %llu WRs, %llu completions, %llu messages, "
-	       "%llu bytes checked, %llu CQ events, %llu RNR episodes",
-	       w.nep, w.nrq, (unsigned long long)total, (unsigned long long)w.completions,
-	       (unsigned long long)w.messages, (unsigned long long)w.bytes_checked,
-	       (unsigned long long)w.events, (unsigned long long)w.rnr_episodes);
-	if (w.o.faults) {
-		uint64_t lost = 0, dups = 0;
-
-		for (int i = 0; i < w.nrq; i++) {
-			lost += w.rq[i].lost;
-			dups += w.rq[i].dups;
-		}
-		printf(", %llu UC/UD messages lost, %llu UD duplicates", (unsigned long long)lost,
-		       (unsigned long long)dups);
-	}
-	{
-		uint64_t binds = 0, rinv = 0, linv = 0, uses = 0;
-
-		for (int i = 0; i < w.nep; i++) {
-			binds += w.ep[i].mw.binds;
-			rinv += w.ep[i].mw.remote_invs;
-			linv += w.ep[i].mw.local_invs;
-			uses += w.ep[i].mw.uses;
-		}
-		uint64_t flushed = 0;
-
-		for (int i = 0; i < w.nep; i++)
-			flushed += w.ep[i].flushed;
-		printf(", windows: %llu binds, %llu WRs through them, %llu remote and %llu local invalidations",
-		       (unsigned long long)binds, (unsigned long long)uses, (unsigned long long)rinv,
-		       (unsigned long long)linv);
-		printf(", %llu error episodes (%llu flushes polled before RESET)", (unsigned long long)w.episodes,
-		       (unsigned long long)flushed);
-	}
-	printf(", %.2f s\n", (double)(tr_now_ms() - t0) / 1000.0);
-	if (w.o.verbose) {
-		static const char *const names[16] = {
-			[IBV_WR_RDMA_WRITE] = "WRITE", [IBV_WR_RDMA_WRITE_WITH_IMM] = "WRITE_IMM",
-			[IBV_WR_SEND] = "SEND", [IBV_WR_SEND_WITH_IMM] = "SEND_IMM", [IBV_WR_RDMA_READ] = "READ",
-			[IBV_WR_ATOMIC_CMP_AND_SWP] = "CMP_SWP", [IBV_WR_ATOMIC_FETCH_AND_ADD] = "FETCH_ADD",
-			[IBV_WR_LOCAL_INV] = "LOCAL_INV", [IBV_WR_BIND_MW] = "BIND_MW",
-			[IBV_WR_SEND_WITH_INV] = "SEND_INV",
-		};
-
-		for (int op = 0; op < 16; op++) {
-			uint64_t n = 0;
-
-			for (int i = 0; i < w.nep; i++)
-				n += w.ep[i].stats_op[op];
-			if (n)
-				printf("traffic:   %-10s %llu\n", names[op] ? names[op] : "?", (unsigned long long)n);
-		}
-	}
+	report(&w, t0);
 	tr_world_close(&w);
 	if (own_daemon)
 		stop_daemon(NULL);

@@ -71,6 +71,7 @@ struct tr_opts {
 	unsigned int seconds;          /* stop posting after this long (0: no limit) */
 	bool faults;                   /* SOFTIB_FAULTS is set: loss allowed where IBA allows it */
 	bool verbose;
+	bool daemon;                   /* start a private softibd (not --no-daemon) */
 };
 
 #define TR_T_RC   (1u << 0)

@@ -20,5 +20,9 @@ int start_daemon(void **state);
 int stop_daemon(void **state);
 /* The private softibd's pid (0 before start_daemon). */
 int daemon_process(void);
+/* For the next start_daemon: more softibd options (NULL-terminated, at most
+ * 8; NULL: none) and, if nofile is not 0, its RLIMIT_NOFILE (soft and
+ * hard).  A test may stop_daemon and start_daemon again with others. */
+void daemon_options(const char *const *args, unsigned long nofile);
 
 #endif

@@ -290,8 +290,8 @@ static void test_mw_wrong_type_for_op(void **state)
 	expect_no_wc(B);
 }
 
-/* IBV_ACCESS_LOCAL_WRITE among a bind's access flags is accepted and grants
- * nothing remote (rxe's RXE_ACCESS_SUPPORTED_MW, mlx5; pyverbs' tests bind
+/* IBV_ACCESS_LOCAL_WRITE (and MW_BIND) among a bind's access flags is
+ * accepted and grants nothing remote (rxe's RXE_ACCESS_SUPPORTED_MW, mlx5; pyverbs' tests bind
  * with it), through all three binds: ibv_bind_mw (type 1), IBV_WR_BIND_MW
  * and ibv_wr_bind_mw (type 2). */
 static void test_mw_bind_local_write(void **state)
@@ -304,6 +304,10 @@ static void test_mw_bind_local_write(void **state)
 	(void)state;
 	up_mw(IBV_MW_TYPE_1, MR_ALL);
 	assert_int_equal(bind1(win(0), WIN_LEN, IBV_ACCESS_LOCAL_WRITE | W_RW), 0);
+	expect_wc_op(B, 77, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	write_through(win(0), mw->rkey, IBV_WC_SUCCESS);
+	/* MW_BIND (the MR's own flags passed on) is accepted and dropped too. */
+	assert_int_equal(bind1(win(0), WIN_LEN, IBV_ACCESS_MW_BIND | IBV_ACCESS_LOCAL_WRITE | W_RW), 0);
 	expect_wc_op(B, 77, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
 	write_through(win(0), mw->rkey, IBV_WC_SUCCESS);
 	/* LOCAL_WRITE alone: a window that grants nothing. */

@@ -22,6 +22,19 @@
 
 #include "verbs_harness.h"
 
+/*
+ * Both ends live in one process and each registers BUF_SIZE (4 MiB): 8 MiB
+ * pinned, all of a container's default RLIMIT_MEMLOCK before any test's
+ * own MRs, so without CAP_IPC_LOCK (a developer's shell) these programs
+ * would fail where two processes on hardware would not.  They test verbs,
+ * not the limit (test_memlock.c does): accounting off unless the caller
+ * set SOFTIB_MEMLOCK.  Runs before main, so before any registration.
+ */
+__attribute__((constructor)) static void harness_memlock_off(void)
+{
+	setenv("SOFTIB_MEMLOCK", "0", 0);
+}
+
 /* Poll one completion, failing the test after timeout_ms. */
 void poll_one(struct ibv_cq *cq, struct ibv_wc *wc, unsigned int timeout_ms)
 {

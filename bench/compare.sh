@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Two builds of softib side by side in one run: unmodified ibv_rc_pingpong at
-# 64 B and 64 KiB (path MTU 4096, softib0 <-> softib1) through build A and
+# 64 B and 64 KiB (path MTU 4096, softib0 <-> softib1), and perftest's
+# ib_send_lat -s 2 (t_typical, usec) and ib_write_bw -s 8 (MsgRate, Mpps)
+# when perftest is installed, through build A and
 # build B, their runs interleaved (A, B, A, B, ...) so that a change of the
 # VM's CPU placement hits both alike.  The cache-line round trip is printed
 # before and after: it says which placement the run had (docs: README).
@@ -45,6 +47,19 @@ pingpong() { # BUILD_INDEX SIZE -> "usec/iter"
 
 median() { sort -g | sed -n "$(((runs + 1) / 2))p"; }
 
+perftest() { # BUILD_INDEX TOOL SIZE ITERS COLUMN -> the figure in that column of the size's row
+	local b=${builds[$1]} port=$((20000 + RANDOM % 12000)) server
+	SOFTIB_SOCKET=$tmp/s$1.sock SOFTIB_NO_AUTOSTART=1 LD_LIBRARY_PATH=$b/lib \
+		timeout 120 "$2" -d softib0 -s "$3" -n "$4" -p "$port" >"$tmp/pserver.out" 2>&1 &
+	server=$!
+	sleep 0.3
+	SOFTIB_SOCKET=$tmp/s$1.sock SOFTIB_NO_AUTOSTART=1 LD_LIBRARY_PATH=$b/lib \
+		timeout 120 "$2" -d softib1 -s "$3" -n "$4" -p "$port" 127.0.0.1 >"$tmp/pclient.out" 2>&1 || true
+	wait "$server" || true
+	awk -v size="$3" -v col="$5" '$1 == size && $2 ~ /^[0-9]+$/ && NF >= col {v = $col}
+		END {print (v == "" ? "fail" : v)}' "$tmp/pclient.out"
+}
+
 rtt() { "${builds[1]}/bin/cacheline_rtt" | awk '{print $1}'; }
 echo "placement probe before: cache-line round trip $(rtt) ns"
 for size in 64 65536; do
@@ -57,4 +72,17 @@ for size in 64 65536; do
 		"$size" "$(median <"$tmp/a")" "$(median <"$tmp/b")" \
 		"$(paste -sd' ' "$tmp/a")" "$(paste -sd' ' "$tmp/b")"
 done
+if command -v ib_send_lat >/dev/null && command -v ib_write_bw >/dev/null; then
+	for fig in "ib_send_lat 2 10000 5 t_typical-usec" "ib_write_bw 8 100000 5 MsgRate-Mpps"; do
+		read -r tool size n col what <<<"$fig"
+		: >"$tmp/a"; : >"$tmp/b"
+		for _ in $(seq "$runs"); do
+			perftest 0 "$tool" "$size" "$n" "$col" >>"$tmp/a"
+			perftest 1 "$tool" "$size" "$n" "$col" >>"$tmp/b"
+		done
+		printf '%s -s %-6s %s  old %-8s new %-8s  (old runs: %s; new runs: %s)\n' "$tool" "$size" \
+			"$what" "$(median <"$tmp/a")" "$(median <"$tmp/b")" \
+			"$(paste -sd' ' "$tmp/a")" "$(paste -sd' ' "$tmp/b")"
+	done
+fi
 echo "placement probe after: cache-line round trip $(rtt) ns"

@@ -1194,12 +1194,12 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	uint8_t *at;
 
-	if (!dx || !dx->on || !len || sib_key_is_mw(w->rkey) || idx >= SIB_DX_MAX_MR || !qp->dest.ring)
+	if (!dx || !dx->on || !len || sib_key_is_mw(w->rkey) || idx >= SIB_DX_MAX_MR || !qp->dest.dest)
 		return false;
 	/* A capture at the receiver records what it receives: real packets,
 	 * so no placement toward it (its link reports the capture in its
 	 * inbox header; display data, trusted only to fall back). */
-	ps = (const struct sib_link_stats *)((const uint8_t *)qp->dest.ring->hdr + SIB_LINK_STATS_OFF);
+	ps = (const struct sib_link_stats *)((const uint8_t *)qp->dest.dest->ring.hdr + SIB_LINK_STATS_OFF);
 	if (atomic_load_explicit(&ps->flags, memory_order_relaxed) & SIB_LINK_STAT_CAPTURE)
 		return false;
 	inbox = SIB_QPO_INBOX(qp->dest.owner);

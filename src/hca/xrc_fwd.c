@@ -65,19 +65,25 @@ bool sib_xfwd_send(struct sib_qp *qp)
 		ctx->port_down_drops++; /* link down: lost on the wire */
 		return true;
 	}
-	if (x->ring_inbox != x->inbox || x->ring_gen != gen) {
-		/* Map the target's inbox once per (inbox, generation): a slow
-		 * path; a gone target stays NULL until its generation moves. */
-		sib_peer_ring_put(x->ring);
-		x->ring = (gen & 1) ? sib_peer_ring(x->inbox, gen) : NULL;
-		x->ring_inbox = x->inbox;
-		x->ring_gen = gen;
+	if (!x->dest || x->dest_inbox != x->inbox || x->dest_gen != gen) {
+		/* The target's context, once per (inbox, generation); asked
+		 * of softibd by the engine thread (wait as for a full wire);
+		 * a gone target stays NULL until its generation moves. */
+		struct sib_link_dest *d;
+		enum sib_link_verdict v = sib_link_dest_get(&ctx->link, x->inbox, gen, &d);
+
+		if (v == SIB_LINK_PENDING)
+			return false;
+		sib_link_dest_put(x->dest);
+		x->dest = d;
+		x->dest_inbox = x->inbox;
+		x->dest_gen = gen;
 	}
-	if (!x->ring) {
+	if (!x->dest) {
 		ctx->tx_no_dest++; /* the SRQ's process is gone: lost */
 		return true;
 	}
-	if (sib_link_reserve(&ctx->link, x->ring, port, &lt)) {
+	if (sib_link_reserve(&ctx->link, &x->dest->ring, port, &lt)) {
 		ctx->tx_ring_full++;
 		return false;
 	}
@@ -89,9 +95,9 @@ bool sib_xfwd_send(struct sib_qp *qp)
 
 void sib_xfwd_release(struct sib_qp *qp)
 {
-	sib_peer_ring_put(qp->xfwd.ring);
-	qp->xfwd.ring = NULL;
-	qp->xfwd.ring_inbox = qp->xfwd.ring_gen = 0;
+	sib_link_dest_put(qp->xfwd.dest);
+	qp->xfwd.dest = NULL;
+	qp->xfwd.dest_inbox = qp->xfwd.dest_gen = 0;
 }
 
 /* ---- the SRQ's owner: placement ---- */

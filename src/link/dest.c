@@ -18,12 +18,15 @@ _Static_assert(SIB_CTL_ROUTE_MASK_WORDS * 64 >= SIB_MAX_DEVICES * SIB_MAX_PORTS,
 _Static_assert(SIB_MAX_DEVICES <= 256, "sib_route_ent.dst_dev is a byte");
 _Static_assert(offsetof(struct sib_link_dest, ring) == 0, "a dest is its ring");
 
-/* The table of port (1-based) in tab, allocated at first use (calloc:
- * zero pages until touched); NULL when the port is out of range or memory
- * is short (then each miss is asked again). */
+/* The table of port (1-based) in tab, allocated when the first answer
+ * for that port is applied (calloc: zero pages until touched; the engine
+ * thread's, never the application's post or poll: a large calloc is an
+ * mmap); NULL when the port is out of range or memory is short. */
 #define ROUTE_TABLE(tab, port, n) \
 	((port) - 1u >= SIB_MAX_PORTS ? NULL : \
 	 (tab)[(port) - 1] ? (tab)[(port) - 1] : ((tab)[(port) - 1] = calloc((n), sizeof(*(tab)[0]))))
+/* The table if it is there already (lookups). */
+#define ROUTE_TABLE_IF(tab, port) ((port) - 1u >= SIB_MAX_PORTS ? NULL : (tab)[(port) - 1])
 
 /* The fault wrapper's count on a destination it keeps packets for. */
 static void dest_ref(void *dest, int delta)
@@ -263,14 +266,18 @@ static void route_direct(uint16_t dlid, struct sib_route_ent *e)
 static const struct sib_route_ent *route_get(struct sib_link *l, uint8_t port, uint16_t dlid, uint32_t gen)
 {
 	struct sib_link_dests *ds = l->dests;
-	struct sib_route_ent *e = dlid < SIB_UNICAST_LIDS ?
-		ROUTE_TABLE(ds->route, port, SIB_UNICAST_LIDS) : NULL;
+	struct sib_route_ent *e = dlid < SIB_UNICAST_LIDS ? ROUTE_TABLE_IF(ds->route, port) : NULL;
 	bool tmp = !e;
 
 	e = e ? &e[dlid] : &ds->route_tmp;
 	if (e->valid && e->gen == gen && (!tmp || (ds->tmp_port == port && ds->tmp_lid == dlid)))
 		return e;
 	if (!ds->res || !ds->res->route) {
+		if (tmp && dlid < SIB_UNICAST_LIDS && ROUTE_TABLE(ds->route, port, SIB_UNICAST_LIDS)) {
+			/* No host to ask: the table is made here, once. */
+			e = &ds->route[port - 1][dlid];
+			tmp = false;
+		}
 		e->valid = 1;
 		e->gen = gen;
 		ds->tmp_port = tmp ? port : ds->tmp_port;
@@ -291,15 +298,18 @@ const uint64_t *sib_link_mroute(struct sib_link *l, uint8_t port, uint16_t mlid)
 {
 	struct sib_link_dests *ds = l->dests;
 	uint32_t gen = atomic_load_explicit(&sib_fabric->route_gen, memory_order_acquire);
-	struct sib_mroute_ent *e = mlid >= SIB_UNICAST_LIDS ?
-		ROUTE_TABLE(ds->mroute, port, SIB_MROUTE_LIDS) : NULL;
+	struct sib_mroute_ent *e = mlid >= SIB_UNICAST_LIDS ? ROUTE_TABLE_IF(ds->mroute, port) : NULL;
 
-	if (!e)
-		return NULL; /* no table (no memory, a bad port): nobody */
-	e = &e[mlid - SIB_UNICAST_LIDS];
-	if (e->valid && e->gen == gen)
-		return e->mask;
+	if (e) {
+		e = &e[mlid - SIB_UNICAST_LIDS];
+		if (e->valid && e->gen == gen)
+			return e->mask;
+	}
 	if (!ds->res || !ds->res->route) {
+		e = mlid >= SIB_UNICAST_LIDS ? ROUTE_TABLE(ds->mroute, port, SIB_MROUTE_LIDS) : NULL;
+		if (!e)
+			return NULL; /* no memory or a bad port */
+		e = &e[mlid - SIB_UNICAST_LIDS];
 		e->valid = 1;
 		e->gen = gen;
 		memset(e->mask, 0xff, sizeof(e->mask));

@@ -442,8 +442,10 @@ static bool run_once(struct sib_context *ctx)
 	 * a round trip to softibd here. */
 	if ((next || sib_link_wants_service(&ctx->link)) && !pthread_equal(pthread_self(), ctx->engine)) {
 		uint64_t until = atomic_load_explicit(&ctx->engine_sleep_until, memory_order_seq_cst);
+		bool fresh = sib_link_asks_fresh(&ctx->link);
 
-		if (until && ((next && next < until) || sib_link_wants_service(&ctx->link)))
+		if ((until && ((next && next < until) || sib_link_wants_service(&ctx->link))) ||
+		    (fresh && atomic_load_explicit(&ctx->engine_napping, memory_order_seq_cst)))
 			sib_engine_kick(ctx);
 	}
 	return did;

@@ -88,9 +88,11 @@ static void ask(struct sib_link *l, uint8_t kind, uint8_t port, uint16_t lid, ui
 		if (a->kind == kind && a->port == port && a->lid == lid && a->inbox == inbox && a->gen == gen)
 			goto wake;
 	}
-	if (q->n < SIB_LINK_ASKS_MAX) /* full: asked again when the WQE retries */
+	if (q->n < SIB_LINK_ASKS_MAX) { /* full: asked again when the WQE retries */
 		q->a[q->n++] = (struct sib_link_ask){ .kind = kind, .port = port, .lid = lid,
 						      .inbox = inbox, .gen = gen };
+		l->dests->fresh = true;
+	}
 wake:
 	/* The engine thread sees it at its next look (no system call here:
 	 * this may be the application's post or poll). */

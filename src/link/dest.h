@@ -110,6 +110,7 @@ struct sib_link_dests {
 	uint16_t tmp_lid;               /* ... for this DLID ... */
 	uint8_t tmp_port;               /* ... from this port */
 	struct sib_link_asks q;        /* misses not yet answered (or being answered) */
+	bool fresh;                    /* a question was queued since sib_link_asks_fresh */
 };
 
 /* Set up l's destinations for device dev_index (after sib_link_open).
@@ -156,6 +157,16 @@ bool sib_link_mroute_reaches_dev(const uint64_t *mask, uint32_t dev);
  * slow-path verb may do it itself.  Each ask is taken by one thread only.
  */
 void sib_link_asks_take(struct sib_link *l, struct sib_link_asks *a);
+/* Was a new question queued since the last call?  (The HCA then wakes a
+ * napping engine thread once, not on every pass while it waits.) */
+static inline bool sib_link_asks_fresh(struct sib_link *l)
+{
+	bool f = l->dests && l->dests->fresh;
+
+	if (f)
+		l->dests->fresh = false;
+	return f;
+}
 void sib_link_asks_answer(const struct sib_link *l, struct sib_link_asks *a);
 void sib_link_asks_apply(struct sib_link *l, struct sib_link_asks *a);
 

@@ -50,7 +50,7 @@ enum sib_link_counter {
 	SIB_LC_TR_ACK_TIMEOUTS, /* local ACK timeouts */
 	SIB_LC_TR_SEQ_NAKS,     /* PSN sequence error NAKs received */
 	SIB_LC_TR_RNR_NAKS,     /* RNR NAKs received */
-	SIB_LC_NO_ROUTE,        /* not sent: the forwarding tables drop it (hca route.c) */
+	SIB_LC_NO_ROUTE,        /* not sent: the forwarding tables drop it (dest.c) */
 	SIB_LC_MAX
 };
 

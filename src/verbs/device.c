@@ -25,7 +25,6 @@
 #include "common/ctl.h"
 #include "common/fabric_view.h"
 #include "common/sib_ctl.h"
-#include "link/ring.h"
 #include "verbs/export.h"
 #include "verbs/sib_verbs.h"
 

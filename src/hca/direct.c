@@ -990,7 +990,7 @@ static struct sib_dx_peer *peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t 
 	pid = __atomic_load_n(&sib_fabric->inboxes[inbox].pid, __ATOMIC_RELAXED);
 	p->pid = pid;
 	p->none = !peer_open(p, pid) ||
-		  atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != gen;
+		  sib_link_inbox_gen(inbox) != gen;
 	if (p->none) {
 		if (p->tab)
 			munmap((void *)p->tab, SIB_DX_BYTES);
@@ -1209,11 +1209,11 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	/* The QPN still belongs to the process we resolved, by the current
 	 * routes, and its inbox generation is current: never a cached peer
 	 * of a dead owner. */
-	if (atomic_load_explicit(&sib_fabric->qp_owner[qp->dest_qpn], memory_order_acquire) !=
+	if (sib_link_qpn_owner(qp->dest_qpn) !=
 	    qp->dest.owner || !(qp->dest.owner & SIB_QPO_VALID) ||
 	    atomic_load_explicit(&sib_fabric->route_gen, memory_order_acquire) != qp->dest.route_gen)
 		return false; /* resolved again by the packet's sib_tx_begin */
-	if (atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != gen) {
+	if (sib_link_inbox_gen(inbox) != gen) {
 		inbox_forget(dx, inbox);
 		return false;
 	}

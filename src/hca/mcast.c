@@ -220,8 +220,7 @@ enum sib_link_verdict sib_mcast_dest(struct sib_qp *qp, uint32_t inbox, uint32_t
 	/* On a miss, let go of members whose context is gone (their inbox
 	 * generation moved): a dead member's inbox is not kept mapped. */
 	for (uint32_t i = 0; i < c->n;) {
-		uint32_t now = atomic_load_explicit(&sib_fabric->inboxes[c->r[i].inbox].gen,
-						    memory_order_acquire);
+		uint32_t now = sib_link_inbox_gen(c->r[i].inbox);
 
 		if (now == c->r[i].gen) {
 			i++;

@@ -27,7 +27,7 @@ bool sib_xfwd_target(struct sib_qp *qp, uint32_t srqn, const uint8_t *buf, uint3
 
 	if (inbox == ctx->inbox_idx || inbox >= SIB_MAX_INBOXES || !qp->xrcd)
 		return false;
-	gen = atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire);
+	gen = sib_link_inbox_gen(inbox);
 	if (!(gen & 1) || sib_fabric->inboxes[inbox].dev_index != ctx->dev->index)
 		return false; /* not a live context of this device */
 	qp->xfwd.raw = buf;
@@ -58,7 +58,7 @@ bool sib_xfwd_send(struct sib_qp *qp)
 	struct sib_context *ctx = qp->ctx;
 	struct sib_xfwd_tx *x = &qp->xfwd;
 	uint8_t port = qp->port_num ? qp->port_num : 1;
-	uint32_t gen = atomic_load_explicit(&sib_fabric->inboxes[x->inbox].gen, memory_order_acquire);
+	uint32_t gen = sib_link_inbox_gen(x->inbox);
 	struct sib_link_tx lt;
 
 	if (!sib_port_passes(ctx->dev->index, ctx->dev->gen, port)) {
@@ -163,7 +163,7 @@ static struct sib_xfwd_msg *msg_find(struct sib_context *ctx, uint32_t qpn, uint
 			continue;
 		if (!m->used || !m->active)
 			spare = m;
-		else if (atomic_load_explicit(&sib_fabric->qp_owner[m->qpn], memory_order_acquire) != m->owner)
+		else if (sib_link_qpn_owner(m->qpn) != m->owner)
 			spare = m; /* its TGT QP was destroyed mid-message */
 	}
 	if (!spare)
@@ -192,16 +192,15 @@ static enum sib_rx_drop fwd_check(struct sib_context *ctx, const struct iba_pkt 
 	    !(f & IBA_OP_SEND) || (f & IBA_OP_INV) || pkt->xrc_srqn >> 16 != ctx->inbox_idx ||
 	    qpn >= SIB_MAX_QPN)
 		return SIB_RX_DROP_XRC_FWD_FORGED;
-	*w = atomic_load_explicit(&sib_fabric->qp_owner[qpn], memory_order_acquire);
+	*w = sib_link_qpn_owner(qpn);
 	inbox = SIB_QPO_INBOX(*w);
 	if (!(*w & SIB_QPO_VALID) || SIB_QPO_DEV(*w) != ctx->dev->index || inbox >= SIB_MAX_INBOXES ||
-	    inbox == ctx->inbox_idx ||
-	    atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != SIB_QPO_GEN(*w))
+	    inbox == ctx->inbox_idx || sib_link_inbox_gen(inbox) != SIB_QPO_GEN(*w))
 		return SIB_RX_DROP_XRC_FWD_FORGED;
 	/* The domain of the QP *w names: stored before the owner word, cleared
 	 * after it; a second read of the owner rules out a QPN reused between. */
 	dom = atomic_load_explicit(&sib_fabric->qp_xrcd[qpn], memory_order_acquire);
-	if (!dom || atomic_load_explicit(&sib_fabric->qp_owner[qpn], memory_order_acquire) != *w)
+	if (!dom || sib_link_qpn_owner(qpn) != *w)
 		return SIB_RX_DROP_XRC_FWD_FORGED; /* not an XRC_RECV QP */
 	*srq = sib_objtab_get_index(&ctx->srqs, pkt->xrc_srqn & 0xffff, h);
 	if (!*srq)

@@ -383,8 +383,7 @@ void sib_link_peer_release(struct sib_link *l, struct sib_link_peer *p)
 
 bool sib_link_peer_gone(const struct sib_link_peer *p, uint32_t dqpn)
 {
-	return dqpn >= SIB_MAX_QPN ||
-	       atomic_load_explicit(&sib_fabric->qp_owner[dqpn], memory_order_acquire) != p->owner;
+	return dqpn >= SIB_MAX_QPN || sib_link_qpn_owner(dqpn) != p->owner;
 }
 
 enum sib_link_verdict sib_link_resolve(struct sib_link *l, struct sib_link_peer *p, uint8_t port,
@@ -398,10 +397,9 @@ enum sib_link_verdict sib_link_resolve(struct sib_link *l, struct sib_link_peer 
 
 	if (dqpn >= SIB_MAX_QPN || !l->dests)
 		return SIB_LINK_UNREACHABLE;
-	w = atomic_load_explicit(&sib_fabric->qp_owner[dqpn], memory_order_acquire);
+	w = sib_link_qpn_owner(dqpn);
 	inbox = SIB_QPO_INBOX(w);
-	if (!(w & SIB_QPO_VALID) || inbox >= SIB_MAX_INBOXES ||
-	    atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != SIB_QPO_GEN(w)) {
+	if (!(w & SIB_QPO_VALID) || inbox >= SIB_MAX_INBOXES || sib_link_inbox_gen(inbox) != SIB_QPO_GEN(w)) {
 		if (__builtin_expect(p->dest != NULL, 0)) {
 			/* The peer's inbox is gone: unmap it once nobody
 			 * holds it (p->owner stays, for sib_link_peer_gone). */

@@ -135,6 +135,22 @@ static inline uint32_t sib_link_peer_inbox(const struct sib_link_peer *p)
 	return SIB_QPO_INBOX(p->owner);
 }
 
+/* Who owns QPN qpn now: the fabric map's owner word (SIB_QPO_*: valid
+ * bit, inbox, its generation, device), written by softibd; 0 if out of
+ * range.  Any thread.  The receive side's checks (XRC forwarding, direct
+ * placement) ask this instead of reading the map. */
+static inline uint64_t sib_link_qpn_owner(uint32_t qpn)
+{
+	return qpn < SIB_MAX_QPN ? atomic_load_explicit(&sib_fabric->qp_owner[qpn], memory_order_acquire) : 0;
+}
+
+/* The generation of context `inbox` now (odd: open); 0 if out of range. */
+static inline uint32_t sib_link_inbox_gen(uint32_t inbox)
+{
+	return inbox < SIB_MAX_INBOXES ?
+	       atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) : 0;
+}
+
 /* The context behind (inbox, gen), with a reference for the caller:
  * SIB_LINK_OK and *d, SIB_LINK_PENDING (asked) or SIB_LINK_UNREACHABLE. */
 enum sib_link_verdict sib_link_dest_get(struct sib_link *l, uint32_t inbox, uint32_t gen,

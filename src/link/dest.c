@@ -12,11 +12,16 @@
 
 #include "iba/iba.h"
 #include "link/dest.h"
+#include "link/wrap.h"
 
 _Static_assert(SIB_CTL_ROUTE_MASK_WORDS * 64 >= SIB_MAX_DEVICES * SIB_MAX_PORTS,
 	       "the route mask covers every CA port");
 _Static_assert(SIB_MAX_DEVICES <= 256, "sib_route_ent.dst_dev is a byte");
 _Static_assert(offsetof(struct sib_link_dest, ring) == 0, "a dest is its ring");
+
+/* A failed mapping of a context that is still open is asked again after
+ * this long (softibd short of fds, say), not on every packet. */
+#define SIB_LINK_MAP_RETRY_NS 100000000ull /* 100 ms */
 
 /* The table of port (1-based) in tab, allocated when the first answer
  * for that port is applied (calloc: zero pages until touched; the engine
@@ -228,6 +233,8 @@ static void apply_map(struct sib_link_dests *ds, struct sib_link_ask *k)
 	d->base = k->base;
 	if (d->base)
 		sib_ring_attach(&d->ring, d->base);
+	else
+		d->failed_at = sib_link_now_ns();
 	d->inbox = k->inbox;
 	d->gen = k->gen;
 	d->owner = ds;
@@ -343,6 +350,12 @@ enum sib_link_verdict sib_link_dest_get(struct sib_link *l, uint32_t inbox, uint
 	if (!l->dests || inbox >= SIB_MAX_INBOXES || !(gen & 1))
 		return SIB_LINK_UNREACHABLE;
 	d = dest_find(l->dests, inbox, gen);
+	if (d && !d->base && !d->refs && sib_link_inbox_gen(inbox) == gen &&
+	    sib_link_now_ns() - d->failed_at >= SIB_LINK_MAP_RETRY_NS) {
+		/* It failed, but the context is still there: ask again. */
+		dest_prune(l->dests, inbox, gen + 2); /* gen + 2: prunes d too */
+		d = NULL;
+	}
 	if (!d) {
 		ask(l, SIB_ASK_MAP, 0, 0, inbox, gen);
 		return SIB_LINK_PENDING;

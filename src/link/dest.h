@@ -42,7 +42,8 @@ struct sib_link_resolver {
 /* A mapped peer context: one per (inbox, generation) a link sends to. */
 struct sib_link_dest {
 	struct sib_ring ring;          /* first: what sib_link_reserve's dest is */
-	void *base;                    /* NULL: the peer is gone (negative entry) */
+	void *base;                    /* NULL: mapping failed (negative entry) ... */
+	uint64_t failed_at;            /* ... at this time (ns, CLOCK_MONOTONIC) */
 	uint32_t inbox, gen;
 	uint32_t refs;                 /* peers, member caches, held packets */
 	struct sib_link_dests *owner;

@@ -80,9 +80,17 @@ static int host_xrc_tgt_create(uint32_t dev_handle, uint32_t xrcd_handle, uint32
 	return 0;
 }
 
-/* Senders get the wire toward an inbox, not the inbox itself. */
+/* Senders get the wire toward an inbox, not the inbox itself; the next
+ * map_fail maps fail (softibd short of fds, say).  Counted in map_calls. */
+unsigned int map_fail, map_calls;
+
 static void *host_map_inbox(uint32_t inbox, uint32_t gen)
 {
+	map_calls++;
+	if (map_fail) {
+		map_fail--;
+		return NULL;
+	}
 	return inbox < NINBOX && gen == 1 ? wire_mem[inbox] : NULL;
 }
 

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -250,6 +251,37 @@ static void route_now(struct sib_context *ctx, uint16_t lid)
 	pthread_mutex_unlock(&ctx->progress_lock);
 }
 
+/* A map of a live context that failed is asked again after a while (the
+ * link's negative entry expires), not on every packet and not never. */
+static void test_map_failure_retried(void **state)
+{
+	struct sib_context *ctx;
+	struct sib_link_dest *d = NULL;
+	enum sib_link_verdict v;
+
+	(void)state;
+	up(&def_opts);
+	ctx = to_sctx(sides[A].ctx);
+	map_calls = 0;
+	map_fail = 1;
+	pthread_mutex_lock(&ctx->progress_lock);
+	assert_int_equal(sib_link_dest_get(&ctx->link, C, 1, &d), SIB_LINK_PENDING);
+	answer_asks(ctx);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(sib_link_dest_get(&ctx->link, C, 1, &d), SIB_LINK_UNREACHABLE);
+	pthread_mutex_unlock(&ctx->progress_lock);
+	assert_int_equal(map_calls, 1);
+	usleep(150000); /* past SIB_LINK_MAP_RETRY_NS */
+	pthread_mutex_lock(&ctx->progress_lock);
+	while ((v = sib_link_dest_get(&ctx->link, C, 1, &d)) == SIB_LINK_PENDING)
+		answer_asks(ctx);
+	assert_int_equal(v, SIB_LINK_OK);
+	assert_non_null(d->base);
+	sib_link_dest_put(d);
+	pthread_mutex_unlock(&ctx->progress_lock);
+	assert_int_equal(map_calls, 2);
+}
+
 /* Multicast fan-out: the members of a group (the map's list) less those
  * the MFTs do not reach from the sender's port; asked once per route_gen. */
 static void test_mcast_members_routed(void **state)
@@ -322,6 +354,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_ud_route_per_context, route_down),
 		cmocka_unit_test_teardown(test_mcast_members_routed, route_down),
 		cmocka_unit_test_teardown(test_route_no_conflict_miss, route_down),
+		cmocka_unit_test_teardown(test_map_failure_retried, route_down),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

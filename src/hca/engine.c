@@ -77,6 +77,15 @@ static void link_asks(struct sib_context *ctx)
 	pthread_mutex_unlock(&ctx->progress_lock);
 }
 
+void sib_engine_answer_now(struct sib_context *ctx)
+{
+	struct sib_link_asks a;
+
+	sib_link_asks_take(&ctx->link, &a);
+	sib_link_asks_answer(&ctx->link, &a);
+	sib_link_asks_apply(&ctx->link, &a);
+}
+
 void sib_qp_dest_resolve_now(struct sib_qp *qp)
 {
 	struct sib_context *ctx = qp->ctx;

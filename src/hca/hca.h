@@ -515,6 +515,10 @@ void sib_qp_dest_release(struct sib_qp *qp);
  * verb: it may wait for softibd; the data path never does).  Takes the
  * progress lock; the caller must not hold it. */
 void sib_qp_dest_resolve_now(struct sib_qp *qp);
+/* Answer the link's questions now, progress_lock held: the engine thread
+ * only (it may wait for softibd; the application's post and poll never
+ * do).  XRC forwarding, whose packet is in hand. */
+void sib_engine_answer_now(struct sib_context *ctx);
 /* The process's host hooks (provider.c). */
 extern const struct sib_hca_host *sib_host;
 /* CQs by (reg_id, reg_gen): completion records name them (cq_ops.c). */

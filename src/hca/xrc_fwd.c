@@ -67,11 +67,17 @@ bool sib_xfwd_send(struct sib_qp *qp)
 	}
 	if (!x->dest || x->dest_inbox != x->inbox || x->dest_gen != gen) {
 		/* The target's context, once per (inbox, generation); asked
-		 * of softibd by the engine thread (wait as for a full wire);
-		 * a gone target stays NULL until its generation moves. */
+		 * of softibd by the engine thread: on it, at once (the packet
+		 * is in hand), elsewhere the packet is dropped as for a full
+		 * wire and resent; a gone target stays NULL until its
+		 * generation moves. */
 		struct sib_link_dest *d;
 		enum sib_link_verdict v = sib_link_dest_get(&ctx->link, x->inbox, gen, &d);
 
+		if (v == SIB_LINK_PENDING && pthread_equal(pthread_self(), ctx->engine)) {
+			sib_engine_answer_now(ctx);
+			v = sib_link_dest_get(&ctx->link, x->inbox, gen, &d);
+		}
 		if (v == SIB_LINK_PENDING)
 			return false;
 		sib_link_dest_put(x->dest);

@@ -217,9 +217,10 @@ static void test_forward(void **state)
 	expect_no_wc(B);
 	expect_no_wc(C);
 	/* 1 + 3 packets forwarded B to C; A to B the same, plus what A
-	 * resent while B's link mapped C's inbox (its first forward to C
-	 * waits for the engine thread's answer: docs/link.md
-	 * "Destinations"), never more than one message again. */
+	 * resent while B's link mapped C's inbox (a first forward to C
+	 * found on the application's thread waits for the engine thread's
+	 * answer: docs/link.md "Destinations"), never more than one
+	 * message again. */
 	assert_int_equal(count(0, C, -1, 0, true), 4);
 	assert_true(count(0, B, -1, 0, true) >= 4 && count(0, B, -1, 0, true) <= 8);
 	assert_int_equal(drops(C, SIB_RX_DROP_XRC_FWD_SEQ), 0);

@@ -990,7 +990,7 @@ static struct sib_dx_peer *peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t 
 	pid = __atomic_load_n(&sib_fabric->inboxes[inbox].pid, __ATOMIC_RELAXED);
 	p->pid = pid;
 	p->none = !peer_open(p, pid) ||
-		  atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != gen;
+		  sib_link_inbox_gen(inbox) != gen;
 	if (p->none) {
 		if (p->tab)
 			munmap((void *)p->tab, SIB_DX_BYTES);
@@ -1194,12 +1194,12 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	uint8_t *at;
 
-	if (!dx || !dx->on || !len || sib_key_is_mw(w->rkey) || idx >= SIB_DX_MAX_MR || !qp->dest.ring)
+	if (!dx || !dx->on || !len || sib_key_is_mw(w->rkey) || idx >= SIB_DX_MAX_MR || !qp->dest.dest)
 		return false;
 	/* A capture at the receiver records what it receives: real packets,
 	 * so no placement toward it (its link reports the capture in its
 	 * inbox header; display data, trusted only to fall back). */
-	ps = (const struct sib_link_stats *)((const uint8_t *)qp->dest.ring->hdr + SIB_LINK_STATS_OFF);
+	ps = (const struct sib_link_stats *)((const uint8_t *)qp->dest.dest->ring.hdr + SIB_LINK_STATS_OFF);
 	if (atomic_load_explicit(&ps->flags, memory_order_relaxed) & SIB_LINK_STAT_CAPTURE)
 		return false;
 	inbox = SIB_QPO_INBOX(qp->dest.owner);
@@ -1209,11 +1209,11 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	/* The QPN still belongs to the process we resolved, by the current
 	 * routes, and its inbox generation is current: never a cached peer
 	 * of a dead owner. */
-	if (atomic_load_explicit(&sib_fabric->qp_owner[qp->dest_qpn], memory_order_acquire) !=
+	if (sib_link_qpn_owner(qp->dest_qpn) !=
 	    qp->dest.owner || !(qp->dest.owner & SIB_QPO_VALID) ||
 	    atomic_load_explicit(&sib_fabric->route_gen, memory_order_acquire) != qp->dest.route_gen)
 		return false; /* resolved again by the packet's sib_tx_begin */
-	if (atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != gen) {
+	if (sib_link_inbox_gen(inbox) != gen) {
 		inbox_forget(dx, inbox);
 		return false;
 	}

@@ -57,80 +57,67 @@ void sib_qp_dest_release(struct sib_qp *qp)
 {
 	sib_mcast_rings_release(qp); /* UD multicast members (mcast.c) */
 	sib_xfwd_release(qp);        /* XRC forwarding's target inbox (xrc_fwd.c) */
-	sib_peer_ring_put(qp->dest.ring);
-	memset(&qp->dest, 0, sizeof(qp->dest));
+	sib_link_peer_release(&qp->ctx->link, &qp->dest);
 }
 
-/* Resolve the connected peer of qp to its inbox: the switches' forwarding
- * tables take the DLID to a CA port (IBA 18.2.4.3, route.c), whose CA must
- * own the QPN (the destination CA's QPN demultiplexing, done here by the
- * sender).  The dest cache holds a reference on the mapping: let go when
- * the inbox's generation is gone or the destination changes.  The route
- * is resolved again only when the map's route_gen moved (one load per
- * packet).  *no_route: the tables drop the packet (counted by the caller). */
-static struct sib_ring *dest_ring(struct sib_qp *qp, uint16_t dlid, uint32_t dqpn, uint8_t port,
-				  bool *no_route)
+/* Answer the link's queued misses: the round trips to softibd and the
+ * mmap run without the progress lock (src/link/dest.h). */
+static void link_asks(struct sib_context *ctx)
 {
-	struct sib_dest *d = &qp->dest;
-	const struct sib_route_ent *r;
-	uint32_t inbox, gen;
-	uint64_t w;
+	struct sib_link_asks a;
 
-	if (dqpn >= SIB_MAX_QPN)
-		return NULL;
-	w = atomic_load_explicit(&sib_fabric->qp_owner[dqpn], memory_order_acquire);
-	inbox = SIB_QPO_INBOX(w);
-	if (!(w & SIB_QPO_VALID) || inbox >= SIB_MAX_INBOXES ||
-	    atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != SIB_QPO_GEN(w)) {
-		if (__builtin_expect(d->ring != NULL, 0)) {
-			/* The peer's inbox is gone: unmap it once nobody
-			 * holds it (d->owner stays, for peer_gone). */
-			sib_peer_ring_put(d->ring);
-			d->ring = NULL;
-		}
-		return NULL;
-	}
-	gen = atomic_load_explicit(&sib_fabric->route_gen, memory_order_acquire);
-	if (d->ring && d->owner == w && d->dlid == dlid && d->dqpn == dqpn && d->route_gen == gen)
-		return d->ring;
+	pthread_mutex_lock(&ctx->progress_lock);
+	sib_link_asks_take(&ctx->link, &a);
+	pthread_mutex_unlock(&ctx->progress_lock);
+	if (!a.n)
+		return;
+	sib_link_asks_answer(&ctx->link, &a);
+	pthread_mutex_lock(&ctx->progress_lock);
+	sib_link_asks_apply(&ctx->link, &a);
+	pthread_mutex_unlock(&ctx->progress_lock);
+}
 
-	/* Slow path: where the DLID leads (cached per context), and is it
-	 * the CA that owns the QPN? */
-	r = sib_route_get(qp->ctx, port, dlid, gen);
-	if (r->verdict) {
-		*no_route = true;
-		return NULL;
-	}
-	if (r->dst_dev != SIB_QPO_DEV(w))
-		return NULL;
-	/* Another QP of the same inbox (a UD QP answering several peers of
-	 * one process) keeps the mapping; otherwise map the new one before
-	 * letting go of the old, so that a shared mapping is not torn down
-	 * and rebuilt per datagram. */
-	if (!d->ring || SIB_QPO_INBOX(d->owner) != inbox || SIB_QPO_GEN(d->owner) != SIB_QPO_GEN(w)) {
-		struct sib_ring *old = d->ring;
+void sib_engine_answer_now(struct sib_context *ctx)
+{
+	struct sib_link_asks a;
 
-		d->ring = sib_peer_ring(inbox, SIB_QPO_GEN(w));
-		sib_peer_ring_put(old);
+	sib_link_asks_take(&ctx->link, &a);
+	sib_link_asks_answer(&ctx->link, &a);
+	sib_link_asks_apply(&ctx->link, &a);
+}
+
+void sib_qp_dest_resolve_now(struct sib_qp *qp)
+{
+	struct sib_context *ctx = qp->ctx;
+	uint8_t pn = qp->port_num ? qp->port_num : 1;
+
+	/* The route, then the peer's inbox: two rounds at most, and one
+	 * more should the tables change in between. */
+	for (int round = 0; round < 3; round++) {
+		enum sib_link_verdict v;
+
+		pthread_mutex_lock(&ctx->progress_lock);
+		v = sib_link_resolve(&ctx->link, &qp->dest, pn, qp->ah.dlid, qp->dest_qpn);
+		pthread_mutex_unlock(&ctx->progress_lock);
+		if (v != SIB_LINK_PENDING)
+			return;
+		link_asks(ctx);
 	}
-	d->owner = w;
-	d->dlid = dlid;
-	d->dqpn = dqpn;
-	d->route_gen = r->gen;
-	return d->ring;
 }
 
 /* qp's connected destination, resolved without reserving anything: direct
  * placement (req.c) copies before it takes a slot.  NULL when our port is
- * down or the peer is unreachable (sib_tx_begin counts those). */
-struct sib_ring *sib_tx_dest(struct sib_qp *qp)
+ * down or the peer is unreachable or not resolved yet (sib_tx_begin
+ * counts those). */
+struct sib_link_dest *sib_tx_dest(struct sib_qp *qp)
 {
 	uint8_t pn = qp->port_num ? qp->port_num : 1;
-	bool no_route = false;
 
 	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen, pn))
 		return NULL;
-	return dest_ring(qp, qp->ah.dlid, qp->dest_qpn, pn, &no_route);
+	if (sib_link_resolve(&qp->ctx->link, &qp->dest, pn, qp->ah.dlid, qp->dest_qpn) != SIB_LINK_OK)
+		return NULL;
+	return qp->dest.dest;
 }
 
 /* A packet of ours the port or the forwarding tables do not let out: lost
@@ -157,27 +144,37 @@ bool sib_tx_begin_to(struct sib_qp *qp, struct sib_tx *tx, const struct ibv_ah_a
 	return sib_tx_begin_ring(qp, tx, NULL, ah, dqpn);
 }
 
-bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_ring *ring,
+bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_link_dest *to,
 		       const struct ibv_ah_attr *ah, uint32_t dqpn)
 {
 	uint8_t pn = qp->port_num ? qp->port_num : 1;
 	const struct sib_shm_device *sd = &sib_fabric->devs[qp->ctx->dev->index];
 	const struct sib_shm_port *port = &sd->ports[pn - 1];
 	struct iba_pkt *h = &tx->h;
-	struct sib_ring *dest;
-	bool no_route = false;
+	enum sib_link_verdict v = SIB_LINK_OK;
 	int rc;
 
 	tx->slot = NULL;
 	tx->sflags = 0;
+	tx->pending = false;
 	if (!sib_port_passes(qp->ctx->dev->index, qp->ctx->dev->gen, pn)) {
 		qp->ctx->port_down_drops++; /* link down: lost on the wire */
 		tx_discard(qp, pn);
 		return true;
 	}
-	dest = ring ? ring : dest_ring(qp, ah->dlid, dqpn, pn, &no_route);
-	if (!dest) {
-		if (no_route) {
+	if (!to) {
+		v = sib_link_resolve(&qp->ctx->link, &qp->dest, pn, ah->dlid, dqpn);
+		to = qp->dest.dest;
+	}
+	if (v == SIB_LINK_PENDING) {
+		/* Asked of softibd by the engine thread, never here: the
+		 * WQE waits as for a full wire (no deadline: the answer
+		 * makes the engine run). */
+		tx->pending = true;
+		return false;
+	}
+	if (v != SIB_LINK_OK) {
+		if (v == SIB_LINK_NO_ROUTE) {
 			qp->ctx->route_drops++;
 			sib_link_count(&qp->ctx->link, SIB_LC_NO_ROUTE, 1);
 			tx_discard(qp, pn);
@@ -186,7 +183,7 @@ bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_ring *ri
 		}
 		return true;
 	}
-	rc = sib_link_reserve(&qp->ctx->link, dest, pn, &tx->lt);
+	rc = sib_link_reserve(&qp->ctx->link, &to->ring, pn, &tx->lt);
 	if (rc) {
 		qp->ctx->tx_ring_full++;
 		/* -EAGAIN: the peer's inbox is full, poll it again soon.
@@ -283,9 +280,7 @@ static void rx_packet(struct sib_context *ctx, const uint8_t *data, uint32_t len
  */
 static bool peer_gone(const struct sib_qp *qp)
 {
-	return qp->dest_qpn >= SIB_MAX_QPN ||
-	       atomic_load_explicit(&sib_fabric->qp_owner[qp->dest_qpn], memory_order_acquire) !=
-	       qp->dest.owner;
+	return sib_link_peer_gone(&qp->dest, qp->dest_qpn);
 }
 
 static void peer_gone_timer(struct sib_qp *qp, uint64_t now)
@@ -371,7 +366,8 @@ static void link_service(struct sib_context *ctx)
 {
 	struct sib_link_fetch f;
 
-	sib_link_fetch(&ctx->link, &f);
+	sib_link_fetch(&ctx->link, &f); /* clears `service` first */
+	link_asks(ctx);
 	pthread_mutex_lock(&ctx->progress_lock);
 	sib_link_apply(&ctx->link, &f);
 	pthread_mutex_unlock(&ctx->progress_lock);
@@ -450,10 +446,15 @@ static bool run_once(struct sib_context *ctx)
 	/* A timer set by the application's pass while the engine thread
 	 * sleeps past it: wake the engine, or nobody acts on the timer if the
 	 * application now blocks (in epoll, say). */
-	if (next && !pthread_equal(pthread_self(), ctx->engine)) {
+	/* Likewise a question the link queued for the engine thread (a peer
+	 * not resolved yet, link/dest.h): one FUTEX_WAKE if it sleeps, never
+	 * a round trip to softibd here. */
+	if ((next || sib_link_wants_service(&ctx->link)) && !pthread_equal(pthread_self(), ctx->engine)) {
 		uint64_t until = atomic_load_explicit(&ctx->engine_sleep_until, memory_order_seq_cst);
+		bool fresh = sib_link_asks_fresh(&ctx->link);
 
-		if (until && next < until)
+		if ((until && ((next && next < until) || sib_link_wants_service(&ctx->link))) ||
+		    (fresh && atomic_load_explicit(&ctx->engine_napping, memory_order_seq_cst)))
 			sib_engine_kick(ctx);
 	}
 	return did;
@@ -702,20 +703,13 @@ static void *engine_main(void *arg)
 				      timeout < 0 ? UINT64_MAX : now + (uint64_t)timeout,
 				      memory_order_seq_cst);
 		ctx->engine_sleeps++;
-		sib_ring_wait(&ctx->link.rx, seq, timeout);
+		/* A question the link queued before that store: answer it
+		 * (the asker saw no sleeper to wake). */
+		if (!atomic_load_explicit(&ctx->link.service, memory_order_seq_cst))
+			sib_ring_wait(&ctx->link.rx, seq, timeout);
 		atomic_store_explicit(&ctx->engine_sleep_until, 0, memory_order_relaxed);
 	}
 	return NULL;
-}
-
-/* The link's wrappers keep packets for a peer inbox: count them on its
- * mapping, so that a QP letting go does not unmap it under them. */
-static void link_dest_ref(void *dest, int delta)
-{
-	if (delta > 0)
-		sib_peer_ring_hold(dest);
-	else
-		sib_peer_ring_put(dest);
 }
 
 int sib_engine_start(struct sib_context *ctx)
@@ -723,9 +717,12 @@ int sib_engine_start(struct sib_context *ctx)
 	int rc = sib_link_open(&ctx->link, ctx->inbox_base, ctx->pid, ctx->inbox_idx,
 			       &sib_fabric->devs[ctx->dev->index], sib_fabric->link[ctx->dev->index]);
 
-	if (rc)
+	if (!rc)
+		rc = sib_link_dests_open(&ctx->link, &sib_host->link, ctx->dev->index);
+	if (rc) {
+		sib_link_close(&ctx->link);
 		return rc;
-	ctx->link.dest_ref = link_dest_ref;
+	}
 	rc = pthread_create(&ctx->engine, NULL, engine_main, ctx);
 	if (rc) {
 		sib_link_close(&ctx->link);

@@ -15,9 +15,9 @@
  *    use), the engine's schedule on each scheduled QP.  Destroy
  *    unpublishes, waits for the references (poking the engine, which drops
  *    what it holds on seeing the generation move), then frees.
- *  - Peer inbox mappings are counted: a QP's dest cache holds one
- *    (sib_peer_ring / sib_peer_ring_put), dropped when the destination
- *    changes, its generation is gone, or the QP leaves the schedule.
+ *  - Peer inbox mappings are the link's, counted (link/dest.h): a QP's
+ *    dest cache holds one, dropped when the destination changes, its
+ *    generation is gone, or the QP leaves the schedule.
  *  - qp->sq_lock / qp->rq_lock protect the producer index of the SQ / RQ
  *    against concurrent posters; cq->lock protects the CQ ring.
  *  - Nothing here is shared with another process except the inbox rings and
@@ -38,6 +38,7 @@
 #include "hca/events.h"
 #include "hca/mr_check.h"
 #include "hca/provider.h"
+#include "link/dest.h"
 #include "link/link.h"
 #define SIB_TRANSPORT_STATE_ONLY
 #include "hca/transport.h"             /* struct sib_req, sib_comp, sib_resp */
@@ -212,15 +213,6 @@ struct sib_rwqe {
 	struct ibv_sge sge[SIB_MAX_SGE];
 };
 
-/* Where a packet for the connected peer goes (cached, revalidated per send). */
-struct sib_dest {
-	uint16_t dlid;
-	uint32_t dqpn;
-	uint32_t route_gen;            /* sib_fabric->route_gen the route was resolved at */
-	uint64_t owner;                /* qp_owner word seen when resolved */
-	struct sib_ring *ring;         /* peer inbox (a reference), NULL when unresolved */
-};
-
 /*
  * XRC forwarding (xrc_fwd.c).  sib_xfwd_tx, in an XRC_RECV QP: the packet
  * being handled names an XRC SRQ of another context of this device (raw:
@@ -235,8 +227,8 @@ struct sib_xfwd_tx {
 	uint32_t inbox;                /* target context's inbox */
 	bool in_msg;
 	uint32_t msg_srqn;
-	struct sib_ring *ring;
-	uint32_t ring_inbox, ring_gen; /* what ring maps; ring NULL: gone */
+	struct sib_link_dest *dest;    /* the target's context (a reference) ... */
+	uint32_t dest_inbox, dest_gen; /* ... for this inbox and generation; NULL: gone */
 };
 #define SIB_XFWD_MSGS 64               /* messages placed at once, per context */
 struct sib_xfwd_msg {
@@ -299,7 +291,7 @@ struct sib_qp {
 	struct sib_req req;            /* requester, req.c */
 	struct sib_comp comp;          /* completer, comp.c */
 	struct sib_resp resp;          /* responder, resp.c */
-	struct sib_dest dest;
+	struct sib_link_peer dest;
 
 	uint64_t peer_gone_deadline;   /* connected peer QP vanished: ERR at this time */
 	_Atomic uint32_t events_reported; /* async events about this QP delivered */
@@ -348,29 +340,6 @@ struct sib_ah {
 #define SIB_MAX_AH           (1u << 20) /* AHs per context (max_ah) */
 
 /* What a context is: verbs_context first (ops at negative offsets), then ours. */
-/*
- * The context's cache of softibd's route answers (route.c, IBA 18.2.4.3:
- * where the forwarding tables take a packet from one of our ports), one
- * entry per (port, DLID) or (port, MLID), valid while the fabric map's
- * route_gen keeps the value it was computed at.  Indexed by DLID / MLID in
- * per-port tables allocated at the port's first ask (zero pages until
- * used), so no working set of peers can evict itself.  Engine context only
- * (progress_lock).
- */
-#define SIB_MROUTE_LIDS  (0x10000u - SIB_UNICAST_LIDS) /* MLIDs 0xC000..0xFFFF */
-struct sib_route_ent {
-	uint32_t gen;                  /* route_gen of the answer */
-	uint8_t valid;                 /* 0 = never asked */
-	uint8_t verdict;               /* 0 = reaches (dst_dev, dst_port) */
-	uint8_t dst_dev;
-	uint8_t dst_port;
-};
-struct sib_mroute_ent {
-	uint32_t gen;
-	uint32_t valid;                /* 0 = never asked */
-	uint64_t mask[SIB_CTL_ROUTE_MASK_WORDS]; /* CA ports reached: dev * SIB_MAX_PORTS + port - 1 */
-};
-
 struct sib_context {
 	struct verbs_context vctx;
 	struct sib_device *dev;
@@ -422,12 +391,7 @@ struct sib_context {
 	uint64_t engine_sleeps, spin_caught, spin_quiet, spin_busy;
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
 	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
-	uint64_t route_drops;          /* packets the forwarding tables drop (route.c) */
-	uint64_t route_asks;           /* route answers asked of the host (route.c) */
-	struct sib_route_ent *route[SIB_MAX_PORTS];   /* route.c: [port - 1][DLID], engine context */
-	struct sib_mroute_ent *mroute[SIB_MAX_PORTS]; /* [port - 1][MLID - 0xC000] */
-	struct sib_route_ent route_tmp;   /* the answer when no table can hold it */
-	struct sib_mroute_ent mroute_tmp;
+	uint64_t route_drops;          /* packets the forwarding tables drop (link/dest.c) */
 	uint64_t uc_dropped_msgs;      /* UC: messages dropped by the responder (uc.c) */
 	uint64_t ud_hoq_drops;         /* UD: datagrams dropped at a full inbox (ud.c) */
 	struct sib_ctx_events ev;      /* pushed events (events.c) */
@@ -545,14 +509,16 @@ void sib_engine_schedule(struct sib_context *ctx, struct sib_qp *qp);
 void sib_engine_take_new(struct sib_context *ctx);
 /* Poke the engine: run a pass here if nobody does (destroy waits). */
 void sib_engine_poke(void *ctx);
-/* Map a peer inbox through the host (slow path), one reference taken.
- * NULL if it is gone.  put drops one (the mapping goes with the last);
- * hold takes another on a ring already held. */
-struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen);
-void sib_peer_ring_put(struct sib_ring *ring);
-void sib_peer_ring_hold(struct sib_ring *ring);
 /* Drop the QP's peer inbox reference and forget its destination. */
 void sib_qp_dest_release(struct sib_qp *qp);
+/* Resolve a connected QP's destination now (modify_qp to RTR, a slow-path
+ * verb: it may wait for softibd; the data path never does).  Takes the
+ * progress lock; the caller must not hold it. */
+void sib_qp_dest_resolve_now(struct sib_qp *qp);
+/* Answer the link's questions now, progress_lock held: the engine thread
+ * only (it may wait for softibd; the application's post and poll never
+ * do).  XRC forwarding, whose packet is in hand. */
+void sib_engine_answer_now(struct sib_context *ctx);
 /* The process's host hooks (provider.c). */
 extern const struct sib_hca_host *sib_host;
 /* CQs by (reg_id, reg_gen): completion records name them (cq_ops.c). */
@@ -659,23 +625,6 @@ void sib_ud_req_run(struct sib_qp *qp);
  * packet, for its GRH).  SIB_RX_DELIVERED or the drop cause. */
 enum sib_rx_drop sib_ud_packet(struct sib_qp *qp, const struct iba_pkt *pkt, const uint8_t *buf);
 
-/*
- * route.c: the route from port `port` (1-based) of ctx's device to dlid
- * as the forwarding tables have it at route_gen `gen` (the map's, loaded
- * by the caller), from the cache or asked of the host once (a round trip
- * to softibd: the slow path).  Engine context.  Never NULL.
- */
-const struct sib_route_ent *sib_route_get(struct sib_context *ctx, uint8_t port, uint16_t dlid,
-					  uint32_t gen);
-/* The CA ports a multicast packet from `port` to mlid reaches (the
- * sending port included); all of them when the host has no route hook.
- * Engine context. */
-const uint64_t *sib_mroute_get(struct sib_context *ctx, uint8_t port, uint16_t mlid);
-/* Does mask (sib_mroute_get) name a port of device dev? */
-bool sib_mroute_reaches_dev(const uint64_t *mask, uint32_t dev);
-/* Free ctx's route tables (context teardown, engine stopped). */
-void sib_route_ctx_fini(struct sib_context *ctx);
-
 /* mcast.c: multicast (IBA 10.5.2.x).  The QP's attachments end (destroy). */
 void sib_mcast_qp_gone(struct sib_qp *qp);
 void sib_mcast_ctx_fini(struct sib_context *ctx);
@@ -687,12 +636,15 @@ uint32_t sib_mcast_local_qps(struct sib_context *ctx, uint16_t mlid, const uint8
  * map (m holds SIB_MAX_MCAST_QP_ATTACH); 0 if none or unreadable. */
 uint32_t sib_mcast_members(uint16_t mlid, struct sib_shm_mcast_member *m);
 /* The same, less the members whose device the multicast forwarding
- * tables do not reach from qp's port (sib_mroute_get; a member context is
- * reached when a port of its device is).  Engine context. */
+ * tables do not reach from qp's port (sib_link_mroute; a member context is
+ * reached when a port of its device is).  Engine context.  UINT32_MAX:
+ * the route is being asked for (retry later). */
 uint32_t sib_mcast_members_routed(struct sib_qp *qp, uint16_t mlid, struct sib_shm_mcast_member *m);
-/* A member inbox's ring from qp's cache (mapped once); NULL if it is gone.
- * release drops them all (engine context). */
-struct sib_ring *sib_mcast_ring(struct sib_qp *qp, uint32_t inbox, uint32_t gen);
+/* A member context's destination from qp's cache (taken from the link
+ * once): SIB_LINK_OK and *d, SIB_LINK_PENDING (retry later) or
+ * SIB_LINK_UNREACHABLE.  release drops them all (engine context). */
+enum sib_link_verdict sib_mcast_dest(struct sib_qp *qp, uint32_t inbox, uint32_t gen,
+				     struct sib_link_dest **d);
 void sib_mcast_rings_release(struct sib_qp *qp);
 int sib_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 int sib_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);

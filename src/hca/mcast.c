@@ -34,7 +34,7 @@ struct sib_mcast_rings {
 	uint32_t n;
 	struct {
 		uint32_t inbox, gen;
-		struct sib_ring *ring;
+		struct sib_link_dest *dest; /* a reference */
 	} r[SIB_MAX_MCAST_QP_ATTACH];
 };
 
@@ -183,58 +183,62 @@ uint32_t sib_mcast_members_routed(struct sib_qp *qp, uint16_t mlid, struct sib_s
 
 	if (!n)
 		return 0;
-	mask = sib_mroute_get(qp->ctx, qp->port_num ? qp->port_num : 1, mlid);
+	mask = sib_link_mroute(&qp->ctx->link, qp->port_num ? qp->port_num : 1, mlid);
+	if (!mask)
+		return UINT32_MAX; /* asked by the engine thread: retry later */
 	for (uint32_t i = 0; i < n; i++) {
 		uint32_t dev = m[i].inbox < SIB_MAX_INBOXES ?
 			       sib_fabric->inboxes[m[i].inbox].dev_index : SIB_MAX_DEVICES;
 
-		if (sib_mroute_reaches_dev(mask, dev))
+		if (sib_link_mroute_reaches_dev(mask, dev))
 			m[k++] = m[i];
 	}
 	return k;
 }
 
-struct sib_ring *sib_mcast_ring(struct sib_qp *qp, uint32_t inbox, uint32_t gen)
+enum sib_link_verdict sib_mcast_dest(struct sib_qp *qp, uint32_t inbox, uint32_t gen,
+				     struct sib_link_dest **d)
 {
 	struct sib_mcast_rings *c = qp->mcast_rings;
-	struct sib_ring *ring;
+	enum sib_link_verdict v;
 
+	*d = NULL;
 	if (!c) {
 		c = qp->mcast_rings = calloc(1, sizeof(*c));
 		if (!c)
-			return NULL;
+			return SIB_LINK_UNREACHABLE;
 	}
-	for (uint32_t i = 0; i < c->n; i++)
-		if (c->r[i].inbox == inbox && c->r[i].gen == gen)
-			return c->r[i].ring;
-	if (inbox >= SIB_MAX_INBOXES)
-		return NULL;
-	ring = sib_peer_ring(inbox, gen);
-	if (!ring)
-		return NULL;
+	for (uint32_t i = 0; i < c->n; i++) {
+		if (c->r[i].inbox == inbox && c->r[i].gen == gen) {
+			*d = c->r[i].dest;
+			return SIB_LINK_OK;
+		}
+	}
+	v = sib_link_dest_get(&qp->ctx->link, inbox, gen, d);
+	if (v != SIB_LINK_OK)
+		return v;
 	/* On a miss, let go of members whose context is gone (their inbox
 	 * generation moved): a dead member's inbox is not kept mapped. */
 	for (uint32_t i = 0; i < c->n;) {
-		uint32_t now = atomic_load_explicit(&sib_fabric->inboxes[c->r[i].inbox].gen,
-						    memory_order_acquire);
+		uint32_t now = sib_link_inbox_gen(c->r[i].inbox);
 
 		if (now == c->r[i].gen) {
 			i++;
 			continue;
 		}
-		sib_peer_ring_put(c->r[i].ring);
+		sib_link_dest_put(c->r[i].dest);
 		c->r[i] = c->r[--c->n];
 	}
 	if (c->n == SIB_MAX_MCAST_QP_ATTACH) {
 		/* Full: start over (a sender of many groups maps again). */
 		for (uint32_t i = 0; i < c->n; i++)
-			sib_peer_ring_put(c->r[i].ring);
+			sib_link_dest_put(c->r[i].dest);
 		c->n = 0;
 	}
 	c->r[c->n].inbox = inbox;
 	c->r[c->n].gen = gen;
-	c->r[c->n++].ring = ring;
-	return ring;
+	c->r[c->n++].dest = *d;
+	return SIB_LINK_OK;
 }
 
 void sib_mcast_rings_release(struct sib_qp *qp)
@@ -244,7 +248,7 @@ void sib_mcast_rings_release(struct sib_qp *qp)
 	if (!c)
 		return;
 	for (uint32_t i = 0; i < c->n; i++)
-		sib_peer_ring_put(c->r[i].ring);
+		sib_link_dest_put(c->r[i].dest);
 	free(c);
 	qp->mcast_rings = NULL;
 }

@@ -32,23 +32,6 @@ void sib_hca_set_host(const struct sib_hca_host *host)
 	sib_host = host;
 }
 
-struct sib_ring *sib_peer_ring(uint32_t inbox, uint32_t gen)
-{
-	return sib_host && sib_host->peer_ring ? sib_host->peer_ring(inbox, gen) : NULL;
-}
-
-void sib_peer_ring_put(struct sib_ring *ring)
-{
-	if (ring && sib_host && sib_host->peer_ring_put)
-		sib_host->peer_ring_put(ring);
-}
-
-void sib_peer_ring_hold(struct sib_ring *ring)
-{
-	if (ring && sib_host && sib_host->peer_ring_hold)
-		sib_host->peer_ring_hold(ring);
-}
-
 /* ---- devices and contexts ---- */
 
 /* CPUs the system may run (sysconf _SC_NPROCESSORS_CONF), at least 1. */
@@ -170,7 +153,6 @@ err_mrs:
 err_qps:
 	sib_objtab_fini(&ctx->qps);
 err_free:
-	sib_route_ctx_fini(ctx);
 	free(ctx);
 	errno = rc;
 	return NULL;
@@ -207,7 +189,6 @@ static void sib_free_context(struct ibv_context *context)
 	sib_mw_ctx_fini(ctx);
 	sib_mcast_ctx_fini(ctx);
 	sib_objtab_fini(&ctx->srqs);
-	sib_route_ctx_fini(ctx);
 	free(ctx);
 }
 

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "common/sib_ctl.h"
+#include "link/dest.h"
 
 struct sib_ring;
 
@@ -106,23 +107,17 @@ struct sib_hca_ops {
  * What the HCA needs from its host (the verbs library talks to softibd;
  * a test fakes it).  Set once per process with sib_hca_set_host before the
  * first context.  Each hook may be called from any thread; none is on the
- * data path (a QP resolves its peer's ring once and keeps the reference).
+ * data path (the link resolves a peer once and keeps the mapping).
  */
 struct sib_hca_host {
 	/* Register an object (resource tracking; QPs get a QPN).  0 or errno. */
 	int (*obj_create)(uint32_t dev_handle, enum sib_obj_type type, uint32_t qp_type,
 			  uint32_t *handle, uint32_t *qpn);
 	void (*obj_destroy)(uint32_t handle);
-	/* The ring of inbox `inbox` at generation `gen`, mapped, with one
-	 * reference taken for the caller; NULL if it is gone.  The ring stays
-	 * valid until the caller's peer_ring_put. */
-	struct sib_ring *(*peer_ring)(uint32_t inbox, uint32_t gen);
-	/* Drop one reference; the last one unmaps the inbox.  NULL: rings are
-	 * never unmapped (a test host). */
-	void (*peer_ring_put)(struct sib_ring *ring);
-	/* Take one more reference on a ring the caller holds (a packet the
-	 * fault wrapper keeps for later).  NULL with peer_ring_put NULL. */
-	void (*peer_ring_hold)(struct sib_ring *ring);
+	/* What the link asks to find peers (link/dest.h): map a peer's
+	 * inbox, and softibd's route answers.  Called by the engine thread
+	 * or a slow-path verb, never on the data path. */
+	struct sib_link_resolver link;
 	/* A new connection on which softibd pushes events (SUBSCRIBE done,
 	 * docs/events.md): its fd, or -errno.  NULL: no pushed events (a test
 	 * host); contexts then only see the events their own engine raises. */
@@ -144,13 +139,6 @@ struct sib_hca_host {
 	 * 0 or errno (EBADF: not such an XRCD).  NULL with xrcd_open NULL. */
 	int (*xrc_tgt_create)(uint32_t dev_handle, uint32_t xrcd_handle, uint32_t *handle,
 			      uint32_t *qpn);
-	/* Routing (hca route.c; softibd's SIB_CTL_ROUTE, common/sib_ctl.h):
-	 * r->dev_index, r->port and r->dlid in; the verdict, destination or
-	 * multicast mask and the route_gen they hold at out.  0 or errno.
-	 * Called once per path and per route_gen change, never per packet.
-	 * NULL: no switches, a LID leads straight to the port lid_map names
-	 * (a test host). */
-	int (*route)(struct sib_ctl_route *r);
 	/* Privilege (softibd's SIB_CTL_CAPABLE, common/sib_ctl.h): 0 if the
 	 * calling process holds capability cap (linux/capability.h CAP_*) as
 	 * softibd reads it, else an errno.  Asked where the kernel asks

@@ -463,6 +463,10 @@ int sib_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	}
 out:
 	pthread_mutex_unlock(&ctx->progress_lock);
+	if (!rc && next >= IBV_QPS_RTR && next != IBV_QPS_ERR && cur < IBV_QPS_RTR &&
+	    (ibqp->qp_type == IBV_QPT_RC || ibqp->qp_type == IBV_QPT_UC ||
+	     ibqp->qp_type == IBV_QPT_XRC_SEND))
+		sib_qp_dest_resolve_now(qp); /* a verb may wait: the data path does not */
 	if (!rc)
 		sib_progress(ctx);
 	return rc;

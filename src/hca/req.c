@@ -115,7 +115,7 @@ static bool may_place(const struct sib_qp *qp, const struct sib_swqe *w, const s
 {
 	return w->placed ||
 	       (wi && (wi->flags & (SIB_WR_WRITE | SIB_WR_READ)) && w->length &&
-		qp->ibv.qp_base.qp_type == IBV_QPT_RC && !qp->ctx->link.slow && qp->dest.ring &&
+		qp->ibv.qp_base.qp_type == IBV_QPT_RC && !qp->ctx->link.slow && qp->dest.dest &&
 		(!qp->req.pkt_unacked || iba_psn_diff(qp->comp.psn, qp->req.pkt_end) >= 0));
 }
 
@@ -291,7 +291,7 @@ static enum req_state send_packet(struct req_pass *p)
 	 * then leaves the WQE placed, and the next pass sends its packet.
 	 * The QP's first packet resolves the peer here. */
 	placed = off == 0 && qp->ibv.qp_base.qp_type == IBV_QPT_RC &&
-		 (qp->dest.ring || sib_tx_dest(qp)) && try_place(qp, w, wi);
+		 (qp->dest.dest || sib_tx_dest(qp)) && try_place(qp, w, wi);
 	/* Not placed after all: packets keep their own window (check_limits
 	 * let the WQE start under the placed one); a later pass starts it
 	 * again. */

@@ -155,19 +155,21 @@ struct sib_tx {
 	uint8_t *slot;                 /* where the packet goes; NULL: peer unreachable, lost */
 	size_t hdr_len;
 	uint32_t sflags;               /* extra slot flags (SIB_SLOT_F_PLACED), 0 by sib_tx_begin */
+	bool pending;                  /* sib_tx_begin false: the link asks where the peer is */
 };
 
-/* qp's connected peer inbox, resolved (cached in qp->dest) without
- * reserving a slot; NULL: our port is down or the peer unreachable. */
-struct sib_ring *sib_tx_dest(struct sib_qp *qp);
+/* qp's connected peer, resolved (cached in qp->dest) without reserving a
+ * slot; NULL: our port is down, the peer unreachable or not known yet. */
+struct sib_link_dest *sib_tx_dest(struct sib_qp *qp);
 /* Reserve room on the link toward qp's peer.  False: its inbox is full,
- * retry later.  True with tx->slot NULL: the peer is gone, the packet is lost. */
+ * or (tx->pending) the link is still asking where the peer is: retry
+ * later.  True with tx->slot NULL: the peer is gone, the packet is lost. */
 bool sib_tx_begin(struct sib_qp *qp, struct sib_tx *tx);
 /* The same toward address vector ah and QPN dqpn (UD: the WR's AH). */
 bool sib_tx_begin_to(struct sib_qp *qp, struct sib_tx *tx, const struct ibv_ah_attr *ah, uint32_t dqpn);
-/* The same into a given peer inbox ring (a multicast member, mcast.c);
- * ring NULL: the inbox that owns dqpn. */
-bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_ring *ring,
+/* The same toward a given peer context (a multicast member, mcast.c);
+ * to NULL: the context that owns dqpn. */
+bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_link_dest *to,
 		       const struct ibv_ah_attr *ah, uint32_t dqpn);
 /* Write tx->h into the slot; returns where the payload goes. */
 uint8_t *sib_tx_headers(struct sib_tx *tx);

@@ -174,22 +174,36 @@ static int ud_mcast_send(struct sib_qp *qp, struct sib_swqe *w)
 	uint32_t n = sib_mcast_members_routed(qp, w->ud_av.dlid, m);
 	int rc = 0;
 
+	bool pending = n == UINT32_MAX; /* the route is asked for */
+	struct sib_link_dest *to;
+
+	/* Every member's context known before the first copy leaves, so
+	 * that a fan-out does not pause halfway for the engine thread. */
+	for (uint32_t i = 0; !pending && i < n; i++)
+		pending = sib_mcast_dest(qp, m[i].inbox, m[i].gen, &to) == SIB_LINK_PENDING;
+	if (pending)
+		return -1; /* the next pass starts it */
+
 	if (!qp->req.offset) /* a new fan-out (also after a QP reset) */
 		memset(qp->ud_mcast_sent, 0, sizeof(qp->ud_mcast_sent));
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t bit = 1ull << (m[i].inbox % 64);
 		uint64_t *sent = &qp->ud_mcast_sent[m[i].inbox / 64];
-		struct sib_ring *ring;
+		enum sib_link_verdict v;
 		struct sib_tx tx;
 
 		if (*sent & bit)
 			continue; /* reached before the fan-out paused */
-		ring = sib_mcast_ring(qp, m[i].inbox, m[i].gen);
-		if (!ring) {
+		v = sib_mcast_dest(qp, m[i].inbox, m[i].gen, &to);
+		if (v == SIB_LINK_PENDING) {
+			qp->req.offset = 1; /* being mapped: resume on a later pass */
+			return -1;
+		}
+		if (v != SIB_LINK_OK) {
 			qp->ctx->tx_no_dest++; /* that member's context is gone */
 			continue;
 		}
-		if (!sib_tx_begin_ring(qp, &tx, ring, &w->ud_av, IBA_QPN_MCAST)) {
+		if (!sib_tx_begin_ring(qp, &tx, to, &w->ud_av, IBA_QPN_MCAST)) {
 			if (!ud_tx_full(qp, m[i].inbox)) {
 				qp->req.offset = 1;
 				return -1;
@@ -227,10 +241,10 @@ static bool ud_send(struct sib_qp *qp, struct sib_swqe *w)
 			return false; /* the rest of the members on the next pass */
 		ok = rc == 0;
 	} else if (sib_tx_begin_to(qp, &tx, &w->ud_av, w->ud_qpn)) {
-		ud_tx_ok(qp, SIB_QPO_INBOX(qp->dest.owner));
+		ud_tx_ok(qp, sib_link_peer_inbox(&qp->dest));
 		if (tx.slot)
 			ok = ud_fill_and_send(qp, w, &tx, w->ud_qpn);
-	} else if (!ud_tx_full(qp, SIB_QPO_INBOX(qp->dest.owner))) {
+	} else if (tx.pending || !ud_tx_full(qp, sib_link_peer_inbox(&qp->dest))) {
 		return false; /* the wire is full: the next pass resumes here */
 	}
 	if (!ok) {

@@ -27,7 +27,7 @@ bool sib_xfwd_target(struct sib_qp *qp, uint32_t srqn, const uint8_t *buf, uint3
 
 	if (inbox == ctx->inbox_idx || inbox >= SIB_MAX_INBOXES || !qp->xrcd)
 		return false;
-	gen = atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire);
+	gen = sib_link_inbox_gen(inbox);
 	if (!(gen & 1) || sib_fabric->inboxes[inbox].dev_index != ctx->dev->index)
 		return false; /* not a live context of this device */
 	qp->xfwd.raw = buf;
@@ -58,26 +58,38 @@ bool sib_xfwd_send(struct sib_qp *qp)
 	struct sib_context *ctx = qp->ctx;
 	struct sib_xfwd_tx *x = &qp->xfwd;
 	uint8_t port = qp->port_num ? qp->port_num : 1;
-	uint32_t gen = atomic_load_explicit(&sib_fabric->inboxes[x->inbox].gen, memory_order_acquire);
+	uint32_t gen = sib_link_inbox_gen(x->inbox);
 	struct sib_link_tx lt;
 
 	if (!sib_port_passes(ctx->dev->index, ctx->dev->gen, port)) {
 		ctx->port_down_drops++; /* link down: lost on the wire */
 		return true;
 	}
-	if (x->ring_inbox != x->inbox || x->ring_gen != gen) {
-		/* Map the target's inbox once per (inbox, generation): a slow
-		 * path; a gone target stays NULL until its generation moves. */
-		sib_peer_ring_put(x->ring);
-		x->ring = (gen & 1) ? sib_peer_ring(x->inbox, gen) : NULL;
-		x->ring_inbox = x->inbox;
-		x->ring_gen = gen;
+	if (!x->dest || x->dest_inbox != x->inbox || x->dest_gen != gen) {
+		/* The target's context, once per (inbox, generation); asked
+		 * of softibd by the engine thread: on it, at once (the packet
+		 * is in hand), elsewhere the packet is dropped as for a full
+		 * wire and resent; a gone target stays NULL until its
+		 * generation moves. */
+		struct sib_link_dest *d;
+		enum sib_link_verdict v = sib_link_dest_get(&ctx->link, x->inbox, gen, &d);
+
+		if (v == SIB_LINK_PENDING && pthread_equal(pthread_self(), ctx->engine)) {
+			sib_engine_answer_now(ctx);
+			v = sib_link_dest_get(&ctx->link, x->inbox, gen, &d);
+		}
+		if (v == SIB_LINK_PENDING)
+			return false;
+		sib_link_dest_put(x->dest);
+		x->dest = d;
+		x->dest_inbox = x->inbox;
+		x->dest_gen = gen;
 	}
-	if (!x->ring) {
+	if (!x->dest) {
 		ctx->tx_no_dest++; /* the SRQ's process is gone: lost */
 		return true;
 	}
-	if (sib_link_reserve(&ctx->link, x->ring, port, &lt)) {
+	if (sib_link_reserve(&ctx->link, &x->dest->ring, port, &lt)) {
 		ctx->tx_ring_full++;
 		return false;
 	}
@@ -89,9 +101,9 @@ bool sib_xfwd_send(struct sib_qp *qp)
 
 void sib_xfwd_release(struct sib_qp *qp)
 {
-	sib_peer_ring_put(qp->xfwd.ring);
-	qp->xfwd.ring = NULL;
-	qp->xfwd.ring_inbox = qp->xfwd.ring_gen = 0;
+	sib_link_dest_put(qp->xfwd.dest);
+	qp->xfwd.dest = NULL;
+	qp->xfwd.dest_inbox = qp->xfwd.dest_gen = 0;
 }
 
 /* ---- the SRQ's owner: placement ---- */
@@ -157,7 +169,7 @@ static struct sib_xfwd_msg *msg_find(struct sib_context *ctx, uint32_t qpn, uint
 			continue;
 		if (!m->used || !m->active)
 			spare = m;
-		else if (atomic_load_explicit(&sib_fabric->qp_owner[m->qpn], memory_order_acquire) != m->owner)
+		else if (sib_link_qpn_owner(m->qpn) != m->owner)
 			spare = m; /* its TGT QP was destroyed mid-message */
 	}
 	if (!spare)
@@ -186,16 +198,15 @@ static enum sib_rx_drop fwd_check(struct sib_context *ctx, const struct iba_pkt 
 	    !(f & IBA_OP_SEND) || (f & IBA_OP_INV) || pkt->xrc_srqn >> 16 != ctx->inbox_idx ||
 	    qpn >= SIB_MAX_QPN)
 		return SIB_RX_DROP_XRC_FWD_FORGED;
-	*w = atomic_load_explicit(&sib_fabric->qp_owner[qpn], memory_order_acquire);
+	*w = sib_link_qpn_owner(qpn);
 	inbox = SIB_QPO_INBOX(*w);
 	if (!(*w & SIB_QPO_VALID) || SIB_QPO_DEV(*w) != ctx->dev->index || inbox >= SIB_MAX_INBOXES ||
-	    inbox == ctx->inbox_idx ||
-	    atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) != SIB_QPO_GEN(*w))
+	    inbox == ctx->inbox_idx || sib_link_inbox_gen(inbox) != SIB_QPO_GEN(*w))
 		return SIB_RX_DROP_XRC_FWD_FORGED;
 	/* The domain of the QP *w names: stored before the owner word, cleared
 	 * after it; a second read of the owner rules out a QPN reused between. */
 	dom = atomic_load_explicit(&sib_fabric->qp_xrcd[qpn], memory_order_acquire);
-	if (!dom || atomic_load_explicit(&sib_fabric->qp_owner[qpn], memory_order_acquire) != *w)
+	if (!dom || sib_link_qpn_owner(qpn) != *w)
 		return SIB_RX_DROP_XRC_FWD_FORGED; /* not an XRC_RECV QP */
 	*srq = sib_objtab_get_index(&ctx->srqs, pkt->xrc_srqn & 0xffff, h);
 	if (!*srq)

@@ -20,6 +20,7 @@
 
 #include "common/ctl.h"
 #include "iba/iba.h"
+#include "link/dest.h"
 #include "link/wrap.h"
 
 const char *const sib_link_counter_name[SIB_LC_MAX] = {
@@ -417,8 +418,10 @@ void sib_link_close(struct sib_link *l)
 {
 	struct sib_link_wrap *w = l->wrap;
 
-	if (!w)
+	if (!w) {
+		sib_link_dests_close(l);
 		return;
+	}
 	for (unsigned int p = 0; p < SIB_MAX_PORTS; p++) {
 		(void)set_faults(l, p, NULL, true);
 		unmap_capture(w, p);
@@ -430,6 +433,7 @@ void sib_link_close(struct sib_link *l)
 	free(w);
 	l->wrap = NULL;
 	l->slow = l->ops != &sib_link_shm_ops;
+	sib_link_dests_close(l); /* after the wrappers let go of theirs */
 }
 
 /* ---- slow paths ---- */

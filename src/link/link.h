@@ -50,7 +50,7 @@ enum sib_link_counter {
 	SIB_LC_TR_ACK_TIMEOUTS, /* local ACK timeouts */
 	SIB_LC_TR_SEQ_NAKS,     /* PSN sequence error NAKs received */
 	SIB_LC_TR_RNR_NAKS,     /* RNR NAKs received */
-	SIB_LC_NO_ROUTE,        /* not sent: the forwarding tables drop it (hca route.c) */
+	SIB_LC_NO_ROUTE,        /* not sent: the forwarding tables drop it (dest.c) */
 	SIB_LC_MAX
 };
 
@@ -141,6 +141,7 @@ struct sib_link {
 	uint32_t seen_cap[SIB_MAX_PORTS];       /* cfg[p].cap last acted on (0: none) */
 	uint32_t seen_fault_seq[SIB_MAX_PORTS]; /* cfg[p].fault_seq last acted on */
 	_Atomic uint32_t service;      /* sib_link_tick: the engine thread has work */
+	struct sib_link_dests *dests;  /* dest.h: route cache, peers, asks (NULL: none) */
 };
 
 /* Counter update by the owner (single writer: no locked instruction). */

@@ -25,7 +25,6 @@
 #include "common/ctl.h"
 #include "common/fabric_view.h"
 #include "common/sib_ctl.h"
-#include "link/ring.h"
 #include "verbs/export.h"
 #include "verbs/sib_verbs.h"
 
@@ -53,22 +52,6 @@ struct retired_device {
 	struct ibv_device *dev;
 };
 static struct retired_device *retired;
-
-/* Peer inbox mappings, counted (slow path only: a QP resolves its peer
- * once and keeps the reference).  One per (inbox, generation) in use; an
- * old generation stays mapped while someone still holds it, and every
- * mapping is unmapped when its last reference goes, so a long-lived
- * process talking to many short-lived peers does not grow.  Under
- * peers_lock. */
-struct peer_map {
-	struct sib_ring ring;          /* first: the HCA hands back this pointer */
-	struct peer_map *next;         /* same inbox index, other generations */
-	void *base;
-	uint32_t gen;
-	uint32_t refs;
-};
-static struct peer_map *peers[SIB_MAX_INBOXES];
-static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * In a child of fork(): leave the parent's connection to the parent (its
@@ -99,7 +82,7 @@ static void ctl_reconnect(void)
 
 /*
  * fork(): the library's locks are taken across it, in their order (lib_lock,
- * peers_lock, ctl_lock), so that the child inherits none of them held by
+ * ctl_lock), so that the child inherits none of them held by
  * a thread it does not have.  The child drops its copy of the parent's
  * connection at once (softibd sees a client die by EOF only: a child that
  * never calls verbs must not keep a dead parent's objects alive) and
@@ -108,14 +91,12 @@ static void ctl_reconnect(void)
 static void ctl_prepare(void)
 {
 	pthread_mutex_lock(&lib_lock);
-	pthread_mutex_lock(&peers_lock);
 	pthread_mutex_lock(&ctl_lock);
 }
 
 static void ctl_parent(void)
 {
 	pthread_mutex_unlock(&ctl_lock);
-	pthread_mutex_unlock(&peers_lock);
 	pthread_mutex_unlock(&lib_lock);
 }
 
@@ -127,7 +108,6 @@ static void ctl_child(void)
 		ctl_forked = true;
 	}
 	pthread_mutex_unlock(&ctl_lock);
-	pthread_mutex_unlock(&peers_lock);
 	pthread_mutex_unlock(&lib_lock);
 }
 
@@ -210,7 +190,7 @@ static int sib_mcast(uint32_t qp_handle, const uint8_t *mgid, uint16_t mlid, boo
 }
 
 /* The HCA's route hook (provider.h): softibd's SIB_CTL_ROUTE answer for a
- * path, asked once per path and per route_gen (hca route.c). */
+ * path, asked once per path and per route_gen (link/dest.c). */
 static int verbs_route(struct sib_ctl_route *r)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_ROUTE };
@@ -278,9 +258,8 @@ static void warn_no_daemon(const char *why, int err)
 	errno = err;
 }
 
-static struct sib_ring *verbs_peer_ring(uint32_t inbox, uint32_t gen);
-static void verbs_peer_ring_put(struct sib_ring *ring);
-static void verbs_peer_ring_hold(struct sib_ring *ring);
+static void *verbs_map_inbox(uint32_t inbox, uint32_t gen);
+static void verbs_unmap_inbox(void *base);
 
 /*
  * A second connection to the daemon serving ours, subscribed to every
@@ -307,14 +286,11 @@ static int verbs_subscribe(void)
 static const struct sib_hca_host verbs_host = {
 	.obj_create = sib_obj_create,
 	.obj_destroy = sib_obj_destroy,
-	.peer_ring = verbs_peer_ring,
-	.peer_ring_put = verbs_peer_ring_put,
-	.peer_ring_hold = verbs_peer_ring_hold,
+	.link = { .map = verbs_map_inbox, .unmap = verbs_unmap_inbox, .route = verbs_route },
 	.subscribe = verbs_subscribe,
 	.mcast = sib_mcast,
 	.xrcd_open = verbs_xrcd_open,
 	.xrc_tgt_create = verbs_xrc_tgt_create,
-	.route = verbs_route,
 	.capable = verbs_capable,
 };
 
@@ -676,82 +652,28 @@ SIB_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 
 /* ---- peers ---- */
 
-static struct sib_ring *verbs_peer_ring(uint32_t inbox, uint32_t gen)
+/* The link's map hook (link/dest.h): softibd's GET_INBOX, mapped, and the
+ * fd closed at once.  Called by the engine thread or a slow-path verb. */
+static void *verbs_map_inbox(uint32_t inbox, uint32_t gen)
 {
 	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_GET_INBOX };
-	struct peer_map *p;
 	void *base;
 	int fd;
 
 	if (inbox >= SIB_MAX_INBOXES)
 		return NULL;
-	pthread_mutex_lock(&peers_lock);
-	for (p = peers[inbox]; p; p = p->next) {
-		if (p->gen == gen) {
-			p->refs++;
-			goto out;
-		}
-	}
 	m.u.get_inbox.inbox = inbox;
 	m.u.get_inbox.inbox_gen = gen;
 	if (sib_ctl_rpc(&m, &fd) || fd < 0)
-		goto out;
+		return NULL;
 	base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
-	if (base == MAP_FAILED)
-		goto out;
-	p = calloc(1, sizeof(*p));
-	if (!p) {
-		munmap(base, SIB_INBOX_BYTES);
-		goto out;
-	}
-	sib_ring_attach(&p->ring, base);
-	p->base = base;
-	p->gen = gen;
-	p->refs = 1;
-	p->next = peers[inbox];
-	peers[inbox] = p;
-out:
-	pthread_mutex_unlock(&peers_lock);
-	return p ? &p->ring : NULL;
+	return base == MAP_FAILED ? NULL : base;
 }
 
-/* The mapping of a ring handed out by verbs_peer_ring (under peers_lock). */
-static struct peer_map **peer_find(struct sib_ring *ring)
+static void verbs_unmap_inbox(void *base)
 {
-	for (uint32_t i = 0; i < SIB_MAX_INBOXES; i++)
-		for (struct peer_map **pp = &peers[i]; *pp; pp = &(*pp)->next)
-			if (&(*pp)->ring == ring)
-				return pp;
-	return NULL;
-}
-
-static void verbs_peer_ring_put(struct sib_ring *ring)
-{
-	struct peer_map **pp, *p = NULL;
-
-	pthread_mutex_lock(&peers_lock);
-	pp = peer_find(ring);
-	if (pp && !--(*pp)->refs) {
-		p = *pp;
-		*pp = p->next;
-	}
-	pthread_mutex_unlock(&peers_lock);
-	if (p) {
-		munmap(p->base, SIB_INBOX_BYTES);
-		free(p);
-	}
-}
-
-static void verbs_peer_ring_hold(struct sib_ring *ring)
-{
-	struct peer_map **pp;
-
-	pthread_mutex_lock(&peers_lock);
-	pp = peer_find(ring);
-	if (pp)
-		(*pp)->refs++;
-	pthread_mutex_unlock(&peers_lock);
+	munmap(base, SIB_INBOX_BYTES);
 }
 
 /* ---- open and close ---- */

@@ -80,10 +80,18 @@ static int host_xrc_tgt_create(uint32_t dev_handle, uint32_t xrcd_handle, uint32
 	return 0;
 }
 
-/* Senders get the wire toward an inbox, not the inbox itself. */
-static struct sib_ring *host_peer_ring(uint32_t inbox, uint32_t gen)
+/* Senders get the wire toward an inbox, not the inbox itself; the next
+ * map_fail maps fail (softibd short of fds, say).  Counted in map_calls. */
+unsigned int map_fail, map_calls;
+
+static void *host_map_inbox(uint32_t inbox, uint32_t gen)
 {
-	return inbox < NINBOX && gen == 1 ? &wires[inbox] : NULL;
+	map_calls++;
+	if (map_fail) {
+		map_fail--;
+		return NULL;
+	}
+	return inbox < NINBOX && gen == 1 ? wire_mem[inbox] : NULL;
 }
 
 /* XRC domains (test_hca_srq): one number per file (its inode), or a new
@@ -129,10 +137,9 @@ static int host_route(struct sib_ctl_route *r)
 static const struct sib_hca_host host = {
 	.obj_create = host_obj_create,
 	.obj_destroy = host_obj_destroy,
-	.peer_ring = host_peer_ring,
+	.link = { .map = host_map_inbox, .route = host_route },
 	.xrcd_open = host_xrcd_open,
 	.xrc_tgt_create = host_xrc_tgt_create,
-	.route = host_route,
 };
 
 /* ---- the pump: every packet between the two contexts ---- */

@@ -87,6 +87,7 @@ extern struct seen plog[LOG_MAX];  /* every packet pumped since up() */
 extern unsigned int nlog;
 extern enum verdict (*filter)(const struct seen *s); /* NULL: pass all */
 extern unsigned int nkept;         /* packets kept by KEEP verdicts */
+extern unsigned int map_fail, map_calls; /* the host's inbox maps: fail the next n; count */
 extern bool wire_hold[NINBOX];     /* pump() leaves these wires alone (they fill up) */
 extern struct side sides[NINBOX]; /* C: only after side_open_c() */
 extern struct ibv_device *devices[NDEV]; /* never freed (as the library's) */

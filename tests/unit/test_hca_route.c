@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -72,11 +73,12 @@ static void test_rc_route_cached(void **state)
 	unsigned int acks;
 
 	(void)state;
-	up(&def_opts);
 	route_calls = 0;
+	up(&def_opts);
 	for (uint64_t i = 0; i < 10; i++)
 		send_one(i);
-	assert_int_equal(route_calls, 2); /* A -> B's LID, B -> A's (the ACKs) */
+	/* A -> B's LID, B -> A's (the ACKs), both asked at RTR */
+	assert_int_equal(route_calls, 2);
 	/* The data counters: 10 SENDs of LRH 8 + BTH 12 + 64 + ICRC 4 bytes
 	 * = 22 words each; ACKs LRH 8 + BTH 12 + AETH 4 + ICRC 4 = 7 words. */
 	assert_int_equal(pkts_to(B), 10);
@@ -183,6 +185,7 @@ static void test_ud_route_per_context(void **state)
 	at.dlid = sides[B].lid;
 	ah = sib_hca_ops.create_ah(sides[A].pd, &at);
 	assert_non_null(ah);
+	bump_gen(); /* the RC QPs of up() asked for this path at their RTR */
 	route_calls = 0;
 	for (uint64_t i = 0; i < 20; i++) {
 		post_recv_qp(ub, B, 4096 + i * 128, 128, 100 + i);
@@ -210,6 +213,75 @@ static void test_ud_route_per_context(void **state)
 	assert_int_equal(sib_hca_ops.destroy_qp(ub), 0);
 }
 
+/* Answer what the link asked (progress_lock held, as the engine thread
+ * would without it): the asks are taken in the same hold that made them,
+ * so the engine thread never answers them twice. */
+static void answer_asks(struct sib_context *ctx)
+{
+	struct sib_link_asks a;
+
+	sib_link_asks_take(&ctx->link, &a);
+	pthread_mutex_unlock(&ctx->progress_lock);
+	sib_link_asks_answer(&ctx->link, &a);
+	pthread_mutex_lock(&ctx->progress_lock);
+	sib_link_asks_apply(&ctx->link, &a);
+}
+
+static uint32_t members_now(struct sib_qp *qp, uint16_t mlid, struct sib_shm_mcast_member *m)
+{
+	uint32_t n;
+
+	pthread_mutex_lock(&qp->ctx->progress_lock);
+	while ((n = sib_mcast_members_routed(qp, mlid, m)) == UINT32_MAX)
+		answer_asks(qp->ctx);
+	pthread_mutex_unlock(&qp->ctx->progress_lock);
+	return n;
+}
+
+static void route_now(struct sib_context *ctx, uint16_t lid)
+{
+	pthread_mutex_lock(&ctx->progress_lock);
+	if (lid >= SIB_MCAST_LID_MIN) {
+		while (!sib_link_mroute(&ctx->link, 1, lid))
+			answer_asks(ctx);
+	} else {
+		while (!sib_link_route(&ctx->link, 1, lid))
+			answer_asks(ctx);
+	}
+	pthread_mutex_unlock(&ctx->progress_lock);
+}
+
+/* A map of a live context that failed is asked again after a while (the
+ * link's negative entry expires), not on every packet and not never. */
+static void test_map_failure_retried(void **state)
+{
+	struct sib_context *ctx;
+	struct sib_link_dest *d = NULL;
+	enum sib_link_verdict v;
+
+	(void)state;
+	up(&def_opts);
+	ctx = to_sctx(sides[A].ctx);
+	map_calls = 0;
+	map_fail = 1;
+	pthread_mutex_lock(&ctx->progress_lock);
+	assert_int_equal(sib_link_dest_get(&ctx->link, C, 1, &d), SIB_LINK_PENDING);
+	answer_asks(ctx);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(sib_link_dest_get(&ctx->link, C, 1, &d), SIB_LINK_UNREACHABLE);
+	pthread_mutex_unlock(&ctx->progress_lock);
+	assert_int_equal(map_calls, 1);
+	usleep(150000); /* past SIB_LINK_MAP_RETRY_NS */
+	pthread_mutex_lock(&ctx->progress_lock);
+	while ((v = sib_link_dest_get(&ctx->link, C, 1, &d)) == SIB_LINK_PENDING)
+		answer_asks(ctx);
+	assert_int_equal(v, SIB_LINK_OK);
+	assert_non_null(d->base);
+	sib_link_dest_put(d);
+	pthread_mutex_unlock(&ctx->progress_lock);
+	assert_int_equal(map_calls, 2);
+}
+
 /* Multicast fan-out: the members of a group (the map's list) less those
  * the MFTs do not reach from the sender's port; asked once per route_gen. */
 static void test_mcast_members_routed(void **state)
@@ -230,17 +302,17 @@ static void test_mcast_members_routed(void **state)
 	g->members[1].gen = 1;
 	atomic_store(&sib_fabric->mlid_grp[mlid - SIB_MCAST_LID_MIN], 1);
 	route_calls = 0;
-	assert_int_equal(sib_mcast_members_routed(qp, mlid, m), 2);
-	assert_int_equal(sib_mcast_members_routed(qp, mlid, m), 2);
+	assert_int_equal(members_now(qp, mlid, m), 2);
+	assert_int_equal(members_now(qp, mlid, m), 2);
 	assert_int_equal(route_calls, 1);
 	route_block = mlid; /* the MFTs reach nobody */
-	assert_int_equal(sib_mcast_members_routed(qp, mlid, m), 2); /* cached */
+	assert_int_equal(members_now(qp, mlid, m), 2); /* cached */
 	bump_gen();
-	assert_int_equal(sib_mcast_members_routed(qp, mlid, m), 0);
+	assert_int_equal(members_now(qp, mlid, m), 0);
 	assert_int_equal(route_calls, 2);
 	route_block = 0;
 	bump_gen();
-	assert_int_equal(sib_mcast_members_routed(qp, mlid, m), 2);
+	assert_int_equal(members_now(qp, mlid, m), 2);
 	assert_int_equal(m[0].inbox, A);
 	assert_int_equal(m[1].inbox, B);
 	atomic_store(&sib_fabric->mlid_grp[mlid - SIB_MCAST_LID_MIN], 0);
@@ -252,25 +324,24 @@ static void test_mcast_members_routed(void **state)
 static void test_route_no_conflict_miss(void **state)
 {
 	struct sib_context *ctx;
-	uint32_t gen;
 
 	(void)state;
 	up(&def_opts);
 	ctx = to_sctx(sides[A].ctx);
-	gen = atomic_load(&sib_fabric->route_gen);
+	bump_gen(); /* the RC QPs of up() asked for LID 2 at their RTR */
 	route_calls = 0;
 	for (unsigned int i = 0; i < 20; i++) {
-		sib_route_get(ctx, 1, i & 1 ? 66 : 2, gen);
-		sib_route_get(ctx, 1, i & 1 ? 2 + 0x8000 : 2 + 0x4000, gen);
+		route_now(ctx, i & 1 ? 66 : 2);
+		route_now(ctx, i & 1 ? 2 + 0x8000 : 2 + 0x4000);
 	}
 	assert_int_equal(route_calls, 4);
 	route_calls = 0;
 	for (unsigned int i = 0; i < 20; i++)
-		sib_mroute_get(ctx, 1, i & 1 ? 0xC010 : 0xC020);
+		route_now(ctx, i & 1 ? 0xC010 : 0xC020);
 	assert_int_equal(route_calls, 2);
 	bump_gen();
-	sib_route_get(ctx, 1, 66, atomic_load(&sib_fabric->route_gen));
-	sib_mroute_get(ctx, 1, 0xC010);
+	route_now(ctx, 66);
+	route_now(ctx, 0xC010);
 	assert_int_equal(route_calls, 4);
 }
 
@@ -283,6 +354,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_ud_route_per_context, route_down),
 		cmocka_unit_test_teardown(test_mcast_members_routed, route_down),
 		cmocka_unit_test_teardown(test_route_no_conflict_miss, route_down),
+		cmocka_unit_test_teardown(test_map_failure_retried, route_down),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

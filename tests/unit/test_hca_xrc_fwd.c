@@ -216,9 +216,13 @@ static void test_forward(void **state)
 	settle(20);
 	expect_no_wc(B);
 	expect_no_wc(C);
-	/* 1 + 3 packets each way: A to B (the request), B to C (forwarded). */
+	/* 1 + 3 packets forwarded B to C; A to B the same, plus what A
+	 * resent while B's link mapped C's inbox (a first forward to C
+	 * found on the application's thread waits for the engine thread's
+	 * answer: docs/link.md "Destinations"), never more than one
+	 * message again. */
 	assert_int_equal(count(0, C, -1, 0, true), 4);
-	assert_int_equal(count(0, B, -1, 0, true), 4);
+	assert_true(count(0, B, -1, 0, true) >= 4 && count(0, B, -1, 0, true) <= 8);
 	assert_int_equal(drops(C, SIB_RX_DROP_XRC_FWD_SEQ), 0);
 	/* B's own SRQ still works for a SEND naming it. */
 	send_xrc(IBV_WR_SEND, 0, 100, f.srqn_b, 3);

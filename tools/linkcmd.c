@@ -86,11 +86,100 @@ static bool parse_u32(const char *s, uint32_t *v)
 	return true;
 }
 
+/* Parses `-w FILE [-d DEV] [-p PORT] [-c COUNT]`; false on a usage error. */
+static bool capture_parse_args(int argc, char **argv, const char **file, const char **dev,
+			       uint32_t *port, uint32_t *count)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!v)
+			return false;
+		if (!strcmp(o, "-w"))
+			*file = v;
+		else if (!strcmp(o, "-d"))
+			*dev = v;
+		else if (!strcmp(o, "-p")) {
+			if (!parse_u32(v, port))
+				return false;
+		} else if (!strcmp(o, "-c")) {
+			if (!parse_u32(v, count))
+				return false;
+		} else
+			return false;
+		i++;
+	}
+	return *file != NULL;
+}
+
+/* Asks softibd to arm a capture on (di, port) and maps its ring; 0, or -1 after a message. */
+static int capture_arm(int fd, long di, uint32_t port, int *cfd, void **base)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_LINK_CAPTURE };
+	int err;
+
+	m.u.link.dev_index = (uint32_t)di;
+	m.u.link.port = port;
+	err = sib_ctl_call(fd, &m, cfd);
+	if (err || m.hdr.status) {
+		err = err ? -err : m.hdr.status;
+		fprintf(stderr, "softib: capture: %s\n",
+			err == EBUSY ? "a capture already runs on that port (or too many captures)" :
+			err == EINVAL ? "no such device or port" : strerror(err));
+		return -1;
+	}
+	if (*cfd < 0 || m.u.link.ring_size != SIB_INBOX_BYTES) {
+		fprintf(stderr, "softib: capture: bad reply from softibd\n");
+		return -1;
+	}
+	*base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, *cfd, 0);
+	if (*base == MAP_FAILED) {
+		fprintf(stderr, "softib: capture: mmap: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Copies ring entries to the file until stopped, `count` packets, or softibd hangs up. */
+static void capture_run(int fd, struct sib_ring_rx *rx, struct sib_capture *cap, uint32_t count,
+			uint32_t *got, uint32_t *bad)
+{
+	while (!stop_requested && (!count || *got < count)) {
+		struct sib_ring_slot *s = sib_ring_peek(rx);
+
+		if (s) {
+			uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+			uint32_t flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
+			uint64_t stamp = __atomic_load_n(&s->stamp, __ATOMIC_RELAXED);
+			struct timespec ts = { (time_t)(stamp / 1000000000u), (long)(stamp % 1000000000u) };
+
+			if (len >= IBA_LRH_BYTES && len <= SIB_SLOT_DATA_BYTES &&
+			    sib_capture_packet_at(cap, s->data, len, flags, &ts))
+				(*got)++;
+			else
+				(*bad)++;
+			sib_ring_release(rx, s);
+			continue;
+		}
+		/* Idle: write out, look after the ring, and wait 1 ms on the
+		 * socket (softibd going away ends the capture). */
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct timespec now;
+
+		sib_capture_flush(cap);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		(void)sib_ring_check(rx, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec, NULL);
+		if (poll(&pfd, 1, 1) > 0) {
+			fprintf(stderr, "softib: capture: softibd closed the connection\n");
+			break;
+		}
+	}
+}
+
 int sib_tool_capture(const char *sock, int argc, char **argv)
 {
 	const char *file = NULL, *dev = NULL;
 	uint32_t port = 0, count = 0, got = 0, bad = 0;
-	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_LINK_CAPTURE };
 	struct sib_fabric_shm *fab = NULL;
 	struct sib_capture *cap = NULL;
 	struct sib_ring_rx rx;
@@ -99,52 +188,16 @@ int sib_tool_capture(const char *sock, int argc, char **argv)
 	int fd, cfd = -1, err, ret = 1;
 	long di;
 
-	for (int i = 0; i < argc; i++) {
-		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (!v)
-			goto usage;
-		if (!strcmp(o, "-w"))
-			file = v;
-		else if (!strcmp(o, "-d"))
-			dev = v;
-		else if (!strcmp(o, "-p")) {
-			if (!parse_u32(v, &port))
-				goto usage;
-		} else if (!strcmp(o, "-c")) {
-			if (!parse_u32(v, &count))
-				goto usage;
-		} else
-			goto usage;
-		i++;
+	if (!capture_parse_args(argc, argv, &file, &dev, &port, &count)) {
+		fprintf(stderr, "softib: usage: softib capture -w FILE [-d DEV] [-p PORT] [-c COUNT]\n");
+		return 2;
 	}
-	if (!file)
-		goto usage;
 	fd = connect_daemon(sock, &fab, &fab_size);
 	if (fd < 0)
 		return 1;
 	di = dev_index(fab, dev);
-	if (di < 0)
+	if (di < 0 || capture_arm(fd, di, port, &cfd, &base))
 		goto out;
-	m.u.link.dev_index = (uint32_t)di;
-	m.u.link.port = port;
-	err = sib_ctl_call(fd, &m, &cfd);
-	if (err || m.hdr.status) {
-		err = err ? -err : m.hdr.status;
-		fprintf(stderr, "softib: capture: %s\n",
-			err == EBUSY ? "a capture already runs on that port (or too many captures)" :
-			err == EINVAL ? "no such device or port" : strerror(err));
-		goto out;
-	}
-	if (cfd < 0 || m.u.link.ring_size != SIB_INBOX_BYTES) {
-		fprintf(stderr, "softib: capture: bad reply from softibd\n");
-		goto out;
-	}
-	base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, cfd, 0);
-	if (base == MAP_FAILED) {
-		fprintf(stderr, "softib: capture: mmap: %s\n", strerror(errno));
-		goto out;
-	}
 	cap = sib_capture_open(file, &err);
 	if (!cap) {
 		fprintf(stderr, "softib: capture: %s: %s\n", file, strerror(err));
@@ -162,36 +215,7 @@ int sib_tool_capture(const char *sock, int argc, char **argv)
 	fprintf(stderr, "softib: capturing %s, port %s, to %s%s\n", dev ? dev : "every device", pbuf,
 		file, count ? "" : " (Ctrl-C stops)");
 	fflush(stderr);
-	while (!stop_requested && (!count || got < count)) {
-		struct sib_ring_slot *s = sib_ring_peek(&rx);
-
-		if (s) {
-			uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
-			uint32_t flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
-			uint64_t stamp = __atomic_load_n(&s->stamp, __ATOMIC_RELAXED);
-			struct timespec ts = { (time_t)(stamp / 1000000000u), (long)(stamp % 1000000000u) };
-
-			if (len >= IBA_LRH_BYTES && len <= SIB_SLOT_DATA_BYTES &&
-			    sib_capture_packet_at(cap, s->data, len, flags, &ts))
-				got++;
-			else
-				bad++;
-			sib_ring_release(&rx, s);
-			continue;
-		}
-		/* Idle: write out, look after the ring, and wait 1 ms on the
-		 * socket (softibd going away ends the capture). */
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		struct timespec now;
-
-		sib_capture_flush(cap);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		(void)sib_ring_check(&rx, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec, NULL);
-		if (poll(&pfd, 1, 1) > 0) {
-			fprintf(stderr, "softib: capture: softibd closed the connection\n");
-			break;
-		}
-	}
+	capture_run(fd, &rx, cap, count, &got, &bad);
 	ret = 0;
 	fprintf(stderr, "softib: %u packets captured%s\n", got,
 		bad ? " (some ring entries were malformed and skipped)" : "");
@@ -208,9 +232,6 @@ out:
 		munmap(fab, fab_size);
 	close(fd); /* softibd disarms the ports */
 	return ret;
-usage:
-	fprintf(stderr, "softib: usage: softib capture -w FILE [-d DEV] [-p PORT] [-c COUNT]\n");
-	return 2;
 }
 
 int sib_tool_fault(const char *sock, int argc, char **argv)

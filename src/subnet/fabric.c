@@ -340,29 +340,20 @@ static int grow_nodes(struct parser *ps)
 	return 0;
 }
 
-/* `Switch|Ca|Hca <nports> "<id>" [# "<desc>" ...]` */
-static int parse_node(struct parser *ps, const char *s, enum sib_node_type type)
+/* Parses the text of `Switch|Ca|Hca <nports> "<id>" [# "<desc>" ...]` after the type. */
+static int parse_node_line(struct parser *ps, const char *s, unsigned long *nports,
+			   char *id, size_t id_len, char *desc, size_t desc_len,
+			   bool *has_desc)
 {
-	struct sib_fabric *f = ps->f;
-	struct sib_fab_node *n;
-	struct pending *own = type == SIB_NODE_SWITCH ? &ps->swguid : &ps->caguid;
-	struct pending *other = type == SIB_NODE_SWITCH ? &ps->caguid : &ps->swguid;
-	char id[sizeof(n->id)], desc[DESC_MAX + 1];
-	bool has_desc = false;
-	unsigned long nports;
-	uint64_t guid;
-	size_t slot;
-	unsigned int p;
-
 	if (*s != ' ' && *s != '\t')
 		return perr(ps, "expected a port count after the node type");
 	s = skip_ws(s);
-	if (parse_dec(&s, 255, &nports) || nports < 1 || nports > SIB_FAB_MAX_NODE_PORTS)
+	if (parse_dec(&s, 255, nports) || *nports < 1 || *nports > SIB_FAB_MAX_NODE_PORTS)
 		return perr(ps, "port count must be 1..%d", SIB_FAB_MAX_NODE_PORTS);
 	s = skip_ws(s);
 	if (*s != '"')
 		return perr(ps, "expected a quoted node id after the port count");
-	if (parse_quoted(ps, &s, id, sizeof(id), "node id"))
+	if (parse_quoted(ps, &s, id, id_len, "node id"))
 		return -1;
 	if (!id[0])
 		return perr(ps, "empty node id");
@@ -370,13 +361,23 @@ static int parse_node(struct parser *ps, const char *s, enum sib_node_type type)
 	if (*s == '#') {
 		s = skip_ws(s + 1);
 		if (*s == '"') {
-			if (parse_quoted(ps, &s, desc, sizeof(desc), "node description"))
+			if (parse_quoted(ps, &s, desc, desc_len, "node description"))
 				return -1;
-			has_desc = true;
+			*has_desc = true;
 		}
 	} else if (*s) {
 		return perr(ps, "unexpected text after the node id");
 	}
+	return 0;
+}
+
+/* Checks the fabric limits and the id for a new node; sets its id_hash slot and node GUID. */
+static int check_new_node(struct parser *ps, const char *id, enum sib_node_type type,
+			  unsigned long nports, size_t *slot, uint64_t *guid)
+{
+	struct sib_fabric *f = ps->f;
+	struct pending *own = type == SIB_NODE_SWITCH ? &ps->swguid : &ps->caguid;
+	struct pending *other = type == SIB_NODE_SWITCH ? &ps->caguid : &ps->swguid;
 
 	if (other->line)
 		return perr(ps, "%s on line %lu does not belong to a %s",
@@ -386,37 +387,59 @@ static int parse_node(struct parser *ps, const char *s, enum sib_node_type type)
 		return perr(ps, "more than %d nodes", SIB_FAB_MAX_NODES);
 	if (ps->total_ports + nports + 1 > SIB_FAB_MAX_TOTAL_PORTS)
 		return perr(ps, "more than %d ports in the fabric", SIB_FAB_MAX_TOTAL_PORTS);
-	slot = id_slot(ps, id, strlen(id));
-	if (ps->id_hash[slot] >= 0)
+	*slot = id_slot(ps, id, strlen(id));
+	if (ps->id_hash[*slot] >= 0)
 		return perr(ps, "duplicate node id \"%s\" (first on line %lu)", id,
-			    ps->aux[ps->id_hash[slot]].line);
+			    ps->aux[ps->id_hash[*slot]].line);
 
 	if (own->line)
-		guid = own->val;
-	else if (!guid_from_id(id, type, &guid))
-		guid = SIB_FAB_GUID_PREFIX | (fnv1a(id, strlen(id)) >> 32) << 8;
-	if (!guid)
+		*guid = own->val;
+	else if (!guid_from_id(id, type, guid))
+		*guid = SIB_FAB_GUID_PREFIX | (fnv1a(id, strlen(id)) >> 32) << 8;
+	if (!*guid)
 		return perr(ps, "node GUID 0 is not valid");
-	if (type != SIB_NODE_SWITCH && guid > UINT64_MAX - nports)
-		return perr(ps, "port GUIDs of node GUID 0x%" PRIx64 " overflow", guid);
+	if (type != SIB_NODE_SWITCH && *guid > UINT64_MAX - nports)
+		return perr(ps, "port GUIDs of node GUID 0x%" PRIx64 " overflow", *guid);
+	return 0;
+}
+
+/* Allocates a node with nports + 1 ports and appends it to the fabric under id slot `slot`. */
+static struct sib_fab_node *append_node(struct parser *ps, unsigned long nports, size_t slot)
+{
+	struct sib_fabric *f = ps->f;
+	struct sib_fab_node *n;
 
 	if (f->n_nodes == ps->cap_nodes && grow_nodes(ps))
-		return -1;
+		return NULL;
 	n = calloc(1, sizeof(*n));
-	if (!n)
-		return perr(ps, "out of memory");
+	if (!n) {
+		perr(ps, "out of memory");
+		return NULL;
+	}
 	n->ports = calloc(nports + 1, sizeof(*n->ports));
 	ps->aux[f->n_nodes].ports = calloc(nports + 1, sizeof(struct port_aux));
 	if (!n->ports || !ps->aux[f->n_nodes].ports) {
 		free(ps->aux[f->n_nodes].ports);
 		free(n->ports);
 		free(n);
-		return perr(ps, "out of memory");
+		perr(ps, "out of memory");
+		return NULL;
 	}
 	ps->aux[f->n_nodes].line = ps->line;
 	ps->id_hash[slot] = (int32_t)f->n_nodes;
 	f->nodes[f->n_nodes++] = n;
 	ps->total_ports += nports + 1;
+	return n;
+}
+
+/* Fills a new node's identity, ports and description from the line and pending settings. */
+static void init_node(struct parser *ps, struct sib_fab_node *n, enum sib_node_type type,
+		      uint64_t guid, const char *id, unsigned long nports, char *desc,
+		      size_t desc_len, bool has_desc)
+{
+	struct sib_fabric *f = ps->f;
+	struct pending *own = type == SIB_NODE_SWITCH ? &ps->swguid : &ps->caguid;
+	unsigned int p;
 
 	n->type = type;
 	n->node_guid = guid;
@@ -447,9 +470,29 @@ static int parse_node(struct parser *ps, const char *s, enum sib_node_type type)
 		snprintf(n->dev_name, sizeof(n->dev_name), "softib%u", f->n_cas);
 		f->n_cas++;
 		if (!has_desc)
-			snprintf(desc, sizeof(desc), "softib HCA softib%u", f->n_cas - 1);
+			snprintf(desc, desc_len, "softib HCA softib%u", f->n_cas - 1);
 	}
 	memcpy(n->desc, desc, strlen(desc) + 1);
+}
+
+/* `Switch|Ca|Hca <nports> "<id>" [# "<desc>" ...]` */
+static int parse_node(struct parser *ps, const char *s, enum sib_node_type type)
+{
+	struct sib_fab_node *n;
+	char id[sizeof(n->id)], desc[DESC_MAX + 1];
+	bool has_desc = false;
+	unsigned long nports = 0;
+	uint64_t guid = 0;
+	size_t slot = 0;
+
+	if (parse_node_line(ps, s, &nports, id, sizeof(id), desc, sizeof(desc), &has_desc))
+		return -1;
+	if (check_new_node(ps, id, type, nports, &slot, &guid))
+		return -1;
+	n = append_node(ps, nports, slot);
+	if (!n)
+		return -1;
+	init_node(ps, n, type, guid, id, nports, desc, sizeof(desc), has_desc);
 	pending_clear(ps);
 	ps->cur = n;
 	return 0;

@@ -318,17 +318,15 @@ static size_t target_mutate(struct rng *r, uint8_t *b, size_t len, size_t cap);
 static size_t target_fixup(struct rng *r, uint8_t *b, size_t len, size_t cap);
 static size_t target_random(struct rng *r, uint8_t *b, size_t cap);
 
-static size_t mutate_once(struct rng *r, uint8_t *b, size_t len, size_t cap)
+/* Byte-level mutations 0..4 that keep the length: bit flips, interesting values, arithmetic. */
+static void mutate_in_place(struct rng *r, uint8_t *b, size_t len, unsigned op)
 {
 	size_t pos, n, i;
-	const struct blob *o;
 	uint32_t v;
 	bool big_endian;
 	int delta;
 
-	if (len > cap || cap > FUZZ_MAX_INPUT)
-		return len;
-	switch (rnd(r, 16)) {
+	switch (op) {
 	case 0:		/* flip 1..4 bits */
 		for (i = 1 + rnd(r, 4); len && i--;) {
 			pos = pick_pos(r, len);
@@ -366,6 +364,15 @@ static size_t mutate_once(struct rng *r, uint8_t *b, size_t len, size_t cap)
 			b[pos] = (uint8_t)(b[pos] + delta);
 		}
 		break;
+	}
+}
+
+/* Mutations 5..8 that change the length: truncate, extend, erase or insert a chunk. */
+static size_t mutate_resize(struct rng *r, uint8_t *b, size_t len, size_t cap, unsigned op)
+{
+	size_t pos, n, i;
+
+	switch (op) {
 	case 5:		/* truncate */
 		if (len)
 			len = chance(r, 2) ? rnd(r, len + 1) : len - 1 - rnd(r, len < 8 ? len : 8);
@@ -407,6 +414,17 @@ static size_t mutate_once(struct rng *r, uint8_t *b, size_t len, size_t cap)
 		}
 		len += n;
 		break;
+	}
+	return len;
+}
+
+/* Mutations 9..10 that take bytes from another seed: splice, crossover. */
+static size_t mutate_from_seed(struct rng *r, uint8_t *b, size_t len, size_t cap, unsigned op)
+{
+	const struct blob *o;
+	size_t pos, n, i;
+
+	switch (op) {
 	case 9:		/* splice: our head, another seed's tail */
 		o = other_seed(r);
 		pos = rnd(r, len + 1);
@@ -429,10 +447,25 @@ static size_t mutate_once(struct rng *r, uint8_t *b, size_t len, size_t cap)
 			n = len - pos;
 		memcpy(b + pos, o->data + pos, n);
 		break;
-	default:	/* format-aware, 5 times in 16 */
-		len = target_mutate(r, b, len, cap);
-		break;
 	}
+	return len;
+}
+
+static size_t mutate_once(struct rng *r, uint8_t *b, size_t len, size_t cap)
+{
+	unsigned op;
+
+	if (len > cap || cap > FUZZ_MAX_INPUT)
+		return len;
+	op = (unsigned)rnd(r, 16);
+	if (op <= 4)
+		mutate_in_place(r, b, len, op);
+	else if (op <= 8)
+		len = mutate_resize(r, b, len, cap, op);
+	else if (op <= 10)
+		len = mutate_from_seed(r, b, len, cap, op);
+	else	/* format-aware, 5 times in 16 */
+		len = target_mutate(r, b, len, cap);
 	return len;
 }
 
@@ -874,34 +907,96 @@ static size_t insert_bytes(uint8_t *b, size_t len, size_t cap, size_t pos,
 	return len + n;
 }
 
+/* Sets the quoted string after pos to a boundary length (ids 79, descs 64). */
+static size_t mut_quoted_boundary(struct rng *r, uint8_t *b, size_t len, size_t cap, size_t pos)
+{
+	uint8_t tmp[SIB_FAB_MAX_LINE + 16];
+	size_t e, n;
+
+	while (pos < len && b[pos] != '"')
+		pos++;
+	for (e = pos + 1; e < len && b[e] != '"' && b[e] != '\n'; e++)
+		;
+	if (e >= len || b[e] != '"')
+		return len;
+	n = chance(r, 2) ? 62 + rnd(r, 5) : 77 + rnd(r, 5);
+	if (len - (e - pos - 1) + n > cap)
+		return len;
+	memset(tmp, chance(r, 2) ? 'x' : '0', n);
+	if (chance(r, 2) && n > 3) {	/* "H-000...1": still a GUID id */
+		tmp[0] = chance(r, 2) ? 'H' : 'S';
+		tmp[1] = '-';
+		tmp[n - 1] = '1';
+	}
+	memmove(b + pos + 1, b + e, len - e);
+	len -= e - pos - 1;
+	return insert_bytes(b, len, cap, pos + 1, tmp, n);
+}
+
+/* Replaces the number at or after pos with another, decimal or hex. */
+static size_t mut_replace_number(struct rng *r, uint8_t *b, size_t len, size_t cap, size_t pos)
+{
+	char num[32];
+	uint64_t v;
+	size_t s;
+
+	while (pos < len && !(b[pos] >= '0' && b[pos] <= '9'))
+		pos++;
+	s = pos;
+	while (pos < len && ((b[pos] >= '0' && b[pos] <= '9') ||
+			     (b[pos] >= 'a' && b[pos] <= 'f')))
+		pos++;
+	if (s == pos)
+		return len;
+	memmove(b + s, b + pos, len - pos);
+	len -= pos - s;
+	/* One random call per statement: argument order is unspecified. */
+	v = chance(r, 2) ? (uint64_t)rnd(r, 300) : next64(r);
+	if (v >= 300)
+		v >>= rnd(r, 64);
+	if (chance(r, 2))
+		snprintf(num, sizeof(num), "%" PRIu64, v);
+	else
+		snprintf(num, sizeof(num), "%" PRIx64, v);
+	return insert_bytes(b, len, cap, s, (const uint8_t *)num, strlen(num));
+}
+
+/* Inserts at pos's line a copy of a line of this input or of another seed. */
+static size_t mut_copy_line(struct rng *r, uint8_t *b, size_t len, size_t cap, size_t pos)
+{
+	uint8_t tmp[SIB_FAB_MAX_LINE + 16];
+	size_t s, e, s2, e2, n;
+
+	if (rnd(r, 2) && len) {
+		line_at(b, len, rnd(r, len), &s, &e);
+		n = e - s;
+		if (n > sizeof(tmp))
+			return len;
+		memcpy(tmp, b + s, n);
+	} else {
+		const struct blob *o = other_seed(r);
+
+		if (!o->len)
+			return len;
+		line_at(o->data, o->len, rnd(r, o->len), &s, &e);
+		n = e - s;
+		if (n > sizeof(tmp))
+			return len;
+		memcpy(tmp, o->data + s, n);
+	}
+	line_at(b, len, pos < len ? pos : len, &s2, &e2);
+	return insert_bytes(b, len, cap, s2, tmp, n);
+}
+
 static size_t target_mutate(struct rng *r, uint8_t *b, size_t len, size_t cap)
 {
 	const char *tok = tokens[rnd(r, sizeof(tokens) / sizeof(tokens[0]))];
 	size_t pos = rnd(r, len + 1), s, e, s2, e2, n;
 	uint8_t tmp[SIB_FAB_MAX_LINE + 16];
-	char num[32];
-	uint64_t v;
 
 	switch (rnd(r, 9)) {
 	case 8:		/* a quoted string at a boundary length (ids 79, descs 64) */
-		while (pos < len && b[pos] != '"')
-			pos++;
-		for (e = pos + 1; e < len && b[e] != '"' && b[e] != '\n'; e++)
-			;
-		if (e >= len || b[e] != '"')
-			return len;
-		n = chance(r, 2) ? 62 + rnd(r, 5) : 77 + rnd(r, 5);
-		if (len - (e - pos - 1) + n > cap)
-			return len;
-		memset(tmp, chance(r, 2) ? 'x' : '0', n);
-		if (chance(r, 2) && n > 3) {	/* "H-000...1": still a GUID id */
-			tmp[0] = chance(r, 2) ? 'H' : 'S';
-			tmp[1] = '-';
-			tmp[n - 1] = '1';
-		}
-		memmove(b + pos + 1, b + e, len - e);
-		len -= e - pos - 1;
-		return insert_bytes(b, len, cap, pos + 1, tmp, n);
+		return mut_quoted_boundary(r, b, len, cap, pos);
 	case 0:		/* insert a token */
 		return insert_bytes(b, len, cap, pos, (const uint8_t *)tok, strlen(tok));
 	case 1:		/* overwrite with a token */
@@ -911,25 +1006,7 @@ static size_t target_mutate(struct rng *r, uint8_t *b, size_t len, size_t cap)
 		memcpy(b + pos, tok, n);
 		return len;
 	case 2:		/* replace a number with another */
-		while (pos < len && !(b[pos] >= '0' && b[pos] <= '9'))
-			pos++;
-		s = pos;
-		while (pos < len && ((b[pos] >= '0' && b[pos] <= '9') ||
-				     (b[pos] >= 'a' && b[pos] <= 'f')))
-			pos++;
-		if (s == pos)
-			return len;
-		memmove(b + s, b + pos, len - pos);
-		len -= pos - s;
-		/* One random call per statement: argument order is unspecified. */
-		v = chance(r, 2) ? (uint64_t)rnd(r, 300) : next64(r);
-		if (v >= 300)
-			v >>= rnd(r, 64);
-		if (chance(r, 2))
-			snprintf(num, sizeof(num), "%" PRIu64, v);
-		else
-			snprintf(num, sizeof(num), "%" PRIx64, v);
-		return insert_bytes(b, len, cap, s, (const uint8_t *)num, strlen(num));
+		return mut_replace_number(r, b, len, cap, pos);
 	case 3:		/* delete a line */
 		if (!len)
 			return len;
@@ -938,25 +1015,7 @@ static size_t target_mutate(struct rng *r, uint8_t *b, size_t len, size_t cap)
 		return len - (e - s);
 	case 4:		/* duplicate a line */
 	case 5:		/* copy a line from another seed */
-		if (rnd(r, 2) && len) {
-			line_at(b, len, rnd(r, len), &s, &e);
-			n = e - s;
-			if (n > sizeof(tmp))
-				return len;
-			memcpy(tmp, b + s, n);
-		} else {
-			const struct blob *o = other_seed(r);
-
-			if (!o->len)
-				return len;
-			line_at(o->data, o->len, rnd(r, o->len), &s, &e);
-			n = e - s;
-			if (n > sizeof(tmp))
-				return len;
-			memcpy(tmp, o->data + s, n);
-		}
-		line_at(b, len, pos < len ? pos : len, &s2, &e2);
-		return insert_bytes(b, len, cap, s2, tmp, n);
+		return mut_copy_line(r, b, len, cap, pos);
 	case 6:		/* swap two adjacent lines */
 		if (!len)
 			return len;
@@ -1193,95 +1252,83 @@ static void usage(void)
 	exit(2);
 }
 
-int main(int argc, char **argv)
-{
-	uint64_t runs = DEFAULT_RUNS, seed = DEFAULT_SEED, i, dump_index = 0;
-	const char *dump_path = NULL, *seeds_dir = NULL, *dict_path = NULL;
-	const char **paths;
-	size_t n_paths = 0;
-	unsigned long replayed = 0;
-	struct timespec t0, t1;
-	uint8_t *buf;
-	int a;
+/* The command line of the driver. */
+struct driver_args {
+	uint64_t runs, seed, dump_index;
+	const char *dump_path, *seeds_dir, *dict_path;
+	const char **paths;	/* inputs to replay, n_paths of them */
+	size_t n_paths;
+};
 
-	paths = calloc((size_t)argc, sizeof(*paths));
-	if (!paths)
+/* Parses argv into a (paths allocated); exits through usage() on a bad one. */
+static void parse_args(int argc, char **argv, struct driver_args *a)
+{
+	int i;
+
+	a->paths = calloc((size_t)argc, sizeof(*a->paths));
+	if (!a->paths)
 		die("out of memory");
-	for (a = 1; a < argc; a++) {
-		const char *s = argv[a];
+	for (i = 1; i < argc; i++) {
+		const char *s = argv[i];
 
 		if (!strcmp(s, "--seed") || !strcmp(s, "-s")) {
-			if (++a == argc)
+			if (++i == argc)
 				usage();
-			seed = parse_u64(argv[a], "seed");
+			a->seed = parse_u64(argv[i], "seed");
 		} else if (!strcmp(s, "--dump")) {
-			if (a + 2 >= argc)
+			if (i + 2 >= argc)
 				usage();
-			dump_index = parse_u64(argv[++a], "input index");
-			dump_path = argv[++a];
+			a->dump_index = parse_u64(argv[++i], "input index");
+			a->dump_path = argv[++i];
 		} else if (!strcmp(s, "--write-seeds")) {
-			if (++a == argc)
+			if (++i == argc)
 				usage();
-			seeds_dir = argv[a];
+			a->seeds_dir = argv[i];
 		} else if (!strcmp(s, "--write-dict")) {
-			if (++a == argc)
+			if (++i == argc)
 				usage();
-			dict_path = argv[a];
+			a->dict_path = argv[i];
 		} else if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
 			usage();
 		} else if (is_number(s)) {
-			runs = parse_u64(s, "count");
+			a->runs = parse_u64(s, "count");
 		} else if (s[0] == '-' && s[1]) {
 			usage();
 		} else {
-			paths[n_paths++] = s;
+			a->paths[a->n_paths++] = s;
 		}
 	}
+}
 
-	install_crash_handlers();
-	make_seeds();
-	if (!n_seeds)
-		die("no seed inputs");
+/* Writes the libFuzzer dictionary to path. */
+static void write_dict_file(const char *path)
+{
+	FILE *fp = fopen(path, "w");
 
-	if (dict_path) {
-		FILE *fp = fopen(dict_path, "w");
+	if (!fp)
+		die("%s: %s", path, strerror(errno));
+	write_dict(fp);
+	if (fclose(fp))
+		die("%s: %s", path, strerror(errno));
+}
 
-		if (!fp)
-			die("%s: %s", dict_path, strerror(errno));
-		write_dict(fp);
-		if (fclose(fp))
-			die("%s: %s", dict_path, strerror(errno));
-	}
-	if (seeds_dir)
-		write_seeds(seeds_dir);
-	if (seeds_dir || dict_path) {
-		free(paths);
-		return 0;
-	}
+/* Writes generated input `index` of `seed` to path. */
+static void dump_input(uint64_t seed, uint64_t index, const char *path, uint8_t *buf)
+{
+	size_t len = generate(seed, index, buf);
+	FILE *fp = fopen(path, "wb");
 
-	buf = malloc(FUZZ_MAX_INPUT);
-	if (!buf)
-		die("out of memory");
-	if (dump_path) {
-		size_t len = generate(seed, dump_index, buf);
-		FILE *fp = fopen(dump_path, "wb");
+	if (!fp || fwrite(buf, 1, len, fp) != len || fclose(fp))
+		die("%s: %s", path, strerror(errno));
+	fprintf(stderr, TARGET ": input %" PRIu64 " of seed %" PRIu64
+		" (%zu bytes) written to %s\n", index, seed, len, path);
+}
 
-		if (!fp || fwrite(buf, 1, len, fp) != len || fclose(fp))
-			die("%s: %s", dump_path, strerror(errno));
-		fprintf(stderr, TARGET ": input %" PRIu64 " of seed %" PRIu64
-			" (%zu bytes) written to %s\n", dump_index, seed, len, dump_path);
-		free(buf);
-		free(paths);
-		return 0;
-	}
-	if (n_paths) {
-		for (i = 0; i < n_paths; i++)
-			replay_path(paths[i], &replayed);
-		fprintf(stderr, TARGET ": %lu inputs replayed, no invariant violated\n", replayed);
-		free(buf);
-		free(paths);
-		return 0;
-	}
+/* Runs `runs` generated inputs of `seed` through the target and prints the summary. */
+static void run_generated(uint64_t seed, uint64_t runs, uint8_t *buf)
+{
+	struct timespec t0, t1;
+	uint64_t i;
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	cur_seed = seed;
@@ -1303,7 +1350,43 @@ int main(int argc, char **argv)
 	       "no invariant violated\n", runs, seed, n_seeds,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
 	fuzz_print_stats(stdout);
+}
+
+int main(int argc, char **argv)
+{
+	struct driver_args a = { .runs = DEFAULT_RUNS, .seed = DEFAULT_SEED };
+	unsigned long replayed = 0;
+	uint8_t *buf;
+	size_t i;
+
+	parse_args(argc, argv, &a);
+	install_crash_handlers();
+	make_seeds();
+	if (!n_seeds)
+		die("no seed inputs");
+
+	if (a.dict_path)
+		write_dict_file(a.dict_path);
+	if (a.seeds_dir)
+		write_seeds(a.seeds_dir);
+	if (a.seeds_dir || a.dict_path) {
+		free(a.paths);
+		return 0;
+	}
+
+	buf = malloc(FUZZ_MAX_INPUT);
+	if (!buf)
+		die("out of memory");
+	if (a.dump_path) {
+		dump_input(a.seed, a.dump_index, a.dump_path, buf);
+	} else if (a.n_paths) {
+		for (i = 0; i < a.n_paths; i++)
+			replay_path(a.paths[i], &replayed);
+		fprintf(stderr, TARGET ": %lu inputs replayed, no invariant violated\n", replayed);
+	} else {
+		run_generated(a.seed, a.runs, buf);
+	}
 	free(buf);
-	free(paths);
+	free(a.paths);
 	return 0;
 }

@@ -185,17 +185,11 @@ void fuzz_print_stats(FILE *out)
 
 /* ---- the checks on one successful decode ----------------------------------- */
 
-static void check_decoded(const uint8_t *buf, size_t len, unsigned flags,
-			  const struct iba_pkt *p)
+/* The opcode, its ETH layout, the lengths and the GRH of a decoded packet. */
+static void check_layout(const uint8_t *buf, size_t len, size_t vcrc, const struct iba_pkt *p)
 {
-	size_t vcrc = (flags & (IBA_HAS_VCRC | IBA_CHECK_VCRC)) ? IBA_VCRC_BYTES : 0;
 	bool global = p->lrh.lnh == IBA_LNH_GLOBAL;
-	size_t nhdr, icrc_off, cap, n, i;
-	bool reserved_clear = true, icrc_ok, vcrc_ok;
-	struct iba_pkt q;
-	uint8_t *out;
-	unsigned hid;
-	int rc;
+	size_t nhdr, n, i;
 
 	/* The opcode and the lengths. */
 	CHECK(p->op != NULL);
@@ -241,6 +235,12 @@ static void check_decoded(const uint8_t *buf, size_t len, unsigned flags,
 		CHECK(!memcmp(p->grh.sgid, buf + IBA_LRH_BYTES + 8, 16));
 		CHECK(!memcmp(p->grh.dgid, buf + IBA_LRH_BYTES + 24, 16));
 	}
+}
+
+/* Every decoded field equals what the field table reads from the wire bytes. */
+static void check_fields(const uint8_t *buf, const struct iba_pkt *p)
+{
+	size_t i;
 
 	/* Every field as the field table reads it from the wire; absent headers
 	 * leave their members zero. ETHs sit inside the header bytes. */
@@ -257,6 +257,13 @@ static void check_decoded(const uint8_t *buf, size_t len, unsigned flags,
 		CHECK(member_get(p, f) == want, "%s = 0x%llx, wire says 0x%llx", f->name,
 		      (unsigned long long)member_get(p, f), (unsigned long long)want);
 	}
+}
+
+/* Whether the reserved header bits and the pad bytes of a decoded packet are all zero. */
+static bool reserved_bits_clear(const uint8_t *buf, const struct iba_pkt *p)
+{
+	unsigned hid;
+	size_t i;
 
 	/* Reserved bits of the headers and the pad bytes. */
 	for (hid = 0; hid < IBA_HID_COUNT; hid++) {
@@ -266,20 +273,23 @@ static void check_decoded(const uint8_t *buf, size_t len, unsigned flags,
 			continue;
 		for (i = 0; i < iba_hdr_bytes(hid); i++)
 			if (buf[off + i] & ~defined[hid][i])
-				reserved_clear = false;
+				return false;
 	}
 	for (i = 0; i < p->bth.padcnt; i++)
 		if (p->payload[p->paylen + i])
-			reserved_clear = false;
+			return false;
+	return true;
+}
 
-	icrc_off = len - vcrc - IBA_ICRC_BYTES;
-	icrc_ok = iba_icrc(buf, icrc_off) == ld_le32(buf + icrc_off);
-	vcrc_ok = !vcrc || iba_vcrc(buf, len - vcrc) ==
-			   (uint16_t)(buf[len - 2] | buf[len - 1] << 8);
-	if (flags & IBA_CHECK_ICRC)
-		CHECK(icrc_ok, "ICRC checked but wrong");
-	if (flags & IBA_CHECK_VCRC)
-		CHECK(vcrc_ok, "VCRC checked but wrong");
+/* Rebuilds p, decodes the result again and compares it with buf (all bytes if canonical). */
+static void check_rebuilt(const uint8_t *buf, size_t len, size_t vcrc, const struct iba_pkt *p,
+			  bool canonical)
+{
+	size_t cap, n, i;
+	struct iba_pkt q;
+	uint8_t *out;
+	unsigned hid;
+	int rc;
 
 	/* Rebuild. iba_build_headers() wants IBA_MAX_HDR_BYTES; iba_finish()
 	 * wants hdr_len + paylen + 3 + 4 + 2. Nothing more, so that ASan sees
@@ -314,7 +324,7 @@ static void check_decoded(const uint8_t *buf, size_t len, unsigned flags,
 	for (i = 0; i < p->bth.padcnt; i++)
 		CHECK(!out[p->hdr_len + p->paylen + i], "rebuilt pad not zero");
 	/* With valid CRCs, zero reserved bits and a zero pad, identical. */
-	if (icrc_ok && vcrc_ok && reserved_clear) {
+	if (canonical) {
 		for (i = 0; i < len; i++)
 			CHECK(buf[i] == out[i], "rebuilt byte %zu: 0x%02x vs 0x%02x", i, buf[i],
 			      out[i]);
@@ -322,6 +332,27 @@ static void check_decoded(const uint8_t *buf, size_t len, unsigned flags,
 	}
 	st_rebuilt++;
 	free(out);
+}
+
+static void check_decoded(const uint8_t *buf, size_t len, unsigned flags,
+			  const struct iba_pkt *p)
+{
+	size_t vcrc = (flags & (IBA_HAS_VCRC | IBA_CHECK_VCRC)) ? IBA_VCRC_BYTES : 0;
+	bool reserved_clear, icrc_ok, vcrc_ok;
+	size_t icrc_off;
+
+	check_layout(buf, len, vcrc, p);
+	check_fields(buf, p);
+	reserved_clear = reserved_bits_clear(buf, p);
+	icrc_off = len - vcrc - IBA_ICRC_BYTES;
+	icrc_ok = iba_icrc(buf, icrc_off) == ld_le32(buf + icrc_off);
+	vcrc_ok = !vcrc || iba_vcrc(buf, len - vcrc) ==
+			   (uint16_t)(buf[len - 2] | buf[len - 1] << 8);
+	if (flags & IBA_CHECK_ICRC)
+		CHECK(icrc_ok, "ICRC checked but wrong");
+	if (flags & IBA_CHECK_VCRC)
+		CHECK(vcrc_ok, "VCRC checked but wrong");
+	check_rebuilt(buf, len, vcrc, p, icrc_ok && vcrc_ok && reserved_clear);
 }
 
 /* ---- the entry point ------------------------------------------------------- */

@@ -107,32 +107,9 @@ static size_t burst_size(int k, size_t max)
 	return s < max ? s : max;
 }
 
-int main(int argc, char **argv)
+/* Phase 1: ITERS checked round trips per size up to max; prints one line per size. */
+static void phase_pingpong(int rank, size_t max, int iters, uint8_t *sbuf, uint8_t *rbuf)
 {
-	size_t max = 4194304;
-	int iters = 4, rank, nranks;
-	uint8_t *sbuf, *rbuf;
-	long long tot_wrong_bytes, tot_wrong_msgs, tot_checked;
-
-	setvbuf(stdout, NULL, _IOLBF, 0); /* every line out before a hang's kill */
-	MPI_Init(&argc, &argv);
-	if (argc > 1)
-		max = strtoull(argv[1], NULL, 0);
-	if (argc > 2)
-		iters = atoi(argv[2]);
-	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	if (nranks != 2) {
-		if (rank == 0)
-			fprintf(stderr, "mpi_pingpong: run with 2 ranks, not %d\n", nranks);
-		MPI_Abort(MPI_COMM_WORLD, 2);
-	}
-	sbuf = malloc(max + TAIL + MISALIGN);
-	rbuf = malloc(max + TAIL + MISALIGN);
-	if (!sbuf || !rbuf)
-		MPI_Abort(MPI_COMM_WORLD, 2);
-
-	/* Phase 1: ping-pong. */
 	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]) && sizes[k] <= max; k++) {
 		size_t size = sizes[k];
 		long long before = wrong_msgs;
@@ -165,8 +142,11 @@ int main(int argc, char **argv)
 			printf("size %zu: %d round trips, %s, %.1f us per round trip\n", size, n,
 			       all ? "WRONG" : "ok", (MPI_Wtime() - t0) * 1e6 / n);
 	}
+}
 
-	/* Phase 2: bursts of mixed sizes, received out of posting order. */
+/* Phase 2: BURST mixed-size messages each way, 8 rounds, received out of posting order. */
+static void phase_bursts(int rank, size_t max)
+{
 	for (int dir = 0; dir < 2; dir++) {
 		int sender = dir, receiver = 1 - dir;
 		MPI_Request req[BURST];
@@ -206,6 +186,35 @@ int main(int argc, char **argv)
 		free(sb);
 		free(rb);
 	}
+}
+
+int main(int argc, char **argv)
+{
+	size_t max = 4194304;
+	int iters = 4, rank, nranks;
+	uint8_t *sbuf, *rbuf;
+	long long tot_wrong_bytes, tot_wrong_msgs, tot_checked;
+
+	setvbuf(stdout, NULL, _IOLBF, 0); /* every line out before a hang's kill */
+	MPI_Init(&argc, &argv);
+	if (argc > 1)
+		max = strtoull(argv[1], NULL, 0);
+	if (argc > 2)
+		iters = atoi(argv[2]);
+	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+	if (nranks != 2) {
+		if (rank == 0)
+			fprintf(stderr, "mpi_pingpong: run with 2 ranks, not %d\n", nranks);
+		MPI_Abort(MPI_COMM_WORLD, 2);
+	}
+	sbuf = malloc(max + TAIL + MISALIGN);
+	rbuf = malloc(max + TAIL + MISALIGN);
+	if (!sbuf || !rbuf)
+		MPI_Abort(MPI_COMM_WORLD, 2);
+
+	phase_pingpong(rank, max, iters, sbuf, rbuf);
+	phase_bursts(rank, max);
 
 	MPI_Reduce(&wrong_bytes, &tot_wrong_bytes, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
 	MPI_Reduce(&wrong_msgs, &tot_wrong_msgs, 1, MPI_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

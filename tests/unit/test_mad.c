@@ -431,11 +431,11 @@ static void test_layout_fields_disjoint(void **state)
 
 /* ---- attributes: byte positions from mad-formats.md, by hand ------------- */
 
-static void test_attr_positions(void **state)
-{
-	(void)state;
-	uint8_t b[256];
+#define ATTR_BUF_BYTES 256 /* scratch for one encoded attribute */
 
+/* PortInfo and SwitchInfo fields at their byte positions. */
+static void attr_pos_port_switch_info(uint8_t *b)
+{
 	struct mad_port_info pi = { .lid = 0x1234, .lmc = 7, .port_state = 4,
 		.m_key_protect_bits = 2, .port_phys_state = 5, .hoq_life = 0x13,
 		.capability_mask2 = 0xBEEF, .link_round_trip_latency = 0xABCDEF,
@@ -465,7 +465,11 @@ static void test_attr_positions(void **state)
 	si.life_time_value = 0;
 	mad_switch_info_encode(&si, b);
 	assert_int_equal(b[11], 0x04);		/* PortStateChange alone */
+}
 
+/* GUIDInfo, P_KeyTable, MFT, SL2VL and VLArbitration table entries at their byte positions. */
+static void attr_pos_tables(uint8_t *b)
+{
 	struct mad_guid_info gi = { .guid = { [7] = 0x0102030405060708ull } };
 	mad_guid_info_encode(&gi, b);
 	assert_int_equal(b[56], 0x01);
@@ -483,7 +487,7 @@ static void test_attr_positions(void **state)
 	assert_int_equal(b[63], 0x01);
 
 	struct mad_sl2vl sl = { .vl = { 1, 2, [14] = 0xE, [15] = MAD_DROP_VL } };
-	memset(b, 0xEE, sizeof(b));
+	memset(b, 0xEE, ATTR_BUF_BYTES);
 	mad_sl2vl_encode(&sl, b);
 	assert_int_equal(b[0], 0x12);
 	assert_int_equal(b[7], 0xEF);
@@ -498,7 +502,11 @@ static void test_attr_positions(void **state)
 	assert_int_equal(b[1], 0x40);
 	assert_int_equal(b[62], 0x0F);
 	assert_int_equal(b[63], 0xFF);
+}
 
+/* SMInfo, NodeDescription and ClassPortInfo fields at their byte positions. */
+static void attr_pos_sm_class(uint8_t *b)
+{
 	struct mad_sm_info sm = { .guid = 1, .sm_key = 2, .act_count = 0x01020304,
 		.priority = 0xA, .sm_state = MAD_SMINFO_STATE_MASTER };
 	mad_sm_info_encode(&sm, b);
@@ -527,7 +535,11 @@ static void test_attr_positions(void **state)
 	assert_int_equal(b[60], 0x01);
 	assert_int_equal(b[64], 0xFF);
 	assert_int_equal(b[65], 0xAB);
+}
 
+/* PortCounters and PortCountersExtended fields at their byte positions. */
+static void attr_pos_counters(uint8_t *b)
+{
 	struct mad_port_counters pc = { .counter_select2 = 1,
 		.local_link_integrity_errors = 0xF, .vl15_dropped = 0x0102,
 		.port_xmit_wait = 0xFFFFFFFF };
@@ -545,7 +557,11 @@ static void test_attr_positions(void **state)
 	assert_int_equal(b[15], 0x08);
 	assert_int_equal(b[71], 9);
 	assert_int_equal(b[183], 7);
+}
 
+/* Notice with trap 144 data at its byte positions, and back. */
+static void attr_pos_trap144(uint8_t *b)
+{
 	struct mad_notice n = { .is_generic = 1, .type = MAD_NOTICE_TYPE_INFO,
 		.producer_type = MAD_NOTICE_PROD_CA, .trap_num = MAD_TRAP_LOCAL_CHANGES,
 		.issuer_lid = 5, .notice_toggle = 1, .notice_count = 3 };
@@ -576,6 +592,19 @@ static void test_attr_positions(void **state)
 	assert_int_equal(t2.capability_mask, t.capability_mask);
 	assert_int_equal(t2.change_flags, t.change_flags);
 	assert_int_equal(t2.capability_mask2, t.capability_mask2);
+}
+
+static void test_attr_positions(void **state)
+{
+	(void)state;
+	uint8_t b[ATTR_BUF_BYTES];
+
+	/* one scratch buffer, shared by the checks in this order */
+	attr_pos_port_switch_info(b);
+	attr_pos_tables(b);
+	attr_pos_sm_class(b);
+	attr_pos_counters(b);
+	attr_pos_trap144(b);
 }
 
 /* ---- directed route: the walk of smi_walk.txt ---------------------------- */

@@ -59,17 +59,12 @@ static void assert_ah_equal(const struct ibv_ah_attr *x, const struct ibv_ah_att
 	assert_int_equal(x->grh.traffic_class, y->grh.traffic_class);
 }
 
-/* Every attribute of an RC QP, set by modify, comes back from query. */
-static void test_query_returns_every_attribute(void **state)
+/* Moves A to RESET; query returns its init attributes. */
+static void qp_walk_reset(void)
 {
-	struct opts o = def_opts;
 	struct ibv_qp_attr a, q;
 	struct ibv_qp_init_attr ia;
-	struct ibv_ah_attr alt = { .dlid = 7, .sl = 3, .src_path_bits = 0, .static_rate = 3,
-				   .is_global = 1, .port_num = 1 };
 
-	(void)state;
-	up(&o); /* A connected: now walk it again with every bit set */
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RESET;
 	assert_int_equal(modify(A, &a, IBV_QP_STATE), 0);
@@ -83,6 +78,12 @@ static void test_query_returns_every_attribute(void **state)
 	assert_true(ia.cap.max_send_wr >= 64 && ia.cap.max_recv_wr >= 64);
 	assert_int_equal(q.cap.max_send_wr, ia.cap.max_send_wr);
 	assert_int_equal(q.cap.max_inline_data, ia.cap.max_inline_data);
+}
+
+/* RESET -> INIT with every INIT attribute; query returns them. */
+static void qp_walk_init(void)
+{
+	struct ibv_qp_attr a, q;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_INIT;
@@ -96,6 +97,14 @@ static void test_query_returns_every_attribute(void **state)
 	assert_int_equal(q.qp_access_flags, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE);
 	assert_int_equal(q.port_num, 1);
 	assert_int_equal(q.pkey_index, 0);
+}
+
+/* INIT -> RTR with every RTR attribute, the alternate path too; query returns them. */
+static void qp_walk_rtr(void)
+{
+	struct ibv_qp_attr a, q;
+	struct ibv_ah_attr alt = { .dlid = 7, .sl = 3, .src_path_bits = 0, .static_rate = 3,
+				   .is_global = 1, .port_num = 1 };
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -138,6 +147,12 @@ static void test_query_returns_every_attribute(void **state)
 	assert_int_equal(q.alt_port_num, 1);
 	assert_int_equal(q.alt_pkey_index, 0);
 	assert_int_equal(q.alt_timeout, 12);
+}
+
+/* RTR -> RTS with every RTS attribute; query returns them and keeps the RTR ones. */
+static void qp_walk_rts(void)
+{
+	struct ibv_qp_attr a, q;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
@@ -165,6 +180,12 @@ static void test_query_returns_every_attribute(void **state)
 	assert_int_equal(q.rq_psn, 0x123456);
 	assert_int_equal(q.min_rnr_timer, 17);
 	assert_int_equal(q.ah_attr.grh.flow_label, 0x12345);
+}
+
+/* In RTS: bad values are refused and change nothing; a good optional one is taken. */
+static void qp_modify_bad_values(void)
+{
+	struct ibv_qp_attr a;
 
 	/* Bad values are refused and change nothing. */
 	memset(&a, 0, sizeof(a));
@@ -180,6 +201,20 @@ static void test_query_returns_every_attribute(void **state)
 	a.min_rnr_timer = 3;
 	assert_int_equal(modify(A, &a, IBV_QP_MIN_RNR_TIMER), 0);
 	assert_int_equal(query(A, NULL).min_rnr_timer, 3);
+}
+
+/* Every attribute of an RC QP, set by modify, comes back from query. */
+static void test_query_returns_every_attribute(void **state)
+{
+	struct opts o = def_opts;
+
+	(void)state;
+	up(&o); /* A connected: now walk it again with every bit set */
+	qp_walk_reset();
+	qp_walk_init();
+	qp_walk_rtr();
+	qp_walk_rts();
+	qp_modify_bad_values();
 }
 
 /* UC's masks (IBA 11.2.4.2): no ACK timeout, retries or READ depth. */

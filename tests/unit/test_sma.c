@@ -555,11 +555,9 @@ static void test_switch_identity(void **state)
 
 /* ---- the port state machine ---------------------------------------------- */
 
-static void test_state_machine(void **state)
+/* A CA port INIT -> ARMED -> ACTIVE, and the refused transitions; returns its PortInfo. */
+static struct mad_port_info state_walk_to_active(struct sibd *d, struct sib_fab_node *a1)
 {
-	struct sibd *d = *state;
-	struct sib_fab_node *a = node(d, "S-5eed000000000a00"), *b = node(d, "S-5eed000000000b00");
-	struct sib_fab_node *a1 = node(d, "H-5eed000000000a10");
 	struct mad_port_info pi = get_pi(d, a1, 1);
 
 	assert_int_equal(pi.port_state, MAD_PORT_STATE_INIT);
@@ -586,7 +584,13 @@ static void test_state_machine(void **state)
 	n_events = 0;
 	assert_int_equal(set_pi(d, a1, 1, pi, MAD_PORT_STATE_ACTIVE, 0), 0);
 	assert_int_equal(n_events, 0);
+	return pi;
+}
 
+/* Set Down on a CA port: both ends retrain to INIT, switch A notes it, the LID stays. */
+static void state_set_down(struct sibd *d, struct sib_fab_node *a, struct sib_fab_node *a1,
+			   struct mad_port_info pi)
+{
 	/* Set Down: both ends go down, retrain, come back INIT; switch A notes it */
 	a->mgmt->port[0].pi.lid = 1;
 	a->mgmt->port[0].pi.master_sm_lid = 1;
@@ -603,28 +607,36 @@ static void test_state_machine(void **state)
 	assert_int_equal(events[0].state, IBV_PORT_DOWN);
 	assert_int_equal(events[n_events - 1].state, IBV_PORT_INIT);
 	assert_int_equal(pi_of(a1, 1)->lid, 40); /* the LID stays */
+}
+
+/* SwitchInfo PortStateChange on switch A. */
+static void state_port_state_change(struct sibd *d, struct sib_fab_node *a)
+{
+	uint8_t data[64] = { 0 };
+	struct mad_switch_info si;
 
 	/* PortStateChange: written 0 stays, written 1 clears */
-	{
-		uint8_t data[64] = { 0 };
-		struct mad_switch_info si;
+	assert_int_equal(sma(d, a, 0, MAD_METHOD_GET, MAD_ATTR_SWITCH_INFO, 0, data), 0);
+	mad_switch_info_decode(&si, data);
+	assert_int_equal(si.port_state_change, 1);
+	si.port_state_change = 0;
+	mad_switch_info_encode(&si, data);
+	assert_int_equal(sma(d, a, 0, MAD_METHOD_SET, MAD_ATTR_SWITCH_INFO, 0, data), 0);
+	assert_int_equal(a->mgmt->sw->si.port_state_change, 1);
+	si.port_state_change = 1;
+	mad_switch_info_encode(&si, data);
+	assert_int_equal(sma(d, a, 0, MAD_METHOD_SET, MAD_ATTR_SWITCH_INFO, 0, data), 0);
+	assert_int_equal(a->mgmt->sw->si.port_state_change, 0);
+	si.linear_fdb_top = 0xC000;
+	mad_switch_info_encode(&si, data);
+	assert_int_equal(sma(d, a, 0, MAD_METHOD_SET, MAD_ATTR_SWITCH_INFO, 0, data),
+			 MAD_STATUS_INVALID_FIELD);
+}
 
-		assert_int_equal(sma(d, a, 0, MAD_METHOD_GET, MAD_ATTR_SWITCH_INFO, 0, data), 0);
-		mad_switch_info_decode(&si, data);
-		assert_int_equal(si.port_state_change, 1);
-		si.port_state_change = 0;
-		mad_switch_info_encode(&si, data);
-		assert_int_equal(sma(d, a, 0, MAD_METHOD_SET, MAD_ATTR_SWITCH_INFO, 0, data), 0);
-		assert_int_equal(a->mgmt->sw->si.port_state_change, 1);
-		si.port_state_change = 1;
-		mad_switch_info_encode(&si, data);
-		assert_int_equal(sma(d, a, 0, MAD_METHOD_SET, MAD_ATTR_SWITCH_INFO, 0, data), 0);
-		assert_int_equal(a->mgmt->sw->si.port_state_change, 0);
-		si.linear_fdb_top = 0xC000;
-		mad_switch_info_encode(&si, data);
-		assert_int_equal(sma(d, a, 0, MAD_METHOD_SET, MAD_ATTR_SWITCH_INFO, 0, data),
-				 MAD_STATUS_INVALID_FIELD);
-	}
+/* PortPhysicalState Disabled/Polling on the A-B switch link, a pulled cable, an unlinked port. */
+static void state_phys_disable_poll(struct sibd *d, struct sib_fab_node *a, struct sib_fab_node *b)
+{
+	struct mad_port_info pi;
 
 	/* PortPhysicalState Disabled on the switch side (A-B link): DOWN both
 	 * ends, this one Disabled, the far one Polling; both switches note it */
@@ -660,14 +672,22 @@ static void test_state_machine(void **state)
 	assert_int_equal(pi_of(a, 4)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
 }
 
-/* Field checks of a PortInfo Set: a bad one changes nothing. */
-static void test_portinfo_fields(void **state)
+static void test_state_machine(void **state)
 {
 	struct sibd *d = *state;
-	struct sib_fab_node *a = node(d, "S-5eed000000000a00");
-	struct sib_fab_node *b1 = node(d, "H-5eed000000000b10");
-	struct mad_port_info pi = get_pi(d, b1, 1), bad;
-	unsigned int ev;
+	struct sib_fab_node *a = node(d, "S-5eed000000000a00"), *b = node(d, "S-5eed000000000b00");
+	struct sib_fab_node *a1 = node(d, "H-5eed000000000a10");
+	struct mad_port_info pi = state_walk_to_active(d, a1);
+
+	state_set_down(d, a, a1, pi);
+	state_port_state_change(d, a);
+	state_phys_disable_poll(d, a, b);
+}
+
+/* A good PortInfo Set on CA port b1/1: LID, LMC, SM and MTU reach the LID map and verbs. */
+static struct mad_port_info pi_set_good(struct sibd *d, struct sib_fab_node *b1)
+{
+	struct mad_port_info pi = get_pi(d, b1, 1);
 
 	pi.lid = 0x20;
 	pi.lmc = 2;
@@ -697,6 +717,14 @@ static void test_portinfo_fields(void **state)
 	assert_int_equal(lid_map[0x20], 0);
 	assert_int_equal(lid_map[0x23], 0);
 	assert_int_equal(lid_map[0x30], SIB_LIDM_MAKE(2, 1));
+	return pi;
+}
+
+/* Each bad field of a PortInfo Set on b1/1 is refused and changes nothing. */
+static void pi_set_bad_fields(struct sibd *d, struct sib_fab_node *b1, struct mad_port_info pi)
+{
+	struct mad_port_info bad;
+	unsigned int ev;
 
 	ev = n_events;
 	bad = pi;
@@ -730,6 +758,12 @@ static void test_portinfo_fields(void **state)
 	assert_int_equal(set_pi(d, b1, 1, bad, 0, 0), MAD_STATUS_INVALID_FIELD);
 	assert_int_equal(pi_of(b1, 1)->lid, 0x30);
 	assert_int_equal(n_events, ev);
+}
+
+/* A switch takes a LID on port 0 only. */
+static void pi_switch_lid(struct sibd *d, struct sib_fab_node *a)
+{
+	struct mad_port_info pi;
 
 	/* a switch's external port has no LID: it is not taken */
 	pi = get_pi(d, a, 1);
@@ -742,43 +776,59 @@ static void test_portinfo_fields(void **state)
 	assert_int_equal(set_pi(d, a, 0, pi, 0, 0), 0);
 	assert_int_equal(pi_of(a, 0)->lid, 0x56);
 	assert_int_equal(a->ports[0].lid, 0x56);
+}
+
+/* Enabled widths and speeds take effect at the next link training on b1/1. */
+static void pi_link_training(struct sibd *d, struct sib_fab_node *b1)
+{
+	struct sib_fab_port *peer = b1->ports[1].peer;
+	const struct mad_port_info *far = pi_of(peer->node, peer->num);
+	struct mad_port_info pi;
 
 	/* LinkSpeedEnabled SDR (set above) takes effect at the next training:
 	 * the highest width and speed both ends enable, in the verbs map too */
-	{
-		struct sib_fab_port *peer = b1->ports[1].peer;
-		const struct mad_port_info *far = pi_of(peer->node, peer->num);
+	assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
+	sib_sma_link_down(&d->sn, b1, 1, SIB_LINK_LOST);
+	sib_sma_link_up(&d->sn, b1, 1);
+	assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
+	assert_int_equal(pi_of(b1, 1)->link_speed_active, 1);
+	assert_int_equal(pi_of(b1, 1)->link_width_active, 2);
+	assert_int_equal(far->link_speed_active, 1);
+	assert_int_equal(d->devs[2].ports[0].active_speed, 1);
+	assert_int_equal(d->devs[2].ports[0].active_width, 2);
+	/* 1X only, speed back to all (0xF): 1X QDR */
+	pi = get_pi(d, b1, 1);
+	pi.link_width_enabled = 1;
+	pi.link_speed_enabled = 0xF;
+	assert_int_equal(set_pi(d, b1, 1, pi, 0, 0), 0);
+	assert_int_equal(pi_of(b1, 1)->link_width_active, 2); /* not before training */
+	/* Polling on a live port (ibportstate reset): it retrains at once */
+	assert_int_equal(set_pi(d, b1, 1, pi, 0, MAD_PORT_PHYS_STATE_POLLING), 0);
+	assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
+	assert_int_equal(pi_of(b1, 1)->link_width_active, 1);
+	assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
+	assert_int_equal(d->devs[2].ports[0].active_width, 1);
+	assert_int_equal(d->devs[2].ports[0].active_speed, 4);
+	/* the far end enables 4X only: nothing in common, the link stays down */
+	pi = get_pi(d, peer->node, peer->num);
+	pi.link_width_enabled = 2;
+	assert_int_equal(set_pi(d, peer->node, peer->num, pi, 0, 0), 0);
+	sib_sma_link_down(&d->sn, b1, 1, SIB_LINK_RETRAIN);
+	assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
+	assert_int_equal(d->sn.sma.train_failed, 1);
+}
 
-		assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
-		sib_sma_link_down(&d->sn, b1, 1, SIB_LINK_LOST);
-		sib_sma_link_up(&d->sn, b1, 1);
-		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
-		assert_int_equal(pi_of(b1, 1)->link_speed_active, 1);
-		assert_int_equal(pi_of(b1, 1)->link_width_active, 2);
-		assert_int_equal(far->link_speed_active, 1);
-		assert_int_equal(d->devs[2].ports[0].active_speed, 1);
-		assert_int_equal(d->devs[2].ports[0].active_width, 2);
-		/* 1X only, speed back to all (0xF): 1X QDR */
-		pi = get_pi(d, b1, 1);
-		pi.link_width_enabled = 1;
-		pi.link_speed_enabled = 0xF;
-		assert_int_equal(set_pi(d, b1, 1, pi, 0, 0), 0);
-		assert_int_equal(pi_of(b1, 1)->link_width_active, 2); /* not before training */
-		/* Polling on a live port (ibportstate reset): it retrains at once */
-		assert_int_equal(set_pi(d, b1, 1, pi, 0, MAD_PORT_PHYS_STATE_POLLING), 0);
-		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
-		assert_int_equal(pi_of(b1, 1)->link_width_active, 1);
-		assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
-		assert_int_equal(d->devs[2].ports[0].active_width, 1);
-		assert_int_equal(d->devs[2].ports[0].active_speed, 4);
-		/* the far end enables 4X only: nothing in common, the link stays down */
-		pi = get_pi(d, peer->node, peer->num);
-		pi.link_width_enabled = 2;
-		assert_int_equal(set_pi(d, peer->node, peer->num, pi, 0, 0), 0);
-		sib_sma_link_down(&d->sn, b1, 1, SIB_LINK_RETRAIN);
-		assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
-		assert_int_equal(d->sn.sma.train_failed, 1);
-	}
+/* Field checks of a PortInfo Set: a bad one changes nothing. */
+static void test_portinfo_fields(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *a = node(d, "S-5eed000000000a00");
+	struct sib_fab_node *b1 = node(d, "H-5eed000000000b10");
+	struct mad_port_info pi = pi_set_good(d, b1);
+
+	pi_set_bad_fields(d, b1, pi);
+	pi_switch_lid(d, a);
+	pi_link_training(d, b1);
 }
 
 /* M_Key (14.2.4): protect bits decide what a wrong key may do. */
@@ -944,15 +994,14 @@ static int pma(struct sibd *d, struct sib_fab_node *n, uint8_t method, uint16_t 
 	return h.status;
 }
 
-static void test_pma(void **state)
+#define PMA_DATA_BYTES 192 /* the PMA attribute data the tests exchange */
+
+/* ClassPortInfo and a CA port's counters: Get, Set (clear) by CounterSelect(2), extended. */
+static void pma_ca_counters(struct sibd *d, struct sib_fab_node *a1, uint8_t *data)
 {
-	struct sibd *d = *state;
-	struct sib_fab_node *a = node(d, "S-5eed000000000a00");
-	struct sib_fab_node *a1 = node(d, "H-5eed000000000a10");
 	struct mad_class_port_info cpi;
 	struct mad_port_counters pc;
 	struct mad_port_counters_ext x;
-	uint8_t data[192] = { 0 }, mad[MAD_SIZE];
 
 	assert_int_equal(pma(d, a1, MAD_METHOD_GET, MAD_ATTR_CLASS_PORT_INFO, 0, data), 0);
 	mad_class_port_info_decode(&cpi, data);
@@ -961,14 +1010,14 @@ static void test_pma(void **state)
 
 	a1->mgmt->port[1].pma.rcv_pkts = 10;
 	data_pkts = 7;
-	memset(data, 0, sizeof(data));
+	memset(data, 0, PMA_DATA_BYTES);
 	data[1] = 1;
 	assert_int_equal(pma(d, a1, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, data), 0);
 	mad_port_counters_decode(&pc, data);
 	assert_int_equal(pc.port_rcv_pkts, 10);
 	assert_int_equal(pc.port_xmit_pkts, 7);
 	/* Set clears what CounterSelect names: PortXmitPkts (bit 14) only */
-	memset(data, 0, sizeof(data));
+	memset(data, 0, PMA_DATA_BYTES);
 	pc.port_select = 1;
 	pc.counter_select = 1u << 14;
 	mad_port_counters_encode(&pc, data);
@@ -977,7 +1026,7 @@ static void test_pma(void **state)
 	assert_int_equal(pc.port_xmit_pkts, 0);
 	assert_int_equal(pc.port_rcv_pkts, 10);
 	data_pkts = 9; /* the data path moves on: 2 since the clear */
-	memset(data, 0, sizeof(data));
+	memset(data, 0, PMA_DATA_BYTES);
 	data[1] = 1;
 	assert_int_equal(pma(d, a1, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS_EXT, 0, data), 0);
 	mad_port_counters_ext_decode(&x, data);
@@ -1007,11 +1056,17 @@ static void test_pma(void **state)
 	mad_port_counters_decode(&pc, data);
 	assert_int_equal(pc.qp1_dropped, 0);
 	assert_int_equal(pc.port_xmit_wait, 6);
+}
+
+/* A switch's counters: PortSelect 0xFF sums and clears all ports; 8-bit saturation. */
+static void pma_switch_counters(struct sibd *d, struct sib_fab_node *a, uint8_t *data)
+{
+	struct mad_port_counters pc;
 
 	/* PortSelect 0xFF: the sum of a switch's ports */
 	a->mgmt->port[1].pma.xmit_discards = 3;
 	a->mgmt->port[3].pma.xmit_discards = 4;
-	memset(data, 0, sizeof(data));
+	memset(data, 0, PMA_DATA_BYTES);
 	data[1] = 0xFF;
 	assert_int_equal(pma(d, a, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, data), 0);
 	mad_port_counters_decode(&pc, data);
@@ -1024,14 +1079,21 @@ static void test_pma(void **state)
 	assert_int_equal(pc.port_xmit_discards, 0);
 	/* saturation: 8-bit LinkDowned */
 	a->mgmt->port[2].pma.link_downed = 300;
-	memset(data, 0, sizeof(data));
+	memset(data, 0, PMA_DATA_BYTES);
 	data[1] = 2;
 	assert_int_equal(pma(d, a, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, data), 0);
 	mad_port_counters_decode(&pc, data);
 	assert_int_equal(pc.link_downed_counter, 255);
+}
+
+/* Bad ports, attributes, methods, versions and classes are refused or dropped. */
+static void pma_bad_input(struct sibd *d, struct sib_fab_node *a, struct sib_fab_node *a1,
+			  uint8_t *data)
+{
+	uint8_t mad[MAD_SIZE];
 
 	/* bad input */
-	memset(data, 0, sizeof(data));
+	memset(data, 0, PMA_DATA_BYTES);
 	data[1] = 5;
 	assert_int_equal(pma(d, a, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, data),
 			 MAD_STATUS_INVALID_FIELD);
@@ -1053,6 +1115,19 @@ static void test_pma(void **state)
 	assert_int_equal(mad[4] << 8 | mad[5], MAD_STATUS_BAD_VERSION);
 	build(mad, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, NULL, 0);
 	assert_int_equal(sib_pma_process(&d->sn, a1, 1, mad, mad), 0);
+}
+
+static void test_pma(void **state)
+{
+	struct sibd *d = *state;
+	struct sib_fab_node *a = node(d, "S-5eed000000000a00");
+	struct sib_fab_node *a1 = node(d, "H-5eed000000000a10");
+	uint8_t data[PMA_DATA_BYTES] = { 0 };
+
+	/* one data buffer, shared by the checks in this order */
+	pma_ca_counters(d, a1, data);
+	pma_switch_counters(d, a, data);
+	pma_bad_input(d, a, a1, data);
 }
 
 /* ---- the built-in SM ------------------------------------------------------- */

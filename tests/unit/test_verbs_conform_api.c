@@ -102,6 +102,106 @@ static void expect_cq(struct ibv_cq *cq, const uint64_t *ids, const struct ibv_q
 	expect_no_completion(cq, 20);
 }
 
+/* What cq_clean() builds on softib1: the pair, x, y, their peers xa, ya, x's send CQ. */
+struct cq_clean_fx {
+	struct pair p;
+	struct ibv_srq *s;		/* NULL without an SRQ */
+	struct ibv_comp_channel *ch;	/* xscq's channel */
+	struct ibv_cq *xscq;
+	struct ibv_qp *x, *y, *xa, *ya;
+};
+
+/* Opens the pair and connects x-xa and y-ya, sharing softib1's receive CQ (and SRQ). */
+static void cq_clean_setup(struct cq_clean_fx *f, bool srq)
+{
+	struct end *b = &f->p.e[1];
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 64, .max_sge = 1 } };
+
+	f->s = NULL;
+	pair_open(&f->p, 1, NULL, NULL);
+	if (srq) {
+		f->s = ibv_create_srq(b->pd, &sa);
+		assert_non_null(f->s);
+	}
+	f->ch = ibv_create_comp_channel(b->ctx);
+	assert_non_null(f->ch);
+	f->xscq = ibv_create_cq(b->ctx, 16, NULL, f->ch, 0);
+	assert_non_null(f->xscq);
+	f->x = qp_on(b, f->xscq, b->cq, f->s);
+	f->y = qp_on(b, b->cq, b->cq, f->s);
+	f->xa = qp_on(&f->p.e[0], f->p.e[0].cq, f->p.e[0].cq, NULL);
+	f->ya = qp_on(&f->p.e[0], f->p.e[0].cq, f->p.e[0].cq, NULL);
+	connect2(&f->p, f->xa, f->x);
+	connect2(&f->p, f->ya, f->y);
+}
+
+/* Fills the shared CQ with y 11, x 1, y 12, x 2, y's send 61; x's send 60 goes to xscq. */
+static void cq_clean_interleave(struct cq_clean_fx *f, bool srq)
+{
+	struct pair *pp = &f->p;
+	struct end *b = &pp->e[1];
+	struct ibv_cq *ev_cq;
+	struct ibv_wc wc;
+	struct pollfd pf;
+	void *ev_ctx;
+
+	/* An SRQ's WQEs go in posting order to whichever message comes:
+	 * each is posted just before the message that takes it. */
+	if (!srq) {
+		for (uint64_t id = 1; id <= 4; id++)
+			recv_on(b, f->x, NULL, id);
+		for (uint64_t id = 11; id <= 12; id++)
+			recv_on(b, f->y, NULL, id);
+	}
+	for (uint64_t k = 0; k < 2; k++) {
+		if (srq)
+			recv_on(b, NULL, f->s, 11 + k);
+		send_on(&pp->e[0], f->ya, 100 + 2 * k);
+		if (srq)
+			recv_on(b, NULL, f->s, 1 + k);
+		send_on(&pp->e[0], f->xa, 101 + 2 * k);
+	}
+	/* x sends one (to its own send CQ), y one (to the shared CQ). */
+	recv_on(&pp->e[0], f->xa, NULL, 50);
+	recv_on(&pp->e[0], f->ya, NULL, 51);
+	assert_int_equal(ibv_req_notify_cq(f->xscq, 0), 0);
+	post_one(b, f->x, 60);
+	pf = (struct pollfd){ .fd = f->ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pf, 1, 5000), 1);
+	assert_int_equal(ibv_get_cq_event(f->ch, &ev_cq, &ev_ctx), 0);
+	assert_ptr_equal(ev_cq, f->xscq);
+	ibv_ack_cq_events(f->xscq, 1);
+	poll_one(pp->e[0].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 50);
+	post_one(b, f->y, 61);
+	poll_one(pp->e[0].cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 51);
+}
+
+/* x, reset and connected again, receives one message and meets none of its old completions. */
+static void cq_clean_rearm_x(struct cq_clean_fx *f, bool srq)
+{
+	struct end *b = &f->p.e[1];
+	struct end xe = *b, xp = f->p.e[0];
+	struct ibv_wc wc;
+
+	xe.qp = f->x;
+	xp.qp = f->xa;
+	to_state(f->xa, IBV_QPS_RESET);
+	qp_connect(&xe, &xp, &default_opts);
+	qp_connect(&xp, &xe, &default_opts);
+	if (srq)
+		recv_on(b, NULL, f->s, 5);
+	else
+		recv_on(b, f->x, NULL, 5);
+	send_on(&f->p.e[0], f->xa, 105);
+	poll_one(b->cq, &wc, 5000);
+	assert_int_equal(wc.wr_id, 5);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.qp_num, f->x->qp_num);
+	assert_int_equal(ibv_destroy_qp(f->x), 0);
+}
+
 /*
  * On softib1, QPs x and y share the receive CQ (and, with srq, an SRQ),
  * x's sends go to a CQ of their own; their completions interleave in the
@@ -112,116 +212,47 @@ static void expect_cq(struct ibv_cq *cq, const uint64_t *ids, const struct ibv_q
  */
 static void cq_clean(bool destroy, bool srq)
 {
-	struct pair p;
-	struct end *b = &p.e[1];
-	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 64, .max_sge = 1 } };
-	struct ibv_srq *s = NULL;
-	struct ibv_comp_channel *ch;
-	struct ibv_cq *xscq, *ev_cq;
-	struct ibv_qp *x, *y, *xa, *ya;
+	struct cq_clean_fx f;
+	struct end *b = &f.p.e[1];
 	struct ibv_wc wc;
-	struct pollfd pf;
-	void *ev_ctx;
 
-	pair_open(&p, 1, NULL, NULL);
-	if (srq) {
-		s = ibv_create_srq(b->pd, &sa);
-		assert_non_null(s);
-	}
-	ch = ibv_create_comp_channel(b->ctx);
-	assert_non_null(ch);
-	xscq = ibv_create_cq(b->ctx, 16, NULL, ch, 0);
-	assert_non_null(xscq);
-	x = qp_on(b, xscq, b->cq, s);
-	y = qp_on(b, b->cq, b->cq, s);
-	xa = qp_on(&p.e[0], p.e[0].cq, p.e[0].cq, NULL);
-	ya = qp_on(&p.e[0], p.e[0].cq, p.e[0].cq, NULL);
-	connect2(&p, xa, x);
-	connect2(&p, ya, y);
-
-	/* An SRQ's WQEs go in posting order to whichever message comes:
-	 * each is posted just before the message that takes it. */
-	if (!srq) {
-		for (uint64_t id = 1; id <= 4; id++)
-			recv_on(b, x, NULL, id);
-		for (uint64_t id = 11; id <= 12; id++)
-			recv_on(b, y, NULL, id);
-	}
-	for (uint64_t k = 0; k < 2; k++) {
-		if (srq)
-			recv_on(b, NULL, s, 11 + k);
-		send_on(&p.e[0], ya, 100 + 2 * k);
-		if (srq)
-			recv_on(b, NULL, s, 1 + k);
-		send_on(&p.e[0], xa, 101 + 2 * k);
-	}
-	/* x sends one (to its own send CQ), y one (to the shared CQ). */
-	recv_on(&p.e[0], xa, NULL, 50);
-	recv_on(&p.e[0], ya, NULL, 51);
-	assert_int_equal(ibv_req_notify_cq(xscq, 0), 0);
-	post_one(b, x, 60);
-	pf = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
-	assert_int_equal(poll(&pf, 1, 5000), 1);
-	assert_int_equal(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
-	assert_ptr_equal(ev_cq, xscq);
-	ibv_ack_cq_events(xscq, 1);
-	poll_one(p.e[0].cq, &wc, 5000);
-	assert_int_equal(wc.wr_id, 50);
-	post_one(b, y, 61);
-	poll_one(p.e[0].cq, &wc, 5000);
-	assert_int_equal(wc.wr_id, 51);
-	to_state(x, IBV_QPS_ERR); /* x's remaining receives (3, 4) flush */
+	cq_clean_setup(&f, srq);
+	cq_clean_interleave(&f, srq);
+	to_state(f.x, IBV_QPS_ERR); /* x's remaining receives (3, 4) flush */
 	if (destroy) {
-		assert_int_equal(ibv_destroy_qp(x), 0);
-		x = NULL;
+		assert_int_equal(ibv_destroy_qp(f.x), 0);
+		f.x = NULL;
 	} else {
-		to_state(x, IBV_QPS_RESET);
+		to_state(f.x, IBV_QPS_RESET);
 	}
 	{
 		const uint64_t ids[] = { 11, 12, 61 };
-		const struct ibv_qp *qps[] = { y, y, y };
+		const struct ibv_qp *qps[] = { f.y, f.y, f.y };
 
 		expect_cq(b->cq, ids, qps, 3);
 	}
-	expect_no_completion(xscq, 20);
+	expect_no_completion(f.xscq, 20);
 	/* y goes on: its CQ entries and its traffic. */
 	if (srq)
-		recv_on(b, NULL, s, 13);
+		recv_on(b, NULL, f.s, 13);
 	else
-		recv_on(b, y, NULL, 13);
-	send_on(&p.e[0], ya, 104);
+		recv_on(b, f.y, NULL, 13);
+	send_on(&f.p.e[0], f.ya, 104);
 	poll_one(b->cq, &wc, 5000);
 	assert_int_equal(wc.wr_id, 13);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 
 	/* A re-armed x meets none of its old completions. */
-	if (x) {
-		struct end xe = *b, xp = p.e[0];
-
-		xe.qp = x;
-		xp.qp = xa;
-		to_state(xa, IBV_QPS_RESET);
-		qp_connect(&xe, &xp, &default_opts);
-		qp_connect(&xp, &xe, &default_opts);
-		if (srq)
-			recv_on(b, NULL, s, 5);
-		else
-			recv_on(b, x, NULL, 5);
-		send_on(&p.e[0], xa, 105);
-		poll_one(b->cq, &wc, 5000);
-		assert_int_equal(wc.wr_id, 5);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		assert_int_equal(wc.qp_num, x->qp_num);
-		assert_int_equal(ibv_destroy_qp(x), 0);
-	}
+	if (f.x)
+		cq_clean_rearm_x(&f, srq);
 	expect_no_completion(b->cq, 20);
-	for (struct ibv_qp **q = (struct ibv_qp *[]){ y, xa, ya, NULL }; *q; q++)
+	for (struct ibv_qp **q = (struct ibv_qp *[]){ f.y, f.xa, f.ya, NULL }; *q; q++)
 		assert_int_equal(ibv_destroy_qp(*q), 0);
-	assert_int_equal(ibv_destroy_cq(xscq), 0);
-	assert_int_equal(ibv_destroy_comp_channel(ch), 0);
-	if (s)
-		assert_int_equal(ibv_destroy_srq(s), 0);
-	pair_close(&p);
+	assert_int_equal(ibv_destroy_cq(f.xscq), 0);
+	assert_int_equal(ibv_destroy_comp_channel(f.ch), 0);
+	if (f.s)
+		assert_int_equal(ibv_destroy_srq(f.s), 0);
+	pair_close(&f.p);
 }
 
 static void test_cq_clean_reset(void **state)

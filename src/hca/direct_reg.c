@@ -1,0 +1,418 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Direct placement, registration (direct_int.h): the process's registry of
+ * registered pages moved onto memfds at reg_mr, read from /proc/self/maps
+ * without malloc, and kept right across fork (a child gets private copies
+ * of every page on a memfd).  Locking: sib_dx_lock.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hca/direct_int.h"
+#include "hca/mw.h"
+#include "hca/transport.h"
+
+static bool maps_next(struct maps_reader *m, struct maps_line *l)
+{
+	char line[512];
+	size_t n = 0;
+
+	for (;;) {
+		if (m->pos == m->len) {
+			ssize_t r = read(m->fd, m->buf, sizeof(m->buf));
+
+			if (r <= 0)
+				return false;
+			m->len = (size_t)r;
+			m->pos = 0;
+		}
+		char c = m->buf[m->pos++];
+
+		if (c == '\n')
+			break;
+		if (n < sizeof(line) - 1)
+			line[n++] = c;
+	}
+	line[n] = 0;
+	unsigned long lo, hi, off, ino;
+	unsigned int maj, mnr;
+	int pathpos = 0;
+
+	memset(l, 0, sizeof(*l));
+	if (sscanf(line, "%lx-%lx %4s %lx %x:%x %lu %n", &lo, &hi, l->perms, &off, &maj, &mnr, &ino,
+		   &pathpos) < 7)
+		return maps_next(m, l);
+	l->lo = lo;
+	l->hi = hi;
+	l->off = off;
+	l->ino = ino;
+	if (pathpos > 0 && (size_t)pathpos < n)
+		snprintf(l->path, sizeof(l->path), "%s", line + pathpos);
+	return true;
+}
+
+/* A mapping of one of our MR memfds ("softib-mr", shown deleted). */
+static bool maps_is_mr(const struct maps_line *l)
+{
+	return !strncmp(l->path, "/memfd:softib-mr ", 17) && l->perms[3] == 's';
+}
+
+/*
+ * Is every page of [s, e) private anonymous read-write memory (ino 0), or
+ * (ino != 0) a read-write mapping of our memfd of that inode at file
+ * offset `address - base`?  With *nlines, the whole file is read and its
+ * line count (the process's mappings) returned too.
+ */
+static bool maps_cover(uintptr_t s, uintptr_t e, unsigned long ino, uintptr_t base,
+		       unsigned long *nlines)
+{
+	struct maps_reader m = { .fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC) };
+	struct maps_line l;
+	uintptr_t at = s;
+	bool hole = false;
+	unsigned long n = 0;
+
+	if (m.fd < 0)
+		return false;
+	while ((nlines || (at < e && !hole)) && maps_next(&m, &l)) {
+		bool ok;
+
+		n++;
+		if (hole || at >= e || l.hi <= at)
+			continue;
+		if (l.lo > at) {
+			hole = true; /* a hole */
+			continue;
+		}
+		if (ino)
+			ok = l.ino == ino && maps_is_mr(&l) && !strcmp(l.perms, "rw-s") &&
+			     l.lo - l.off == base;
+		else
+			ok = l.ino == 0 && !strcmp(l.perms, "rw-p") &&
+			     (!l.path[0] || !strcmp(l.path, "[heap]"));
+		if (ok)
+			at = l.hi;
+		else
+			hole = true;
+	}
+	close(m.fd);
+	if (nlines)
+		*nlines = n;
+	return !hole && at >= e;
+}
+
+/* ---- the registry of pages on memfds ---- */
+
+
+/* vm.max_map_count; 0: read /proc/sys/vm/max_map_count at the next
+ * registration (tests set a lower one). */
+unsigned long sib_dx_max_map_count;
+/* Mappings a registration may add: the copy's temporary one and the two
+ * pieces MAP_FIXED splits the old VMA into, and one to spare. */
+#define DX_MAP_SLACK 4u
+
+pthread_mutex_t sib_dx_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct sib_dx_region *dx_regions;
+struct sib_dx *sib_dx_ctxs;            /* contexts with an export table */
+unsigned int sib_dx_fork_gen;          /* MRs inherited by a fork child are not ours */
+pthread_once_t sib_dx_once = PTHREAD_ONCE_INIT;
+
+static unsigned long map_max(void)
+{
+	char b[32];
+	int fd;
+	ssize_t n;
+
+	if (sib_dx_max_map_count)
+		return sib_dx_max_map_count;
+	sib_dx_max_map_count = 65530; /* the kernel's default */
+	fd = open("/proc/sys/vm/max_map_count", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, b, sizeof(b) - 1);
+		if (n > 0) {
+			b[n] = 0;
+			if (strtoul(b, NULL, 10) > 0)
+				sib_dx_max_map_count = strtoul(b, NULL, 10);
+		}
+		close(fd);
+	}
+	return sib_dx_max_map_count;
+}
+
+/* Copy the pages of [s, s + len) that hold data into dst: the pages the
+ * process has touched (present or swapped, /proc/self/pagemap), so that a
+ * sparse buffer does not become a full one.  Everything if pagemap cannot
+ * be read. */
+static void copy_touched(uint8_t *dst, uintptr_t s, size_t len, size_t page)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	uint64_t ent[512];
+
+	if (fd < 0) {
+		memcpy(dst, (void *)s, len);
+		return;
+	}
+	for (size_t off = 0; off < len;) {
+		size_t n = (len - off) / page < 512 ? (len - off) / page : 512;
+		ssize_t r = pread(fd, ent, n * 8, (off_t)((s + off) / page * 8));
+
+		if (r != (ssize_t)(n * 8)) {
+			memcpy(dst + off, (void *)(s + off), len - off);
+			break;
+		}
+		for (size_t i = 0; i < n; i++)
+			if (ent[i] & (3ull << 62)) /* present or swapped */
+				memcpy(dst + off + i * page, (void *)(s + off + i * page), page);
+		off += n * page;
+	}
+	close(fd);
+}
+
+/* Forget the regions no MR uses whose memfd nobody maps any more (the
+ * application unmapped them): their memory goes with our fd. */
+void sib_dx_region_prune(void)
+{
+	struct maps_reader m = { .fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC) };
+	struct sib_dx_region **pp, *r;
+	struct maps_line l;
+	bool orphans = false;
+
+	for (r = dx_regions; r; r = r->next) {
+		r->mapped = false;
+		orphans |= !r->refs;
+	}
+	if (!orphans || m.fd < 0) {
+		if (m.fd >= 0)
+			close(m.fd);
+		return;
+	}
+	while (maps_next(&m, &l))
+		if (maps_is_mr(&l))
+			for (r = dx_regions; r; r = r->next)
+				r->mapped |= r->ino == l.ino;
+	close(m.fd);
+	for (pp = &dx_regions; (r = *pp);) {
+		if (!r->refs && !r->mapped) {
+			*pp = r->next;
+			close(r->fd);
+			free(r);
+		} else {
+			pp = &r->next;
+		}
+	}
+}
+
+/* fork child: replace [lo, hi), a mapping of one of our MR memfds at file
+ * offset `off` with permissions `perms`, by private anonymous memory with
+ * the same contents and protection (as copy-on-write would have given).
+ * Only the file's data runs are copied when its fd is known (a sparse
+ * region stays sparse); a mapping that fails keeps sharing. */
+static void child_private(const struct maps_line *l)
+{
+	size_t len = l->hi - l->lo;
+	int prot = (l->perms[0] == 'r' ? PROT_READ : 0) | (l->perms[1] == 'w' ? PROT_WRITE : 0) |
+		   (l->perms[2] == 'x' ? PROT_EXEC : 0);
+	struct sib_dx_region *r;
+	int fd = -1;
+	void *tmp;
+
+	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED)
+		return;
+	if (!(prot & PROT_READ) && mprotect((void *)l->lo, len, PROT_READ)) {
+		munmap(tmp, len);
+		return;
+	}
+	for (r = dx_regions; r; r = r->next)
+		if (r->ino == l->ino)
+			fd = r->fd;
+	/* The kernel copies (pread): the pages may be memory the application
+	 * freed, which a sanitizer's memcpy would refuse to read. */
+	if (fd < 0) {
+		int mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+
+		if (mem < 0 || pread(mem, tmp, len, (off_t)l->lo) != (ssize_t)len)
+			memcpy(tmp, (void *)l->lo, len);
+		if (mem >= 0)
+			close(mem);
+	} else {
+		off_t at = (off_t)l->off, hole, end = (off_t)(l->off + len);
+
+		while (at < end && (at = lseek(fd, at, SEEK_DATA)) >= 0 && at < end) {
+			uint8_t *to = (uint8_t *)tmp + (at - (off_t)l->off);
+
+			hole = lseek(fd, at, SEEK_HOLE);
+			if (hole < 0 || hole > end)
+				hole = end;
+			if (pread(fd, to, (size_t)(hole - at), at) != hole - at)
+				memcpy(to, (uint8_t *)l->lo + (at - (off_t)l->off), (size_t)(hole - at));
+			at = hole;
+		}
+	}
+	if (mprotect(tmp, len, prot) ||
+	    mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)l->lo) == MAP_FAILED)
+		munmap(tmp, len);
+}
+
+/* The child tells the parent on this pipe when its snapshot is taken, so
+ * that fork() returns in the parent only then: the parent's writes after
+ * fork() never show in the child (peers' writes meanwhile may; see
+ * docs/transport.md). */
+static int dx_fork_pipe[2] = { -1, -1 };
+
+static void dx_prepare(void)
+{
+	pthread_mutex_lock(&sib_dx_lock);
+	if (dx_regions && pipe2(dx_fork_pipe, O_CLOEXEC))
+		dx_fork_pipe[0] = dx_fork_pipe[1] = -1;
+}
+
+static void dx_parent(void)
+{
+	if (dx_fork_pipe[0] >= 0) {
+		struct pollfd p = { .fd = dx_fork_pipe[0], .events = POLLIN };
+
+		close(dx_fork_pipe[1]);
+		/* bounded: a child that dies first closes the pipe (POLLHUP) */
+		(void)poll(&p, 1, 10000);
+		close(dx_fork_pipe[0]);
+		dx_fork_pipe[0] = dx_fork_pipe[1] = -1;
+	}
+	pthread_mutex_unlock(&sib_dx_lock);
+}
+
+
+/*
+ * fork: the child gets a private copy of every mapping of our MR memfds
+ * it finds in /proc/self/maps (registered regions, the pages deregistered
+ * MRs left on their memfds, pieces the application mprotect'ed or
+ * mremap'ed), as copy-on-write would have given it; and its contexts stop
+ * direct placement and writing the parent's export tables
+ * (sib_dx_child_ctxs).  The parent is not affected.
+ */
+static void dx_child(void)
+{
+	struct maps_reader m = { .fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC) };
+	struct sib_dx_region *r = dx_regions;
+	struct maps_line l;
+
+	sib_dx_child_ctxs(); /* first: drops the mappings of peers' memfds */
+	if (m.fd >= 0) {
+		/* Lines already read stay valid: only [l.lo, l.hi) changes. */
+		while (maps_next(&m, &l))
+			if (maps_is_mr(&l))
+				child_private(&l);
+		close(m.fd);
+	}
+	while (r) {
+		struct sib_dx_region *next = r->next;
+
+		close(r->fd);
+		free(r);
+		r = next;
+	}
+	dx_regions = NULL;
+	sib_dx_fork_gen++;
+	if (dx_fork_pipe[1] >= 0) {
+		close(dx_fork_pipe[0]);
+		if (write(dx_fork_pipe[1], "s", 1) != 1)
+			(void)0; /* the parent sees the pipe close at exit */
+		close(dx_fork_pipe[1]);
+		dx_fork_pipe[0] = dx_fork_pipe[1] = -1;
+	}
+	pthread_mutex_unlock(&sib_dx_lock);
+}
+
+void sib_dx_init_once(void)
+{
+	(void)pthread_atfork(dx_prepare, dx_parent, dx_child);
+}
+
+/*
+ * The region holding [s, e) (page aligned): an existing one that contains
+ * it, if /proc/self/maps still shows its memfd there read-write at the
+ * right offset (one more reference), or a new one.  NULL: not eligible,
+ * among others pages that lie on one of our memfds in another way (never
+ * copied onto a second memfd), or a process near vm.max_map_count (a
+ * MAP_FIXED that fails there may already have unmapped the old range on
+ * older kernels).
+ */
+struct sib_dx_region *sib_dx_region_get(uintptr_t s, uintptr_t e)
+{
+	struct sib_dx_region *r;
+	size_t len = e - s;
+	unsigned long nmaps;
+	struct stat st;
+	void *tmp;
+	int fd;
+
+	sib_dx_region_prune();
+	for (r = dx_regions; r; r = r->next) {
+		if (s >= r->start && e <= r->end) {
+			if (!maps_cover(s, e, r->ino, r->start, NULL))
+				return NULL;
+			r->refs++;
+			return r;
+		}
+		if (s < r->end && e > r->start)
+			return NULL; /* overlaps partly: no direct path for this MR */
+	}
+	if (!maps_cover(s, e, 0, 0, &nmaps) || nmaps + DX_MAP_SLACK > map_max())
+		return NULL;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	fd = memfd_create("softib-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		goto err;
+	if (ftruncate(fd, (off_t)len) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) || fstat(fd, &st))
+		goto err_fd;
+	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED)
+		goto err_fd;
+	copy_touched(tmp, s, len, (size_t)sysconf(_SC_PAGESIZE));
+	munmap(tmp, len);
+	if (mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+		goto err_fd;
+	r->start = s;
+	r->end = e;
+	r->fd = fd;
+	r->ino = (unsigned long)st.st_ino;
+	r->refs = 1;
+	r->next = dx_regions;
+	dx_regions = r;
+	return r;
+err_fd:
+	close(fd);
+err:
+	free(r);
+	return NULL;
+}
+
+/*
+ * One MR less on r.  The last one leaves the pages on the memfd: copying
+ * them back to private memory would lose the stores other threads (and our
+ * engine, through another MR) make meanwhile.  They stay the application's
+ * memory, shared only with peers that still map the memfd (and those
+ * write no more: the entry was revoked); fork gives children a private
+ * copy (dx_child); an munmap by the application frees them (sib_dx_region_prune
+ * closes our fd once nothing maps the memfd).
+ */
+void sib_dx_region_put(struct sib_dx_region *r)
+{
+	r->refs--;
+	sib_dx_region_prune();
+}

@@ -200,30 +200,17 @@ void end_open_ex(struct end *e, const char *dev, enum ibv_qp_type type, uint32_t
 void end_to_rts(struct end *e, const struct end *peer, uint32_t qkey)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
-	bool ud = e->qp->qp_type == IBV_QPT_UD;
 
-	assert_int_equal(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				       (ud ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)), 0);
+	if (e->qp->qp_type != IBV_QPT_UD) {
+		qp_connect(e, peer, &default_opts);
+		return;
+	}
+	assert_int_equal(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.dlid = peer->lid;
-	a.ah_attr.port_num = 1;
-	assert_int_equal(ibv_modify_qp(e->qp, &a, ud ? IBV_QP_STATE :
-				       IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				       IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
+	assert_int_equal(ibv_modify_qp(e->qp, &a, IBV_QP_STATE), 0);
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	assert_int_equal(ibv_modify_qp(e->qp, &a, ud ? IBV_QP_STATE | IBV_QP_SQ_PSN :
-				       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	assert_int_equal(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN), 0);
 }
 
 void pair_close(struct pair *p)

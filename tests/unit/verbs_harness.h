@@ -77,7 +77,8 @@ void end_close(struct end *e);
  * registered for local write.  end_close() frees it. */
 void end_open_ex(struct end *e, const char *dev, enum ibv_qp_type type, uint32_t sq, uint32_t rq,
 		 uint32_t send_sge, int sq_sig_all, uint32_t cqe, size_t bufsize);
-/* RESET to RTS towards peer: path MTU 1024, PSN 0 (UD: Q_Key qkey). */
+/* RESET to RTS towards peer: RC and UC through qp_connect(default_opts);
+ * UD with Q_Key qkey and send PSN 0. */
 void end_to_rts(struct end *e, const struct end *peer, uint32_t qkey);
 /* INIT, RTR, RTS towards peer. */
 void qp_connect(struct end *self, const struct end *peer, const struct conn_opts *o);

@@ -108,6 +108,20 @@ static void expect_wc_op(unsigned int s, uint64_t wr_id, enum ibv_wc_status st, 
 		assert_int_equal(wc.opcode, op);
 }
 
+/* ibv_wr_bind_mw on B's QP (signaled, wr_id 1): the window, under key,
+ * binds as bi says, and the bind completes. */
+static void wr_bind_ok(uint32_t key, const struct ibv_mw_bind_info *bi)
+{
+	struct ibv_qp_ex *xb = (struct ibv_qp_ex *)sides[B].qp;
+
+	ibv_wr_start(xb);
+	xb->wr_id = 1;
+	xb->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_bind_mw(xb, mw, key, bi);
+	assert_int_equal(ibv_wr_complete(xb), 0);
+	expect_wc_op(B, 1, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+}
+
 /* A posts a WRITE of 64 bytes to raddr through rkey; expect st. */
 static void write_through(uint64_t raddr, uint32_t rkey, enum ibv_wc_status st)
 {
@@ -298,7 +312,6 @@ static void test_mw_bind_local_write(void **state)
 {
 	const uint64_t ops[NDEV] = { 0, IBV_QP_EX_WITH_BIND_MW };
 	struct ibv_mw_bind_info bi = { 0 };
-	struct ibv_qp_ex *xb;
 	uint32_t key;
 
 	(void)state;
@@ -325,13 +338,7 @@ static void test_mw_bind_local_write(void **state)
 
 	key = up_wr_mw(ops, &bi);
 	bi.mw_access_flags = IBV_ACCESS_LOCAL_WRITE | W_RW;
-	xb = (struct ibv_qp_ex *)sides[B].qp;
-	ibv_wr_start(xb);
-	xb->wr_id = 1;
-	xb->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_bind_mw(xb, mw, key, &bi);
-	assert_int_equal(ibv_wr_complete(xb), 0);
-	expect_wc_op(B, 1, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	wr_bind_ok(key, &bi);
 	write_through(win(0), key, IBV_WC_SUCCESS);
 }
 
@@ -557,20 +564,14 @@ static void test_mw_wr_api(void **state)
 	const uint64_t ops[NDEV] = { IBV_QP_EX_WITH_SEND_WITH_INV,
 				     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV };
 	struct ibv_mw_bind_info bi = { 0 };
-	struct ibv_qp_ex *xa, *xb;
+	struct ibv_qp_ex *xa;
 	struct ibv_wc wc;
 	uint32_t key;
 
 	(void)state;
 	key = up_wr_mw(ops, &bi);
 	xa = (struct ibv_qp_ex *)sides[A].qp;
-	xb = (struct ibv_qp_ex *)sides[B].qp;
-	ibv_wr_start(xb);
-	xb->wr_id = 1;
-	xb->wr_flags = IBV_SEND_SIGNALED;
-	ibv_wr_bind_mw(xb, mw, key, &bi);
-	assert_int_equal(ibv_wr_complete(xb), 0);
-	expect_wc_op(B, 1, IBV_WC_SUCCESS, IBV_WC_BIND_MW);
+	wr_bind_ok(key, &bi);
 	write_through(win(0), key, IBV_WC_SUCCESS);
 	/* Remote invalidation, then a bind again, then a local one. */
 	post_recv(B, 0, 64, 2);

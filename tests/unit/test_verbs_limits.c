@@ -11,6 +11,7 @@
  * are taken and one more refused (EINVAL); atomic_cap is IBV_ATOMIC_HCA.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -81,92 +82,79 @@ static void test_reported(void **state)
 		assert_int_equal(errno, ENOMEM);  \
 	} while (0)
 
-static void test_pd_limit(void **state)
-{
-	struct ibv_pd **v;
-	struct lim l;
+/* One kind of object up to its limit: how to make the i-th (in l, whose
+ * PD is allocated first when pd is set) and destroy it, and which
+ * attribute of ibv_query_device is its max (an int). */
+struct kind {
+	const char *what, *max_name;
+	size_t max_off;
+	bool pd;
+	void *(*make)(struct lim *l, int i);
+	int (*undo)(void *o);
+};
 
-	(void)state;
-	lim_open(&l);
-	v = calloc(l.da.max_pd, sizeof(*v));
-	assert_non_null(v);
-	for (int i = 0; i < l.da.max_pd; i++) {
-		v[i] = ibv_alloc_pd(l.ctx);
-		if (!v[i])
-			fail_msg("PD %d of max_pd %d: %s", i + 1, l.da.max_pd, strerror(errno));
-	}
-	EXPECT_ENOMEM(ibv_alloc_pd(l.ctx));
-	for (int i = 0; i < l.da.max_pd; i++)
-		assert_int_equal(ibv_dealloc_pd(v[i]), 0);
-	free(v);
-	lim_close(&l);
-}
-
-static void test_mr_limit(void **state)
+static void *make_pd(struct lim *l, int i) { (void)i; return ibv_alloc_pd(l->ctx); }
+static int undo_pd(void *o) { return ibv_dealloc_pd(o); }
+static void *make_mr(struct lim *l, int i)
 {
 	static char buf[64];
-	struct ibv_mr **v;
-	struct lim l;
 
-	(void)state;
-	lim_open(&l);
-	l.pd = ibv_alloc_pd(l.ctx);
-	assert_non_null(l.pd);
-	v = calloc(l.da.max_mr, sizeof(*v));
-	assert_non_null(v);
-	for (int i = 0; i < l.da.max_mr; i++) {
-		v[i] = ibv_reg_mr(l.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-		if (!v[i])
-			fail_msg("MR %d of max_mr %d: %s", i + 1, l.da.max_mr, strerror(errno));
-	}
-	EXPECT_ENOMEM(ibv_reg_mr(l.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE));
-	for (int i = 0; i < l.da.max_mr; i++)
-		assert_int_equal(ibv_dereg_mr(v[i]), 0);
-	free(v);
-	lim_close(&l);
+	(void)i;
+	return ibv_reg_mr(l->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
 }
-
-static void test_cq_limit(void **state)
-{
-	struct ibv_cq **v;
-	struct lim l;
-
-	(void)state;
-	lim_open(&l);
-	v = calloc(l.da.max_cq, sizeof(*v));
-	assert_non_null(v);
-	for (int i = 0; i < l.da.max_cq; i++) {
-		v[i] = ibv_create_cq(l.ctx, 1, NULL, NULL, 0);
-		if (!v[i])
-			fail_msg("CQ %d of max_cq %d: %s", i + 1, l.da.max_cq, strerror(errno));
-	}
-	EXPECT_ENOMEM(ibv_create_cq(l.ctx, 1, NULL, NULL, 0));
-	for (int i = 0; i < l.da.max_cq; i++)
-		assert_int_equal(ibv_destroy_cq(v[i]), 0);
-	free(v);
-	lim_close(&l);
-}
-
-static void test_srq_limit(void **state)
+static int undo_mr(void *o) { return ibv_dereg_mr(o); }
+static void *make_cq(struct lim *l, int i) { (void)i; return ibv_create_cq(l->ctx, 1, NULL, NULL, 0); }
+static int undo_cq(void *o) { return ibv_destroy_cq(o); }
+static void *make_srq(struct lim *l, int i)
 {
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 1, .max_sge = 1 } };
-	struct ibv_srq **v;
-	struct lim l;
 
-	(void)state;
+	(void)i;
+	return ibv_create_srq(l->pd, &sa);
+}
+static int undo_srq(void *o) { return ibv_destroy_srq(o); }
+static void *make_ah(struct lim *l, int i)
+{
+	struct ibv_ah_attr aa = { .dlid = 1, .port_num = 1 };
+
+	(void)i;
+	return ibv_create_ah(l->pd, &aa);
+}
+static int undo_ah(void *o) { return ibv_destroy_ah(o); }
+/* Both window types, alternating; the one past the limit is a type 1. */
+static void *make_mw(struct lim *l, int i) { return ibv_alloc_mw(l->pd, i & 1 ? IBV_MW_TYPE_2 : IBV_MW_TYPE_1); }
+static int undo_mw(void *o) { return ibv_dealloc_mw(o); }
+
+#define KIND(w, m, p, k) { w, #m, offsetof(struct ibv_device_attr, m), p, make_##k, undo_##k }
+static const struct kind k_pd = KIND("PD", max_pd, false, pd), k_mr = KIND("MR", max_mr, true, mr),
+	k_cq = KIND("CQ", max_cq, false, cq), k_srq = KIND("SRQ", max_srq, true, srq),
+	k_ah = KIND("AH", max_ah, true, ah), k_mw = KIND("MW", max_mw, true, mw);
+
+/* A fresh context makes max of the kind (state), the next one is NULL
+ * with ENOMEM (made as the first was), then all are destroyed. */
+static void test_limit(void **state)
+{
+	const struct kind *k = *state;
+	struct lim l;
+	void **v;
+	int max;
+
 	lim_open(&l);
-	l.pd = ibv_alloc_pd(l.ctx);
-	assert_non_null(l.pd);
-	v = calloc(l.da.max_srq, sizeof(*v));
-	assert_non_null(v);
-	for (int i = 0; i < l.da.max_srq; i++) {
-		v[i] = ibv_create_srq(l.pd, &sa);
-		if (!v[i])
-			fail_msg("SRQ %d of max_srq %d: %s", i + 1, l.da.max_srq, strerror(errno));
+	if (k->pd) {
+		l.pd = ibv_alloc_pd(l.ctx);
+		assert_non_null(l.pd);
 	}
-	EXPECT_ENOMEM(ibv_create_srq(l.pd, &sa));
-	for (int i = 0; i < l.da.max_srq; i++)
-		assert_int_equal(ibv_destroy_srq(v[i]), 0);
+	max = *(const int *)((const char *)&l.da + k->max_off);
+	v = calloc((size_t)max, sizeof(*v));
+	assert_non_null(v);
+	for (int i = 0; i < max; i++) {
+		v[i] = k->make(&l, i);
+		if (!v[i])
+			fail_msg("%s %d of %s %d: %s", k->what, i + 1, k->max_name, max, strerror(errno));
+	}
+	EXPECT_ENOMEM(k->make(&l, 0));
+	for (int i = 0; i < max; i++)
+		assert_int_equal(k->undo(v[i]), 0);
 	free(v);
 	lim_close(&l);
 }
@@ -212,53 +200,6 @@ static void test_qp_limit(void **state)
 	for (int i = 0; i < nfill; i++)
 		assert_int_equal(ibv_dealloc_pd(fill[i]), 0);
 	free(fill);
-	lim_close(&l);
-}
-
-static void test_ah_limit(void **state)
-{
-	struct ibv_ah_attr aa = { .dlid = 1, .port_num = 1 };
-	struct ibv_ah **v;
-	struct lim l;
-
-	(void)state;
-	lim_open(&l);
-	l.pd = ibv_alloc_pd(l.ctx);
-	assert_non_null(l.pd);
-	v = calloc(l.da.max_ah, sizeof(*v));
-	assert_non_null(v);
-	for (int i = 0; i < l.da.max_ah; i++) {
-		v[i] = ibv_create_ah(l.pd, &aa);
-		if (!v[i])
-			fail_msg("AH %d of max_ah %d: %s", i + 1, l.da.max_ah, strerror(errno));
-	}
-	EXPECT_ENOMEM(ibv_create_ah(l.pd, &aa));
-	for (int i = 0; i < l.da.max_ah; i++)
-		assert_int_equal(ibv_destroy_ah(v[i]), 0);
-	free(v);
-	lim_close(&l);
-}
-
-static void test_mw_limit(void **state)
-{
-	struct ibv_mw **v;
-	struct lim l;
-
-	(void)state;
-	lim_open(&l);
-	l.pd = ibv_alloc_pd(l.ctx);
-	assert_non_null(l.pd);
-	v = calloc(l.da.max_mw, sizeof(*v));
-	assert_non_null(v);
-	for (int i = 0; i < l.da.max_mw; i++) {
-		v[i] = ibv_alloc_mw(l.pd, i & 1 ? IBV_MW_TYPE_2 : IBV_MW_TYPE_1);
-		if (!v[i])
-			fail_msg("MW %d of max_mw %d: %s", i + 1, l.da.max_mw, strerror(errno));
-	}
-	EXPECT_ENOMEM(ibv_alloc_mw(l.pd, IBV_MW_TYPE_1));
-	for (int i = 0; i < l.da.max_mw; i++)
-		assert_int_equal(ibv_dealloc_mw(v[i]), 0);
-	free(v);
 	lim_close(&l);
 }
 
@@ -325,13 +266,13 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reported),
-		cmocka_unit_test(test_pd_limit),
-		cmocka_unit_test(test_mr_limit),
-		cmocka_unit_test(test_cq_limit),
-		cmocka_unit_test(test_srq_limit),
+		{ "test_pd_limit", test_limit, NULL, NULL, (void *)&k_pd },
+		{ "test_mr_limit", test_limit, NULL, NULL, (void *)&k_mr },
+		{ "test_cq_limit", test_limit, NULL, NULL, (void *)&k_cq },
+		{ "test_srq_limit", test_limit, NULL, NULL, (void *)&k_srq },
 		cmocka_unit_test(test_qp_limit),
-		cmocka_unit_test(test_ah_limit),
-		cmocka_unit_test(test_mw_limit),
+		{ "test_ah_limit", test_limit, NULL, NULL, (void *)&k_ah },
+		{ "test_mw_limit", test_limit, NULL, NULL, (void *)&k_mw },
 		cmocka_unit_test(test_object_sizes),
 	};
 

@@ -399,8 +399,8 @@ bool sib_link_peer_gone(const struct sib_link_peer *p, uint32_t dqpn)
 	return dqpn >= SIB_MAX_QPN || sib_link_qpn_owner(dqpn) != p->owner;
 }
 
-enum sib_link_verdict sib_link_resolve(struct sib_link *l, struct sib_link_peer *p, uint8_t port,
-				       uint16_t dlid, uint32_t dqpn)
+enum sib_link_verdict sib_link_resolve_slow(struct sib_link *l, struct sib_link_peer *p, uint8_t port,
+					    uint16_t dlid, uint32_t dqpn)
 {
 	const struct sib_route_ent *r;
 	struct sib_link_dest *d;

@@ -118,13 +118,6 @@ struct sib_link_dests {
  * res stays the caller's.  0 or ENOMEM.  Freed by sib_link_close. */
 int sib_link_dests_open(struct sib_link *l, const struct sib_link_resolver *res, uint32_t dev_index);
 
-/*
- * Where a packet from our port `port` to (dlid, dqpn) goes: SIB_LINK_OK
- * with p->dest set, or another verdict (p->dest may then be NULL).  p is
- * the caller's cache: the fast path is three loads and compares.
- */
-enum sib_link_verdict sib_link_resolve(struct sib_link *l, struct sib_link_peer *p, uint8_t port,
-				       uint16_t dlid, uint32_t dqpn);
 /* Let go of p's destination; p is empty after. */
 void sib_link_peer_release(struct sib_link *l, struct sib_link_peer *p);
 /* Is QPN dqpn no longer the QP p was resolved to (freed, or given to
@@ -150,6 +143,31 @@ static inline uint32_t sib_link_inbox_gen(uint32_t inbox)
 {
 	return inbox < SIB_MAX_INBOXES ?
 	       atomic_load_explicit(&sib_fabric->inboxes[inbox].gen, memory_order_acquire) : 0;
+}
+
+/* sib_link_resolve past its fast path (dest.c). */
+enum sib_link_verdict sib_link_resolve_slow(struct sib_link *l, struct sib_link_peer *p, uint8_t port,
+					    uint16_t dlid, uint32_t dqpn);
+
+/*
+ * Where a packet from our port `port` to (dlid, dqpn) goes: SIB_LINK_OK
+ * with p->dest set, or another verdict (p->dest may then be NULL).  p is
+ * the caller's cache.  Every packet asks, so the case of a cached answer
+ * that still holds (the QPN's owner word, the owner's generation and the
+ * map's route_gen as they were) is inline; the rest is dest.c's.
+ */
+static inline enum sib_link_verdict sib_link_resolve(struct sib_link *l, struct sib_link_peer *p,
+						     uint8_t port, uint16_t dlid, uint32_t dqpn)
+{
+	if (__builtin_expect(p->dest != NULL && l->dests != NULL && p->dqpn == dqpn && p->dlid == dlid, 1)) {
+		uint64_t w = sib_link_qpn_owner(dqpn);
+
+		if (w == p->owner && (w & SIB_QPO_VALID) &&
+		    sib_link_inbox_gen(SIB_QPO_INBOX(w)) == SIB_QPO_GEN(w) &&
+		    atomic_load_explicit(&sib_fabric->route_gen, memory_order_acquire) == p->route_gen)
+			return SIB_LINK_OK;
+	}
+	return sib_link_resolve_slow(l, p, port, dlid, dqpn);
 }
 
 /* The context behind (inbox, gen), with a reference for the caller:

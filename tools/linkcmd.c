@@ -128,11 +128,11 @@ static int capture_arm(int fd, long di, uint32_t port, int *cfd, void **base)
 			err == EINVAL ? "no such device or port" : strerror(err));
 		return -1;
 	}
-	if (*cfd < 0 || m.u.link.ring_size != SIB_INBOX_BYTES) {
+	if (*cfd < 0 || m.u.link.ring_size != SIB_RING_BYTES) {
 		fprintf(stderr, "softib: capture: bad reply from softibd\n");
 		return -1;
 	}
-	*base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, *cfd, 0);
+	*base = mmap(NULL, SIB_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, *cfd, 0);
 	if (*base == MAP_FAILED) {
 		fprintf(stderr, "softib: capture: mmap: %s\n", strerror(errno));
 		return -1;
@@ -225,7 +225,7 @@ out:
 		sib_capture_put(cap);
 	}
 	if (base != MAP_FAILED)
-		munmap(base, SIB_INBOX_BYTES);
+		munmap(base, SIB_RING_BYTES);
 	if (cfd >= 0)
 		close(cfd);
 	if (fab)

@@ -58,6 +58,8 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_MAI_FILTER] = sizeof(struct sib_ctl_mai_filter),
 	[SIB_CTL_MGMT_QUERY] = sizeof(struct sib_ctl_mgmt_query),
 	[SIB_CTL_ROUTE] = sizeof(struct sib_ctl_route),
+	[SIB_CTL_PAIR_OPEN] = sizeof(struct sib_ctl_pair),
+	[SIB_CTL_PAIR_ACCEPT] = sizeof(struct sib_ctl_pair),
 	[SIB_CTL_CAPABLE] = sizeof(struct sib_ctl_capable),
 };
 

@@ -15,14 +15,16 @@
 
 #include <stdint.h>
 
-#define SIB_ABI_VERSION 8u /* 2: sealed read-only map, no counters in it; 3: device
+#define SIB_ABI_VERSION 9u /* 2: sealed read-only map, no counters in it; 3: device
                                * generations, pushed events, registry commands;
                                * 4: link area in the fabric map, LINK_* ops;
                                * 5: multicast groups in the map, MCAST op;
                                * 6: XRC domains (XRCD_OPEN, SIB_OBJ_XRCD);
                                * 7: an XRC_RECV QP names its XRCD handle
                                *    (obj.xrcd_handle), qp_xrcd[] in the map;
-                               * 8: the managed fabric (MAI_*, MGMT_QUERY, ROUTE) */
+                               * 8: the managed fabric (MAI_*, MGMT_QUERY, ROUTE);
+                               * 9: pair rings (PAIR_OPEN, PAIR_ACCEPT), a
+                               *    one-page inbox, GET_INBOX for pairs only */
 #define SIB_CTL_MAGIC   0x53494243u /* "SIBC" */
 
 /* Default socket path when SOFTIB_SOCKET is unset: $XDG_RUNTIME_DIR/softib.sock,
@@ -32,7 +34,7 @@ enum sib_ctl_op {
 	SIB_CTL_HELLO = 1,     /* -> fabric memfd */
 	SIB_CTL_OPEN_DEVICE,   /* -> device handle, inbox index and memfd */
 	SIB_CTL_CLOSE_DEVICE,
-	SIB_CTL_GET_INBOX,     /* map a peer's inbox: -> memfd */
+	SIB_CTL_GET_INBOX,     /* a paired receiver's inbox page (its doorbell): -> memfd */
 	SIB_CTL_CREATE_OBJ,    /* PD, MR, CQ, QP, ...: -> handle (+ QPN) */
 	SIB_CTL_DESTROY_OBJ,
 	SIB_CTL_STATUS,        /* -> text report, in chunks */
@@ -52,6 +54,8 @@ enum sib_ctl_op {
 	SIB_CTL_MGMT_QUERY,    /* CA and port attributes for libibumad (umad_get_ca, _port) */
 	SIB_CTL_ROUTE,         /* data path: where a LID-routed packet from a port ends (subnet.h) */
 	SIB_CTL_CAPABLE,       /* has this connection's process a capability now (daemon/peer.c) */
+	SIB_CTL_PAIR_OPEN,     /* the pair ring from our context to another: -> memfd (link/pair.h) */
+	SIB_CTL_PAIR_ACCEPT,   /* the next pair ring into our context: -> memfd + its sender */
 	SIB_CTL_OP_MAX,
 };
 
@@ -104,11 +108,33 @@ struct sib_ctl_open_device {
 	uint32_t inbox_size;  /* out: bytes of the inbox memfd */
 };
 
+/* GET_INBOX: only for a context paired with it (PAIR_OPEN from
+ * dev_handle to inbox), else EPERM: a sender maps its receiver's page
+ * to wake it; nobody else maps anyone's. */
 struct sib_ctl_get_inbox {
 	uint32_t inbox;       /* in */
 	uint32_t inbox_gen;   /* in: must match, else ESTALE */
 	uint32_t inbox_size;  /* out */
+	uint32_t dev_handle;  /* in: the asking context's OPEN_DEVICE handle */
 };
+
+/*
+ * PAIR_OPEN: softibd makes a pair ring (link/pair.h) from the context of
+ * dev_handle (the sender) to context `inbox` at inbox_gen (the receiver),
+ * replies with the sender's end and keeps the receiver's until it asks
+ * (PAIR_ACCEPT), bumping the receiver's pairs_seq.  ESTALE: no such live
+ * context; EBADF: not our device; EAGAIN: the receiver has
+ * SIB_CTL_PAIRS_PENDING_MAX rings it did not take yet (retry later).
+ * PAIR_ACCEPT: the oldest ring made for the context of dev_handle, its
+ * sender in inbox, inbox_gen; ENOENT when there is none.
+ */
+struct sib_ctl_pair {
+	uint32_t dev_handle;  /* in: our OPEN_DEVICE handle */
+	uint32_t inbox;       /* OPEN: in, the receiver; ACCEPT: out, the sender */
+	uint32_t inbox_gen;   /* likewise */
+	uint32_t ring_size;   /* out: SIB_PAIR_BYTES */
+};
+#define SIB_CTL_PAIRS_PENDING_MAX 64u
 
 struct sib_ctl_obj {
 	uint32_t type;        /* enum sib_obj_type */
@@ -350,6 +376,7 @@ struct sib_ctl_msg {
 		struct sib_ctl_hello hello;
 		struct sib_ctl_open_device open;
 		struct sib_ctl_get_inbox get_inbox;
+		struct sib_ctl_pair pair;
 		struct sib_ctl_obj obj;
 		struct sib_ctl_text text;
 		struct sib_ctl_subscribe subscribe;

@@ -37,13 +37,22 @@
 #define SIB_MAX_MCAST_QP_ATTACH 64     /* QPs per group (max_mcast_qp_attach) */
 
 /*
- * Inboxes: one memfd of SIB_INBOX_BYTES per opened device context, created
- * zero-filled by softibd; all-zero is the valid empty ring (src/link/ring.h).
+ * Inboxes: one memfd of SIB_INBOX_BYTES (one page) per opened device
+ * context, created zero-filled by softibd: the context's doorbell (the
+ * futex its senders wake, src/link/ring.h struct sib_ring_hdr) and its
+ * link counters.  Packets travel in pair rings (src/link/pair.h), one per
+ * (sender, receiver) context pair.  Capture rings (SIB_RING_BYTES) are
+ * multi-producer rings of SIB_INBOX_SLOTS slots (src/link/ring.h).
  */
 #define SIB_INBOX_SLOTS      1024u
 #define SIB_INBOX_SLOT_BYTES 4608u   /* one packet up to MTU 4096 + headers */
 #define SIB_INBOX_HDR_BYTES  4096u
-#define SIB_INBOX_BYTES      (SIB_INBOX_HDR_BYTES + SIB_INBOX_SLOTS * SIB_INBOX_SLOT_BYTES)
+#define SIB_INBOX_BYTES      SIB_INBOX_HDR_BYTES
+#define SIB_RING_BYTES       (SIB_INBOX_HDR_BYTES + SIB_INBOX_SLOTS * SIB_INBOX_SLOT_BYTES)
+/* A pair ring (src/link/pair.h): a header page and SIB_PAIR_SLOTS slots. */
+#define SIB_PAIR_SLOTS       512u
+#define SIB_PAIR_HDR_BYTES   4096u
+#define SIB_PAIR_BYTES       (SIB_PAIR_HDR_BYTES + SIB_PAIR_SLOTS * SIB_INBOX_SLOT_BYTES)
 
 /* One CA port, as the SMA of that port would report it (IBA 14.2.5.6). */
 struct sib_shm_port {

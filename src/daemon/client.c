@@ -268,12 +268,16 @@ static int cmd_get_inbox(struct sibd *d, struct sibd_client *c, struct sib_ctl_m
 {
 	struct sib_ctl_get_inbox *gi = &m->u.get_inbox;
 	uint32_t gen;
+	int ret;
 
 	if (gi->inbox >= SIB_MAX_INBOXES)
 		return -EINVAL;
 	gen = sibd_inbox_gen(d, gi->inbox);
 	if (d->inbox[gi->inbox].fd < 0 || !(gen & 1) || gen != gi->inbox_gen)
 		return -ESTALE;
+	ret = sibd_pair_check_doorbell(d, c, gi->dev_handle, gi->inbox, gen);
+	if (ret)
+		return ret;
 	gi->inbox_size = SIB_INBOX_BYTES;
 	*pass_fd = d->inbox[gi->inbox].fd;
 	return 0;
@@ -383,6 +387,18 @@ static int cmd_create_obj(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 	obj_commit(c, dev, o, handle);
 	co->handle = handle;
 	co->qpn = o->qpn;
+	return 0;
+}
+
+int sibd_dev_inbox(struct sibd_client *c, uint32_t handle, uint32_t *inbox)
+{
+	struct sibd_obj *dev = lookup(c, handle, true);
+
+	if (!dev)
+		return -EBADF;
+	if (dev->gone)
+		return -EIO;
+	*inbox = dev->inbox;
 	return 0;
 }
 
@@ -528,6 +544,8 @@ static const struct sibd_cmd {
 	[SIB_CTL_MGMT_QUERY] = { sibd_cmd_mgmt_query, false },  /* mgmt_query.c */
 	[SIB_CTL_ROUTE] = { sibd_cmd_route, true },             /* route.c */
 	[SIB_CTL_CAPABLE] = { cmd_capable, false },             /* peer.c */
+	[SIB_CTL_PAIR_OPEN] = { sibd_cmd_pair_open, true },     /* pair.c */
+	[SIB_CTL_PAIR_ACCEPT] = { sibd_cmd_pair_accept, true },
 };
 
 /*
@@ -561,6 +579,10 @@ static void client_command(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	m->hdr.flags = 0;
 	m->hdr.status = -ret;
 	client_reply(d, c, m, ret ? -1 : pass_fd);
+	if (d->pass_owned) { /* the command gave its fd away with the reply */
+		close(pass_fd);
+		d->pass_owned = false;
+	}
 }
 
 /* Read and run messages until the socket is empty, a reply is queued, or INPUT_BURST. */

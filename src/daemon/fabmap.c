@@ -351,6 +351,7 @@ void sibd_inbox_free(struct sibd *d, uint32_t inbox)
 	struct sibd_inbox *ib = &d->inbox[inbox];
 
 	sibd_link_inbox_gone(d, inbox); /* its PMA counts stay (linkcfg.c) */
+	sibd_pairs_inbox_gone(d, inbox);
 	ib->gen++; /* even: gone */
 	atomic_store_explicit(&desc->gen, ib->gen, memory_order_release);
 	desc->pid = 0;

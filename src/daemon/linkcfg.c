@@ -145,7 +145,7 @@ int sibd_link_capture(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	if (fd < 0)
 		return -errno;
 	/* Sealed: no client can shrink it under the others' mappings. */
-	if (ftruncate(fd, SIB_INBOX_BYTES) < 0 ||
+	if (ftruncate(fd, SIB_RING_BYTES) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
 		int err = errno;
 
@@ -158,7 +158,7 @@ int sibd_link_capture(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	for_ports(d, l, port_arm, &caps[i].word);
 	sibd_log("capture %#x armed by pid %d", caps[i].word, (int)c->pid);
 	l->cap = caps[i].word;
-	l->ring_size = SIB_INBOX_BYTES;
+	l->ring_size = SIB_RING_BYTES;
 	*pass_fd = fd;
 	return 0;
 }
@@ -171,7 +171,7 @@ int sibd_link_get_capture(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 	init_caps();
 	if (!l->cap || i >= CAP_SESSIONS || caps[i].fd < 0 || caps[i].word != l->cap)
 		return -ESTALE;
-	l->ring_size = SIB_INBOX_BYTES;
+	l->ring_size = SIB_RING_BYTES;
 	*pass_fd = caps[i].fd;
 	return 0;
 }

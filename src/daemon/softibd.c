@@ -539,8 +539,8 @@ static int setup(struct sibd *d)
 	if (ret != SETUP_OK)
 		return ret;
 	sibd_subnet_attach(d);
-	if (sibd_fabric_load(d) || sibd_map_create(d) || sibd_mai_init(d) || sibd_issm_init(d) ||
-	    setup_socket(d))
+	if (sibd_fabric_load(d) || sibd_map_create(d) || sibd_pairs_init(d) || sibd_mai_init(d) ||
+	    sibd_issm_init(d) || setup_socket(d))
 		return SETUP_FAILED;
 	if (setup_epoll(d)) {
 		unlink(d->sock_path);
@@ -561,6 +561,7 @@ static void teardown(struct sibd *d, bool listening)
 		close(d->lock_fd); /* the lock file stays: unlinking it would race */
 	while (d->clients)
 		sibd_client_release(d, d->clients);
+	sibd_pairs_fini(d);
 	sibd_mai_fini(d);
 	sibd_issm_fini(d);
 	sibd_mcast_fini(d);

@@ -126,6 +126,11 @@ struct sibd {
 	struct sib_shm_device devs[SIB_MAX_DEVICES];
 	struct sibd_inbox inbox[SIB_MAX_INBOXES];
 	uint32_t inbox_next, inboxes_used;
+	struct sibd_pair *pairs;        /* [sender][receiver] inboxes (pair.c) */
+	uint32_t pairs_pending[SIB_MAX_INBOXES]; /* per receiver: rings not taken */
+	uint32_t pairs_fds;             /* fds softibd holds for them */
+	uint64_t pairs_made, pairs_refused;
+	bool pass_owned;                /* the command's pass_fd is closed after its reply */
 	uint64_t qpn_bits[SIB_MAX_QPN / 64]; /* bit q set = QPN q given out */
 	uint32_t qpn_next, qpns_used;
 	uint32_t port_seq;              /* the map's seqlock count we last stored */
@@ -285,6 +290,21 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 /* client.c: a UD/RC/... QP of c by handle: its enum ibv_qp_type and the
  * inbox of its device context.  0, -EBADF (not c's QP) or -EIO (device gone). */
 int sibd_qp_info(struct sibd_client *c, uint32_t handle, uint32_t *qp_type, uint32_t *inbox);
+/* The inbox of c's device context `handle`: 0, -EBADF (not c's device)
+ * or -EIO (the device was removed). */
+int sibd_dev_inbox(struct sibd_client *c, uint32_t handle, uint32_t *inbox);
+
+/* Pair rings (pair.c, src/link/pair.h).  init: 0 or -ENOMEM. */
+int sibd_pairs_init(struct sibd *d);
+void sibd_pairs_fini(struct sibd *d);
+/* Context `inbox` closed: every pair it was in goes (fds closed). */
+void sibd_pairs_inbox_gone(struct sibd *d, uint32_t inbox);
+int sibd_cmd_pair_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
+int sibd_cmd_pair_accept(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
+/* May c's context dev_handle map the page of context (r, rgen)?  Only if
+ * it is paired with it as its sender: 0, -EPERM, -ESTALE, -EBADF, -EIO. */
+int sibd_pair_check_doorbell(struct sibd *d, struct sibd_client *c, uint32_t dev_handle, uint32_t r,
+			     uint32_t rgen);
 
 /* mcast.c: multicast groups (docs/daemon.md) */
 int sibd_cmd_mcast(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);

@@ -122,7 +122,7 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	/* A capture at the receiver records what it receives: real packets,
 	 * so no placement toward it (its link reports the capture in its
 	 * inbox header; display data, trusted only to fall back). */
-	ps = (const struct sib_link_stats *)((const uint8_t *)qp->dest.dest->ring.hdr + SIB_LINK_STATS_OFF);
+	ps = (const struct sib_link_stats *)((const uint8_t *)qp->dest.dest->tx.db.hdr + SIB_LINK_STATS_OFF);
 	if (atomic_load_explicit(&ps->flags, memory_order_relaxed) & SIB_LINK_STAT_CAPTURE)
 		return false;
 	inbox = SIB_QPO_INBOX(qp->dest.owner);

@@ -183,7 +183,7 @@ bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_link_des
 		}
 		return true;
 	}
-	rc = sib_link_reserve(&qp->ctx->link, &to->ring, pn, &tx->lt);
+	rc = sib_link_reserve(&qp->ctx->link, &to->tx, pn, &tx->lt);
 	if (rc) {
 		qp->ctx->tx_ring_full++;
 		/* -EAGAIN: the peer's inbox is full, poll it again soon.
@@ -261,11 +261,14 @@ static void rx_packet(struct sib_context *ctx, const uint8_t *data, uint32_t len
 		       ((sflags & SIB_SLOT_F_ICRC) ? SIB_RX_ICRC : 0) |
 		       /* XRC forwarding: the flag and the domain bits (xrc_fwd.c) */
 		       ((sflags & SIB_SLOT_F_XRC_FWD) ? sflags & ~(uint32_t)SIB_SLOT_F_VCRC : 0) |
-		       (sflags & SIB_SLOT_F_PLACED)); /* direct placement (direct.c) */
+		       (sflags & SIB_SLOT_F_PLACED), /* direct placement (direct.c) */
+		       sib_link_rx_from(&ctx->link));
 	if (why == SIB_RX_DELIVERED || why == SIB_RX_DROP_LINK_DOWN)
 		return; /* a downed link loses packets; they are not bad ones */
 	/* Damaged on the way (IBA 9.8.x: ICRC failures are silently dropped). */
 	sib_link_count(&ctx->link, why == SIB_RX_DROP_CRC ? SIB_LC_RX_ICRC : SIB_LC_RX_BAD, 1);
+	if (why == SIB_RX_DROP_FOREIGN)
+		sib_link_count(&ctx->link, SIB_LC_RX_FOREIGN, 1);
 	atomic_fetch_add_explicit(&ctx->inbox.hdr->dropped, 1, memory_order_relaxed);
 }
 
@@ -595,7 +598,7 @@ static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t
 
 		if (atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != polls)
 			return SPIN_POLLS;
-		if (sib_ring_ready(&ctx->link.rx) || sib_ring_wake_seq(&ctx->inbox) != seq ||
+		if (sib_link_rx_ready(&ctx->link) || sib_ring_wake_seq(&ctx->inbox) != seq ||
 		    sib_link_wants_service(&ctx->link)) {
 			ctx->spin_caught++;
 			return SPIN_WORK;
@@ -667,13 +670,13 @@ static void *engine_main(void *arg)
 		/* Nobody polls, or the application may block, or it polls
 		 * something else (its own memory, as ib_write_lat does). */
 		nap_ns = SIB_NAP_MIN_NS;
-		uint64_t rx_head = __atomic_load_n(&ctx->link.rx.head, __ATOMIC_RELAXED);
+		uint64_t rx_count = sib_link_rx_count(&ctx->link);
 
 		sib_progress(ctx);
 		if (sib_link_wants_service(&ctx->link))
 			continue;
 		/* Packets came in: more may follow soon (engine_spin). */
-		if (__atomic_load_n(&ctx->link.rx.head, __ATOMIC_RELAXED) != rx_head) {
+		if (sib_link_rx_count(&ctx->link) != rx_count) {
 			enum spin_end e = engine_spin(ctx, seq, polls, &spin);
 
 			if (e != SPIN_SLEEP) {
@@ -706,7 +709,7 @@ static void *engine_main(void *arg)
 		/* A question the link queued before that store: answer it
 		 * (the asker saw no sleeper to wake). */
 		if (!atomic_load_explicit(&ctx->link.service, memory_order_seq_cst))
-			sib_ring_wait(&ctx->link.rx, seq, timeout);
+			sib_link_wait(&ctx->link, seq, timeout);
 		atomic_store_explicit(&ctx->engine_sleep_until, 0, memory_order_relaxed);
 	}
 	return NULL;
@@ -718,7 +721,7 @@ int sib_engine_start(struct sib_context *ctx)
 			       &sib_fabric->devs[ctx->dev->index], sib_fabric->link[ctx->dev->index]);
 
 	if (!rc)
-		rc = sib_link_dests_open(&ctx->link, &sib_host->link, ctx->dev->index);
+		rc = sib_link_dests_open(&ctx->link, &sib_host->link, ctx->dev->index, ctx->dev_handle);
 	if (rc) {
 		sib_link_close(&ctx->link);
 		return rc;

@@ -566,8 +566,11 @@ static inline bool sib_pkey_match(uint16_t a, uint16_t b)
  * moved itself (direct.c); the packet has no payload (iba_pkt.placed). */
 #define SIB_RX_PLACED SIB_SLOT_F_PLACED
 #define SIB_RX_DELIVERED SIB_RX_DROP_COUNT
+/* The receive demux (recv.c): one packet of len bytes, flags SIB_RX_*,
+ * sent by context `from` (its inbox number, as the link's pair ring names
+ * it: sib_link_rx_from; UINT32_MAX when no ring says). */
 enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
-			  unsigned int flags);
+			  unsigned int flags, uint32_t from);
 /* Name of a drop cause ("slid", ...), "unknown" out of range. */
 const char *sib_rx_drop_name(unsigned int why);
 /* Drops of one cause so far on a context (any thread; a relaxed read). */

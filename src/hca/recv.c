@@ -33,6 +33,7 @@ static const char *const drop_name[SIB_RX_DROP_COUNT] = {
 	[SIB_RX_DROP_QKEY] = "qkey",
 	[SIB_RX_DROP_SLID] = "slid",
 	[SIB_RX_DROP_SGID] = "sgid",
+	[SIB_RX_DROP_FOREIGN] = "foreign",
 	[SIB_RX_DROP_NO_RWQE] = "no_rwqe",
 	[SIB_RX_DROP_MCAST] = "mcast",
 	[SIB_RX_DROP_XRC_SRQN] = "xrc_srqn",
@@ -53,6 +54,7 @@ const char *sib_rx_drop_name(unsigned int why)
 /* A packet on its way through the checks. */
 struct rx {
 	struct sib_context *ctx;
+	uint32_t from;                 /* the sending context's inbox (the link's word) */
 	struct iba_pkt pkt;
 	uint16_t lm;                   /* lid_map entry of the DLID: dev << 8 | port */
 	const struct sib_shm_port *port;
@@ -171,8 +173,21 @@ static enum sib_rx_drop check_keys(struct rx *rx)
 	return RX_OK;
 }
 
+/* Did context rx->from send as the owner of QPN qpn?  A QPN nobody owns
+ * now (its QP destroyed while the packet travelled) is let through: the
+ * QP checks decide.  The sender's context is the pair ring's, named by
+ * softibd (link/pair.h): no packet content can change it. */
+static bool from_owner(const struct rx *rx, uint32_t qpn)
+{
+	uint64_t w = sib_link_qpn_owner(qpn);
+
+	return !(w & SIB_QPO_VALID) || SIB_QPO_INBOX(w) == rx->from;
+}
+
 /*
- * Connected QPs (RC, UC, XRC) take packets from their peer only: the SLID
+ * Connected QPs (RC, UC, XRC) take packets from their peer only: the
+ * context that sent it must own the QP's destination QP (the pair ring
+ * says who sent it), the SLID
  * must be a LID of the port the QP's path leads to (its DLID, or another
  * LID of the same port under LMC), and a GRH must be present exactly when
  * the path is global, with the path's DGID as its SGID.  Otherwise anyone
@@ -185,8 +200,13 @@ static enum sib_rx_drop check_addr(struct rx *rx)
 	enum ibv_qp_type t = qp->ibv.qp_base.qp_type;
 	bool global = pkt->lrh.lnh == IBA_LNH_GLOBAL;
 
+	if (t == IBV_QPT_UD)
+		return pkt->deth.src_qp > 1 && !from_owner(rx, pkt->deth.src_qp) ? SIB_RX_DROP_FOREIGN : RX_OK;
 	if (t != IBV_QPT_RC && t != IBV_QPT_UC && t != IBV_QPT_XRC_SEND && t != IBV_QPT_XRC_RECV)
 		return RX_OK;
+	if (rx->from != SIB_QPO_INBOX(sib_link_qpn_owner(qp->dest_qpn)) &&
+	    (sib_link_qpn_owner(qp->dest_qpn) & SIB_QPO_VALID))
+		return SIB_RX_DROP_FOREIGN;
 	if (pkt->lrh.slid != qp->ah.dlid) {
 		uint16_t src = lid_map(pkt->lrh.slid);
 
@@ -248,7 +268,7 @@ static enum sib_rx_drop mcast_recv(struct rx *rx, const uint8_t *buf)
 		if (!rx->qp)
 			continue; /* destroyed meanwhile */
 		if (!(rx->qp->block_self_mcast && pkt->deth.src_qp == qpns[i])) {
-			why = mcast_qp_check(rx);
+			why = from_owner(rx, pkt->deth.src_qp) ? mcast_qp_check(rx) : SIB_RX_DROP_FOREIGN;
 			if (why == RX_OK)
 				why = sib_ud_packet(rx->qp, pkt, buf);
 			if (why != SIB_RX_DELIVERED)
@@ -276,15 +296,17 @@ static enum sib_rx_drop check_xrc(struct rx *rx, const uint8_t *buf, uint32_t le
 }
 
 enum sib_rx_drop sib_recv(struct sib_context *ctx, const uint8_t *buf, uint32_t len,
-			  unsigned int flags)
+			  unsigned int flags, uint32_t from)
 {
-	struct rx rx = { .ctx = ctx };
+	struct rx rx = { .ctx = ctx, .from = from };
 	enum sib_rx_drop why;
 
 	if (flags & SIB_RX_XRC_FWD) {
 		/* Forwarded by a TGT QP's owner (xrc_fwd.c): its own checks. */
 		why = hdr_check(&rx, buf, len, flags);
-		if (why == RX_OK)
+		if (why == RX_OK && !from_owner(&rx, rx.pkt.bth.dqpn))
+			why = SIB_RX_DROP_XRC_FWD_FORGED; /* only the TGT QP's owner forwards */
+		else if (why == RX_OK)
 			why = rx.mcast ? SIB_RX_DROP_XRC_FWD_FORGED : sib_xfwd_recv(ctx, &rx.pkt, flags);
 		if (why != SIB_RX_DELIVERED)
 			__atomic_store_n(&ctx->rx_drop[why], ctx->rx_drop[why] + 1, __ATOMIC_RELAXED);

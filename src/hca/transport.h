@@ -128,6 +128,8 @@ enum sib_rx_drop {
 	SIB_RX_DROP_QKEY,              /* UD: Q_Key does not match the QP's */
 	SIB_RX_DROP_SLID,              /* connected QP: SLID is not the peer's path */
 	SIB_RX_DROP_SGID,              /* connected QP: GRH or SGID is not the peer's path */
+	SIB_RX_DROP_FOREIGN,           /* sent by a context that does not own the peer QP
+	                                * (connected QP) or the DETH's source QP (UD) */
 	SIB_RX_DROP_NO_RWQE,           /* UD: no receive WQE posted (no RNR for UD, IBA 9.7.x) */
 	SIB_RX_DROP_MCAST,             /* multicast: no QP of this context is attached */
 	SIB_RX_DROP_XRC_SRQN,          /* XRC: the XRCETH names no XRC SRQ of the QP's domain */

@@ -124,14 +124,18 @@ static bool ud_fill_and_send(struct sib_qp *qp, struct sib_swqe *w, struct sib_t
  * a receiver that stopped draining (or stopped altogether) cannot stall a
  * UD send queue, nor the other members of a group.  RC and UC keep their
  * backpressure.  ud_tx_full: the inbox was full; true: drop the datagram.
+ * A ring its receiver has not taken yet is not full for the first
+ * SIB_LINK_ATTACH_WAIT_NS (link/dest.h): first contact loses nothing.
  */
 #define SIB_UD_HOQ_NS (10 * 1000 * 1000ull)
 
-static bool ud_tx_full(struct sib_qp *qp, uint32_t inbox)
+static bool ud_tx_full(struct sib_qp *qp, uint32_t inbox, struct sib_link_dest *to)
 {
 	uint64_t *stalled = &qp->ud_stalled[inbox / 64 % (SIB_MAX_INBOXES / 64)], bit = 1ull << (inbox % 64);
 	uint64_t now;
 
+	if (to && sib_link_dest_waits(to, sib_clock_ns(qp->ctx)))
+		return false; /* a new ring its receiver did not take yet */
 	if (*stalled & bit) {
 		qp->ctx->ud_hoq_drops++;
 		return true;
@@ -177,10 +181,15 @@ static int ud_mcast_send(struct sib_qp *qp, struct sib_swqe *w)
 	bool pending = n == UINT32_MAX; /* the route is asked for */
 	struct sib_link_dest *to;
 
-	/* Every member's context known before the first copy leaves, so
-	 * that a fan-out does not pause halfway for the engine thread. */
-	for (uint32_t i = 0; !pending && i < n; i++)
-		pending = sib_mcast_dest(qp, m[i].inbox, m[i].gen, &to) == SIB_LINK_PENDING;
+	/* Every member's context known, and its ring taken, before the
+	 * first copy leaves, so that a fan-out does not pause halfway for
+	 * an engine thread (or a member that stopped: for a bounded time). */
+	for (uint32_t i = 0; !pending && i < n; i++) {
+		enum sib_link_verdict v = sib_mcast_dest(qp, m[i].inbox, m[i].gen, &to);
+
+		pending = v == SIB_LINK_PENDING || (v == SIB_LINK_OK && !sib_link_dest_attached(to) &&
+						     sib_link_dest_waits(to, sib_clock_ns(qp->ctx)));
+	}
 	if (pending)
 		return -1; /* the next pass starts it */
 
@@ -204,7 +213,7 @@ static int ud_mcast_send(struct sib_qp *qp, struct sib_swqe *w)
 			continue;
 		}
 		if (!sib_tx_begin_ring(qp, &tx, to, &w->ud_av, IBA_QPN_MCAST)) {
-			if (!ud_tx_full(qp, m[i].inbox)) {
+			if (!ud_tx_full(qp, m[i].inbox, to)) {
 				qp->req.offset = 1;
 				return -1;
 			}
@@ -244,7 +253,7 @@ static bool ud_send(struct sib_qp *qp, struct sib_swqe *w)
 		ud_tx_ok(qp, sib_link_peer_inbox(&qp->dest));
 		if (tx.slot)
 			ok = ud_fill_and_send(qp, w, &tx, w->ud_qpn);
-	} else if (tx.pending || !ud_tx_full(qp, sib_link_peer_inbox(&qp->dest))) {
+	} else if (tx.pending || !ud_tx_full(qp, sib_link_peer_inbox(&qp->dest), qp->dest.dest)) {
 		return false; /* the wire is full: the next pass resumes here */
 	}
 	if (!ok) {

@@ -89,7 +89,7 @@ bool sib_xfwd_send(struct sib_qp *qp)
 		ctx->tx_no_dest++; /* the SRQ's process is gone: lost */
 		return true;
 	}
-	if (sib_link_reserve(&ctx->link, &x->dest->ring, port, &lt)) {
+	if (sib_link_reserve(&ctx->link, &x->dest->tx, port, &lt)) {
 		ctx->tx_ring_full++;
 		return false;
 	}

@@ -17,7 +17,7 @@
 _Static_assert(SIB_CTL_ROUTE_MASK_WORDS * 64 >= SIB_MAX_DEVICES * SIB_MAX_PORTS,
 	       "the route mask covers every CA port");
 _Static_assert(SIB_MAX_DEVICES <= 256, "sib_route_ent.dst_dev is a byte");
-_Static_assert(offsetof(struct sib_link_dest, ring) == 0, "a dest is its ring");
+_Static_assert(offsetof(struct sib_link_dest, tx) == 0, "a dest is its pair ring's sending end");
 
 /* A failed mapping of a context that is still open is asked again after
  * this long (softibd short of fds, say), not on every packet. */
@@ -33,6 +33,13 @@ _Static_assert(offsetof(struct sib_link_dest, ring) == 0, "a dest is its ring");
 /* The table if it is there already (lookups). */
 #define ROUTE_TABLE_IF(tab, port) ((port) - 1u >= SIB_MAX_PORTS ? NULL : (tab)[(port) - 1])
 
+/* Let go of our end of d's pair ring (and the receiver's doorbell). */
+static void dest_unmap(const struct sib_link_dests *ds, struct sib_link_dest *d)
+{
+	if (d->base && ds->res && ds->res->unpair)
+		ds->res->unpair(d->base, d->db_base);
+}
+
 /* The fault wrapper's count on a destination it keeps packets for. */
 static void dest_ref(void *dest, int delta)
 {
@@ -42,7 +49,8 @@ static void dest_ref(void *dest, int delta)
 		sib_link_dest_put(dest);
 }
 
-int sib_link_dests_open(struct sib_link *l, const struct sib_link_resolver *res, uint32_t dev_index)
+int sib_link_dests_open(struct sib_link *l, const struct sib_link_resolver *res, uint32_t dev_index,
+			uint32_t dev_handle)
 {
 	struct sib_link_dests *ds = calloc(1, sizeof(*ds));
 
@@ -50,7 +58,11 @@ int sib_link_dests_open(struct sib_link *l, const struct sib_link_resolver *res,
 		return ENOMEM;
 	ds->res = res;
 	ds->dev_index = dev_index;
+	ds->dev_handle = dev_handle;
 	l->dests = ds;
+	/* Ask softibd at the engine's first look: a sender may have paired
+	 * with us before we could ask. */
+	l->rx.pairs_seen = atomic_load_explicit(&l->rx.db.hdr->pairs_seq, memory_order_acquire) - 1;
 	l->dest_ref = dest_ref;
 	return 0;
 }
@@ -66,8 +78,7 @@ void sib_link_dests_close(struct sib_link *l)
 			struct sib_link_dest *d = ds->by_inbox[i];
 
 			ds->by_inbox[i] = d->next;
-			if (d->base && ds->res && ds->res->unmap)
-				ds->res->unmap(d->base);
+			dest_unmap(ds, d);
 			free(d);
 		}
 	}
@@ -139,10 +150,13 @@ void sib_link_asks_answer(const struct sib_link *l, struct sib_link_asks *a)
 	for (uint32_t i = 0; i < a->n; i++) {
 		struct sib_link_ask *k = &a->a[i];
 
-		k->base = NULL;
+		k->base = k->db = NULL;
 		k->rc = EHOSTUNREACH;
 		if (k->kind == SIB_ASK_MAP) {
-			k->base = res && res->map ? res->map(k->inbox, k->gen) : NULL;
+			if (res && res->pair)
+				k->rc = res->pair(l->dests->dev_handle, k->inbox, k->gen, &k->base, &k->db);
+			if (k->rc)
+				k->base = k->db = NULL;
 			continue;
 		}
 		memset(&k->r, 0, sizeof(k->r));
@@ -212,8 +226,7 @@ static void dest_prune(struct sib_link_dests *ds, uint32_t inbox, uint32_t gen)
 			continue;
 		}
 		*pp = d->next;
-		if (d->base && ds->res && ds->res->unmap)
-			ds->res->unmap(d->base);
+		dest_unmap(ds, d);
 		free(d);
 	}
 }
@@ -225,15 +238,17 @@ static void apply_map(struct sib_link_dests *ds, struct sib_link_ask *k)
 	if (k->inbox >= SIB_MAX_INBOXES || dest_find(ds, k->inbox, k->gen) ||
 	    !(d = calloc(1, sizeof(*d)))) {
 		/* Answered twice (the engine and a verb), or no memory. */
-		if (k->base && ds->res && ds->res->unmap)
-			ds->res->unmap(k->base);
+		if (k->base && ds->res && ds->res->unpair)
+			ds->res->unpair(k->base, k->db);
 		return;
 	}
 	dest_prune(ds, k->inbox, k->gen);
 	d->base = k->base;
-	if (d->base)
-		sib_ring_attach(&d->ring, d->base);
-	else
+	d->db_base = k->db;
+	if (d->base) {
+		sib_pair_attach(&d->tx.r, d->base);
+		sib_ring_attach(&d->tx.db, d->db_base);
+	} else
 		d->failed_at = sib_link_now_ns();
 	d->inbox = k->inbox;
 	d->gen = k->gen;
@@ -373,8 +388,11 @@ void sib_link_dest_put(struct sib_link_dest *d)
 
 	if (!d || --d->refs)
 		return;
-	/* The last holder: unmap (a peer of one datagram is mapped again
-	 * when it is sent to again). */
+	/* Nobody holds it.  Kept while the receiver lives: softibd pairs
+	 * us with it once (a UD peer sent to again finds it here); the
+	 * receiver's end goes with its context (dest_prune, pairs.c). */
+	if (d->base && sib_link_inbox_gen(d->inbox) == d->gen)
+		return;
 	ds = d->owner;
 	for (struct sib_link_dest **pp = &ds->by_inbox[d->inbox]; *pp; pp = &(*pp)->next) {
 		if (*pp == d) {
@@ -382,9 +400,17 @@ void sib_link_dest_put(struct sib_link_dest *d)
 			break;
 		}
 	}
-	if (d->base && ds->res && ds->res->unmap)
-		ds->res->unmap(d->base);
+	dest_unmap(ds, d);
 	free(d);
+}
+
+void sib_link_dests_prune(struct sib_link *l)
+{
+	struct sib_link_dests *ds = l->dests;
+
+	for (uint32_t i = 0; ds && i < SIB_MAX_INBOXES; i++)
+		if (ds->by_inbox[i])
+			dest_prune(ds, i, sib_link_inbox_gen(i));
 }
 
 void sib_link_peer_release(struct sib_link *l, struct sib_link_peer *p)

@@ -14,6 +14,7 @@
  * the engine thread (sib_link_asks_take / _answer / _apply: the round trip
  * to softibd and the mmap run without the progress lock).  Slow-path verbs
  * (modify_qp to RTR) run the same three steps themselves.
+ * Our end of each pair ring (pair.h) is opened here on first use.
  * Uses only common/ and iba/.  Everything here runs under the owner's
  * progress lock, except sib_link_asks_answer (no lock: it only touches the
  * asks it was handed).
@@ -28,22 +29,35 @@
  * test fakes it).  Each hook blocks (a round trip); none is ever called on
  * an application's ibv_post_send or ibv_poll_cq. */
 struct sib_link_resolver {
-	/* Map the inbox of context `inbox` at generation `gen` (the fabric
-	 * map's inboxes[]): its base (SIB_INBOX_BYTES), or NULL if it is gone. */
-	void *(*map)(uint32_t inbox, uint32_t gen);
-	/* Undo map.  NULL: mappings are never undone (a test). */
-	void (*unmap)(void *base);
+	/* Open the pair ring from our context (OPEN_DEVICE handle
+	 * dev_handle) to context `inbox` at generation `gen` (softibd's
+	 * SIB_CTL_PAIR_OPEN, then SIB_CTL_GET_INBOX for its doorbell): map
+	 * the ring (SIB_PAIR_BYTES) into *ring and the receiver's inbox page
+	 * (SIB_INBOX_BYTES) into *db.  0, or an errno (ESTALE: it is gone). */
+	int (*pair)(uint32_t dev_handle, uint32_t inbox, uint32_t gen, void **ring, void **db);
+	/* Undo pair.  NULL: mappings are never undone (a test). */
+	void (*unpair)(void *ring, void *db);
+	/* The next pair ring into our context that softibd holds for us
+	 * (SIB_CTL_PAIR_ACCEPT), mapped (SIB_PAIR_BYTES), its sender's inbox
+	 * and generation in *from_inbox, *from_gen; NULL when none is left. */
+	void *(*accept)(uint32_t dev_handle, uint32_t *from_inbox, uint32_t *from_gen);
+	/* Undo accept.  NULL: never undone. */
+	void (*unaccept)(void *ring);
 	/* softibd's SIB_CTL_ROUTE (common/sib_ctl.h): r->dev_index, port, dlid
 	 * in; verdict, destination or multicast mask out.  0 or errno.  NULL:
 	 * no switches, a LID leads straight to the port lid_map names. */
 	int (*route)(struct sib_ctl_route *r);
 };
 
-/* A mapped peer context: one per (inbox, generation) a link sends to. */
+/* A peer context we send to: our pair ring into it, one per (inbox,
+ * generation), kept while that context lives (softibd makes one pair per
+ * sender and receiver: a ring let go is not asked for again). */
 struct sib_link_dest {
-	struct sib_ring ring;          /* first: what sib_link_reserve's dest is */
-	void *base;                    /* NULL: mapping failed (negative entry) ... */
+	struct sib_pair_tx tx;         /* first: what sib_link_reserve's dest is */
+	void *base;                    /* the ring; NULL: pairing failed (negative entry) ... */
+	void *db_base;                 /* the receiver's inbox page */
 	uint64_t failed_at;            /* ... at this time (ns, CLOCK_MONOTONIC) */
+	uint64_t wait_since;           /* first found not attached (ns; sib_link_dest_waits) */
 	uint32_t inbox, gen;
 	uint32_t refs;                 /* peers, member caches, held packets */
 	struct sib_link_dests *owner;
@@ -89,8 +103,8 @@ struct sib_link_ask {
 	uint8_t port;
 	uint16_t lid;                  /* SIB_ASK_ROUTE: DLID or MLID */
 	uint32_t inbox, gen;           /* SIB_ASK_MAP; SIB_ASK_ROUTE: route_gen asked at */
-	int rc;                        /* answers: the route hook's */
-	void *base;                    /* map's */
+	int rc;                        /* answers: the route hook's, pair's */
+	void *base, *db;               /* pair's */
 	struct sib_ctl_route r;
 };
 #define SIB_LINK_ASKS_MAX 32
@@ -103,6 +117,7 @@ struct sib_link_asks {
 struct sib_link_dests {
 	const struct sib_link_resolver *res;
 	uint32_t dev_index;            /* our device in the fabric map */
+	uint32_t dev_handle;           /* our OPEN_DEVICE handle (pair, accept) */
 	uint64_t route_asks;           /* questions answered by softibd */
 	struct sib_link_dest *by_inbox[SIB_MAX_INBOXES];
 	struct sib_route_ent *route[SIB_MAX_PORTS];   /* [port - 1][DLID], at first use */
@@ -114,9 +129,25 @@ struct sib_link_dests {
 	bool fresh;                    /* a question was queued since sib_link_asks_fresh */
 };
 
-/* Set up l's destinations for device dev_index (after sib_link_open).
- * res stays the caller's.  0 or ENOMEM.  Freed by sib_link_close. */
-int sib_link_dests_open(struct sib_link *l, const struct sib_link_resolver *res, uint32_t dev_index);
+/* Set up l's destinations for device dev_index, opened as dev_handle
+ * (after sib_link_open).  res stays the caller's.  0 or ENOMEM.  Freed by
+ * sib_link_close. */
+int sib_link_dests_open(struct sib_link *l, const struct sib_link_resolver *res, uint32_t dev_index,
+			uint32_t dev_handle);
+
+/* Pair rings into us (pairs.c).  sib_link_fetch (engine thread, no lock):
+ * take the rings softibd holds for us when the doorbell's pairs_seq moved.
+ * sib_link_apply (under the lock): attach them, replacing a ring from the
+ * same sender's inbox, and let go of rings whose sender closed. */
+void sib_link_accept(struct sib_link *l, struct sib_link_fetch *f);
+void sib_link_rx_apply(struct sib_link *l, struct sib_link_fetch *f);
+/* Let go of every ring into us (sib_link_close). */
+void sib_link_rx_close(struct sib_link *l);
+/* Attach the ring at base, from context (from_inbox, from_gen): what
+ * sib_link_rx_apply does per ring; a test harness calls it directly
+ * (from_gen 0: a sender without a generation, never retired).
+ * false: no memory (the ring is not attached; the caller unmaps it). */
+bool sib_link_rx_attach(struct sib_link *l, void *base, uint32_t from_inbox, uint32_t from_gen);
 
 /* Let go of p's destination; p is empty after. */
 void sib_link_peer_release(struct sib_link *l, struct sib_link_peer *p);
@@ -175,6 +206,33 @@ static inline enum sib_link_verdict sib_link_resolve(struct sib_link *l, struct 
 enum sib_link_verdict sib_link_dest_get(struct sib_link *l, uint32_t inbox, uint32_t gen,
 					struct sib_link_dest **d);
 void sib_link_dest_put(struct sib_link_dest *d);
+/* How long a sender waits for a receiver to take its end of a new pair
+ * ring before the ring counts as full (a receiver that stopped, say): 1 s,
+ * the time softibd and a busy receiver's engine thread may need. */
+#define SIB_LINK_ATTACH_WAIT_NS 1000000000ull
+
+/* Has the receiver taken its end of d's ring (pair.h `attached`)?  While
+ * not, sib_link_reserve finds it full. */
+static inline bool sib_link_dest_attached(struct sib_link_dest *d)
+{
+	return d->tx.live || atomic_load_explicit(&d->tx.r.hdr->attached, memory_order_acquire);
+}
+
+/* d's receiver has not taken its ring yet, and it is new (first seen so
+ * less than SIB_LINK_ATTACH_WAIT_NS before `now`): wait for it, do not
+ * count it as a full wire (UD's head-of-queue lifetime). */
+static inline bool sib_link_dest_waits(struct sib_link_dest *d, uint64_t now)
+{
+	if (!d || sib_link_dest_attached(d))
+		return false;
+	if (!d->wait_since)
+		d->wait_since = now ? now : 1;
+	return now - d->wait_since < SIB_LINK_ATTACH_WAIT_NS;
+}
+
+/* Let go of the pair rings into contexts that closed and that nobody
+ * holds (the engine thread, under the lock: it unmaps). */
+void sib_link_dests_prune(struct sib_link *l);
 
 /* The route from our port to dlid (IBA 18.2.4.3) at the map's route_gen,
  * or NULL while the answer is asked for. */

@@ -37,8 +37,8 @@ const char *const sib_link_counter_name[SIB_LC_MAX] = {
 	[SIB_LC_RX_ICRC] = "rx_icrc_drops",
 	[SIB_LC_RX_BAD] = "rx_bad",
 	[SIB_LC_RX_BAD_SLOT] = "rx_bad_slots",
-	[SIB_LC_RX_BAD_TAIL] = "rx_bad_tail",
-	[SIB_LC_RX_STALLED] = "rx_stalled_skips",
+	[SIB_LC_RX_FOREIGN] = "rx_foreign",
+	[SIB_LC_RX_PAIRS] = "rx_pairs",
 	[SIB_LC_CAPTURED] = "captured",
 	[SIB_LC_CAP_MISSED] = "capture_missed",
 	[SIB_LC_TR_ACK_TIMEOUTS] = "ack_timeouts",
@@ -78,11 +78,11 @@ uint32_t sib_link_fill_icrc(uint8_t *pkt, uint32_t len, uint32_t flags)
 	return flags;
 }
 
-/* ---- the shm ring as a link ---- */
+/* ---- the shm pair rings as a link ---- */
 
 static int shm_reserve(struct sib_link *l, struct sib_link_tx *tx)
 {
-	tx->slot = sib_ring_reserve(tx->dest, l->pid, &tx->ticket);
+	tx->slot = sib_pair_reserve(tx->dest);
 	if (!tx->slot)
 		return -EAGAIN;
 	tx->slot->src_inbox = l->src_inbox;
@@ -92,28 +92,45 @@ static int shm_reserve(struct sib_link *l, struct sib_link_tx *tx)
 
 static int shm_publish(struct sib_link *l, struct sib_link_tx *tx, uint32_t len, uint32_t flags)
 {
-	return sib_ring_publish(tx->dest, tx->slot, tx->ticket, l->pid, len, flags);
-}
-
-static const uint8_t *shm_poll(struct sib_link *l, uint32_t *len, uint32_t *flags)
-{
-	struct sib_ring_slot *s = sib_ring_peek(&l->rx);
-
-	if (!s)
-		return NULL;
-	*len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
-	*flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
-	return s->data;
-}
-
-static void shm_consume(struct sib_link *l)
-{
-	sib_ring_release(&l->rx, &l->rx.r.slots[l->rx.head % SIB_INBOX_SLOTS]);
+	(void)l;
+	return sib_pair_publish(tx->dest, tx->slot, len, flags);
 }
 
 static void shm_wake(void *dest)
 {
-	sib_ring_wake(dest);
+	sib_link_wake(dest);
+}
+
+int sib_link_rx_garbage(struct sib_link *l, struct sib_link_rxq *q)
+{
+	for (uint32_t n = 0; n < SIB_PAIR_GARBAGE_BATCH; n++) {
+		int k = sib_pair_look(&q->r, q->head);
+
+		if (k >= 0)
+			return k;
+		/* No honest sender leaves another turn at our head: only we
+		 * move a slot past its lap.  Drop it, free it for the next. */
+		l->rx.bad_slots++;
+		atomic_fetch_add_explicit(&q->r.hdr->dropped, 1, memory_order_relaxed);
+		sib_pair_release(&q->r, q->head);
+		q->head++;
+	}
+	return 0;
+}
+
+void sib_link_wait(struct sib_link *l, uint32_t seq, int64_t timeout_ns)
+{
+	struct sib_link_rx *rx = &l->rx;
+
+	for (uint32_t i = 0; i < rx->n; i++)
+		atomic_store_explicit(&rx->q[i]->r.hdr->sleeping, 1, memory_order_seq_cst);
+	/* Store-load order against senders (publish, then read sleeping). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!sib_link_rx_ready(l) &&
+	    atomic_load_explicit(&rx->db.hdr->pairs_seq, memory_order_acquire) == rx->pairs_seen)
+		sib_ring_nap(&rx->db, seq, timeout_ns);
+	for (uint32_t i = 0; i < rx->n; i++)
+		atomic_store_explicit(&rx->q[i]->r.hdr->sleeping, 0, memory_order_relaxed);
 }
 
 /* The fast path in link.h inlines these same steps for this table. */
@@ -121,8 +138,6 @@ const struct sib_link_ops sib_link_shm_ops = {
 	.name = "shm",
 	.reserve = shm_reserve,
 	.publish = shm_publish,
-	.poll = shm_poll,
-	.consume = shm_consume,
 	.wake = shm_wake,
 };
 
@@ -200,7 +215,7 @@ static int set_faults(struct sib_link *l, unsigned int p, const struct sib_fault
 static void unmap_capture(struct sib_link_wrap *w, unsigned int p)
 {
 	if (w->cap_base[p])
-		munmap(w->cap_base[p], SIB_INBOX_BYTES);
+		munmap(w->cap_base[p], SIB_RING_BYTES);
 	w->cap_base[p] = NULL;
 }
 
@@ -228,9 +243,9 @@ static void *map_capture(uint32_t word)
 	memset(&m, 0, sizeof(m));
 	m.hdr.op = SIB_CTL_GET_CAPTURE;
 	m.u.link.cap = word;
-	if (sib_ctl_call(fd, &m, &mfd) || m.hdr.status || mfd < 0 || m.u.link.ring_size != SIB_INBOX_BYTES)
+	if (sib_ctl_call(fd, &m, &mfd) || m.hdr.status || mfd < 0 || m.u.link.ring_size != SIB_RING_BYTES)
 		goto out;
-	base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
+	base = mmap(NULL, SIB_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, mfd, 0);
 	if (base == MAP_FAILED)
 		base = NULL;
 out:
@@ -288,6 +303,7 @@ void sib_link_fetch(struct sib_link *l, struct sib_link_fetch *f)
 {
 	memset(f, 0, sizeof(*f));
 	atomic_store_explicit(&l->service, 0, memory_order_relaxed);
+	sib_link_accept(l, f);
 	for (unsigned int p = 0; l->cfg && p < nports(l); p++) {
 		uint32_t word = atomic_load_explicit(&l->cfg[p].cap, memory_order_acquire);
 
@@ -309,6 +325,7 @@ void sib_link_apply(struct sib_link *l, struct sib_link_fetch *f)
 {
 	bool changed = false;
 
+	sib_link_rx_apply(l, f);
 	for (unsigned int p = 0; l->cfg && p < nports(l); p++) {
 		const struct sib_shm_link_port *lp = &l->cfg[p];
 		uint32_t seq = atomic_load_explicit(&lp->fault_seq, memory_order_acquire);
@@ -320,7 +337,7 @@ void sib_link_apply(struct sib_link *l, struct sib_link_fetch *f)
 			continue;
 		if (!(w = wrap(l))) {
 			if (f->cap_base[p])
-				munmap(f->cap_base[p], SIB_INBOX_BYTES);
+				munmap(f->cap_base[p], SIB_RING_BYTES);
 			f->cap_base[p] = NULL;
 			continue;
 		}
@@ -369,7 +386,8 @@ int sib_link_open(struct sib_link *l, void *inbox_base, int32_t pid, uint32_t sr
 	int err = 0;
 
 	memset(l, 0, sizeof(*l));
-	sib_ring_rx_attach(&l->rx, inbox_base);
+	sib_ring_attach(&l->rx.db, inbox_base);
+	l->rx.pairs_seen = atomic_load_explicit(&l->rx.db.hdr->pairs_seq, memory_order_acquire);
 	l->stats = (struct sib_link_stats *)((char *)inbox_base + SIB_LINK_STATS_OFF);
 	memset(l->stats, 0, sizeof(*l->stats));
 	l->ops = &sib_link_shm_ops;
@@ -418,6 +436,7 @@ void sib_link_close(struct sib_link *l)
 {
 	struct sib_link_wrap *w = l->wrap;
 
+	sib_link_rx_close(l);
 	if (!w) {
 		sib_link_dests_close(l);
 		return;
@@ -595,10 +614,13 @@ uint64_t sib_link_tick(struct sib_link *l, uint64_t now)
 {
 	uint64_t next = 0;
 
-	(void)sib_ring_check(&l->rx, now, &next);
+	(void)now;
 	atomic_store_explicit(&l->stats->c[SIB_LC_RX_BAD_SLOT], l->rx.bad_slots, memory_order_relaxed);
-	atomic_store_explicit(&l->stats->c[SIB_LC_RX_BAD_TAIL], l->rx.bad_tail, memory_order_relaxed);
-	atomic_store_explicit(&l->stats->c[SIB_LC_RX_STALLED], l->rx.skipped, memory_order_relaxed);
+	atomic_store_explicit(&l->stats->c[SIB_LC_RX_PAIRS], l->rx.n, memory_order_relaxed);
+	/* A sender's context closed: its ring goes (sib_link_apply). */
+	for (uint32_t i = 0; i < l->rx.n; i++)
+		if (l->rx.q[i]->from_gen && sib_link_inbox_gen(l->rx.q[i]->from_inbox) != l->rx.q[i]->from_gen)
+			atomic_store_explicit(&l->service, 1, memory_order_relaxed);
 	/* The slow part (a round trip to softibd, mmap, allocation, the
 	 * capture file's write) is the engine thread's: this may run inside
 	 * the application's poll or post, which make no system call. */

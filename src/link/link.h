@@ -18,7 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "link/ring.h"
+#include "link/pair.h"
 
 /*
  * Link counters of one context.  They live in its inbox's header page at
@@ -30,8 +30,8 @@
 enum sib_link_counter {
 	SIB_LC_TX,              /* packets handed to the link */
 	SIB_LC_RX,              /* packets taken from the inbox */
-	SIB_LC_TX_FULL,         /* reserve found the peer's inbox full (retried later) */
-	SIB_LC_TX_LOST,         /* publish lost: the receiver skipped our slot */
+	SIB_LC_TX_FULL,         /* reserve found the pair ring full (retried later) */
+	SIB_LC_TX_LOST,         /* publish lost on the way (a link kind that can lose) */
 	SIB_LC_LOSS,            /* fault: dropped */
 	SIB_LC_DUP,             /* fault: sent twice */
 	SIB_LC_REORDER,         /* fault: held back behind the next packet */
@@ -40,9 +40,9 @@ enum sib_link_counter {
 	SIB_LC_DOWN,            /* fault: dropped, link down */
 	SIB_LC_RX_ICRC,         /* received with a bad ICRC: dropped */
 	SIB_LC_RX_BAD,          /* received but malformed or misrouted: dropped */
-	SIB_LC_RX_BAD_SLOT,     /* inbox slot with a garbage state: dropped */
-	SIB_LC_RX_BAD_TAIL,     /* inbox tail found garbage: repaired */
-	SIB_LC_RX_STALLED,      /* inbox slot claimed, never published: skipped by age */
+	SIB_LC_RX_BAD_SLOT,     /* pair ring slot with a garbage state: dropped */
+	SIB_LC_RX_FOREIGN,      /* dropped: its sender is not the connected QP's peer */
+	SIB_LC_RX_PAIRS,        /* pair rings this context receives from now */
 	SIB_LC_CAPTURED,        /* packets written to the capture */
 	SIB_LC_CAP_MISSED,      /* packets the capture could not take (full/error) */
 	/* Reported by the transport above, for the same status line
@@ -93,10 +93,36 @@ _Static_assert(SIB_LINK_STATS_OFF + sizeof(struct sib_link_stats) <= SIB_INBOX_H
 struct sib_link;
 struct sib_link_wrap;
 
+/* One pair ring this context receives from (pair.h), private. */
+struct sib_link_rxq {
+	struct sib_pair r;
+	void *base;                    /* SIB_PAIR_BYTES mapped */
+	uint64_t head;                 /* next slot to take: the truth */
+	uint32_t from_inbox, from_gen; /* its sender, as softibd named it */
+};
+
+/* Packets taken from one ring in a row before the next ring's turn. */
+#define SIB_LINK_RX_BURST 16u
+
+/* The receive side: every pair ring into this context, polled in turn.
+ * Changed only by the engine thread (sib_link_apply), under the progress
+ * lock; read by whoever holds the lock, and by the engine thread without
+ * it (sib_link_rx_ready). */
+struct sib_link_rx {
+	struct sib_link_rxq *q[SIB_MAX_INBOXES]; /* the first n are live */
+	uint32_t n;
+	uint32_t cur, burst;           /* whose turn, and how many it had */
+	struct sib_link_rxq *last;     /* the ring of sib_link_recv's packet */
+	_Atomic uint64_t count;        /* packets taken (the engine's progress check) */
+	uint64_t bad_slots;            /* garbage slot states dropped */
+	struct sib_ring db;            /* our inbox page: the doorbell senders wake */
+	uint32_t pairs_seen;           /* db's pairs_seq when we last asked softibd */
+};
+
 /* A packet buffer reserved toward a destination. */
 struct sib_link_tx {
 	uint8_t *data;                 /* the packet goes here, LRH first */
-	void *dest;                    /* the link's destination (shm: struct sib_ring *) */
+	void *dest;                    /* the link's destination (shm: struct sib_pair_tx *) */
 	struct sib_ring_slot *slot;    /* shm: the slot; NULL when staged by a wrapper */
 	uint64_t ticket;
 	uint8_t port;                  /* local port the packet leaves from (1-based) */
@@ -109,28 +135,25 @@ struct sib_link_tx {
  *  publish: the packet of len bytes in tx->data is complete (LRH..ICRC,
  *           then 2 VCRC bytes; flags SIB_SLOT_F_VCRC if they are computed):
  *           1 = the receiver sleeps (call wake), 0 = sent, -1 = lost.
- *  poll:    the oldest received packet (NULL: none); *len, *flags set.
- *  consume: done with the packet poll returned.
  *  wake:    wake the receiver behind dest.
+ * Receiving is the pair rings' (sib_link_recv), whatever the kind.
  */
 struct sib_link_ops {
 	const char *name;
 	int (*reserve)(struct sib_link *l, struct sib_link_tx *tx);
 	int (*publish)(struct sib_link *l, struct sib_link_tx *tx, uint32_t len, uint32_t flags);
-	const uint8_t *(*poll)(struct sib_link *l, uint32_t *len, uint32_t *flags);
-	void (*consume)(struct sib_link *l);
 	void (*wake)(void *dest);
 };
 
 extern const struct sib_link_ops sib_link_shm_ops;
 
 struct sib_link {
-	struct sib_ring_rx rx;         /* this context's inbox (shm link) */
+	struct sib_link_rx rx;         /* the pair rings into this context (shm link) */
 	struct sib_link_stats *stats;
 	const struct sib_link_ops *ops;
 	struct sib_link_wrap *wrap;    /* capture and/or faults; NULL: none */
 	bool slow;                     /* wrap set, or ops is not the shm ring */
-	int32_t pid;                   /* names our claims in peers' inboxes */
+	int32_t pid;                   /* ours (capture rings' claims) */
 	uint32_t src_inbox;
 	const struct sib_shm_device *dev; /* our ports' LIDs, for rx port selection */
 	const struct sib_shm_link_port *cfg; /* softibd's per-port settings, or NULL */
@@ -230,7 +253,7 @@ static inline int sib_link_reserve(struct sib_link *l, void *dest, uint8_t port,
 	tx->port = port;
 	if (__builtin_expect(l->slow, 0))
 		return sib_link_reserve_slow(l, tx);
-	tx->slot = sib_ring_reserve(dest, l->pid, &tx->ticket);
+	tx->slot = sib_pair_reserve(dest);
 	if (!tx->slot) {
 		sib_link_count(l, SIB_LC_TX_FULL, 1);
 		return -EAGAIN;
@@ -253,41 +276,97 @@ static inline int sib_link_send(struct sib_link *l, struct sib_link_tx *tx, uint
 	if (__builtin_expect(l->slow, 0))
 		return sib_link_send_slow(l, tx, len, flags);
 	sib_link_count(l, SIB_LC_TX, 1);
-	rc = sib_ring_publish(tx->dest, tx->slot, tx->ticket, l->pid, len, flags);
+	rc = sib_pair_publish(tx->dest, tx->slot, len, flags);
 	if (rc > 0)
-		sib_ring_wake(tx->dest);
-	else if (rc < 0) {
-		sib_link_count(l, SIB_LC_TX_LOST, 1);
-		return -1;
-	}
+		sib_ring_wake(&((struct sib_pair_tx *)tx->dest)->db);
 	return 0;
 }
 
+/* A garbage slot at q's head (its sender scribbled): drop it and what
+ * follows, up to SIB_PAIR_GARBAGE_BATCH.  1: a packet is now at head,
+ * 0: none.  link.c */
+int sib_link_rx_garbage(struct sib_link *l, struct sib_link_rxq *q);
+
 /*
- * THE entry: the oldest received packet (NULL: none), *len bytes, *flags
- * SIB_SLOT_F_*.  The bytes stay valid until sib_link_recv_done, but they
- * are shared with their (untrusted) producer: read each field once.
+ * THE entry: the oldest received packet of the ring whose turn it is
+ * (NULL: none anywhere), *len bytes, *flags SIB_SLOT_F_*.  The rings take
+ * turns, SIB_LINK_RX_BURST packets each at most, so no sender starves
+ * another.  The bytes stay valid until sib_link_recv_done, but they are
+ * shared with their (untrusted) sender: read each field once.  Who sent
+ * it: sib_link_rx_from.
  */
 static inline const uint8_t *sib_link_recv(struct sib_link *l, uint32_t *len, uint32_t *flags)
 {
-	struct sib_ring_slot *s = sib_ring_peek(&l->rx);
+	struct sib_link_rx *rx = &l->rx;
+	struct sib_ring_slot *s;
 
-	if (!s)
+	if (!rx->n)
 		return NULL;
-	*len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
-	*flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
-	sib_link_count(l, SIB_LC_RX, 1);
-	sib_link_count_data(l, sib_link_rx_port(l, s->data, *len), s->data, *len, false);
-	if (__builtin_expect(l->slow, 0))
-		sib_link_recv_slow(l, s->data, *len, *flags);
-	return s->data;
+	for (uint32_t i = 0; i <= rx->n; i++) {
+		struct sib_link_rxq *q = rx->q[rx->cur];
+		int k = sib_pair_look(&q->r, q->head);
+
+		if (__builtin_expect(k < 0, 0))
+			k = sib_link_rx_garbage(l, q);
+		if (k > 0 && rx->burst < SIB_LINK_RX_BURST) {
+			rx->burst++;
+			rx->last = q;
+			s = &q->r.slots[q->head % SIB_PAIR_SLOTS];
+			*len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+			*flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
+			sib_link_count(l, SIB_LC_RX, 1);
+			sib_link_count_data(l, sib_link_rx_port(l, s->data, *len), s->data, *len, false);
+			if (__builtin_expect(l->slow, 0))
+				sib_link_recv_slow(l, s->data, *len, *flags);
+			return s->data;
+		}
+		rx->burst = 0;
+		rx->cur = rx->cur + 1 < rx->n ? rx->cur + 1 : 0;
+	}
+	return NULL;
+}
+
+/* The context that sent sib_link_recv's packet: its inbox number, as
+ * softibd named the ring's sender (nothing in the packet says it). */
+static inline uint32_t sib_link_rx_from(const struct sib_link *l)
+{
+	return l->rx.last ? l->rx.last->from_inbox : UINT32_MAX;
 }
 
 /* Done with the packet sib_link_recv returned. */
 static inline void sib_link_recv_done(struct sib_link *l)
 {
-	sib_ring_release(&l->rx, &l->rx.r.slots[l->rx.head % SIB_INBOX_SLOTS]);
+	struct sib_link_rxq *q = l->rx.last;
+
+	sib_pair_release(&q->r, q->head);
+	q->head++;
+	atomic_store_explicit(&l->rx.count, atomic_load_explicit(&l->rx.count, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
 }
+
+/* Any thread of the owner, the engine thread without the lock: is a
+ * packet waiting in any ring?  Read-only; may be stale at once. */
+static inline bool sib_link_rx_ready(const struct sib_link *l)
+{
+	for (uint32_t i = 0; i < l->rx.n; i++)
+		if (sib_pair_look(&l->rx.q[i]->r, __atomic_load_n(&l->rx.q[i]->head, __ATOMIC_RELAXED)) > 0)
+			return true;
+	return false;
+}
+
+/* Packets taken so far (any thread; the engine's "did traffic come"). */
+static inline uint64_t sib_link_rx_count(const struct sib_link *l)
+{
+	return atomic_load_explicit(&l->rx.count, memory_order_relaxed);
+}
+
+/*
+ * The engine thread, without the lock: sleep until a sender publishes
+ * into any of our rings, someone wakes our doorbell (after the `seq`
+ * snapshot of sib_ring_wake_seq(&l->rx.db)), or timeout_ns passes (< 0:
+ * none).  Announces the sleep in every ring, then looks again.
+ */
+void sib_link_wait(struct sib_link *l, uint32_t seq, int64_t timeout_ns);
 
 /*
  * Housekeeping, never per packet: inbox checks (stalled and garbage slots,
@@ -303,15 +382,24 @@ uint64_t sib_link_tick(struct sib_link *l, uint64_t now);
  * progress lock (it may make a round trip to softibd, with a 1 s receive
  * timeout, and mmap the ring), then sib_link_apply under the lock.
  */
+struct sib_link_accepted {
+	void *base;                    /* SIB_PAIR_BYTES */
+	uint32_t from_inbox, from_gen;
+};
 struct sib_link_fetch {
+	uint32_t naccepted;            /* pair rings softibd gave us */
+	struct sib_link_accepted accepted[SIB_MAX_INBOXES];
 	bool changed[SIB_MAX_PORTS];   /* a new capture word was seen */
 	uint32_t cap_word[SIB_MAX_PORTS];
 	void *cap_base[SIB_MAX_PORTS]; /* its ring, mapped (NULL: none or failed) */
 };
 
+/* The engine thread: is there service to do (asks, pushed settings, or a
+ * pair ring softibd holds for us: the doorbell's pairs_seq moved)? */
 static inline bool sib_link_wants_service(struct sib_link *l)
 {
-	return atomic_load_explicit(&l->service, memory_order_relaxed) != 0;
+	return atomic_load_explicit(&l->service, memory_order_relaxed) != 0 ||
+	       atomic_load_explicit(&l->rx.db.hdr->pairs_seq, memory_order_acquire) != l->rx.pairs_seen;
 }
 
 void sib_link_fetch(struct sib_link *l, struct sib_link_fetch *f);
@@ -332,7 +420,7 @@ static inline void sib_link_report(struct sib_link *l, enum sib_link_counter c, 
 /* Wake the receiver behind dest. */
 static inline void sib_link_wake(void *dest)
 {
-	sib_ring_wake(dest);
+	sib_ring_wake(&((struct sib_pair_tx *)dest)->db);
 }
 
 #endif

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inbox ring: the consumer's slow paths (garbage slots, stalled slots,
+ * Multi-producer ring (capture rings): the consumer's slow paths (garbage slots, stalled slots,
  * garbage tail) and sleep/wakeup (see ring.h for the protocol).  The futex
  * lives in shared memory, so the wake crosses processes; producers call it
  * only when the consumer announced that it sleeps.  Every loop here is
  * bounded: nothing in the shared mapping can make the consumer spin.
  * Consumer functions are serialized by the ring's owner.
  */
+#include <limits.h>
 #include <linux/futex.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -218,10 +219,17 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
 	return syscall(SYS_futex, (uint32_t *)addr, op, val, ts, NULL, 0);
 }
 
+/* Every waiter wakes (INT_MAX): a process that waits on another's
+ * doorbell cannot take its wakeup away. */
+void sib_ring_hdr_wake(struct sib_ring_hdr *h)
+{
+	atomic_fetch_add_explicit(&h->wake_seq, 1, memory_order_seq_cst);
+	futex(&h->wake_seq, FUTEX_WAKE, INT_MAX, NULL);
+}
+
 void sib_ring_wake(struct sib_ring *r)
 {
-	atomic_fetch_add_explicit(&r->hdr->wake_seq, 1, memory_order_seq_cst);
-	futex(&r->hdr->wake_seq, FUTEX_WAKE, 1, NULL);
+	sib_ring_hdr_wake(r->hdr);
 }
 
 static void wait_seq(struct sib_ring *r, uint32_t seq, int64_t timeout_ns)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inbox ring: the shm link's "wire" between processes on one host (docs/link.md).
- * One ring per opened device context lives in a memfd made by softibd
- * (common/sib_shm.h); any process may produce packets into it, only the
- * owning context consumes them.  Not IBA: IBA's link layer (ch. 7) is what
- * it stands in for.  Must not include hca/ or verbs/.
+ * Multi-producer ring (docs/link.md): what `softib capture` reads, every
+ * context of the uid producing into it (common/sib_shm.h SIB_RING_BYTES),
+ * and, in struct sib_ring_hdr, the layout of a context's inbox page (its
+ * doorbell: wake_seq, pairs_seq; its link counters follow).  Packets
+ * between contexts travel in pair rings (pair.h), not here.  Not IBA.
+ * Must not include hca/ or verbs/.
  *
  * Every byte of the mapping is writable by every producer, so nothing in it
  * is trusted by the consumer (DESIGN principle 6):
@@ -59,6 +60,9 @@ struct sib_ring_hdr {
 	_Atomic uint32_t wake_seq;
 	_Atomic uint64_t reserved0;
 	_Atomic uint64_t dropped;      /* consumer: malformed, misrouted or garbage */
+	/* A context's inbox page (its doorbell): softibd bumps this when a
+	 * pair ring into the context awaits SIB_CTL_PAIR_ACCEPT (link/pair.h). */
+	_Alignas(SIB_CACHELINE) _Atomic uint32_t pairs_seq;
 };
 
 #define SIB_SLOT_HDR_BYTES 64u
@@ -288,6 +292,8 @@ bool sib_ring_check(struct sib_ring_rx *c, uint64_t now, uint64_t *next_ns);
 
 /* Wake a consumer that sleeps in sib_ring_wait (futex, shared mapping). */
 void sib_ring_wake(struct sib_ring *r);
+/* The same on a bare header (softibd's mapping of a context's inbox page). */
+void sib_ring_hdr_wake(struct sib_ring_hdr *h);
 
 /* Snapshot of the wake sequence: take it before checking whatever the
  * caller waits for, and pass it to sib_ring_wait/sib_ring_nap. */

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/ctl.h"
@@ -258,8 +259,10 @@ static void warn_no_daemon(const char *why, int err)
 	errno = err;
 }
 
-static void *verbs_map_inbox(uint32_t inbox, uint32_t gen);
-static void verbs_unmap_inbox(void *base);
+static int verbs_pair(uint32_t dev_handle, uint32_t inbox, uint32_t gen, void **ring, void **db);
+static void verbs_unpair(void *ring, void *db);
+static void *verbs_accept(uint32_t dev_handle, uint32_t *from_inbox, uint32_t *from_gen);
+static void verbs_unaccept(void *ring);
 
 /*
  * A second connection to the daemon serving ours, subscribed to every
@@ -286,7 +289,8 @@ static int verbs_subscribe(void)
 static const struct sib_hca_host verbs_host = {
 	.obj_create = sib_obj_create,
 	.obj_destroy = sib_obj_destroy,
-	.link = { .map = verbs_map_inbox, .unmap = verbs_unmap_inbox, .route = verbs_route },
+	.link = { .pair = verbs_pair, .unpair = verbs_unpair, .accept = verbs_accept,
+		  .unaccept = verbs_unaccept, .route = verbs_route },
 	.subscribe = verbs_subscribe,
 	.mcast = sib_mcast,
 	.xrcd_open = verbs_xrcd_open,
@@ -652,28 +656,79 @@ SIB_EXPORT int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
 
 /* ---- peers ---- */
 
-/* The link's map hook (link/dest.h): softibd's GET_INBOX, mapped, and the
- * fd closed at once.  Called by the engine thread or a slow-path verb. */
-static void *verbs_map_inbox(uint32_t inbox, uint32_t gen)
+/* A memfd of `size` bytes from a reply, mapped, the fd closed at once
+ * (nothing of softib stays reachable through /proc/<pid>/fd); NULL when
+ * it is not that size. */
+static void *map_reply_fd(int fd, size_t size)
 {
-	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_GET_INBOX };
-	void *base;
-	int fd;
+	struct stat st;
+	void *base = MAP_FAILED;
 
-	if (inbox >= SIB_MAX_INBOXES)
-		return NULL;
-	m.u.get_inbox.inbox = inbox;
-	m.u.get_inbox.inbox_gen = gen;
-	if (sib_ctl_rpc(&m, &fd) || fd < 0)
-		return NULL;
-	base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (fstat(fd, &st) == 0 && (size_t)st.st_size == size)
+		base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	return base == MAP_FAILED ? NULL : base;
 }
 
-static void verbs_unmap_inbox(void *base)
+/* The link's pair hook (link/dest.h): softibd's PAIR_OPEN from our
+ * context to (inbox, gen), then GET_INBOX for the receiver's doorbell
+ * page.  Called by the engine thread or a slow-path verb. */
+static int verbs_pair(uint32_t dev_handle, uint32_t inbox, uint32_t gen, void **ring, void **db)
 {
-	munmap(base, SIB_INBOX_BYTES);
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_PAIR_OPEN };
+	int fd, rc;
+
+	*ring = *db = NULL;
+	if (inbox >= SIB_MAX_INBOXES)
+		return EINVAL;
+	m.u.pair.dev_handle = dev_handle;
+	m.u.pair.inbox = inbox;
+	m.u.pair.inbox_gen = gen;
+	rc = sib_ctl_rpc(&m, &fd);
+	if (rc || fd < 0)
+		return rc ? rc : EPROTO;
+	if (!(*ring = map_reply_fd(fd, SIB_PAIR_BYTES)))
+		return ENOMEM;
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_GET_INBOX;
+	m.u.get_inbox.inbox = inbox;
+	m.u.get_inbox.inbox_gen = gen;
+	m.u.get_inbox.dev_handle = dev_handle;
+	rc = sib_ctl_rpc(&m, &fd);
+	if (!rc && fd >= 0 && !(*db = map_reply_fd(fd, SIB_INBOX_BYTES)))
+		rc = ENOMEM;
+	if (rc || !*db) {
+		munmap(*ring, SIB_PAIR_BYTES);
+		*ring = NULL;
+		return rc ? rc : EPROTO;
+	}
+	return 0;
+}
+
+static void verbs_unpair(void *ring, void *db)
+{
+	munmap(ring, SIB_PAIR_BYTES);
+	if (db)
+		munmap(db, SIB_INBOX_BYTES);
+}
+
+/* The link's accept hook: softibd's PAIR_ACCEPT, mapped; NULL when none. */
+static void *verbs_accept(uint32_t dev_handle, uint32_t *from_inbox, uint32_t *from_gen)
+{
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_PAIR_ACCEPT };
+	int fd;
+
+	m.u.pair.dev_handle = dev_handle;
+	if (sib_ctl_rpc(&m, &fd) || fd < 0)
+		return NULL;
+	*from_inbox = m.u.pair.inbox;
+	*from_gen = m.u.pair.inbox_gen;
+	return map_reply_fd(fd, SIB_PAIR_BYTES);
+}
+
+static void verbs_unaccept(void *ring)
+{
+	munmap(ring, SIB_PAIR_BYTES);
 }
 
 /* ---- open and close ---- */

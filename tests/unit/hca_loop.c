@@ -27,10 +27,14 @@
 #include "hca_loop.h"
 #include "iba/iba.h"
 
-void *inbox_mem[NINBOX], *wire_mem[NINBOX];
-static struct sib_ring wires[NINBOX];
-static struct sib_ring inbox_tx[NINBOX];  /* the pump's producer view of each inbox */
-static struct sib_ring_rx wire_rx[NINBOX]; /* the pump's consumer view of each wire */
+void *inbox_mem[NINBOX];
+/* Pair rings: wire[s][d] is the sender's end of s -> d (what the pair hook
+ * gives context s); the pump takes from it (wire_head) and publishes into
+ * in[s][d] (in_tx), which context d accepts as its ring from s. */
+static void *wire_mem[NINBOX][NINBOX], *in_mem[NINBOX][NINBOX];
+static uint64_t wire_head[NINBOX][NINBOX];
+static struct sib_pair_tx in_tx[NINBOX][NINBOX];
+static bool in_announced[NINBOX][NINBOX], in_accepted[NINBOX][NINBOX];
 static uint32_t next_handle = 1, next_qpn = 16;
 static uint32_t qpn_of_handle[4096];
 static uint32_t xrcd_of_handle[4096];     /* XRCD handles: their domain number */
@@ -81,17 +85,46 @@ static int host_xrc_tgt_create(uint32_t dev_handle, uint32_t xrcd_handle, uint32
 }
 
 /* Senders get the wire toward an inbox, not the inbox itself; the next
- * map_fail maps fail (softibd short of fds, say).  Counted in map_calls. */
+ * map_fail pairings fail (softibd short of fds, say).  Counted in map_calls. */
 unsigned int map_fail, map_calls;
 
-static void *host_map_inbox(uint32_t inbox, uint32_t gen)
+static unsigned int inbox_of(uint32_t dev_handle)
 {
+	return dev_handle == EXTRA_HANDLE ? C : dev_handle;
+}
+
+static int host_pair(uint32_t dev_handle, uint32_t inbox, uint32_t gen, void **ring, void **db)
+{
+	unsigned int s = inbox_of(dev_handle);
+
 	map_calls++;
+	*ring = *db = NULL;
 	if (map_fail) {
 		map_fail--;
-		return NULL;
+		return EMFILE;
 	}
-	return inbox < NINBOX && gen == 1 ? wire_mem[inbox] : NULL;
+	if (inbox >= NINBOX || gen != 1 || s >= NINBOX)
+		return ESTALE;
+	*ring = wire_mem[s][inbox];
+	*db = inbox_mem[inbox];
+	/* The pump takes from every wire at once. */
+	atomic_store(&((struct sib_pair_hdr *)*ring)->attached, 1);
+	return 0;
+}
+
+/* Context d's rings, announced by the pump's first packet s -> d. */
+static void *host_accept(uint32_t dev_handle, uint32_t *from_inbox, uint32_t *from_gen)
+{
+	unsigned int d = inbox_of(dev_handle);
+
+	for (unsigned int s = 0; d < NINBOX && s < NINBOX; s++)
+		if (in_announced[s][d] && !in_accepted[s][d]) {
+			in_accepted[s][d] = true;
+			*from_inbox = s;
+			*from_gen = 1;
+			return in_mem[s][d];
+		}
+	return NULL;
 }
 
 /* XRC domains (test_hca_srq): one number per file (its inode), or a new
@@ -137,7 +170,7 @@ static int host_route(struct sib_ctl_route *r)
 static const struct sib_hca_host host = {
 	.obj_create = host_obj_create,
 	.obj_destroy = host_obj_destroy,
-	.link = { .map = host_map_inbox, .route = host_route },
+	.link = { .pair = host_pair, .accept = host_accept, .route = host_route },
 	.xrcd_open = host_xrcd_open,
 	.xrc_tgt_create = host_xrc_tgt_create,
 };
@@ -149,7 +182,7 @@ struct seen plog[LOG_MAX];
 unsigned int nlog;
 enum verdict (*filter)(const struct seen *s);
 static struct {
-	unsigned int dst;
+	unsigned int src, dst;
 	uint32_t len, flags;
 	uint8_t data[SIB_SLOT_DATA_BYTES];
 } kept[KEEP_MAX];
@@ -164,21 +197,30 @@ uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Publish one packet into device d's inbox (waits, bounded, for room). */
-static void deliver(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags)
+/* Publish one packet from context src into context d's ring from it
+ * (waits, bounded, for room); the first tells d that the ring is there. */
+static void deliver(unsigned int src, unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags)
 {
-	uint64_t end = now_ms() + WAIT_MS, ticket;
+	uint64_t end = now_ms() + WAIT_MS;
+	struct sib_pair_tx *t = &in_tx[src][d];
 	struct sib_ring_slot *s;
 
-	while (!(s = sib_ring_reserve(&inbox_tx[d], getpid(), &ticket))) {
+	if (!in_announced[src][d]) {
+		struct sib_ring_hdr *h = inbox_mem[d];
+
+		in_announced[src][d] = true;
+		atomic_fetch_add(&h->pairs_seq, 1);
+		sib_ring_hdr_wake(h);
+	}
+	while (!(s = sib_pair_reserve(t))) {
 		drive(d); /* the receiver consumes */
 		if (now_ms() > end)
-			fail_msg("inbox %u stays full", d);
+			fail_msg("ring %u -> %u stays full", src, d);
 	}
 	memcpy(s->data, data, len);
-	s->src_inbox = 1 - d;
-	if (sib_ring_publish(&inbox_tx[d], s, ticket, getpid(), len, flags) > 0)
-		sib_ring_wake(&inbox_tx[d]);
+	s->src_inbox = src;
+	if (sib_pair_publish(t, s, len, flags) > 0)
+		sib_ring_wake(&t->db);
 }
 
 static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags)
@@ -217,34 +259,40 @@ static struct seen *log_packet(unsigned int d, const uint8_t *data, uint32_t len
 	return e;
 }
 
-/* Move everything on both wires into the inboxes, through the filter. */
+/* Move everything on the wires into the receivers' rings, through the filter. */
 void pump(void)
 {
 	for (unsigned int d = 0; d < NINBOX; d++) {
-		struct sib_ring_slot *s;
-
 		if (wire_hold[d])
 			continue; /* its senders find it full */
-		while ((s = sib_ring_peek(&wire_rx[d]))) {
-			uint32_t len = s->len, flags = s->flags;
-			const struct seen *e;
-			enum verdict v;
+		for (unsigned int src = 0; src < NINBOX; src++) {
+			struct sib_pair w;
 
-			assert_true(len <= SIB_SLOT_DATA_BYTES);
-			e = log_packet(d, s->data, len, flags);
-			v = filter ? filter(e) : PASS;
-			if (v == KEEP || v == HOLD) {
-				assert_true(nkept < KEEP_MAX);
-				kept[nkept].dst = d;
-				kept[nkept].len = len;
-				kept[nkept].flags = flags;
-				memcpy(kept[nkept++].data, s->data, len);
+			sib_pair_attach(&w, wire_mem[src][d]);
+			while (sib_pair_look(&w, wire_head[src][d]) > 0) {
+				struct sib_ring_slot *s = &w.slots[wire_head[src][d] % SIB_PAIR_SLOTS];
+				uint32_t len = s->len, flags = s->flags;
+				struct seen *e;
+				enum verdict v;
+
+				assert_true(len <= SIB_SLOT_DATA_BYTES);
+				e = log_packet(d, s->data, len, flags);
+				e->src = src;
+				v = filter ? filter(e) : PASS;
+				if (v == KEEP || v == HOLD) {
+					assert_true(nkept < KEEP_MAX);
+					kept[nkept].src = src;
+					kept[nkept].dst = d;
+					kept[nkept].len = len;
+					kept[nkept].flags = flags;
+					memcpy(kept[nkept++].data, s->data, len);
+				}
+				if (v != DROP && v != HOLD)
+					deliver(src, d, s->data, len, flags);
+				if (v == DUP)
+					deliver(src, d, s->data, len, flags);
+				sib_pair_release(&w, wire_head[src][d]++);
 			}
-			if (v != DROP && v != HOLD)
-				deliver(d, s->data, len, flags);
-			if (v == DUP)
-				deliver(d, s->data, len, flags);
-			sib_ring_release(&wire_rx[d], s);
 		}
 	}
 }
@@ -253,7 +301,7 @@ void pump(void)
 void replay(unsigned int i)
 {
 	assert_true(i < nkept);
-	deliver(kept[i].dst, kept[i].data, kept[i].len, kept[i].flags);
+	deliver(kept[i].src, kept[i].dst, kept[i].data, kept[i].len, kept[i].flags);
 }
 
 /* ---- one side of the connection ---- */
@@ -350,8 +398,12 @@ void fabric_setup(void)
 		atomic_store(&sib_fabric->inboxes[i].gen, 1);
 		sib_fabric->inboxes[i].dev_index = i < NDEV ? i : B; /* C is on B's device */
 		inbox_mem[i] = calloc(1, SIB_INBOX_BYTES);
-		wire_mem[i] = calloc(1, SIB_INBOX_BYTES);
-		assert_true(inbox_mem[i] && wire_mem[i]);
+		assert_non_null(inbox_mem[i]);
+		for (unsigned int d = 0; d < NINBOX; d++) {
+			wire_mem[i][d] = calloc(1, SIB_PAIR_BYTES);
+			in_mem[i][d] = calloc(1, SIB_PAIR_BYTES);
+			assert_true(wire_mem[i][d] && in_mem[i][d]);
+		}
 	}
 	sides[C].lid = sides[B].lid;
 	sib_hca_set_host(&host);
@@ -369,7 +421,10 @@ int group_teardown(void **state)
 	(void)state;
 	for (unsigned int i = 0; i < NINBOX; i++) {
 		free(inbox_mem[i]);
-		free(wire_mem[i]);
+		for (unsigned int d = 0; d < NINBOX; d++) {
+			free(wire_mem[i][d]);
+			free(in_mem[i][d]);
+		}
 	}
 	free(sib_fabric);
 	sib_fabric = NULL;
@@ -432,10 +487,16 @@ void side_open_c(void)
 	assert_non_null(s->cq);
 }
 
-/* Publish a packet into inbox d as if it came off a wire (slot flags). */
+/* Publish a packet into inbox d as if it came off a wire (slot flags),
+ * from its peer's context (A's for B and C, B's for A). */
 void inject(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags)
 {
-	deliver(d, data, len, flags);
+	deliver(d == A ? B : A, d, data, len, flags);
+}
+
+void inject_from(unsigned int src, unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags)
+{
+	deliver(src, d, data, len, flags);
 }
 
 /* RESET -> INIT -> RTR -> RTS, each QP to the other (IBA 10.3.1). */
@@ -482,6 +543,18 @@ void connect_pair(unsigned int i, struct ibv_qp *qp, struct ibv_qp *peer, const 
 					IBV_QP_MAX_QP_RD_ATOMIC : 0)), 0);
 }
 
+/* An empty pair ring: its header and every slot's state (the data need
+ * not be cleared). */
+static void ring_reset(void *base)
+{
+	struct sib_pair p;
+
+	memset(base, 0, SIB_PAIR_HDR_BYTES);
+	sib_pair_attach(&p, base);
+	for (unsigned int i = 0; i < SIB_PAIR_SLOTS; i++)
+		atomic_store(&p.slots[i].state, 0);
+}
+
 /* Fresh inboxes, wires, contexts and a connected QP pair per test. */
 void up(const struct opts *o)
 {
@@ -491,10 +564,15 @@ void up(const struct opts *o)
 	loop_qpt = o->qpt ? o->qpt : IBV_QPT_RC;
 	for (unsigned int i = 0; i < NINBOX; i++) {
 		memset(inbox_mem[i], 0, SIB_INBOX_BYTES);
-		memset(wire_mem[i], 0, SIB_INBOX_BYTES);
-		sib_ring_attach(&inbox_tx[i], inbox_mem[i]);
-		sib_ring_attach(&wires[i], wire_mem[i]);
-		sib_ring_rx_attach(&wire_rx[i], wire_mem[i]);
+		for (unsigned int d = 0; d < NINBOX; d++) {
+			ring_reset(wire_mem[i][d]);
+			ring_reset(in_mem[i][d]);
+			wire_head[i][d] = 0;
+			memset(&in_tx[i][d], 0, sizeof(in_tx[i][d]));
+			sib_pair_attach(&in_tx[i][d].r, in_mem[i][d]);
+			sib_ring_attach(&in_tx[i][d].db, inbox_mem[d]);
+			in_announced[i][d] = in_accepted[i][d] = false;
+		}
 	}
 	/* The link wrappers read the environment when a context opens. */
 	if (o->faults)

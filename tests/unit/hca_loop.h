@@ -32,7 +32,8 @@
 
 /* One packet as the pump saw it (decoded; ICRC not checked). */
 struct seen {
-	unsigned int dst;              /* the device it went to */
+	unsigned int dst;              /* the context it went to */
+	unsigned int src;              /* the context that sent it */
 	uint8_t opc;                   /* BTH opcode */
 	uint32_t psn;
 	bool ackreq;
@@ -116,6 +117,8 @@ void side_open(unsigned int i);
 void side_open_c(void);
 /* Publish len bytes into inbox d as if off a wire, with slot flags. */
 void inject(unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags);
+/* The same, sent by context src (the pair ring src -> d). */
+void inject_from(unsigned int src, unsigned int d, const uint8_t *data, uint32_t len, uint32_t flags);
 /* RESET -> INIT -> RTR -> RTS, side i's QP to the other's (IBA 10.3.1). */
 void connect_qp(unsigned int i, const struct opts *o);
 /* The same for QP qp of side i to peer, a QP of the other side, with

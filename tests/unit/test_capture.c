@@ -25,6 +25,7 @@
 #include <cmocka.h>
 
 #include "iba/iba.h"
+#include "link/dest.h"
 #include "link/link.h"
 #include "link/wrap.h"
 
@@ -136,6 +137,56 @@ static uint32_t build(uint8_t *buf, bool global, uint32_t psn, uint32_t paylen)
  * and those among them whose ICRC is wrong. */
 static struct { unsigned int rx, flagged, icrc_bad; } got;
 
+/* The pair ring from the link under test to receiver b (one per
+ * receiver; a test's rings are reused by the next: their memory is
+ * reachable from here, not leaked). */
+#define TO_MAX 8
+static struct {
+	struct sib_link *l;
+	void *base;
+	struct sib_pair_tx t;
+} to_tab[TO_MAX];
+static unsigned int to_next;
+
+static bool attached(const struct sib_link *l, const void *base)
+{
+	for (uint32_t i = 0; i < l->rx.n; i++)
+		if (l->rx.q[i]->base == base)
+			return true;
+	return false;
+}
+
+static struct sib_pair_tx *to(struct sib_link *b)
+{
+	unsigned int i;
+
+	for (i = 0; i < TO_MAX; i++)
+		if (to_tab[i].l == b && to_tab[i].base && attached(b, to_tab[i].base))
+			return &to_tab[i].t;
+	i = to_next++ % TO_MAX;
+	if (!to_tab[i].base)
+		to_tab[i].base = aligned_alloc(4096, SIB_PAIR_BYTES);
+	assert_non_null(to_tab[i].base);
+	memset(to_tab[i].base, 0, SIB_PAIR_BYTES);
+	to_tab[i].l = b;
+	memset(&to_tab[i].t, 0, sizeof(to_tab[i].t));
+	sib_pair_attach(&to_tab[i].t.r, to_tab[i].base);
+	sib_ring_attach(&to_tab[i].t.db, b->rx.db.hdr);
+	assert_true(sib_link_rx_attach(b, to_tab[i].base, 7 + i, 0));
+	return &to_tab[i].t;
+}
+
+/* Fill the ring to b with empty packets (not the link's): it is full. */
+static unsigned int fill(struct sib_link *b)
+{
+	struct sib_pair_tx *t = to(b);
+	unsigned int n = 0;
+
+	for (struct sib_ring_slot *s; (s = sib_pair_reserve(t)); n++)
+		(void)sib_pair_publish(t, s, 0, 0);
+	return n;
+}
+
 /* Send n packets a -> b through the links, receive them at b.  Packets 0,
  * 1 (mod 4) leave without an ICRC, as the HCA sends them on the shm link
  * by default; packets 2, 3 with one computed and flagged. */
@@ -148,7 +199,7 @@ static void traffic(struct sib_link *a, struct sib_link *b, unsigned int n)
 		uint32_t len, flags;
 		bool icrc = i & 2;
 
-		assert_int_equal(sib_link_reserve(a, &b->rx.r, 1, &tx), 0);
+		assert_int_equal(sib_link_reserve(a, to(b), 1, &tx), 0);
 		len = build_crc(tx.data, i & 1, 100 + i, (i * 37) % 300, icrc);
 		assert_int_equal(sib_link_send(a, &tx, len, icrc ? SIB_SLOT_F_ICRC : 0), 0);
 		(void)sib_link_flush(a, UINT64_MAX / 2); /* anything a fault held back */
@@ -167,10 +218,10 @@ static void traffic(struct sib_link *a, struct sib_link *b, unsigned int n)
 
 static void *inbox(void)
 {
-	void *p = aligned_alloc(4096, SIB_INBOX_BYTES);
+	void *p = aligned_alloc(4096, SIB_RING_BYTES);
 
 	assert_non_null(p);
-	memset(p, 0, SIB_INBOX_BYTES);
+	memset(p, 0, SIB_RING_BYTES);
 	return p;
 }
 
@@ -296,7 +347,7 @@ static void send_one(struct sib_link *a, struct sib_link *b, uint32_t psn)
 {
 	struct sib_link_tx tx;
 
-	assert_int_equal(sib_link_reserve(a, &b->rx.r, 1, &tx), 0);
+	assert_int_equal(sib_link_reserve(a, to(b), 1, &tx), 0);
 	assert_int_equal(sib_link_send(a, &tx, build(tx.data, false, psn, 8), 0), 0);
 }
 
@@ -507,7 +558,6 @@ static void test_fault_change_keeps_held_packets(void **state)
 	void *ma = inbox(), *mb = inbox();
 	struct sib_link a, b;
 	uint32_t psn[16], n = 0;
-	uint64_t t;
 
 	(void)state;
 	memset(cfg, 0, sizeof(cfg));
@@ -520,9 +570,8 @@ static void test_fault_change_keeps_held_packets(void **state)
 	pushed_tick(&a);
 	assert_true(a.slow);
 	/* b's inbox full of someone else's packets. */
-	for (struct sib_ring_slot *s; (s = sib_ring_reserve(&b.rx.r, 4242, &t)); n++)
-		(void)sib_ring_publish(&b.rx.r, s, t, 4242, 0, 0);
-	assert_int_equal(n, SIB_INBOX_SLOTS);
+	n = fill(&b);
+	assert_int_equal(n, SIB_PAIR_SLOTS);
 	send_one(&a, &b, 1);
 	send_one(&a, &b, 2);
 	push_faults(&cfg[0], true, 1000000);        /* replaced: dup=1 */
@@ -606,14 +655,13 @@ static void test_full_dest_blocks_only_its_own(void **state)
 	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
 	unsetenv("SOFTIB_FAULTS");
 	assert_true(a.slow);
-	ref_dest[0] = &b.rx.r;
-	ref_dest[1] = &c.rx.r;
+	ref_dest[0] = to(&b);
+	ref_dest[1] = to(&c);
 	ref_count[0] = ref_count[1] = 0;
 	a.dest_ref = count_ref;
 	/* b's inbox full of someone else's packets. */
-	for (struct sib_ring_slot *s; (s = sib_ring_reserve(&b.rx.r, 4242, &t)); filler++)
-		(void)sib_ring_publish(&b.rx.r, s, t, 4242, 0, 0);
-	assert_int_equal(filler, SIB_INBOX_SLOTS);
+	filler = fill(&b);
+	assert_int_equal(filler, SIB_PAIR_SLOTS);
 
 	for (uint32_t i = 0; i < 20; i++) {
 		send_one(&a, &b, 1 + i);
@@ -676,7 +724,7 @@ static void test_full_queue_waits_for_due_time(void **state)
 	assert_int_equal(sib_link_open(&a, ma, 1000, 0, &da, NULL), 0);
 	unsetenv("SOFTIB_FAULTS");
 	t0 = sib_link_now_ns();
-	while ((rc = sib_link_reserve(&a, &b.rx.r, 1, &tx)) == 0) {
+	while ((rc = sib_link_reserve(&a, to(&b), 1, &tx)) == 0) {
 		assert_int_equal(sib_link_send(&a, &tx, build(tx.data, false, n, 8), 0), 0);
 		assert_true(++n <= 64);
 	}
@@ -685,13 +733,13 @@ static void test_full_queue_waits_for_due_time(void **state)
 	due = sib_link_flush(&a, now);
 	assert_true(due >= t0 + 200000000ull);      /* the first packet's due time */
 	assert_true(due > now + 100000000ull);      /* not a 50 us poll */
-	assert_int_equal(sib_link_reserve(&a, &b.rx.r, 1, &tx), -ENOBUFS);
+	assert_int_equal(sib_link_reserve(&a, to(&b), 1, &tx), -ENOBUFS);
 	/* At the due time the first packets leave, and the refused sender
 	 * may try again at once. */
 	assert_int_equal(sib_link_flush(&a, due), due);
 	t = sib_link_flush(&a, due);
 	assert_true(t > due);                       /* the next due time */
-	assert_int_equal(sib_link_reserve(&a, &b.rx.r, 1, &tx), 0);
+	assert_int_equal(sib_link_reserve(&a, to(&b), 1, &tx), 0);
 	assert_int_equal(sib_link_send(&a, &tx, build(tx.data, false, n, 8), 0), 0);
 	assert_true(drain(&b, psn, 64) >= 1);
 	assert_int_equal(psn[0], 0);

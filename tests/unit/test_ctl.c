@@ -262,11 +262,22 @@ static int close_dev(int fd, uint32_t handle)
 	return call(fd, &m, SIB_CTL_CLOSE_DEVICE, NULL);
 }
 
-static int get_inbox(int fd, uint32_t inbox, uint32_t gen, int *rfd)
+static int get_inbox(int fd, uint32_t dev_handle, uint32_t inbox, uint32_t gen, int *rfd)
 {
-	struct sib_ctl_msg m = { .u.get_inbox = { .inbox = inbox, .inbox_gen = gen } };
+	struct sib_ctl_msg m = { .u.get_inbox = { .inbox = inbox, .inbox_gen = gen,
+						  .dev_handle = dev_handle } };
 
 	return call(fd, &m, SIB_CTL_GET_INBOX, rfd);
+}
+
+/* PAIR_OPEN (op SIB_CTL_PAIR_OPEN) or PAIR_ACCEPT: *pr in and out. */
+static int pair_call(int fd, uint32_t op, struct sib_ctl_pair *pr, int *rfd)
+{
+	struct sib_ctl_msg m = { .u.pair = *pr };
+	int st = call(fd, &m, op, rfd);
+
+	*pr = m.u.pair;
+	return st;
 }
 
 static uint64_t qp_owner(uint32_t qpn)
@@ -474,18 +485,48 @@ static void test_open_device_and_inbox(void **state)
 	assert_int_equal(g.map->inboxes[od.inbox].dev_index, 2);
 	close(ifd);
 
-	/* any client may map a live inbox, with the right gen only */
-	assert_int_equal(get_inbox(fd, od.inbox, od.inbox_gen, &gfd), 0);
-	assert_true(gfd >= 0);
-	close(gfd);
-	assert_int_equal(get_inbox(fd, od.inbox, od.inbox_gen + 2, &gfd), ESTALE);
-	assert_int_equal(get_inbox(fd, od.inbox, od.inbox_gen - 1, &gfd), ESTALE);
+	/* Nobody maps a context's page without a pair ring to it, not even
+	 * its own connection (issue 15: inboxes were anyone's to read). */
+	assert_int_equal(get_inbox(fd, od.handle, od.inbox, od.inbox_gen, &gfd), EPERM);
 	assert_int_equal(gfd, -1);
-	assert_int_equal(get_inbox(fd, SIB_MAX_INBOXES, 1, &gfd), EINVAL);
+	assert_int_equal(get_inbox(fd, od.handle + 77, od.inbox, od.inbox_gen, &gfd), EBADF);
+	assert_int_equal(get_inbox(fd, od.handle, od.inbox, od.inbox_gen + 2, &gfd), ESTALE);
+	assert_int_equal(get_inbox(fd, od.handle, od.inbox, od.inbox_gen - 1, &gfd), ESTALE);
+	assert_int_equal(gfd, -1);
+	assert_int_equal(get_inbox(fd, od.handle, SIB_MAX_INBOXES, 1, &gfd), EINVAL);
+	/* With one (here to itself, as a QP sending to a QP of its own
+	 * context), with the right gen only. */
+	{
+		struct sib_ctl_pair pr = { .dev_handle = od.handle, .inbox = od.inbox,
+					   .inbox_gen = od.inbox_gen };
+		int rfd;
+
+		assert_int_equal(pair_call(fd, SIB_CTL_PAIR_OPEN, &pr, &rfd), 0);
+		assert_int_equal(pr.ring_size, SIB_PAIR_BYTES);
+		assert_int_equal(fstat(rfd, &st), 0);
+		assert_int_equal(st.st_size, SIB_PAIR_BYTES);
+		close(rfd);
+		assert_int_equal(get_inbox(fd, od.handle, od.inbox, od.inbox_gen, &gfd), 0);
+		assert_true(gfd >= 0);
+		close(gfd);
+		pr = (struct sib_ctl_pair){ .dev_handle = od.handle };
+		assert_int_equal(pair_call(fd, SIB_CTL_PAIR_ACCEPT, &pr, &rfd), 0);
+		assert_int_equal(pr.inbox, od.inbox); /* the sender, as softibd knows it */
+		assert_int_equal(pr.inbox_gen, od.inbox_gen);
+		assert_true(rfd >= 0);
+		close(rfd);
+		assert_int_equal(pair_call(fd, SIB_CTL_PAIR_ACCEPT, &pr, &rfd), ENOENT);
+		pr = (struct sib_ctl_pair){ .dev_handle = od.handle, .inbox = od.inbox,
+					    .inbox_gen = od.inbox_gen + 2 };
+		assert_int_equal(pair_call(fd, SIB_CTL_PAIR_OPEN, &pr, &rfd), ESTALE);
+		pr.dev_handle = od.handle + 77;
+		pr.inbox_gen = od.inbox_gen;
+		assert_int_equal(pair_call(fd, SIB_CTL_PAIR_OPEN, &pr, &rfd), EBADF);
+	}
 
 	assert_int_equal(close_dev(fd, od.handle), 0);
 	assert_int_equal(inbox_gen(od.inbox), od.inbox_gen + 1); /* even: retired */
-	assert_int_equal(get_inbox(fd, od.inbox, od.inbox_gen, &gfd), ESTALE);
+	assert_int_equal(get_inbox(fd, od.handle, od.inbox, od.inbox_gen, &gfd), ESTALE);
 	assert_int_equal(close_dev(fd, od.handle), EBADF);
 
 	/* a freed inbox index is not handed out again at once */
@@ -970,9 +1011,11 @@ static void test_map_read_only(void **state)
 }
 
 /*
- * Inboxes are the one shared memory clients write.  softibd never maps
- * them: garbage over a client's own inbox and over a peer's it got with
- * GET_INBOX leaves the daemon serving, and both are released as usual.
+ * Inbox pages and pair rings are the shared memory clients write.  softibd
+ * maps a page only to bump its pairs_seq, never reads it back: garbage over
+ * a client's own page, over its receiver's (GET_INBOX after PAIR_OPEN) and
+ * over the ring leaves the daemon serving, and all are released as usual.
+ * Another connection gets nothing of a context it is not paired with.
  */
 static void test_inbox_garbage(void **state)
 {
@@ -981,9 +1024,23 @@ static void test_inbox_garbage(void **state)
 	char *text;
 	void *p;
 
+	struct sib_ctl_pair pr;
+	int rfd;
+
 	assert_int_equal(open_dev(fa, 0, &a, &ifd), 0);
 	assert_int_equal(open_dev(fb, 1, &b, NULL), 0);
-	assert_int_equal(get_inbox(fa, b.inbox, b.inbox_gen, &gfd), 0);
+	assert_int_equal(get_inbox(fa, a.handle, b.inbox, b.inbox_gen, &gfd), EPERM);
+	pr = (struct sib_ctl_pair){ .dev_handle = a.handle, .inbox = b.inbox, .inbox_gen = b.inbox_gen };
+	assert_int_equal(pair_call(fa, SIB_CTL_PAIR_OPEN, &pr, &rfd), 0);
+	p = mmap(NULL, SIB_PAIR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+	assert_true(p != MAP_FAILED);
+	memset(p, 0x5c, SIB_PAIR_BYTES);
+	munmap(p, SIB_PAIR_BYTES);
+	assert_int_equal(ftruncate(rfd, 0), -1);
+	close(rfd);
+	pr = (struct sib_ctl_pair){ .dev_handle = a.handle };
+	assert_int_equal(pair_call(fa, SIB_CTL_PAIR_ACCEPT, &pr, &rfd), ENOENT); /* a's, none */
+	assert_int_equal(get_inbox(fa, a.handle, b.inbox, b.inbox_gen, &gfd), 0);
 	assert_true(gfd >= 0);
 	p = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ifd, 0);
 	assert_true(p != MAP_FAILED);

@@ -248,7 +248,7 @@ static void test_receiver_capture(void **state)
 	expect_wc(A, 1, IBV_WC_SUCCESS);
 	qa = to_sqp(sides[A].qp);
 	assert_non_null(qa->dest.dest);
-	ps = (struct sib_link_stats *)((uint8_t *)qa->dest.dest->ring.hdr + SIB_LINK_STATS_OFF);
+	ps = (struct sib_link_stats *)((uint8_t *)qa->dest.dest->tx.db.hdr + SIB_LINK_STATS_OFF);
 	atomic_store(&ps->flags, SIB_LINK_STAT_CAPTURE);
 	post_send(A, IBV_WR_RDMA_WRITE, 0, 101, (uintptr_t)pb, sides[B].mr->rkey, 2);
 	expect_wc(A, 2, IBV_WC_SUCCESS);

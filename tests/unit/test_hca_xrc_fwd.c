@@ -254,7 +254,7 @@ static void forge(uint8_t opc, uint32_t dqpn, uint32_t srqn)
 	/* Bits 8..31 of the flags: the domain an attacker would claim (the
 	 * format before softibd published qp_xrcd[]); the receiver ignores
 	 * them. */
-	inject(C, pkt, (uint32_t)len + 2, SIB_SLOT_F_XRC_FWD | (((struct sib_xrcd *)f.xrcd_c)->num << 8));
+	inject_from(B, C, pkt, (uint32_t)len + 2, SIB_SLOT_F_XRC_FWD | (((struct sib_xrcd *)f.xrcd_c)->num << 8));
 }
 
 /* Flagged packets that lie: a TGT QPN nobody owns, one C owns itself, a
@@ -360,7 +360,7 @@ static void test_no_wqe_dropped(void **state)
  * timeout once there is room; every message lands once, in order. */
 static void test_inbox_full(void **state)
 {
-	const unsigned int n = SIB_INBOX_SLOTS + 40;
+	const unsigned int n = SIB_PAIR_SLOTS + 40;
 	uint64_t full0;
 
 	(void)state;
@@ -368,21 +368,21 @@ static void test_inbox_full(void **state)
 	for (unsigned int i = 0; i < n; i++)
 		srq_post(C, f.srq_c, (uint64_t)i * 16, 16, i);
 	wire_hold[C] = true;
-	for (unsigned int i = 0; i < SIB_INBOX_SLOTS; i += 32) { /* fills the wire */
+	for (unsigned int i = 0; i < SIB_PAIR_SLOTS; i += 32) { /* fills the wire */
 		for (unsigned int j = 0; j < 32; j++)
 			send_xrc(IBV_WR_SEND, 0, 8, f.srqn_c, i + j);
 		for (unsigned int j = 0; j < 32; j++)
 			expect_wc(A, i + j, IBV_WC_SUCCESS);
 	}
 	full0 = to_sctx(sides[B].ctx)->tx_ring_full;
-	for (unsigned int i = SIB_INBOX_SLOTS; i < n; i++)
+	for (unsigned int i = SIB_PAIR_SLOTS; i < n; i++)
 		send_xrc(IBV_WR_SEND, 0, 8, f.srqn_c, i);
 	settle(50);
 	expect_no_wc(A);
 	expect_no_wc(C);
 	assert_true(to_sctx(sides[B].ctx)->tx_ring_full > full0);
 	wire_hold[C] = false;
-	for (unsigned int i = SIB_INBOX_SLOTS; i < n; i++)
+	for (unsigned int i = SIB_PAIR_SLOTS; i < n; i++)
 		expect_wc(A, i, IBV_WC_SUCCESS);
 	for (unsigned int i = 0; i < n; i++) {
 		struct ibv_wc wc = poll_wc(C);

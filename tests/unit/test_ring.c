@@ -38,7 +38,7 @@ static void ring_step(int n)
 static void *ring_mem(struct sib_ring_rx *c)
 {
 	/* Shared, so that forked producers write the same ring. */
-	void *base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	void *base = mmap(NULL, SIB_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
 	assert_true(base != MAP_FAILED);
 	sib_ring_rx_attach(c, base);
@@ -117,7 +117,7 @@ static void test_empty_fifo_full_wrap(void **state)
 		assert_int_equal(pop(&c), i + 1000000);
 	}
 	assert_int_equal(c.bad_slots + c.bad_tail + c.skipped, 0);
-	munmap(base, SIB_INBOX_BYTES);
+	munmap(base, SIB_RING_BYTES);
 }
 
 /* A claim names its producer at once; an unpublished slot blocks the
@@ -165,7 +165,7 @@ static void test_stalled_slot_skipped_by_age(void **state)
 	assert_true(sib_ring_check(&c, 5000 + SIB_RING_STALL_DEAD_NS, NULL));
 	assert_int_equal(c.skipped, 2);
 	assert_int_equal(pop(&c), 9);
-	munmap(base, SIB_INBOX_BYTES);
+	munmap(base, SIB_RING_BYTES);
 }
 
 static void test_publish_reports_sleeping_consumer(void **state)
@@ -190,7 +190,7 @@ static void test_publish_reports_sleeping_consumer(void **state)
 	sib_ring_wait(&c, seq, -1);
 	sib_ring_wake(&c.r);
 	assert_int_not_equal(sib_ring_wake_seq(&c.r), seq);
-	munmap(base, SIB_INBOX_BYTES);
+	munmap(base, SIB_RING_BYTES);
 }
 
 #define PRODUCERS 4
@@ -278,7 +278,7 @@ static void test_many_producers_one_consumer(void **state)
 		pthread_join(th[i], NULL);
 	assert_null(sib_ring_peek(&c));
 	assert_int_equal(c.bad_slots + c.bad_tail + c.skipped, 0);
-	munmap(base, SIB_INBOX_BYTES);
+	munmap(base, SIB_RING_BYTES);
 }
 
 /*
@@ -329,7 +329,7 @@ static void victim_case(int step, int sig)
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 	}
-	munmap(base, SIB_INBOX_BYTES);
+	munmap(base, SIB_RING_BYTES);
 }
 
 /*
@@ -411,7 +411,7 @@ static void test_skipped_producer_never_corrupts(void **state)
 	assert_int_equal(c->quarantined, 0);
 	assert_int_equal(c->quarantine_freed, 1);
 	assert_int_equal(c->bad_slots + c->bad_tail, 0);
-	munmap(base, SIB_INBOX_BYTES);
+	munmap(base, SIB_RING_BYTES);
 	free(c);
 }
 
@@ -468,7 +468,7 @@ static void test_garbage_never_hangs(void **state)
 	assert_true(c.bad_slots > 0);
 	assert_true(c.bad_tail > 0);
 	assert_true(c.skipped > 0);
-	munmap(base, SIB_INBOX_BYTES);
+	munmap(base, SIB_RING_BYTES);
 }
 
 int main(void)

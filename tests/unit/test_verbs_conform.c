@@ -292,7 +292,7 @@ static void test_rereg_write_in_flight(void **state)
 	new = p.e[1].buf + 3 * 65536;
 	mr = ibv_reg_mr(p.e[1].pd, old, 8192, RW);
 	assert_non_null(mr);
-	inbox_map(&m, p.e[1].qp->qp_num);
+	inbox_map_peer(&m, p.e[0].ctx, p.e[1].qp->qp_num);
 	assert_int_equal(ibv_query_qp(p.e[1].qp, &qa, IBV_QP_RQ_PSN, &qia), 0);
 	memset(payload, 0x5e, sizeof(payload));
 

@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hca/hca.h"
+#include "link/dest.h"
 #include "verbs_harness.h"
 
 /*
@@ -255,12 +257,13 @@ enum ibv_qp_state qp_state(struct ibv_qp *qp)
 
 /* ---- a hand-made producer into a QP's inbox ---- */
 
-void inbox_map(struct inbox_map *m, uint32_t qpn)
+/* A connection of our own and the fabric map (HELLO). */
+static void forger_hello(struct inbox_map *m)
 {
 	struct sib_ctl_msg msg = { .hdr.op = SIB_CTL_HELLO };
-	int mfd, ifd;
-	uint64_t w;
+	int mfd;
 
+	memset(m, 0, sizeof(*m));
 	m->fd = sib_ctl_open(false);
 	assert_true(m->fd >= 0);
 	msg.u.hello.abi_version = SIB_ABI_VERSION;
@@ -271,41 +274,145 @@ void inbox_map(struct inbox_map *m, uint32_t qpn)
 	m->fab = mmap(NULL, m->fab_size, PROT_READ, MAP_SHARED, mfd, 0);
 	assert_true(m->fab != MAP_FAILED);
 	close(mfd);
+}
+
+void inbox_map(struct inbox_map *m, uint32_t qpn)
+{
+	struct sib_ctl_msg msg;
+	uint64_t w, end;
+	int ifd;
+
+	forger_hello(m);
 	w = atomic_load(&m->fab->qp_owner[qpn]);
 	assert_true(w & SIB_QPO_VALID);
+	/* Our own context on the QP's device. */
+	memset(&msg, 0, sizeof(msg));
+	msg.hdr.op = SIB_CTL_OPEN_DEVICE;
+	msg.u.open.dev_index = SIB_QPO_DEV(w);
+	msg.u.open.dev_gen = atomic_load(&m->fab->devs[SIB_QPO_DEV(w)].gen);
+	assert_int_equal(sib_ctl_call(m->fd, &msg, &ifd), 0);
+	assert_int_equal(msg.hdr.status, 0);
+	close(ifd);
+	m->dev_handle = msg.u.open.handle;
+	m->inbox = msg.u.open.inbox;
+	/* The ring from it to the QP's context, and that context's page. */
+	memset(&msg, 0, sizeof(msg));
+	msg.hdr.op = SIB_CTL_PAIR_OPEN;
+	msg.u.pair.dev_handle = m->dev_handle;
+	msg.u.pair.inbox = SIB_QPO_INBOX(w);
+	msg.u.pair.inbox_gen = SIB_QPO_GEN(w);
+	assert_int_equal(sib_ctl_call(m->fd, &msg, &ifd), 0);
+	assert_int_equal(msg.hdr.status, 0);
+	m->base = mmap(NULL, SIB_PAIR_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ifd, 0);
+	assert_true(m->base != MAP_FAILED);
+	close(ifd);
 	memset(&msg, 0, sizeof(msg));
 	msg.hdr.op = SIB_CTL_GET_INBOX;
 	msg.u.get_inbox.inbox = SIB_QPO_INBOX(w);
 	msg.u.get_inbox.inbox_gen = SIB_QPO_GEN(w);
+	msg.u.get_inbox.dev_handle = m->dev_handle;
 	assert_int_equal(sib_ctl_call(m->fd, &msg, &ifd), 0);
 	assert_int_equal(msg.hdr.status, 0);
-	m->base = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ifd, 0);
-	assert_true(m->base != MAP_FAILED);
+	m->db = mmap(NULL, SIB_INBOX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, ifd, 0);
+	assert_true(m->db != MAP_FAILED);
 	close(ifd);
-	sib_ring_attach(&m->ring, m->base);
+	sib_pair_attach(&m->own.r, m->base);
+	sib_ring_attach(&m->own.db, m->db);
+	m->tx = &m->own;
+	/* The receiver takes its end (its engine thread): bounded wait. */
+	end = now_ms() + 5000;
+	while (!atomic_load(&m->own.r.hdr->attached)) {
+		if (now_ms() > end)
+			fail_msg("the receiver never took the pair ring");
+		usleep(1000);
+	}
+}
+
+void inbox_map_peer(struct inbox_map *m, struct ibv_context *from, uint32_t qpn)
+{
+	struct sib_context *c = to_sctx(from);
+	uint64_t w, end = now_ms() + 5000;
+	struct sib_link_asks a;
+
+	forger_hello(m);
+	/* The link functions of this binary's own copy (the library's are
+	 * not exported) read the map through this copy's sib_fabric. */
+	if (!sib_fabric)
+		sib_fabric = m->fab;
+	w = atomic_load(&m->fab->qp_owner[qpn]);
+	assert_true(w & SIB_QPO_VALID);
+	m->peer = c;
+	for (;;) {
+		pthread_mutex_lock(&c->progress_lock);
+		if (sib_link_dest_get(&c->link, SIB_QPO_INBOX(w), SIB_QPO_GEN(w), &m->dest) == SIB_LINK_OK &&
+		    sib_link_dest_attached(m->dest))
+			break;
+		if (m->dest)
+			sib_link_dest_put(m->dest);
+		m->dest = NULL;
+		sib_link_asks_take(&c->link, &a); /* as a slow-path verb answers them */
+		pthread_mutex_unlock(&c->progress_lock);
+		sib_link_asks_answer(&c->link, &a);
+		pthread_mutex_lock(&c->progress_lock);
+		sib_link_asks_apply(&c->link, &a);
+		pthread_mutex_unlock(&c->progress_lock);
+		if (now_ms() > end)
+			fail_msg("no ring from the peer's context");
+		usleep(1000);
+	}
+	m->tx = &m->dest->tx;
+	pthread_mutex_unlock(&c->progress_lock);
 }
 
 void inbox_unmap(struct inbox_map *m)
 {
-	munmap(m->base, SIB_INBOX_BYTES);
+	if (m->peer) {
+		pthread_mutex_lock(&m->peer->progress_lock);
+		sib_link_dest_put(m->dest);
+		pthread_mutex_unlock(&m->peer->progress_lock);
+		if (sib_fabric == m->fab)
+			sib_fabric = NULL;
+		munmap(m->fab, m->fab_size);
+		close(m->fd);
+		return;
+	}
+	munmap(m->base, SIB_PAIR_BYTES);
+	munmap(m->db, SIB_INBOX_BYTES);
 	munmap(m->fab, m->fab_size);
-	close(m->fd);
+	close(m->fd); /* its context and pairs go with the connection */
+}
+
+struct sib_ring_slot *forge_slot(struct inbox_map *m)
+{
+	struct sib_ring_slot *s;
+
+	if (m->peer) /* the peer's own ring: one producer at a time */
+		pthread_mutex_lock(&m->peer->progress_lock);
+	s = sib_pair_reserve(m->tx);
+	if (!s)
+		fail_msg("the forger's ring is full");
+	return s;
+}
+
+void forge_publish(struct inbox_map *m, struct sib_ring_slot *s, uint32_t len, uint32_t flags)
+{
+	if (sib_pair_publish(m->tx, s, len, flags))
+		sib_ring_wake(&m->tx->db);
+	if (m->peer)
+		pthread_mutex_unlock(&m->peer->progress_lock);
 }
 
 /* Build a packet from h and payload straight into the inbox and publish it. */
 void inject(struct inbox_map *m, const struct iba_pkt *h, const void *payload, size_t paylen)
 {
-	uint64_t ticket = 0;
-	struct sib_ring_slot *s = sib_ring_reserve(&m->ring, getpid(), &ticket);
+	struct sib_ring_slot *s = forge_slot(m);
 	size_t hl, l;
 
-	assert_non_null(s);
 	hl = iba_build_headers(s->data, h);
 	if (hl > IBA_MAX_HDR_BYTES || paylen > SIB_SLOT_DATA_BYTES - IBA_MAX_HDR_BYTES - 9)
 		fail_msg("packet too large for a slot");
 	memcpy(s->data + hl, payload, paylen);
 	l = iba_finish(s->data, hl, paylen, 0);
 	s->data[l] = s->data[l + 1] = 0;
-	if (sib_ring_publish(&m->ring, s, ticket, getpid(), (uint32_t)l + 2, 0))
-		sib_ring_wake(&m->ring);
+	forge_publish(m, s, (uint32_t)l + 2, 0);
 }

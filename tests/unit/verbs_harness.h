@@ -19,7 +19,7 @@
 #include "common/ctl.h"
 #include "common/sib_ctl.h"
 #include "common/sib_shm.h"
-#include "link/ring.h"
+#include "link/pair.h"
 #include "iba/iba.h"
 
 #include "daemon_fixture.h"            /* start_daemon, stop_daemon, now_ms */
@@ -52,14 +52,23 @@ struct conn_opts {
 	uint32_t psn;            /* sq_psn and rq_psn; 0: 0x123456 */
 };
 
-/* A hand-made producer into the inbox that owns a QP, as any process of
- * the same uid can be (HELLO, then GET_INBOX on the control socket). */
+/* A hand-made producer into the context that owns a QP, as any process
+ * of the same uid can be: its own connection and device context (HELLO,
+ * OPEN_DEVICE), and the pair ring softibd makes from it to that context
+ * (PAIR_OPEN, GET_INBOX for the receiver's doorbell).  Whatever it sends
+ * is known to come from its own context, never from the QP's peer. */
+struct sib_context;
+struct sib_link_dest;
 struct inbox_map {
 	int fd;
 	struct sib_fabric_shm *fab;
 	size_t fab_size;
-	void *base;
-	struct sib_ring ring;
+	uint32_t dev_handle, inbox;    /* the forger's own context */
+	void *base, *db;               /* the ring and the receiver's page */
+	struct sib_pair_tx own;        /* the forger's ring ... */
+	struct sib_pair_tx *tx;        /* ... or the peer's (inbox_map_peer) */
+	struct sib_context *peer;      /* inbox_map_peer: whose ring, locked while used */
+	struct sib_link_dest *dest;
 };
 
 extern const struct conn_opts default_opts;
@@ -93,8 +102,16 @@ int post_send(struct end *e, enum ibv_wr_opcode op, uint64_t wr_id, struct ibv_s
 enum ibv_qp_state qp_state(struct ibv_qp *qp);
 /* Map the inbox of the process that owns qpn, through softibd. */
 void inbox_map(struct inbox_map *m, uint32_t qpn);
+/* Packets from the QP's peer context `from` itself (a context of this
+ * process), through its own pair ring, under its progress lock: a peer
+ * that misbehaves, for tests of the responder's rules. */
+void inbox_map_peer(struct inbox_map *m, struct ibv_context *from, uint32_t qpn);
 void inbox_unmap(struct inbox_map *m);
 /* Build a packet from h and payload straight into the inbox and publish it. */
 void inject(struct inbox_map *m, const struct iba_pkt *h, const void *payload, size_t paylen);
+/* The next slot of the forger's ring (fails the test when full). */
+struct sib_ring_slot *forge_slot(struct inbox_map *m);
+/* Publish it: len bytes, slot flags. */
+void forge_publish(struct inbox_map *m, struct sib_ring_slot *s, uint32_t len, uint32_t flags);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The link layer (docs/link.md): how a packet gets from one context to
- * another.  One ops table per link kind; the shm inbox ring (ring.h) is the
+ * another.  One ops table per link kind; the shm pair rings (pair.h) are the
  * first.  Every packet leaves through sib_link_send and arrives through
  * sib_link_recv; the HCA engine calls exactly these.  Two wrappers work over
  * any link: capture (pcap, capture.c) and faults (fault.c).  When neither

@@ -1024,7 +1024,7 @@ static void forged_from_non_peer(bool global)
 	f.bth.ackreq = 0;
 	f.aeth.syndrome = 0x1f;
 	f.aeth.msn = 100;
-	inject(&m0, &f, NULL, 0);
+	inject(&m0, &f, "", 0);
 	end = now_ms() + 5000;
 	while (sib_rx_drop_count(c1, SIB_RX_DROP_FOREIGN) < foreign1 + (uint64_t)n ||
 	       sib_rx_drop_count(c0, SIB_RX_DROP_FOREIGN) < foreign0 + 1) {

@@ -59,6 +59,8 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_MGMT_QUERY] = sizeof(struct sib_ctl_mgmt_query),
 	[SIB_CTL_ROUTE] = sizeof(struct sib_ctl_route),
 	[SIB_CTL_CAPABLE] = sizeof(struct sib_ctl_capable),
+	[SIB_CTL_DX_PUT] = sizeof(struct sib_ctl_dx),
+	[SIB_CTL_DX_GET] = sizeof(struct sib_ctl_dx),
 };
 
 /* What connect() says when no daemon serves the path. */

@@ -189,6 +189,7 @@ static void dev_close(struct sibd *d, struct sibd_client *c, uint32_t handle)
 			obj_destroy(d, c, h);
 	sib_ht_remove(&c->ht, handle);
 	if (!dev->gone) {
+		sibd_dx_release(d, c, dev->inbox); /* its direct placement memfds (dx.c) */
 		sibd_inbox_free(d, dev->inbox);
 		c->inboxes--;
 	}
@@ -400,6 +401,18 @@ int sibd_qp_info(struct sibd_client *c, uint32_t handle, uint32_t *qp_type, uint
 	return 0;
 }
 
+int sibd_dev_inbox(struct sibd_client *c, uint32_t dev_handle, uint32_t *inbox)
+{
+	struct sibd_obj *dev = lookup(c, dev_handle, true);
+
+	if (!dev)
+		return -EBADF;
+	if (dev->gone)
+		return -EIO;
+	*inbox = dev->inbox;
+	return 0;
+}
+
 /* XRCD_OPEN: the domain of the passed file (or a new private one),
  * and a handle on it that holds one reference (xrcd.c). */
 static int cmd_xrcd_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
@@ -528,6 +541,8 @@ static const struct sibd_cmd {
 	[SIB_CTL_MGMT_QUERY] = { sibd_cmd_mgmt_query, false },  /* mgmt_query.c */
 	[SIB_CTL_ROUTE] = { sibd_cmd_route, true },             /* route.c */
 	[SIB_CTL_CAPABLE] = { cmd_capable, false },             /* peer.c */
+	[SIB_CTL_DX_PUT] = { sibd_cmd_dx_put, true },           /* dx.c */
+	[SIB_CTL_DX_GET] = { sibd_cmd_dx_get, true },
 };
 
 /*
@@ -570,7 +585,8 @@ static void client_input(struct sibd *d, struct sibd_client *c)
 	int i, n;
 
 	for (i = 0; i < INPUT_BURST && !c->dead && !c->out_head && !d->stop; i++) {
-		/* A passed fd lives for its command only (XRCD_OPEN reads it). */
+		/* A passed fd lives for its command only (XRCD_OPEN reads it;
+		 * DX_PUT keeps it, leaving in_fd -1). */
 		n = sib_ctl_recv(c->fd, &m, &c->in_fd);
 		if (n == -EAGAIN)
 			return;
@@ -605,6 +621,7 @@ void sibd_client_device_gone(struct sibd *d, struct sibd_client *c, uint32_t dev
 		while (dev->nchild && (o = sib_ht_next(&c->ht, &cpos, &ch)))
 			if (o->type != SIBD_OBJ_DEVICE && o->dev_handle == h)
 				obj_destroy(d, c, ch);
+		sibd_dx_release(d, c, dev->inbox);
 		sibd_inbox_free(d, dev->inbox);
 		c->inboxes--;
 		dev->gone = true;
@@ -666,6 +683,7 @@ void sibd_client_release(struct sibd *d, struct sibd_client *c)
 		if (o->type == SIBD_OBJ_DEVICE)
 			dev_close(d, c, h);
 	sib_ht_fini(&c->ht);
+	sibd_dx_release(d, c, UINT32_MAX);
 	sibd_link_client_gone(d, c);
 	sibd_mai_client_gone(d, c);
 	while (c->out_head)

@@ -142,6 +142,7 @@ static int host_route(struct sib_ctl_route *r)
 static int dx_tab[NINBOX], dx_cnt[NINBOX];
 static struct { uint32_t id; int fd; } dx_mr[DX_IDS];
 unsigned int dx_gets, dx_refused;
+bool loop_dx_serve;
 
 static int *dx_slot(uint32_t kind, uint32_t inbox, uint32_t id, bool add)
 {
@@ -193,6 +194,8 @@ static int host_dx(uint16_t op, const struct sib_ctl_dx *x, int pass_fd, int *re
 	if (op == SIB_CTL_DX_PUT)
 		return loop_dx_put(x->kind, x->kind == SIB_DX_KIND_MR ? 0 : inbox, x->id,
 				   x->drop ? -1 : pass_fd);
+	if (!loop_dx_serve)
+		return ENOENT; /* as a peer that gave nothing: packets */
 	ow = x->qpn < SIB_MAX_QPN ? atomic_load(&sib_fabric->qp_owner[x->qpn]) : 0;
 	if (!qpn || !(ow & SIB_QPO_VALID) || SIB_QPO_INBOX(ow) != x->inbox) {
 		dx_refused++;

@@ -109,6 +109,9 @@ uint64_t now_ms(void);
 int loop_dx_fd(uint32_t kind, uint32_t inbox, uint32_t id);
 int loop_dx_put(uint32_t kind, uint32_t inbox, uint32_t id, int fd);
 extern unsigned int dx_gets, dx_refused;
+/* Does the broker answer GETs?  false (the default): direct placement
+ * finds nothing and every test but test_hca_direct sees packets. */
+extern bool loop_dx_serve;
 
 /* cmocka group setup/teardown: the fabric map and the host hooks. */
 void fabric_setup(void);

@@ -32,6 +32,7 @@ static int setup(void **state)
 {
 	(void)state;
 	fabric_setup();
+	loop_dx_serve = true; /* the other hca_loop tests see packets only */
 	return 0;
 }
 

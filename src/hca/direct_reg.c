@@ -276,14 +276,20 @@ static void child_private(const struct maps_line *l, bool all)
 		size_t n = (len - off) / page < sizeof(vec) ? (len - off) / page : sizeof(vec);
 		bool known = !all && !mincore((void *)(l->lo + off), n * page, vec);
 
-		for (size_t i = 0; i < n; i++) {
+		for (size_t i = 0, j; i < n; i = j) {
 			uint8_t *to = (uint8_t *)tmp + off + i * page;
 			uintptr_t from = l->lo + off + i * page;
+			size_t run;
 
-			if (known && !(vec[i] & 1))
-				continue; /* a hole: zero, as in tmp */
-			if (mem < 0 || pread(mem, to, page, (off_t)from) != (ssize_t)page)
-				memcpy(to, (void *)from, page);
+			if (known && !(vec[i] & 1)) {
+				j = i + 1; /* a hole: zero, as in tmp */
+				continue;
+			}
+			for (j = i + 1; j < n && (!known || (vec[j] & 1)); j++)
+				; /* a run of pages with data: one pread */
+			run = (j - i) * page;
+			if (mem < 0 || pread(mem, to, run, (off_t)from) != (ssize_t)run)
+				memcpy(to, (void *)from, run);
 		}
 		off += n * page;
 	}

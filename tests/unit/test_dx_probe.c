@@ -10,6 +10,8 @@
  *    and hole-punches every softib memfd it opened.  The registered pages
  *    must be untouched, the prober must have opened no softib memfd but
  *    the sealed, empty "softib-cmd", and placement goes on afterwards.
+ *    softibd, which keeps those memfds now, is walked too: it is not
+ *    dumpable, so its /proc/<pid>/fd is closed to the uid.
  *  - test_no_right: softibd hands a context's memfd (DX_GET) only to a
  *    connection that names one of its own RC or XRC QPs and a QPN of that
  *    context: EPERM otherwise (no QP, a UD QP, a QPN of someone else),
@@ -26,8 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -47,14 +52,14 @@ static int probe(pid_t pid)
 {
 	char dir[64], path[PATH_MAX], link[256];
 	struct dirent *de;
-	int holes = 0;
+	int holes = 0, denied = 0;
 	DIR *d;
 
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
 	d = opendir(dir);
 	if (!d) {
 		printf("probe: %s: %s\n", dir, strerror(errno));
-		return 100;
+		return errno == EACCES ? 0 : 100; /* closed to us: nothing reached */
 	}
 	while ((de = readdir(d))) {
 		struct stat st;
@@ -65,8 +70,11 @@ static int probe(pid_t pid)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		n = readlink(path, link, sizeof(link) - 1);
-		if (n <= 0)
+		if (n <= 0) {
+			if (errno == EACCES && !denied++)
+				printf("probe: %s/*: %s\n", dir, strerror(errno));
 			continue;
+		}
 		link[n] = 0;
 		if (strncmp(link, "/memfd:softib-", 14))
 			continue; /* not softib memory */
@@ -95,24 +103,49 @@ static int probe(pid_t pid)
 	return holes > 100 ? 100 : holes;
 }
 
-/* Run the prober on this process: its exit status (holes found). */
+/* Run the prober on this process and on softibd, which keeps the memfds
+ * now: its exit status (holes found in both). */
 static int run_prober(void)
 {
-	char pid[16];
+	char pid[16], dpid[16];
 	pid_t c;
 	int st;
 
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	snprintf(dpid, sizeof(dpid), "%d", daemon_process());
 	fflush(stdout);
 	c = fork();
 	assert_true(c >= 0);
 	if (c == 0) {
-		execl("/proc/self/exe", "test_dx_probe", "--probe", pid, (char *)NULL);
+		execl("/proc/self/exe", "test_dx_probe", "--probe", pid, dpid, (char *)NULL);
 		_exit(127);
 	}
 	assert_int_equal(waitpid(c, &st, 0), c);
 	assert_true(WIFEXITED(st));
 	return WEXITSTATUS(st);
+}
+
+/*
+ * Everyone here (this process, the softibd it starts, the prober) without
+ * CAP_SYS_PTRACE, so that the prober is what the threat model means by
+ * another process of the uid: run as root with every capability (a
+ * container), it could otherwise read any process's fds, dumpable or not,
+ * as it could ptrace them.  Dropped from the bounding set too (needs
+ * CAP_SETPCAP: root), so that the execs do not get it back.  Without
+ * capabilities to start with, nothing changes.
+ */
+static void drop_sys_ptrace(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	(void)prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE, 0, 0, 0);
+	if (syscall(SYS_capget, &h, d))
+		return;
+	d[0].effective &= ~(1u << CAP_SYS_PTRACE);
+	d[0].permitted &= ~(1u << CAP_SYS_PTRACE);
+	d[0].inheritable &= ~(1u << CAP_SYS_PTRACE);
+	(void)syscall(SYS_capset, &h, d);
 }
 
 /* ---- helpers ---- */
@@ -351,8 +384,12 @@ int main(int argc, char **argv)
 #endif
 	};
 
-	if (argc == 3 && !strcmp(argv[1], "--probe"))
-		return probe((pid_t)atoi(argv[2]));
+	if (argc == 4 && !strcmp(argv[1], "--probe")) {
+		int holes = probe((pid_t)atoi(argv[2])) + probe((pid_t)atoi(argv[3]));
+
+		return holes > 100 ? 100 : holes;
+	}
 	setenv("SOFTIB_MEMLOCK", "0", 0); /* a 4 MiB MR on each end: not the subject here */
+	drop_sys_ptrace();
 	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -73,12 +74,31 @@ static bool dx_fd_ok(int fd)
 	return seals >= 0 && (seals & F_SEAL_SHRINK);
 }
 
+/* Take the fd of a PUT from c: a table is reopened read-only (peers map it
+ * read-only; one that could write it could forge the owner's entries for
+ * the owner's other peers), the rest kept as given.  The fd (c->in_fd is
+ * -1 then, or still c's to close) or -errno. */
+static int dx_take_fd(struct sibd_client *c, uint32_t kind)
+{
+	char path[64];
+	int fd;
+
+	if (kind != SIB_DX_KIND_TAB) {
+		fd = c->in_fd;
+		c->in_fd = -1; /* ours now: client_input does not close it */
+		return fd;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", c->in_fd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
 int sibd_cmd_dx_put(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
 {
 	const struct sib_ctl_dx *x = &m->u.dx;
 	struct sibd_dxfd *e;
 	uint32_t inbox = 0;
-	int ret;
+	int ret, fd;
 
 	(void)pass_fd;
 	if (x->kind == 0 || x->kind >= SIB_DX_KIND_MAX || x->drop > 1 ||
@@ -100,30 +120,33 @@ int sibd_cmd_dx_put(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m
 		return -EBADF;
 	if (!dx_fd_ok(c->in_fd))
 		return -EINVAL;
+	if (!e) {
+		ret = sibd_budget_take(d, c->proc, SIBD_RES_DX_FD);
+		if (ret)
+			return ret;
+		if (c->ndx == c->dx_cap) {
+			uint32_t cap = c->dx_cap ? c->dx_cap * 2 : 8;
+			struct sibd_dxfd *n = realloc(c->dx, cap * sizeof(*n));
+
+			if (!n)
+				return -ENOMEM;
+			c->dx = n;
+			c->dx_cap = cap;
+		}
+	}
+	fd = dx_take_fd(c, x->kind);
+	if (fd < 0)
+		return fd;
 	if (e) { /* a new one replaces the old: no fd more */
 		close(e->fd);
-		e->fd = c->in_fd;
-		c->in_fd = -1;
+		e->fd = fd;
 		return 0;
-	}
-	ret = sibd_budget_take(d, c->proc, SIBD_RES_DX_FD);
-	if (ret)
-		return ret;
-	if (c->ndx == c->dx_cap) {
-		uint32_t cap = c->dx_cap ? c->dx_cap * 2 : 8;
-		struct sibd_dxfd *n = realloc(c->dx, cap * sizeof(*n));
-
-		if (!n)
-			return -ENOMEM;
-		c->dx = n;
-		c->dx_cap = cap;
 	}
 	e = &c->dx[c->ndx++];
 	e->kind = x->kind;
 	e->inbox = inbox;
 	e->id = x->kind == SIB_DX_KIND_MR ? x->id : 0;
-	e->fd = c->in_fd; /* ours now: client_input does not close it */
-	c->in_fd = -1;
+	e->fd = fd;
 	d->dx_fds++;
 	return 0;
 }

@@ -15,7 +15,8 @@
  *  - test_no_right: softibd hands a context's memfd (DX_GET) only to a
  *    connection that names one of its own RC or XRC QPs and a QPN of that
  *    context: EPERM otherwise (no QP, a UD QP, a QPN of someone else),
- *    counted in the status report; the fd once the right is there; ESTALE
+ *    counted in the status report; the fd once the right is there (a table
+ *    read-only, whatever the owner gave); ESTALE
  *    once the owner's context is closed; an unsealed file is not taken.
  */
 #include <dirent.h>
@@ -359,6 +360,7 @@ static void test_no_right(void **state)
 	assert_true(got >= 0);
 	assert_int_equal(fstat(got, &st_got), 0);
 	assert_int_equal(st_got.st_ino, st_put.st_ino);
+	assert_int_equal(fcntl(got, F_GETFL) & O_ACCMODE, O_RDONLY); /* a table: read-only */
 	close(got);
 	got = -1;
 	/* a wrong generation of the owner's inbox */

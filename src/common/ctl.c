@@ -61,6 +61,8 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_PAIR_OPEN] = sizeof(struct sib_ctl_pair),
 	[SIB_CTL_PAIR_ACCEPT] = sizeof(struct sib_ctl_pair),
 	[SIB_CTL_CAPABLE] = sizeof(struct sib_ctl_capable),
+	[SIB_CTL_DX_PUT] = sizeof(struct sib_ctl_dx),
+	[SIB_CTL_DX_GET] = sizeof(struct sib_ctl_dx),
 };
 
 /* What connect() says when no daemon serves the path. */

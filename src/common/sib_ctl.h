@@ -56,6 +56,8 @@ enum sib_ctl_op {
 	SIB_CTL_CAPABLE,       /* has this connection's process a capability now (daemon/peer.c) */
 	SIB_CTL_PAIR_OPEN,     /* the pair ring from our context to another: -> memfd (link/pair.h) */
 	SIB_CTL_PAIR_ACCEPT,   /* the next pair ring into our context: -> memfd + its sender */
+	SIB_CTL_DX_PUT,        /* direct placement: give softibd a memfd to broker (daemon/dx.c) */
+	SIB_CTL_DX_GET,        /* direct placement: a peer's memfd, for a QP that talks to it */
 	SIB_CTL_OP_MAX,
 };
 
@@ -363,6 +365,43 @@ struct sib_ctl_capable {
 	uint32_t cap;         /* in */
 };
 
+/*
+ * DX_PUT, DX_GET (daemon/dx.c, docs/transport.md "Direct placement",
+ * docs/threat-model.md): the memfds of direct placement never stay in a
+ * process's fd table (where /proc/<pid>/fd would offer them to any
+ * process of the uid); softibd keeps them and hands them out.
+ * PUT (the owner, the fd as SCM_RIGHTS): softibd keeps the fd for this
+ * connection, a TAB or CNT under the context of dev_handle (one of each:
+ * a new one replaces the old), an MR region under `id` (the process's own
+ * number, never 0); drop 1 with no fd forgets `id` instead.  Released
+ * with the context (CLOSE_DEVICE) or the connection; each counts in the
+ * process's "dx_fds" budget (EMFILE, ENFILE: docs/daemon.md "Budgets").
+ * EINVAL: not a memfd sealed against shrinking, or a bad kind or id.
+ * GET (a peer): the fd of kind (and id) of the context owning inbox
+ * (inbox, inbox_gen), passed on the reply, only if the asker's qp_handle
+ * is an RC or XRC QP of this connection and QPN qpn belongs to a QP of
+ * that context (the asker has a QP to talk to it): else EPERM (counted,
+ * `softib status` "dx_refused"); ESTALE: the context is gone; ENOENT:
+ * it gave no such fd.
+ */
+enum sib_dx_kind {
+	SIB_DX_KIND_TAB = 1,  /* the export table (SIB_DX_BYTES, hca/direct.h) */
+	SIB_DX_KIND_CNT,      /* the in-flight counters (SIB_DX_CNT_BYTES) */
+	SIB_DX_KIND_MR,       /* a region of registered pages (its id) */
+	SIB_DX_KIND_MAX,
+};
+
+struct sib_ctl_dx {
+	uint32_t kind;        /* in: enum sib_dx_kind */
+	uint32_t dev_handle;  /* in (PUT of TAB, CNT): the owning OPEN_DEVICE handle */
+	uint32_t id;          /* in (MR): the region's number */
+	uint32_t drop;        /* in (PUT): 1 = forget id (MR), no fd */
+	uint32_t qp_handle;   /* in (GET): the asker's RC or XRC QP (CREATE_OBJ handle) */
+	uint32_t inbox;       /* in (GET): the owner's inbox ... */
+	uint32_t inbox_gen;   /* in (GET): ... and its generation, else ESTALE */
+	uint32_t qpn;         /* in (GET): a QP of the owner's context */
+};
+
 #define SIB_CTL_TEXT_MAX 3072
 
 struct sib_ctl_text {
@@ -390,6 +429,7 @@ struct sib_ctl_msg {
 		struct sib_ctl_mgmt_query mgmt;
 		struct sib_ctl_route route;
 		struct sib_ctl_capable capable;
+		struct sib_ctl_dx dx;
 		uint32_t handle;
 	} u;
 };
@@ -402,6 +442,7 @@ _Static_assert(sizeof(struct sib_ctl_mcast) == 24, "ctl mcast is ABI");
 _Static_assert(sizeof(struct sib_ctl_mai_open) == 84, "ctl mai_open is ABI");
 _Static_assert(sizeof(struct sib_ctl_mai_filter) == 136, "ctl mai_filter is ABI");
 _Static_assert(sizeof(struct sib_mgmt_port) == 104, "mgmt port is ABI");
+_Static_assert(sizeof(struct sib_ctl_dx) == 32, "ctl dx is ABI");
 _Static_assert(sizeof(struct sib_ctl_route) == 24 + 8 * SIB_CTL_ROUTE_MASK_WORDS, "ctl route is ABI");
 
 #endif

@@ -6,7 +6,8 @@
  * process with the same pid by its start time in /proc/<pid>/stat, so a
  * reused pid never inherits another's usage); its connections share one
  * budget.  Each resource that costs softibd an fd or a fixed table slot
- * (connections, MAI channels, inboxes, XRC domains on a file) has
+ * (connections, MAI channels, inboxes, XRC domains on a file, direct
+ * placement's memfds given with DX_PUT) has
  *   - a maximum, from softibd's fd limit (sibd_budget_init),
  *   - a client's quota: --client-share percent of the maximum, beyond
  *     which the client is refused with EMFILE (its own "RLIMIT_NOFILE"),
@@ -31,6 +32,7 @@
 static const char *const res_name[SIBD_RES_NUM] = {
 	[SIBD_RES_CONN] = "connections", [SIBD_RES_CHAN] = "channels",
 	[SIBD_RES_INBOX] = "inboxes", [SIBD_RES_XRCD_FILE] = "xrcd_files",
+	[SIBD_RES_DX_FD] = "dx_fds",
 };
 
 const char *sibd_res_name(enum sibd_res r)
@@ -120,7 +122,7 @@ uint32_t sibd_budget_used(const struct sibd *d, const struct sibd_proc *p, enum 
 		return sibd_mai_chans_of(d, p);
 	for (const struct sibd_client *c = d->clients; c; c = c->next)
 		if (c->proc == p)
-			n += r == SIBD_RES_INBOX ? c->inboxes : c->xrcd_files;
+			n += r == SIBD_RES_INBOX ? c->inboxes : r == SIBD_RES_DX_FD ? c->ndx : c->xrcd_files;
 	return n;
 }
 
@@ -131,6 +133,7 @@ static uint32_t total(const struct sibd *d, enum sibd_res r)
 	case SIBD_RES_CONN: return d->nclients;
 	case SIBD_RES_CHAN: return sibd_mai_chans_of(d, NULL);
 	case SIBD_RES_INBOX: return d->inboxes_used;
+	case SIBD_RES_DX_FD: return d->dx_fds;
 	default: return d->xrcd_files;
 	}
 }

@@ -189,6 +189,7 @@ static void dev_close(struct sibd *d, struct sibd_client *c, uint32_t handle)
 			obj_destroy(d, c, h);
 	sib_ht_remove(&c->ht, handle);
 	if (!dev->gone) {
+		sibd_dx_release(d, c, dev->inbox); /* its direct placement memfds (dx.c) */
 		sibd_inbox_free(d, dev->inbox);
 		c->inboxes--;
 	}
@@ -546,6 +547,8 @@ static const struct sibd_cmd {
 	[SIB_CTL_CAPABLE] = { cmd_capable, false },             /* peer.c */
 	[SIB_CTL_PAIR_OPEN] = { sibd_cmd_pair_open, true },     /* pair.c */
 	[SIB_CTL_PAIR_ACCEPT] = { sibd_cmd_pair_accept, true },
+	[SIB_CTL_DX_PUT] = { sibd_cmd_dx_put, true },           /* dx.c */
+	[SIB_CTL_DX_GET] = { sibd_cmd_dx_get, true },
 };
 
 /*
@@ -592,7 +595,8 @@ static void client_input(struct sibd *d, struct sibd_client *c)
 	int i, n;
 
 	for (i = 0; i < INPUT_BURST && !c->dead && !c->out_head && !d->stop; i++) {
-		/* A passed fd lives for its command only (XRCD_OPEN reads it). */
+		/* A passed fd lives for its command only (XRCD_OPEN reads it;
+		 * DX_PUT keeps it, leaving in_fd -1). */
 		n = sib_ctl_recv(c->fd, &m, &c->in_fd);
 		if (n == -EAGAIN)
 			return;
@@ -627,6 +631,7 @@ void sibd_client_device_gone(struct sibd *d, struct sibd_client *c, uint32_t dev
 		while (dev->nchild && (o = sib_ht_next(&c->ht, &cpos, &ch)))
 			if (o->type != SIBD_OBJ_DEVICE && o->dev_handle == h)
 				obj_destroy(d, c, ch);
+		sibd_dx_release(d, c, dev->inbox);
 		sibd_inbox_free(d, dev->inbox);
 		c->inboxes--;
 		dev->gone = true;
@@ -688,6 +693,7 @@ void sibd_client_release(struct sibd *d, struct sibd_client *c)
 		if (o->type == SIBD_OBJ_DEVICE)
 			dev_close(d, c, h);
 	sib_ht_fini(&c->ht);
+	sibd_dx_release(d, c, UINT32_MAX);
 	sibd_link_client_gone(d, c);
 	sibd_mai_client_gone(d, c);
 	while (c->out_head)

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -64,7 +65,8 @@ static const char usage[] =
 "      --idle-exit SECS  exit after SECS without any client (0 = never)\n"
 "      --client-share PCT  a client process may hold at most PCT percent\n"
 "                        (1-100, default 25) of softibd's connections, MAI\n"
-"                        channels, inboxes and XRC domains on files; one more\n"
+"                        channels, inboxes, XRC domains on files and direct\n"
+"                        placement's memfds; one more\n"
 "                        is EMFILE.  The last eighth of each is kept for\n"
 "                        processes holding fewer than 4 (ENFILE for others),\n"
 "                        so `softib status` and ibv_devinfo always get in.\n"
@@ -73,6 +75,12 @@ static const char usage[] =
 "      --autostart       started on demand by a client: exit 0 quietly if a\n"
 "                        daemon already runs; idle exit after $SOFTIB_IDLE_EXIT\n"
 "                        or 30 seconds unless --idle-exit is given\n"
+"      --dumpable        stay dumpable: core dumps, and /proc/<pid>/fd open to\n"
+"                        processes of the uid (tests that count softibd's fds).\n"
+"                        By default softibd is not dumpable, so that the\n"
+"                        memfds it keeps for clients (inboxes, direct\n"
+"                        placement's) cannot be opened through\n"
+"                        /proc/<pid>/fd by other processes of the uid\n"
 "      --status          print the status report of the running daemon\n"
 "      --stop            stop the running daemon\n"
 "  -h, --help            show this help\n"
@@ -83,7 +91,7 @@ static const char usage[] =
 
 enum {
 	OPT_TOPOLOGY = 256, OPT_SM, OPT_SOCKET, OPT_IDLE, OPT_AUTOSTART, OPT_STATUS, OPT_STOP,
-	OPT_VERSION, OPT_SHARE,
+	OPT_VERSION, OPT_SHARE, OPT_DUMPABLE,
 };
 
 static const struct option long_opts[] = {
@@ -95,6 +103,7 @@ static const struct option long_opts[] = {
 	{ "idle-exit", required_argument, NULL, OPT_IDLE },
 	{ "client-share", required_argument, NULL, OPT_SHARE },
 	{ "autostart", no_argument, NULL, OPT_AUTOSTART },
+	{ "dumpable", no_argument, NULL, OPT_DUMPABLE },
 	{ "status", no_argument, NULL, OPT_STATUS },
 	{ "stop", no_argument, NULL, OPT_STOP },
 	{ "help", no_argument, NULL, 'h' },
@@ -104,6 +113,7 @@ static const struct option long_opts[] = {
 
 struct options {
 	bool daemon, foreground, autostart, status, stop;
+	bool dumpable;           /* --dumpable: /proc/<pid>/fd left open to the uid */
 	const char *socket;      /* NULL: sib_ctl_default_path() */
 	const char *sm;          /* --sm MODE, NULL: builtin */
 	long long idle_s;        /* -1: not given */
@@ -182,6 +192,7 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 			d->budget.share = (unsigned int)share;
 			break;
 		case OPT_AUTOSTART: o->autostart = true; break;
+		case OPT_DUMPABLE: o->dumpable = true; break;
 		case OPT_STATUS: o->status = true; break;
 		case OPT_STOP: o->stop = true; break;
 		case 'h': fputs(usage, stdout); exit(0);
@@ -392,12 +403,13 @@ static uint32_t at_most(rlim_t n, uint32_t cap)
 
 /* Raise the fd limit and fit the budgets in it (budget.c): each inbox
  * holds a memfd (SIB_MAX_INBOXES of them) and FIXED_FDS stay for the
- * daemon; of the rest, XRC domains on files may take a quarter, MAI
+ * daemon; of the rest, direct placement's memfds (dx.c) may take a
+ * quarter, XRC domains on files may take a quarter, MAI
  * channels a third of what is left, and each connection its socket and
  * a queued fd. */
 static void fd_limits(struct sibd *d)
 {
-	uint32_t xrcd_files, chans;
+	uint32_t xrcd_files, chans, dx_fds;
 	struct rlimit rl;
 	rlim_t spare = 0;
 
@@ -408,11 +420,14 @@ static void fd_limits(struct sibd *d)
 		if (rl.rlim_cur > SIB_MAX_INBOXES + FIXED_FDS)
 			spare = rl.rlim_cur - SIB_MAX_INBOXES - FIXED_FDS;
 	}
+	dx_fds = at_most(spare / 4, SIBD_DX_FDS_MAX);
+	spare -= dx_fds;
 	xrcd_files = at_most(spare / 4, SIBD_XRCD_FILES_MAX);
 	spare -= xrcd_files;
 	chans = at_most(spare / 3, SIBD_MAI_CHANS_MAX);
 	spare -= chans;
 	sibd_mai_chans_max = chans;
+	sibd_budget_set(d, SIBD_RES_DX_FD, dx_fds);
 	sibd_budget_set(d, SIBD_RES_XRCD_FILE, xrcd_files);
 	sibd_budget_set(d, SIBD_RES_CHAN, chans);
 	sibd_budget_set(d, SIBD_RES_CONN, at_most(spare / 2, SIBD_MAX_CLIENTS));
@@ -762,6 +777,12 @@ int main(int argc, char **argv)
 	if (o.status || o.stop)
 		return sib_ctl_tool(d.sock_path, o.stop, "softibd");
 	d.idle_ms = idle_ms(&o);
+	/* Not dumpable: /proc/<pid>/fd and /proc/<pid>/mem of softibd then
+	 * need CAP_SYS_PTRACE, so the memfds it keeps for clients (inboxes,
+	 * direct placement's, dx.c) are not open to every process of the uid
+	 * (docs/threat-model.md).  Inherited by --daemon's fork. */
+	if (!o.dumpable && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		sibd_log("prctl(PR_SET_DUMPABLE, 0): %s", strerror(errno));
 
 	if (o.daemon)
 		ready_fd = detach();

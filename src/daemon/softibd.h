@@ -27,7 +27,10 @@
 #define SIBD_MAX_HANDLES   SIB_CTL_MAX_HANDLES /* devices + objects per connection; then ENOMEM */
 #define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */
 
+#define SIBD_DX_FDS_MAX    65536   /* direct placement's memfds (dx.c), if the fd limit allows */
+
 struct sibd_out;
+struct sibd_dxfd;
 struct mai_mad;
 
 /* budget.c: what softibd holds for clients, each with a maximum, a
@@ -37,6 +40,7 @@ enum sibd_res {
 	SIBD_RES_CHAN,                  /* MAI channels: a socketpair end each */
 	SIBD_RES_INBOX,                 /* OPEN_DEVICE inboxes: a memfd each */
 	SIBD_RES_XRCD_FILE,             /* XRC domains on a file: the file's fd each */
+	SIBD_RES_DX_FD,                 /* direct placement's memfds (DX_PUT, dx.c): an fd each */
 	SIBD_RES_NUM,
 };
 
@@ -84,6 +88,8 @@ struct sibd_client {
 	struct sibd_out *out_head, *out_tail; /* replies the socket did not take yet */
 	uint32_t out_len;               /* messages in that queue */
 	struct sibd_ev_sub ev;          /* pushed events (events.c) */
+	struct sibd_dxfd *dx;           /* memfds it gave with DX_PUT (dx.c) */
+	uint32_t ndx, dx_cap;           /* used and allocated entries of dx */
 };
 
 /*
@@ -106,6 +112,8 @@ struct sibd_counters {
 	uint64_t events_dropped;        /* not queued: the subscriber was too slow */
 	uint64_t devices_added, devices_removed, port_changes;
 	uint64_t mcast_quota;           /* attaches refused: a connection's share is used */
+	uint64_t dx_refused;            /* DX_GETs refused: the asker had no right (EPERM) */
+	uint64_t dx_given;              /* DX_GETs answered with an fd */
 };
 
 struct sibd {
@@ -158,6 +166,7 @@ struct sibd {
 	struct sibd_xrcd *xrcds;
 	uint32_t xrcd_next;             /* the last domain number handed out */
 	uint32_t xrcd_files;            /* domains on a file: each holds its fd */
+	uint32_t dx_fds;                /* direct placement's memfds held (dx.c) */
 
 	/* MADs: MAI channels and the MAD router (mai_chan.c, mad_router.c) */
 	struct sibd_mai *mai;
@@ -305,6 +314,15 @@ int sibd_cmd_pair_accept(struct sibd *d, struct sibd_client *c, struct sib_ctl_m
  * it is paired with it as its sender: 0, -EPERM, -ESTALE, -EBADF, -EIO. */
 int sibd_pair_check_doorbell(struct sibd *d, struct sibd_client *c, uint32_t dev_handle, uint32_t r,
 			     uint32_t rgen);
+
+/* dx.c: direct placement's memfds, kept for their owners and handed to
+ * peers that hold the right (common/sib_ctl.h DX_PUT, DX_GET;
+ * docs/daemon.md "Direct placement's memfds"). */
+int sibd_cmd_dx_put(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
+int sibd_cmd_dx_get(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
+/* The memfds c gave for the context of inbox (its device closed or
+ * removed) go; inbox UINT32_MAX: all of c's (the connection closes). */
+void sibd_dx_release(struct sibd *d, struct sibd_client *c, uint32_t inbox);
 
 /* mcast.c: multicast groups (docs/daemon.md) */
 int sibd_cmd_mcast(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);

@@ -6,14 +6,14 @@
  * counters (the owner's side); direct_reg.c the registry of registered
  * pages on memfds and fork, direct_peer.c the engine's cache of peers'
  * tables and MR mappings, direct_place.c the copy (direct_int.h).
- * Everything a peer wrote is hostile (DESIGN principle 6): fds are opened
- * only when they are softib memfds of a process of our euid, sizes are
- * bounded by fstat, seqlocks are read once and rechecked.  Must not: touch
+ * Everything a peer wrote is hostile (DESIGN principle 6): peers' memfds
+ * come only from softibd (DX_GET, on the right of a QP towards them),
+ * sizes are bounded by fstat, seqlocks are read once and rechecked.  No
+ * memfd of ours stays in our fd table: softibd keeps them (DX_PUT).  Must not: touch
  * partial pages, file or shared mappings, or block a post for long.
  * Locking: dx_lock for the registry and the list of contexts; the peer
  * cache under progress_lock.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -31,6 +31,7 @@
 
 #include "hca/direct_int.h"
 #include "hca/mw.h"
+#include "hca/provider.h"
 #include "hca/transport.h"
 
 static struct sib_dx_ent *tab_ent(uint8_t *tab, uint32_t idx)
@@ -65,40 +66,51 @@ static int dx_memfd(const char *name, size_t len, void **map)
 	return fd;
 }
 
+/* Give softibd a table's memfd (DX_PUT of kind for our context) and close
+ * ours: 0 or errno (direct placement stays off). */
+static int dx_give(struct sib_context *ctx, uint32_t kind, int fd)
+{
+	struct sib_ctl_dx x = { .kind = kind, .dev_handle = ctx->dev_handle };
+	int rc = sib_host->dx(SIB_CTL_DX_PUT, &x, fd, NULL);
+
+	close(fd);
+	return rc;
+}
+
 int sib_dx_ctx_init(struct sib_context *ctx)
 {
 	const char *v = getenv("SOFTIB_DIRECT");
 	struct sib_dx *dx = calloc(1, sizeof(*dx));
 	char name[64];
 	void *m;
-	int fd;
+	int fd, rc;
 
 	if (!dx)
 		return ENOMEM;
-	dx->tab_fd = dx->cnt_fd = -1;
-	for (unsigned int i = 0; i < DX_PEERS; i++)
-		dx->peers[i].pidfd = -1;
 	ctx->dx = dx;
-	if (v && !strcmp(v, "0"))
-		return 0;
+	if ((v && !strcmp(v, "0")) || !sib_host || !sib_host->dx)
+		return 0; /* off, or no broker to keep our memfds */
 	pthread_once(&sib_dx_once, sib_dx_init_once);
 	snprintf(name, sizeof(name), "softib-dx-%u-%u", ctx->inbox_idx, ctx->inbox_gen);
 	fd = dx_memfd(name, SIB_DX_BYTES, &m);
 	if (fd < 0)
 		return -fd;
-	dx->tab_fd = fd;
 	dx->tab = m;
+	rc = dx_give(ctx, SIB_DX_KIND_TAB, fd);
 	snprintf(name, sizeof(name), "softib-dxc-%u-%u", ctx->inbox_idx, ctx->inbox_gen);
-	fd = dx_memfd(name, SIB_DX_CNT_BYTES, &m);
-	if (fd < 0) {
-		munmap(dx->tab, SIB_DX_BYTES);
-		close(dx->tab_fd);
-		dx->tab = NULL;
-		dx->tab_fd = -1;
-		return -fd;
+	fd = rc ? -rc : dx_memfd(name, SIB_DX_CNT_BYTES, &m);
+	if (fd >= 0) {
+		dx->cnt = m;
+		rc = dx_give(ctx, SIB_DX_KIND_CNT, fd);
 	}
-	dx->cnt_fd = fd;
-	dx->cnt = m;
+	if (fd < 0 || rc) {
+		munmap(dx->tab, SIB_DX_BYTES);
+		if (dx->cnt)
+			munmap((void *)dx->cnt, SIB_DX_CNT_BYTES);
+		dx->tab = NULL;
+		dx->cnt = NULL;
+		return fd < 0 ? -fd : rc;
+	}
 	((struct sib_dx_hdr *)dx->tab)->max_mr = SIB_DX_MAX_MR;
 	__atomic_store_n(&((struct sib_dx_hdr *)dx->tab)->magic, SIB_DX_MAGIC, __ATOMIC_RELEASE);
 	dx->on = true;
@@ -133,12 +145,9 @@ void sib_dx_ctx_fini(struct sib_context *ctx)
 			*pp = dx->next;
 		sib_dx_region_prune(); /* the memfds of unmapped deregistered pages */
 		pthread_mutex_unlock(&sib_dx_lock);
+		/* softibd drops its fds of our tables with the context */
 		munmap(dx->tab, SIB_DX_BYTES);
 		munmap((void *)dx->cnt, SIB_DX_CNT_BYTES);
-		if (dx->tab_fd >= 0)
-			close(dx->tab_fd);
-		if (dx->cnt_fd >= 0)
-			close(dx->cnt_fd);
 	}
 	free(dx);
 	ctx->dx = NULL;
@@ -165,9 +174,6 @@ void sib_dx_child_ctxs(void)
 		if (mmap((void *)dx->cnt, SIB_DX_CNT_BYTES, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
 			munmap((void *)dx->cnt, SIB_DX_CNT_BYTES);
-		close(dx->tab_fd);
-		close(dx->cnt_fd);
-		dx->tab_fd = dx->cnt_fd = -1;
 	}
 }
 
@@ -224,7 +230,7 @@ void sib_dx_mr_attach(struct sib_context *ctx, struct sib_mr *mr)
 	if (want && r) {
 		mr->dx_region = r;
 		mr->dx_fork_gen = sib_dx_fork_gen;
-		v.fd = r->fd;
+		v.fd = (int32_t)r->id;
 		v.off = s - r->start;
 		v.dlo = mr->range.iova + (s - a);
 		v.dhi = v.dlo + (e - s);

@@ -27,8 +27,9 @@ struct sib_swqe;
 /*
  * One exported MR (a seqlock: seq odd while the owner writes it, 0 never
  * written).  The iova range [dlo, dhi) lies on whole pages of the memfd
- * `fd` (a number in the owner's fd table) starting at byte `off` of it;
- * the rest of the MR (partial head/tail pages) has no direct path.
+ * `fd` (the region's number under which softibd keeps it, DX_GET's id:
+ * the owner keeps no fd, docs/threat-model.md) starting at byte `off` of
+ * it; the rest of the MR (partial head/tail pages) has no direct path.
  * fd -1: no direct path for this MR.
  */
 struct sib_dx_ent {

@@ -18,7 +18,6 @@
 
 #define DX_PEERS 8                 /* peers' tables a context keeps mapped */
 #define DX_MAPS  64                /* peers' MR memfds a context keeps mapped */
-#define DX_FD_SCAN_MAX 65536       /* fds looked at when finding a peer's table */
 #define DX_REVOKE_WAIT_NS 5000000000ull /* as destroy waits for its users (qp.c) */
 #define DX_MAP_MAX (4ull << 30)    /* longest peer MR window mapped (address space) */
 
@@ -42,15 +41,18 @@ struct maps_reader {
 
 
 /*
- * A range of pages moved onto memfd `fd` (page `start` at offset 0).  refs
- * counts the MRs on it; at 0 the pages stay on the memfd (they are the
- * application's memory now, see region_put) and the region stays here with
- * its fd so that a later reg_mr over them shares it, until no mapping of
- * the memfd is left (region_prune).
+ * A range of pages moved onto a memfd (page `start` at offset 0).  The
+ * process keeps no fd of it (docs/threat-model.md): softibd holds it under
+ * `id` (DX_PUT), peers get it from there (DX_GET), and the process knows
+ * the memfd by its inode in /proc/self/maps.  refs counts the MRs on it;
+ * at 0 the pages stay on the memfd (they are the application's memory
+ * now, see region_put) and the region stays here so that a later reg_mr
+ * over them shares it, until no mapping of the memfd is left
+ * (region_prune, which tells softibd to drop its fd).
  */
 struct sib_dx_region {
 	uintptr_t start, end;
-	int fd;
+	uint32_t id;                   /* softibd's name of its memfd (never 0) */
 	unsigned long ino;
 	unsigned int refs;
 	bool mapped;                   /* region_prune's mark */
@@ -83,14 +85,15 @@ struct sib_dx_peer {
 	bool none;                     /* looked, exports nothing usable */
 	const uint8_t *tab;            /* SIB_DX_BYTES, read-only */
 	_Atomic uint64_t *cnt;         /* SIB_DX_CNT_BYTES, read-write */
-	int32_t pid;
-	int pidfd;                     /* the owner process (pidfd_open), -1 none */
 	uint64_t used;
 };
 
-/* A peer MR's window: [off, off + (dhi - dlo)) of its memfd rounded out to
- * pages, mapped at base (len bytes); at = base + skew + (va - dlo).  Used
- * only while the entry still says exactly fd, off, dlo, dhi (and seq). */
+/* A peer MR's window: [off, off + (dhi - dlo)) of its memfd (region fd,
+ * softibd's name) rounded out to pages, mapped at base (len bytes); at =
+ * base + skew + (va - dlo).  Used only while the entry still says exactly
+ * fd, off, dlo, dhi (and seq).  base NULL: that entry could not be mapped
+ * (softibd refused, a bad file): remembered so that the next WQE does not
+ * ask softibd again. */
 struct sib_dx_map {
 	uint32_t inbox, gen, idx, seq;
 	int32_t fd;
@@ -102,8 +105,7 @@ struct sib_dx_map {
 };
 
 struct sib_dx {
-	bool on;                       /* SOFTIB_DIRECT is not 0 */
-	int tab_fd, cnt_fd;
+	bool on;                       /* SOFTIB_DIRECT is not 0, and softibd keeps our tables */
 	uint8_t *tab;                  /* our export table (read-write) */
 	_Atomic uint64_t *cnt;         /* our in-flight counters (seq << 32 | count) */
 	uint64_t tick;
@@ -115,8 +117,12 @@ struct sib_dx {
 
 /* ---- the peer cache (direct_peer.c; the engine's, progress_lock) ---- */
 
-/* Does pidfd's process still run? */
-bool sib_dx_pid_runs(int pidfd);
+/* A memfd of a peer from softibd (DX_GET of kind, id; the right: our QP
+ * qp towards QPN qpn of the context of inbox, gen): the fd, -1 if refused
+ * or not a file we can use (sealed against shrinking, of a size no
+ * smaller than min and, if exact, equal to it); *size its size. */
+int sib_dx_fetch(const struct sib_qp *qp, uint32_t inbox, uint32_t gen, uint32_t kind, uint32_t id,
+		 int oflags, size_t min, bool exact, size_t *size);
 /* Unmap a peer's tables / an MR window and forget the slot. */
 void sib_dx_peer_drop(struct sib_dx_peer *p);
 void sib_dx_map_drop(struct sib_dx_map *m);
@@ -125,8 +131,10 @@ void sib_dx_peer_forget(struct sib_dx *dx, struct sib_dx_peer *p);
 /* Forget whatever is cached of inbox (its generation moved on). */
 void sib_dx_inbox_forget(struct sib_dx *dx, uint32_t inbox);
 /* The export tables of the context at (inbox, gen), mapped at the first
- * use; NULL when it exports nothing usable. */
-struct sib_dx_peer *sib_dx_peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t gen);
+ * use (fetched from softibd on the right of qp, towards qp->dest_qpn);
+ * NULL when it exports nothing usable. */
+struct sib_dx_peer *sib_dx_peer_get(struct sib_dx *dx, const struct sib_qp *qp, uint32_t inbox,
+				    uint32_t gen);
 /* Entry idx of p's table, read under its seqlock into *v; false if torn,
  * unwritten or invalid. */
 bool sib_dx_ent_read(const struct sib_dx_peer *p, uint32_t idx, struct sib_dx_ent *v);
@@ -134,7 +142,7 @@ bool sib_dx_ent_read(const struct sib_dx_peer *p, uint32_t idx, struct sib_dx_en
 void sib_dx_maps_stale(struct sib_dx *dx, const struct sib_dx_peer *p, uint32_t idx, uint32_t seq);
 /* A window on the MR of entry *v (read-write if rw), mapped at the first
  * use; NULL when it cannot be. */
-struct sib_dx_map *sib_dx_map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint32_t idx,
-				  const struct sib_dx_ent *v, bool rw);
+struct sib_dx_map *sib_dx_map_get(struct sib_dx *dx, const struct sib_qp *qp, struct sib_dx_peer *p,
+				  uint32_t idx, const struct sib_dx_ent *v, bool rw);
 
 #endif /* SIB_HCA_DIRECT_INT_H */

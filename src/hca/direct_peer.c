@@ -1,30 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Direct placement, the requester's side (direct_int.h): the engine's cache
- * of peers' export tables and MR windows, opened from the peer process's
- * memfds.  Everything a peer wrote is hostile (DESIGN principle 6): fds
- * are opened only when they are softib memfds of a process of our euid,
- * sizes are bounded by fstat, seqlocks are read once and rechecked.
+ * of peers' export tables and MR windows, mapped from the memfds softibd
+ * hands out (DX_GET, daemon/dx.c).  Everything a peer wrote is hostile
+ * (DESIGN principle 6): the files are checked (sealed, sized), sizes are
+ * bounded by fstat, seqlocks are read once and rechecked.
  * Locking: the owning context's progress_lock.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
-#include <poll.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "hca/direct_int.h"
 #include "hca/mw.h"
+#include "hca/provider.h"
 #include "hca/transport.h"
 
 void sib_dx_peer_drop(struct sib_dx_peer *p)
@@ -33,10 +29,7 @@ void sib_dx_peer_drop(struct sib_dx_peer *p)
 		munmap((void *)p->tab, SIB_DX_BYTES);
 	if (p->cnt)
 		munmap((void *)p->cnt, SIB_DX_CNT_BYTES);
-	if (p->used && p->pidfd >= 0)
-		close(p->pidfd);
 	memset(p, 0, sizeof(*p));
-	p->pidfd = -1;
 }
 
 void sib_dx_map_drop(struct sib_dx_map *m)
@@ -49,53 +42,32 @@ void sib_dx_map_drop(struct sib_dx_map *m)
 /* ---- peers (requester side, engine context) ---- */
 
 /*
- * Open fd n of process pid, only if it is a softib memfd whose name starts
- * with `prefix` and that is sealed against shrinking: never a file the
- * owner merely points at; and only if pidfd's process (pid when the peer
- * was found) still runs after the open, so a reused pid is never
- * followed.  Returns the fd (oflags) and its size, or -1.
+ * A peer's memfd from softibd, which hands it out only on our right (our
+ * QP towards a QPN of that context) and only a file the peer gave it; the
+ * file is hostile all the same: it must be sealed against shrinking (no
+ * SIGBUS under our copy) and of the size we expect.  Where /proc/<pid>/fd
+ * was opened before (the engine's peer cache: on the thread that runs
+ * the requester, see docs/transport.md "Direct placement").
  */
-bool sib_dx_pid_runs(int pidfd)
+int sib_dx_fetch(const struct sib_qp *qp, uint32_t inbox, uint32_t gen, uint32_t kind, uint32_t id,
+		 int oflags, size_t min, bool exact, size_t *size)
 {
-	struct pollfd pf = { .fd = pidfd, .events = POLLIN };
-
-	/* A pidfd polls readable once its process has exited. */
-	return pidfd >= 0 && poll(&pf, 1, 0) == 0;
-}
-
-static int open_peer_memfd(int32_t pid, int pidfd, int n, const char *prefix, int oflags,
-			   size_t *size)
-{
-	char path[64], link[128], self[64];
+	struct sib_ctl_dx x = {
+		.kind = kind, .id = id, .qp_handle = qp->obj_handle, .inbox = inbox,
+		.inbox_gen = gen, .qpn = qp->dest_qpn,
+	};
 	struct stat st;
-	ssize_t l;
-	int pfd, fd, seals;
+	int fd = -1, seals;
 
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", pid, n);
-	pfd = open(path, O_PATH | O_CLOEXEC);
-	if (pfd < 0)
-		return -1;
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-	l = readlink(self, link, sizeof(link) - 1);
-	if (l <= 0 || fstat(pfd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
-		close(pfd);
-		return -1;
-	}
-	link[l] = 0;
-	if (strncmp(link, "/memfd:", 7) || strncmp(link + 7, prefix, strlen(prefix))) {
-		close(pfd);
-		return -1;
-	}
-	fd = open(self, oflags | O_CLOEXEC);
-	close(pfd);
-	if (fd < 0)
-		return -1;
-	if (!sib_dx_pid_runs(pidfd)) {
-		close(fd);
+	if (!sib_host || !sib_host->dx || sib_host->dx(SIB_CTL_DX_GET, &x, -1, &fd) || fd < 0) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) || st.st_size < 0) {
+	if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size < 0 || (size_t)st.st_size < min || (exact && (size_t)st.st_size != min) ||
+	    ((oflags & O_ACCMODE) == O_RDWR && (fcntl(fd, F_GETFL) & O_ACCMODE) != O_RDWR)) {
 		close(fd);
 		return -1;
 	}
@@ -103,57 +75,15 @@ static int open_peer_memfd(int32_t pid, int pidfd, int n, const char *prefix, in
 	return fd;
 }
 
-/* Find the owner's table and counters: scan its fds for our names. */
-static bool peer_open(struct sib_dx_peer *p, int32_t pid)
+/* The owner's table and counters, from softibd. */
+static bool peer_open(struct sib_dx_peer *p, const struct sib_qp *qp)
 {
-	char dpath[32], want_tab[64], want_cnt[64];
-	struct stat st;
-	DIR *d;
-	struct dirent *de;
-	int tab = -1, cnt = -1, seen = 0;
+	int tab, cnt;
 	size_t sz;
 
-	snprintf(dpath, sizeof(dpath), "/proc/%d", pid);
-	if (pid <= 0)
-		return false;
-	p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	if (p->pidfd < 0 || stat(dpath, &st) || st.st_uid != geteuid())
-		return false;
-	snprintf(want_tab, sizeof(want_tab), "softib-dx-%u-%u ", p->inbox, p->gen);
-	snprintf(want_cnt, sizeof(want_cnt), "softib-dxc-%u-%u ", p->inbox, p->gen);
-	snprintf(dpath, sizeof(dpath), "/proc/%d/fd", pid);
-	d = opendir(dpath);
-	if (!d)
-		return false;
-	while ((tab < 0 || cnt < 0) && seen++ < DX_FD_SCAN_MAX && (de = readdir(d))) {
-		char lpath[64], link[128], *end;
-		long n = strtol(de->d_name, &end, 10);
-		ssize_t l;
-
-		if (*end || n < 0 || n > INT_MAX)
-			continue;
-		/* A cheap look at the name first; open_peer_memfd checks again
-		 * on the file it actually opens. */
-		snprintf(lpath, sizeof(lpath), "/proc/%d/fd/%ld", pid, n);
-		l = readlink(lpath, link, sizeof(link) - 1);
-		if (l <= 7 || strncmp(link, "/memfd:softib-dx", 16))
-			continue;
-		link[l] = 0;
-		if (tab < 0 && !strncmp(link + 7, want_tab, strlen(want_tab))) {
-			tab = open_peer_memfd(pid, p->pidfd, (int)n, want_tab, O_RDONLY, &sz);
-			if (tab >= 0 && sz != SIB_DX_BYTES) {
-				close(tab);
-				tab = -1;
-			}
-		} else if (cnt < 0 && !strncmp(link + 7, want_cnt, strlen(want_cnt))) {
-			cnt = open_peer_memfd(pid, p->pidfd, (int)n, want_cnt, O_RDWR, &sz);
-			if (cnt >= 0 && sz != SIB_DX_CNT_BYTES) {
-				close(cnt);
-				cnt = -1;
-			}
-		}
-	}
-	closedir(d);
+	tab = sib_dx_fetch(qp, p->inbox, p->gen, SIB_DX_KIND_TAB, 0, O_RDONLY, SIB_DX_BYTES, true, &sz);
+	cnt = tab < 0 ? -1 :
+	      sib_dx_fetch(qp, p->inbox, p->gen, SIB_DX_KIND_CNT, 0, O_RDWR, SIB_DX_CNT_BYTES, true, &sz);
 	if (tab >= 0 && cnt >= 0) {
 		void *t = mmap(NULL, SIB_DX_BYTES, PROT_READ, MAP_SHARED, tab, 0);
 		void *c = mmap(NULL, SIB_DX_CNT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, cnt, 0);
@@ -176,7 +106,7 @@ static bool peer_open(struct sib_dx_peer *p, int32_t pid)
 	return p->tab != NULL;
 }
 
-/* Drop peer p (its table, counters, pidfd) and every map of its inbox. */
+/* Drop peer p (its table, counters) and every map of its inbox. */
 void sib_dx_peer_forget(struct sib_dx *dx, struct sib_dx_peer *p)
 {
 	for (unsigned int j = 0; j < DX_MAPS; j++)
@@ -208,10 +138,10 @@ void sib_dx_maps_stale(struct sib_dx *dx, const struct sib_dx_peer *p, uint32_t 
 	}
 }
 
-struct sib_dx_peer *sib_dx_peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t gen)
+struct sib_dx_peer *sib_dx_peer_get(struct sib_dx *dx, const struct sib_qp *qp, uint32_t inbox,
+				    uint32_t gen)
 {
 	struct sib_dx_peer *p, *victim = &dx->peers[0];
-	int32_t pid;
 
 	for (unsigned int i = 0; i < DX_PEERS; i++) {
 		p = &dx->peers[i];
@@ -229,9 +159,7 @@ struct sib_dx_peer *sib_dx_peer_get(struct sib_dx *dx, uint32_t inbox, uint32_t 
 	p->inbox = inbox;
 	p->gen = gen;
 	p->used = ++dx->tick;
-	pid = __atomic_load_n(&sib_fabric->inboxes[inbox].pid, __ATOMIC_RELAXED);
-	p->pid = pid;
-	p->none = !peer_open(p, pid) ||
+	p->none = !peer_open(p, qp) ||
 		  sib_link_inbox_gen(inbox) != gen;
 	if (p->none) {
 		if (p->tab)
@@ -283,8 +211,8 @@ static bool map_is(const struct sib_dx_map *m, const struct sib_dx_peer *p, uint
  * exactly what it was made from; maps of this key index made from another
  * entry (its seq moved, or a hostile owner rewrote it) are dropped.
  */
-struct sib_dx_map *sib_dx_map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint32_t idx,
-				  const struct sib_dx_ent *v, bool rw)
+struct sib_dx_map *sib_dx_map_get(struct sib_dx *dx, const struct sib_qp *qp, struct sib_dx_peer *p,
+				  uint32_t idx, const struct sib_dx_ent *v, bool rw)
 {
 	struct sib_dx_map *m, *victim = &dx->maps[0];
 	uint32_t seq = atomic_load_explicit(&v->seq, memory_order_relaxed);
@@ -296,9 +224,9 @@ struct sib_dx_map *sib_dx_map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint
 	for (unsigned int i = 0; i < DX_MAPS; i++) {
 		m = &dx->maps[i];
 		if (m->used && m->inbox == p->inbox && m->gen == p->gen && m->idx == idx) {
-			if (map_is(m, p, idx, v, seq) && (m->rw || !rw)) {
+			if (map_is(m, p, idx, v, seq) && (m->rw || !rw || !m->base)) {
 				m->used = ++dx->tick;
-				return m;
+				return m->base ? m : NULL; /* no base: refused before */
 			}
 			if (!map_is(m, p, idx, v, seq))
 				sib_dx_map_drop(m); /* made from an older entry */
@@ -306,26 +234,27 @@ struct sib_dx_map *sib_dx_map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint
 		if (m->used < victim->used)
 			victim = m;
 	}
-	if (v->fd < 0 || v->dhi <= v->dlo)
+	if (v->fd <= 0 || v->dhi <= v->dlo)
 		return NULL;
 	wlen = v->dhi - v->dlo;
 	if (wlen > DX_MAP_MAX || v->off > UINT64_MAX - wlen - page)
 		return NULL;
-	fd = open_peer_memfd(p->pid, p->pidfd, v->fd, "softib-mr ", rw ? O_RDWR : O_RDONLY, &size);
-	if (fd < 0)
-		return NULL;
+	base = NULL;
+	fd = sib_dx_fetch(qp, p->inbox, p->gen, SIB_DX_KIND_MR, (uint32_t)v->fd,
+			  rw ? O_RDWR : O_RDONLY, 0, false, &size);
 	/* Bounded by the file's real size, whatever the entry says. */
-	if (v->off > size || wlen > size - v->off) {
-		close(fd);
-		return NULL;
-	}
 	moff = v->off & ~(page - 1);
 	mend = (v->off + wlen + page - 1) & ~(page - 1);
-	base = mmap(NULL, mend - moff, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd,
-		    (off_t)moff);
-	close(fd);
-	if (base == MAP_FAILED)
-		return NULL;
+	if (fd >= 0 && v->off <= size && wlen <= size - v->off) {
+		base = mmap(NULL, mend - moff, rw ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd,
+			    (off_t)moff);
+		if (base == MAP_FAILED)
+			base = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	/* A failure is remembered too (base NULL), so that the next WQE to
+	 * this entry goes by packets without asking softibd again. */
 	m = victim;
 	sib_dx_map_drop(m);
 	m->inbox = p->inbox;
@@ -337,9 +266,9 @@ struct sib_dx_map *sib_dx_map_get(struct sib_dx *dx, struct sib_dx_peer *p, uint
 	m->dlo = v->dlo;
 	m->dhi = v->dhi;
 	m->base = base;
-	m->len = mend - moff;
+	m->len = base ? mend - moff : 0;
 	m->skew = v->off - moff;
 	m->rw = rw;
 	m->used = ++dx->tick;
-	return m;
+	return base ? m : NULL;
 }

@@ -5,7 +5,6 @@
  * in and out on the peer's in-flight counter, after every check the
  * responder would make.  Engine context (progress_lock).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -140,7 +139,7 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 		sib_dx_inbox_forget(dx, inbox);
 		return false;
 	}
-	p = sib_dx_peer_get(dx, inbox, gen);
+	p = sib_dx_peer_get(dx, qp, inbox, gen);
 	if (!p)
 		return false;
 	/* The responder QP's PD and access, as its CHK_OP_VALID and CHK_KEYS
@@ -162,12 +161,9 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	if (len > v.length || va < v.iova || va - v.iova > v.length - len ||
 	    va < v.dlo || v.dhi < v.dlo || len > v.dhi - v.dlo || va - v.dlo > v.dhi - v.dlo - len)
 		return false;
-	m = sib_dx_map_get(dx, p, idx, &v, !read);
-	if (!m) {
-		if (!sib_dx_pid_runs(p->pidfd))
-			sib_dx_peer_forget(dx, p); /* the owner exited */
+	m = sib_dx_map_get(dx, qp, p, idx, &v, !read);
+	if (!m)
 		return false;
-	}
 	cnt = &p->cnt[idx];
 	eseq = &((const struct sib_dx_ent *)(p->tab + SIB_DX_ENT_OFF))[idx].seq;
 	if (!cnt_in(cnt, v.seq))

@@ -3,9 +3,10 @@
  * Direct placement, registration (direct_int.h): the process's registry of
  * registered pages moved onto memfds at reg_mr, read from /proc/self/maps
  * without malloc, and kept right across fork (a child gets private copies
- * of every page on a memfd).  Locking: sib_dx_lock.
+ * of every page on a memfd).  The memfds' fds are given to softibd (DX_PUT)
+ * and closed here: the process knows each by its inode.  Locking:
+ * sib_dx_lock.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -23,6 +24,7 @@
 
 #include "hca/direct_int.h"
 #include "hca/mw.h"
+#include "hca/provider.h"
 #include "hca/transport.h"
 
 static bool maps_next(struct maps_reader *m, struct maps_line *l)
@@ -181,8 +183,17 @@ static void copy_touched(uint8_t *dst, uintptr_t s, size_t len, size_t page)
 	close(fd);
 }
 
+/* softibd's fd of region id goes (DX_PUT drop): its memory with it. */
+static void region_drop_fd(uint32_t id)
+{
+	struct sib_ctl_dx x = { .kind = SIB_DX_KIND_MR, .id = id, .drop = 1 };
+
+	if (sib_host && sib_host->dx)
+		(void)sib_host->dx(SIB_CTL_DX_PUT, &x, -1, NULL);
+}
+
 /* Forget the regions no MR uses whose memfd nobody maps any more (the
- * application unmapped them): their memory goes with our fd. */
+ * application unmapped them): their memory goes with softibd's fd. */
 void sib_dx_region_prune(void)
 {
 	struct maps_reader m = { .fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC) };
@@ -207,7 +218,7 @@ void sib_dx_region_prune(void)
 	for (pp = &dx_regions; (r = *pp);) {
 		if (!r->refs && !r->mapped) {
 			*pp = r->next;
-			close(r->fd);
+			region_drop_fd(r->id);
 			free(r);
 		} else {
 			pp = &r->next;
@@ -215,53 +226,75 @@ void sib_dx_region_prune(void)
 	}
 }
 
-/* fork child: replace [lo, hi), a mapping of one of our MR memfds at file
+/* Is swap in use (a line after /proc/swaps' header)?  Without malloc. */
+static bool swap_on(void)
+{
+	char b[256];
+	int fd = open("/proc/swaps", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, b, sizeof(b) - 1) : -1;
+	char *nl;
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return true; /* unknown: assume it is */
+	b[n] = 0;
+	nl = strchr(b, '\n');
+	return nl && nl[1];
+}
+
+/*
+ * fork child: replace [lo, hi), a mapping of one of our MR memfds at file
  * offset `off` with permissions `perms`, by private anonymous memory with
  * the same contents and protection (as copy-on-write would have given).
- * Only the file's data runs are copied when its fd is known (a sparse
- * region stays sparse); a mapping that fails keeps sharing. */
-static void child_private(const struct maps_line *l)
+ * The process holds no fd of the memfd (softibd does), so the pages with
+ * data are the ones mincore() reports in memory (a hole is not): a sparse
+ * region stays sparse.  A page of a memfd that went to swap is not in
+ * memory either, so with swap in use every page is copied.  The kernel
+ * copies (pread of /proc/self/mem): the pages may be memory the
+ * application freed, which a sanitizer's memcpy would refuse to read.  A
+ * mapping that fails keeps sharing.
+ */
+static void child_private(const struct maps_line *l, bool all)
 {
-	size_t len = l->hi - l->lo;
+	size_t len = l->hi - l->lo, page = (size_t)sysconf(_SC_PAGESIZE);
 	int prot = (l->perms[0] == 'r' ? PROT_READ : 0) | (l->perms[1] == 'w' ? PROT_WRITE : 0) |
 		   (l->perms[2] == 'x' ? PROT_EXEC : 0);
-	struct sib_dx_region *r;
-	int fd = -1;
+	int mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+	unsigned char vec[256];
 	void *tmp;
 
 	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (tmp == MAP_FAILED)
-		return;
-	if (!(prot & PROT_READ) && mprotect((void *)l->lo, len, PROT_READ)) {
-		munmap(tmp, len);
-		return;
-	}
-	for (r = dx_regions; r; r = r->next)
-		if (r->ino == l->ino)
-			fd = r->fd;
-	/* The kernel copies (pread): the pages may be memory the application
-	 * freed, which a sanitizer's memcpy would refuse to read. */
-	if (fd < 0) {
-		int mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
-
-		if (mem < 0 || pread(mem, tmp, len, (off_t)l->lo) != (ssize_t)len)
-			memcpy(tmp, (void *)l->lo, len);
+	if (tmp == MAP_FAILED || (!(prot & PROT_READ) && mprotect((void *)l->lo, len, PROT_READ))) {
+		if (tmp != MAP_FAILED)
+			munmap(tmp, len);
 		if (mem >= 0)
 			close(mem);
-	} else {
-		off_t at = (off_t)l->off, hole, end = (off_t)(l->off + len);
-
-		while (at < end && (at = lseek(fd, at, SEEK_DATA)) >= 0 && at < end) {
-			uint8_t *to = (uint8_t *)tmp + (at - (off_t)l->off);
-
-			hole = lseek(fd, at, SEEK_HOLE);
-			if (hole < 0 || hole > end)
-				hole = end;
-			if (pread(fd, to, (size_t)(hole - at), at) != hole - at)
-				memcpy(to, (uint8_t *)l->lo + (at - (off_t)l->off), (size_t)(hole - at));
-			at = hole;
-		}
+		return;
 	}
+	for (size_t off = 0; off < len;) {
+		size_t n = (len - off) / page < sizeof(vec) ? (len - off) / page : sizeof(vec);
+		bool known = !all && !mincore((void *)(l->lo + off), n * page, vec);
+
+		for (size_t i = 0, j; i < n; i = j) {
+			uint8_t *to = (uint8_t *)tmp + off + i * page;
+			uintptr_t from = l->lo + off + i * page;
+			size_t run;
+
+			if (known && !(vec[i] & 1)) {
+				j = i + 1; /* a hole: zero, as in tmp */
+				continue;
+			}
+			for (j = i + 1; j < n && (!known || (vec[j] & 1)); j++)
+				; /* a run of pages with data: one pread */
+			run = (j - i) * page;
+			if (mem < 0 || pread(mem, to, run, (off_t)from) != (ssize_t)run)
+				memcpy(to, (void *)from, run);
+		}
+		off += n * page;
+	}
+	if (mem >= 0)
+		close(mem);
 	if (mprotect(tmp, len, prot) ||
 	    mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)l->lo) == MAP_FAILED)
 		munmap(tmp, len);
@@ -308,19 +341,20 @@ static void dx_child(void)
 	struct maps_reader m = { .fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC) };
 	struct sib_dx_region *r = dx_regions;
 	struct maps_line l;
+	bool all = swap_on();
 
 	sib_dx_child_ctxs(); /* first: drops the mappings of peers' memfds */
 	if (m.fd >= 0) {
 		/* Lines already read stay valid: only [l.lo, l.hi) changes. */
 		while (maps_next(&m, &l))
 			if (maps_is_mr(&l))
-				child_private(&l);
+				child_private(&l, all);
 		close(m.fd);
 	}
+	/* The parent's regions: softibd keeps their fds for the parent. */
 	while (r) {
 		struct sib_dx_region *next = r->next;
 
-		close(r->fd);
 		free(r);
 		r = next;
 	}
@@ -354,6 +388,8 @@ struct sib_dx_region *sib_dx_region_get(uintptr_t s, uintptr_t e)
 {
 	struct sib_dx_region *r;
 	size_t len = e - s;
+	static uint32_t next_id;
+	struct sib_ctl_dx x = { .kind = SIB_DX_KIND_MR };
 	unsigned long nmaps;
 	struct stat st;
 	void *tmp;
@@ -385,11 +421,20 @@ struct sib_dx_region *sib_dx_region_get(uintptr_t s, uintptr_t e)
 		goto err_fd;
 	copy_touched(tmp, s, len, (size_t)sysconf(_SC_PAGESIZE));
 	munmap(tmp, len);
-	if (mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+	/* softibd keeps the fd (DX_PUT) before the pages move: without it
+	 * peers could not map them, so no direct path either */
+	next_id = next_id % 0x7fffffffu + 1; /* 1 .. INT32_MAX: the entry's fd */
+	x.id = next_id;
+	if (!sib_host || !sib_host->dx || sib_host->dx(SIB_CTL_DX_PUT, &x, fd, NULL))
 		goto err_fd;
+	if (mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		region_drop_fd(x.id);
+		goto err_fd;
+	}
+	close(fd); /* nothing in /proc/self/fd: the mapping and softibd hold it */
 	r->start = s;
 	r->end = e;
-	r->fd = fd;
+	r->id = x.id;
 	r->ino = (unsigned long)st.st_ino;
 	r->refs = 1;
 	r->next = dx_regions;

@@ -100,9 +100,22 @@ void sib_qp_dest_resolve_now(struct sib_qp *qp)
 		v = sib_link_resolve(&ctx->link, &qp->dest, pn, qp->ah.dlid, qp->dest_qpn);
 		pthread_mutex_unlock(&ctx->progress_lock);
 		if (v != SIB_LINK_PENDING)
-			return;
+			break;
 		link_asks(ctx);
 	}
+	/* And the rings peers opened to us meanwhile: the first reply need
+	 * not wait for the engine thread to take them. */
+	struct sib_link_fetch *f = malloc(sizeof(*f));
+
+	if (!f)
+		return;
+	sib_link_accept(&ctx->link, f);
+	if (f->naccepted) {
+		pthread_mutex_lock(&ctx->progress_lock);
+		sib_link_rx_apply(&ctx->link, f, false);
+		pthread_mutex_unlock(&ctx->progress_lock);
+	}
+	free(f);
 }
 
 /* qp's connected destination, resolved without reserving anything: direct

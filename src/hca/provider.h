@@ -145,6 +145,15 @@ struct sib_hca_host {
 	 * capable(): CAP_NET_RAW for a controlled Q_Key (qp.c).  NULL: never
 	 * (a test host). */
 	int (*capable)(unsigned int cap);
+	/* Direct placement's broker (softibd's DX_PUT and DX_GET,
+	 * common/sib_ctl.h; docs/transport.md "Direct placement"): op
+	 * SIB_CTL_DX_PUT gives pass_fd (drop: none) to softibd, which keeps it
+	 * so that this process need not; SIB_CTL_DX_GET asks for a peer's,
+	 * returned in *recv_fd (the caller closes it).  0 or errno (EPERM: no
+	 * QP towards that peer; EMFILE/ENFILE: softibd's budget).  Slow path
+	 * (context setup, reg_mr, the engine's peer cache).  NULL: no broker,
+	 * no direct placement. */
+	int (*dx)(uint16_t op, const struct sib_ctl_dx *x, int pass_fd, int *recv_fd);
 };
 
 void sib_hca_set_host(const struct sib_hca_host *host);

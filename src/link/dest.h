@@ -135,12 +135,15 @@ struct sib_link_dests {
 int sib_link_dests_open(struct sib_link *l, const struct sib_link_resolver *res, uint32_t dev_index,
 			uint32_t dev_handle);
 
-/* Pair rings into us (pairs.c).  sib_link_fetch (engine thread, no lock):
- * take the rings softibd holds for us when the doorbell's pairs_seq moved.
- * sib_link_apply (under the lock): attach them, replacing a ring from the
- * same sender's inbox, and let go of rings whose sender closed. */
+/* Pair rings into us (pairs.c).  sib_link_accept (no lock: round trips):
+ * take the rings softibd holds for us when the doorbell's pairs_seq moved
+ * (the engine thread in sib_link_fetch, or a slow-path verb).
+ * sib_link_rx_apply (under the lock): attach them, replacing a ring from
+ * the same sender's inbox, and let go of rings whose sender closed; only
+ * the engine thread (`engine`) unmaps what was let go, and prunes the
+ * sending ends of closed receivers. */
 void sib_link_accept(struct sib_link *l, struct sib_link_fetch *f);
-void sib_link_rx_apply(struct sib_link *l, struct sib_link_fetch *f);
+void sib_link_rx_apply(struct sib_link *l, struct sib_link_fetch *f, bool engine);
 /* Let go of every ring into us (sib_link_close). */
 void sib_link_rx_close(struct sib_link *l);
 /* Attach the ring at base, from context (from_inbox, from_gen): what

@@ -127,7 +127,8 @@ void sib_link_wait(struct sib_link *l, uint32_t seq, int64_t timeout_ns)
 	/* Store-load order against senders (publish, then read sleeping). */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (!sib_link_rx_ready(l) &&
-	    atomic_load_explicit(&rx->db.hdr->pairs_seq, memory_order_acquire) == rx->pairs_seen)
+	    atomic_load_explicit(&rx->db.hdr->pairs_seq, memory_order_acquire) ==
+		    __atomic_load_n(&rx->pairs_seen, __ATOMIC_RELAXED))
 		sib_ring_nap(&rx->db, seq, timeout_ns);
 	for (uint32_t i = 0; i < rx->n; i++)
 		atomic_store_explicit(&rx->q[i]->r.hdr->sleeping, 0, memory_order_relaxed);
@@ -325,7 +326,7 @@ void sib_link_apply(struct sib_link *l, struct sib_link_fetch *f)
 {
 	bool changed = false;
 
-	sib_link_rx_apply(l, f);
+	sib_link_rx_apply(l, f, true);
 	for (unsigned int p = 0; l->cfg && p < nports(l); p++) {
 		const struct sib_shm_link_port *lp = &l->cfg[p];
 		uint32_t seq = atomic_load_explicit(&lp->fault_seq, memory_order_acquire);

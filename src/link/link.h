@@ -99,6 +99,7 @@ struct sib_link_rxq {
 	void *base;                    /* SIB_PAIR_BYTES mapped */
 	uint64_t head;                 /* next slot to take: the truth */
 	uint32_t from_inbox, from_gen; /* its sender, as softibd named it */
+	struct sib_link_rxq *next;     /* on the dead list */
 };
 
 /* Packets taken from one ring in a row before the next ring's turn. */
@@ -117,6 +118,8 @@ struct sib_link_rx {
 	uint64_t bad_slots;            /* garbage slot states dropped */
 	struct sib_ring db;            /* our inbox page: the doorbell senders wake */
 	uint32_t pairs_seen;           /* db's pairs_seq when we last asked softibd */
+	struct sib_link_rxq *dead;     /* let go, unmapped by the engine thread (it may
+	                                * be reading them without the lock) */
 };
 
 /* A packet buffer reserved toward a destination. */
@@ -348,7 +351,9 @@ static inline void sib_link_recv_done(struct sib_link *l)
  * packet waiting in any ring?  Read-only; may be stale at once. */
 static inline bool sib_link_rx_ready(const struct sib_link *l)
 {
-	for (uint32_t i = 0; i < l->rx.n; i++)
+	uint32_t n = __atomic_load_n(&l->rx.n, __ATOMIC_ACQUIRE);
+
+	for (uint32_t i = 0; i < n; i++)
 		if (sib_pair_look(&l->rx.q[i]->r, __atomic_load_n(&l->rx.q[i]->head, __ATOMIC_RELAXED)) > 0)
 			return true;
 	return false;
@@ -399,7 +404,8 @@ struct sib_link_fetch {
 static inline bool sib_link_wants_service(struct sib_link *l)
 {
 	return atomic_load_explicit(&l->service, memory_order_relaxed) != 0 ||
-	       atomic_load_explicit(&l->rx.db.hdr->pairs_seq, memory_order_acquire) != l->rx.pairs_seen;
+	       atomic_load_explicit(&l->rx.db.hdr->pairs_seq, memory_order_acquire) !=
+		       __atomic_load_n(&l->rx.pairs_seen, __ATOMIC_RELAXED);
 }
 
 void sib_link_fetch(struct sib_link *l, struct sib_link_fetch *f);

@@ -23,11 +23,13 @@ void sib_link_accept(struct sib_link *l, struct sib_link_fetch *f)
 	if (!l->rx.db.hdr)
 		return;
 	seq = atomic_load_explicit(&l->rx.db.hdr->pairs_seq, memory_order_acquire);
-	if (seq == l->rx.pairs_seen)
+	if (seq == __atomic_load_n(&l->rx.pairs_seen, __ATOMIC_RELAXED))
 		return;
 	/* Seen before asking: a ring made while we ask moves it again.
-	 * Nobody to ask (no resolver yet): sib_link_dests_open asks anew. */
-	l->rx.pairs_seen = seq;
+	 * Nobody to ask (no resolver yet): sib_link_dests_open asks anew.
+	 * The engine thread and a slow-path verb may both be here: each
+	 * ring softibd holds goes to one of them. */
+	__atomic_store_n(&l->rx.pairs_seen, seq, __ATOMIC_RELAXED);
 	if (!res || !res->accept)
 		return;
 	while (f->naccepted < SIB_MAX_INBOXES) {
@@ -55,14 +57,27 @@ static void rxq_remove(struct sib_link *l, uint32_t i)
 	struct sib_link_rx *rx = &l->rx;
 	struct sib_link_rxq *q = rx->q[i];
 
-	rx->q[i] = rx->q[--rx->n];
+	rx->q[i] = rx->q[rx->n - 1];
+	__atomic_store_n(&rx->n, rx->n - 1, __ATOMIC_RELEASE);
 	rx->q[rx->n] = NULL;
 	if (rx->last == q)
 		rx->last = NULL;
 	if (rx->cur >= rx->n)
 		rx->cur = 0;
 	rx->burst = 0;
-	rxq_free(l, q);
+	q->next = rx->dead;
+	rx->dead = q;
+}
+
+/* Unmap what was let go (the engine thread, or the last user). */
+static void rx_reap(struct sib_link *l)
+{
+	while (l->rx.dead) {
+		struct sib_link_rxq *q = l->rx.dead;
+
+		l->rx.dead = q->next;
+		rxq_free(l, q);
+	}
 }
 
 bool sib_link_rx_attach(struct sib_link *l, void *base, uint32_t from_inbox, uint32_t from_gen)
@@ -85,12 +100,14 @@ bool sib_link_rx_attach(struct sib_link *l, void *base, uint32_t from_inbox, uin
 	sib_pair_attach(&q->r, base);
 	q->from_inbox = from_inbox;
 	q->from_gen = from_gen;
-	rx->q[rx->n++] = q;
+	rx->q[rx->n] = q;
+	/* The engine thread reads the list without the lock (sib_link_rx_ready). */
+	__atomic_store_n(&rx->n, rx->n + 1, __ATOMIC_RELEASE);
 	atomic_store_explicit(&q->r.hdr->attached, 1, memory_order_release);
 	return true;
 }
 
-void sib_link_rx_apply(struct sib_link *l, struct sib_link_fetch *f)
+void sib_link_rx_apply(struct sib_link *l, struct sib_link_fetch *f, bool engine)
 {
 	const struct sib_link_resolver *res = l->dests ? l->dests->res : NULL;
 	struct sib_link_rx *rx = &l->rx;
@@ -110,6 +127,9 @@ void sib_link_rx_apply(struct sib_link *l, struct sib_link_fetch *f)
 		else
 			i++;
 	}
+	if (!engine)
+		return;
+	rx_reap(l);
 	sib_link_dests_prune(l);
 }
 
@@ -117,4 +137,5 @@ void sib_link_rx_close(struct sib_link *l)
 {
 	while (l->rx.n)
 		rxq_remove(l, l->rx.n - 1);
+	rx_reap(l);
 }

@@ -216,6 +216,16 @@ static int verbs_capable(unsigned int cap)
 	return sib_ctl_rpc(&m, NULL);
 }
 
+/* The HCA's dx hook (provider.h): DX_PUT with the memfd, or DX_GET and
+ * the peer's memfd back (daemon/dx.c). */
+static int verbs_dx(uint16_t op, const struct sib_ctl_dx *x, int pass_fd, int *recv_fd)
+{
+	struct sib_ctl_msg m = { .hdr.op = op };
+
+	m.u.dx = *x;
+	return sib_ctl_rpc_fd(&m, pass_fd, recv_fd);
+}
+
 /* The HCA's xrcd_open hook (provider.h): XRCD_OPEN with the file's fd. */
 static int verbs_xrcd_open(uint32_t dev_handle, int fd, int oflags, uint32_t *handle, uint32_t *num)
 {
@@ -296,6 +306,7 @@ static const struct sib_hca_host verbs_host = {
 	.xrcd_open = verbs_xrcd_open,
 	.xrc_tgt_create = verbs_xrc_tgt_create,
 	.capable = verbs_capable,
+	.dx = verbs_dx,
 };
 
 /* Connect to softibd (starting it if allowed) and map the fabric.  0 or errno. */

@@ -16,7 +16,7 @@ WORKERS=4
 RSS_SLACK_KB=${SIB_STORM_RSS_KB:-2048}
 [ "$KILLS" -ge 300 ] || fail "SIB_STORM_KILLS=$KILLS: at least 300"
 
-start_daemon
+start_daemon --dumpable # its /proc/<pid>/fd is counted below
 dpid=$SIB_DAEMON_PID
 
 fds() { ls "/proc/$dpid/fd" | wc -l; }

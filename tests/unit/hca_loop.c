@@ -167,7 +167,80 @@ static int host_route(struct sib_ctl_route *r)
 	return 0;
 }
 
+/* Direct placement's broker as softibd's dx.c: the memfds the contexts
+ * give (TAB and CNT per inbox, MR regions by id) and a GET that asks for
+ * the right (a QP handle of ours, a QPN of the owner's inbox).  Counted:
+ * dx_gets answered with an fd, dx_refused refused with EPERM. */
+#define DX_IDS 4096
+static int dx_tab[NINBOX], dx_cnt[NINBOX];
+static struct { uint32_t id; int fd; } dx_mr[DX_IDS];
+unsigned int dx_gets, dx_refused;
+bool loop_dx_serve;
+
+static int *dx_slot(uint32_t kind, uint32_t inbox, uint32_t id, bool add)
+{
+	if (kind == SIB_DX_KIND_TAB || kind == SIB_DX_KIND_CNT)
+		return inbox >= NINBOX ? NULL : kind == SIB_DX_KIND_TAB ? &dx_tab[inbox] : &dx_cnt[inbox];
+	if (kind != SIB_DX_KIND_MR || !id)
+		return NULL;
+	for (unsigned int i = 0; i < DX_IDS; i++)
+		if (dx_mr[i].id == id)
+			return &dx_mr[i].fd;
+	for (unsigned int i = 0; add && i < DX_IDS; i++)
+		if (!dx_mr[i].id) {
+			dx_mr[i].id = id;
+			dx_mr[i].fd = -1;
+			return &dx_mr[i].fd;
+		}
+	return NULL;
+}
+
+int loop_dx_fd(uint32_t kind, uint32_t inbox, uint32_t id)
+{
+	int *f = dx_slot(kind, inbox, id, false);
+
+	return f && *f > 0 ? fcntl(*f, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
+int loop_dx_put(uint32_t kind, uint32_t inbox, uint32_t id, int fd)
+{
+	int *f = dx_slot(kind, inbox, id, fd >= 0);
+
+	if (!f)
+		return fd < 0 ? ENOENT : EINVAL;
+	if (*f > 0)
+		close(*f);
+	*f = fd >= 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : 0;
+	if (fd < 0 && kind == SIB_DX_KIND_MR)
+		for (unsigned int i = 0; i < DX_IDS; i++)
+			if (dx_mr[i].id == id)
+				dx_mr[i].id = 0;
+	return 0;
+}
+
+static int host_dx(uint16_t op, const struct sib_ctl_dx *x, int pass_fd, int *recv_fd)
+{
+	uint32_t inbox = x->dev_handle == EXTRA_HANDLE ? C : x->dev_handle;
+	uint32_t qpn = qpn_of_handle[x->qp_handle % 4096];
+	uint64_t ow;
+
+	if (op == SIB_CTL_DX_PUT)
+		return loop_dx_put(x->kind, x->kind == SIB_DX_KIND_MR ? 0 : inbox, x->id,
+				   x->drop ? -1 : pass_fd);
+	if (!loop_dx_serve)
+		return ENOENT; /* as a peer that gave nothing: packets */
+	ow = x->qpn < SIB_MAX_QPN ? atomic_load(&sib_fabric->qp_owner[x->qpn]) : 0;
+	if (!qpn || !(ow & SIB_QPO_VALID) || SIB_QPO_INBOX(ow) != x->inbox) {
+		dx_refused++;
+		return EPERM;
+	}
+	*recv_fd = loop_dx_fd(x->kind, x->inbox, x->id);
+	dx_gets += *recv_fd >= 0;
+	return *recv_fd >= 0 ? 0 : ENOENT;
+}
+
 static const struct sib_hca_host host = {
+	.dx = host_dx,
 	.obj_create = host_obj_create,
 	.obj_destroy = host_obj_destroy,
 	.link = { .pair = host_pair, .accept = host_accept, .route = host_route },
@@ -209,6 +282,16 @@ static void deliver(unsigned int src, unsigned int d, const uint8_t *data, uint3
 		struct sib_ring_hdr *h = inbox_mem[d];
 
 		in_announced[src][d] = true;
+		if (sides[d].ctx) {
+			/* Attached at once, as if d's engine thread took it the
+			 * moment softibd made it (the tests time the transport,
+			 * not the scheduler). */
+			struct sib_context *c = to_sctx(sides[d].ctx);
+
+			pthread_mutex_lock(&c->progress_lock);
+			in_accepted[src][d] = sib_link_rx_attach(&c->link, in_mem[src][d], src, 1);
+			pthread_mutex_unlock(&c->progress_lock);
+		}
 		atomic_fetch_add(&h->pairs_seq, 1);
 		sib_ring_hdr_wake(h);
 	}

@@ -103,6 +103,17 @@ extern uint16_t route_block;
 
 uint64_t now_ms(void);
 
+/* The host's direct placement broker (softibd's DX_PUT, DX_GET): a dup of
+ * the memfd a context gave (kind; TAB, CNT: of inbox; MR: region id), -1
+ * if none; put: give one as a context would (fd -1: forget it), 0 or
+ * errno.  GETs answered and refused (EPERM) so far. */
+int loop_dx_fd(uint32_t kind, uint32_t inbox, uint32_t id);
+int loop_dx_put(uint32_t kind, uint32_t inbox, uint32_t id, int fd);
+extern unsigned int dx_gets, dx_refused;
+/* Does the broker answer GETs?  false (the default): direct placement
+ * finds nothing and every test but test_hca_direct sees packets. */
+extern bool loop_dx_serve;
+
 /* cmocka group setup/teardown: the fabric map and the host hooks. */
 void fabric_setup(void);
 int group_setup(void **state);

@@ -9,7 +9,8 @@
  * queries a device through libibverbs (what ibv_devinfo does), asks the
  * PMA for PortCounters through libibumad (what perfquery does), opens an
  * XRC domain on a file, and the report shows the hostile process's use and
- * its refusal.
+ * its refusal.  Direct placement's memfds given to softibd (DX_PUT) are
+ * one more such resource.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -168,6 +170,29 @@ static int grab_xrcd_files(int *n)
 			fd = connect_device(&dev);
 			rc = fd < 0 ? fd : xrcd_open_file(fd, dev);
 		}
+		if (rc)
+			return -rc;
+	}
+	return fd < 0 ? -fd : 0;
+}
+
+/* Direct placement's memfds (DX_PUT): one sealed memfd after another as
+ * MR regions, each closed here once softibd holds it. */
+static int grab_dx_fds(int *n)
+{
+	uint32_t dev;
+	int fd = connect_device(&dev), rc = 0;
+
+	for (*n = 0; fd >= 0 && *n < HOLD_MAX && !rc; ++*n) {
+		struct sib_ctl_msg m = { .hdr.op = SIB_CTL_DX_PUT };
+		int mfd = memfd_create("softib-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+		if (mfd < 0 || ftruncate(mfd, 4096) || fcntl(mfd, F_ADD_SEALS, F_SEAL_SHRINK))
+			return errno;
+		m.u.dx.kind = SIB_DX_KIND_MR;
+		m.u.dx.id = (uint32_t)*n + 1;
+		rc = call(fd, &m, mfd, NULL);
+		close(mfd);
 		if (rc)
 			return -rc;
 	}
@@ -389,6 +414,7 @@ static const struct budget_case connections = { grab_connections, "connections",
 static const struct budget_case channels = { grab_channels, "channels", ENFILE };
 static const struct budget_case inboxes = { grab_inboxes, "inboxes", ENOSPC };
 static const struct budget_case xrcd_files = { grab_xrcd_files, "xrcd_files", ENFILE };
+static const struct budget_case dx_fds = { grab_dx_fds, "dx_fds", ENFILE };
 
 /* The default share, then --client-share 100. */
 static void test_budget(void **state)
@@ -408,6 +434,7 @@ int main(void)
 		BUDGET_TEST(channels),
 		BUDGET_TEST(inboxes),
 		BUDGET_TEST(xrcd_files),
+		BUDGET_TEST(dx_fds),
 	};
 
 	setenv("SOFTIB_MEMLOCK", "0", 0); /* not the subject here (test_memlock) */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Direct placement (src/hca/direct.c, docs/transport.md "Direct
- * placement") over the loopback fabric of hca_loop.c, whose inboxes name
- * this process as their owner so that each side finds the other's export
- * table in /proc/self/fd: placement on and off give the same memory and
+ * placement") over the loopback fabric of hca_loop.c, whose host keeps
+ * the contexts' memfds as softibd does (DX_PUT) and hands them to a peer
+ * with a QP towards them (DX_GET): placement on and off give the same memory and
  * completions; ordering behind packets; dereg/rereg against a writer;
  * access flags and read-only mappings; fork; a hostile export table.
  */
@@ -32,8 +32,7 @@ static int setup(void **state)
 {
 	(void)state;
 	fabric_setup();
-	for (unsigned int i = 0; i < NINBOX; i++)
-		sib_fabric->inboxes[i].pid = getpid(); /* peers look here for the table */
+	loop_dx_serve = true; /* the other hca_loop tests see packets only */
 	return 0;
 }
 
@@ -618,17 +617,30 @@ static const struct sib_dx_ent *export_ent(const uint8_t *tab, uint32_t key)
 	return (const struct sib_dx_ent *)(tab + SIB_DX_ENT_OFF) + (key >> 8);
 }
 
+/* fstat of the memfd of region id (an entry's fd), as softibd keeps it. */
+static int region_stat(int32_t id, struct stat *st)
+{
+	int fd = loop_dx_fd(SIB_DX_KIND_MR, 0, (uint32_t)id), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = fstat(fd, st);
+	close(fd);
+	return rc;
+}
+
 static uint8_t *map_export(unsigned int side)
 {
 	char name[64];
 	int fd;
 	void *m;
 
-	snprintf(name, sizeof(name), "/memfd:softib-dx-%u-1 ", side);
-	fd = find_fd(name);
+	(void)name;
+	fd = loop_dx_fd(SIB_DX_KIND_TAB, side, 0); /* what the context gave softibd */
 	assert_true(fd >= 0);
 	m = mmap(NULL, SIB_DX_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(m != MAP_FAILED);
+	close(fd);
 	return m;
 }
 
@@ -639,11 +651,12 @@ static void cnt_attach(unsigned int side, const struct sib_dx_ent *e, uint32_t k
 	int fd;
 	_Atomic uint64_t *c;
 
-	snprintf(name, sizeof(name), "/memfd:softib-dxc-%u-1 ", side);
-	fd = find_fd(name);
+	(void)name;
+	fd = loop_dx_fd(SIB_DX_KIND_CNT, side, 0);
 	assert_true(fd >= 0);
 	c = mmap(NULL, SIB_DX_CNT_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(c != MAP_FAILED);
+	close(fd);
 	atomic_store(&c[key >> 8], (uint64_t)atomic_load(&e->seq) << 32);
 	munmap((void *)c, SIB_DX_CNT_BYTES);
 }
@@ -674,12 +687,7 @@ static void test_read_only_mapping(void **state)
 	/* Every mapping of the MR's memfd but the owner's own is read-only. */
 	tab = map_export(B);
 	assert_true(export_ent(tab, mr->rkey)->fd >= 0);
-	{
-		char p[64];
-
-		snprintf(p, sizeof(p), "/proc/self/fd/%d", export_ent(tab, mr->rkey)->fd);
-		assert_int_equal(stat(p, &st), 0);
-	}
+	assert_int_equal(region_stat(export_ent(tab, mr->rkey)->fd, &st), 0);
 	f = fopen("/proc/self/maps", "r");
 	assert_non_null(f);
 	while (fgets(line, sizeof(line), f)) {
@@ -809,6 +817,13 @@ static void write_check(uint64_t lo, uint64_t at, uint32_t len, uint8_t pat, boo
 	assert_memory_equal((uint8_t *)(uintptr_t)(lo + at), sides[A].buf, len);
 }
 
+/* Region ids a test gives the broker itself (a hostile owner's files);
+ * the contexts' own count up from 1. */
+#define ID_HUGE     0x7000000
+#define ID_UNSEALED 0x7000001
+#define ID_TMP      0x7000002
+#define ID_PLAIN    0x7000003
+
 static void test_cache_hit_bounds(void **state)
 {
 	uint8_t *tab;
@@ -830,6 +845,9 @@ static void test_cache_hit_bounds(void **state)
 	assert_int_equal(ftruncate(huge, (off_t)(5ull << 30)), 0);
 	assert_int_equal(fcntl(huge, F_ADD_SEALS, F_SEAL_SHRINK), 0);
 	assert_int_equal(ftruncate(unsealed, BUF), 0);
+	/* a hostile owner gives softibd these files too: ids of its own */
+	assert_int_equal(loop_dx_put(SIB_DX_KIND_MR, 0, ID_HUGE, huge), 0);
+	assert_int_equal(loop_dx_put(SIB_DX_KIND_MR, 0, ID_UNSEALED, unsealed), 0);
 	write_check(good.dlo, 4096, 3001, 60, true); /* the map is cached now */
 	/* off far past the file, same seq: not through the old map */
 	ent_poke(e, good.fd, good.off + (1ull << 36), good.dlo, good.dhi);
@@ -847,16 +865,23 @@ static void test_cache_hit_bounds(void **state)
 	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
 	write_check(good.dlo, 4096, 3007, 66, true);
 	/* another fd, same seq: an unsealed memfd is refused */
-	ent_poke(e, unsealed, good.off, good.dlo, good.dhi);
+	ent_poke(e, ID_UNSEALED, good.off, good.dlo, good.dhi);
 	write_check(good.dlo, 4096, 3008, 67, false);
 	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
 	write_check(good.dlo, 4096, 3009, 68, true);
 	/* a window longer than the cap (4 GiB) is never mapped */
-	ent_poke(e, huge, 0, good.dlo, good.dlo + (5ull << 30));
+	ent_poke(e, ID_HUGE, 0, good.dlo, good.dlo + (5ull << 30));
 	write_check(good.dlo, 4096, 3010, 69, false);
 	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
 	write_check(good.dlo, 4096, 3011, 70, true);
+	/* an id softibd never got: refused, packets */
+	ent_poke(e, ID_HUGE + 77, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3012, 71, false);
+	ent_poke(e, good.fd, good.off, good.dlo, good.dhi);
+	write_check(good.dlo, 4096, 3013, 72, true);
 	assert_int_equal(atomic_load(&e->seq), seq);
+	loop_dx_put(SIB_DX_KIND_MR, 0, ID_HUGE, -1);
+	loop_dx_put(SIB_DX_KIND_MR, 0, ID_UNSEALED, -1);
 	close(huge);
 	close(unsealed);
 	munmap(tab, SIB_DX_BYTES);
@@ -989,10 +1014,13 @@ static void test_hostile_table(void **state)
 	assert_int_equal(ftruncate(tmp, BUF), 0);
 	assert_int_equal(ftruncate(plain, BUF), 0);
 	assert_int_equal(ftruncate(unsealed, BUF), 0);
-	bad[0].fd = tmp;
-	bad[1].fd = plain;
-	bad[2].fd = unsealed;
-	bad[3].fd = 0;                                         /* stdin */
+	assert_int_equal(loop_dx_put(SIB_DX_KIND_MR, 0, ID_TMP, tmp), 0);
+	assert_int_equal(loop_dx_put(SIB_DX_KIND_MR, 0, ID_PLAIN, plain), 0);
+	assert_int_equal(loop_dx_put(SIB_DX_KIND_MR, 0, ID_UNSEALED, unsealed), 0);
+	bad[0].fd = ID_TMP;
+	bad[1].fd = ID_PLAIN;
+	bad[2].fd = ID_UNSEALED;
+	bad[3].fd = 0;                                         /* never an id */
 	bad[4].fd = good.fd;                                   /* past the file's end */
 	bad[5].fd = good.fd;                                   /* a range wrapping around */
 	for (unsigned int i = 0; i < 6; i++) {
@@ -1036,6 +1064,9 @@ static void test_hostile_table(void **state)
 	expect_wc(A, 51, IBV_WC_SUCCESS);
 	assert_true(placed_of(0, 2999, &seen));
 	assert_memory_equal(rb + (lo - (uintptr_t)rb) + 4096, sides[A].buf, 2999);
+	loop_dx_put(SIB_DX_KIND_MR, 0, ID_TMP, -1);
+	loop_dx_put(SIB_DX_KIND_MR, 0, ID_PLAIN, -1);
+	loop_dx_put(SIB_DX_KIND_MR, 0, ID_UNSEALED, -1);
 	close(tmp);
 	close(plain);
 	close(unsealed);
@@ -1064,8 +1095,8 @@ static void test_sparse(void **state)
 	mr = o->reg_mr(sides[B].pd, big, len, (uintptr_t)big, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	assert_non_null(mr);
 	tab = map_export(B);
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", export_ent(tab, mr->rkey)->fd);
-	assert_int_equal(stat(p, &st), 0);
+	(void)p;
+	assert_int_equal(region_stat(export_ent(tab, mr->rkey)->fd, &st), 0);
 	assert_int_equal(st.st_size, (off_t)len);
 	assert_true(st.st_blocks * 512 <= 1 << 20); /* two pages, not 64 MiB */
 	assert_int_equal(big[12345], 0x5a);
@@ -1082,13 +1113,11 @@ static void test_sparse(void **state)
 
 /* ---- the pages stay on the memfd after the last MR goes ---- */
 
-static unsigned long fd_ino(int fd)
+static unsigned long fd_ino(int32_t id)
 {
-	char p[64];
 	struct stat st;
 
-	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
-	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(region_stat(id, &st), 0);
 	return (unsigned long)st.st_ino;
 }
 
@@ -1364,10 +1393,15 @@ static void test_off(void **state)
 	bool seen;
 
 	(void)state;
+	for (unsigned int i = 0; i < NINBOX; i++) { /* the broker forgets earlier tests' */
+		loop_dx_put(SIB_DX_KIND_TAB, i, 0, -1);
+		loop_dx_put(SIB_DX_KIND_CNT, i, 0, -1);
+	}
 	setenv("SOFTIB_DIRECT", "0", 1);
 	up(&def_opts);
 	unsetenv("SOFTIB_DIRECT");
 	assert_true(find_fd("/memfd:softib-dx-") < 0);
+	assert_true(loop_dx_fd(SIB_DX_KIND_TAB, B, 0) < 0);
 	assert_true(range_private((uintptr_t)sides[B].buf, (uintptr_t)sides[B].buf + BUF));
 	post_send(A, IBV_WR_RDMA_WRITE, 0, 8192, (uintptr_t)sides[B].buf + 8192, sides[B].mr->rkey, 1);
 	expect_wc(A, 1, IBV_WC_SUCCESS);

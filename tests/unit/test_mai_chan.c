@@ -868,6 +868,8 @@ int main(void)
 		cmocka_unit_test(test_device_remove),
 		cmocka_unit_test(test_accept_emfile),
 	};
+	static const char *const dumpable[] = { "--dumpable", NULL }; /* lowest_free_fd reads its /proc/<pid>/fd */
 
+	daemon_options(dumpable, 0);
 	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);
 }

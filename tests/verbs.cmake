@@ -9,7 +9,9 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   # test_verbs_mix: issue 14's inline/non-inline SEND mix, RC and UD, both post APIs.
   # test_verbs_conform_api: issue 14's CQ cleaning on RESET/destroy, wr_complete, cmd_fd.
   # test_verbs_nosyscall: issue 15, a first packet to a new peer makes no round trip (seccomp).
-  foreach(t test_verbs test_verbs_conform test_verbs_mix test_verbs_conform_api test_verbs_nosyscall)
+  # test_verbs_hostile: issue 15, a same-uid process can neither snoop nor stall a connection.
+  foreach(t test_verbs test_verbs_conform test_verbs_mix test_verbs_conform_api test_verbs_nosyscall
+          test_verbs_hostile)
     sib_verbs_test(${t})
   endforeach()
 

@@ -13,6 +13,7 @@ endif()
 if(TARGET ibverbs AND TARGET ibumad AND TARGET softibd AND TARGET sib_common)
   sib_unit_test(test_budget SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_budget.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/status_text.c
     LIBS ibverbs ibumad sib_common)
   target_compile_definitions(test_budget PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
   add_dependencies(test_budget softibd)

@@ -20,6 +20,7 @@ if(TARGET ibverbs AND TARGET softibd)
   sib_unit_test(test_dx_probe SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_dx_probe.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/verbs_harness.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/status_text.c
     LIBS ibverbs sib_common sib_hca sib_iba Threads::Threads)
   target_compile_definitions(test_dx_probe PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
   add_dependencies(test_dx_probe softibd)

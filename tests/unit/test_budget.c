@@ -32,6 +32,7 @@
 
 #include "common/ctl.h"
 #include "daemon_fixture.h"
+#include "status_text.h"
 
 #define NOFILE    1024
 #define HOLD_MAX  4096   /* a bound on what a hostile client tries */
@@ -327,33 +328,6 @@ static void newcomer_gets_in(void)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
-}
-
-/* ---- the report ------------------------------------------------------------ */
-
-static char *status_text(void)
-{
-	int fd = sib_ctl_connect(daemon_socket());
-	char *text = NULL;
-
-	assert_true(fd >= 0);
-	assert_int_equal(sib_ctl_status(fd, &text), 0);
-	close(fd);
-	return text;
-}
-
-/* The number after "key=" in line (a line of text starting with prefix). */
-static long field(const char *text, const char *prefix, const char *key)
-{
-	const char *l = strstr(text, prefix), *k;
-	char pat[64];
-
-	assert_non_null(l);
-	snprintf(pat, sizeof(pat), " %s=", key);
-	k = strstr(l, pat);
-	assert_non_null(k);
-	assert_true(!memchr(l, '\n', (size_t)(k - l)));
-	return strtol(k + strlen(pat), NULL, 10);
 }
 
 /* ---- the tests ------------------------------------------------------------- */

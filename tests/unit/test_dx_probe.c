@@ -39,6 +39,7 @@
 
 #include <cmocka.h>
 
+#include "status_text.h"
 #include "verbs_harness.h"
 
 /* ---- the prober: another process of the uid, nothing inherited ---- */
@@ -150,33 +151,6 @@ static void drop_sys_ptrace(void)
 }
 
 /* ---- helpers ---- */
-
-static char *status_text(void)
-{
-	int fd = sib_ctl_connect(daemon_socket());
-	char *text = NULL;
-
-	assert_true(fd >= 0);
-	assert_int_equal(sib_ctl_status(fd, &text), 0);
-	close(fd);
-	return text;
-}
-
-/* The number after " key=" on the line starting with prefix; -1 if none. */
-static long field(const char *text, const char *prefix, const char *key)
-{
-	const char *l = strstr(text, prefix), *k, *nl;
-	char pat[64];
-
-	if (!l)
-		return -1;
-	nl = strchr(l, '\n');
-	snprintf(pat, sizeof(pat), " %s=", key);
-	k = strstr(l, pat);
-	if (!k || (nl && k > nl))
-		return -1;
-	return strtol(k + strlen(pat), NULL, 10);
-}
 
 /* One RDMA WRITE of len bytes from a's buf at off to b's buf at off. */
 static void write_one(struct pair *p, uint32_t off, uint32_t len, uint8_t pat, uint64_t id)

@@ -31,12 +31,27 @@ static bool holds(const void *p, size_t len, const char *what)
 	return memmem(p, len, what, strlen(what)) != NULL;
 }
 
+/* SEND i (64 bytes from e[0]'s buf) into a receive at e[1]'s buf; both
+ * completions in order, within ms. */
+static void send_one(struct pair *p, int i, unsigned int ms)
+{
+	struct ibv_sge sge = { (uintptr_t)p->e[0].buf, 64, p->e[0].mr->lkey };
+	struct ibv_wc wc;
+
+	post_recv(&p->e[1], (uint64_t)i, 0, 64);
+	assert_int_equal(post_send(&p->e[0], IBV_WR_SEND, (uint64_t)i, &sge, 1, 0, 0, 0, 0), 0);
+	poll_one(p->e[0].cq, &wc, ms);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	poll_one(p->e[1].cq, &wc, ms);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, (uint64_t)i);
+}
+
 static void test_snoop(void **state)
 {
 	struct conn_opts o = default_opts;
 	struct sib_ctl_msg msg;
 	struct inbox_map m;
-	struct ibv_wc wc;
 	struct pair p;
 	uint64_t w;
 	int fd = -1;
@@ -44,15 +59,8 @@ static void test_snoop(void **state)
 	(void)state;
 	pair_open(&p, 1, &o, &o);
 	for (int i = 0; i < 64; i++) {
-		struct ibv_sge sge = { (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
-
 		snprintf((char *)p.e[0].buf, 64, MARK "%d", i);
-		post_recv(&p.e[1], (uint64_t)i, 0, 64);
-		assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, (uint64_t)i, &sge, 1, 0, 0, 0, 0), 0);
-		poll_one(p.e[0].cq, &wc, 5000);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		poll_one(p.e[1].cq, &wc, 5000);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		send_one(&p, i, 5000);
 	}
 	/* The attacker, paired with the receiver (as anyone may be). */
 	inbox_map(&m, p.e[1].qp->qp_num);
@@ -114,7 +122,6 @@ static void test_stall(void **state)
 	struct flood f = { 0 };
 	struct inbox_map m;
 	struct sib_context *c0;
-	struct ibv_wc wc;
 	struct pair p;
 	pthread_t t;
 	uint64_t end;
@@ -128,16 +135,8 @@ static void test_stall(void **state)
 	assert_int_equal(pthread_create(&t, NULL, flood_main, &f), 0);
 	end = now_ms() + 30000;
 	for (int i = 0; i < 2000; i++) {
-		struct ibv_sge sge = { (uintptr_t)p.e[0].buf, 64, p.e[0].mr->lkey };
-
 		memcpy(p.e[0].buf, &i, sizeof(i));
-		post_recv(&p.e[1], (uint64_t)i, 0, 64);
-		assert_int_equal(post_send(&p.e[0], IBV_WR_SEND, (uint64_t)i, &sge, 1, 0, 0, 0, 0), 0);
-		poll_one(p.e[0].cq, &wc, 10000);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		poll_one(p.e[1].cq, &wc, 10000);
-		assert_int_equal(wc.status, IBV_WC_SUCCESS);
-		assert_int_equal(wc.wr_id, (uint64_t)i);
+		send_one(&p, i, 10000);
 		assert_int_equal(memcmp(p.e[1].buf, &i, sizeof(i)), 0);
 		if (now_ms() > end)
 			fail_msg("%d of 2000 SENDs in 30 s beside the flood", i);

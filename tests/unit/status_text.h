@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `softib status` from the test's private softibd (daemon_fixture.h), and
+ * one number of it: for tests that check what softibd counts.
+ */
+#ifndef SIB_TESTS_STATUS_TEXT_H
+#define SIB_TESTS_STATUS_TEXT_H
+
+
+/* The whole report (free it), or a failed test. */
+char *status_text(void);
+/* The number after " key=" on the first line that starts with prefix
+ * (prefix found anywhere in text); -1 if there is none. */
+long field(const char *text, const char *prefix, const char *key);
+
+#endif

@@ -32,7 +32,7 @@
 static const char *const res_name[SIBD_RES_NUM] = {
 	[SIBD_RES_CONN] = "connections", [SIBD_RES_CHAN] = "channels",
 	[SIBD_RES_INBOX] = "inboxes", [SIBD_RES_XRCD_FILE] = "xrcd_files",
-	[SIBD_RES_DX_FD] = "dx_fds",
+	[SIBD_RES_DX_FD] = "dx_fds", [SIBD_RES_PAIR] = "pair_rings",
 };
 
 const char *sibd_res_name(enum sibd_res r)
@@ -122,7 +122,8 @@ uint32_t sibd_budget_used(const struct sibd *d, const struct sibd_proc *p, enum 
 		return sibd_mai_chans_of(d, p);
 	for (const struct sibd_client *c = d->clients; c; c = c->next)
 		if (c->proc == p)
-			n += r == SIBD_RES_INBOX ? c->inboxes : r == SIBD_RES_DX_FD ? c->ndx : c->xrcd_files;
+			n += r == SIBD_RES_INBOX ? c->inboxes : r == SIBD_RES_DX_FD ? c->ndx :
+			     r == SIBD_RES_PAIR ? c->pairs : c->xrcd_files;
 	return n;
 }
 
@@ -134,6 +135,7 @@ static uint32_t total(const struct sibd *d, enum sibd_res r)
 	case SIBD_RES_CHAN: return sibd_mai_chans_of(d, NULL);
 	case SIBD_RES_INBOX: return d->inboxes_used;
 	case SIBD_RES_DX_FD: return d->dx_fds;
+	case SIBD_RES_PAIR: return d->pairs_fds;
 	default: return d->xrcd_files;
 	}
 }

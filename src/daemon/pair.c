@@ -12,9 +12,10 @@
  *
  * Bounds: one ring per (sender, receiver) at a time (a new PAIR_OPEN
  * replaces the one not yet taken), at most SIB_CTL_PAIRS_PENDING_MAX
- * waiting per receiver (EAGAIN beyond), so the fds softibd holds for
- * rings are bounded by what the receivers do not take, and a receiver's
- * pending rings go when it closes.  The pair table is the authoritative
+ * waiting per receiver (EAGAIN beyond), and every ring waiting counts
+ * against its sender's budget of pair rings (budget.c; EMFILE, ENFILE):
+ * the fds softibd holds for rings are bounded per client and in all, and
+ * go when either end closes.  The pair table is the authoritative
  * record; nothing of it is in shared memory.
  */
 #include <errno.h>
@@ -34,6 +35,7 @@
 /* One (sender, receiver) pair. */
 struct sibd_pair {
 	int fd;                         /* the receiver's end, not taken yet; -1 */
+	struct sibd_client *charged;    /* the sender's client, whose budget holds fd */
 	uint32_t sgen, rgen;            /* generations paired (0: never) */
 	uint64_t made;                  /* order of making (oldest is accepted first) */
 };
@@ -56,6 +58,7 @@ static void pair_reset(struct sibd *d, struct sibd_pair *p, uint32_t r)
 		close(p->fd);
 		d->pairs_pending[r]--;
 		d->pairs_fds--;
+		p->charged->pairs--;
 	}
 	memset(p, 0, sizeof(*p));
 	p->fd = -1;
@@ -141,11 +144,17 @@ int sibd_cmd_pair_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg
 		d->pairs_refused++;
 		return -EAGAIN; /* the receiver does not take its rings */
 	}
+	/* The fd softibd holds until the receiver takes it is the sender's
+	 * (budget.c "pair_rings"); a replaced one was charged already. */
+	if (p->fd < 0 && (ret = sibd_budget_take(d, c->proc, SIBD_RES_PAIR)))
+		return ret;
 	fd = ring_memfd(s, r);
 	if (fd < 0)
 		return fd;
 	pair_reset(d, p, r); /* a ring the receiver did not take yet is replaced */
 	p->fd = fd;
+	p->charged = c;
+	c->pairs++;
 	p->sgen = d->inbox[s].gen;
 	p->rgen = pr->inbox_gen;
 	p->made = ++d->pairs_made;
@@ -186,6 +195,7 @@ int sibd_cmd_pair_accept(struct sibd *d, struct sibd_client *c, struct sib_ctl_m
 	*pass_fd = best->fd;
 	d->pass_owned = true;
 	best->fd = -1;
+	best->charged->pairs--;
 	d->pairs_pending[r]--;
 	d->pairs_fds--;
 	pr->inbox = from;

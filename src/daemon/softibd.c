@@ -404,12 +404,13 @@ static uint32_t at_most(rlim_t n, uint32_t cap)
 /* Raise the fd limit and fit the budgets in it (budget.c): each inbox
  * holds a memfd (SIB_MAX_INBOXES of them) and FIXED_FDS stay for the
  * daemon; of the rest, direct placement's memfds (dx.c) may take a
- * quarter, XRC domains on files may take a quarter, MAI
+ * quarter, pair rings waiting for their receiver (pair.c) a quarter of
+ * what is left, XRC domains on files a quarter, MAI
  * channels a third of what is left, and each connection its socket and
  * a queued fd. */
 static void fd_limits(struct sibd *d)
 {
-	uint32_t xrcd_files, chans, dx_fds;
+	uint32_t xrcd_files, chans, dx_fds, pair_fds;
 	struct rlimit rl;
 	rlim_t spare = 0;
 
@@ -422,12 +423,15 @@ static void fd_limits(struct sibd *d)
 	}
 	dx_fds = at_most(spare / 4, SIBD_DX_FDS_MAX);
 	spare -= dx_fds;
+	pair_fds = at_most(spare / 4, SIBD_PAIR_FDS_MAX);
+	spare -= pair_fds;
 	xrcd_files = at_most(spare / 4, SIBD_XRCD_FILES_MAX);
 	spare -= xrcd_files;
 	chans = at_most(spare / 3, SIBD_MAI_CHANS_MAX);
 	spare -= chans;
 	sibd_mai_chans_max = chans;
 	sibd_budget_set(d, SIBD_RES_DX_FD, dx_fds);
+	sibd_budget_set(d, SIBD_RES_PAIR, pair_fds);
 	sibd_budget_set(d, SIBD_RES_XRCD_FILE, xrcd_files);
 	sibd_budget_set(d, SIBD_RES_CHAN, chans);
 	sibd_budget_set(d, SIBD_RES_CONN, at_most(spare / 2, SIBD_MAX_CLIENTS));

@@ -28,6 +28,7 @@
 #define SIBD_OBJ_DEVICE    0       /* sibd_obj.type of an OPEN_DEVICE handle */
 
 #define SIBD_DX_FDS_MAX    65536   /* direct placement's memfds (dx.c), if the fd limit allows */
+#define SIBD_PAIR_FDS_MAX  16384   /* pair rings waiting for their receiver (pair.c), likewise */
 
 struct sibd_out;
 struct sibd_dxfd;
@@ -41,6 +42,8 @@ enum sibd_res {
 	SIBD_RES_INBOX,                 /* OPEN_DEVICE inboxes: a memfd each */
 	SIBD_RES_XRCD_FILE,             /* XRC domains on a file: the file's fd each */
 	SIBD_RES_DX_FD,                 /* direct placement's memfds (DX_PUT, dx.c): an fd each */
+	SIBD_RES_PAIR,                  /* pair rings not taken by their receiver yet (pair.c),
+	                                 * charged to the sender's process: an fd each */
 	SIBD_RES_NUM,
 };
 
@@ -90,6 +93,7 @@ struct sibd_client {
 	struct sibd_ev_sub ev;          /* pushed events (events.c) */
 	struct sibd_dxfd *dx;           /* memfds it gave with DX_PUT (dx.c) */
 	uint32_t ndx, dx_cap;           /* used and allocated entries of dx */
+	uint32_t pairs;                 /* pair rings it made that wait for their receiver */
 };
 
 /*

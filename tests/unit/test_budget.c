@@ -200,6 +200,51 @@ static int grab_dx_fds(int *n)
 	return fd < 0 ? -fd : 0;
 }
 
+/* Pair rings their receivers never take (PAIR_OPEN): softibd holds each
+ * one's fd for the receiver.  The receivers are the hostile's own contexts
+ * (a receiver keeps at most 64 waiting): each new context is paired with
+ * every one opened before, both ways, and with itself. */
+#define PAIR_CTXS 32
+static int grab_pair_rings(int *n)
+{
+	uint32_t h[PAIR_CTXS], ib[PAIR_CTXS], gen[PAIR_CTXS];
+	int fd = connect_hello(), rc;
+
+	*n = 0;
+	for (int k = 0; fd >= 0 && k < PAIR_CTXS; k++) {
+		struct sib_ctl_msg m = { .hdr.op = SIB_CTL_OPEN_DEVICE };
+		int ifd = -1;
+
+		m.u.open.dev_index = 0;
+		m.u.open.dev_gen = 1;
+		if ((rc = call(fd, &m, -1, &ifd)))
+			return -rc;
+		if (ifd >= 0)
+			close(ifd);
+		h[k] = m.u.open.handle;
+		ib[k] = m.u.open.inbox;
+		gen[k] = m.u.open.inbox_gen;
+		for (int j = 0; j <= k; j++) {
+			for (int dir = 0; dir < (j == k ? 1 : 2); dir++) {
+				struct sib_ctl_msg pm = { .hdr.op = SIB_CTL_PAIR_OPEN };
+				int s = dir ? k : j, r = dir ? j : k, rfd = -1;
+
+				pm.u.pair.dev_handle = h[s];
+				pm.u.pair.inbox = ib[r];
+				pm.u.pair.inbox_gen = gen[r];
+				rc = call(fd, &pm, -1, &rfd);
+				if (rfd >= 0)
+					close(rfd);
+				if (rc)
+					return -rc;
+				if (*n < HOLD_MAX)
+					++*n;
+			}
+		}
+	}
+	return fd < 0 ? -fd : 0;
+}
+
 /* ---- processes ------------------------------------------------------------ */
 
 struct hostile {
@@ -389,6 +434,7 @@ static const struct budget_case channels = { grab_channels, "channels", ENFILE }
 static const struct budget_case inboxes = { grab_inboxes, "inboxes", ENOSPC };
 static const struct budget_case xrcd_files = { grab_xrcd_files, "xrcd_files", ENFILE };
 static const struct budget_case dx_fds = { grab_dx_fds, "dx_fds", ENFILE };
+static const struct budget_case pair_rings = { grab_pair_rings, "pair_rings", ENFILE };
 
 /* The default share, then --client-share 100. */
 static void test_budget(void **state)
@@ -409,6 +455,7 @@ int main(void)
 		BUDGET_TEST(inboxes),
 		BUDGET_TEST(xrcd_files),
 		BUDGET_TEST(dx_fds),
+		BUDGET_TEST(pair_rings),
 	};
 
 	setenv("SOFTIB_MEMLOCK", "0", 0); /* not the subject here (test_memlock) */

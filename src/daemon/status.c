@@ -138,6 +138,8 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 		(unsigned long long)d->ctr.connections, (unsigned long long)d->ctr.refused);
 	fprintf(f, "direct dx_fds=%u dx_given=%llu dx_refused=%llu\n", d->dx_fds,
 		(unsigned long long)d->ctr.dx_given, (unsigned long long)d->ctr.dx_refused);
+	fprintf(f, "pairs made=%llu waiting=%u refused=%llu\n", (unsigned long long)d->pairs_made,
+		d->pairs_fds, (unsigned long long)d->pairs_refused);
 	fprintf(f, "events queued=%llu dropped=%llu devices_added=%llu devices_removed=%llu"
 		" port_changes=%llu\n",
 		(unsigned long long)d->ctr.events, (unsigned long long)d->ctr.events_dropped,

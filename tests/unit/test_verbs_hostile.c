@@ -18,10 +18,12 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #include "hca/hca.h"
+#include "status_text.h"
 #include "verbs_harness.h"
 
 #define MARK "SNOOP-MARK-"
@@ -74,6 +76,13 @@ static void test_snoop(void **state)
 	assert_int_equal(sib_ctl_call(m.fd, &msg, &fd), 0);
 	assert_int_equal(msg.hdr.status, EPERM);
 	assert_int_equal(fd, -1);
+	{
+		char *text = status_text();
+
+		assert_true(field(text, "pairs ", "refused") >= 1); /* counted */
+		assert_true(field(text, "pairs ", "made") >= 3);    /* both ways, and the attacker's */
+		free(text);
+	}
 	/* What it does hold: its own ring and the receiver's page. */
 	assert_false(holds(m.base, SIB_PAIR_BYTES, MARK));
 	assert_false(holds(m.db, SIB_INBOX_BYTES, MARK));

@@ -110,20 +110,14 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 	struct sib_dx_ent v;
 	_Atomic uint64_t *cnt;
 	const _Atomic uint32_t *eseq;
-	const struct sib_link_stats *ps;
 	const _Atomic uint64_t *qp_word;
 	uint64_t qw, path, va = w->remote_addr, len = w->length;
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
 	uint8_t *at;
 
-	if (!dx || !dx->on || !len || sib_key_is_mw(w->rkey) || idx >= SIB_DX_MAX_MR || !qp->dest.dest)
-		return false;
-	/* A capture at the receiver records what it receives: real packets,
-	 * so no placement toward it (its link reports the capture in its
-	 * inbox header; display data, trusted only to fall back). */
-	ps = (const struct sib_link_stats *)((const uint8_t *)qp->dest.dest->tx.db.hdr + SIB_LINK_STATS_OFF);
-	if (atomic_load_explicit(&ps->flags, memory_order_relaxed) & SIB_LINK_STAT_CAPTURE)
-		return false;
+	if (!dx || !dx->on || !len || sib_key_is_mw(w->rkey) || idx >= SIB_DX_MAX_MR ||
+	    !sib_link_can_place(&ctx->link, qp->dest.dest))
+		return false; /* the link's word (link.h): shared memory, nobody capturing */
 	inbox = SIB_QPO_INBOX(qp->dest.owner);
 	gen = SIB_QPO_GEN(qp->dest.owner);
 	if (inbox >= SIB_MAX_INBOXES || qp->dest_qpn >= SIB_MAX_QPN)

@@ -115,7 +115,8 @@ static bool may_place(const struct sib_qp *qp, const struct sib_swqe *w, const s
 {
 	return w->placed ||
 	       (wi && (wi->flags & (SIB_WR_WRITE | SIB_WR_READ)) && w->length &&
-		qp->ibv.qp_base.qp_type == IBV_QPT_RC && !qp->ctx->link.slow && qp->dest.dest &&
+		qp->ibv.qp_base.qp_type == IBV_QPT_RC && qp->dest.dest &&
+		sib_link_can_place(&qp->ctx->link, qp->dest.dest) &&
 		(!qp->req.pkt_unacked || iba_psn_diff(qp->comp.psn, qp->req.pkt_end) >= 0));
 }
 

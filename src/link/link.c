@@ -137,6 +137,7 @@ void sib_link_wait(struct sib_link *l, uint32_t seq, int64_t timeout_ns)
 /* The fast path in link.h inlines these same steps for this table. */
 const struct sib_link_ops sib_link_shm_ops = {
 	.name = "shm",
+	.place = true,
 	.reserve = shm_reserve,
 	.publish = shm_publish,
 	.wake = shm_wake,

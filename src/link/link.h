@@ -139,10 +139,16 @@ struct sib_link_tx {
  *           then 2 VCRC bytes; flags SIB_SLOT_F_VCRC if they are computed):
  *           1 = the receiver sleeps (call wake), 0 = sent, -1 = lost.
  *  wake:    wake the receiver behind dest.
+ *  place:   (a capability, not a call) data may be placed directly.
  * Receiving is the pair rings' (sib_link_recv), whatever the kind.
  */
 struct sib_link_ops {
 	const char *name;
+	/* The two ends share the host's memory: a requester may place a
+	 * WRITE's or READ's data itself (direct placement, src/hca/direct.h)
+	 * and send one packet for the message.  A link between hosts
+	 * cannot. */
+	bool place;
 	int (*reserve)(struct sib_link *l, struct sib_link_tx *tx);
 	int (*publish)(struct sib_link *l, struct sib_link_tx *tx, uint32_t len, uint32_t flags);
 	void (*wake)(void *dest);
@@ -427,6 +433,26 @@ static inline void sib_link_report(struct sib_link *l, enum sib_link_counter c, 
 static inline void sib_link_wake(void *dest)
 {
 	sib_ring_wake(&((struct sib_pair_tx *)dest)->db);
+}
+
+/*
+ * May a message to dest be placed directly (its data moved by the
+ * requester, one packet standing for its PSNs: src/hca/direct.h)?  Only
+ * over a link kind that shares memory (ops->place), with no wrapper on our
+ * side (capture and faults see and treat real packets), and while the
+ * receiver's link does not capture either (its inbox page says so:
+ * display data, trusted only to fall back to packets).  The one place the
+ * HCA asks.
+ */
+static inline bool sib_link_can_place(const struct sib_link *l, void *dest)
+{
+	const struct sib_link_stats *ps;
+
+	if (!dest || l->slow || !l->ops->place)
+		return false;
+	ps = (const struct sib_link_stats *)((const uint8_t *)((struct sib_pair_tx *)dest)->db.hdr +
+					     SIB_LINK_STATS_OFF);
+	return !(atomic_load_explicit(&ps->flags, memory_order_relaxed) & SIB_LINK_STAT_CAPTURE);
 }
 
 #endif

@@ -330,6 +330,7 @@ static enum comp_state progress(struct comp_pass *p)
 
 	qp->comp.retry_left = qp->retry_cnt;
 	qp->comp.rnr_left = qp->rnr_retry;
+	qp->comp.starved = 0;
 	qp->comp.retry_deadline = 0;
 	/* Only PSNs on the wire need the ACK timer: a message held back by a
 	 * full peer inbox is not late. */
@@ -406,6 +407,17 @@ static enum comp_state timeout(struct comp_pass *p)
 {
 	struct sib_qp *qp = p->qp;
 
+	/* The peer's context has not even taken from our ring what we sent
+	 * (its engine is starved of CPU, or stopped): not the wire's loss.
+	 * Wait one more timeout without spending a retry, at most
+	 * SIB_STARVED_TIMEOUTS times in a row (a peer that never takes
+	 * anything still runs out of retries, later). */
+	if (qp->comp.starved < SIB_STARVED_TIMEOUTS && sib_link_dest_backlog(qp->dest.dest)) {
+		qp->comp.starved++;
+		qp->ctx->ack_timeouts_starved++;
+		qp->comp.retry_deadline = sib_deadline_ns(qp->ctx, sib_ack_timeout_ns(qp->timeout));
+		return COMPST_DONE;
+	}
 	qp->ctx->ack_timeouts++;
 	if (qp->comp.retry_left == 0)
 		return COMPST_ERR_RETRY_EXC;

@@ -331,6 +331,7 @@ static void link_tick(struct sib_context *ctx, uint64_t *now)
 	sib_link_report(&ctx->link, SIB_LC_TR_ACK_TIMEOUTS, ctx->ack_timeouts);
 	sib_link_report(&ctx->link, SIB_LC_TR_SEQ_NAKS, ctx->seq_naks);
 	sib_link_report(&ctx->link, SIB_LC_TR_RNR_NAKS, ctx->rnr_naks);
+	sib_link_report(&ctx->link, SIB_LC_TR_STARVED, ctx->ack_timeouts_starved);
 }
 
 void sib_engine_schedule(struct sib_context *ctx, struct sib_qp *qp)

@@ -53,6 +53,10 @@
 #define SIB_MAX_MSG_SZ       0x40000000u /* 1 GiB: keeps a READ's PSNs inside the
                                             2^23 window at MTU 256 (mlx5 reports the same) */
 #define SIB_MAX_UNACKED_PSNS 1024       /* requester window, PSNs */
+/* ACK timeouts in a row that do not spend a retry (retry_cnt) while the
+ * peer's context has not taken anything from our ring to it: its engine
+ * starved of CPU is not a lossy wire (comp.c timeout; softib, not IBA). */
+#define SIB_STARVED_TIMEOUTS 16
 #define SIB_MAX_UNACKED_PSNS_PLACED (1 << 20)   /* ... while placing directly (direct.c):
 						  one packet per message, not per PSN */
 #define SIB_ACKREQ_EVERY     32         /* AckReq at least every N PSNs (req.c) */
@@ -390,6 +394,7 @@ struct sib_context {
 	 * short because no CPU was spare */
 	uint64_t engine_sleeps, spin_caught, spin_quiet, spin_busy;
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
+	uint64_t ack_timeouts_starved;  /* ACK timeouts forgiven: the peer took nothing (comp.c) */
 	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
 	uint64_t route_drops;          /* packets the forwarding tables drop (link/dest.c) */
 	uint64_t uc_dropped_msgs;      /* UC: messages dropped by the responder (uc.c) */

@@ -46,6 +46,7 @@ struct sib_comp {
 	uint32_t acked_psn;            /* highest PSN an ACK covered */
 	uint32_t read_rcvd;            /* response packets placed for the READ at sq_tail */
 	uint8_t retry_left, rnr_left;  /* retry budgets (retry_cnt, rnr_retry) */
+	uint8_t starved;               /* timeouts in a row forgiven: the peer took nothing */
 	uint64_t retry_deadline;       /* local ACK timeout */
 	uint64_t rnr_deadline;         /* waiting out an RNR NAK */
 };

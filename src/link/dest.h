@@ -233,6 +233,14 @@ static inline bool sib_link_dest_waits(struct sib_link_dest *d, uint64_t now)
 	return now - d->wait_since < SIB_LINK_ATTACH_WAIT_NS;
 }
 
+/* Has d's receiver not yet taken every packet we put into our ring to
+ * it?  (Its head, which only it writes, is behind our tail: display data
+ * from the peer, trusted only to wait longer, boundedly.) */
+static inline bool sib_link_dest_backlog(const struct sib_link_dest *d)
+{
+	return d && d->base && atomic_load_explicit(&d->tx.r.hdr->head, memory_order_relaxed) != d->tx.tail;
+}
+
 /* Let go of the pair rings into contexts that closed and that nobody
  * holds (the engine thread, under the lock: it unmaps). */
 void sib_link_dests_prune(struct sib_link *l);

@@ -44,6 +44,7 @@ const char *const sib_link_counter_name[SIB_LC_MAX] = {
 	[SIB_LC_TR_ACK_TIMEOUTS] = "ack_timeouts",
 	[SIB_LC_TR_SEQ_NAKS] = "seq_naks",
 	[SIB_LC_TR_RNR_NAKS] = "rnr_naks",
+	[SIB_LC_TR_STARVED] = "ack_timeouts_starved",
 	[SIB_LC_NO_ROUTE] = "no_route",
 };
 

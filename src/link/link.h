@@ -50,6 +50,7 @@ enum sib_link_counter {
 	SIB_LC_TR_ACK_TIMEOUTS, /* local ACK timeouts */
 	SIB_LC_TR_SEQ_NAKS,     /* PSN sequence error NAKs received */
 	SIB_LC_TR_RNR_NAKS,     /* RNR NAKs received */
+	SIB_LC_TR_STARVED,      /* ACK timeouts not counted: the peer took nothing from our ring */
 	SIB_LC_NO_ROUTE,        /* not sent: the forwarding tables drop it (dest.c) */
 	SIB_LC_MAX
 };

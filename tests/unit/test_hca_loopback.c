@@ -627,6 +627,46 @@ static void test_retry_exceeded(void **state)
 	assert_int_equal(count(0, B, IBA_OPC_SEND_ONLY, o.psn, false), 1 + 3);
 }
 
+/*
+ * A peer whose engine is starved of CPU takes nothing from our ring for
+ * longer than timeout * (retry_cnt + 1): that is not a lossy wire, and
+ * the requester waits (up to SIB_STARVED_TIMEOUTS timeouts in a row)
+ * without spending its retries, then completes when the peer runs again.
+ * Before, such a starvation (a loaded CI machine, 238 ms without the
+ * engine thread) failed the QP with RETRY_EXC_ERR.
+ */
+static void test_starved_peer_not_a_retry(void **state)
+{
+	struct opts o = def_opts;
+	struct sib_context *a;
+	uint64_t t0;
+
+	(void)state;
+	o.timeout = 10; /* 4.2 ms: 16 of them outlast the hold by far */
+	o.retry_cnt = 1;
+	up(&o);
+	a = to_sctx(sides[A].ctx);
+	post_recv(B, 0, 64, 9);
+	wire_hold[B] = true;  /* B takes nothing: A's ring to it backs up */
+	post_send(A, IBV_WR_SEND, 0, 64, 0, 0, 1);
+	t0 = now_ms();
+	while (now_ms() - t0 < 15)
+		settle(1); /* A's timers run: more than retry_cnt + 1 timeouts */
+	{
+		struct ibv_wc wc;
+
+		if (sib_hca_ops.poll_cq(sides[A].cq, 1, &wc) == 1)
+			fail_msg("completion (status %d) while the peer was starved: %llu timeouts forgiven, "
+				 "%llu counted", wc.status, (unsigned long long)a->ack_timeouts_starved,
+				 (unsigned long long)a->ack_timeouts);
+	}
+	wire_hold[B] = false;
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	expect_wc(B, 9, IBV_WC_SUCCESS);
+	assert_true(a->ack_timeouts_starved >= 2);
+	assert_int_equal(a->ack_timeouts, 0);
+}
+
 /* ================= R_Key, access and bounds (IBA 9.7.5.2.4, C9-88) ================= */
 
 enum access_case { BAD_RKEY, OUT_OF_BOUNDS, WRITE_NO_ACCESS, READ_NO_ACCESS };
@@ -886,6 +926,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_read_response_lost_ack, down),
 		cmocka_unit_test_teardown(test_read_response_lost_nak, down),
 		cmocka_unit_test_teardown(test_retry_exceeded, down),
+		cmocka_unit_test_teardown(test_starved_peer_not_a_retry, down),
 		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[0]),
 		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[1]),
 		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[2]),

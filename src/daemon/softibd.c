@@ -216,7 +216,7 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 		fprintf(stderr, "softibd: --sm: builtin or external, not %s\n", o->sm);
 		return -1;
 	}
-	d->sn.sm_external = o->sm && !strcmp(o->sm, "external");
+	sib_subnet_set_sm_external(&d->sn, o->sm && !strcmp(o->sm, "external"));
 	return 0;
 }
 
@@ -585,8 +585,7 @@ static void teardown(struct sibd *d, bool listening)
 	sibd_issm_fini(d);
 	sibd_mcast_fini(d);
 	sibd_map_destroy(d);
-	sib_subnet_free(&d->sn.fab);
-	sib_fabric_free(&d->sn.fab);
+	sib_subnet_unload(&d->sn);
 	if (d->ep_fd >= 0)
 		close(d->ep_fd);
 	if (d->sig_fd >= 0)
@@ -810,7 +809,7 @@ int main(int argc, char **argv)
 		snprintf(idle, sizeof(idle), "after %lld s", d.idle_ms / 1000);
 	sibd_log("listening on %s: %u devices, topology %s, %s SM, idle exit %s", d.sock_path,
 		 d.num_devices, d.topology ? d.topology : "default",
-		 d.sn.sm_external ? "external" : "built-in", idle);
+		 sib_subnet_sm_external(&d.sn) ? "external" : "built-in", idle);
 	ret = run(&d);
 	teardown(&d, true);
 	return ret;

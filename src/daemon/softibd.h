@@ -132,7 +132,8 @@ struct sibd {
 	 * written from these (fabmap.c is its only writer) and never read back:
 	 * nothing a client does to the map can change what softibd believes.
 	 */
-	struct sib_subnet sn;           /* the managed fabric (src/subnet, subnet_host.c) */
+	struct sib_subnet sn;           /* the managed fabric (src/subnet): its fields are the
+	                                   subnet's; used through subnet_api.h only */
 	struct sib_fab_node *dev_node[SIB_MAX_DEVICES]; /* devs[i] -> its node */
 	uint32_t num_devices;
 	struct sib_shm_device devs[SIB_MAX_DEVICES];

@@ -5,6 +5,9 @@
  * port: the verbs map and events; forwarding: route_gen), reads the data
  * path's counters, logs, and hands MADs to the MAI channels.  The subnet
  * calls up only through this table; it names no daemon function.
+ * The only file outside src/subnet/ that may use a field of struct
+ * sib_subnet (it registers the table on d->sn); every other daemon file
+ * goes through the functions of subnet_api.h.
  */
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"

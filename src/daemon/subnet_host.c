@@ -7,7 +7,7 @@
  * calls up only through this table; it names no daemon function.
  * The only file outside src/subnet/ that may use a field of struct
  * sib_subnet (it registers the table on d->sn); every other daemon file
- * goes through the functions of subnet_api.h.
+ * goes through the functions of subnet_api.h (tests/subnet_private.py).
  */
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"

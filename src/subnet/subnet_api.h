@@ -21,7 +21,7 @@
  *  - counters: the host's MAD events counted (sib_subnet_mad_count) and
  *    every counter read for its status report.
  * The host uses no field of struct sib_subnet (but its one file that
- * registers the host table).
+ * registers the host table); tests/subnet_private.py checks it.
  * The subnet never includes a daemon header nor calls a daemon function.
  * Single-threaded: the host calls it from one thread; no locks.
  */
@@ -110,7 +110,8 @@ struct sib_subnet {
 
 /* ---- subnet_api.c: what the host does to the context -------------------
  * No file outside src/subnet/ uses a field of struct sib_subnet (but
- * softibd's subnet_host.c, which registers the host table). */
+ * softibd's subnet_host.c, which registers the host table); the check
+ * `subnet_private` (tests/subnet_private.py) holds the daemon to it. */
 
 /* Load the fabric from the topology file at path (NULL: the built-in
  * default topology), give every node the state of a freshly powered

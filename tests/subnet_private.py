@@ -1,16 +1,18 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The subnet layer's context stays private (docs/architecture.md "softibd
-and the subnet layer"): no .c or .h file under src/ or tools/ outside
-src/subnet/ uses a field of struct sib_subnet, but the files given with
---allow (softibd's subnet_host.c, the one file that implements the host
-side).  Everything else goes through the functions of subnet_api.h.
+and the subnet layer"): struct sib_subnet is laid out in
+src/subnet/subnet_int.h, which no .c or .h file under src/ or tools/
+outside src/subnet/ includes (the compiler then refuses a field use), and
+no such file uses a field of it either, but the files given with --allow.
+The host holds a pointer and goes through the functions of subnet_api.h.
 
 Flagged, with comments and strings blanked first:
+  include   `#include "subnet/subnet_int.h"`;
   member    `X.sn.F`, `X->sn.F`, `X.sn->F`, `X->sn->F` (the daemon's d->sn);
   pointer   `P->F` / `P.F` where P is declared in the same file as a
             `struct sib_subnet` or a pointer to one, and F is a field of it.
-The field names are read from the struct in src/subnet/subnet_api.h.
+The field names are read from the struct in src/subnet/subnet_int.h.
 Prints one line per use ("VIOLATION file:line: ...") and exits 1, or a
 summary and exits 0; exits 2 when it cannot read the struct.
 --selftest: a scratch file with one use of each kind must fail the check
@@ -26,6 +28,7 @@ import tempfile
 
 STRUCT_RE = re.compile(r"struct\s+sib_subnet\s*\{(.*?)\n\};", re.S)
 MEMBER_RE = re.compile(r"(?:->|\.)\s*sn\s*(?:\.|->)\s*([A-Za-z_]\w*)")
+INT_RE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*["<]subnet/subnet_int\.h[">]', re.M)
 DECL_RE = re.compile(r"struct\s+sib_subnet\s*(?:\*\s*(?:const\s+)?)*([A-Za-z_]\w*)")
 
 
@@ -43,7 +46,7 @@ def die(msg):
 
 
 def fields(srcdir):
-    path = os.path.join(srcdir, "src/subnet/subnet_api.h")
+    path = os.path.join(srcdir, "src/subnet/subnet_int.h")
     try:
         text = blank(open(path, encoding="utf-8").read())
     except OSError as e:
@@ -68,13 +71,16 @@ def fields(srcdir):
 def check_file(path, rel, names):
     """Violations of one file: ["rel:line: what"]."""
     try:
-        text = blank(open(path, encoding="utf-8", errors="replace").read())
+        raw = open(path, encoding="utf-8", errors="replace").read()
     except OSError as e:
         die("cannot read %s: %s" % (path, e))
-    found = []
+    text = blank(raw)
 
     def line(pos):
         return text.count("\n", 0, pos) + 1
+
+    found = ["%s:%d: includes subnet/subnet_int.h (the context's layout)" % (rel, line(m.start()))
+             for m in INT_RE.finditer(raw) if text[m.start() + m.group(0).index("#")] == "#"]
 
     for m in MEMBER_RE.finditer(text):
         found.append("%s:%d: uses field '%s' of the subnet's context (sn.%s)"
@@ -111,12 +117,15 @@ def run(srcdir, allow, extra=None):
 
 def selftest(srcdir, allow):
     probes = {
-        "member": "void f(struct sibd *d) { d->sn.mad.oob++; }\n",
-        "by value": "unsigned g(struct sibd d) { return d.sn.fab.n_nodes; }\n",
-        "pointer": "void h(struct sibd *d) { struct sib_subnet *s = &d->sn;\n s->sm_external = 1; }\n",
+        "member": "void f(struct sibd *d) { d->sn->mad.oob++; }\n",
+        "by value": "unsigned g(struct sibd d) { return d.sn->fab.n_nodes; }\n",
+        "pointer": ("void h(struct sibd *d) { struct sib_subnet *s = d->sn;\n"
+                    " s->sm_external = 1; }\n"),
+        "include": "/* x */\n  #  include \"subnet/subnet_int.h\"\n",
     }
-    clean = ("/* d->sn.fab in a comment */ void k(struct sibd *d)\n"
-             "{ sib_subnet_mad_count(&d->sn, SIB_MAD_EV_OOB, 1); }\n")
+    clean = ("/* d->sn->fab in a comment\n#include \"subnet/subnet_int.h\" */\n"
+             "void k(struct sibd *d)\n"
+             "{ sib_subnet_mad_count(d->sn, SIB_MAD_EV_OOB, 1); }\n")
     with tempfile.TemporaryDirectory() as tmp:
         ok = True
         for what, code in list(probes.items()) + [("clean", clean)]:
@@ -147,8 +156,9 @@ def main():
         print("VIOLATION " + b)
     if bad:
         sys.exit(1)
-    print("subnet_private: %d files outside src/subnet/ use none of struct sib_subnet's %d fields"
-          " (allowed: %s)" % (n, len(names), ", ".join(sorted(a.allow)) or "none"))
+    print("subnet_private: %d files outside src/subnet/ include no subnet_int.h and use none of"
+          " struct sib_subnet's %d fields (allowed: %s)"
+          % (n, len(names), ", ".join(sorted(a.allow)) or "none"))
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ int sibd_fabric_load(struct sibd *d)
 
 	/* a freshly powered fabric; in the default mode the subnet's own SM
 	 * brings it up through the SMAs, as OpenSM would with --sm external */
-	ret = sib_subnet_load(&d->sn, d->topology, err, sizeof(err));
+	ret = sib_subnet_load(d->sn, d->topology, err, sizeof(err));
 	if (ret == -EINVAL)
 		sibd_log("topology: %s", err);
 	return ret;
@@ -78,7 +78,7 @@ static int map_fill(struct sibd *d)
 	struct sib_fab_node *n;
 	uint32_t nd = 0;
 
-	for (i = 0; (n = sib_subnet_node(&d->sn, i)); i++) {
+	for (i = 0; (n = sib_subnet_node(d->sn, i)); i++) {
 		if (n->type != SIB_NODE_CA)
 			continue;
 		/* CAs past the verbs limits are in the fabric (SMA, PMA,

@@ -105,19 +105,19 @@ int sibd_cmd_device_add(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	if (find_dev(d, dc->name) >= 0)
 		return -EEXIST;
 	idx = free_dev_slot(d);
-	sw = sib_subnet_free_switch_port(&d->sn);
-	guid = sib_subnet_fresh_guid(&d->sn, 1, guid_given);
-	lid = sib_subnet_fresh_lid(&d->sn);
+	sw = sib_subnet_free_switch_port(d->sn);
+	guid = sib_subnet_fresh_guid(d->sn, 1, guid_given);
+	lid = sib_subnet_fresh_lid(d->sn);
 	if (idx < 0 || !sw || !guid || !lid)
 		return -ENOSPC;
-	n = sib_subnet_ca_add(&d->sn, dc->name, sw, guid);
+	n = sib_subnet_ca_add(d->sn, dc->name, sw, guid);
 	if (!n)
 		return -ENOMEM;
 	guid_given = guid + 1;
 	/* The link trains (the switch's PortStateChange, trap 128); in the
 	 * default mode the built-in SM gives the port the lowest free LID
 	 * (= lid) and makes it ACTIVE before anyone can see the device. */
-	sib_sma_link_up(&d->sn, n, 1);
+	sib_sma_link_up(d->sn, n, 1);
 	lid = n->mgmt->port[1].pi.lid;
 
 	/* Our record first; then fill the map's slot while its gen is even
@@ -184,7 +184,7 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	sibd_link_device_gone(d, (uint32_t)idx);
 	sibd_mai_device_gone(d, (uint32_t)idx); /* before its node goes */
 	sibd_issm_device_gone(d, (uint32_t)idx);
-	sib_subnet_ca_remove(&d->sn, d->dev_node[idx]);
+	sib_subnet_ca_remove(d->sn, d->dev_node[idx]);
 	d->dev_node[idx] = NULL;
 	d->ctr.devices_removed++;
 	sibd_log("device %s removed by pid %d", dc->name, (int)c->pid);
@@ -208,21 +208,21 @@ static int port_relid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t lid)
 	struct mad_port_info pi;
 	uint32_t n, l;
 
-	if (sib_sm_get_port_info(&d->sn, node, (uint8_t)pn, &pi))
+	if (sib_sm_get_port_info(d->sn, node, (uint8_t)pn, &pi))
 		return -EIO;
 	n = 1u << pi.lmc;
 	if (lid == 0 || lid >= SIB_UNICAST_LIDS || n > SIB_UNICAST_LIDS - lid)
 		return -EINVAL; /* overflow-safe: lid comes from a client */
 	for (l = lid; l < lid + n; l++)
-		if (!sib_subnet_lid_free(&d->sn, l, fp))
+		if (!sib_subnet_lid_free(d->sn, l, fp))
 			return -EADDRINUSE;
 	pi.lid = (uint16_t)lid;
 	pi.port_state = MAD_PORT_STATE_NOP;
 	pi.port_phys_state = 0;
-	if (sib_sm_set_port_info(&d->sn, node, (uint8_t)pn, &pi))
+	if (sib_sm_set_port_info(d->sn, node, (uint8_t)pn, &pi))
 		return -EIO;
-	if (!sib_subnet_sm_external(&d->sn))
-		sib_sm_sweep(&d->sn);
+	if (!sib_subnet_sm_external(d->sn))
+		sib_sm_sweep(d->sn);
 	return 0;
 }
 
@@ -232,12 +232,12 @@ static int port_sm_lid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t sm_li
 	struct sib_fab_node *node = d->dev_node[idx];
 	struct mad_port_info pi;
 
-	if (sib_sm_get_port_info(&d->sn, node, (uint8_t)pn, &pi))
+	if (sib_sm_get_port_info(d->sn, node, (uint8_t)pn, &pi))
 		return -EIO;
 	pi.master_sm_lid = (uint16_t)sm_lid;
 	pi.port_state = MAD_PORT_STATE_NOP;
 	pi.port_phys_state = 0;
-	return sib_sm_set_port_info(&d->sn, node, (uint8_t)pn, &pi) ? -EIO : 0;
+	return sib_sm_set_port_info(d->sn, node, (uint8_t)pn, &pi) ? -EIO : 0;
 }
 
 /*
@@ -280,12 +280,12 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	case SIB_PORT_DOWN: /* the state machine: Disabled here, DOWN at both ends */
 		if (pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED)
 			return 0;
-		sib_sma_link_down(&d->sn, node, (uint8_t)dc->port_num, SIB_LINK_LOST);
+		sib_sma_link_down(d->sn, node, (uint8_t)dc->port_num, SIB_LINK_LOST);
 		break;
 	case SIB_PORT_UP: /* LinkUp/INIT; the built-in SM (if any) activates it */
 		if (pi->port_phys_state != MAD_PORT_PHYS_STATE_DISABLED)
 			return 0;
-		sib_sma_link_up(&d->sn, node, (uint8_t)dc->port_num);
+		sib_sma_link_up(d->sn, node, (uint8_t)dc->port_num);
 		break;
 	case SIB_PORT_LID:
 		if (dc->value == p->lid)

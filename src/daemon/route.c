@@ -69,11 +69,11 @@ int sibd_route_answer(struct sibd *d, struct sib_ctl_route *r)
 		struct mcast_reach mr = { .d = d, .mask = r->mcast_mask };
 
 		memset(r->mcast_mask, 0, sizeof(r->mcast_mask));
-		r->verdict = (uint8_t)sib_subnet_mcast_lookup(&d->sn, src, port, dlid, reach_port,
+		r->verdict = (uint8_t)sib_subnet_mcast_lookup(d->sn, src, port, dlid, reach_port,
 							      &mr);
 		return 0;
 	}
-	struct sib_route rt = sib_subnet_lookup(&d->sn, src, port, dlid);
+	struct sib_route rt = sib_subnet_lookup(d->sn, src, port, dlid);
 	int to;
 
 	if (rt.verdict != SIB_ROUTE_OK) {

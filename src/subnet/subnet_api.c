@@ -5,10 +5,9 @@
  * nodes as the host walks them for the map, a CA node added and removed at
  * run time (DEVICE_ADD/REMOVE), route lookups, and the counters the host
  * reads for its status report (the MAD events it counts are the router's:
- * mad_router.c).  Everything the host does to struct sib_subnet goes
- * through here or another function of the interface; no field is touched
- * from outside src/subnet/ (but by softibd's subnet_host.c, which
- * registers the host table).
+ * mad_router.c; the context made and freed: subnet.c).  The host holds an
+ * opaque pointer (the layout is subnet_int.h's): everything it does to
+ * the context goes through here or another function of the interface.
  * Single-threaded; no locks.
  */
 #include <errno.h>
@@ -48,18 +47,10 @@ int sib_subnet_load(struct sib_subnet *sn, const char *path, char *err, size_t e
 
 void sib_subnet_unload(struct sib_subnet *sn)
 {
+	if (!sn)
+		return;
 	sib_subnet_free(&sn->fab);
 	sib_fabric_free(&sn->fab);
-}
-
-void sib_subnet_set_sm_external(struct sib_subnet *sn, bool external)
-{
-	sn->sm_external = external;
-}
-
-bool sib_subnet_sm_external(const struct sib_subnet *sn)
-{
-	return sn->sm_external;
 }
 
 /* ---- nodes -------------------------------------------------------------- */

@@ -20,8 +20,10 @@
  *  - the built-in SM: sib_sm_sweep(), sib_sm_get/set_port_info();
  *  - counters: the host's MAD events counted (sib_subnet_mad_count) and
  *    every counter read for its status report.
- * The host uses no field of struct sib_subnet (but its one file that
- * registers the host table); tests/subnet_private.py checks it.
+ * The context's layout is the subnet's own (subnet_int.h): the host holds
+ * a pointer (sib_subnet_new) and uses no field; tests/subnet_private.py
+ * checks that no file outside src/subnet/ includes subnet_int.h or uses
+ * a field.
  * The subnet never includes a daemon header nor calls a daemon function.
  * Single-threaded: the host calls it from one thread; no locks.
  */
@@ -78,40 +80,19 @@ struct sib_subnet_host {
 			    uint8_t port, uint8_t qp, const mai_mad_t *m);
 };
 
-/* The built-in SM as a MAI agent (sm_builtin.c): where its SMPs leave and
- * the answer to the one in flight (the router is synchronous: the answer
- * is in before sib_mad_send returns). */
-struct sib_sm_agent {
-	struct sib_fab_node *node;      /* the SM's node and port (LID SIB_SM_LID) */
-	uint8_t port;                   /* 0 on a switch */
-	uint32_t sweeps;                /* discoveries run (sib_node_mgmt.sm_seen) */
-	uint64_t tid;                   /* TID of the SMP in flight, 0 = none */
-	bool answered;                  /* its GetResp arrived: reply holds it */
-	uint8_t reply[256];             /* the GetResp, wire form (MAD_SIZE) */
-};
+/* ---- the context (struct sib_subnet, its layout private: subnet_int.h) ----
+ * The host holds a pointer and uses only the functions below and the
+ * other headers' (sib_mad_send, sib_sma_*, sib_sm_*); the check
+ * `subnet_private` (tests/subnet_private.py) holds every file outside
+ * src/subnet/ to it. */
 
-/* The subnet's context: one per managed fabric. */
-struct sib_subnet {
-	struct sib_fabric fab;          /* the model; sib_subnet_init() hangs the SMA state off it */
-	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
-	bool sm_sweeping;               /* the built-in SM is running (no re-entry) */
-	uint32_t sm_act_count;          /* its SMInfo.ActCount: SMPs sent, traps repressed */
-	uint64_t trap_tid;              /* TID of the last SMP the subnet made (traps, SM) */
-	struct sib_sma_counters sma;
-	struct sib_mad_counters mad;    /* the router's (and the host's channels') */
-	struct sib_sm_agent sm;         /* the built-in SM's MAI side */
-	/* how a node's agents send (traps): sib_mad_out once sib_mad_init()
-	 * ran; NULL: traps are counted unsent */
-	void (*mad_out)(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
-			struct mai_mad *m);
-	const struct sib_subnet_host *host;
-	void *host_ctx;
-};
+/* A new context without a fabric, the host's table h (kept by reference;
+ * every entry set; NULL only for a test that never makes the subnet call
+ * its host) and host_ctx registered; NULL without memory. */
+struct sib_subnet *sib_subnet_new(const struct sib_subnet_host *h, void *host_ctx);
 
-/* ---- subnet_api.c: what the host does to the context -------------------
- * No file outside src/subnet/ uses a field of struct sib_subnet (but
- * softibd's subnet_host.c, which registers the host table); the check
- * `subnet_private` (tests/subnet_private.py) holds the daemon to it. */
+/* Free a context (after sib_subnet_unload); NULL is ignored. */
+void sib_subnet_delete(struct sib_subnet *sn);
 
 /* Load the fabric from the topology file at path (NULL: the built-in
  * default topology), give every node the state of a freshly powered
@@ -121,7 +102,8 @@ struct sib_subnet {
  * says why, errlen bytes); -ENOMEM.  On error nothing stays allocated. */
 int sib_subnet_load(struct sib_subnet *sn, const char *path, char *err, size_t errlen);
 
-/* Free the fabric and every node's management state (after the last use). */
+/* Free the fabric and every node's management state (after the last
+ * use; the context stays, empty).  NULL is ignored. */
 void sib_subnet_unload(struct sib_subnet *sn);
 
 /* --sm external (ports wait in INIT for an SM) or the built-in SM; set
@@ -196,13 +178,5 @@ void sib_subnet_mad_count(struct sib_subnet *sn, enum sib_mad_event ev, uint64_t
  * MADs, and the SMAs' and PMAs' (valid as long as sn). */
 const struct sib_mad_counters *sib_subnet_mad_counters(const struct sib_subnet *sn);
 const struct sib_sma_counters *sib_subnet_sma_counters(const struct sib_subnet *sn);
-
-/* Register the host's table (kept by reference) and its context. */
-static inline void sib_subnet_set_host(struct sib_subnet *sn, const struct sib_subnet_host *h,
-				       void *host_ctx)
-{
-	sn->host = h;
-	sn->host_ctx = host_ctx;
-}
 
 #endif

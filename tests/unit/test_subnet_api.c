@@ -76,11 +76,10 @@ static const struct sib_subnet_host host = {
 /* The default fabric (one 8-port switch, four CAs), built-in SM or not. */
 static struct sib_subnet *load(bool external)
 {
-	struct sib_subnet *sn = calloc(1, sizeof(*sn));
+	struct sib_subnet *sn = sib_subnet_new(&host, NULL);
 	char err[128];
 
 	assert_non_null(sn);
-	sib_subnet_set_host(sn, &host, NULL);
 	sib_subnet_set_sm_external(sn, external);
 	assert_int_equal(sib_subnet_load(sn, NULL, err, sizeof(err)), 0);
 	assert_int_equal(sib_mad_init(sn), 0);
@@ -91,7 +90,8 @@ static void unload(struct sib_subnet *sn)
 {
 	sib_mad_fini(sn);
 	sib_subnet_unload(sn);
-	free(sn);
+	sib_subnet_unload(sn); /* twice is harmless */
+	sib_subnet_delete(sn);
 }
 
 static struct sib_fab_node *first_ca(const struct sib_subnet *sn)
@@ -106,7 +106,7 @@ static struct sib_fab_node *first_ca(const struct sib_subnet *sn)
 
 static void test_load(void **state)
 {
-	struct sib_subnet *sn = load(false), bad = { 0 };
+	struct sib_subnet *sn = load(false), *bad = sib_subnet_new(&host, NULL);
 	unsigned int i, cas = 0;
 	struct sib_fab_node *n;
 	char err[128] = "";
@@ -130,10 +130,13 @@ static void test_load(void **state)
 	assert_true(sib_subnet_sma_counters(sn)->smps > 0); /* the sweep's SMPs */
 	unload(sn);
 
-	sib_subnet_set_host(&bad, &host, NULL);
-	assert_int_equal(sib_subnet_load(&bad, "/nonexistent/x.topo", err, sizeof(err)), -EINVAL);
+	assert_non_null(bad);
+	assert_int_equal(sib_subnet_load(bad, "/nonexistent/x.topo", err, sizeof(err)), -EINVAL);
 	assert_true(err[0] != '\0');
-	assert_int_equal(sib_subnet_nodes(&bad), 0);
+	assert_int_equal(sib_subnet_nodes(bad), 0);
+	sib_subnet_delete(bad);
+	sib_subnet_unload(NULL); /* NULL is ignored */
+	sib_subnet_delete(NULL);
 }
 
 static void test_external(void **state)

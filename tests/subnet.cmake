@@ -26,3 +26,11 @@ endif()
 if(TARGET softibd AND TARGET softib AND TARGET ibverbs)
   sib_itest(sm_external sm_external.sh)
 endif()
+
+# The subnet layer's interface to its host (subnet_api.c) without softibd:
+# load and sweep, nodes, a CA added and removed, route lookups, counters.
+if(TARGET sib_subnet)
+  sib_unit_test(test_subnet_api
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_subnet_api.c
+    LIBS sib_subnet sib_mai sib_iba)
+endif()

@@ -31,26 +31,12 @@ int sibd_fabric_load(struct sibd *d)
 	char err[256];
 	int ret;
 
-	memset(&d->sn.fab, 0, sizeof(d->sn.fab));
-	if (d->topology)
-		ret = sib_fabric_load_file(&d->sn.fab, d->topology, err, sizeof(err));
-	else
-		ret = sib_fabric_parse(&d->sn.fab, sib_fabric_default_topology(), "default",
-				       err, sizeof(err));
-	if (ret) {
-		sibd_log("topology: %s", err);
-		sib_fabric_free(&d->sn.fab);
-		return -EINVAL;
-	}
-	/* a freshly powered fabric; in the default mode softibd's own SM
+	/* a freshly powered fabric; in the default mode the subnet's own SM
 	 * brings it up through the SMAs, as OpenSM would with --sm external */
-	if (sib_subnet_init(&d->sn.fab)) {
-		sib_fabric_free(&d->sn.fab);
-		return -ENOMEM;
-	}
-	if (!d->sn.sm_external && sib_sm_sweep(&d->sn))
-		sibd_log("built-in SM: the first sweep did not complete");
-	return 0;
+	ret = sib_subnet_load(d->sn, d->topology, err, sizeof(err));
+	if (ret == -EINVAL)
+		sibd_log("topology: %s", err);
+	return ret;
 }
 
 /* Copy a string into a fixed field, cut to fit, NUL-terminated. */
@@ -92,8 +78,7 @@ static int map_fill(struct sibd *d)
 	struct sib_fab_node *n;
 	uint32_t nd = 0;
 
-	for (i = 0; i < d->sn.fab.n_nodes; i++) {
-		n = d->sn.fab.nodes[i];
+	for (i = 0; (n = sib_subnet_node(d->sn, i)); i++) {
 		if (n->type != SIB_NODE_CA)
 			continue;
 		/* CAs past the verbs limits are in the fabric (SMA, PMA,

@@ -87,7 +87,7 @@ static void apply(struct sibd *d, struct issm_ent *e, bool on)
 		return;
 	n = d->dev_node[e->dev_index];
 	if (n)
-		sib_sma_set_capability(&d->sn, n, e->port, MAD_PORT_CAP_IS_SM, on);
+		sib_sma_set_capability(d->sn, n, e->port, MAD_PORT_CAP_IS_SM, on);
 }
 
 int sibd_issm_ensure(struct sibd *d, uint32_t dev_index, uint8_t port, const char *path)

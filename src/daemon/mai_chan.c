@@ -126,7 +126,7 @@ static void chan_release(struct sibd *d, struct chan *ch)
 static void held_drop(struct sibd *d, struct chan *ch)
 {
 	ch->dropped += ch->nheld;
-	d->sn.mad.drop[SIB_MAD_DROP_QUEUE_FULL] += ch->nheld;
+	sib_subnet_mad_count(d->sn, SIB_MAD_EV_QUEUE_FULL, ch->nheld);
 	chan_release(d, ch);
 }
 
@@ -197,7 +197,7 @@ static void chan_flush(struct sibd *d, struct chan *ch)
 			break;
 		}
 		ch->rx++;
-		d->sn.mad.delivered++;
+		sib_subnet_mad_count(d->sn, SIB_MAD_EV_DELIVERED, 1);
 		i++;
 	}
 	if (ch->dead || !i)
@@ -225,14 +225,14 @@ static int chan_write(struct sibd *d, struct chan *ch, const mai_mad_t *m)
 	if (w == n) {
 		ch->rx++;
 		ch->stalled = false;
-		d->sn.mad.delivered++;
+		sib_subnet_mad_count(d->sn, SIB_MAD_EV_DELIVERED, 1);
 		return 0;
 	}
 	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS) && !chan_hold(d, ch, buf))
 		return 0;
 	ch->dropped++;
 	if (w < 0 && (errno == EAGAIN || errno == ENOBUFS)) {
-		d->sn.mad.drop[SIB_MAD_DROP_QUEUE_FULL]++;
+		sib_subnet_mad_count(d->sn, SIB_MAD_EV_QUEUE_FULL, 1);
 		return -EAGAIN;
 	}
 	chan_kill(d, ch); /* EPIPE, ECONNRESET: the client end is gone */
@@ -370,7 +370,7 @@ static void timeout_msg(struct sibd *d, struct chan *ch, const mai_mad_t *req)
 	t.type = MAI_TYPE_TIMEOUT;
 	t.data_len = 0;
 	memset(t.data, 0, sizeof(t.data));
-	d->sn.mad.timeouts++;
+	sib_subnet_mad_count(d->sn, SIB_MAD_EV_TIMEOUT, 1);
 	chan_write(d, ch, &t);
 }
 
@@ -386,7 +386,7 @@ static void oob_wrap(struct sibd *d, struct chan *from, const mai_mad_t *m)
 	for (struct chan *ch = mai->chans; ch; ch = ch->next)
 		if (!ch->dead && ch->node == from->node && ch->qp == from->qp)
 			cnt = ents_add(mai, cnt, ch);
-	d->sn.mad.oob++;
+	sib_subnet_mad_count(d->sn, SIB_MAD_EV_OOB, 1);
 	r = mai_match(mai->ents, cnt, m, out, sizeof(out) / sizeof(out[0]));
 	if (r > (int)(sizeof(out) / sizeof(out[0])))
 		r = (int)(sizeof(out) / sizeof(out[0]));
@@ -415,11 +415,11 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 		return;
 	}
 	if (m->type == MAI_TYPE_RAW && !ch->priv) {
-		d->sn.mad.drop[SIB_MAD_DROP_NOT_PRIV]++;
+		sib_subnet_mad_count(d->sn, SIB_MAD_EV_NOT_PRIV, 1);
 		return;
 	}
 	if (m->qp != ch->qp) {
-		d->sn.mad.drop[SIB_MAD_DROP_QP_MISMATCH]++;
+		sib_subnet_mad_count(d->sn, SIB_MAD_EV_QP_MISMATCH, 1);
 		return;
 	}
 	m->port = ch->port;
@@ -434,7 +434,8 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 
 		for (uint32_t i = 0; i < ch->npend; i++)
 			if (ch->pend[i].m.tid == m->tid && ch->pend[i].m.mgmt_class == m->mgmt_class) {
-				d->sn.mad.dup_tid++; /* the kernel refuses it (EINVAL) */
+				/* the kernel refuses it (EINVAL) */
+				sib_subnet_mad_count(d->sn, SIB_MAD_EV_DUP_TID, 1);
 				timeout_msg(d, ch, m);
 				return;
 			}
@@ -465,7 +466,7 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 		answered_add(ch, m->tid, m->mgmt_class, false);
 	}
 	/* the answer may come back (and end the pending entry) inside this call */
-	sib_mad_send(&d->sn, ch->node, ch->port, m);
+	sib_mad_send(d->sn, ch->node, ch->port, m);
 }
 
 static uint32_t be32(const uint8_t *p)
@@ -491,14 +492,14 @@ static void chan_input(struct sibd *d, struct chan *ch)
 		if ((n != MAI_MSTREAM_SIZE && n != MAI_MSTREAM_SIZE + REQ_TRAILER) ||
 		    mai_rmstream(buf, MAI_MSTREAM_SIZE, &m) != MAI_MSTREAM_SIZE ||
 		    m.type == MAI_TYPE_TIMEOUT) {
-			d->sn.mad.bad_messages++;
+			sib_subnet_mad_count(d->sn, SIB_MAD_EV_BAD_MESSAGE, 1);
 			continue;
 		}
 		if (n == MAI_MSTREAM_SIZE + REQ_TRAILER) {
 			tmo = be32(buf + MAI_MSTREAM_SIZE);
 			retries = be32(buf + MAI_MSTREAM_SIZE + 4);
 			if (m.type != MAI_TYPE_MAD || !is_request(&m)) {
-				d->sn.mad.bad_messages++;
+				sib_subnet_mad_count(d->sn, SIB_MAD_EV_BAD_MESSAGE, 1);
 				continue;
 			}
 		}
@@ -573,9 +574,9 @@ void sibd_mai_timers(struct sibd *d)
 			if (p->retries) {
 				p->retries--;
 				p->deadline = now + p->timeout_ms;
-				d->sn.mad.resent++;
+				sib_subnet_mad_count(d->sn, SIB_MAD_EV_RESENT, 1);
 				/* may deliver the response and remove entry i */
-				sib_mad_send(&d->sn, ch->node, ch->port, &m);
+				sib_mad_send(d->sn, ch->node, ch->port, &m);
 				i = 0; /* the array may have changed: rescan (deadlines moved on) */
 				continue;
 			}
@@ -791,7 +792,7 @@ int sibd_mai_init(struct sibd *d)
 		return -1;
 	}
 	d->mai = mai;
-	return sib_mad_init(&d->sn);
+	return sib_mad_init(d->sn);
 }
 
 void sibd_mai_fini(struct sibd *d)
@@ -807,7 +808,7 @@ void sibd_mai_fini(struct sibd *d)
 	free(mai->ents);
 	free(mai);
 	d->mai = NULL;
-	d->sn.mad_out = NULL;
+	sib_mad_fini(d->sn);
 }
 
 void sibd_mai_status(struct sibd *d, FILE *f)
@@ -817,7 +818,7 @@ void sibd_mai_status(struct sibd *d, FILE *f)
 
 	if (!d->mai)
 		return;
-	c = &d->sn.mad;
+	c = sib_subnet_mad_counters(d->sn);
 	fprintf(f, "mad sent=%llu delivered=%llu sma=%llu pma=%llu unsupported=%llu forwarded=%llu"
 		" oob=%llu resent=%llu timeouts=%llu dup_tid=%llu bad_messages=%llu\n",
 		(unsigned long long)c->sent, (unsigned long long)c->delivered,

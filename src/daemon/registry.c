@@ -5,6 +5,9 @@
  * state set by hand (`softib device add|remove`, `softib port ... down|up`).
  * A device is usable from the moment its map entry turns odd until its
  * removal turns it even; removal releases everything clients held on it.
+ * The fabric's side of adding and removing a CA (its node, free switch
+ * port, GUIDs and LIDs) is the subnet layer's (sib_subnet_ca_add/remove,
+ * subnet_api.h); this file does the daemon's: devs[], the map, clients.
  * Changes softibd's private state (struct sibd) first, then publishes it
  * through fabmap.c's writers (ports and LIDs under port_seq); never reads
  * the map back (DESIGN principle 6).  Single-threaded; no locks.
@@ -66,69 +69,8 @@ static void port_set_state(struct sib_shm_port *p, uint8_t state, uint8_t phys)
 
 /* ---- add ---------------------------------------------------------------- */
 
-/* A switch port without a link, or NULL. */
-static struct sib_fab_port *free_switch_port(struct sibd *d)
-{
-	unsigned int i, p;
-
-	for (i = 0; i < d->sn.fab.n_nodes; i++) {
-		struct sib_fab_node *n = d->sn.fab.nodes[i];
-
-		if (n->type != SIB_NODE_SWITCH)
-			continue;
-		for (p = 1; p <= n->num_ports; p++)
-			if (!n->ports[p].peer)
-				return &n->ports[p];
-	}
-	return NULL;
-}
-
 /* Highest GUID handed out by DEVICE_ADD: a removed CA's GUIDs are never reused. */
 static uint64_t guid_given;
-
-/*
- * need + 1 consecutive GUIDs above every node, system image and port GUID
- * of the fabric and every one given before; returns the first, 0 if none.
- */
-static uint64_t fresh_guid(const struct sibd *d, unsigned int need)
-{
-	uint64_t max = guid_given > SIB_FAB_GUID_PREFIX ? guid_given : SIB_FAB_GUID_PREFIX;
-	unsigned int i, p;
-
-	for (i = 0; i < d->sn.fab.n_nodes; i++) {
-		const struct sib_fab_node *n = d->sn.fab.nodes[i];
-
-		max = n->node_guid > max ? n->node_guid : max;
-		max = n->sys_image_guid > max ? n->sys_image_guid : max;
-		for (p = 0; p <= n->num_ports; p++)
-			max = n->ports[p].guid > max ? n->ports[p].guid : max;
-	}
-	return max <= UINT64_MAX - 1 - need ? max + 1 : 0;
-}
-
-/* The lowest unicast LID no port of the fabric has (range LID..LID+2^LMC-1); 0 if none. */
-static uint16_t fresh_lid(const struct sibd *d)
-{
-	uint8_t *used = calloc(SIB_UNICAST_LIDS, 1);
-	unsigned int i, p, l;
-	uint16_t lid = 0;
-
-	if (!used)
-		return 0;
-	for (i = 0; i < d->sn.fab.n_nodes; i++) {
-		const struct sib_fab_node *n = d->sn.fab.nodes[i];
-
-		for (p = 0; p <= n->num_ports; p++)
-			for (l = 0; n->ports[p].lid && l < (1u << n->ports[p].lmc); l++)
-				if (n->ports[p].lid + l < SIB_UNICAST_LIDS)
-					used[n->ports[p].lid + l] = 1;
-	}
-	for (l = 1; l < SIB_UNICAST_LIDS && !lid; l++)
-		if (!used[l])
-			lid = (uint16_t)l;
-	free(used);
-	return lid;
-}
 
 /* The first never-used or unregistered devs[] slot, or -1. */
 static int free_dev_slot(const struct sibd *d)
@@ -139,49 +81,6 @@ static int free_dev_slot(const struct sibd *d)
 		if (!sibd_dev_present(d, i))
 			return (int)i;
 	return d->num_devices < SIB_MAX_DEVICES ? (int)d->num_devices : -1;
-}
-
-/* A single-port CA called name, cabled to sw (its link not trained yet):
- * appended to the fabric. */
-static struct sib_fab_node *new_ca(struct sibd *d, const char *name, struct sib_fab_port *sw,
-				   uint64_t guid)
-{
-	struct sib_fab_node *n, **nodes;
-
-	nodes = realloc(d->sn.fab.nodes, (d->sn.fab.n_nodes + 1) * sizeof(*nodes));
-	if (!nodes)
-		return NULL;
-	d->sn.fab.nodes = nodes;
-	n = calloc(1, sizeof(*n));
-	if (n)
-		n->ports = calloc(2, sizeof(*n->ports));
-	if (!n || !n->ports) {
-		free(n);
-		return NULL;
-	}
-	n->type = SIB_NODE_CA;
-	n->node_guid = n->sys_image_guid = guid;
-	n->vendor_id = SIB_FAB_VENDOR_ID;
-	n->device_id = SIB_FAB_CA_DEVICE_ID;
-	snprintf(n->id, sizeof(n->id), "H-%016" PRIx64, guid);
-	snprintf(n->desc, sizeof(n->desc), "softib HCA %s", name);
-	snprintf(n->dev_name, sizeof(n->dev_name), "%s", name);
-	n->num_ports = 1;
-	n->ports[0].node = n;
-	n->ports[1].node = n;
-	n->ports[1].num = 1;
-	n->ports[1].guid = guid + 1;
-	/* powered before it is cabled: Polling/DOWN, LID 0 (subnet.c) */
-	if (sib_subnet_node_init(n)) {
-		free(n->ports);
-		free(n);
-		return NULL;
-	}
-	n->ports[1].peer = sw;
-	sw->peer = &n->ports[1];
-	d->sn.fab.nodes[d->sn.fab.n_nodes++] = n;
-	d->sn.fab.n_cas++;
-	return n;
 }
 
 /*
@@ -206,19 +105,19 @@ int sibd_cmd_device_add(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	if (find_dev(d, dc->name) >= 0)
 		return -EEXIST;
 	idx = free_dev_slot(d);
-	sw = free_switch_port(d);
-	guid = fresh_guid(d, 1);
-	lid = fresh_lid(d);
+	sw = sib_subnet_free_switch_port(d->sn);
+	guid = sib_subnet_fresh_guid(d->sn, 1, guid_given);
+	lid = sib_subnet_fresh_lid(d->sn);
 	if (idx < 0 || !sw || !guid || !lid)
 		return -ENOSPC;
-	n = new_ca(d, dc->name, sw, guid);
+	n = sib_subnet_ca_add(d->sn, dc->name, sw, guid);
 	if (!n)
 		return -ENOMEM;
 	guid_given = guid + 1;
 	/* The link trains (the switch's PortStateChange, trap 128); in the
 	 * default mode the built-in SM gives the port the lowest free LID
 	 * (= lid) and makes it ACTIVE before anyone can see the device. */
-	sib_sma_link_up(&d->sn, n, 1);
+	sib_sma_link_up(d->sn, n, 1);
 	lid = n->mgmt->port[1].pi.lid;
 
 	/* Our record first; then fill the map's slot while its gen is even
@@ -242,31 +141,6 @@ int sibd_cmd_device_add(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 }
 
 /* ---- remove ------------------------------------------------------------- */
-
-/* Take node n out of the fabric: its links go, the switch ports become free. */
-static void drop_node(struct sibd *d, struct sib_fab_node *n)
-{
-	unsigned int i, p;
-
-	for (p = 1; p <= n->num_ports; p++) /* the far ends go DOWN (trap 128) */
-		sib_sma_link_down(&d->sn, n, (uint8_t)p, SIB_LINK_LOST);
-	sib_subnet_node_free(n);
-	for (p = 0; p <= n->num_ports; p++)
-		if (n->ports[p].peer) {
-			n->ports[p].peer->peer = NULL;
-			n->ports[p].peer = NULL;
-		}
-	for (i = 0; i < d->sn.fab.n_nodes; i++)
-		if (d->sn.fab.nodes[i] == n) {
-			memmove(&d->sn.fab.nodes[i], &d->sn.fab.nodes[i + 1],
-				(d->sn.fab.n_nodes - i - 1) * sizeof(*d->sn.fab.nodes));
-			d->sn.fab.n_nodes--;
-			break;
-		}
-	d->sn.fab.n_cas--;
-	free(n->ports);
-	free(n);
-}
 
 /*
  * DEVICE_REMOVE (ib_unregister_device): the device leaves the map (new
@@ -310,7 +184,7 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 	sibd_link_device_gone(d, (uint32_t)idx);
 	sibd_mai_device_gone(d, (uint32_t)idx); /* before its node goes */
 	sibd_issm_device_gone(d, (uint32_t)idx);
-	drop_node(d, d->dev_node[idx]);
+	sib_subnet_ca_remove(d->sn, d->dev_node[idx]);
 	d->dev_node[idx] = NULL;
 	d->ctr.devices_removed++;
 	sibd_log("device %s removed by pid %d", dc->name, (int)c->pid);
@@ -319,24 +193,6 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 }
 
 /* ---- ports ------------------------------------------------------------- */
-
-/* Is lid (with 2^lmc - 1 above it) free of every port but self? */
-static bool lid_free(const struct sibd *d, uint32_t lid, const struct sib_fab_port *self)
-{
-	unsigned int i, p;
-
-	for (i = 0; i < d->sn.fab.n_nodes; i++) {
-		const struct sib_fab_node *n = d->sn.fab.nodes[i];
-
-		for (p = 0; p <= n->num_ports; p++) {
-			const struct sib_fab_port *pt = &n->ports[p];
-
-			if (pt != self && pt->lid && lid >= pt->lid && lid < pt->lid + (1u << pt->lmc))
-				return false;
-		}
-	}
-	return true;
-}
 
 /*
  * Give a linked port a new base LID, as an SM's LID reassignment would
@@ -352,21 +208,21 @@ static int port_relid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t lid)
 	struct mad_port_info pi;
 	uint32_t n, l;
 
-	if (sib_sm_get_port_info(&d->sn, node, (uint8_t)pn, &pi))
+	if (sib_sm_get_port_info(d->sn, node, (uint8_t)pn, &pi))
 		return -EIO;
 	n = 1u << pi.lmc;
 	if (lid == 0 || lid >= SIB_UNICAST_LIDS || n > SIB_UNICAST_LIDS - lid)
 		return -EINVAL; /* overflow-safe: lid comes from a client */
 	for (l = lid; l < lid + n; l++)
-		if (!lid_free(d, l, fp))
+		if (!sib_subnet_lid_free(d->sn, l, fp))
 			return -EADDRINUSE;
 	pi.lid = (uint16_t)lid;
 	pi.port_state = MAD_PORT_STATE_NOP;
 	pi.port_phys_state = 0;
-	if (sib_sm_set_port_info(&d->sn, node, (uint8_t)pn, &pi))
+	if (sib_sm_set_port_info(d->sn, node, (uint8_t)pn, &pi))
 		return -EIO;
-	if (!d->sn.sm_external)
-		sib_sm_sweep(&d->sn);
+	if (!sib_subnet_sm_external(d->sn))
+		sib_sm_sweep(d->sn);
 	return 0;
 }
 
@@ -376,12 +232,12 @@ static int port_sm_lid(struct sibd *d, uint32_t idx, uint32_t pn, uint32_t sm_li
 	struct sib_fab_node *node = d->dev_node[idx];
 	struct mad_port_info pi;
 
-	if (sib_sm_get_port_info(&d->sn, node, (uint8_t)pn, &pi))
+	if (sib_sm_get_port_info(d->sn, node, (uint8_t)pn, &pi))
 		return -EIO;
 	pi.master_sm_lid = (uint16_t)sm_lid;
 	pi.port_state = MAD_PORT_STATE_NOP;
 	pi.port_phys_state = 0;
-	return sib_sm_set_port_info(&d->sn, node, (uint8_t)pn, &pi) ? -EIO : 0;
+	return sib_sm_set_port_info(d->sn, node, (uint8_t)pn, &pi) ? -EIO : 0;
 }
 
 /*
@@ -424,12 +280,12 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 	case SIB_PORT_DOWN: /* the state machine: Disabled here, DOWN at both ends */
 		if (pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED)
 			return 0;
-		sib_sma_link_down(&d->sn, node, (uint8_t)dc->port_num, SIB_LINK_LOST);
+		sib_sma_link_down(d->sn, node, (uint8_t)dc->port_num, SIB_LINK_LOST);
 		break;
 	case SIB_PORT_UP: /* LinkUp/INIT; the built-in SM (if any) activates it */
 		if (pi->port_phys_state != MAD_PORT_PHYS_STATE_DISABLED)
 			return 0;
-		sib_sma_link_up(&d->sn, node, (uint8_t)dc->port_num);
+		sib_sma_link_up(d->sn, node, (uint8_t)dc->port_num);
 		break;
 	case SIB_PORT_LID:
 		if (dc->value == p->lid)

@@ -2,8 +2,8 @@
 /*
  * The data path's routes (SIB_CTL_ROUTE, docs/subnet.md): where a packet
  * leaving a verbs device's port ends, as the subnet layer's route lookups
- * say (IBA 18.2.4.3.2 linear FDB: sib_subnet_route; 18.2.4.3.3 multicast
- * FDB: sib_subnet_mcast_route), turned into verbs devices, and the map's
+ * say (IBA 18.2.4.3.2 linear FDB: sib_subnet_lookup; 18.2.4.3.3 multicast
+ * FDB: sib_subnet_mcast_lookup), turned into verbs devices, and the map's
  * route_gen that tells clients when their cached answers are stale.  Never
  * reads the map; writes its route_gen alone.  A client's request is
  * bounds-checked before use.  Single-threaded.
@@ -69,11 +69,11 @@ int sibd_route_answer(struct sibd *d, struct sib_ctl_route *r)
 		struct mcast_reach mr = { .d = d, .mask = r->mcast_mask };
 
 		memset(r->mcast_mask, 0, sizeof(r->mcast_mask));
-		r->verdict = (uint8_t)sib_subnet_mcast_route(&d->sn.fab, src, port, dlid, reach_port,
-							     &mr);
+		r->verdict = (uint8_t)sib_subnet_mcast_lookup(d->sn, src, port, dlid, reach_port,
+							      &mr);
 		return 0;
 	}
-	struct sib_route rt = sib_subnet_route(&d->sn.fab, src, port, dlid, false);
+	struct sib_route rt = sib_subnet_lookup(d->sn, src, port, dlid);
 	int to;
 
 	if (rt.verdict != SIB_ROUTE_OK) {

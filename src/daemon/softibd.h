@@ -132,7 +132,9 @@ struct sibd {
 	 * written from these (fabmap.c is its only writer) and never read back:
 	 * nothing a client does to the map can change what softibd believes.
 	 */
-	struct sib_subnet sn;           /* the managed fabric (src/subnet, subnet_host.c) */
+	struct sib_subnet *sn;          /* the managed fabric (src/subnet; opaque, used
+	                                   through subnet_api.h): sibd_subnet_attach */
+	bool sm_external;               /* --sm external, given to sn when it is made */
 	struct sib_fab_node *dev_node[SIB_MAX_DEVICES]; /* devs[i] -> its node */
 	uint32_t num_devices;
 	struct sib_shm_device devs[SIB_MAX_DEVICES];
@@ -194,8 +196,9 @@ void sibd_xrcd_hold(struct sibd *d, uint32_t dev_index, uint32_t num);
 void sibd_xrcd_put(struct sibd *d, uint32_t dev_index, uint32_t num);
 
 /* subnet_host.c: softibd as the subnet's host (subnet/subnet_api.h):
- * registers its table on d->sn before the fabric is loaded. */
-void sibd_subnet_attach(struct sibd *d);
+ * makes d->sn with its table registered and d->sm_external given, before
+ * the fabric is loaded.  0 or -ENOMEM. */
+int sibd_subnet_attach(struct sibd *d);
 
 /* sma_publish.c: port pn of n changed (SIB_CHG_* in what), old_lid/old_lmc
  * its LID range before: if n is a verbs device, its private devs[] port

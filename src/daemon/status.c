@@ -89,6 +89,7 @@ static void print_counts(FILE *f, const uint32_t *n)
 /* The report as a malloc'd text of *len bytes.  0 or -ENOMEM. */
 int sibd_status_text(struct sibd *d, char **text, size_t *len)
 {
+	const struct sib_sma_counters *sma = sib_subnet_sma_counters(d->sn);
 	uint32_t total[SIB_OBJ_TYPE_MAX] = { 0 };
 	const struct sib_shm_device *dev;
 	const struct sibd_client *c;
@@ -147,13 +148,14 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 		(unsigned long long)d->ctr.port_changes);
 	fprintf(f, "subnet sm=%s smps=%llu gmps=%llu dropped=%llu bad_version=%llu unsupported=%llu"
 		" invalid_field=%llu m_key_violations=%llu traps_sent=%llu traps_unsent=%llu"
-		" trap_represses=%llu train_failed=%llu sm_traps=%llu\n", d->sn.sm_external ? "external" : "builtin",
-		(unsigned long long)d->sn.sma.smps, (unsigned long long)d->sn.sma.gmps,
-		(unsigned long long)d->sn.sma.dropped, (unsigned long long)d->sn.sma.bad_version,
-		(unsigned long long)d->sn.sma.unsupported, (unsigned long long)d->sn.sma.invalid_field,
-		(unsigned long long)d->sn.sma.m_key_violations, (unsigned long long)d->sn.sma.traps_sent,
-		(unsigned long long)d->sn.sma.traps_unsent, (unsigned long long)d->sn.sma.trap_represses,
-		(unsigned long long)d->sn.sma.train_failed, (unsigned long long)d->sn.sma.sm_traps);
+		" trap_represses=%llu train_failed=%llu sm_traps=%llu\n",
+		sib_subnet_sm_external(d->sn) ? "external" : "builtin",
+		(unsigned long long)sma->smps, (unsigned long long)sma->gmps,
+		(unsigned long long)sma->dropped, (unsigned long long)sma->bad_version,
+		(unsigned long long)sma->unsupported, (unsigned long long)sma->invalid_field,
+		(unsigned long long)sma->m_key_violations, (unsigned long long)sma->traps_sent,
+		(unsigned long long)sma->traps_unsent, (unsigned long long)sma->trap_represses,
+		(unsigned long long)sma->train_failed, (unsigned long long)sma->sm_traps);
 	sibd_budget_status(d, f);
 	if (fclose(f) != 0) {
 		free(*text);

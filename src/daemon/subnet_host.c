@@ -4,8 +4,12 @@
  * table through which the subnet layer tells the daemon what changed (a CA
  * port: the verbs map and events; forwarding: route_gen), reads the data
  * path's counters, logs, and hands MADs to the MAI channels.  The subnet
- * calls up only through this table; it names no daemon function.
+ * calls up only through this table; it names no daemon function.  The
+ * subnet's context is opaque here as in every daemon file (subnet_api.h:
+ * sib_subnet_new registers the table).
  */
+#include <errno.h>
+
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 
@@ -63,7 +67,11 @@ static const struct sib_subnet_host sibd_subnet_host = {
 	.mad_response = host_mad_response,
 };
 
-void sibd_subnet_attach(struct sibd *d)
+int sibd_subnet_attach(struct sibd *d)
 {
-	sib_subnet_set_host(&d->sn, &sibd_subnet_host, d);
+	d->sn = sib_subnet_new(&sibd_subnet_host, d);
+	if (!d->sn)
+		return -ENOMEM;
+	sib_subnet_set_sm_external(d->sn, d->sm_external);
+	return 0;
 }

@@ -11,17 +11,13 @@
 #include <string.h>
 
 #include "daemon/softibd.h"
-#include "subnet/subnet.h"
+#include "subnet/subnet_api.h"
 
 int sibd_port_set_switch(struct sibd *d, const struct sib_ctl_dev_cmd *dc)
 {
-	struct sib_fab_node *sw = NULL;
+	struct sib_fab_node *sw = sib_subnet_find_switch(d->sn, dc->name, sizeof(dc->name));
 	const struct mad_port_info *pi;
 
-	for (unsigned int i = 0; i < d->sn.fab.n_nodes && !sw; i++)
-		if (d->sn.fab.nodes[i]->type == SIB_NODE_SWITCH &&
-		    !strncmp(d->sn.fab.nodes[i]->id, dc->name, sizeof(dc->name)))
-			sw = d->sn.fab.nodes[i];
 	if (!sw || !sw->mgmt)
 		return -ENODEV;
 	if (dc->port_num < 1 || dc->port_num > sw->num_ports ||
@@ -33,9 +29,9 @@ int sibd_port_set_switch(struct sibd *d, const struct sib_ctl_dev_cmd *dc)
 	if ((pi->port_phys_state == MAD_PORT_PHYS_STATE_DISABLED) == (dc->action == SIB_PORT_DOWN))
 		return 0; /* already so */
 	if (dc->action == SIB_PORT_DOWN)
-		sib_sma_link_down(&d->sn, sw, (uint8_t)dc->port_num, SIB_LINK_LOST);
+		sib_sma_link_down(d->sn, sw, (uint8_t)dc->port_num, SIB_LINK_LOST);
 	else
-		sib_sma_link_up(&d->sn, sw, (uint8_t)dc->port_num);
+		sib_sma_link_up(d->sn, sw, (uint8_t)dc->port_num);
 	d->ctr.port_changes++;
 	sibd_log("switch %s port %u %s", sw->id, dc->port_num, dc->action == SIB_PORT_DOWN ? "down" : "up");
 	return 0;

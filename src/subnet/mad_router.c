@@ -7,6 +7,7 @@
  * Trusts no MAD field unchecked.  Single-threaded (the event loop), synchronous.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "subnet/mad_router.h"
@@ -590,4 +591,35 @@ int sib_mad_init(struct sib_subnet *sn)
 {
 	sn->mad_out = sib_mad_out;
 	return 0;
+}
+
+void sib_mad_fini(struct sib_subnet *sn)
+{
+	sn->mad_out = NULL;
+}
+
+/* The host's MAD events (subnet_api.h) on the router's counters: where
+ * each counts, as an offset into struct sib_mad_counters. */
+#define MAD_CTR(f) offsetof(struct sib_mad_counters, f)
+static const size_t mad_event_ctr[] = {
+	[SIB_MAD_EV_DELIVERED] = MAD_CTR(delivered), [SIB_MAD_EV_RESENT] = MAD_CTR(resent),
+	[SIB_MAD_EV_TIMEOUT] = MAD_CTR(timeouts), [SIB_MAD_EV_OOB] = MAD_CTR(oob),
+	[SIB_MAD_EV_DUP_TID] = MAD_CTR(dup_tid), [SIB_MAD_EV_BAD_MESSAGE] = MAD_CTR(bad_messages),
+	[SIB_MAD_EV_QUEUE_FULL] = MAD_CTR(drop[SIB_MAD_DROP_QUEUE_FULL]),
+	[SIB_MAD_EV_NOT_PRIV] = MAD_CTR(drop[SIB_MAD_DROP_NOT_PRIV]),
+	[SIB_MAD_EV_QP_MISMATCH] = MAD_CTR(drop[SIB_MAD_DROP_QP_MISMATCH]),
+};
+#undef MAD_CTR
+_Static_assert(sizeof(mad_event_ctr) / sizeof(mad_event_ctr[0]) == SIB_MAD_EV_MAX,
+	       "a counter for every sib_mad_event");
+
+void sib_subnet_mad_count(struct sib_subnet *sn, enum sib_mad_event ev, uint64_t n)
+{
+	if ((unsigned int)ev < SIB_MAD_EV_MAX)
+		*(uint64_t *)((char *)&sn->mad + mad_event_ctr[ev]) += n;
+}
+
+const struct sib_mad_counters *sib_subnet_mad_counters(const struct sib_subnet *sn)
+{
+	return &sn->mad;
 }

@@ -77,6 +77,10 @@ struct sib_mad_counters {
 /* The router's start: sets sn->mad_out.  0. */
 int sib_mad_init(struct sib_subnet *sn);
 
+/* The router's stop (the host's channels are gone): sn->mad_out NULL, so
+ * traps are counted unsent from here on. */
+void sib_mad_fini(struct sib_subnet *sn);
+
 /* A MAD leaving node n by port `port` (0: a switch's port 0) from QP m->qp:
  * DR SMPs walk the fabric, the rest is LID routed to m->lrh.dlid.  Every
  * outcome is a delivery or a counted drop.  m is the caller's; the router

@@ -3,15 +3,17 @@
  * The managed subnet's storage (subnet.h): every node's SMA/PMA state with
  * the values a freshly powered fabric has (IBA 1.4 vol 1, 14.2.5.4
  * SwitchInfo, 14.2.5.6 PortInfo, 14.2.5.7 P_KeyTable) and LID routing through
- * the switches' linear forwarding tables (18.2.4.3.2).  Never programs
- * anything: the SM (built-in or external) does, through sma.c.  Pure data,
- * no I/O; softibd is single-threaded, so no locks.
+ * the switches' linear forwarding tables (18.2.4.3.2); and the context
+ * itself (struct sib_subnet, subnet_int.h: made, freed, --sm external).
+ * Never programs anything: the SM (built-in or external) does, through
+ * sma.c.  Pure data, no I/O; softibd is single-threaded, so no locks.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "subnet/subnet.h"
+#include "subnet/subnet_int.h"
 
 #define GID_PREFIX_DEFAULT  0xfe80000000000000ull  /* IBA 4.1.1 link-local */
 #define WIDTH_1X_4X         3    /* LinkWidthSupported/Enabled: 1X or 4X */
@@ -447,4 +449,33 @@ int sib_subnet_lft_entry_set(struct sib_switch_mgmt *sw, uint16_t lid, uint8_t p
 	if (lid > sw->si.linear_fdb_top)
 		sw->si.linear_fdb_top = lid;
 	return 0;
+}
+
+/* ---- the context (subnet_api.h; here, with the storage, so that a test
+ * linking the router alone has it) ---------------------------------------- */
+
+struct sib_subnet *sib_subnet_new(const struct sib_subnet_host *h, void *host_ctx)
+{
+	struct sib_subnet *sn = calloc(1, sizeof(*sn));
+
+	if (sn) {
+		sn->host = h;
+		sn->host_ctx = host_ctx;
+	}
+	return sn;
+}
+
+void sib_subnet_delete(struct sib_subnet *sn)
+{
+	free(sn);
+}
+
+void sib_subnet_set_sm_external(struct sib_subnet *sn, bool external)
+{
+	sn->sm_external = external;
+}
+
+bool sib_subnet_sm_external(const struct sib_subnet *sn)
+{
+	return sn->sm_external;
 }

@@ -8,11 +8,22 @@
  *  - MADs in and out: sib_mad_send() puts a MAD on the fabric at a node's
  *    port; what arrives for the host's MAI channels leaves through the
  *    host table below (mad_filters, mad_push, mad_response);
- *  - route lookups: sib_subnet_route(), sib_subnet_mcast_route() (subnet.h);
+ *  - the context's life: sib_subnet_load() (the fabric and its first
+ *    sweep), sib_subnet_unload(), --sm external;
+ *  - route lookups: sib_subnet_lookup(), sib_subnet_mcast_lookup();
+ *  - what is published to the map: the nodes (sib_subnet_nodes/node) and
+ *    their ports' SMA state (subnet.h), a CA added or removed at run time
+ *    (sib_subnet_ca_add/remove);
  *  - link and port state changes: sib_sma_link_down/up(),
  *    sib_sma_set_capability(); the subnet tells the host what changed
  *    through port_changed and route_changed, never by calling it by name;
- *  - the built-in SM: sib_sm_sweep().
+ *  - the built-in SM: sib_sm_sweep(), sib_sm_get/set_port_info();
+ *  - counters: the host's MAD events counted (sib_subnet_mad_count) and
+ *    every counter read for its status report.
+ * The context's layout is the subnet's own (subnet_int.h): the host holds
+ * a pointer (sib_subnet_new) and uses no field; tests/subnet_private.py
+ * checks that no file outside src/subnet/ includes subnet_int.h or uses
+ * a field.
  * The subnet never includes a daemon header nor calls a daemon function.
  * Single-threaded: the host calls it from one thread; no locks.
  */
@@ -69,42 +80,103 @@ struct sib_subnet_host {
 			    uint8_t port, uint8_t qp, const mai_mad_t *m);
 };
 
-/* The built-in SM as a MAI agent (sm_builtin.c): where its SMPs leave and
- * the answer to the one in flight (the router is synchronous: the answer
- * is in before sib_mad_send returns). */
-struct sib_sm_agent {
-	struct sib_fab_node *node;      /* the SM's node and port (LID SIB_SM_LID) */
-	uint8_t port;                   /* 0 on a switch */
-	uint32_t sweeps;                /* discoveries run (sib_node_mgmt.sm_seen) */
-	uint64_t tid;                   /* TID of the SMP in flight, 0 = none */
-	bool answered;                  /* its GetResp arrived: reply holds it */
-	uint8_t reply[256];             /* the GetResp, wire form (MAD_SIZE) */
+/* ---- the context (struct sib_subnet, its layout private: subnet_int.h) ----
+ * The host holds a pointer and uses only the functions below and the
+ * other headers' (sib_mad_send, sib_sma_*, sib_sm_*); the check
+ * `subnet_private` (tests/subnet_private.py) holds every file outside
+ * src/subnet/ to it. */
+
+/* A new context without a fabric, the host's table h (kept by reference;
+ * every entry set; NULL only for a test that never makes the subnet call
+ * its host) and host_ctx registered; NULL without memory. */
+struct sib_subnet *sib_subnet_new(const struct sib_subnet_host *h, void *host_ctx);
+
+/* Free a context (after sib_subnet_unload); NULL is ignored. */
+void sib_subnet_delete(struct sib_subnet *sn);
+
+/* Load the fabric from the topology file at path (NULL: the built-in
+ * default topology), give every node the state of a freshly powered
+ * fabric (sib_subnet_init) and, unless the SM is external, run the
+ * built-in SM's first sweep (a sweep that does not complete is logged
+ * through the host, not an error).  0; -EINVAL: the topology is bad (err
+ * says why, errlen bytes); -ENOMEM.  On error nothing stays allocated. */
+int sib_subnet_load(struct sib_subnet *sn, const char *path, char *err, size_t errlen);
+
+/* Free the fabric and every node's management state (after the last
+ * use; the context stays, empty).  NULL is ignored. */
+void sib_subnet_unload(struct sib_subnet *sn);
+
+/* --sm external (ports wait in INIT for an SM) or the built-in SM; set
+ * before sib_subnet_load(). */
+void sib_subnet_set_sm_external(struct sib_subnet *sn, bool external);
+bool sib_subnet_sm_external(const struct sib_subnet *sn);
+
+/* The nodes, for what the host publishes: how many, and node i (0-based,
+ * in fabric order: switches and CAs as loaded, CAs added at run time
+ * last); NULL past the end. */
+unsigned int sib_subnet_nodes(const struct sib_subnet *sn);
+struct sib_fab_node *sib_subnet_node(const struct sib_subnet *sn, unsigned int i);
+
+/* The switch whose topology id matches id (compared up to idlen bytes),
+ * or NULL. */
+struct sib_fab_node *sib_subnet_find_switch(const struct sib_subnet *sn, const char *id,
+					    size_t idlen);
+
+/* A CA added at run time (DEVICE_ADD) and removed (DEVICE_REMOVE):
+ *  - sib_subnet_free_switch_port: a switch port without a link, or NULL;
+ *  - sib_subnet_fresh_guid: the first of need + 1 consecutive GUIDs above
+ *    every node, system image and port GUID of the fabric and above
+ *    `above` (the host's highest GUID given, so none is reused); 0 if none;
+ *  - sib_subnet_fresh_lid: the lowest unicast LID no port has (each port's
+ *    range LID..LID+2^LMC-1); 0 if none;
+ *  - sib_subnet_lid_free: is lid free of every port but self?
+ *  - sib_subnet_ca_add: a single-port CA named name (its device name;
+ *    node id "H-<GUID>", NodeGUID guid, port GUID guid + 1), powered
+ *    (Polling/DOWN, LID 0) and cabled to sw, its link not trained yet (the
+ *    host calls sib_sma_link_up); NULL without memory, nothing changed;
+ *  - sib_subnet_ca_remove: its links go down (the far ends' trap 128),
+ *    its management state and the node are freed, sw ports become free. */
+struct sib_fab_port *sib_subnet_free_switch_port(const struct sib_subnet *sn);
+uint64_t sib_subnet_fresh_guid(const struct sib_subnet *sn, unsigned int need, uint64_t above);
+uint16_t sib_subnet_fresh_lid(const struct sib_subnet *sn);
+bool sib_subnet_lid_free(const struct sib_subnet *sn, uint32_t lid,
+			 const struct sib_fab_port *self);
+struct sib_fab_node *sib_subnet_ca_add(struct sib_subnet *sn, const char *name,
+				       struct sib_fab_port *sw, uint64_t guid);
+void sib_subnet_ca_remove(struct sib_subnet *sn, struct sib_fab_node *n);
+
+/* Route lookups for the data path (SIB_CTL_ROUTE): sib_subnet_route()
+ * with vl15 false (data: every port on the way ACTIVE), and
+ * sib_subnet_mcast_route() (subnet.h) over the context's fabric. */
+struct sib_route sib_subnet_lookup(const struct sib_subnet *sn, const struct sib_fab_node *src,
+				   uint8_t port, uint16_t dlid);
+int sib_subnet_mcast_lookup(const struct sib_subnet *sn, const struct sib_fab_node *src,
+			    uint8_t port, uint16_t mlid,
+			    void (*reach)(void *ctx, const struct sib_fab_node *n, uint8_t port),
+			    void *ctx);
+
+/* What the host's MAI channels do with MADs, counted with the router's
+ * (struct sib_mad_counters; `softib status` "mad" and "mad_drop" lines). */
+enum sib_mad_event {
+	SIB_MAD_EV_DELIVERED,      /* a message queued to a channel (.delivered) */
+	SIB_MAD_EV_RESENT,         /* a mai_send_req retry (.resent) */
+	SIB_MAD_EV_TIMEOUT,        /* a TIMEOUT message queued (.timeouts) */
+	SIB_MAD_EV_OOB,            /* an OOB message wrapped back (.oob) */
+	SIB_MAD_EV_DUP_TID,        /* a request refused: TID outstanding (.dup_tid) */
+	SIB_MAD_EV_BAD_MESSAGE,    /* channel bytes that were no message (.bad_messages) */
+	SIB_MAD_EV_QUEUE_FULL,     /* dropped: a channel's socket did not take it */
+	SIB_MAD_EV_NOT_PRIV,       /* dropped: RAW from an unprivileged channel */
+	SIB_MAD_EV_QP_MISMATCH,    /* dropped: m->qp is not the channel's QP */
+	SIB_MAD_EV_MAX,
 };
 
-/* The subnet's context: one per managed fabric. */
-struct sib_subnet {
-	struct sib_fabric fab;          /* the model; sib_subnet_init() hangs the SMA state off it */
-	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
-	bool sm_sweeping;               /* the built-in SM is running (no re-entry) */
-	uint32_t sm_act_count;          /* its SMInfo.ActCount: SMPs sent, traps repressed */
-	uint64_t trap_tid;              /* TID of the last SMP the subnet made (traps, SM) */
-	struct sib_sma_counters sma;
-	struct sib_mad_counters mad;    /* the router's (and the host's channels') */
-	struct sib_sm_agent sm;         /* the built-in SM's MAI side */
-	/* how a node's agents send (traps): sib_mad_out once sib_mad_init()
-	 * ran; NULL: traps are counted unsent */
-	void (*mad_out)(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
-			struct mai_mad *m);
-	const struct sib_subnet_host *host;
-	void *host_ctx;
-};
+/* Count n MADs (a count, not bytes) under ev.  Never fails (mad_router.c,
+ * with the router, so that a test linking the router alone has it). */
+void sib_subnet_mad_count(struct sib_subnet *sn, enum sib_mad_event ev, uint64_t n);
 
-/* Register the host's table (kept by reference) and its context. */
-static inline void sib_subnet_set_host(struct sib_subnet *sn, const struct sib_subnet_host *h,
-				       void *host_ctx)
-{
-	sn->host = h;
-	sn->host_ctx = host_ctx;
-}
+/* The counters for the status report: the router's and the channels'
+ * MADs, and the SMAs' and PMAs' (valid as long as sn). */
+const struct sib_mad_counters *sib_subnet_mad_counters(const struct sib_subnet *sn);
+const struct sib_sma_counters *sib_subnet_sma_counters(const struct sib_subnet *sn);
 
 #endif

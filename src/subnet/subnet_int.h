@@ -1,12 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Inside the subnet layer: how its files tell the host what changed
- * (the host table of subnet_api.h), under one name each.
+ * Inside the subnet layer: the context's layout (struct sib_subnet, opaque
+ * to the host), and how its files tell the host what changed (the host
+ * table of subnet_api.h), under one name each.  Included by src/subnet/
+ * files and tests only (tests/subnet_private.py).
  */
 #ifndef SIB_SUBNET_SUBNET_INT_H
 #define SIB_SUBNET_SUBNET_INT_H
 
 #include "subnet/subnet_api.h"
+
+/* The built-in SM as a MAI agent (sm_builtin.c): where its SMPs leave and
+ * the answer to the one in flight (the router is synchronous: the answer
+ * is in before sib_mad_send returns). */
+struct sib_sm_agent {
+	struct sib_fab_node *node;      /* the SM's node and port (LID SIB_SM_LID) */
+	uint8_t port;                   /* 0 on a switch */
+	uint32_t sweeps;                /* discoveries run (sib_node_mgmt.sm_seen) */
+	uint64_t tid;                   /* TID of the SMP in flight, 0 = none */
+	bool answered;                  /* its GetResp arrived: reply holds it */
+	uint8_t reply[256];             /* the GetResp, wire form (MAD_SIZE) */
+};
+
+/* The subnet's context: one per managed fabric. */
+struct sib_subnet {
+	struct sib_fabric fab;          /* the model; sib_subnet_init() hangs the SMA state off it */
+	bool sm_external;               /* --sm external: ports wait in INIT for an SM */
+	bool sm_sweeping;               /* the built-in SM is running (no re-entry) */
+	uint32_t sm_act_count;          /* its SMInfo.ActCount: SMPs sent, traps repressed */
+	uint64_t trap_tid;              /* TID of the last SMP the subnet made (traps, SM) */
+	struct sib_sma_counters sma;
+	struct sib_mad_counters mad;    /* the router's (and the host's channels') */
+	struct sib_sm_agent sm;         /* the built-in SM's MAI side */
+	/* how a node's agents send (traps): sib_mad_out once sib_mad_init()
+	 * ran; NULL: traps are counted unsent */
+	void (*mad_out)(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
+			struct mai_mad *m);
+	const struct sib_subnet_host *host;
+	void *host_ctx;
+};
 
 /* CA port pn of n changed (SIB_CHG_* in what; the LID range before). */
 static inline void sib_subnet_port_changed(struct sib_subnet *sn, struct sib_fab_node *n,

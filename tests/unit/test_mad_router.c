@@ -29,6 +29,7 @@
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 #include "subnet/subnet.h"
+#include "subnet/subnet_int.h" /* the context's layout: the test reads its counters */
 #include "iba/mad.h"
 #include "mad_build.h"
 #include "../data/mad_vectors.h"
@@ -178,10 +179,12 @@ static void add_dev(struct topo *t, struct sib_fab_node *n, const char *name)
 static int setup(void **state)
 {
 	struct topo *t = calloc(1, sizeof(*t));
-	struct sib_fabric *f = &t->d.sn.fab;
+	struct sib_fabric *f;
 	char err[256];
 
 	assert_non_null(t);
+	assert_int_equal(sibd_subnet_attach(&t->d), 0);
+	f = &t->d.sn->fab;
 	if (sib_fabric_load_file(f, DATA("subnet-2sw.topo"), err, sizeof(err)))
 		fail_msg("%s", err);
 	assert_int_equal(sib_subnet_init(f), 0);
@@ -216,9 +219,8 @@ static int setup(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, t->cfd), 0);
 	t->c.fd = t->cfd[0]; /* SO_PEERCRED: us, root in CI, else unprivileged */
 	t->c.pid = getpid();
-	sibd_subnet_attach(&t->d);
 	assert_int_equal(sibd_mai_init(&t->d), 0);
-	assert_non_null(t->d.sn.mad_out);
+	assert_non_null(t->d.sn->mad_out);
 	memset(&sma_seen, 0, sizeof(sma_seen));
 	memset(&pma_seen, 0, sizeof(pma_seen));
 	*state = t;
@@ -238,10 +240,12 @@ static const struct mad_vector *vec(const char *name)
 static int setup_walk(void **state)
 {
 	struct topo *t = calloc(1, sizeof(*t));
-	struct sib_fabric *f = &t->d.sn.fab;
+	struct sib_fabric *f;
 	char err[256];
 
 	assert_non_null(t);
+	assert_int_equal(sibd_subnet_attach(&t->d), 0);
+	f = &t->d.sn->fab;
 	if (sib_fabric_load_file(f, DATA("mad-walk.topo"), err, sizeof(err)))
 		fail_msg("%s", err);
 	assert_int_equal(sib_subnet_init(f), 0);
@@ -253,7 +257,6 @@ static int setup_walk(void **state)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, t->cfd), 0);
 	t->c.fd = t->cfd[0];
 	t->c.pid = getpid();
-	sibd_subnet_attach(&t->d);
 	assert_int_equal(sibd_mai_init(&t->d), 0);
 	memset(&sma_seen, 0, sizeof(sma_seen));
 	*state = t;
@@ -268,8 +271,9 @@ static int teardown(void **state)
 	sibd_mai_fini(&t->d);
 	close(t->cfd[0]);
 	close(t->cfd[1]);
-	sib_subnet_free(&t->d.sn.fab);
-	sib_fabric_free(&t->d.sn.fab);
+	sib_subnet_free(&t->d.sn->fab);
+	sib_fabric_free(&t->d.sn->fab);
+	sib_subnet_delete(t->d.sn);
 	free(t);
 	return 0;
 }
@@ -353,7 +357,7 @@ static uint64_t guid_of(const mai_mad_t *m)
 
 static uint64_t drops(struct topo *t, enum sib_mad_drop why)
 {
-	return t->d.sn.mad.drop[why];
+	return t->d.sn->mad.drop[why];
 }
 
 /* ---- directed route ---- */
@@ -413,7 +417,7 @@ static void test_dr_every_node(void **state)
 	assert_int_equal(t->b->mgmt->port[3].pma.rcv_pkts, 3);
 	assert_int_equal(t->b->mgmt->port[3].pma.xmit_pkts, 3);
 	assert_int_equal(t->b2->mgmt->port[1].pma.rcv_pkts, 1);
-	assert_int_equal(t->d.sn.mad.forwarded, 2 * (1 + 1 + 2 + 2));
+	assert_int_equal(t->d.sn->mad.forwarded, 2 * (1 + 1 + 2 + 2));
 	close(sm);
 }
 
@@ -571,7 +575,7 @@ static void test_lid_routed(void **state)
 	csend(t, gsi, &m);
 	assert_ptr_equal(pma_seen.n, t->b2);
 	assert_int_equal(pma_seen.in_port, 1);
-	assert_int_equal(t->d.sn.mad.pma, 1);
+	assert_int_equal(t->d.sn->mad.pma, 1);
 	assert_true(crecv(gsi, &r));
 	assert_int_equal(r.method, MAD_GET_RESP);
 	assert_int_equal(r.tid, (uint64_t)num << 40 | 0x55);
@@ -656,7 +660,7 @@ static void test_switch_counters(void **state)
 	mad_gmp(&m, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, LID_A1);
 	m.qp = 0;
 	m.remote_qpn = 0;
-	t->d.sn.mad_out(&t->d.sn, t->b, 0, &m);
+	t->d.sn->mad_out(t->d.sn, t->b, 0, &m);
 	assert_true(crecv(sm, &r));
 	assert_int_equal(t->b->mgmt->port[3].pma.xmit_pkts, 2);
 	assert_int_equal(t->a1->mgmt->port[1].pma.rcv_pkts, 2);
@@ -685,7 +689,7 @@ static void test_gmp_channels(void **state)
 	assert_true(crecv(cl, &r));
 	assert_int_equal(r.method, MAD_GET_RESP);
 	assert_int_equal(r.status, MAD_STATUS_UNSUP_METHOD_ATTR);
-	assert_int_equal(t->d.sn.mad.unsupported, 1);
+	assert_int_equal(t->d.sn->mad.unsupported, 1);
 	/* a Send nobody takes is dropped */
 	m.method = 0x03;
 	csend(t, cl, &m);
@@ -742,7 +746,7 @@ static void test_gsi_qkey(void **state)
 	m.remote_qkey = 0x1234;
 	csend(t, cl, &m);
 	assert_false(crecv(cl, &r));
-	assert_int_equal(t->d.sn.mad.unsupported, 0);
+	assert_int_equal(t->d.sn->mad.unsupported, 0);
 	assert_int_equal(drops(t, SIB_MAD_DROP_BAD_QKEY), 2);
 	/* nor reaches an agent's filter */
 	filter(t, sa_num, MAI_F_CONSUME, MAI_M_CLASS | MAI_M_METHOD, 0x03, MAD_GET, 0);
@@ -924,7 +928,7 @@ static void test_trap_out(void **state)
 	m.qp = 0;
 	m.remote_qpn = 0;
 	m.tid = (uint64_t)SIB_MAD_CHAN_SMA << 40 | 1;
-	t->d.sn.mad_out(&t->d.sn, t->b2, 1, &m);
+	t->d.sn->mad_out(t->d.sn, t->b2, 1, &m);
 	assert_true(crecv(sm, &r));
 	assert_int_equal(r.method, MAD_METHOD_TRAP);
 	assert_int_equal(r.lrh.slid, LID_B2);
@@ -951,7 +955,7 @@ static void test_trap_tid_stamped(void **state)
 	m.qp = 0;
 	m.remote_qpn = 0;
 	m.tid = 7;
-	t->d.sn.mad_out(&t->d.sn, t->b2, 1, &m);
+	t->d.sn->mad_out(t->d.sn, t->b2, 1, &m);
 	assert_true(crecv(sm, &r));
 	assert_int_equal(r.tid, (uint64_t)SIB_MAD_CHAN_SMA << 40 | 7);
 	r.method = MAD_METHOD_TRAP_REPRESS;

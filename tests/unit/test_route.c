@@ -17,6 +17,7 @@
 
 #include "daemon/softibd.h"
 #include "subnet/subnet.h"
+#include "subnet/subnet_int.h" /* the context's layout: the test builds its fabric */
 
 #define DATA(name) SIB_TEST_DATA "/" name
 
@@ -31,9 +32,9 @@ static struct sib_fab_node *sa, *sb;
 
 static struct sib_fab_node *node(const char *id)
 {
-	for (unsigned int i = 0; i < d->sn.fab.n_nodes; i++)
-		if (!strcmp(d->sn.fab.nodes[i]->id, id))
-			return d->sn.fab.nodes[i];
+	for (unsigned int i = 0; i < d->sn->fab.n_nodes; i++)
+		if (!strcmp(d->sn->fab.nodes[i]->id, id))
+			return d->sn->fab.nodes[i];
 	fail_msg("no node %s", id);
 	return NULL;
 }
@@ -85,9 +86,11 @@ static int setup(void **state)
 	assert_non_null(d);
 	d->shm = calloc(1, sizeof(*d->shm));
 	assert_non_null(d->shm);
-	if (sib_fabric_load_file(&d->sn.fab, DATA("route-2sw.topo"), err, sizeof(err)))
+	d->sn = sib_subnet_new(NULL, NULL); /* routes only: no host is called */
+	assert_non_null(d->sn);
+	if (sib_fabric_load_file(&d->sn->fab, DATA("route-2sw.topo"), err, sizeof(err)))
 		fail_msg("%s", err);
-	assert_int_equal(sib_subnet_init(&d->sn.fab), 0);
+	assert_int_equal(sib_subnet_init(&d->sn->fab), 0);
 	sa = node("S-5eed000000000a00");
 	sb = node("S-5eed000000000b00");
 	for (unsigned int i = 0; i < NDEVS; i++) {
@@ -96,8 +99,8 @@ static int setup(void **state)
 		d->devs[i].num_ports = d->dev_node[i]->num_ports;
 	}
 	d->num_devices = NDEVS;
-	for (unsigned int i = 0; i < d->sn.fab.n_nodes; i++) {
-		struct sib_fab_node *n = d->sn.fab.nodes[i];
+	for (unsigned int i = 0; i < d->sn->fab.n_nodes; i++) {
+		struct sib_fab_node *n = d->sn->fab.nodes[i];
 
 		for (unsigned int p = 0; p <= n->num_ports; p++)
 			if (p ? n->ports[p].peer != NULL : n->type == SIB_NODE_SWITCH)
@@ -131,8 +134,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	sib_subnet_free(&d->sn.fab);
-	sib_fabric_free(&d->sn.fab);
+	sib_subnet_free(&d->sn->fab);
+	sib_fabric_free(&d->sn->fab);
+	sib_subnet_delete(d->sn);
 	free(d->shm);
 	free(d);
 	return 0;

@@ -20,6 +20,7 @@
 #include <infiniband/verbs.h>
 
 #include "daemon/softibd.h"
+#include "subnet/subnet_int.h" /* the context's layout: the test reads its counters */
 #include "mad_vectors.h"
 #include "softib/mai.h"
 
@@ -149,9 +150,9 @@ struct fx {
 
 static struct sib_fab_node *node(struct sibd *d, const char *id)
 {
-	for (unsigned int i = 0; i < d->sn.fab.n_nodes; i++)
-		if (!strcmp(d->sn.fab.nodes[i]->id, id))
-			return d->sn.fab.nodes[i];
+	for (unsigned int i = 0; i < d->sn->fab.n_nodes; i++)
+		if (!strcmp(d->sn->fab.nodes[i]->id, id))
+			return d->sn->fab.nodes[i];
 	fail_msg("no node %s", id);
 	return NULL;
 }
@@ -164,16 +165,17 @@ static struct sibd *make(const char *text, const char *file, bool external)
 	uint32_t nd = 0;
 
 	assert_non_null(d);
+	d->sn = sib_subnet_new(&test_host, d);
+	assert_non_null(d->sn);
 	if (file)
-		assert_int_equal(sib_fabric_load_file(&d->sn.fab, file, err, sizeof(err)), 0);
+		assert_int_equal(sib_fabric_load_file(&d->sn->fab, file, err, sizeof(err)), 0);
 	else
-		assert_int_equal(sib_fabric_parse(&d->sn.fab, text, "t", err, sizeof(err)), 0);
-	assert_int_equal(sib_subnet_init(&d->sn.fab), 0);
-	sib_subnet_set_host(&d->sn, &test_host, d);
-	d->sn.sm_external = external;
-	d->sn.mad_out = mad_out;
-	for (unsigned int i = 0; i < d->sn.fab.n_nodes; i++) {
-		struct sib_fab_node *n = d->sn.fab.nodes[i];
+		assert_int_equal(sib_fabric_parse(&d->sn->fab, text, "t", err, sizeof(err)), 0);
+	assert_int_equal(sib_subnet_init(&d->sn->fab), 0);
+	d->sn->sm_external = external;
+	d->sn->mad_out = mad_out;
+	for (unsigned int i = 0; i < d->sn->fab.n_nodes; i++) {
+		struct sib_fab_node *n = d->sn->fab.nodes[i];
 
 		if (n->type != SIB_NODE_CA)
 			continue;
@@ -194,8 +196,9 @@ static struct sibd *make(const char *text, const char *file, bool external)
 
 static void destroy(struct sibd *d)
 {
-	sib_subnet_free(&d->sn.fab);
-	sib_fabric_free(&d->sn.fab);
+	sib_subnet_free(&d->sn->fab);
+	sib_fabric_free(&d->sn->fab);
+	sib_subnet_delete(d->sn);
 	free(d);
 }
 
@@ -249,7 +252,7 @@ static int sma(struct sibd *d, struct sib_fab_node *n, uint8_t in_port, uint8_t 
 	struct mad_hdr h;
 
 	build(mad, MAD_MGMT_CLASS_SUBN_LID_ROUTED, method, attr, mod, data, 64);
-	if (!sib_sma_process(&d->sn, n, in_port, mad, mad))
+	if (!sib_sma_process(d->sn, n, in_port, mad, mad))
 		return -1;
 	mad_hdr_decode(&h, mad);
 	assert_int_equal(h.r, 1); /* GetResp for Get and Set, else R set */
@@ -263,7 +266,7 @@ static struct mad_port_info get_pi(struct sibd *d, struct sib_fab_node *n, uint8
 {
 	struct mad_port_info pi;
 
-	assert_int_equal(sib_sm_get_port_info(&d->sn, n, pn, &pi), 0);
+	assert_int_equal(sib_sm_get_port_info(d->sn, n, pn, &pi), 0);
 	return pi;
 }
 
@@ -273,7 +276,7 @@ static int set_pi(struct sibd *d, struct sib_fab_node *n, uint8_t pn, struct mad
 {
 	pi.port_state = state;
 	pi.port_phys_state = phys;
-	return sib_sm_set_port_info(&d->sn, n, pn, &pi);
+	return sib_sm_set_port_info(d->sn, n, pn, &pi);
 }
 
 static const struct mad_port_info *pi_of(struct sib_fab_node *n, uint8_t pn)
@@ -297,7 +300,7 @@ static void test_vector_nodeinfo_dr(void **state)
 	memcpy(mad, vector("dr_get_nodeinfo_link2"), MAD_SIZE);
 	r = mad_dr_recv(mad, &ca, 1);
 	assert_int_equal(r.verdict, MAD_DR_LOCAL);
-	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(d->sn, h2, 1, mad, mad), 1);
 	assert_int_equal(mad_dr_send(mad, &ca, 1).verdict, MAD_DR_SEND);
 	r = mad_dr_recv(mad, &sw, 4);
 	assert_int_equal(r.verdict, MAD_DR_FORWARD);
@@ -322,13 +325,13 @@ static void test_vector_portinfo(void **state)
 	memcpy(mad, v, MAD_SIZE);
 	mad[3] = MAD_METHOD_GET;
 	memset(mad + 64, 0, 64);
-	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(d->sn, h2, 1, mad, mad), 1);
 	assert_memory_equal(mad, v, MAD_SIZE);
 	/* a CA answers for its other port too, and mod 0 means "this one" */
 	memcpy(mad, v, MAD_SIZE);
 	mad[3] = MAD_METHOD_GET;
 	mad[23] = 0;
-	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(d->sn, h2, 1, mad, mad), 1);
 	assert_memory_equal(mad + 64, v + 64, 64);
 }
 
@@ -345,7 +348,7 @@ static void test_vector_lft(void **state)
 	memcpy(mad, v, MAD_SIZE);
 	assert_int_equal(mad_dr_recv(mad, &sw, 1).verdict, MAD_DR_LOCAL);
 	assert_null(s1->mgmt->sw->lft);
-	assert_int_equal(sib_sma_process(&d->sn, s1, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(d->sn, s1, 1, mad, mad), 1);
 	mad_hdr_decode(&h, mad);
 	assert_int_equal(h.status, MAD_SMP_DIRECTION); /* D=1, status 0 */
 	assert_memory_equal(mad + 64, v + 64, 64);
@@ -359,7 +362,7 @@ static void test_vector_lft(void **state)
 	/* the same block again changes nothing */
 	memcpy(mad, v, MAD_SIZE);
 	assert_int_equal(mad_dr_recv(mad, &sw, 1).verdict, MAD_DR_LOCAL);
-	assert_int_equal(sib_sma_process(&d->sn, s1, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(d->sn, s1, 1, mad, mad), 1);
 	assert_int_equal(n_route_changed, 1);
 	/* block 1 reads unprogrammed */
 	memset(data, 0, sizeof(data));
@@ -390,7 +393,7 @@ static void test_vector_pma(void **state)
 	mad[3] = MAD_METHOD_GET;
 	memset(mad + 64, 0, 192);
 	mad[65] = 1; /* PortSelect */
-	assert_int_equal(sib_pma_process(&d->sn, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_pma_process(d->sn, h2, 1, mad, mad), 1);
 	assert_memory_equal(mad, v, MAD_SIZE);
 }
 
@@ -417,8 +420,8 @@ static void test_vector_trap128(void **state)
 
 	s1->mgmt->port[0].pi.lid = 2;
 	s1->mgmt->port[0].pi.master_sm_lid = 1;
-	d->sn.trap_tid = 2;
-	sib_sma_link_down(&d->sn, h1, 1, SIB_LINK_LOST);
+	d->sn->trap_tid = 2;
+	sib_sma_link_down(d->sn, h1, 1, SIB_LINK_LOST);
 	assert_int_equal(n_traps, 1);
 	assert_int_equal(traps[0].lrh.dlid, 1);
 	assert_int_equal(traps[0].lrh.slid, 2);
@@ -427,21 +430,21 @@ static void test_vector_trap128(void **state)
 	to_wire(&traps[0], wire);
 	assert_memory_equal(wire, vector("lid_trap128_notice"), MAD_SIZE);
 	assert_int_equal(s1->mgmt->sw->si.port_state_change, 1);
-	assert_int_equal(d->sn.sma.traps_sent, 1);
+	assert_int_equal(d->sn->sma.traps_sent, 1);
 
 	memcpy(mad, vector("lid_trap_repress"), MAD_SIZE);
-	assert_int_equal(sib_sma_process(&d->sn, s1, 1, mad, mad), 0);
-	assert_int_equal(d->sn.sma.trap_represses, 1);
+	assert_int_equal(sib_sma_process(d->sn, s1, 1, mad, mad), 0);
+	assert_int_equal(d->sn->sma.trap_represses, 1);
 
 	/* without an SM LID, or without the router, a trap is counted unsent */
 	s1->mgmt->port[0].pi.master_sm_lid = 0;
-	sib_sma_link_up(&d->sn, h1, 1);
+	sib_sma_link_up(d->sn, h1, 1);
 	assert_int_equal(n_traps, 1);
-	assert_int_equal(d->sn.sma.traps_unsent, 1);
+	assert_int_equal(d->sn->sma.traps_unsent, 1);
 	s1->mgmt->port[0].pi.master_sm_lid = 1;
-	d->sn.mad_out = NULL;
-	sib_sma_link_down(&d->sn, h1, 1, SIB_LINK_LOST);
-	assert_int_equal(d->sn.sma.traps_unsent, 2);
+	d->sn->mad_out = NULL;
+	sib_sma_link_down(d->sn, h1, 1, SIB_LINK_LOST);
+	assert_int_equal(d->sn->sma.traps_unsent, 2);
 }
 
 /* ---- statuses -------------------------------------------------------------- */
@@ -456,15 +459,15 @@ static void test_statuses(void **state)
 	/* bad base / class version */
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
 	mad[0] = 2;
-	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(d->sn, h2, 1, mad, mad), 1);
 	mad_hdr_decode(&h, mad);
 	assert_int_equal(h.status, MAD_STATUS_BAD_VERSION);
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
 	mad[2] = 2;
-	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(d->sn, h2, 1, mad, mad), 1);
 	mad_hdr_decode(&h, mad);
 	assert_int_equal(h.status, MAD_STATUS_BAD_VERSION);
-	assert_int_equal(d->sn.sma.bad_version, 2);
+	assert_int_equal(d->sn->sma.bad_version, 2);
 	/* methods and attributes */
 	assert_int_equal(sma(d, h2, 1, MAD_METHOD_GETTABLE, MAD_ATTR_NODE_INFO, 0, data),
 			 MAD_STATUS_UNSUP_METHOD);
@@ -505,18 +508,18 @@ static void test_statuses(void **state)
 	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_MCAST_FWD_TBL, 512, data),
 			 MAD_STATUS_INVALID_FIELD);
 	assert_int_equal(sma(d, s1, 1, MAD_METHOD_GET, MAD_ATTR_MCAST_FWD_TBL, 511, data), 0);
-	assert_int_equal(d->sn.sma.invalid_field, 11);
+	assert_int_equal(d->sn->sma.invalid_field, 11);
 	/* no reply: responses, other classes, a port the node lacks */
 	build(mad, 1, MAD_METHOD_GET_RESP & 0x7f, MAD_ATTR_NODE_INFO, 0, NULL, 0);
 	mad[3] = MAD_METHOD_GET_RESP;
-	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 0);
+	assert_int_equal(sib_sma_process(d->sn, h2, 1, mad, mad), 0);
 	build(mad, MAD_MGMT_CLASS_SUBN_ADM, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
-	assert_int_equal(sib_sma_process(&d->sn, h2, 1, mad, mad), 0);
+	assert_int_equal(sib_sma_process(d->sn, h2, 1, mad, mad), 0);
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
-	assert_int_equal(sib_sma_process(&d->sn, h2, 3, mad, mad), 0);
-	assert_int_equal(sib_sma_process(&d->sn, h2, 0, mad, mad), 0);
-	assert_int_equal(sib_sma_process(&d->sn, s1, 9, mad, mad), 0);
-	assert_int_equal(d->sn.sma.dropped, 5);
+	assert_int_equal(sib_sma_process(d->sn, h2, 3, mad, mad), 0);
+	assert_int_equal(sib_sma_process(d->sn, h2, 0, mad, mad), 0);
+	assert_int_equal(sib_sma_process(d->sn, s1, 9, mad, mad), 0);
+	assert_int_equal(d->sn->sma.dropped, 5);
 }
 
 /* NodeInfo/NodeDescription/GUIDInfo of a switch: LocalPortNum = arrival. */
@@ -662,13 +665,13 @@ static void state_phys_disable_poll(struct sibd *d, struct sib_fab_node *a, stru
 	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_INIT);
 	assert_int_equal(pi_of(b, 3)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
 	/* a pulled cable (`softib port down`): both ends lost the link */
-	sib_sma_link_down(&d->sn, a, 3, SIB_LINK_LOST);
+	sib_sma_link_down(d->sn, a, 3, SIB_LINK_LOST);
 	assert_int_equal(a->mgmt->port[3].pma.link_downed, 1);
 	assert_int_equal(b->mgmt->port[3].pma.link_downed, 2);
-	sib_sma_link_up(&d->sn, a, 3);
+	sib_sma_link_up(d->sn, a, 3);
 	assert_int_equal(pi_of(a, 3)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
 	/* an unlinked port stays Polling */
-	sib_sma_link_up(&d->sn, a, 4);
+	sib_sma_link_up(d->sn, a, 4);
 	assert_int_equal(pi_of(a, 4)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
 }
 
@@ -788,8 +791,8 @@ static void pi_link_training(struct sibd *d, struct sib_fab_node *b1)
 	/* LinkSpeedEnabled SDR (set above) takes effect at the next training:
 	 * the highest width and speed both ends enable, in the verbs map too */
 	assert_int_equal(pi_of(b1, 1)->link_speed_active, 4);
-	sib_sma_link_down(&d->sn, b1, 1, SIB_LINK_LOST);
-	sib_sma_link_up(&d->sn, b1, 1);
+	sib_sma_link_down(d->sn, b1, 1, SIB_LINK_LOST);
+	sib_sma_link_up(d->sn, b1, 1);
 	assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_LINKUP);
 	assert_int_equal(pi_of(b1, 1)->link_speed_active, 1);
 	assert_int_equal(pi_of(b1, 1)->link_width_active, 2);
@@ -813,9 +816,9 @@ static void pi_link_training(struct sibd *d, struct sib_fab_node *b1)
 	pi = get_pi(d, peer->node, peer->num);
 	pi.link_width_enabled = 2;
 	assert_int_equal(set_pi(d, peer->node, peer->num, pi, 0, 0), 0);
-	sib_sma_link_down(&d->sn, b1, 1, SIB_LINK_RETRAIN);
+	sib_sma_link_down(d->sn, b1, 1, SIB_LINK_RETRAIN);
 	assert_int_equal(pi_of(b1, 1)->port_phys_state, MAD_PORT_PHYS_STATE_POLLING);
-	assert_int_equal(d->sn.sma.train_failed, 1);
+	assert_int_equal(d->sn->sma.train_failed, 1);
 }
 
 /* Field checks of a PortInfo Set: a bad one changes nothing. */
@@ -845,30 +848,30 @@ static void test_m_key(void **state)
 	assert_int_equal(set_pi(d, a2, 1, pi, 0, 0), 0);
 	/* Get without the key: answered, the key hidden */
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
-	assert_int_equal(sib_sma_process(&d->sn, a2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(d->sn, a2, 1, mad, mad), 1);
 	assert_int_equal(mad[64], 0);
 	/* with it: shown */
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
 	for (int i = 0; i < 8; i++)
 		mad[24 + i] = (uint8_t)(pi.m_key >> (56 - 8 * i));
-	assert_int_equal(sib_sma_process(&d->sn, a2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(d->sn, a2, 1, mad, mad), 1);
 	mad_hdr_decode(&h, mad);
 	assert_int_equal(h.status, 0);
 	assert_int_equal(mad[64], 0x11);
 	/* Set without it: dropped and counted */
 	build(mad, 1, MAD_METHOD_SET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
-	assert_int_equal(sib_sma_process(&d->sn, a2, 1, mad, mad), 0);
+	assert_int_equal(sib_sma_process(d->sn, a2, 1, mad, mad), 0);
 	assert_int_equal(pi_of(a2, 1)->m_key_violations, 1);
-	assert_int_equal(d->sn.sma.m_key_violations, 1);
+	assert_int_equal(d->sn->sma.m_key_violations, 1);
 	/* protect bits 2: a Get without it is dropped too */
 	a2->mgmt->port[1].pi.m_key_protect_bits = 2;
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_NODE_INFO, 0, NULL, 0);
-	assert_int_equal(sib_sma_process(&d->sn, a2, 1, mad, mad), 0);
-	assert_int_equal(d->sn.sma.m_key_violations, 2);
+	assert_int_equal(sib_sma_process(d->sn, a2, 1, mad, mad), 0);
+	assert_int_equal(d->sn->sma.m_key_violations, 2);
 	/* protect bits 0: a Get shows the key to anyone */
 	a2->mgmt->port[1].pi.m_key_protect_bits = 0;
 	build(mad, 1, MAD_METHOD_GET, MAD_ATTR_PORT_INFO, 1, NULL, 0);
-	assert_int_equal(sib_sma_process(&d->sn, a2, 1, mad, mad), 1);
+	assert_int_equal(sib_sma_process(d->sn, a2, 1, mad, mad), 1);
 	assert_int_equal(mad[64], 0x11);
 }
 
@@ -959,7 +962,7 @@ static void test_capability(void **state)
 	pi.lid = 3;
 	pi.master_sm_lid = 3;
 	assert_int_equal(set_pi(d, a1, 1, pi, 0, 0), 0);
-	sib_sma_set_capability(&d->sn, a1, 1, MAD_PORT_CAP_IS_SM, true);
+	sib_sma_set_capability(d->sn, a1, 1, MAD_PORT_CAP_IS_SM, true);
 	assert_true(d->devs[0].ports[0].cap_flags & MAD_PORT_CAP_IS_SM);
 	assert_int_equal(n_traps, 1);
 	to_wire(&traps[0], wire);
@@ -968,13 +971,13 @@ static void test_capability(void **state)
 	assert_int_equal(nt.issuer_lid, 3);
 	mad_trap144_decode(&t, &nt);
 	assert_true(t.capability_mask & MAD_PORT_CAP_IS_SM);
-	sib_sma_set_capability(&d->sn, a1, 1, MAD_PORT_CAP_IS_SM, true); /* no change */
+	sib_sma_set_capability(d->sn, a1, 1, MAD_PORT_CAP_IS_SM, true); /* no change */
 	assert_int_equal(n_traps, 1);
-	sib_sma_set_capability(&d->sn, a1, 1, MAD_PORT_CAP_IS_SM, false);
+	sib_sma_set_capability(d->sn, a1, 1, MAD_PORT_CAP_IS_SM, false);
 	assert_int_equal(n_traps, 2);
 	assert_false(d->devs[0].ports[0].cap_flags & MAD_PORT_CAP_IS_SM);
-	sib_sma_set_capability(&d->sn, a1, 0, MAD_PORT_CAP_IS_SM, true); /* no port 0 */
-	sib_sma_set_capability(&d->sn, a1, 5, MAD_PORT_CAP_IS_SM, true);
+	sib_sma_set_capability(d->sn, a1, 0, MAD_PORT_CAP_IS_SM, true); /* no port 0 */
+	sib_sma_set_capability(d->sn, a1, 5, MAD_PORT_CAP_IS_SM, true);
 	assert_int_equal(n_traps, 2);
 }
 
@@ -987,7 +990,7 @@ static int pma(struct sibd *d, struct sib_fab_node *n, uint8_t method, uint16_t 
 	struct mad_hdr h;
 
 	build(mad, MAD_MGMT_CLASS_PERF_MGMT, method, attr, mod, data, 192);
-	if (!sib_pma_process(&d->sn, n, 1, mad, mad))
+	if (!sib_pma_process(d->sn, n, 1, mad, mad))
 		return -1;
 	mad_hdr_decode(&h, mad);
 	memcpy(data, mad + 64, 192);
@@ -1111,10 +1114,10 @@ static void pma_bad_input(struct sibd *d, struct sib_fab_node *a, struct sib_fab
 			 MAD_STATUS_UNSUP_METHOD);
 	build(mad, MAD_MGMT_CLASS_PERF_MGMT, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, NULL, 0);
 	mad[2] = 2;
-	assert_int_equal(sib_pma_process(&d->sn, a1, 1, mad, mad), 1);
+	assert_int_equal(sib_pma_process(d->sn, a1, 1, mad, mad), 1);
 	assert_int_equal(mad[4] << 8 | mad[5], MAD_STATUS_BAD_VERSION);
 	build(mad, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_GET, MAD_ATTR_PORT_CNTRS, 0, NULL, 0);
-	assert_int_equal(sib_pma_process(&d->sn, a1, 1, mad, mad), 0);
+	assert_int_equal(sib_pma_process(d->sn, a1, 1, mad, mad), 0);
 }
 
 static void test_pma(void **state)
@@ -1142,8 +1145,8 @@ static void test_builtin_sweep(void **state)
 	};
 	unsigned int i, j, npos = sib_subnet_mft_positions(a);
 
-	d->sn.sm_external = false;
-	assert_int_equal(sib_sm_sweep(&d->sn), 0);
+	d->sn->sm_external = false;
+	assert_int_equal(sib_sm_sweep(d->sn), 0);
 	/* LIDs in file order: switch port 0s, then the linked CA ports */
 	assert_int_equal(pi_of(a, 0)->lid, 1);
 	assert_int_equal(pi_of(b, 0)->lid, 2);
@@ -1166,8 +1169,8 @@ static void test_builtin_sweep(void **state)
 	/* every CA reaches every CA and both switches, for data */
 	for (i = 0; i < 4; i++) {
 		for (j = 0; j < 4; j++) {
-			struct sib_route r = sib_subnet_route(&d->sn.fab, cas[i], 1, (uint16_t)(3 + j),
-							      false);
+			struct sib_route r = sib_subnet_route(&d->sn->fab, cas[i], 1,
+							      (uint16_t)(3 + j), false);
 
 			if (r.verdict != SIB_ROUTE_OK)
 				fail_msg("%u -> %u: %s at %s port %u", i, j,
@@ -1175,7 +1178,7 @@ static void test_builtin_sweep(void **state)
 			assert_ptr_equal(r.node, cas[j]);
 			assert_int_equal(r.hops, i == j ? 0 : (i / 2 == j / 2 ? 2 : 3));
 		}
-		assert_int_equal(sib_subnet_route(&d->sn.fab, cas[i], 1, 2, false).verdict,
+		assert_int_equal(sib_subnet_route(&d->sn->fab, cas[i], 1, 2, false).verdict,
 				 SIB_ROUTE_OK);
 	}
 	/* multicast: A sends to its CAs and B, B to its CAs and A, every MLID */
@@ -1184,28 +1187,28 @@ static void test_builtin_sweep(void **state)
 
 	/* a second sweep changes nothing */
 	n_events = n_route_changed = 0;
-	assert_int_equal(sib_sm_sweep(&d->sn), 0);
+	assert_int_equal(sib_sm_sweep(d->sn), 0);
 	assert_int_equal(n_events, 0);
 	assert_int_equal(n_route_changed, 0);
 
 	/* a link retrains after Set Down: the SM makes it ACTIVE again */
-	sib_sma_link_down(&d->sn, a, 3, SIB_LINK_RETRAIN);
+	sib_sma_link_down(d->sn, a, 3, SIB_LINK_RETRAIN);
 	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_ACTIVE);
 	assert_int_equal(pi_of(b, 3)->port_state, MAD_PORT_STATE_ACTIVE);
-	assert_int_equal(sib_subnet_route(&d->sn.fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
+	assert_int_equal(sib_subnet_route(&d->sn->fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
 	/* a disabled CA link stays down until it is enabled */
 	n_events = 0;
-	sib_sma_link_down(&d->sn, cas[3], 1, SIB_LINK_LOST);
+	sib_sma_link_down(d->sn, cas[3], 1, SIB_LINK_LOST);
 	assert_int_equal(n_events, 1);
 	assert_int_equal(d->devs[3].ports[0].state, IBV_PORT_DOWN);
 	assert_int_equal(d->devs[3].ports[0].phys_state, MAD_PORT_PHYS_STATE_DISABLED);
-	assert_int_equal(sib_subnet_route(&d->sn.fab, cas[0], 1, 6, false).verdict,
+	assert_int_equal(sib_subnet_route(&d->sn->fab, cas[0], 1, 6, false).verdict,
 			 SIB_ROUTE_LINK_DOWN);
-	sib_sma_link_up(&d->sn, cas[3], 1);
+	sib_sma_link_up(d->sn, cas[3], 1);
 	assert_int_equal(d->devs[3].ports[0].state, IBV_PORT_ACTIVE);
 	assert_int_equal(events[n_events - 1].state, IBV_PORT_ACTIVE);
 	assert_int_equal(pi_of(cas[3], 1)->lid, 6);
-	assert_int_equal(sib_subnet_route(&d->sn.fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
+	assert_int_equal(sib_subnet_route(&d->sn->fab, cas[0], 1, 6, false).verdict, SIB_ROUTE_OK);
 }
 
 /* A Trap to node n's SMA: 1 and the TrapRepress in out, or 0 (dropped). */
@@ -1213,7 +1216,7 @@ static int send_trap(struct sibd *d, struct sib_fab_node *n, uint8_t in_port, ui
 {
 	build(out, MAD_MGMT_CLASS_SUBN_LID_ROUTED, MAD_METHOD_TRAP, MAD_ATTR_NOTICE, 0, NULL, 0);
 	out[64] = 0x81; /* a generic urgent notice */
-	return sib_sma_process(&d->sn, n, in_port, out, out);
+	return sib_sma_process(d->sn, n, in_port, out, out);
 }
 
 /* The built-in SM on switch sw's port 0 (LID 1) is visible: IsSM, SMInfo
@@ -1247,20 +1250,20 @@ static void sm_is_visible(struct sibd *d, struct sib_fab_node *sw, struct sib_fa
 	assert_int_equal(h.r, 0);
 	assert_int_equal(h.status, 0);
 	assert_int_equal(mad[64], 0x81); /* the notice, returned */
-	assert_int_equal(d->sn.sma.sm_traps, 1);
+	assert_int_equal(d->sn->sma.sm_traps, 1);
 	assert_int_equal(send_trap(d, ca, 1, mad), 0);
-	assert_int_equal(d->sn.sma.sm_traps, 1);
+	assert_int_equal(d->sn->sma.sm_traps, 1);
 	/* ActCount counts */
 	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data), 0);
 	mad_sm_info_decode(&si, data);
 	assert_true(si.act_count > act);
 	/* --sm external: the same port is no SM's; SMInfo and traps are OpenSM's */
-	d->sn.sm_external = true;
+	d->sn->sm_external = true;
 	assert_int_equal(sma(d, sw, 1, MAD_METHOD_GET, MAD_ATTR_SM_INFO, 0, data),
 			 MAD_STATUS_UNSUP_METHOD_ATTR);
 	assert_int_equal(send_trap(d, sw, 1, mad), 0);
-	assert_int_equal(d->sn.sma.sm_traps, 1);
-	d->sn.sm_external = false;
+	assert_int_equal(d->sn->sma.sm_traps, 1);
+	d->sn->sm_external = false;
 }
 
 /* The built-in SM is a MAI agent: its sweep discovers the fabric by
@@ -1275,16 +1278,16 @@ static void test_builtin_over_mai(void **state)
 	struct sib_fab_node *b1 = node(d, "H-5eed000000000b10");
 	uint64_t act;
 
-	d->sn.sm_external = false;
+	d->sn->sm_external = false;
 	n_filter_asks = 0;
-	assert_int_equal(d->sn.mad.sent, 0);
-	assert_int_equal(sib_sm_sweep(&d->sn), 0);
+	assert_int_equal(d->sn->mad.sent, 0);
+	assert_int_equal(sib_sm_sweep(d->sn), 0);
 	/* its port: LID 1, switch A's port 0; everyone found, by the shortest route */
-	assert_ptr_equal(d->sn.sm.node, a);
-	assert_int_equal(d->sn.sm.port, 0);
-	for (unsigned int i = 0; i < d->sn.fab.n_nodes; i++)
-		if (d->sn.fab.nodes[i]->ports[1].peer)
-			assert_int_equal(d->sn.fab.nodes[i]->mgmt->sm_seen, d->sn.sm.sweeps);
+	assert_ptr_equal(d->sn->sm.node, a);
+	assert_int_equal(d->sn->sm.port, 0);
+	for (unsigned int i = 0; i < d->sn->fab.n_nodes; i++)
+		if (d->sn->fab.nodes[i]->ports[1].peer)
+			assert_int_equal(d->sn->fab.nodes[i]->mgmt->sm_seen, d->sn->sm.sweeps);
 	assert_int_equal(a->mgmt->sm_hops, 0);
 	assert_int_equal(b->mgmt->sm_hops, 1);
 	assert_int_equal(b->mgmt->sm_path[1], 3);
@@ -1292,27 +1295,28 @@ static void test_builtin_over_mai(void **state)
 	assert_int_equal(b1->mgmt->sm_path[2], 1);
 	/* through the router: sent, matched by the filters, forwarded by the
 	 * switches, answered (no drop) */
-	assert_true(d->sn.mad.sent > 100);
+	assert_true(d->sn->mad.sent > 100);
 	assert_true(n_filter_asks > 100);
-	assert_true(d->sn.mad.forwarded > 0);
-	assert_int_equal(d->sn.mad.sma, d->sn.sma.smps); /* every SMP the SMA answered came by the router */
+	assert_true(d->sn->mad.forwarded > 0);
+	/* every SMP the SMA answered came by the router */
+	assert_int_equal(d->sn->mad.sma, d->sn->sma.smps);
 	for (int i = 0; i < SIB_MAD_DROP_MAX; i++)
-		assert_int_equal(d->sn.mad.drop[i], 0);
-	assert_true(d->sn.sma.smps >= d->sn.mad.sent / 2);
+		assert_int_equal(d->sn->mad.drop[i], 0);
+	assert_true(d->sn->sma.smps >= d->sn->mad.sent / 2);
 
 	/* cut A-B: B's side is out of reach and stays as it was */
-	sib_sma_link_down(&d->sn, a, 3, SIB_LINK_LOST);
-	act = d->sn.sm_act_count;
-	assert_int_equal(sib_sm_sweep(&d->sn), 0);
-	assert_true(d->sn.sm_act_count > act);
-	assert_int_not_equal(b->mgmt->sm_seen, d->sn.sm.sweeps);
-	assert_int_not_equal(b1->mgmt->sm_seen, d->sn.sm.sweeps);
+	sib_sma_link_down(d->sn, a, 3, SIB_LINK_LOST);
+	act = d->sn->sm_act_count;
+	assert_int_equal(sib_sm_sweep(d->sn), 0);
+	assert_true(d->sn->sm_act_count > act);
+	assert_int_not_equal(b->mgmt->sm_seen, d->sn->sm.sweeps);
+	assert_int_not_equal(b1->mgmt->sm_seen, d->sn->sm.sweeps);
 	assert_int_equal(pi_of(b1, 1)->port_state, MAD_PORT_STATE_ACTIVE);
 	/* back: the link trains, the SM sweeps and reaches B again */
-	sib_sma_link_up(&d->sn, a, 3);
-	assert_int_equal(b1->mgmt->sm_seen, d->sn.sm.sweeps);
+	sib_sma_link_up(d->sn, a, 3);
+	assert_int_equal(b1->mgmt->sm_seen, d->sn->sm.sweeps);
 	assert_int_equal(pi_of(a, 3)->port_state, MAD_PORT_STATE_ACTIVE);
-	assert_int_equal(sib_subnet_route(&d->sn.fab, node(d, "H-5eed000000000a10"), 1, 5,
+	assert_int_equal(sib_subnet_route(&d->sn->fab, node(d, "H-5eed000000000a10"), 1, 5,
 					  false).verdict, SIB_ROUTE_OK);
 }
 
@@ -1322,7 +1326,7 @@ static void test_builtin_default(void **state)
 	struct sibd *d = make(sib_fabric_default_topology(), NULL, false);
 
 	(void)state;
-	assert_int_equal(sib_sm_sweep(&d->sn), 0);
+	assert_int_equal(sib_sm_sweep(d->sn), 0);
 	assert_int_equal(node(d, "S-5eed000000000100")->mgmt->port[0].pi.lid, 1);
 	for (uint32_t i = 0; i < 4; i++) {
 		assert_int_equal(d->devs[i].ports[0].lid, 2 + i);
@@ -1378,10 +1382,10 @@ static void test_builtin_ring(void **state)
 	struct sib_fab_node *h[3] = { node(d, "H1"), node(d, "H2"), node(d, "H3") };
 
 	(void)state;
-	assert_int_equal(sib_sm_sweep(&d->sn), 0);
+	assert_int_equal(sib_sm_sweep(d->sn), 0);
 	for (unsigned int i = 0; i < 3; i++) {
 		for (unsigned int j = 0; j < 3; j++) {
-			struct sib_route r = sib_subnet_route(&d->sn.fab, h[i], 1,
+			struct sib_route r = sib_subnet_route(&d->sn->fab, h[i], 1,
 							      pi_of(h[j], 1)->lid, false);
 
 			assert_int_equal(r.verdict, SIB_ROUTE_OK);

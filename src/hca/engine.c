@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "hca/transport.h"
+#include "hca/ud.h"
 
 #define SIB_RX_BATCH      64            /* packets per inbox pass */
 #define SIB_NAP_MIN_NS    50000         /* engine naps while the app polls and */

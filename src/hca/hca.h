@@ -213,23 +213,9 @@ struct sib_rwqe {
 	struct ibv_sge sge[SIB_MAX_SGE];
 };
 
-/*
- * XRC forwarding (xrc_fwd.c).  sib_xfwd_tx, in an XRC_RECV QP: the packet
- * being handled names an XRC SRQ of another context of this device (raw:
- * its bytes, set by the demux for one packet); in_msg/msg_srqn: the SEND
- * message under way is forwarded, to that SRQ; ring: the cached target
- * inbox (a reference).  sib_xfwd_msg, in the target context: a message
- * being placed, by TGT QPN (owner: its qp_owner word at FIRST).
- */
-struct sib_xfwd_tx {
-	const uint8_t *raw;
-	uint32_t len, flags;           /* bytes in the slot, SIB_SLOT_F_* to send */
-	uint32_t inbox;                /* target context's inbox */
-	bool in_msg;
-	uint32_t msg_srqn;
-	struct sib_link_dest *dest;    /* the target's context (a reference) ... */
-	uint32_t dest_inbox, dest_gen; /* ... for this inbox and generation; NULL: gone */
-};
+/* XRC forwarding (xrc_fwd.c), in the target context: a message being
+ * placed, by TGT QPN (owner: its qp_owner word at FIRST).  The XRC_RECV
+ * QP's own side is struct sib_xfwd_tx (srq.h). */
 #define SIB_XFWD_MSGS 64               /* messages placed at once, per context */
 struct sib_xfwd_msg {
 	bool used, active;             /* active: a WQE is held for the message */
@@ -295,39 +281,28 @@ struct sib_qp {
 
 	uint64_t peer_gone_deadline;   /* connected peer QP vanished: ERR at this time */
 	_Atomic uint32_t events_reported; /* async events about this QP delivered */
-	/* ibv_wr_* batch in progress (under sq_lock) */
-	uint32_t wr_head;
-	int wr_err;
-	bool wr_open;
 	bool sqd_event_pending;
 
 	/* The QP surface (ibv_query_qp): the rest of IBV_QP_ALT_PATH */
 	uint16_t alt_pkey_index;
 	uint8_t alt_port_num, alt_timeout;
-	/* UD and multicast (ud.c, mcast) */
-	bool block_self_mcast;         /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
-	uint32_t mcast_attached;       /* groups this QP is attached to (mcast.c) */
-	struct sib_mcast_rings *mcast_rings; /* member inboxes it sent to (mcast.c, engine) */
-	uint64_t ud_blocked_since;     /* ns: the head WQE's destination inbox full since */
-	uint64_t ud_mcast_sent[SIB_MAX_INBOXES / 64]; /* member inboxes the head WQE reached */
-	uint64_t ud_stalled[SIB_MAX_INBOXES / 64];    /* inboxes past HOQ lifetime, until they drain */
-	/* SRQ and XRC (srq.c): the receive WQE source.  srq: the SRQ the QP
-	 * was created with (RC/UC/UD), counted in its usecnt; xrc_srq: the SRQ
-	 * the XRCETH of the packet being handled names (XRC_RECV, set by the
-	 * demux for one packet, a reference xrc_srq_h).  A WQE taken from an
-	 * SRQ is copied into srq_wqe until its message completes; wqe_srq is
-	 * where it came from (a reference wqe_srq_h while held).  xrcd: the
-	 * XRC domain of an XRC_RECV QP. */
+	/* SRQ (srq.c): the receive WQE source.  srq: the SRQ the QP was
+	 * created with (RC/UC/UD), counted in its usecnt.  A WQE taken from an
+	 * SRQ is copied into xrc->wqe until its message completes; wqe_srq is
+	 * where it came from (a reference wqe_srq_h while held). */
 	struct sib_srq *srq;
-	struct sib_srq *xrc_srq;
-	uint64_t xrc_srq_h;
 	struct sib_srq *wqe_srq;
 	uint64_t wqe_srq_h;
-	struct sib_rwqe srq_wqe;
-	struct sib_xrcd *xrcd;
-	uint32_t xrcd_num;             /* softibd's number of that domain */
-	/* XRC forwarding (xrc_fwd.c) */
-	struct sib_xfwd_tx xfwd;
+
+	/* Per-transport parts, allocated at create_qp for the QPs that need
+	 * them and NULL otherwise (none is on the RC data path):
+	 *  ud:  UD QPs (ud.h: head-of-queue and multicast state);
+	 *  xrc: QPs that receive from an SRQ, created on one or XRC_RECV
+	 *       (srq.h: the WQE taken, XRC_RECV's domain and forwarding);
+	 *  wrb: QPs created with send_ops_flags (the ibv_wr_* batch, qp.c). */
+	struct sib_qp_ud *ud;
+	struct sib_qp_xrc *xrc;
+	struct sib_wr_batch *wrb;
 };
 
 /* Address handle (ah.c, IBA 11.2.2): the attributes as given; lives in
@@ -615,40 +590,9 @@ void sib_comp_timers(struct sib_qp *qp, uint64_t now);
 void sib_qp_enter_error(struct sib_qp *qp);
 void sib_qp_flush(struct sib_qp *qp);
 
-/* ud.c: UD requester and responder (IBA 9.8.x, 10.2.5 Q_Keys, 11.4.1.2 GRH) */
-/* Fill the UD part of a send WQE from wr (wr.ud.ah, remote_qpn,
- * remote_qkey); EINVAL without an AH or for a message larger than the
- * port's active MTU (see ud.c). */
-int sib_ud_swqe_fill(struct sib_qp *qp, struct sib_swqe *w, const struct ibv_send_wr *wr);
-/* A filled UD WQE can go: EINVAL without an AH or over the MTU. */
-int sib_ud_wqe_check(const struct sib_qp *qp, const struct sib_swqe *w);
-/* Send every posted UD WQE; each completes once it is on the wire. */
-void sib_ud_req_run(struct sib_qp *qp);
-/* A UD request packet that passed the demux checks (buf: the whole
- * packet, for its GRH).  SIB_RX_DELIVERED or the drop cause. */
-enum sib_rx_drop sib_ud_packet(struct sib_qp *qp, const struct iba_pkt *pkt, const uint8_t *buf);
-
-/* mcast.c: multicast (IBA 10.5.2.x).  The QP's attachments end (destroy). */
-void sib_mcast_qp_gone(struct sib_qp *qp);
+/* Multicast attach and detach, and a context's attachments freed at
+ * close (mcast.c; ud.h has the engine's side). */
 void sib_mcast_ctx_fini(struct sib_context *ctx);
-/* QPNs of this context attached to (mlid, and dgid when the packet has a
- * GRH); at most max.  Any thread. */
-uint32_t sib_mcast_local_qps(struct sib_context *ctx, uint16_t mlid, const uint8_t *dgid, uint32_t *qpns,
-			     uint32_t max);
-/* The member inboxes of the group with this MLID, read from the fabric
- * map (m holds SIB_MAX_MCAST_QP_ATTACH); 0 if none or unreadable. */
-uint32_t sib_mcast_members(uint16_t mlid, struct sib_shm_mcast_member *m);
-/* The same, less the members whose device the multicast forwarding
- * tables do not reach from qp's port (sib_link_mroute; a member context is
- * reached when a port of its device is).  Engine context.  UINT32_MAX:
- * the route is being asked for (retry later). */
-uint32_t sib_mcast_members_routed(struct sib_qp *qp, uint16_t mlid, struct sib_shm_mcast_member *m);
-/* A member context's destination from qp's cache (taken from the link
- * once): SIB_LINK_OK and *d, SIB_LINK_PENDING (retry later) or
- * SIB_LINK_UNREACHABLE.  release drops them all (engine context). */
-enum sib_link_verdict sib_mcast_dest(struct sib_qp *qp, uint32_t inbox, uint32_t gen,
-				     struct sib_link_dest **d);
-void sib_mcast_rings_release(struct sib_qp *qp);
 int sib_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 int sib_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 
@@ -690,46 +634,6 @@ int sib_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_re
 int sib_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 struct ibv_xrcd *sib_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr);
 int sib_close_xrcd(struct ibv_xrcd *xrcd);
-/* Take the oldest WQE of srq into *out (engine context); false if it is
- * empty.  Raises SRQ_LIMIT_REACHED once when the count drops below an
- * armed limit (ibv_modify_srq(3), IBA's SRQ limit), and disarms it. */
-bool sib_srq_take(struct sib_srq *srq, struct sib_rwqe *out);
-/* Fill a receive WQE from a WR whose num_sge was checked (RQ and SRQ). */
-void sib_rwqe_fill(struct sib_rwqe *r, const struct ibv_recv_wr *wr);
-/* A QP on an SRQ entered ERR: IBV_EVENT_QP_LAST_WQE_REACHED (IBA 10.3.1,
- * 11.6.3: no more WQEs will be taken from the SRQ for it). */
-void sib_srq_qp_error(struct sib_qp *qp);
-/* The SRQ behind an async record; counts the delivery.  NULL if gone. */
-struct sib_srq *sib_srq_async_deliver(struct sib_context *ctx, uint32_t id, uint32_t gen);
-/* XRC_RECV: the SRQ numbered srqn of this context, if it is an XRC SRQ
- * of the QP's domain: a reference into qp->xrc_srq (for one packet).
- * False: drop the packet (no such SRQ, or another domain's). */
-bool sib_xrc_srq_resolve(struct sib_qp *qp, uint32_t srqn);
-/*
- * XRC forwarding (xrc_fwd.c; docs/srq.md).  sib_xfwd_target: the XRCETH of
- * the request at buf (len bytes, SIB_RX_* flags) names an XRC SRQ of
- * another live context of this device: the packet is forwarded (set in
- * qp->xfwd for this packet, true) rather than dropped.  sib_xfwd_recv: the
- * target's demux for a packet flagged SIB_RX_XRC_FWD (already decoded and
- * ICRC-checked): SIB_RX_DELIVERED or the drop cause.  sib_xfwd_release:
- * drop the QP's cached target inbox.  Engine context.
- */
-bool sib_xfwd_target(struct sib_qp *qp, uint32_t srqn, const uint8_t *buf, uint32_t len,
-		     unsigned int flags);
-enum sib_rx_drop sib_xfwd_recv(struct sib_context *ctx, const struct iba_pkt *pkt, unsigned int flags);
-void sib_xfwd_release(struct sib_qp *qp);
-void sib_xrc_srq_release(struct sib_qp *qp);
-/* create_qp's SRQ and XRC rules (0 or EINVAL), then, once the QP is
- * built, attach it (usecnt, capabilities, the domain) and detach it at
- * destroy. */
-int sib_qp_check_srq_xrc(struct sib_context *ctx, const struct ibv_qp_init_attr_ex *attr);
-void sib_qp_attach_srq_xrc(struct sib_qp *qp, struct ibv_qp_init_attr_ex *attr);
-void sib_qp_detach_srq_xrc(struct sib_qp *qp);
-/* Register an XRC_RECV QP with softibd in attr->xrcd's domain (the host's
- * xrc_tgt_create): *handle, *qpn; 0 or errno (EOPNOTSUPP: no XRC host). */
-int sib_qp_create_xrc_tgt(struct sib_context *ctx, const struct ibv_qp_init_attr_ex *attr,
-			  uint32_t *handle, uint32_t *qpn);
-
 /* Enter ERR once a WQE that failed locally reaches the head of the SQ. */
 void sib_comp_local_error(struct sib_qp *qp);
 

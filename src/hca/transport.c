@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "hca/transport.h"
+#include "hca/ud.h"
 
 int sib_qp_transport_init(struct sib_qp *qp)
 {

@@ -149,6 +149,7 @@ enum sib_rx_drop {
 #define SIB_TRANSPORT_H
 
 #include "hca/hca.h"
+#include "hca/srq.h"
 
 /* A packet being put on the wire (engine.c). */
 struct sib_tx {
@@ -241,19 +242,20 @@ void sib_sq_complete(struct sib_qp *qp, enum ibv_wc_status status);
  */
 static inline bool sib_rwqe_take(struct sib_qp *qp)
 {
-	struct sib_srq *srq = qp->srq ? qp->srq : qp->xrc_srq;
+	struct sib_qp_xrc *x = qp->xrc;
+	struct sib_srq *srq = qp->srq ? qp->srq : x ? x->srq : NULL;
 
 	if (!srq)
 		return atomic_load_explicit(&qp->rq_head, memory_order_acquire) != qp->rq_tail;
 	if (qp->wqe_srq)
 		return true;
-	if (!sib_srq_take(srq, &qp->srq_wqe))
+	if (!sib_srq_take(srq, &x->wqe))
 		return false;
-	if (srq == qp->xrc_srq) { /* keep the XRC SRQ (and its CQ) until done: a
-				     second reference on the one the demux holds,
-				     which a destroy meanwhile cannot fail */
-		sib_objtab_hold(&qp->ctx->srqs, qp->xrc_srq_h);
-		qp->wqe_srq_h = qp->xrc_srq_h;
+	if (srq == x->srq) { /* keep the XRC SRQ (and its CQ) until done: a
+				second reference on the one the demux holds,
+				which a destroy meanwhile cannot fail */
+		sib_objtab_hold(&qp->ctx->srqs, x->srq_h);
+		qp->wqe_srq_h = x->srq_h;
 	}
 	qp->wqe_srq = srq;
 	return true;
@@ -268,7 +270,7 @@ static inline bool sib_rwqe_pending(const struct sib_qp *qp)
 
 static inline struct sib_rwqe *sib_rwqe_cur(struct sib_qp *qp)
 {
-	return qp->wqe_srq ? &qp->srq_wqe : &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+	return qp->wqe_srq ? &qp->xrc->wqe : &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
 }
 
 static inline struct sib_cq *sib_rwqe_cq(struct sib_qp *qp)
@@ -293,8 +295,8 @@ static inline void sib_rwqe_done(struct sib_qp *qp)
  * uses the XRC SRQ's (XRC annex: the target SRQ's PD). */
 static inline uint32_t sib_resp_pd(const struct sib_qp *qp)
 {
-	if (qp->xrc_srq)
-		return qp->xrc_srq->ibv.pd->handle;
+	if (qp->xrc && qp->xrc->srq)
+		return qp->xrc->srq->ibv.pd->handle;
 	/* An XRC_RECV QP with no SRQ named for this packet has no PD: a
 	 * handle no object has (softibd's are generation << 16 | index with
 	 * generations from 1), so every key check fails. */
@@ -319,7 +321,7 @@ static inline uint8_t sib_resp_opcode(const struct sib_qp *qp, uint8_t opc)
  */
 static inline bool sib_xfwd_pkt(const struct sib_qp *qp)
 {
-	return qp->xfwd.raw != NULL;
+	return qp->xrc && qp->xrc->fwd.raw != NULL;
 }
 int sib_xfwd_check(struct sib_qp *qp, const struct iba_pkt *pkt);
 bool sib_xfwd_send(struct sib_qp *qp);

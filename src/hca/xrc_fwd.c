@@ -25,23 +25,28 @@ bool sib_xfwd_target(struct sib_qp *qp, uint32_t srqn, const uint8_t *buf, uint3
 	struct sib_context *ctx = qp->ctx;
 	uint32_t inbox = srqn >> 16, gen;
 
-	if (inbox == ctx->inbox_idx || inbox >= SIB_MAX_INBOXES || !qp->xrcd)
+	if (inbox == ctx->inbox_idx || inbox >= SIB_MAX_INBOXES || !qp->xrc || !qp->xrc->xrcd)
 		return false;
 	gen = sib_link_inbox_gen(inbox);
 	if (!(gen & 1) || sib_fabric->inboxes[inbox].dev_index != ctx->dev->index)
 		return false; /* not a live context of this device */
-	qp->xfwd.raw = buf;
-	qp->xfwd.len = len;
-	qp->xfwd.inbox = inbox;
-	qp->xfwd.flags = SIB_SLOT_F_XRC_FWD | ((flags & SIB_RX_VCRC) ? SIB_SLOT_F_VCRC : 0) |
-			 ((flags & SIB_RX_ICRC) ? SIB_SLOT_F_ICRC : 0);
+	qp->xrc->fwd.raw = buf;
+	qp->xrc->fwd.len = len;
+	qp->xrc->fwd.inbox = inbox;
+	qp->xrc->fwd.flags = SIB_SLOT_F_XRC_FWD | ((flags & SIB_RX_VCRC) ? SIB_SLOT_F_VCRC : 0) |
+			     ((flags & SIB_RX_ICRC) ? SIB_SLOT_F_ICRC : 0);
 	return true;
 }
 
 int sib_xfwd_check(struct sib_qp *qp, const struct iba_pkt *pkt)
 {
-	struct sib_xfwd_tx *x = &qp->xfwd;
-	bool fwd = x->raw != NULL;
+	struct sib_xfwd_tx *x;
+	bool fwd;
+
+	if (!qp->xrc)
+		return 0; /* no SRQ part: nothing is ever forwarded */
+	x = &qp->xrc->fwd;
+	fwd = x->raw != NULL;
 
 	if (pkt->op->flags & (IBA_OP_FIRST | IBA_OP_ONLY)) {
 		x->in_msg = fwd;
@@ -56,7 +61,7 @@ int sib_xfwd_check(struct sib_qp *qp, const struct iba_pkt *pkt)
 bool sib_xfwd_send(struct sib_qp *qp)
 {
 	struct sib_context *ctx = qp->ctx;
-	struct sib_xfwd_tx *x = &qp->xfwd;
+	struct sib_xfwd_tx *x = &qp->xrc->fwd;
 	uint8_t port = qp->port_num ? qp->port_num : 1;
 	uint32_t gen = sib_link_inbox_gen(x->inbox);
 	struct sib_link_tx lt;
@@ -101,9 +106,13 @@ bool sib_xfwd_send(struct sib_qp *qp)
 
 void sib_xfwd_release(struct sib_qp *qp)
 {
-	sib_link_dest_put(qp->xfwd.dest);
-	qp->xfwd.dest = NULL;
-	qp->xfwd.dest_inbox = qp->xfwd.dest_gen = 0;
+	struct sib_xfwd_tx *x = qp->xrc ? &qp->xrc->fwd : NULL;
+
+	if (!x)
+		return;
+	sib_link_dest_put(x->dest);
+	x->dest = NULL;
+	x->dest_inbox = x->dest_gen = 0;
 }
 
 /* ---- the SRQ's owner: placement ---- */

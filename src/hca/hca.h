@@ -35,6 +35,7 @@
 
 #include "common/objtab.h"
 #include "common/sib_shm.h"
+#include "hca/engine.h"
 #include "hca/events.h"
 #include "hca/mr_check.h"
 #include "hca/provider.h"
@@ -233,7 +234,7 @@ struct sib_qp {
 	struct sib_context *ctx;
 	uint32_t obj_handle;
 	uint64_t tab_handle;           /* in ctx->qps */
-	struct sib_qp *next_in_ctx;    /* the engine's schedule (engine.c), or ctx->qp_new */
+	struct sib_qp *next_in_ctx;    /* the engine's schedule (engine.c), or ctx->eng.qp_new */
 	uint64_t sched_handle;         /* the schedule's reference (tab_handle at publish) */
 	bool unpublished;              /* a destroy got past unpublish: a retry only waits */
 
@@ -326,44 +327,24 @@ struct sib_context {
 	size_t inbox_size;
 
 	pthread_mutex_t progress_lock;
-	_Atomic int armed;             /* a kick arrived while progress ran */
-	_Atomic uint64_t poll_count;   /* bumped by poll_cq: the app drives progress */
-	_Atomic int app_blocked;       /* threads of the app waiting in get_cq_event */
-	_Atomic uint64_t notify_count; /* bumped by req_notify_cq: the app may block next */
-	_Atomic int engine_napping;    /* the engine naps without asking for wakeups */
-	_Atomic uint64_t engine_sleep_until; /* ns; 0 = awake or napping (engine_main) */
-	_Atomic uint32_t nqps;         /* QPs scheduled or about to be */
-	_Atomic int stop;
-	pthread_t engine;
-	bool engine_started;
+	struct sib_engine eng;         /* the engine's state (engine.h) */
 
 	struct sib_objtab qps;         /* by QPN */
 	struct sib_objtab mrs;         /* by key index (key >> 8) */
 	struct sib_dx *dx;             /* direct placement: export table, peer cache (direct.c) */
 	struct sib_objtab srqs;        /* SRQ (srq.c): by SRQ number */
-	struct sib_qp *qp_list;        /* the engine's schedule (engine-private, engine.c) */
-	_Atomic(struct sib_qp *) qp_new; /* created QPs the engine has not taken yet */
 	_Atomic uint64_t key_ctr;      /* key-byte generator: counter and secret, */
 	uint64_t key_secret;           /* both seeded by getrandom (keys.c) */
 
 	int async_wfd;                 /* write end of the async event pipe */
-	_Atomic uint64_t next_deadline; /* earliest timer, 0 = none (read by the engine thread) */
-	bool tx_blocked;               /* this pass found a peer inbox full */
 	bool vcrc;                     /* compute/check VCRC on the shm link */
 	bool icrc;                     /* compute the ICRC on every packet (SOFTIB_ICRC=1) */
 
 	int32_t pid;                   /* getpid() at open: producers tag slots with it */
-	uint64_t clk_ns, clk_tsc;      /* sib_clock_ns: the last real reading (progress_lock) */
-	uint32_t empty_passes;         /* engine passes, for the link's housekeeping */
-	uint64_t link_next;            /* when the link wants its housekeeping (ns), 0 = idle */
 
 	/* counters (dropped and counted, never crash) */
 	uint64_t rx_drop[SIB_RX_DROP_COUNT]; /* receive demux drops by cause (recv.c) */
 	uint64_t tx_no_dest, tx_ring_full, rx_skipped_slots;
-	/* the engine thread's own (engine_main): futex sleeps; spins after
-	 * traffic that caught work, found none, or were refused or cut
-	 * short because no CPU was spare */
-	uint64_t engine_sleeps, spin_caught, spin_quiet, spin_busy;
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
 	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
 	uint64_t route_drops;          /* packets the forwarding tables drop (link/dest.c) */
@@ -449,11 +430,11 @@ static inline uint64_t sib_clock_ns(struct sib_context *ctx)
 #if defined(__x86_64__) || defined(__i386__)
 	uint64_t t = __builtin_ia32_rdtsc();
 
-	if (t - ctx->clk_tsc < SIB_CLOCK_GATE_TICKS && ctx->clk_ns)
-		return ctx->clk_ns;
-	ctx->clk_tsc = t;
+	if (t - ctx->eng.clk_tsc < SIB_CLOCK_GATE_TICKS && ctx->eng.clk_ns)
+		return ctx->eng.clk_ns;
+	ctx->eng.clk_tsc = t;
 #endif
-	return ctx->clk_ns = sib_now_ns();
+	return ctx->eng.clk_ns = sib_now_ns();
 }
 
 /* A deadline `dt` ns from now on the engine's clock, never early. */
@@ -462,38 +443,6 @@ static inline uint64_t sib_deadline_ns(struct sib_context *ctx, uint64_t dt)
 	return sib_clock_ns(ctx) + dt + SIB_CLOCK_SLACK_NS;
 }
 
-/* engine.c */
-int sib_engine_start(struct sib_context *ctx);
-void sib_engine_stop(struct sib_context *ctx);
-/* Run the engine if nobody else does; never sleeps. */
-void sib_progress(struct sib_context *ctx);
-/* Wake the engine thread (e.g. the app is about to block). */
-void sib_engine_kick(struct sib_context *ctx);
-/*
- * Engine-context lookups: the live QP with this QPN, the live MR with this
- * exact key (index live, key byte matches), with a reference taken
- * (*handle names it for sib_objtab_put), or NULL.
- */
-struct sib_qp *sib_qp_get(struct sib_context *ctx, uint32_t qpn, uint64_t *handle);
-struct sib_mr *sib_mr_get(struct sib_context *ctx, uint32_t key, uint64_t *handle);
-/* Add a published QP (the caller holds a reference for the schedule in
- * qp->sched_handle) to the engine's schedule; lock-free, any thread. */
-void sib_engine_schedule(struct sib_context *ctx, struct sib_qp *qp);
-/* Move QPs pushed by sib_engine_schedule onto the schedule (progress_lock
- * held: the schedule is the engine's). */
-void sib_engine_take_new(struct sib_context *ctx);
-/* Poke the engine: run a pass here if nobody does (destroy waits). */
-void sib_engine_poke(void *ctx);
-/* Drop the QP's peer inbox reference and forget its destination. */
-void sib_qp_dest_release(struct sib_qp *qp);
-/* Resolve a connected QP's destination now (modify_qp to RTR, a slow-path
- * verb: it may wait for softibd; the data path never does).  Takes the
- * progress lock; the caller must not hold it. */
-void sib_qp_dest_resolve_now(struct sib_qp *qp);
-/* Answer the link's questions now, progress_lock held: the engine thread
- * only (it may wait for softibd; the application's post and poll never
- * do).  XRC forwarding, whose packet is in hand. */
-void sib_engine_answer_now(struct sib_context *ctx);
 /* The process's host hooks (provider.c). */
 extern const struct sib_hca_host *sib_host;
 /* CQs by (reg_id, reg_gen): completion records name them (cq_ops.c). */

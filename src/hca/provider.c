@@ -177,9 +177,9 @@ static void sib_free_context(struct ibv_context *context)
 			(unsigned long long)atomic_load(&ctx->inbox.hdr->dropped),
 			(unsigned long long)ctx->ack_timeouts, (unsigned long long)ctx->rnr_naks,
 			(unsigned long long)ctx->seq_naks, (unsigned long long)ctx->port_down_drops,
-			(unsigned long long)ctx->ud_hoq_drops, (unsigned long long)ctx->engine_sleeps,
-			(unsigned long long)ctx->spin_caught, (unsigned long long)ctx->spin_quiet,
-			(unsigned long long)ctx->spin_busy);
+			(unsigned long long)ctx->ud_hoq_drops, (unsigned long long)ctx->eng.sleeps,
+			(unsigned long long)ctx->eng.spin_caught, (unsigned long long)ctx->eng.spin_quiet,
+			(unsigned long long)ctx->eng.spin_busy);
 	}
 	close(context->async_fd);
 	close(ctx->async_wfd);
@@ -203,7 +203,7 @@ static void sib_app_blocking(struct ibv_context *context, int delta)
 
 	/* Blocking: let the engine sleep on the inbox futex (woken by
 	 * packets) instead of napping. */
-	atomic_fetch_add(&ctx->app_blocked, delta);
+	atomic_fetch_add(&ctx->eng.app_blocked, delta);
 	if (delta > 0)
 		sib_engine_kick(ctx);
 }

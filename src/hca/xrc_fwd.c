@@ -79,7 +79,7 @@ bool sib_xfwd_send(struct sib_qp *qp)
 		struct sib_link_dest *d;
 		enum sib_link_verdict v = sib_link_dest_get(&ctx->link, x->inbox, gen, &d);
 
-		if (v == SIB_LINK_PENDING && pthread_equal(pthread_self(), ctx->engine)) {
+		if (v == SIB_LINK_PENDING && pthread_equal(pthread_self(), ctx->eng.thread)) {
 			sib_engine_answer_now(ctx);
 			v = sib_link_dest_get(&ctx->link, x->inbox, gen, &d);
 		}

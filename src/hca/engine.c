@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hca/srq.h"
 #include "hca/transport.h"
 #include "hca/ud.h"
 

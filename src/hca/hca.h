@@ -88,6 +88,7 @@
 
 struct sib_context;
 struct sib_dx;
+struct sib_xfwd_msg;
 struct sib_dx_region;
 
 /*
@@ -212,21 +213,6 @@ struct sib_rwqe {
 	uint32_t num_sge;
 	uint32_t length;               /* sum of SGE lengths */
 	struct ibv_sge sge[SIB_MAX_SGE];
-};
-
-/* XRC forwarding (xrc_fwd.c), in the target context: a message being
- * placed, by TGT QPN (owner: its qp_owner word at FIRST).  The XRC_RECV
- * QP's own side is struct sib_xfwd_tx (srq.h). */
-#define SIB_XFWD_MSGS 64               /* messages placed at once, per context */
-struct sib_xfwd_msg {
-	bool used, active;             /* active: a WQE is held for the message */
-	bool seen;                     /* psn is valid: a message was started */
-	uint32_t qpn, srqn;
-	uint64_t owner;
-	uint64_t srq_h;                /* the SRQ's table handle (index, generation) */
-	uint32_t psn;                  /* next PSN expected */
-	uint32_t offset;               /* bytes placed */
-	struct sib_rwqe wqe;
 };
 
 struct sib_qp {
@@ -358,8 +344,10 @@ struct sib_context {
 	_Atomic uint32_t nah;          /* live AHs (max_ah) */
 	struct sib_mcast_local *mcast; /* this context's attachments (ud.c), under mcast_lock */
 	pthread_mutex_t mcast_lock;
-	/* XRC forwarding (xrc_fwd.c): messages placed for other contexts' TGT QPs */
-	struct sib_xfwd_msg xfwd[SIB_XFWD_MSGS];
+	/* XRC forwarding (xrc_fwd.c): messages placed for other contexts' TGT
+	 * QPs, SIB_XFWD_MSGS of them (srq.h); made with the context's first
+	 * XRC SRQ, NULL before */
+	_Atomic(struct sib_xfwd_msg *) xfwd;
 };
 
 /*

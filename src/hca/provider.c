@@ -21,6 +21,7 @@
 #include "hca/direct.h"
 #include "hca/memlock.h"
 #include "hca/mw.h"
+#include "hca/srq.h"
 #include "hca/transport.h"
 
 #define SIB_DESTROY_WAIT_NS 5000000000ull
@@ -188,6 +189,7 @@ static void sib_free_context(struct ibv_context *context)
 	sib_objtab_fini(&ctx->mrs);
 	sib_mw_ctx_fini(ctx);
 	sib_mcast_ctx_fini(ctx);
+	sib_xfwd_ctx_fini(ctx);
 	sib_objtab_fini(&ctx->srqs);
 	free(ctx);
 }

@@ -15,6 +15,7 @@
 
 #include "common/fabric_view.h"
 #include "hca/events.h"
+#include "hca/srq.h"
 #include "hca/transport.h"
 #include "hca/ud.h"
 #include "hca/wr.h"

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "hca/srq.h"
 #include "hca/transport.h"
 
 #define SIB_DESTROY_WAIT_NS 5000000000ull
@@ -77,7 +78,9 @@ static struct ibv_srq *srq_create(struct ibv_context *context, struct ibv_srq_in
 		rc = ENOMEM;
 		goto err_free;
 	}
-	rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_SRQ, 0, &srq->obj_handle, NULL);
+	rc = xrc ? sib_xfwd_ctx_init(ctx) : 0; /* where forwarded messages are placed (xrc_fwd.c) */
+	if (!rc)
+		rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_SRQ, 0, &srq->obj_handle, NULL);
 	if (rc)
 		goto err_free;
 	rc = sib_objtab_reserve(&ctx->srqs, &srq->tab_handle);

@@ -3,8 +3,10 @@
  * SRQs and XRC in the software HCA (srq.c, xrc_fwd.c; IBA vol 1 ch. 10,
  * the XRC annex; docs/srq.md): the part of a QP only QPs that receive
  * from an SRQ carry (qp->xrc, allocated at create_qp for a QP created on
- * an SRQ and for XRC_RECV), and the engine's and create_qp's side of SRQs,
- * XRC domains and XRC forwarding.  The SRQ and XRCD verbs are in hca.h
+ * an SRQ and for XRC_RECV), a context's forwarded messages (ctx->xfwd,
+ * made with its first XRC SRQ), the receive WQE source of a QP (its RQ or
+ * an SRQ: sib_rwqe_*), and the engine's and create_qp's side of SRQs, XRC
+ * domains and XRC forwarding.  The SRQ and XRCD verbs are in hca.h
  * (the provider's ops table).  Engine context (progress_lock held) unless
  * a function says otherwise.
  */
@@ -18,8 +20,7 @@
  * being handled names an XRC SRQ of another context of this device (raw:
  * its bytes, set by the demux for one packet); in_msg/msg_srqn: the SEND
  * message under way is forwarded, to that SRQ; ring: the cached target
- * inbox (a reference).  The target context's side is struct sib_xfwd_msg
- * (hca.h).
+ * inbox (a reference).  The target context's side is struct sib_xfwd_msg.
  */
 struct sib_xfwd_tx {
 	const uint8_t *raw;
@@ -29,6 +30,21 @@ struct sib_xfwd_tx {
 	uint32_t msg_srqn;
 	struct sib_link_dest *dest;    /* the target's context (a reference) ... */
 	uint32_t dest_inbox, dest_gen; /* ... for this inbox and generation; NULL: gone */
+};
+
+/* XRC forwarding (xrc_fwd.c), in the target context: a message being
+ * placed, by TGT QPN (owner: its qp_owner word at FIRST); ctx->xfwd holds
+ * SIB_XFWD_MSGS of them. */
+#define SIB_XFWD_MSGS 64               /* messages placed at once, per context */
+struct sib_xfwd_msg {
+	bool used, active;             /* active: a WQE is held for the message */
+	bool seen;                     /* psn is valid: a message was started */
+	uint32_t qpn, srqn;
+	uint64_t owner;
+	uint64_t srq_h;                /* the SRQ's table handle (index, generation) */
+	uint32_t psn;                  /* next PSN expected */
+	uint32_t offset;               /* bytes placed */
+	struct sib_rwqe wqe;
 };
 
 /*
@@ -76,6 +92,10 @@ bool sib_xfwd_target(struct sib_qp *qp, uint32_t srqn, const uint8_t *buf, uint3
 		     unsigned int flags);
 enum sib_rx_drop sib_xfwd_recv(struct sib_context *ctx, const struct iba_pkt *pkt, unsigned int flags);
 void sib_xfwd_release(struct sib_qp *qp);
+/* The context's table of forwarded messages (ctx->xfwd): made at its first
+ * XRC SRQ (0 or ENOMEM; any thread, slow path), freed with the context. */
+int sib_xfwd_ctx_init(struct sib_context *ctx);
+void sib_xfwd_ctx_fini(struct sib_context *ctx);
 void sib_xrc_srq_release(struct sib_qp *qp);
 /* create_qp's SRQ and XRC rules (0 or EINVAL), then, once the QP is
  * built, attach it (usecnt, capabilities, the domain) and detach it at
@@ -87,5 +107,92 @@ void sib_qp_detach_srq_xrc(struct sib_qp *qp);
  * xrc_tgt_create): *handle, *qpn; 0 or errno (EOPNOTSUPP: no XRC host). */
 int sib_qp_create_xrc_tgt(struct sib_context *ctx, const struct ibv_qp_init_attr_ex *attr,
 			  uint32_t *handle, uint32_t *qpn);
+
+/*
+ * The receive WQE source of a QP (IBA ch. 10, SRQ): its own receive queue, or
+ * an SRQ (the QP's, or for XRC_RECV the one the XRCETH names).  take: the
+ * message being started has a WQE (an RQ's stays at rq_tail until it is
+ * done; an SRQ's is copied into the QP now, since other QPs take from the
+ * same SRQ meanwhile); pending: one is taken or queued; cur: that WQE;
+ * cq: where it completes; done: it completed (or was flushed).  Engine
+ * context.
+ */
+static inline bool sib_rwqe_take(struct sib_qp *qp)
+{
+	struct sib_qp_xrc *x = qp->xrc;
+	struct sib_srq *srq = qp->srq ? qp->srq : x ? x->srq : NULL;
+
+	if (!srq)
+		return atomic_load_explicit(&qp->rq_head, memory_order_acquire) != qp->rq_tail;
+	if (qp->wqe_srq)
+		return true;
+	if (!sib_srq_take(srq, &x->wqe))
+		return false;
+	if (srq == x->srq) { /* keep the XRC SRQ (and its CQ) until done: a
+				second reference on the one the demux holds,
+				which a destroy meanwhile cannot fail */
+		sib_objtab_hold(&qp->ctx->srqs, x->srq_h);
+		qp->wqe_srq_h = x->srq_h;
+	}
+	qp->wqe_srq = srq;
+	return true;
+}
+
+static inline bool sib_rwqe_pending(const struct sib_qp *qp)
+{
+	if (qp->srq || qp->wqe_srq || qp->ibv.qp_base.qp_type == IBV_QPT_XRC_RECV)
+		return qp->wqe_srq != NULL;
+	return atomic_load_explicit(&qp->rq_head, memory_order_acquire) != qp->rq_tail;
+}
+
+static inline struct sib_rwqe *sib_rwqe_cur(struct sib_qp *qp)
+{
+	return qp->wqe_srq ? &qp->xrc->wqe : &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
+}
+
+static inline struct sib_cq *sib_rwqe_cq(struct sib_qp *qp)
+{
+	if (qp->wqe_srq && qp->wqe_srq->cq)
+		return to_scq(qp->wqe_srq->cq); /* XRC: the SRQ's CQ */
+	return to_scq(qp->ibv.qp_base.recv_cq);
+}
+
+static inline void sib_rwqe_done(struct sib_qp *qp)
+{
+	if (!qp->wqe_srq) {
+		__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
+		return;
+	}
+	if (qp->wqe_srq != qp->srq)
+		sib_objtab_put(&qp->ctx->srqs, qp->wqe_srq_h);
+	qp->wqe_srq = NULL;
+}
+
+/* The PD the responder checks keys against: an XRC_RECV QP has none and
+ * uses the XRC SRQ's (XRC annex: the target SRQ's PD). */
+static inline uint32_t sib_resp_pd(const struct sib_qp *qp)
+{
+	if (qp->xrc && qp->xrc->srq)
+		return qp->xrc->srq->ibv.pd->handle;
+	/* An XRC_RECV QP with no SRQ named for this packet has no PD: a
+	 * handle no object has (softibd's are generation << 16 | index with
+	 * generations from 1), so every key check fails. */
+	return qp->ibv.qp_base.pd ? qp->ibv.qp_base.pd->handle : 0;
+}
+
+/*
+ * XRC forwarding, the responder's side (xrc_fwd.c): sib_xfwd_pkt, the
+ * packet being handled goes to another context's SRQ; sib_xfwd_check, for
+ * a SEND packet: 1 forwarded, 0 placed here, -1 a message that mixes both
+ * or changes SRQ (invalid request); sib_xfwd_send: put it on the link
+ * toward that context, false if its inbox is full (nothing sent: the
+ * packet is not accepted, the requester sends it again).
+ */
+static inline bool sib_xfwd_pkt(const struct sib_qp *qp)
+{
+	return qp->xrc && qp->xrc->fwd.raw != NULL;
+}
+int sib_xfwd_check(struct sib_qp *qp, const struct iba_pkt *pkt);
+bool sib_xfwd_send(struct sib_qp *qp);
 
 #endif

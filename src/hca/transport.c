@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hca/srq.h"
 #include "hca/transport.h"
 #include "hca/ud.h"
 

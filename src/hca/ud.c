@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "hca/srq.h"
 #include "hca/transport.h"
 #include "hca/ud.h"
 #include "hca/wr.h"

@@ -13,8 +13,11 @@
  * that SRQ's domain, never a domain the sender states).  Engine context
  * only (the context's progress_lock): the placement table is the engine's.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "hca/srq.h"
 #include "hca/transport.h"
 
 /* ---- the TGT QP's owner: forwarding ---- */
@@ -117,6 +120,27 @@ void sib_xfwd_release(struct sib_qp *qp)
 
 /* ---- the SRQ's owner: placement ---- */
 
+int sib_xfwd_ctx_init(struct sib_context *ctx)
+{
+	struct sib_xfwd_msg *t, *none = NULL;
+
+	if (atomic_load_explicit(&ctx->xfwd, memory_order_acquire))
+		return 0;
+	t = calloc(SIB_XFWD_MSGS, sizeof(*t));
+	if (!t)
+		return ENOMEM;
+	if (!atomic_compare_exchange_strong_explicit(&ctx->xfwd, &none, t, memory_order_acq_rel,
+						     memory_order_acquire))
+		free(t); /* another thread's create_srq made it first */
+	return 0;
+}
+
+void sib_xfwd_ctx_fini(struct sib_context *ctx)
+{
+	free(atomic_load_explicit(&ctx->xfwd, memory_order_relaxed));
+	atomic_store_explicit(&ctx->xfwd, NULL, memory_order_relaxed);
+}
+
 /* Complete the message's WQE on the SRQ's CQ (srq held by the caller). */
 static void msg_complete(struct sib_xfwd_msg *m, struct sib_srq *srq, const struct iba_pkt *pkt,
 			 enum ibv_wc_status st)
@@ -163,10 +187,10 @@ static void msg_abort(struct sib_context *ctx, struct sib_xfwd_msg *m, enum ibv_
  * free one, an idle one, or one whose QP is gone.  NULL: none. */
 static struct sib_xfwd_msg *msg_find(struct sib_context *ctx, uint32_t qpn, uint64_t w, bool create)
 {
-	struct sib_xfwd_msg *spare = NULL;
+	struct sib_xfwd_msg *tab = atomic_load_explicit(&ctx->xfwd, memory_order_acquire), *spare = NULL;
 
-	for (unsigned int i = 0; i < SIB_XFWD_MSGS; i++) {
-		struct sib_xfwd_msg *m = &ctx->xfwd[i];
+	for (unsigned int i = 0; tab && i < SIB_XFWD_MSGS; i++) {
+		struct sib_xfwd_msg *m = &tab[i];
 
 		if (m->used && m->qpn == qpn) {
 			if (m->owner == w)

@@ -22,6 +22,12 @@
  *    against concurrent posters; cq->lock protects the CQ ring.
  *  - Nothing here is shared with another process except the inbox rings and
  *    the fabric map (common/sib_shm.h), which are lock-free.
+ *
+ * What only some files need has its own header, in the manner of rxe's
+ * rxe_loc.h: engine.h (the engine's state, struct sib_engine inside the
+ * context, and its calls), transport.h (the stages), ud.h (UD and
+ * multicast: qp->ud), srq.h (SRQs and XRC: qp->xrc, the receive WQE
+ * source), and one per object (mw.h, atomic.h, direct.h, ...).
  */
 #ifndef SIB_HCA_H
 #define SIB_HCA_H

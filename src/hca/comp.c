@@ -11,6 +11,7 @@
  */
 #include "hca/atomic.h"
 #include "hca/direct.h"
+#include "hca/srq.h"
 #include "hca/transport.h"
 #include "hca/wr.h"
 

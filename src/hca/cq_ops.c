@@ -22,7 +22,7 @@ int sib_poll_cq(struct ibv_cq *ibcq, int num_entries, struct ibv_wc *wc)
 	struct sib_context *ctx = to_sctx(ibcq->context);
 	int n = 0;
 
-	atomic_fetch_add_explicit(&ctx->poll_count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&ctx->eng.poll_count, 1, memory_order_relaxed);
 	sib_progress(ctx);
 	if (num_entries <= 0)
 		return 0;
@@ -52,8 +52,8 @@ int sib_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	/* An armed CQ means the application may go to sleep on the channel
 	 * (ibv_get_cq_event, or epoll on its fd as UCX does): the engine must
 	 * not nap through the packets that will raise the event. */
-	atomic_fetch_add_explicit(&ctx->notify_count, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&ctx->engine_napping, memory_order_seq_cst))
+	atomic_fetch_add_explicit(&ctx->eng.notify_count, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&ctx->eng.napping, memory_order_seq_cst))
 		sib_engine_kick(ctx);
 	return 0;
 }
@@ -86,7 +86,7 @@ static int cqx_start(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 {
 	if (attr->comp_mask)
 		return EINVAL;
-	atomic_fetch_add_explicit(&to_sctx(ibcq->context)->poll_count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&to_sctx(ibcq->context)->eng.poll_count, 1, memory_order_relaxed);
 	sib_progress(to_sctx(ibcq->context));
 	return cqx_next(ibcq);
 }

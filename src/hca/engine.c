@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The engine of a device context: consumes the inbox, dispatches packets to
+ * The engine of a device context: consumes its pair rings, dispatches packets to
  * the responder or completer of the destination QP, runs every QP's
  * requester and timers, and puts packets on the wire: every packet leaves
  * through sib_link_send and arrives through sib_link_recv (src/link).
@@ -11,9 +11,9 @@
  * not polling (DESIGN principle 3).  A kick that finds the lock taken sets
  * `armed`, and the holder runs once more, so no wakeup is lost (STYLE 6.9).
  *
- * The QP schedule (ctx->qp_list) is the engine's own: only a pass (under
+ * The QP schedule (ctx->eng.qp_list) is the engine's own: only a pass (under
  * progress_lock) walks or changes it.  create_qp pushes a new QP onto
- * ctx->qp_new (lock-free) with a table reference for the schedule; a pass
+ * ctx->eng.qp_new (lock-free) with a table reference for the schedule; a pass
  * takes it in.  Lifetime comes from that reference, not from the lock:
  * destroy_qp unpublishes the QP and waits; the next pass sees the
  * generation moved (sib_objtab_live), drops what the QP holds (MR
@@ -29,7 +29,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hca/srq.h"
 #include "hca/transport.h"
+#include "hca/ud.h"
 
 #define SIB_RX_BATCH      64            /* packets per inbox pass */
 #define SIB_NAP_MIN_NS    50000         /* engine naps while the app polls and */
@@ -203,7 +205,7 @@ bool sib_tx_begin_ring(struct sib_qp *qp, struct sib_tx *tx, struct sib_link_des
 		 * -ENOBUFS: the fault wrapper's queue is full; sib_link_flush
 		 * says when it has room (run_once). */
 		if (rc == -EAGAIN)
-			qp->ctx->tx_blocked = true;
+			qp->ctx->eng.tx_blocked = true;
 		return false;
 	}
 	tx->slot = tx->lt.data;
@@ -327,7 +329,7 @@ static void link_tick(struct sib_context *ctx, uint64_t *now)
 {
 	if (!*now)
 		*now = sib_clock_ns(ctx);
-	ctx->link_next = sib_link_tick(&ctx->link, *now);
+	ctx->eng.link_next = sib_link_tick(&ctx->link, *now);
 	sib_link_report(&ctx->link, SIB_LC_TR_ACK_TIMEOUTS, ctx->ack_timeouts);
 	sib_link_report(&ctx->link, SIB_LC_TR_SEQ_NAKS, ctx->seq_naks);
 	sib_link_report(&ctx->link, SIB_LC_TR_RNR_NAKS, ctx->rnr_naks);
@@ -336,12 +338,12 @@ static void link_tick(struct sib_context *ctx, uint64_t *now)
 
 void sib_engine_schedule(struct sib_context *ctx, struct sib_qp *qp)
 {
-	struct sib_qp *head = atomic_load_explicit(&ctx->qp_new, memory_order_relaxed);
+	struct sib_qp *head = atomic_load_explicit(&ctx->eng.qp_new, memory_order_relaxed);
 
-	atomic_fetch_add(&ctx->nqps, 1);
+	atomic_fetch_add(&ctx->eng.nqps, 1);
 	do
 		qp->next_in_ctx = head;
-	while (!atomic_compare_exchange_weak_explicit(&ctx->qp_new, &head, qp, memory_order_release,
+	while (!atomic_compare_exchange_weak_explicit(&ctx->eng.qp_new, &head, qp, memory_order_release,
 						      memory_order_relaxed));
 }
 
@@ -349,14 +351,14 @@ void sib_engine_take_new(struct sib_context *ctx)
 {
 	struct sib_qp *n;
 
-	if (!atomic_load_explicit(&ctx->qp_new, memory_order_relaxed))
+	if (!atomic_load_explicit(&ctx->eng.qp_new, memory_order_relaxed))
 		return;
-	n = atomic_exchange_explicit(&ctx->qp_new, NULL, memory_order_acquire);
+	n = atomic_exchange_explicit(&ctx->eng.qp_new, NULL, memory_order_acquire);
 	while (n) {
 		struct sib_qp *next = n->next_in_ctx;
 
-		n->next_in_ctx = ctx->qp_list;
-		ctx->qp_list = n;
+		n->next_in_ctx = ctx->eng.qp_list;
+		ctx->eng.qp_list = n;
 		n = next;
 	}
 }
@@ -368,7 +370,7 @@ static void unschedule(struct sib_context *ctx, struct sib_qp *qp)
 {
 	sib_qp_transport_release(qp, false);
 	sib_qp_dest_release(qp);
-	atomic_fetch_sub(&ctx->nqps, 1);
+	atomic_fetch_sub(&ctx->eng.nqps, 1);
 	sib_objtab_put(&ctx->qps, qp->sched_handle);
 }
 
@@ -408,13 +410,13 @@ static bool run_once(struct sib_context *ctx)
 	/* Housekeeping: every 1024 passes (what softibd pushed is seen even
 	 * under steady traffic), by the engine thread on every idle pass, and
 	 * once the time it asked for has come. */
-	if ((++ctx->empty_passes & 1023) == 0 ||
-	    (!did && (pthread_equal(pthread_self(), ctx->engine) ||
-		      (ctx->link_next && (now = sib_clock_ns(ctx)) >= ctx->link_next))))
+	if ((++ctx->eng.empty_passes & 1023) == 0 ||
+	    (!did && (pthread_equal(pthread_self(), ctx->eng.thread) ||
+		      (ctx->eng.link_next && (now = sib_clock_ns(ctx)) >= ctx->eng.link_next))))
 		link_tick(ctx, &now);
-	ctx->tx_blocked = false;
+	ctx->eng.tx_blocked = false;
 	sib_engine_take_new(ctx);
-	for (struct sib_qp **pp = &ctx->qp_list, *qp; (qp = *pp);) {
+	for (struct sib_qp **pp = &ctx->eng.qp_list, *qp; (qp = *pp);) {
 		bool live;
 
 		if (__builtin_expect(!sib_objtab_live(&ctx->qps, qp->sched_handle), 0)) {
@@ -434,8 +436,8 @@ static bool run_once(struct sib_context *ctx)
 			next = qp->peer_gone_deadline;
 		pp = &qp->next_in_ctx;
 	}
-	if (ctx->link_next && (!next || ctx->link_next < next))
-		next = ctx->link_next;
+	if (ctx->eng.link_next && (!next || ctx->eng.link_next < next))
+		next = ctx->eng.link_next;
 	/* Packets a wrapper holds (faults: delay, reorder, a full peer), after
 	 * this pass queued more: when they are due is a timer too, and so is
 	 * the room a sender refused by the wrapper waits for (the next due
@@ -450,7 +452,7 @@ static bool run_once(struct sib_context *ctx)
 		if (t && (!next || t < next))
 			next = t;
 	}
-	if (ctx->tx_blocked) {
+	if (ctx->eng.tx_blocked) {
 		/* A peer's inbox was full: releasing slots wakes nobody, so
 		 * come back soon (IBA link-level flow control, polled).  Not
 		 * for a wrapper's full queue (-ENOBUFS, above). */
@@ -459,19 +461,19 @@ static bool run_once(struct sib_context *ctx)
 		if (!next || now + SIB_TX_RETRY_NS < next)
 			next = now + SIB_TX_RETRY_NS;
 	}
-	atomic_store_explicit(&ctx->next_deadline, next, memory_order_relaxed);
+	atomic_store_explicit(&ctx->eng.next_deadline, next, memory_order_relaxed);
 	/* A timer set by the application's pass while the engine thread
 	 * sleeps past it: wake the engine, or nobody acts on the timer if the
 	 * application now blocks (in epoll, say). */
 	/* Likewise a question the link queued for the engine thread (a peer
 	 * not resolved yet, link/dest.h): one FUTEX_WAKE if it sleeps, never
 	 * a round trip to softibd here. */
-	if ((next || sib_link_wants_service(&ctx->link)) && !pthread_equal(pthread_self(), ctx->engine)) {
-		uint64_t until = atomic_load_explicit(&ctx->engine_sleep_until, memory_order_seq_cst);
+	if ((next || sib_link_wants_service(&ctx->link)) && !pthread_equal(pthread_self(), ctx->eng.thread)) {
+		uint64_t until = atomic_load_explicit(&ctx->eng.sleep_until, memory_order_seq_cst);
 		bool fresh = sib_link_asks_fresh(&ctx->link);
 
 		if ((until && ((next && next < until) || sib_link_wants_service(&ctx->link))) ||
-		    (fresh && atomic_load_explicit(&ctx->engine_napping, memory_order_seq_cst)))
+		    (fresh && atomic_load_explicit(&ctx->eng.napping, memory_order_seq_cst)))
 			sib_engine_kick(ctx);
 	}
 	return did;
@@ -482,17 +484,17 @@ void sib_progress(struct sib_context *ctx)
 	/* Say "run once more" before trying the lock, and re-check after
 	 * releasing it (with a full fence), so that either we run or the
 	 * holder sees the request: no kick is lost (STYLE 6.9). */
-	atomic_store_explicit(&ctx->armed, 1, memory_order_seq_cst);
+	atomic_store_explicit(&ctx->eng.armed, 1, memory_order_seq_cst);
 	while (pthread_mutex_trylock(&ctx->progress_lock) == 0) {
 		int rounds = 0;
 
 		do {
-			atomic_store_explicit(&ctx->armed, 0, memory_order_seq_cst);
-		} while ((run_once(ctx) || atomic_load_explicit(&ctx->armed, memory_order_seq_cst)) &&
+			atomic_store_explicit(&ctx->eng.armed, 0, memory_order_seq_cst);
+		} while ((run_once(ctx) || atomic_load_explicit(&ctx->eng.armed, memory_order_seq_cst)) &&
 			 ++rounds < 64);
 		pthread_mutex_unlock(&ctx->progress_lock);
 		atomic_thread_fence(memory_order_seq_cst);
-		if (!atomic_load_explicit(&ctx->armed, memory_order_seq_cst))
+		if (!atomic_load_explicit(&ctx->eng.armed, memory_order_seq_cst))
 			return;
 	}
 }
@@ -508,11 +510,11 @@ static bool app_polling(struct sib_context *ctx, uint64_t p0)
 	uint64_t until = sib_now_ns() + SIB_POLLING_LOOK_NS;
 
 	do {
-		if (atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != p0)
+		if (atomic_load_explicit(&ctx->eng.poll_count, memory_order_relaxed) != p0)
 			return true;
 	} while (sib_now_ns() < until);
 	sched_yield();
-	return atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != p0;
+	return atomic_load_explicit(&ctx->eng.poll_count, memory_order_relaxed) != p0;
 }
 
 /*
@@ -602,7 +604,7 @@ static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t
 		sp->spare_at = sib_now_ns();
 	}
 	if (!sp->spare) {
-		ctx->spin_busy++;
+		ctx->eng.spin_busy++;
 		return SPIN_SLEEP;
 	}
 	until = start + (uint64_t)sp->budget;
@@ -610,23 +612,23 @@ static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t
 	for (unsigned int i = 1;; i++) {
 		uint64_t deadline;
 
-		if (atomic_load_explicit(&ctx->poll_count, memory_order_relaxed) != polls)
+		if (atomic_load_explicit(&ctx->eng.poll_count, memory_order_relaxed) != polls)
 			return SPIN_POLLS;
 		if (sib_link_rx_ready(&ctx->link) || sib_ring_wake_seq(&ctx->inbox) != seq ||
 		    sib_link_wants_service(&ctx->link)) {
-			ctx->spin_caught++;
+			ctx->eng.spin_caught++;
 			return SPIN_WORK;
 		}
 		sib_cpu_relax();
 		if (i % 8)
 			continue; /* the clock only every 8 looks (~0.3 us) */
 		now = sib_now_ns();
-		deadline = atomic_load_explicit(&ctx->next_deadline, memory_order_relaxed);
+		deadline = atomic_load_explicit(&ctx->eng.next_deadline, memory_order_relaxed);
 		if (deadline && now >= deadline)
 			return SPIN_WORK;
 		if (now >= until) {
 			sp->quiet_since = start;
-			ctx->spin_quiet++;
+			ctx->eng.spin_quiet++;
 			sp->budget = sp->budget / 2 > SIB_SPIN_MIN_NS ? sp->budget / 2 : SIB_SPIN_MIN_NS;
 			return SPIN_SLEEP;
 		}
@@ -635,7 +637,7 @@ static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t
 			yield_at = sib_now_ns();
 			if (yield_at - now > SIB_SPIN_BUSY_NS) {
 				sp->spare = false; /* until the next look */
-				ctx->spin_busy++;
+				ctx->eng.spin_busy++;
 				sp->spare_at = yield_at;
 				return SPIN_SLEEP;
 			}
@@ -647,7 +649,7 @@ static enum spin_end engine_spin(struct sib_context *ctx, uint32_t seq, uint64_t
 static void *engine_main(void *arg)
 {
 	struct sib_context *ctx = arg;
-	uint64_t seen_notify = atomic_load(&ctx->notify_count);
+	uint64_t seen_notify = atomic_load(&ctx->eng.notify_count);
 	int64_t nap_ns = SIB_NAP_MIN_NS;
 	struct engine_spin spin = { .budget = SIB_SPIN_MAX_NS };
 	bool watched = false;
@@ -655,11 +657,11 @@ static void *engine_main(void *arg)
 	for (;;) {
 		/* Taken before every check below: a wake after it is not lost. */
 		uint32_t seq = sib_ring_wake_seq(&ctx->inbox);
-		uint64_t notifies = atomic_load_explicit(&ctx->notify_count, memory_order_seq_cst);
-		uint64_t polls = atomic_load_explicit(&ctx->poll_count, memory_order_relaxed);
-		bool may_block = notifies != seen_notify || atomic_load(&ctx->app_blocked) > 0;
+		uint64_t notifies = atomic_load_explicit(&ctx->eng.notify_count, memory_order_seq_cst);
+		uint64_t polls = atomic_load_explicit(&ctx->eng.poll_count, memory_order_relaxed);
+		bool may_block = notifies != seen_notify || atomic_load(&ctx->eng.app_blocked) > 0;
 
-		if (atomic_load(&ctx->stop))
+		if (atomic_load(&ctx->eng.stop))
 			break;
 		if (sib_link_wants_service(&ctx->link))
 			link_service(ctx);
@@ -672,11 +674,11 @@ static void *engine_main(void *arg)
 			 * preempted engine holding it would stall the poller)
 			 * and out of the producers' way (no wakeups asked for),
 			 * for longer and longer. */
-			atomic_store_explicit(&ctx->engine_napping, 1, memory_order_seq_cst);
+			atomic_store_explicit(&ctx->eng.napping, 1, memory_order_seq_cst);
 			/* An arm after the check above: do not nap. */
-			if (atomic_load_explicit(&ctx->notify_count, memory_order_seq_cst) == notifies)
+			if (atomic_load_explicit(&ctx->eng.notify_count, memory_order_seq_cst) == notifies)
 				sib_ring_nap(&ctx->inbox, seq, nap_ns);
-			atomic_store_explicit(&ctx->engine_napping, 0, memory_order_relaxed);
+			atomic_store_explicit(&ctx->eng.napping, 0, memory_order_relaxed);
 			nap_ns = nap_ns * 2 < SIB_NAP_MAX_NS ? nap_ns * 2 : SIB_NAP_MAX_NS;
 			continue;
 		}
@@ -699,7 +701,7 @@ static void *engine_main(void *arg)
 			}
 		}
 
-		uint64_t deadline = atomic_load_explicit(&ctx->next_deadline, memory_order_relaxed);
+		uint64_t deadline = atomic_load_explicit(&ctx->eng.next_deadline, memory_order_relaxed);
 		uint64_t now = sib_now_ns();
 		int64_t timeout = -1;
 
@@ -711,20 +713,20 @@ static void *engine_main(void *arg)
 		/* Connected QPs need a look now and then even when nothing
 		 * happens: nobody tells us that a peer died (dead peer
 		 * detection, docs/transport.md). */
-		if (atomic_load_explicit(&ctx->nqps, memory_order_relaxed) &&
+		if (atomic_load_explicit(&ctx->eng.nqps, memory_order_relaxed) &&
 		    (timeout < 0 || timeout > SIB_IDLE_LOOK_NS))
 			timeout = SIB_IDLE_LOOK_NS;
 		/* Timers that the application's own passes set from now on
 		 * and that fall before this wake up the engine (run_once). */
-		atomic_store_explicit(&ctx->engine_sleep_until,
+		atomic_store_explicit(&ctx->eng.sleep_until,
 				      timeout < 0 ? UINT64_MAX : now + (uint64_t)timeout,
 				      memory_order_seq_cst);
-		ctx->engine_sleeps++;
+		ctx->eng.sleeps++;
 		/* A question the link queued before that store: answer it
 		 * (the asker saw no sleeper to wake). */
 		if (!atomic_load_explicit(&ctx->link.service, memory_order_seq_cst))
 			sib_link_wait(&ctx->link, seq, timeout);
-		atomic_store_explicit(&ctx->engine_sleep_until, 0, memory_order_relaxed);
+		atomic_store_explicit(&ctx->eng.sleep_until, 0, memory_order_relaxed);
 	}
 	return NULL;
 }
@@ -740,12 +742,12 @@ int sib_engine_start(struct sib_context *ctx)
 		sib_link_close(&ctx->link);
 		return rc;
 	}
-	rc = pthread_create(&ctx->engine, NULL, engine_main, ctx);
+	rc = pthread_create(&ctx->eng.thread, NULL, engine_main, ctx);
 	if (rc) {
 		sib_link_close(&ctx->link);
 		return rc;
 	}
-	ctx->engine_started = true;
+	ctx->eng.started = true;
 	return 0;
 }
 
@@ -756,12 +758,12 @@ void sib_engine_kick(struct sib_context *ctx)
 
 void sib_engine_stop(struct sib_context *ctx)
 {
-	if (!ctx->engine_started)
+	if (!ctx->eng.started)
 		return;
-	atomic_store(&ctx->stop, 1);
+	atomic_store(&ctx->eng.stop, 1);
 	sib_ring_wake(&ctx->inbox);
-	pthread_join(ctx->engine, NULL);
-	ctx->engine_started = false;
+	pthread_join(ctx->eng.thread, NULL);
+	ctx->eng.started = false;
 	pthread_mutex_lock(&ctx->progress_lock);
 	{
 		uint64_t now = 0;

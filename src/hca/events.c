@@ -44,7 +44,7 @@ static void ctx_fatal(struct sib_context *ctx)
 		return;
 	pthread_mutex_lock(&ctx->progress_lock);
 	sib_engine_take_new(ctx); /* the schedule is complete under the lock */
-	for (struct sib_qp *qp = ctx->qp_list; qp; qp = qp->next_in_ctx)
+	for (struct sib_qp *qp = ctx->eng.qp_list; qp; qp = qp->next_in_ctx)
 		if (qp->state != IBV_QPS_RESET && qp->state != IBV_QPS_ERR)
 			sib_qp_enter_error(qp);
 	pthread_mutex_unlock(&ctx->progress_lock);

@@ -22,6 +22,12 @@
  *    against concurrent posters; cq->lock protects the CQ ring.
  *  - Nothing here is shared with another process except the inbox rings and
  *    the fabric map (common/sib_shm.h), which are lock-free.
+ *
+ * What only some files need has its own header, in the manner of rxe's
+ * rxe_loc.h: engine.h (the engine's state, struct sib_engine inside the
+ * context, and its calls), transport.h (the stages), ud.h (UD and
+ * multicast: qp->ud), srq.h (SRQs and XRC: qp->xrc, the receive WQE
+ * source), and one per object (mw.h, atomic.h, direct.h, ...).
  */
 #ifndef SIB_HCA_H
 #define SIB_HCA_H
@@ -35,6 +41,7 @@
 
 #include "common/objtab.h"
 #include "common/sib_shm.h"
+#include "hca/engine.h"
 #include "hca/events.h"
 #include "hca/mr_check.h"
 #include "hca/provider.h"
@@ -91,6 +98,7 @@
 
 struct sib_context;
 struct sib_dx;
+struct sib_xfwd_msg;
 struct sib_dx_region;
 
 /*
@@ -217,41 +225,12 @@ struct sib_rwqe {
 	struct ibv_sge sge[SIB_MAX_SGE];
 };
 
-/*
- * XRC forwarding (xrc_fwd.c).  sib_xfwd_tx, in an XRC_RECV QP: the packet
- * being handled names an XRC SRQ of another context of this device (raw:
- * its bytes, set by the demux for one packet); in_msg/msg_srqn: the SEND
- * message under way is forwarded, to that SRQ; ring: the cached target
- * inbox (a reference).  sib_xfwd_msg, in the target context: a message
- * being placed, by TGT QPN (owner: its qp_owner word at FIRST).
- */
-struct sib_xfwd_tx {
-	const uint8_t *raw;
-	uint32_t len, flags;           /* bytes in the slot, SIB_SLOT_F_* to send */
-	uint32_t inbox;                /* target context's inbox */
-	bool in_msg;
-	uint32_t msg_srqn;
-	struct sib_link_dest *dest;    /* the target's context (a reference) ... */
-	uint32_t dest_inbox, dest_gen; /* ... for this inbox and generation; NULL: gone */
-};
-#define SIB_XFWD_MSGS 64               /* messages placed at once, per context */
-struct sib_xfwd_msg {
-	bool used, active;             /* active: a WQE is held for the message */
-	bool seen;                     /* psn is valid: a message was started */
-	uint32_t qpn, srqn;
-	uint64_t owner;
-	uint64_t srq_h;                /* the SRQ's table handle (index, generation) */
-	uint32_t psn;                  /* next PSN expected */
-	uint32_t offset;               /* bytes placed */
-	struct sib_rwqe wqe;
-};
-
 struct sib_qp {
 	struct ibv_qp_ex ibv;          /* ibv_qp first */
 	struct sib_context *ctx;
 	uint32_t obj_handle;
 	uint64_t tab_handle;           /* in ctx->qps */
-	struct sib_qp *next_in_ctx;    /* the engine's schedule (engine.c), or ctx->qp_new */
+	struct sib_qp *next_in_ctx;    /* the engine's schedule (engine.c), or ctx->eng.qp_new */
 	uint64_t sched_handle;         /* the schedule's reference (tab_handle at publish) */
 	bool unpublished;              /* a destroy got past unpublish: a retry only waits */
 
@@ -299,39 +278,28 @@ struct sib_qp {
 
 	uint64_t peer_gone_deadline;   /* connected peer QP vanished: ERR at this time */
 	_Atomic uint32_t events_reported; /* async events about this QP delivered */
-	/* ibv_wr_* batch in progress (under sq_lock) */
-	uint32_t wr_head;
-	int wr_err;
-	bool wr_open;
 	bool sqd_event_pending;
 
 	/* The QP surface (ibv_query_qp): the rest of IBV_QP_ALT_PATH */
 	uint16_t alt_pkey_index;
 	uint8_t alt_port_num, alt_timeout;
-	/* UD and multicast (ud.c, mcast) */
-	bool block_self_mcast;         /* IBV_QP_CREATE_BLOCK_SELF_MCAST_LB */
-	uint32_t mcast_attached;       /* groups this QP is attached to (mcast.c) */
-	struct sib_mcast_rings *mcast_rings; /* member inboxes it sent to (mcast.c, engine) */
-	uint64_t ud_blocked_since;     /* ns: the head WQE's destination inbox full since */
-	uint64_t ud_mcast_sent[SIB_MAX_INBOXES / 64]; /* member inboxes the head WQE reached */
-	uint64_t ud_stalled[SIB_MAX_INBOXES / 64];    /* inboxes past HOQ lifetime, until they drain */
-	/* SRQ and XRC (srq.c): the receive WQE source.  srq: the SRQ the QP
-	 * was created with (RC/UC/UD), counted in its usecnt; xrc_srq: the SRQ
-	 * the XRCETH of the packet being handled names (XRC_RECV, set by the
-	 * demux for one packet, a reference xrc_srq_h).  A WQE taken from an
-	 * SRQ is copied into srq_wqe until its message completes; wqe_srq is
-	 * where it came from (a reference wqe_srq_h while held).  xrcd: the
-	 * XRC domain of an XRC_RECV QP. */
+	/* SRQ (srq.c): the receive WQE source.  srq: the SRQ the QP was
+	 * created with (RC/UC/UD), counted in its usecnt.  A WQE taken from an
+	 * SRQ is copied into xrc->wqe until its message completes; wqe_srq is
+	 * where it came from (a reference wqe_srq_h while held). */
 	struct sib_srq *srq;
-	struct sib_srq *xrc_srq;
-	uint64_t xrc_srq_h;
 	struct sib_srq *wqe_srq;
 	uint64_t wqe_srq_h;
-	struct sib_rwqe srq_wqe;
-	struct sib_xrcd *xrcd;
-	uint32_t xrcd_num;             /* softibd's number of that domain */
-	/* XRC forwarding (xrc_fwd.c) */
-	struct sib_xfwd_tx xfwd;
+
+	/* Per-transport parts, allocated at create_qp for the QPs that need
+	 * them and NULL otherwise (none is on the RC data path):
+	 *  ud:  UD QPs (ud.h: head-of-queue and multicast state);
+	 *  xrc: QPs that receive from an SRQ, created on one or XRC_RECV
+	 *       (srq.h: the WQE taken, XRC_RECV's domain and forwarding);
+	 *  wrb: QPs created with send_ops_flags (the ibv_wr_* batch, qp.c). */
+	struct sib_qp_ud *ud;
+	struct sib_qp_xrc *xrc;
+	struct sib_wr_batch *wrb;
 };
 
 /* Address handle (ah.c, IBA 11.2.2): the attributes as given; lives in
@@ -355,44 +323,24 @@ struct sib_context {
 	size_t inbox_size;
 
 	pthread_mutex_t progress_lock;
-	_Atomic int armed;             /* a kick arrived while progress ran */
-	_Atomic uint64_t poll_count;   /* bumped by poll_cq: the app drives progress */
-	_Atomic int app_blocked;       /* threads of the app waiting in get_cq_event */
-	_Atomic uint64_t notify_count; /* bumped by req_notify_cq: the app may block next */
-	_Atomic int engine_napping;    /* the engine naps without asking for wakeups */
-	_Atomic uint64_t engine_sleep_until; /* ns; 0 = awake or napping (engine_main) */
-	_Atomic uint32_t nqps;         /* QPs scheduled or about to be */
-	_Atomic int stop;
-	pthread_t engine;
-	bool engine_started;
+	struct sib_engine eng;         /* the engine's state (engine.h) */
 
 	struct sib_objtab qps;         /* by QPN */
 	struct sib_objtab mrs;         /* by key index (key >> 8) */
 	struct sib_dx *dx;             /* direct placement: export table, peer cache (direct.c) */
 	struct sib_objtab srqs;        /* SRQ (srq.c): by SRQ number */
-	struct sib_qp *qp_list;        /* the engine's schedule (engine-private, engine.c) */
-	_Atomic(struct sib_qp *) qp_new; /* created QPs the engine has not taken yet */
 	_Atomic uint64_t key_ctr;      /* key-byte generator: counter and secret, */
 	uint64_t key_secret;           /* both seeded by getrandom (keys.c) */
 
 	int async_wfd;                 /* write end of the async event pipe */
-	_Atomic uint64_t next_deadline; /* earliest timer, 0 = none (read by the engine thread) */
-	bool tx_blocked;               /* this pass found a peer inbox full */
 	bool vcrc;                     /* compute/check VCRC on the shm link */
 	bool icrc;                     /* compute the ICRC on every packet (SOFTIB_ICRC=1) */
 
 	int32_t pid;                   /* getpid() at open: producers tag slots with it */
-	uint64_t clk_ns, clk_tsc;      /* sib_clock_ns: the last real reading (progress_lock) */
-	uint32_t empty_passes;         /* engine passes, for the link's housekeeping */
-	uint64_t link_next;            /* when the link wants its housekeeping (ns), 0 = idle */
 
 	/* counters (dropped and counted, never crash) */
 	uint64_t rx_drop[SIB_RX_DROP_COUNT]; /* receive demux drops by cause (recv.c) */
 	uint64_t tx_no_dest, tx_ring_full, rx_skipped_slots;
-	/* the engine thread's own (engine_main): futex sleeps; spins after
-	 * traffic that caught work, found none, or were refused or cut
-	 * short because no CPU was spare */
-	uint64_t engine_sleeps, spin_caught, spin_quiet, spin_busy;
 	uint64_t ack_timeouts, rnr_naks, seq_naks;  /* requester retries, by cause */
 	uint64_t ack_timeouts_starved;  /* ACK timeouts forgiven: the peer took nothing (comp.c) */
 	uint64_t port_down_drops;      /* packets lost on a downed port (either side) */
@@ -407,8 +355,10 @@ struct sib_context {
 	_Atomic uint32_t nah;          /* live AHs (max_ah) */
 	struct sib_mcast_local *mcast; /* this context's attachments (ud.c), under mcast_lock */
 	pthread_mutex_t mcast_lock;
-	/* XRC forwarding (xrc_fwd.c): messages placed for other contexts' TGT QPs */
-	struct sib_xfwd_msg xfwd[SIB_XFWD_MSGS];
+	/* XRC forwarding (xrc_fwd.c): messages placed for other contexts' TGT
+	 * QPs, SIB_XFWD_MSGS of them (srq.h); made with the context's first
+	 * XRC SRQ, NULL before */
+	_Atomic(struct sib_xfwd_msg *) xfwd;
 };
 
 /*
@@ -479,11 +429,11 @@ static inline uint64_t sib_clock_ns(struct sib_context *ctx)
 #if defined(__x86_64__) || defined(__i386__)
 	uint64_t t = __builtin_ia32_rdtsc();
 
-	if (t - ctx->clk_tsc < SIB_CLOCK_GATE_TICKS && ctx->clk_ns)
-		return ctx->clk_ns;
-	ctx->clk_tsc = t;
+	if (t - ctx->eng.clk_tsc < SIB_CLOCK_GATE_TICKS && ctx->eng.clk_ns)
+		return ctx->eng.clk_ns;
+	ctx->eng.clk_tsc = t;
 #endif
-	return ctx->clk_ns = sib_now_ns();
+	return ctx->eng.clk_ns = sib_now_ns();
 }
 
 /* A deadline `dt` ns from now on the engine's clock, never early. */
@@ -492,38 +442,6 @@ static inline uint64_t sib_deadline_ns(struct sib_context *ctx, uint64_t dt)
 	return sib_clock_ns(ctx) + dt + SIB_CLOCK_SLACK_NS;
 }
 
-/* engine.c */
-int sib_engine_start(struct sib_context *ctx);
-void sib_engine_stop(struct sib_context *ctx);
-/* Run the engine if nobody else does; never sleeps. */
-void sib_progress(struct sib_context *ctx);
-/* Wake the engine thread (e.g. the app is about to block). */
-void sib_engine_kick(struct sib_context *ctx);
-/*
- * Engine-context lookups: the live QP with this QPN, the live MR with this
- * exact key (index live, key byte matches), with a reference taken
- * (*handle names it for sib_objtab_put), or NULL.
- */
-struct sib_qp *sib_qp_get(struct sib_context *ctx, uint32_t qpn, uint64_t *handle);
-struct sib_mr *sib_mr_get(struct sib_context *ctx, uint32_t key, uint64_t *handle);
-/* Add a published QP (the caller holds a reference for the schedule in
- * qp->sched_handle) to the engine's schedule; lock-free, any thread. */
-void sib_engine_schedule(struct sib_context *ctx, struct sib_qp *qp);
-/* Move QPs pushed by sib_engine_schedule onto the schedule (progress_lock
- * held: the schedule is the engine's). */
-void sib_engine_take_new(struct sib_context *ctx);
-/* Poke the engine: run a pass here if nobody does (destroy waits). */
-void sib_engine_poke(void *ctx);
-/* Drop the QP's peer inbox reference and forget its destination. */
-void sib_qp_dest_release(struct sib_qp *qp);
-/* Resolve a connected QP's destination now (modify_qp to RTR, a slow-path
- * verb: it may wait for softibd; the data path never does).  Takes the
- * progress lock; the caller must not hold it. */
-void sib_qp_dest_resolve_now(struct sib_qp *qp);
-/* Answer the link's questions now, progress_lock held: the engine thread
- * only (it may wait for softibd; the application's post and poll never
- * do).  XRC forwarding, whose packet is in hand. */
-void sib_engine_answer_now(struct sib_context *ctx);
 /* The process's host hooks (provider.c). */
 extern const struct sib_hca_host *sib_host;
 /* CQs by (reg_id, reg_gen): completion records name them (cq_ops.c). */
@@ -620,40 +538,9 @@ void sib_comp_timers(struct sib_qp *qp, uint64_t now);
 void sib_qp_enter_error(struct sib_qp *qp);
 void sib_qp_flush(struct sib_qp *qp);
 
-/* ud.c: UD requester and responder (IBA 9.8.x, 10.2.5 Q_Keys, 11.4.1.2 GRH) */
-/* Fill the UD part of a send WQE from wr (wr.ud.ah, remote_qpn,
- * remote_qkey); EINVAL without an AH or for a message larger than the
- * port's active MTU (see ud.c). */
-int sib_ud_swqe_fill(struct sib_qp *qp, struct sib_swqe *w, const struct ibv_send_wr *wr);
-/* A filled UD WQE can go: EINVAL without an AH or over the MTU. */
-int sib_ud_wqe_check(const struct sib_qp *qp, const struct sib_swqe *w);
-/* Send every posted UD WQE; each completes once it is on the wire. */
-void sib_ud_req_run(struct sib_qp *qp);
-/* A UD request packet that passed the demux checks (buf: the whole
- * packet, for its GRH).  SIB_RX_DELIVERED or the drop cause. */
-enum sib_rx_drop sib_ud_packet(struct sib_qp *qp, const struct iba_pkt *pkt, const uint8_t *buf);
-
-/* mcast.c: multicast (IBA 10.5.2.x).  The QP's attachments end (destroy). */
-void sib_mcast_qp_gone(struct sib_qp *qp);
+/* Multicast attach and detach, and a context's attachments freed at
+ * close (mcast.c; ud.h has the engine's side). */
 void sib_mcast_ctx_fini(struct sib_context *ctx);
-/* QPNs of this context attached to (mlid, and dgid when the packet has a
- * GRH); at most max.  Any thread. */
-uint32_t sib_mcast_local_qps(struct sib_context *ctx, uint16_t mlid, const uint8_t *dgid, uint32_t *qpns,
-			     uint32_t max);
-/* The member inboxes of the group with this MLID, read from the fabric
- * map (m holds SIB_MAX_MCAST_QP_ATTACH); 0 if none or unreadable. */
-uint32_t sib_mcast_members(uint16_t mlid, struct sib_shm_mcast_member *m);
-/* The same, less the members whose device the multicast forwarding
- * tables do not reach from qp's port (sib_link_mroute; a member context is
- * reached when a port of its device is).  Engine context.  UINT32_MAX:
- * the route is being asked for (retry later). */
-uint32_t sib_mcast_members_routed(struct sib_qp *qp, uint16_t mlid, struct sib_shm_mcast_member *m);
-/* A member context's destination from qp's cache (taken from the link
- * once): SIB_LINK_OK and *d, SIB_LINK_PENDING (retry later) or
- * SIB_LINK_UNREACHABLE.  release drops them all (engine context). */
-enum sib_link_verdict sib_mcast_dest(struct sib_qp *qp, uint32_t inbox, uint32_t gen,
-				     struct sib_link_dest **d);
-void sib_mcast_rings_release(struct sib_qp *qp);
 int sib_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 int sib_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid);
 
@@ -695,46 +582,6 @@ int sib_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_re
 int sib_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 struct ibv_xrcd *sib_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr);
 int sib_close_xrcd(struct ibv_xrcd *xrcd);
-/* Take the oldest WQE of srq into *out (engine context); false if it is
- * empty.  Raises SRQ_LIMIT_REACHED once when the count drops below an
- * armed limit (ibv_modify_srq(3), IBA's SRQ limit), and disarms it. */
-bool sib_srq_take(struct sib_srq *srq, struct sib_rwqe *out);
-/* Fill a receive WQE from a WR whose num_sge was checked (RQ and SRQ). */
-void sib_rwqe_fill(struct sib_rwqe *r, const struct ibv_recv_wr *wr);
-/* A QP on an SRQ entered ERR: IBV_EVENT_QP_LAST_WQE_REACHED (IBA 10.3.1,
- * 11.6.3: no more WQEs will be taken from the SRQ for it). */
-void sib_srq_qp_error(struct sib_qp *qp);
-/* The SRQ behind an async record; counts the delivery.  NULL if gone. */
-struct sib_srq *sib_srq_async_deliver(struct sib_context *ctx, uint32_t id, uint32_t gen);
-/* XRC_RECV: the SRQ numbered srqn of this context, if it is an XRC SRQ
- * of the QP's domain: a reference into qp->xrc_srq (for one packet).
- * False: drop the packet (no such SRQ, or another domain's). */
-bool sib_xrc_srq_resolve(struct sib_qp *qp, uint32_t srqn);
-/*
- * XRC forwarding (xrc_fwd.c; docs/srq.md).  sib_xfwd_target: the XRCETH of
- * the request at buf (len bytes, SIB_RX_* flags) names an XRC SRQ of
- * another live context of this device: the packet is forwarded (set in
- * qp->xfwd for this packet, true) rather than dropped.  sib_xfwd_recv: the
- * target's demux for a packet flagged SIB_RX_XRC_FWD (already decoded and
- * ICRC-checked): SIB_RX_DELIVERED or the drop cause.  sib_xfwd_release:
- * drop the QP's cached target inbox.  Engine context.
- */
-bool sib_xfwd_target(struct sib_qp *qp, uint32_t srqn, const uint8_t *buf, uint32_t len,
-		     unsigned int flags);
-enum sib_rx_drop sib_xfwd_recv(struct sib_context *ctx, const struct iba_pkt *pkt, unsigned int flags);
-void sib_xfwd_release(struct sib_qp *qp);
-void sib_xrc_srq_release(struct sib_qp *qp);
-/* create_qp's SRQ and XRC rules (0 or EINVAL), then, once the QP is
- * built, attach it (usecnt, capabilities, the domain) and detach it at
- * destroy. */
-int sib_qp_check_srq_xrc(struct sib_context *ctx, const struct ibv_qp_init_attr_ex *attr);
-void sib_qp_attach_srq_xrc(struct sib_qp *qp, struct ibv_qp_init_attr_ex *attr);
-void sib_qp_detach_srq_xrc(struct sib_qp *qp);
-/* Register an XRC_RECV QP with softibd in attr->xrcd's domain (the host's
- * xrc_tgt_create): *handle, *qpn; 0 or errno (EOPNOTSUPP: no XRC host). */
-int sib_qp_create_xrc_tgt(struct sib_context *ctx, const struct ibv_qp_init_attr_ex *attr,
-			  uint32_t *handle, uint32_t *qpn);
-
 /* Enter ERR once a WQE that failed locally reaches the head of the SQ. */
 void sib_comp_local_error(struct sib_qp *qp);
 

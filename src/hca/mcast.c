@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "hca/transport.h"
+#include "hca/ud.h"
 
 #define SIB_MCAST_LOCAL_MAX 1024     /* attachments per context */
 /* Seqlock retries before giving up: a bounded spin over softibd's rewrite
@@ -88,7 +89,7 @@ int sib_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 		memcpy(ctx->mcast->e[i].mgid, gid->raw, 16);
 		ctx->mcast->e[i].mlid = lid;
 		ctx->mcast->e[i].qpn = ibqp->qp_num;
-		qp->mcast_attached++;
+		qp->ud->mcast_attached++;
 	}
 	pthread_mutex_unlock(&ctx->mcast_lock);
 	return 0;
@@ -107,7 +108,7 @@ int sib_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid
 	i = local_find(ctx->mcast, gid, lid, ibqp->qp_num);
 	if (i >= 0) {
 		ctx->mcast->e[i] = ctx->mcast->e[--ctx->mcast->n];
-		qp->mcast_attached--;
+		qp->ud->mcast_attached--;
 	}
 	pthread_mutex_unlock(&ctx->mcast_lock);
 	return sib_host->mcast(qp->obj_handle, gid->raw, lid, false);
@@ -117,7 +118,7 @@ void sib_mcast_qp_gone(struct sib_qp *qp)
 {
 	struct sib_context *ctx = qp->ctx;
 
-	if (!qp->mcast_attached)
+	if (!qp->ud || !qp->ud->mcast_attached)
 		return;
 	pthread_mutex_lock(&ctx->mcast_lock);
 	for (uint32_t i = 0; ctx->mcast && i < ctx->mcast->n;) {
@@ -126,7 +127,7 @@ void sib_mcast_qp_gone(struct sib_qp *qp)
 		else
 			i++;
 	}
-	qp->mcast_attached = 0;
+	qp->ud->mcast_attached = 0;
 	pthread_mutex_unlock(&ctx->mcast_lock);
 }
 
@@ -199,12 +200,12 @@ uint32_t sib_mcast_members_routed(struct sib_qp *qp, uint16_t mlid, struct sib_s
 enum sib_link_verdict sib_mcast_dest(struct sib_qp *qp, uint32_t inbox, uint32_t gen,
 				     struct sib_link_dest **d)
 {
-	struct sib_mcast_rings *c = qp->mcast_rings;
+	struct sib_mcast_rings *c = qp->ud->mcast_rings;
 	enum sib_link_verdict v;
 
 	*d = NULL;
 	if (!c) {
-		c = qp->mcast_rings = calloc(1, sizeof(*c));
+		c = qp->ud->mcast_rings = calloc(1, sizeof(*c));
 		if (!c)
 			return SIB_LINK_UNREACHABLE;
 	}
@@ -243,12 +244,12 @@ enum sib_link_verdict sib_mcast_dest(struct sib_qp *qp, uint32_t inbox, uint32_t
 
 void sib_mcast_rings_release(struct sib_qp *qp)
 {
-	struct sib_mcast_rings *c = qp->mcast_rings;
+	struct sib_mcast_rings *c = qp->ud ? qp->ud->mcast_rings : NULL;
 
 	if (!c)
 		return;
 	for (uint32_t i = 0; i < c->n; i++)
 		sib_link_dest_put(c->r[i].dest);
 	free(c);
-	qp->mcast_rings = NULL;
+	qp->ud->mcast_rings = NULL;
 }

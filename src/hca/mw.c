@@ -14,6 +14,7 @@
 #include <stdlib.h>
 
 #include "hca/mw.h"
+#include "hca/srq.h"
 #include "hca/transport.h"
 
 #define SIB_MW_DESTROY_WAIT_NS 5000000000ull

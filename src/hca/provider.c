@@ -21,6 +21,7 @@
 #include "hca/direct.h"
 #include "hca/memlock.h"
 #include "hca/mw.h"
+#include "hca/srq.h"
 #include "hca/transport.h"
 
 #define SIB_DESTROY_WAIT_NS 5000000000ull
@@ -177,9 +178,9 @@ static void sib_free_context(struct ibv_context *context)
 			(unsigned long long)atomic_load(&ctx->inbox.hdr->dropped),
 			(unsigned long long)ctx->ack_timeouts, (unsigned long long)ctx->rnr_naks,
 			(unsigned long long)ctx->seq_naks, (unsigned long long)ctx->port_down_drops,
-			(unsigned long long)ctx->ud_hoq_drops, (unsigned long long)ctx->engine_sleeps,
-			(unsigned long long)ctx->spin_caught, (unsigned long long)ctx->spin_quiet,
-			(unsigned long long)ctx->spin_busy);
+			(unsigned long long)ctx->ud_hoq_drops, (unsigned long long)ctx->eng.sleeps,
+			(unsigned long long)ctx->eng.spin_caught, (unsigned long long)ctx->eng.spin_quiet,
+			(unsigned long long)ctx->eng.spin_busy);
 	}
 	close(context->async_fd);
 	close(ctx->async_wfd);
@@ -188,6 +189,7 @@ static void sib_free_context(struct ibv_context *context)
 	sib_objtab_fini(&ctx->mrs);
 	sib_mw_ctx_fini(ctx);
 	sib_mcast_ctx_fini(ctx);
+	sib_xfwd_ctx_fini(ctx);
 	sib_objtab_fini(&ctx->srqs);
 	free(ctx);
 }
@@ -203,7 +205,7 @@ static void sib_app_blocking(struct ibv_context *context, int delta)
 
 	/* Blocking: let the engine sleep on the inbox futex (woken by
 	 * packets) instead of napping. */
-	atomic_fetch_add(&ctx->app_blocked, delta);
+	atomic_fetch_add(&ctx->eng.app_blocked, delta);
 	if (delta > 0)
 		sib_engine_kick(ctx);
 }

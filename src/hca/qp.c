@@ -23,6 +23,8 @@
 #include "hca/hca.h"
 #include "hca/mw.h"
 #include "hca/qp_state.h"
+#include "hca/srq.h"
+#include "hca/ud.h"
 #include "hca/wr.h"
 
 #define SIB_DESTROY_WAIT_NS 5000000000ull /* bound on waiting for in-flight users */
@@ -88,12 +90,38 @@ static void qp_cq_clean(struct sib_qp *qp)
 		sib_cq_clean(to_scq(b->send_cq), b->qp_num);
 }
 
+/* The ibv_wr_* batch in progress (ibv_wr_post(3)), under sq_lock: the SQ
+ * index of the WQE being built, the first error, and whether a WQE is
+ * open.  Only a QP created with send_ops_flags has one (qp->wrb). */
+struct sib_wr_batch {
+	uint32_t head;
+	int err;
+	bool open;
+};
+
+/* The per-transport parts of a QP (hca.h), allocated for the QPs that
+ * need them: UD, receiving from an SRQ (one it was created on, or
+ * XRC_RECV's), the ibv_wr_* batch.  0 or ENOMEM (qp_free frees them). */
+static int qp_parts_alloc(struct sib_qp *qp, const struct ibv_qp_init_attr_ex *attr)
+{
+	if (attr->qp_type == IBV_QPT_UD && !(qp->ud = calloc(1, sizeof(*qp->ud))))
+		return ENOMEM;
+	if ((attr->srq || attr->qp_type == IBV_QPT_XRC_RECV) && !(qp->xrc = calloc(1, sizeof(*qp->xrc))))
+		return ENOMEM;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) && !(qp->wrb = calloc(1, sizeof(*qp->wrb))))
+		return ENOMEM;
+	return 0;
+}
+
 static void qp_free(struct sib_qp *qp)
 {
 	free(qp->sq);
 	free(qp->sq_inline);
 	free(qp->rq);
 	sib_qp_transport_fini(qp);
+	free(qp->ud);
+	free(qp->xrc);
+	free(qp->wrb);
 	free(qp);
 }
 
@@ -149,7 +177,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
 	qp->sq_inline = malloc((size_t)qp->sq_size * SIB_MAX_INLINE);
 	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
-	if (!qp->sq || !qp->sq_inline || !qp->rq || sib_qp_transport_init(qp)) {
+	if (!qp->sq || !qp->sq_inline || !qp->rq || sib_qp_transport_init(qp) || qp_parts_alloc(qp, attr)) {
 		rc = ENOMEM;
 		goto err_free;
 	}
@@ -197,7 +225,7 @@ static struct ibv_qp *qp_create(struct ibv_context *context, struct ibv_qp_init_
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 		wr_api_init(qp, attr->send_ops_flags);
 	if (attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)
-		qp->block_self_mcast = attr->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+		qp->ud->block_self_mcast = attr->create_flags & IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
 
 	sib_qp_attach_srq_xrc(qp, attr); /* srq.c: cap, usecnt, xrcd */
 	qp_usecnt(b, 1);
@@ -676,7 +704,7 @@ int sib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 /* ---- ibv_wr_* send API (verbs.h ibv_qp_ex) ----
  * wr_start takes sq_lock; each wr_<op> opens one WQE, wr_set_* fill it,
  * wr_complete publishes them all (or none after an error), wr_abort drops.
- * The batch state lives in the QP, under sq_lock (ibv_wr_post(3): one
+ * The batch state lives in qp->wrb, under sq_lock (ibv_wr_post(3): one
  * batch per QP at a time, batches on different QPs may interleave). */
 
 static void wrx_start(struct ibv_qp_ex *ibqp)
@@ -684,22 +712,22 @@ static void wrx_start(struct ibv_qp_ex *ibqp)
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
 
 	pthread_spin_lock(&qp->sq_lock);
-	qp->wr_head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
-	qp->wr_err = 0;
-	qp->wr_open = false;
+	qp->wrb->head = atomic_load_explicit(&qp->sq_head, memory_order_relaxed);
+	qp->wrb->err = 0;
+	qp->wrb->open = false;
 }
 
 /* Close the WQE being built: an atomic's local buffer must be 8 bytes
  * (EINVAL from ibv_wr_complete, as post_send). */
 static void wrx_close(struct sib_qp *qp)
 {
-	const struct sib_swqe *w = &qp->sq[qp->wr_head & (qp->sq_size - 1)];
+	const struct sib_swqe *w = &qp->sq[qp->wrb->head & (qp->sq_size - 1)];
 
-	if (!qp->wr_open)
+	if (!qp->wrb->open)
 		return;
-	if (!qp->wr_err && (sib_wr_info(w->opcode)->flags & SIB_WR_ATOMIC) && w->length != 8)
-		qp->wr_err = EINVAL;
-	qp->wr_head++;
+	if (!qp->wrb->err && (sib_wr_info(w->opcode)->flags & SIB_WR_ATOMIC) && w->length != 8)
+		qp->wrb->err = EINVAL;
+	qp->wrb->head++;
 }
 
 static struct sib_swqe *wrx_new(struct ibv_qp_ex *ibqp, enum ibv_wr_opcode op)
@@ -708,20 +736,20 @@ static struct sib_swqe *wrx_new(struct ibv_qp_ex *ibqp, enum ibv_wr_opcode op)
 	struct sib_swqe *w;
 
 	wrx_close(qp);
-	qp->wr_open = false;
-	if (qp->wr_err)
+	qp->wrb->open = false;
+	if (qp->wrb->err)
 		return NULL;
-	if (qp->wr_head - __atomic_load_n(&qp->sq_tail, __ATOMIC_ACQUIRE) >= qp->sq_size) {
-		qp->wr_err = ENOMEM;
+	if (qp->wrb->head - __atomic_load_n(&qp->sq_tail, __ATOMIC_ACQUIRE) >= qp->sq_size) {
+		qp->wrb->err = ENOMEM;
 		return NULL;
 	}
-	w = &qp->sq[qp->wr_head & (qp->sq_size - 1)];
+	w = &qp->sq[qp->wrb->head & (qp->sq_size - 1)];
 	memset(w, 0, offsetof(struct sib_swqe, sge)); /* every field but sge[] (hca.h) */
 	w->wr_id = ibqp->wr_id;
 	w->send_flags = ibqp->wr_flags;
 	w->opcode = op;
 	w->signaled = qp->sq_sig_all || (ibqp->wr_flags & IBV_SEND_SIGNALED);
-	qp->wr_open = true;
+	qp->wrb->open = true;
 	return w;
 }
 
@@ -729,9 +757,9 @@ static struct sib_swqe *wrx_cur(struct ibv_qp_ex *ibqp)
 {
 	struct sib_qp *qp = (struct sib_qp *)ibqp;
 
-	if (!qp->wr_open || qp->wr_err)
+	if (!qp->wrb->open || qp->wrb->err)
 		return NULL;
-	return &qp->sq[qp->wr_head & (qp->sq_size - 1)];
+	return &qp->sq[qp->wrb->head & (qp->sq_size - 1)];
 }
 
 static void wrx_send(struct ibv_qp_ex *q) { wrx_new(q, IBV_WR_SEND); }
@@ -824,7 +852,7 @@ static void wrx_bind_mw(struct ibv_qp_ex *q, struct ibv_mw *mw, uint32_t rkey,
 	wr.bind_mw.rkey = rkey;
 	wr.bind_mw.bind_info = *bind_info;
 	if (sib_mw_wqe_fill(qp, w, &wr, false))
-		qp->wr_err = EINVAL;
+		qp->wrb->err = EINVAL;
 }
 
 static void wrx_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge *sg)
@@ -836,13 +864,13 @@ static void wrx_set_sge_list(struct ibv_qp_ex *q, size_t n, const struct ibv_sge
 	if (!w)
 		return;
 	if (n > qp->cap.max_send_sge) {
-		qp->wr_err = EINVAL;
+		qp->wrb->err = EINVAL;
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
 		len += sg[i].length;
 	if (len > SIB_MAX_MSG_SZ) {
-		qp->wr_err = EINVAL;
+		qp->wrb->err = EINVAL;
 		return;
 	}
 	memcpy(w->sge, sg, n * sizeof(*sg));
@@ -862,7 +890,7 @@ static void wrx_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct
 {
 	struct sib_qp *qp = (struct sib_qp *)q;
 	struct sib_swqe *w = wrx_cur(q);
-	uint32_t slot = qp->wr_head & (qp->sq_size - 1);
+	uint32_t slot = qp->wrb->head & (qp->sq_size - 1);
 	uint8_t *dst = qp->sq_inline + (size_t)slot * SIB_MAX_INLINE;
 	size_t len = 0;
 
@@ -871,7 +899,7 @@ static void wrx_set_inline_data_list(struct ibv_qp_ex *q, size_t n, const struct
 	for (size_t i = 0; i < n; i++)
 		len += buf[i].length;
 	if (len > SIB_MAX_INLINE || (sib_wr_info(w->opcode)->flags & (SIB_WR_READ | SIB_WR_ATOMIC))) {
-		qp->wr_err = EINVAL;
+		qp->wrb->err = EINVAL;
 		return;
 	}
 	w->inline_data = dst;
@@ -900,7 +928,7 @@ static void wrx_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t rem
 	if (!w)
 		return;
 	if (!ah) {
-		((struct sib_qp *)q)->wr_err = EINVAL;
+		((struct sib_qp *)q)->wrb->err = EINVAL;
 		return;
 	}
 	w->ud_av = ((struct sib_ah *)ah)->attr;
@@ -918,14 +946,14 @@ static int wrx_complete(struct ibv_qp_ex *ibqp)
 	int rc;
 
 	wrx_close(qp);
-	rc = qp->wr_err;
+	rc = qp->wrb->err;
 	if (!rc && qp->state < IBV_QPS_RTS && qp->state != IBV_QPS_ERR)
 		rc = EINVAL;
 	if (!rc && qp->ibv.qp_base.qp_type == IBV_QPT_UD)
-		for (uint32_t i = atomic_load_explicit(&qp->sq_head, memory_order_relaxed); !rc && i != qp->wr_head; i++)
+		for (uint32_t i = atomic_load_explicit(&qp->sq_head, memory_order_relaxed); !rc && i != qp->wrb->head; i++)
 			rc = sib_ud_wqe_check(qp, &qp->sq[i & (qp->sq_size - 1)]);
 	if (!rc)
-		atomic_store_explicit(&qp->sq_head, qp->wr_head, memory_order_release);
+		atomic_store_explicit(&qp->sq_head, qp->wrb->head, memory_order_release);
 	pthread_spin_unlock(&qp->sq_lock);
 	if (!rc)
 		sib_progress(qp->ctx);

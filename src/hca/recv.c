@@ -15,7 +15,9 @@
 
 #include "common/fabric_view.h"
 #include "hca/events.h"
+#include "hca/srq.h"
 #include "hca/transport.h"
+#include "hca/ud.h"
 #include "hca/wr.h"
 
 static const char *const drop_name[SIB_RX_DROP_COUNT] = {
@@ -267,7 +269,7 @@ static enum sib_rx_drop mcast_recv(struct rx *rx, const uint8_t *buf)
 		rx->qp = sib_qp_get(rx->ctx, qpns[i], &rx->qp_h);
 		if (!rx->qp)
 			continue; /* destroyed meanwhile */
-		if (!(rx->qp->block_self_mcast && pkt->deth.src_qp == qpns[i])) {
+		if (!(rx->qp->ud && rx->qp->ud->block_self_mcast && pkt->deth.src_qp == qpns[i])) {
 			why = from_owner(rx, pkt->deth.src_qp) ? mcast_qp_check(rx) : SIB_RX_DROP_FOREIGN;
 			if (why == RX_OK)
 				why = sib_ud_packet(rx->qp, pkt, buf);

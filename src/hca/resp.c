@@ -22,6 +22,7 @@
 
 #include "hca/atomic.h"
 #include "hca/mw.h"
+#include "hca/srq.h"
 #include "hca/transport.h"
 
 enum resp_state {

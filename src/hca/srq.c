@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "hca/srq.h"
 #include "hca/transport.h"
 
 #define SIB_DESTROY_WAIT_NS 5000000000ull
@@ -77,7 +78,9 @@ static struct ibv_srq *srq_create(struct ibv_context *context, struct ibv_srq_in
 		rc = ENOMEM;
 		goto err_free;
 	}
-	rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_SRQ, 0, &srq->obj_handle, NULL);
+	rc = xrc ? sib_xfwd_ctx_init(ctx) : 0; /* where forwarded messages are placed (xrc_fwd.c) */
+	if (!rc)
+		rc = sib_host->obj_create(ctx->dev_handle, SIB_OBJ_SRQ, 0, &srq->obj_handle, NULL);
 	if (rc)
 		goto err_free;
 	rc = sib_objtab_reserve(&ctx->srqs, &srq->tab_handle);
@@ -313,27 +316,34 @@ struct sib_srq *sib_srq_async_deliver(struct sib_context *ctx, uint32_t id, uint
 
 bool sib_xrc_srq_resolve(struct sib_qp *qp, uint32_t srqn)
 {
+	struct sib_qp_xrc *x = qp->xrc;
 	struct sib_srq *srq;
 
 	if (srqn >> 16 != qp->ctx->inbox_idx)
 		return false; /* another context's SRQ: not reachable from here */
-	srq = sib_objtab_get_index(&qp->ctx->srqs, srqn & 0xffff, &qp->xrc_srq_h);
+	if (!x || !x->xrcd)
+		return false; /* not an XRC_RECV QP */
+	srq = sib_objtab_get_index(&qp->ctx->srqs, srqn & 0xffff, &x->srq_h);
 	if (!srq)
 		return false;
-	if (srq->type != IBV_SRQT_XRC || !qp->xrcd || srq->xrcd->num != qp->xrcd_num) {
-		sib_objtab_put(&qp->ctx->srqs, qp->xrc_srq_h);
+	if (srq->type != IBV_SRQT_XRC || srq->xrcd->num != x->xrcd_num) {
+		sib_objtab_put(&qp->ctx->srqs, x->srq_h);
 		return false;
 	}
-	qp->xrc_srq = srq;
+	x->srq = srq;
 	return true;
 }
 
 void sib_xrc_srq_release(struct sib_qp *qp)
 {
-	qp->xfwd.raw = NULL; /* a forwarded packet (xrc_fwd.c) is done too */
-	if (qp->xrc_srq) {
-		qp->xrc_srq = NULL;
-		sib_objtab_put(&qp->ctx->srqs, qp->xrc_srq_h);
+	struct sib_qp_xrc *x = qp->xrc;
+
+	if (!x)
+		return;
+	x->fwd.raw = NULL; /* a forwarded packet (xrc_fwd.c) is done too */
+	if (x->srq) {
+		x->srq = NULL;
+		sib_objtab_put(&qp->ctx->srqs, x->srq_h);
 	}
 }
 
@@ -428,9 +438,9 @@ void sib_qp_attach_srq_xrc(struct sib_qp *qp, struct ibv_qp_init_attr_ex *attr)
 
 	if (attr->qp_type == IBV_QPT_XRC_RECV) {
 		/* A receive-only target: no PD (the SRQ's is used), no CQs, no SQ. */
-		qp->xrcd = (struct sib_xrcd *)attr->xrcd;
-		qp->xrcd_num = qp->xrcd->num;
-		atomic_fetch_add(&qp->xrcd->usecnt, 1);
+		qp->xrc->xrcd = (struct sib_xrcd *)attr->xrcd;
+		qp->xrc->xrcd_num = qp->xrc->xrcd->num;
+		atomic_fetch_add(&qp->xrc->xrcd->usecnt, 1);
 		b->pd = NULL;
 		b->send_cq = NULL;
 		attr->cap.max_send_wr = attr->cap.max_send_sge = attr->cap.max_inline_data = 0;
@@ -451,6 +461,6 @@ void sib_qp_detach_srq_xrc(struct sib_qp *qp)
 {
 	if (qp->srq)
 		atomic_fetch_sub(&qp->srq->usecnt, 1);
-	if (qp->xrcd)
-		atomic_fetch_sub(&qp->xrcd->usecnt, 1);
+	if (qp->xrc && qp->xrc->xrcd)
+		atomic_fetch_sub(&qp->xrc->xrcd->usecnt, 1);
 }

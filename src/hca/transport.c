@@ -11,7 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hca/srq.h"
 #include "hca/transport.h"
+#include "hca/ud.h"
 
 int sib_qp_transport_init(struct sib_qp *qp)
 {

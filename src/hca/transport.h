@@ -231,77 +231,6 @@ static inline uint8_t *sib_mr_ptr(const struct sib_mr *mr, uint64_t va)
  * if it was signaled or failed (IBA 10.7.3.1).  Advances sq_tail. */
 void sib_sq_complete(struct sib_qp *qp, enum ibv_wc_status status);
 
-/*
- * The receive WQE source of a QP (IBA ch. 10, SRQ): its own receive queue, or
- * an SRQ (the QP's, or for XRC_RECV the one the XRCETH names).  take: the
- * message being started has a WQE (an RQ's stays at rq_tail until it is
- * done; an SRQ's is copied into the QP now, since other QPs take from the
- * same SRQ meanwhile); pending: one is taken or queued; cur: that WQE;
- * cq: where it completes; done: it completed (or was flushed).  Engine
- * context.
- */
-static inline bool sib_rwqe_take(struct sib_qp *qp)
-{
-	struct sib_srq *srq = qp->srq ? qp->srq : qp->xrc_srq;
-
-	if (!srq)
-		return atomic_load_explicit(&qp->rq_head, memory_order_acquire) != qp->rq_tail;
-	if (qp->wqe_srq)
-		return true;
-	if (!sib_srq_take(srq, &qp->srq_wqe))
-		return false;
-	if (srq == qp->xrc_srq) { /* keep the XRC SRQ (and its CQ) until done: a
-				     second reference on the one the demux holds,
-				     which a destroy meanwhile cannot fail */
-		sib_objtab_hold(&qp->ctx->srqs, qp->xrc_srq_h);
-		qp->wqe_srq_h = qp->xrc_srq_h;
-	}
-	qp->wqe_srq = srq;
-	return true;
-}
-
-static inline bool sib_rwqe_pending(const struct sib_qp *qp)
-{
-	if (qp->srq || qp->wqe_srq || qp->ibv.qp_base.qp_type == IBV_QPT_XRC_RECV)
-		return qp->wqe_srq != NULL;
-	return atomic_load_explicit(&qp->rq_head, memory_order_acquire) != qp->rq_tail;
-}
-
-static inline struct sib_rwqe *sib_rwqe_cur(struct sib_qp *qp)
-{
-	return qp->wqe_srq ? &qp->srq_wqe : &qp->rq[qp->rq_tail & (qp->rq_size - 1)];
-}
-
-static inline struct sib_cq *sib_rwqe_cq(struct sib_qp *qp)
-{
-	if (qp->wqe_srq && qp->wqe_srq->cq)
-		return to_scq(qp->wqe_srq->cq); /* XRC: the SRQ's CQ */
-	return to_scq(qp->ibv.qp_base.recv_cq);
-}
-
-static inline void sib_rwqe_done(struct sib_qp *qp)
-{
-	if (!qp->wqe_srq) {
-		__atomic_store_n(&qp->rq_tail, qp->rq_tail + 1, __ATOMIC_RELEASE);
-		return;
-	}
-	if (qp->wqe_srq != qp->srq)
-		sib_objtab_put(&qp->ctx->srqs, qp->wqe_srq_h);
-	qp->wqe_srq = NULL;
-}
-
-/* The PD the responder checks keys against: an XRC_RECV QP has none and
- * uses the XRC SRQ's (XRC annex: the target SRQ's PD). */
-static inline uint32_t sib_resp_pd(const struct sib_qp *qp)
-{
-	if (qp->xrc_srq)
-		return qp->xrc_srq->ibv.pd->handle;
-	/* An XRC_RECV QP with no SRQ named for this packet has no PD: a
-	 * handle no object has (softibd's are generation << 16 | index with
-	 * generations from 1), so every key check fails. */
-	return qp->ibv.qp_base.pd ? qp->ibv.qp_base.pd->handle : 0;
-}
-
 /* A response opcode on the QP's transport: an XRC_RECV QP answers with
  * the XRC opcodes (0xA0 prefix), RC with RC's. */
 static inline uint8_t sib_resp_opcode(const struct sib_qp *qp, uint8_t opc)
@@ -310,20 +239,6 @@ static inline uint8_t sib_resp_opcode(const struct sib_qp *qp, uint8_t opc)
 								     : IBA_TRANSPORT_RC) | opc);
 }
 
-/*
- * XRC forwarding, the responder's side (xrc_fwd.c): sib_xfwd_pkt, the
- * packet being handled goes to another context's SRQ; sib_xfwd_check, for
- * a SEND packet: 1 forwarded, 0 placed here, -1 a message that mixes both
- * or changes SRQ (invalid request); sib_xfwd_send: put it on the link
- * toward that context, false if its inbox is full (nothing sent: the
- * packet is not accepted, the requester sends it again).
- */
-static inline bool sib_xfwd_pkt(const struct sib_qp *qp)
-{
-	return qp->xfwd.raw != NULL;
-}
-int sib_xfwd_check(struct sib_qp *qp, const struct iba_pkt *pkt);
-bool sib_xfwd_send(struct sib_qp *qp);
 
 /* The requester rewinds to resend from `psn` (go-back-N, IBA 9.7.5.1.x). */
 void sib_req_rewind(struct sib_qp *qp, uint32_t psn);

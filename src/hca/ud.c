@@ -12,7 +12,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "hca/srq.h"
 #include "hca/transport.h"
+#include "hca/ud.h"
 #include "hca/wr.h"
 
 #define UD_GRH_AREA IBA_GRH_BYTES     /* the first 40 bytes of every UD receive buffer */
@@ -131,7 +133,8 @@ static bool ud_fill_and_send(struct sib_qp *qp, struct sib_swqe *w, struct sib_t
 
 static bool ud_tx_full(struct sib_qp *qp, uint32_t inbox, struct sib_link_dest *to)
 {
-	uint64_t *stalled = &qp->ud_stalled[inbox / 64 % (SIB_MAX_INBOXES / 64)], bit = 1ull << (inbox % 64);
+	struct sib_qp_ud *ud = qp->ud;
+	uint64_t *stalled = &ud->stalled[inbox / 64 % (SIB_MAX_INBOXES / 64)], bit = 1ull << (inbox % 64);
 	uint64_t now;
 
 	if (to && sib_link_dest_waits(to, sib_clock_ns(qp->ctx)))
@@ -141,13 +144,13 @@ static bool ud_tx_full(struct sib_qp *qp, uint32_t inbox, struct sib_link_dest *
 		return true;
 	}
 	now = sib_clock_ns(qp->ctx);
-	if (!qp->ud_blocked_since) {
-		qp->ud_blocked_since = now;
+	if (!ud->blocked_since) {
+		ud->blocked_since = now;
 		return false;
 	}
-	if (now - qp->ud_blocked_since < SIB_UD_HOQ_NS)
+	if (now - ud->blocked_since < SIB_UD_HOQ_NS)
 		return false;
-	qp->ud_blocked_since = 0;
+	ud->blocked_since = 0;
 	*stalled |= bit;
 	qp->ctx->ud_hoq_drops++;
 	return true;
@@ -156,8 +159,8 @@ static bool ud_tx_full(struct sib_qp *qp, uint32_t inbox, struct sib_link_dest *
 /* A datagram went into inbox: it drains. */
 static void ud_tx_ok(struct sib_qp *qp, uint32_t inbox)
 {
-	qp->ud_blocked_since = 0;
-	qp->ud_stalled[inbox / 64 % (SIB_MAX_INBOXES / 64)] &= ~(1ull << (inbox % 64));
+	qp->ud->blocked_since = 0;
+	qp->ud->stalled[inbox / 64 % (SIB_MAX_INBOXES / 64)] &= ~(1ull << (inbox % 64));
 }
 
 /*
@@ -166,7 +169,7 @@ static void ud_tx_ok(struct sib_qp *qp, uint32_t inbox)
  * 0xFFFFFF; each receiving context hands it to its attached QPs.  A group
  * nobody joined loses it, and so do members the switches' MFTs do not
  * reach from the sending port (mcast.c).  The
- * inboxes reached are marked in ud_mcast_sent, so that a fan-out resumed
+ * inboxes reached are marked in ud->mcast_sent, so that a fan-out resumed
  * after a full inbox sends to each member once even if the member list
  * changed meanwhile.  0: sent to all; -1: a member's inbox is full
  * (req.offset is nonzero: resume on the next pass); 1: the payload could
@@ -194,10 +197,10 @@ static int ud_mcast_send(struct sib_qp *qp, struct sib_swqe *w)
 		return -1; /* the next pass starts it */
 
 	if (!qp->req.offset) /* a new fan-out (also after a QP reset) */
-		memset(qp->ud_mcast_sent, 0, sizeof(qp->ud_mcast_sent));
+		memset(qp->ud->mcast_sent, 0, sizeof(qp->ud->mcast_sent));
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t bit = 1ull << (m[i].inbox % 64);
-		uint64_t *sent = &qp->ud_mcast_sent[m[i].inbox / 64];
+		uint64_t *sent = &qp->ud->mcast_sent[m[i].inbox / 64];
 		enum sib_link_verdict v;
 		struct sib_tx tx;
 
@@ -227,7 +230,7 @@ static int ud_mcast_send(struct sib_qp *qp, struct sib_swqe *w)
 			break;
 		}
 	}
-	memset(qp->ud_mcast_sent, 0, sizeof(qp->ud_mcast_sent));
+	memset(qp->ud->mcast_sent, 0, sizeof(qp->ud->mcast_sent));
 	qp->req.offset = 0;
 	return rc;
 }

@@ -13,8 +13,11 @@
  * that SRQ's domain, never a domain the sender states).  Engine context
  * only (the context's progress_lock): the placement table is the engine's.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "hca/srq.h"
 #include "hca/transport.h"
 
 /* ---- the TGT QP's owner: forwarding ---- */
@@ -25,23 +28,28 @@ bool sib_xfwd_target(struct sib_qp *qp, uint32_t srqn, const uint8_t *buf, uint3
 	struct sib_context *ctx = qp->ctx;
 	uint32_t inbox = srqn >> 16, gen;
 
-	if (inbox == ctx->inbox_idx || inbox >= SIB_MAX_INBOXES || !qp->xrcd)
+	if (inbox == ctx->inbox_idx || inbox >= SIB_MAX_INBOXES || !qp->xrc || !qp->xrc->xrcd)
 		return false;
 	gen = sib_link_inbox_gen(inbox);
 	if (!(gen & 1) || sib_fabric->inboxes[inbox].dev_index != ctx->dev->index)
 		return false; /* not a live context of this device */
-	qp->xfwd.raw = buf;
-	qp->xfwd.len = len;
-	qp->xfwd.inbox = inbox;
-	qp->xfwd.flags = SIB_SLOT_F_XRC_FWD | ((flags & SIB_RX_VCRC) ? SIB_SLOT_F_VCRC : 0) |
-			 ((flags & SIB_RX_ICRC) ? SIB_SLOT_F_ICRC : 0);
+	qp->xrc->fwd.raw = buf;
+	qp->xrc->fwd.len = len;
+	qp->xrc->fwd.inbox = inbox;
+	qp->xrc->fwd.flags = SIB_SLOT_F_XRC_FWD | ((flags & SIB_RX_VCRC) ? SIB_SLOT_F_VCRC : 0) |
+			     ((flags & SIB_RX_ICRC) ? SIB_SLOT_F_ICRC : 0);
 	return true;
 }
 
 int sib_xfwd_check(struct sib_qp *qp, const struct iba_pkt *pkt)
 {
-	struct sib_xfwd_tx *x = &qp->xfwd;
-	bool fwd = x->raw != NULL;
+	struct sib_xfwd_tx *x;
+	bool fwd;
+
+	if (!qp->xrc)
+		return 0; /* no SRQ part: nothing is ever forwarded */
+	x = &qp->xrc->fwd;
+	fwd = x->raw != NULL;
 
 	if (pkt->op->flags & (IBA_OP_FIRST | IBA_OP_ONLY)) {
 		x->in_msg = fwd;
@@ -56,7 +64,7 @@ int sib_xfwd_check(struct sib_qp *qp, const struct iba_pkt *pkt)
 bool sib_xfwd_send(struct sib_qp *qp)
 {
 	struct sib_context *ctx = qp->ctx;
-	struct sib_xfwd_tx *x = &qp->xfwd;
+	struct sib_xfwd_tx *x = &qp->xrc->fwd;
 	uint8_t port = qp->port_num ? qp->port_num : 1;
 	uint32_t gen = sib_link_inbox_gen(x->inbox);
 	struct sib_link_tx lt;
@@ -74,7 +82,7 @@ bool sib_xfwd_send(struct sib_qp *qp)
 		struct sib_link_dest *d;
 		enum sib_link_verdict v = sib_link_dest_get(&ctx->link, x->inbox, gen, &d);
 
-		if (v == SIB_LINK_PENDING && pthread_equal(pthread_self(), ctx->engine)) {
+		if (v == SIB_LINK_PENDING && pthread_equal(pthread_self(), ctx->eng.thread)) {
 			sib_engine_answer_now(ctx);
 			v = sib_link_dest_get(&ctx->link, x->inbox, gen, &d);
 		}
@@ -101,12 +109,37 @@ bool sib_xfwd_send(struct sib_qp *qp)
 
 void sib_xfwd_release(struct sib_qp *qp)
 {
-	sib_link_dest_put(qp->xfwd.dest);
-	qp->xfwd.dest = NULL;
-	qp->xfwd.dest_inbox = qp->xfwd.dest_gen = 0;
+	struct sib_xfwd_tx *x = qp->xrc ? &qp->xrc->fwd : NULL;
+
+	if (!x)
+		return;
+	sib_link_dest_put(x->dest);
+	x->dest = NULL;
+	x->dest_inbox = x->dest_gen = 0;
 }
 
 /* ---- the SRQ's owner: placement ---- */
+
+int sib_xfwd_ctx_init(struct sib_context *ctx)
+{
+	struct sib_xfwd_msg *t, *none = NULL;
+
+	if (atomic_load_explicit(&ctx->xfwd, memory_order_acquire))
+		return 0;
+	t = calloc(SIB_XFWD_MSGS, sizeof(*t));
+	if (!t)
+		return ENOMEM;
+	if (!atomic_compare_exchange_strong_explicit(&ctx->xfwd, &none, t, memory_order_acq_rel,
+						     memory_order_acquire))
+		free(t); /* another thread's create_srq made it first */
+	return 0;
+}
+
+void sib_xfwd_ctx_fini(struct sib_context *ctx)
+{
+	free(atomic_load_explicit(&ctx->xfwd, memory_order_relaxed));
+	atomic_store_explicit(&ctx->xfwd, NULL, memory_order_relaxed);
+}
 
 /* Complete the message's WQE on the SRQ's CQ (srq held by the caller). */
 static void msg_complete(struct sib_xfwd_msg *m, struct sib_srq *srq, const struct iba_pkt *pkt,
@@ -154,10 +187,10 @@ static void msg_abort(struct sib_context *ctx, struct sib_xfwd_msg *m, enum ibv_
  * free one, an idle one, or one whose QP is gone.  NULL: none. */
 static struct sib_xfwd_msg *msg_find(struct sib_context *ctx, uint32_t qpn, uint64_t w, bool create)
 {
-	struct sib_xfwd_msg *spare = NULL;
+	struct sib_xfwd_msg *tab = atomic_load_explicit(&ctx->xfwd, memory_order_acquire), *spare = NULL;
 
-	for (unsigned int i = 0; i < SIB_XFWD_MSGS; i++) {
-		struct sib_xfwd_msg *m = &ctx->xfwd[i];
+	for (unsigned int i = 0; tab && i < SIB_XFWD_MSGS; i++) {
+		struct sib_xfwd_msg *m = &tab[i];
 
 		if (m->used && m->qpn == qpn) {
 			if (m->owner == w)

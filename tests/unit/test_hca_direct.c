@@ -1390,6 +1390,9 @@ static void test_map_limit(void **state)
 /* SOFTIB_DIRECT=0: no export table, no moved pages, everything by packets. */
 static void test_off(void **state)
 {
+	const struct sib_hca_ops *o = &sib_hca_ops;
+	uint8_t *b = mmap(NULL, 65536, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
 	bool seen;
 
 	(void)state;
@@ -1402,7 +1405,15 @@ static void test_off(void **state)
 	unsetenv("SOFTIB_DIRECT");
 	assert_true(find_fd("/memfd:softib-dx-") < 0);
 	assert_true(loop_dx_fd(SIB_DX_KIND_TAB, B, 0) < 0);
-	assert_true(range_private((uintptr_t)sides[B].buf, (uintptr_t)sides[B].buf + BUF));
+	/* Registration moves no page: a fresh mapping stays private (the
+	 * loop's own buffers come from the heap, whose pages an earlier test's
+	 * MR may have moved, and dereg leaves moved pages on their memfd). */
+	assert_true(b != MAP_FAILED);
+	mr = o->reg_mr(sides[B].pd, b, 65536, (uintptr_t)b, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	assert_true(range_private((uintptr_t)b, (uintptr_t)b + 65536));
+	assert_int_equal(o->dereg_mr(mr), 0);
+	munmap(b, 65536);
 	post_send(A, IBV_WR_RDMA_WRITE, 0, 8192, (uintptr_t)sides[B].buf + 8192, sides[B].mr->rkey, 1);
 	expect_wc(A, 1, IBV_WC_SUCCESS);
 	assert_false(placed_of(0, 8192, &seen));

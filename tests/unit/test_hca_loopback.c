@@ -881,14 +881,14 @@ static void test_delay_engine_sleeps(void **state)
 			fail_msg("the fault queue never filled");
 		usleep(1000);
 	}
-	cpu0 = thread_cpu_ns(c->engine);
+	cpu0 = thread_cpu_ns(c->eng.thread);
 	w0 = sib_now_ns();
 	/* Until shortly before the first packet is due (posted + 200 ms). */
 	while (samples < 10 && sib_now_ns() < posted + 150000000ull) {
 		uint64_t deadline, now;
 
 		usleep(10000);
-		deadline = atomic_load(&c->next_deadline);
+		deadline = atomic_load(&c->eng.next_deadline);
 		now = sib_now_ns();
 		if (now >= posted + 180000000ull)
 			break; /* slept too long: a deadline may be near now */
@@ -898,7 +898,7 @@ static void test_delay_engine_sleeps(void **state)
 		samples++;
 	}
 	assert_true(samples > 0);
-	cpu = thread_cpu_ns(c->engine) - cpu0;
+	cpu = thread_cpu_ns(c->eng.thread) - cpu0;
 	wall = sib_now_ns() - w0;
 	print_message("engine thread: %llu us CPU in %llu us\n", (unsigned long long)cpu / 1000,
 		      (unsigned long long)wall / 1000);

@@ -23,6 +23,7 @@
 #include "common/sib_shm.h"
 #include "hca/hca.h"
 #include "hca/provider.h"
+#include "hca/ud.h"
 #include "hca_loop.h"
 #include "iba/iba.h"
 

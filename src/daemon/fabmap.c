@@ -196,8 +196,7 @@ static int new_memfd(const char *name, size_t size)
 	return fd;
 }
 
-/* A memfd clients may map and write (inboxes) but never resize. */
-static int sealed_memfd(const char *name, size_t size)
+int sibd_sealed_memfd(const char *name, size_t size)
 {
 	int fd = new_memfd(name, size), err;
 
@@ -309,7 +308,7 @@ int sibd_inbox_alloc(struct sibd *d, struct sibd_client *owner, uint32_t dev_ind
 	if (n == SIB_MAX_INBOXES)
 		return -ENOSPC;
 	snprintf(name, sizeof(name), "softib-inbox-%u", i);
-	fd = sealed_memfd(name, SIB_INBOX_BYTES);
+	fd = sibd_sealed_memfd(name, SIB_INBOX_BYTES);
 	if (fd < 0) {
 		sibd_log("inbox %u: memfd: %s", i, strerror(-fd));
 		return fd;

@@ -141,17 +141,10 @@ int sibd_link_capture(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 		;
 	if (i == CAP_SESSIONS)
 		return -EBUSY;
-	fd = memfd_create("softib-capture", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
 	/* Sealed: no client can shrink it under the others' mappings. */
-	if (ftruncate(fd, SIB_RING_BYTES) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
+	fd = sibd_sealed_memfd("softib-capture", SIB_RING_BYTES);
+	if (fd < 0)
+		return fd;
 	caps[i].fd = fd;
 	caps[i].owner = c;
 	caps[i].word = SIB_LINK_CAP_MAKE(i, ++cap_gen);

@@ -109,20 +109,9 @@ static void ring_doorbell(struct sibd *d, uint32_t r)
 static int ring_memfd(uint32_t s, uint32_t r)
 {
 	char name[48];
-	int fd;
 
 	snprintf(name, sizeof(name), "softib-pair-%u-%u", s, r);
-	fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, SIB_PAIR_BYTES) < 0 ||
-	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
-		int err = errno;
-
-		close(fd);
-		return -err;
-	}
-	return fd;
+	return sibd_sealed_memfd(name, SIB_PAIR_BYTES);
 }
 
 int sibd_cmd_pair_open(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)

@@ -310,6 +310,12 @@ int sibd_qp_info(struct sibd_client *c, uint32_t handle, uint32_t *qp_type, uint
  * or -EIO (the device was removed). */
 int sibd_dev_inbox(struct sibd_client *c, uint32_t handle, uint32_t *inbox);
 
+/* fabmap.c: a zero-filled memfd of size bytes that clients may map and
+ * write (inbox pages, pair rings, capture rings) but never resize
+ * (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL), close-on-exec.  The fd, or
+ * -errno. */
+int sibd_sealed_memfd(const char *name, size_t size);
+
 /* Pair rings (pair.c, src/link/pair.h).  init: 0 or -ENOMEM. */
 int sibd_pairs_init(struct sibd *d);
 void sibd_pairs_fini(struct sibd *d);

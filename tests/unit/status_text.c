@@ -7,11 +7,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/ctl.h"
+#include "common/sib_ctl.h"
 #include "daemon_fixture.h"
 #include "status_text.h"
 
@@ -41,3 +44,20 @@ long field(const char *text, const char *prefix, const char *key)
 	return strtol(k + strlen(pat), NULL, 10);
 }
 
+
+int hello_conn(void)
+{
+	struct timeval tv = { .tv_sec = 10 };
+	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
+	int fd = sib_ctl_connect(daemon_socket()), mfd = -1;
+
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	m.u.hello.abi_version = SIB_ABI_VERSION;
+	m.u.hello.pid = getpid();
+	assert_int_equal(sib_ctl_call(fd, &m, &mfd), 0);
+	assert_int_equal(m.hdr.status, 0);
+	if (mfd >= 0)
+		close(mfd);
+	return fd;
+}

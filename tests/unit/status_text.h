@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `softib status` from the test's private softibd (daemon_fixture.h), and
- * one number of it: for tests that check what softibd counts.
+ * The test's private softibd (daemon_fixture.h) as a client speaks to it:
+ * a raw control connection, `softib status` and one number of it, for
+ * tests that check what softibd does and counts.
  */
 #ifndef SIB_TESTS_STATUS_TEXT_H
 #define SIB_TESTS_STATUS_TEXT_H
@@ -12,5 +13,8 @@ char *status_text(void);
 /* The number after " key=" on the first line that starts with prefix
  * (prefix found anywhere in text); -1 if there is none. */
 long field(const char *text, const char *prefix, const char *key);
+/* A control connection that said HELLO (10 s receive timeout), or a
+ * failed test. */
+int hello_conn(void);
 
 #endif

@@ -206,22 +206,8 @@ static void test_proc_probe(void **state)
 #ifndef DX_PROBE_ONLY /* defined to build the probe alone against a tree
 			 without DX_PUT/DX_GET (how it was shown to fail on
 			 the tree before them) */
-/* Raw control connections, as a hostile or curious client would speak. */
-static int ctl_hello(void)
-{
-	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
-	int fd = sib_ctl_connect(daemon_socket()), mfd = -1;
-
-	assert_true(fd >= 0);
-	m.u.hello.abi_version = SIB_ABI_VERSION;
-	m.u.hello.pid = getpid();
-	assert_int_equal(sib_ctl_call(fd, &m, &mfd), 0);
-	assert_int_equal(m.hdr.status, 0);
-	if (mfd >= 0)
-		close(mfd);
-	return fd;
-}
-
+/* Raw control connections (hello_conn), as a hostile or curious client
+ * would speak. */
 static int ctl(int fd, struct sib_ctl_msg *m, int pass_fd, int *out)
 {
 	int rc = sib_ctl_call_fd(fd, m, pass_fd, out);
@@ -297,7 +283,7 @@ static void test_no_right(void **state)
 	free(text);
 	assert_true(before >= 0);
 	/* the owner: a context on softib0 that gave its table, and an RC QP */
-	own = ctl_hello();
+	own = hello_conn();
 	ctl_open(own, 0, &odev, &oinbox, &ogen);
 	mfd = sealed_memfd(false);
 	m.u.dx.kind = SIB_DX_KIND_TAB;
@@ -311,7 +297,7 @@ static void test_no_right(void **state)
 	ctl_qp(own, odev, IBV_QPT_RC, &oqp, &oqpn);
 
 	/* the asker: a context on softib1 */
-	ask = ctl_hello();
+	ask = hello_conn();
 	ctl_open(ask, 1, &adev, NULL, NULL);
 	/* no QP at all */
 	assert_int_equal(dx_get(ask, 0, oinbox, ogen, oqpn, &got), -EPERM);

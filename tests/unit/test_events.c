@@ -35,6 +35,7 @@
 #include "hca/hca.h"
 
 #include "daemon_fixture.h"
+#include "status_text.h"
 
 #define WAIT_MS  5000
 #define BUF_SIZE 65536
@@ -781,23 +782,6 @@ static void test_overflow_at_the_end(void **state)
 	close(older);
 }
 
-/* A connection that said HELLO (the link commands want one). */
-static int hello_conn(void)
-{
-	struct timeval tv = { .tv_sec = WAIT_MS / 1000 };
-	struct sib_ctl_msg m = { .hdr.op = SIB_CTL_HELLO };
-	int fd = sib_ctl_connect(daemon_socket()), mfd = -1;
-
-	assert_true(fd >= 0);
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	m.u.hello.abi_version = SIB_ABI_VERSION;
-	m.u.hello.pid = getpid();
-	assert_int_equal(sib_ctl_call(fd, &m, &mfd), 0);
-	assert_int_equal(m.hdr.status, 0);
-	if (mfd >= 0)
-		close(mfd);
-	return fd;
-}
 
 /* LINK_FAULTS / LINK_CAPTURE on dev_index (port 0: every port). */
 static int link_cmd(uint16_t op, uint32_t dev_index, const char *spec)

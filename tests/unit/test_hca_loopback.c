@@ -667,6 +667,71 @@ static void test_starved_peer_not_a_retry(void **state)
 	assert_int_equal(a->ack_timeouts, 0);
 }
 
+/*
+ * The path check, behind the sender check: a SEND from the peer's own
+ * context (its pair ring) but with an SLID that is not its port's, or
+ * with a GRH the path does not have, is dropped and counted (slid, sgid),
+ * and the connection carries on.  (A third context's packets are dropped
+ * earlier, as foreign: test_verbs forged_from_non_peer.)
+ */
+static void inject_send(unsigned int dst, uint16_t slid, bool grh)
+{
+	uint8_t pkt[256];
+	struct iba_pkt h = { 0 };
+	size_t hl, len;
+
+	h.lrh.dlid = sides[dst].lid;
+	h.lrh.slid = slid;
+	h.lrh.lnh = grh ? IBA_LNH_GLOBAL : IBA_LNH_LOCAL;
+	h.grh.ipver = IBA_GRH_IPVER;
+	h.grh.nxthdr = IBA_GRH_NXTHDR_IBA;
+	h.grh.hoplmt = 1;
+	h.bth.opcode = IBA_OPC_SEND_ONLY;
+	h.bth.pkey = 0xffff;
+	h.bth.dqpn = sides[dst].qp->qp_num;
+	h.bth.psn = def_opts.psn; /* the PSN B expects next */
+	h.bth.ackreq = 1;
+	if (grh) {
+		uint64_t pfx = htobe64(0xfe80000000000000ull), g;
+
+		g = htobe64(0x2000 + dst);
+		memcpy(h.grh.dgid, &pfx, 8);
+		memcpy(h.grh.dgid + 8, &g, 8);
+		g = htobe64(0x2000 + (dst == A ? B : A));
+		memcpy(h.grh.sgid, &pfx, 8);
+		memcpy(h.grh.sgid + 8, &g, 8);
+	}
+	hl = iba_build_headers(pkt, &h);
+	memset(pkt + hl, 0x5a, 16);
+	len = iba_finish(pkt, hl, 16, 0);
+	pkt[len] = pkt[len + 1] = 0;
+	inject(dst, pkt, (uint32_t)len + 2, 0); /* from the peer's context */
+}
+
+static void test_path_check_from_peer(void **state)
+{
+	struct sib_context *b;
+	uint64_t end;
+
+	(void)state;
+	up(&def_opts);
+	b = to_sctx(sides[B].ctx);
+	post_recv(B, 0, 64, 9);
+	inject_send(B, 0x1234, false);     /* an SLID of no port */
+	inject_send(B, sides[A].lid, true); /* a GRH on a local path */
+	end = now_ms() + WAIT_MS;
+	while ((sib_rx_drop_count(b, SIB_RX_DROP_SLID) < 1 || sib_rx_drop_count(b, SIB_RX_DROP_SGID) < 1) &&
+	       now_ms() < end)
+		settle(1);
+	assert_int_equal(sib_rx_drop_count(b, SIB_RX_DROP_SLID), 1);
+	assert_int_equal(sib_rx_drop_count(b, SIB_RX_DROP_SGID), 1);
+	assert_int_equal(sib_rx_drop_count(b, SIB_RX_DROP_FOREIGN), 0);
+	expect_no_wc(B);
+	post_send(A, IBV_WR_SEND, 0, 64, 0, 0, 1);
+	expect_wc(A, 1, IBV_WC_SUCCESS);
+	expect_wc(B, 9, IBV_WC_SUCCESS);
+}
+
 /* ================= R_Key, access and bounds (IBA 9.7.5.2.4, C9-88) ================= */
 
 enum access_case { BAD_RKEY, OUT_OF_BOUNDS, WRITE_NO_ACCESS, READ_NO_ACCESS };
@@ -927,6 +992,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_read_response_lost_nak, down),
 		cmocka_unit_test_teardown(test_retry_exceeded, down),
 		cmocka_unit_test_teardown(test_starved_peer_not_a_retry, down),
+		cmocka_unit_test_teardown(test_path_check_from_peer, down),
 		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[0]),
 		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[1]),
 		cmocka_unit_test_prestate_setup_teardown(test_rem_access, NULL, down, &access_cases[2]),

@@ -12,7 +12,7 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
 endif()
 if(TARGET sib_link)
   sib_unit_test(test_capture SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_capture.c
-    LIBS sib_link sib_iba)
+    LIBS sib_link sib_iba Threads::Threads)
 endif()
 # Capture of unmodified ibv_rc_pingpong and ib_write_bw, decoded by tshark.
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib AND TARGET test_capture)

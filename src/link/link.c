@@ -122,17 +122,22 @@ int sib_link_rx_garbage(struct sib_link *l, struct sib_link_rxq *q)
 void sib_link_wait(struct sib_link *l, uint32_t seq, int64_t timeout_ns)
 {
 	struct sib_link_rx *rx = &l->rx;
+	uint32_t n = __atomic_load_n(&rx->n, __ATOMIC_ACQUIRE);
 
-	for (uint32_t i = 0; i < rx->n; i++)
-		atomic_store_explicit(&rx->q[i]->r.hdr->sleeping, 1, memory_order_seq_cst);
+	/* Without the lock (pairs.c keeps what it removes mapped for us). */
+	for (uint32_t i = 0; i < n; i++)
+		atomic_store_explicit(&__atomic_load_n(&rx->q[i], __ATOMIC_ACQUIRE)->r.hdr->sleeping, 1,
+				      memory_order_seq_cst);
 	/* Store-load order against senders (publish, then read sleeping). */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (!sib_link_rx_ready(l) &&
 	    atomic_load_explicit(&rx->db.hdr->pairs_seq, memory_order_acquire) ==
 		    __atomic_load_n(&rx->pairs_seen, __ATOMIC_RELAXED))
 		sib_ring_nap(&rx->db, seq, timeout_ns);
-	for (uint32_t i = 0; i < rx->n; i++)
-		atomic_store_explicit(&rx->q[i]->r.hdr->sleeping, 0, memory_order_relaxed);
+	n = __atomic_load_n(&rx->n, __ATOMIC_ACQUIRE);
+	for (uint32_t i = 0; i < n; i++)
+		atomic_store_explicit(&__atomic_load_n(&rx->q[i], __ATOMIC_ACQUIRE)->r.hdr->sleeping, 0,
+				      memory_order_relaxed);
 }
 
 /* The fast path in link.h inlines these same steps for this table. */

@@ -360,9 +360,12 @@ static inline bool sib_link_rx_ready(const struct sib_link *l)
 {
 	uint32_t n = __atomic_load_n(&l->rx.n, __ATOMIC_ACQUIRE);
 
-	for (uint32_t i = 0; i < n; i++)
-		if (sib_pair_look(&l->rx.q[i]->r, __atomic_load_n(&l->rx.q[i]->head, __ATOMIC_RELAXED)) > 0)
+	for (uint32_t i = 0; i < n; i++) {
+		const struct sib_link_rxq *q = __atomic_load_n(&l->rx.q[i], __ATOMIC_ACQUIRE);
+
+		if (sib_pair_look(&q->r, __atomic_load_n(&q->head, __ATOMIC_RELAXED)) > 0)
 			return true;
+	}
 	return false;
 }
 

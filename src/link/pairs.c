@@ -57,9 +57,12 @@ static void rxq_remove(struct sib_link *l, uint32_t i)
 	struct sib_link_rx *rx = &l->rx;
 	struct sib_link_rxq *q = rx->q[i];
 
-	rx->q[i] = rx->q[rx->n - 1];
+	/* The engine thread may be looking at the list without the lock
+	 * (sib_link_rx_ready, sib_link_wait) with the old count: the slot
+	 * past the end keeps its pointer, and q stays mapped on the dead
+	 * list until the engine thread itself reaps it. */
+	__atomic_store_n(&rx->q[i], rx->q[rx->n - 1], __ATOMIC_RELEASE);
 	__atomic_store_n(&rx->n, rx->n - 1, __ATOMIC_RELEASE);
-	rx->q[rx->n] = NULL;
 	if (rx->last == q)
 		rx->last = NULL;
 	if (rx->cur >= rx->n)

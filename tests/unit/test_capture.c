@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <pcap/pcap.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -749,6 +750,64 @@ static void test_full_queue_waits_for_due_time(void **state)
 	free(mb);
 }
 
+/*
+ * The engine thread looks at a context's ring list without the lock
+ * (sib_link_rx_ready while it spins, sib_link_wait before it sleeps)
+ * while a slow-path verb (modify_qp to RTR takes waiting rings) replaces
+ * a ring under the lock.  The reader must never see a NULL or freed ring:
+ * what is replaced stays mapped on the dead list until the engine thread
+ * reaps it.  (Before, the slot past the end was cleared and the ring
+ * freed at once: a NULL dereference or a use after free, which ASan
+ * reports.)
+ */
+#define CHURN_RINGS 4
+static void *churn_base[CHURN_RINGS];
+static _Atomic bool churn_stop;
+
+static void *churn_reader(void *arg)
+{
+	struct sib_link *l = arg;
+	uint64_t looks = 0;
+
+	while (!atomic_load(&churn_stop)) {
+		(void)sib_link_rx_ready(l);
+		looks++;
+	}
+	return (void *)(uintptr_t)looks;
+}
+
+static void test_ring_list_churn(void **state)
+{
+	struct sib_shm_device db = fake_dev("softib1", 2);
+	void *mb = inbox();
+	struct sib_link b;
+	pthread_t t;
+	void *looks;
+
+	(void)state;
+	unsetenv("SOFTIB_CAPTURE");
+	unsetenv("SOFTIB_FAULTS");
+	assert_int_equal(sib_link_open(&b, mb, 1001, 1, &db, NULL), 0);
+	for (unsigned int i = 0; i < CHURN_RINGS; i++) {
+		if (!churn_base[i])
+			churn_base[i] = aligned_alloc(4096, SIB_PAIR_BYTES);
+		assert_non_null(churn_base[i]);
+		memset(churn_base[i], 0, SIB_PAIR_HDR_BYTES);
+		assert_true(sib_link_rx_attach(&b, churn_base[i], 40 + i, 0));
+	}
+	atomic_store(&churn_stop, false);
+	assert_int_equal(pthread_create(&t, NULL, churn_reader, &b), 0);
+	/* Replace the rings again and again (the same senders pairing anew). */
+	for (unsigned int k = 0; k < 200000; k++)
+		assert_true(sib_link_rx_attach(&b, churn_base[k % CHURN_RINGS], 40 + k % CHURN_RINGS, 0));
+	atomic_store(&churn_stop, true);
+	assert_int_equal(pthread_join(t, &looks), 0);
+	assert_true((uintptr_t)looks > 0);
+	assert_int_equal(b.rx.n, CHURN_RINGS);
+	sib_link_close(&b); /* reaps the dead list */
+	free(mb);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -761,6 +820,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test(test_fault_change_keeps_held_packets),
 		cmocka_unit_test(test_full_dest_blocks_only_its_own),
 		cmocka_unit_test(test_full_queue_waits_for_due_time),
+		cmocka_unit_test(test_ring_list_churn),
 	};
 
 	if (argc == 3 && !strcmp(argv[1], "--check")) {

@@ -24,6 +24,7 @@
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 #define SA_RESP_TIME		16	/* ClassPortInfo.RespTimeValue: OpenSM's 200 ms */
 #define SA_CAP_GETSET_NOTICE	(1u << 1)	/* ClassPortInfo.CapabilityMask (15.2.1.1) */
+#define SA_CAP_PI_CAPMASK_MATCH	(1u << 13)	/* PortInfoRecord CapabilityMask bitwise */
 #define SA_PKT_LIFE		18	/* PathRecord.PacketLifeTime: the subnet timeout */
 #define SA_SEL_EXACT		2	/* selectors (15.2.5.16): 0 >, 1 <, 2 =, 3 best */
 #define SA_MAX_FIELDS		128	/* flattened fields of one record layout */
@@ -38,6 +39,8 @@ struct sa_req {
 	uint16_t req_lid;		/* the requester's LID (LRH.SLID) */
 	uint8_t *out;			/* the answer: 56 + records */
 	size_t cap;
+	uint64_t skip;			/* ComponentMask bits the record's own code
+					 * matched already (not by equality) */
 	uint32_t count;			/* records in out */
 	bool overflow;			/* more than cap: NO_RESOURCES */
 };
@@ -121,7 +124,7 @@ static void add_record(struct sa_req *q, const uint8_t *rec)
 {
 	size_t at = MAD_SA_HDR_SIZE + (size_t)q->count * q->l->size;
 
-	if (!comp_match(q->l, q->sa.comp_mask, q->wire + MAD_SA_HDR_SIZE, rec))
+	if (!comp_match(q->l, q->sa.comp_mask & ~q->skip, q->wire + MAD_SA_HDR_SIZE, rec))
 		return;
 	if (at + q->l->size > q->cap) {
 		q->overflow = true;
@@ -175,7 +178,7 @@ static uint16_t class_port_info(struct sa_req *q)
 {
 	struct mad_class_port_info cpi = {
 		.base_version = MAD_BASE_VERSION, .class_version = MAD_SA_CLASS_VERSION,
-		.capability_mask = SA_CAP_GETSET_NOTICE, .resp_time_value = SA_RESP_TIME,
+		.capability_mask = SA_CAP_GETSET_NOTICE | SA_CAP_PI_CAPMASK_MATCH, .resp_time_value = SA_RESP_TIME,
 		.redirect_qp = 1, .redirect_qkey = GSI_QKEY, .trap_qkey = GSI_QKEY,
 	};
 
@@ -227,7 +230,13 @@ static void node_records(struct sa_req *q)
  * LID as EndportLID (15.2.5.3), its external ports only what they have. */
 static void port_info_records(struct sa_req *q)
 {
+	uint64_t capbit = sa_comp_mask(q->l, "CapabilityMask");
+	uint32_t want_cap = (uint32_t)be_get(q->wire + MAD_SA_HDR_SIZE + 4 + 20, 4);
 	uint8_t rec[128];
+
+	/* CapabilityMask matches bitwise: every bit asked is set (OpenSM's
+	 * IsPortInfoCapMaskMatchSupported, ClassPortInfo bit 13; saquery -s) */
+	q->skip = capbit;
 
 	for (unsigned int i = 0; i < q->sn->fab.n_nodes; i++) {
 		const struct sib_fab_node *n = q->sn->fab.nodes[i];
@@ -248,6 +257,9 @@ static void port_info_records(struct sa_req *q)
 			r.port_info = *pinfo(n, (uint8_t)pn);
 			r.port_info.m_key = 0; /* the SA shows no M_Key (15.2.5.3) */
 			r.port_info.local_port_num = (uint8_t)pn;
+			if ((q->sa.comp_mask & capbit) &&
+			    (r.port_info.capability_mask & want_cap) != want_cap)
+				continue;
 			sa_port_info_record_encode(&r, rec);
 			add_record(q, rec);
 		}
@@ -387,7 +399,6 @@ static void path_records(struct sa_req *q)
 			sa_comp_mask(q->l, "SL") | sa_comp_mask(q->l, "ServiceID") |
 			sa_comp_mask(q->l, "MTUSelector") | sa_comp_mask(q->l, "RateSelector") |
 			sa_comp_mask(q->l, "PacketLifeTimeSelector");
-	uint64_t saved = q->sa.comp_mask;
 	uint8_t rec[64];
 
 	for (unsigned int i = 0; i < f->n_nodes; i++)
@@ -401,9 +412,8 @@ static void path_records(struct sa_req *q)
 							 (uint8_t)dp, rec))
 						continue;
 					/* the rest of the mask: equality on what is left */
-					q->sa.comp_mask = saved & ~ends;
+					q->skip = ends;
 					add_record(q, rec);
-					q->sa.comp_mask = saved;
 				}
 		}
 }

@@ -209,6 +209,8 @@ static void test_class_port_info(void **state)
 	assert_int_equal(cpi.base_version, 1);
 	assert_int_equal(cpi.class_version, 2);
 	assert_int_equal(cpi.redirect_qkey, 0x80010000u);
+	assert_int_equal(cpi.capability_mask, (1u << 1) | (1u << 13));
+	assert_int_equal(cpi.resp_time_value, 16);
 	assert_int_equal(sib_subnet_mad_counters(f->sn)->sa, 1);
 }
 
@@ -306,6 +308,22 @@ static void test_port_info_records(void **state)
 	want.port_num = 3;
 	sa_port_info_record_encode(&want, rec);
 	ask(f, MAD_METHOD_GETTABLE, SA_ATTR_PORT_INFO_RECORD, sa_comp_mask(l, "PortNum"), rec,
+	    sizeof(rec));
+	assert_int_equal(nrec(f), 1);
+	/* saquery -s: CapabilityMask matched bitwise, IsSM: the SM's port only */
+	memset(&want, 0, sizeof(want));
+	want.port_info.capability_mask = MAD_PORT_CAP_IS_SM;
+	sa_port_info_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GETTABLE, SA_ATTR_PORT_INFO_RECORD, sa_comp_mask(l, "CapabilityMask"),
+	    rec, sizeof(rec));
+	assert_int_equal(nrec(f), 1);
+	sa_port_info_record_decode(&pr, f->msg + MAD_SA_HDR_SIZE);
+	assert_int_equal(pr.endport_lid, SIB_SM_LID);
+	/* and LID of the embedded PortInfo (bit 5) */
+	memset(&want, 0, sizeof(want));
+	want.port_info.lid = f->ca_lid;
+	sa_port_info_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GETTABLE, SA_ATTR_PORT_INFO_RECORD, sa_comp_mask(l, "LID"), rec,
 	    sizeof(rec));
 	assert_int_equal(nrec(f), 1);
 }

@@ -2,7 +2,8 @@
 /*
  * The SA of the built-in SM (IBA 1.4 vol 1, 15 Subnet Administration; class
  * 0x03 on QP1 of the SM's port, default mode only): ClassPortInfo,
- * NodeRecord, PortInfoRecord and PathRecord by SubnAdmGet (one record,
+ * NodeRecord, PortInfoRecord, PathRecord, LinkRecord, SwitchInfoRecord and
+ * GUIDInfoRecord by SubnAdmGet (one record,
  * GetResp) and SubnAdmGetTable (every match, GetTableResp, RMPP Active),
  * with ComponentMask matching over the record layouts of iba/sa.c.  It
  * answers from the subnet state the SM programmed (what an SM keeps in its
@@ -266,6 +267,80 @@ static void port_info_records(struct sa_req *q)
 	}
 }
 
+/* ---- LinkRecord (15.2.5.7), SwitchInfoRecord (15.2.5.4), GUIDInfoRecord
+ * (15.2.5.18) ---------------------------------------------------------------- */
+
+/* The LID a port of n answers for: a switch's port 0's, a CA port's own. */
+static uint16_t node_port_lid(const struct sib_fab_node *n, uint8_t pn)
+{
+	return pinfo(n, is_switch(n) ? 0 : pn)->lid;
+}
+
+/* One per linked port in each direction whose both ends have a LID. */
+static void link_records(struct sa_req *q)
+{
+	uint8_t rec[8];
+
+	for (unsigned int i = 0; i < q->sn->fab.n_nodes; i++) {
+		const struct sib_fab_node *n = q->sn->fab.nodes[i];
+
+		for (unsigned int pn = 1; n->mgmt && n->mgmt->port && pn <= n->num_ports; pn++) {
+			const struct sib_fab_port *peer = n->ports[pn].peer;
+			struct sa_link_record r;
+
+			if (!peer || !peer->node->mgmt || !peer->node->mgmt->port)
+				continue;
+			r = (struct sa_link_record){
+				.from_lid = node_port_lid(n, (uint8_t)pn), .from_port = (uint8_t)pn,
+				.to_port = peer->num, .to_lid = node_port_lid(peer->node, peer->num),
+			};
+			if (!r.from_lid || !r.to_lid)
+				continue;
+			sa_link_record_encode(&r, rec);
+			add_record(q, rec);
+		}
+	}
+}
+
+static void switch_info_records(struct sa_req *q)
+{
+	uint8_t rec[24];
+
+	for (unsigned int i = 0; i < q->sn->fab.n_nodes; i++) {
+		const struct sib_fab_node *n = q->sn->fab.nodes[i];
+		struct sa_switch_info_record r;
+
+		if (!is_switch(n) || !endport(n, 0) || !n->mgmt->sw)
+			continue;
+		r.lid = pinfo(n, 0)->lid;
+		r.switch_info = n->mgmt->sw->si;
+		sa_switch_info_record_encode(&r, rec);
+		add_record(q, rec);
+	}
+}
+
+/* One block (GUIDCap 1) per end port: its port GUID at index 0. */
+static void guid_info_records(struct sa_req *q)
+{
+	uint8_t rec[72];
+
+	for (unsigned int i = 0; i < q->sn->fab.n_nodes; i++) {
+		const struct sib_fab_node *n = q->sn->fab.nodes[i];
+
+		for (unsigned int pn = 0; pn <= n->num_ports; pn++) {
+			struct sa_guid_info_record r;
+
+			if (!endport(n, (uint8_t)pn))
+				continue;
+			memset(&r, 0, sizeof(r));
+			r.lid = pinfo(n, (uint8_t)pn)->lid;
+			r.guid_info.guid[0] = port_guid(n, (uint8_t)pn);
+			sa_guid_info_record_encode(&r, rec);
+			add_record(q, rec);
+		}
+	}
+}
+
 /* ---- PathRecord (15.2.5.16) -------------------------------------------------- */
 
 /* PathRecord.Rate (15.2.5.16 table 205) of a link's width and speed. */
@@ -291,22 +366,42 @@ static uint8_t link_rate(const struct mad_port_info *pi)
 	return 2;
 }
 
-/* The MTU and rate of the path's ends: the smaller of each (a switch's port
- * 0 takes its peer's side, the link the path leaves by). */
-static void path_link(const struct sib_fab_node *n, uint8_t pn, uint8_t *mtu, uint8_t *rate)
+/* A link leaving by a port with PortInfo pi: the path's MTU and rate go
+ * down to it (0: nothing yet). */
+static void link_min(const struct mad_port_info *pi, uint8_t *mtu, uint8_t *rate)
 {
-	const struct mad_port_info *pi = pinfo(n, pn);
-	uint8_t r;
+	uint8_t r = link_rate(pi);
 
-	if (is_switch(n)) {
-		*mtu = *mtu ? *mtu : MAD_MTU_4096;
-		return;
-	}
-	r = link_rate(pi);
-	if (!*mtu || pi->neighbor_mtu < *mtu)
+	if (pi->neighbor_mtu && (!*mtu || pi->neighbor_mtu < *mtu))
 		*mtu = pi->neighbor_mtu;
 	if (!*rate || r < *rate)
 		*rate = r;
+}
+
+/* The MTU and rate of a route of hops links from (n, port) to dlid: the
+ * smallest of every link it crosses (each switch's LFT picks the next);
+ * a route of 0 links (a port to itself) takes its own link's. */
+static void path_links(const struct sib_fab_node *n, uint8_t port, uint16_t dlid, uint16_t hops,
+		       uint8_t *mtu, uint8_t *rate)
+{
+	*mtu = *rate = 0;
+	if (!hops && (!is_switch(n) || n->ports[0].peer))
+		link_min(pinfo(n, port), mtu, rate);
+	for (uint16_t h = 0; h < hops; h++) {
+		const struct sib_switch_mgmt *sw = n->mgmt ? n->mgmt->sw : NULL;
+		const struct sib_fab_port *peer;
+
+		if (is_switch(n))
+			port = sw && sw->lft && dlid < SIB_SUBN_LFT_CAP ? sw->lft[dlid] : 0;
+		if (port == 0 || port > n->num_ports || !(peer = n->ports[port].peer))
+			break;
+		link_min(pinfo(n, port), mtu, rate);
+		n = peer->node;
+	}
+	if (!*mtu)
+		*mtu = MAD_MTU_4096; /* a switch to itself: no link, no limit */
+	if (!*rate)
+		*rate = 7;
 }
 
 /* A selector (2 bits) and value of the request against what the path has. */
@@ -344,10 +439,7 @@ static bool path_record(struct sa_req *q, const struct sib_fab_node *s, uint8_t 
 	r.reversible = 1;
 	r.pkey = (cm & sa_comp_mask(q->l, "P_Key")) ? w->pkey : 0xFFFF;
 	r.mtu_selector = r.rate_selector = r.packet_life_time_selector = SA_SEL_EXACT;
-	path_link(s, sp, &r.mtu, &r.rate);
-	path_link(d, dp, &r.mtu, &r.rate);
-	if (!r.rate)
-		r.rate = 3;
+	path_links(s, sp, r.dlid, rt.hops, &r.mtu, &r.rate);
 	r.packet_life_time = SA_PKT_LIFE;
 	if (((cm & sa_comp_mask(q->l, "MTU")) &&
 	     !sel_ok((cm & sa_comp_mask(q->l, "MTUSelector")) ? w->mtu_selector : 2, w->mtu, r.mtu)) ||
@@ -429,6 +521,9 @@ static const struct {
 	{ SA_ATTR_NODE_RECORD, node_records },
 	{ SA_ATTR_PORT_INFO_RECORD, port_info_records },
 	{ SA_ATTR_PATH_RECORD, path_records },
+	{ SA_ATTR_LINK_RECORD, link_records },
+	{ SA_ATTR_SWITCH_INFO_RECORD, switch_info_records },
+	{ SA_ATTR_GUID_INFO_RECORD, guid_info_records },
 };
 
 /* A record attribute: Get wants exactly one match, GetTable every one. */

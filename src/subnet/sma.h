@@ -130,8 +130,9 @@ bool sib_sa_at(const struct sib_subnet *sn, const struct sib_fab_node *n, uint8_
 
 /*
  * The SA (IBA 15) answering the 256-byte SubnAdm request req, from
- * req_lid.  Serves ClassPortInfo (Get), NodeRecord, PortInfoRecord and
- * PathRecord (Get and GetTable, ComponentMask matching).  Returns 1 with
+ * req_lid.  Serves ClassPortInfo (Get), NodeRecord, PortInfoRecord,
+ * PathRecord, LinkRecord, SwitchInfoRecord and GUIDInfoRecord (Get and
+ * GetTable, ComponentMask matching).  Returns 1 with
  * out[0..*len) the whole answer: for Get/Set one 256-byte MAD (GetResp),
  * for GetTable a message of 56 header bytes and the records, RMPP Active,
  * that the caller cuts into segments (sa_rmpp_build_seg, IBA 13.6);

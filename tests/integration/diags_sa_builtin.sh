@@ -6,8 +6,9 @@
 # PathRecords (every pair of LIDs, and one by --src-to-dst with its GIDs,
 # MTU, rate and Reversible as OpenSM prints them), ClassPortInfo, IsSM ports
 # (the SM's own port only).  The tables span several MADs, so the counts
-# show that RMPP delivered them whole.  Records the SA does not serve yet
-# (LinkRecord) answer "MAD Method/Attribute combination is not supported".
+# show that RMPP delivered them whole; LinkRecords (each link both ways),
+# SwitchInfoRecords, GUIDInfoRecords.  Records the SA does not serve yet
+# (MCMemberRecord) answer "MAD Method/Attribute combination is not supported".
 # Usage: diags_sa_builtin.sh [TOPOLOGY]
 . "$(dirname "$0")/mgmt_lib.sh"
 need_tool saquery infiniband-diags
@@ -81,10 +82,22 @@ run issm saquery -s
 [ "$(sed -n '/^IsSM ports/,/^IsSMdisabled/p' "$SIB_TMP/issm.out" | grep -c 'PortInfoRecord dump')" = 1 ] &&
 	grep -Eq 'EndPortLid\.+1$' "$SIB_TMP/issm.out" || fail "saquery -s: $(cat "$SIB_TMP/issm.out")"
 
+# LinkRecord: each link of the file once per direction.
+links=$(topo_norm "$(topo_file)" | grep -c '^link')
+run lr saquery LR
+[ "$(count lr 'LinkRecord dump')" = $((2 * links)) ] ||
+	fail "saquery LR: $(count lr 'LinkRecord dump') records for $links links: $(cat "$SIB_TMP/lr.out")"
+
+# SwitchInfoRecord: one per switch; GUIDInfoRecord: one per end port.
+run swi saquery SWIR
+[ "$(count swi 'SwitchInfoRecord dump')" = "$nsw" ] || fail "saquery SWIR: $(cat "$SIB_TMP/swi.out")"
+run gir saquery GIR
+[ "$(count gir 'GUIDInfo Record dump')" = "$nlid" ] || fail "saquery GIR: $(cat "$SIB_TMP/gir.out")"
+
 # Not served yet: a clear status, not a hang.
-if client timeout 20 saquery LR >"$SIB_TMP/lr.out" 2>&1; then
-	fail "saquery LR succeeded: the SA serves LinkRecords now, extend this test: $(cat "$SIB_TMP/lr.out")"
+if client timeout 20 saquery MCMR >"$SIB_TMP/mcmr.out" 2>&1; then
+	fail "saquery MCMR succeeded: the SA serves MCMemberRecords now, extend this test: $(cat "$SIB_TMP/mcmr.out")"
 fi
-want lr 'MAD Method/Attribute combination is not supported'
+want mcmr 'MAD Method/Attribute combination is not supported'
 "$SIB_BIN/softib" status | grep -q . || fail "softibd died"
 echo PASS

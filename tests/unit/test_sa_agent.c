@@ -393,6 +393,70 @@ static void test_path_records(void **state)
 	    sa_comp_mask(l, "DLID") | sa_comp_mask(l, "MTU") | sa_comp_mask(l, "MTUSelector"), rec,
 	    sizeof(rec));
 	assert_int_equal(nrec(f), 5);
+
+	/* the link in the middle counts: the switch's port towards the CA at
+	 * 2048 and 1x (QDR: 10 Gb/s) makes the path from the SM's switch to the
+	 * CA 2048 / rate 3, the other way stays 4096 / 40 Gb/s */
+	struct sib_fab_port *peer = f->ca->ports[1].peer;
+	struct mad_port_info *spi = &peer->node->mgmt->port[peer->num].pi;
+
+	spi->neighbor_mtu = MAD_MTU_2048;
+	spi->link_width_active = 1;
+	memset(&want, 0, sizeof(want));
+	want.slid = SIB_SM_LID;
+	want.dlid = f->ca_lid;
+	sa_path_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GET, SA_ATTR_PATH_RECORD, sa_comp_mask(l, "SLID") | sa_comp_mask(l, "DLID"),
+	    rec, sizeof(rec));
+	assert_int_equal(status_of(f), 0);
+	sa_path_record_decode(&pr, f->msg + MAD_SA_HDR_SIZE);
+	assert_int_equal(pr.mtu, MAD_MTU_2048);
+	assert_int_equal(pr.rate, 3);
+	want.slid = f->ca_lid;
+	want.dlid = SIB_SM_LID;
+	sa_path_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GET, SA_ATTR_PATH_RECORD, sa_comp_mask(l, "SLID") | sa_comp_mask(l, "DLID"),
+	    rec, sizeof(rec));
+	sa_path_record_decode(&pr, f->msg + MAD_SA_HDR_SIZE);
+	assert_int_equal(pr.mtu, MAD_MTU_4096);
+	assert_int_equal(pr.rate, 7);
+}
+
+static void test_link_switch_guid_records(void **state)
+{
+	struct fx *f = *state;
+	const struct sa_layout *gl = sa_layout_find(SA_ATTR_GUID_INFO_RECORD);
+	struct sa_link_record lr;
+	struct sa_switch_info_record sw;
+	struct sa_guid_info_record gr, want;
+	uint8_t rec[72];
+	unsigned int to_ca = 0;
+
+	/* four cabled CAs: eight LinkRecords, each link both ways */
+	ask(f, MAD_METHOD_GETTABLE, SA_ATTR_LINK_RECORD, 0, NULL, 0);
+	assert_int_equal(status_of(f), 0);
+	assert_int_equal(nrec(f), 8);
+	for (size_t i = 0; i < 8; i++) {
+		sa_link_record_decode(&lr, f->msg + MAD_SA_HDR_SIZE + i * 8);
+		to_ca += lr.to_lid == f->ca_lid && lr.to_port == 1;
+	}
+	assert_int_equal(to_ca, 1);
+	/* the switch's SwitchInfoRecord: LID 1, its LFT top */
+	ask(f, MAD_METHOD_GETTABLE, SA_ATTR_SWITCH_INFO_RECORD, 0, NULL, 0);
+	assert_int_equal(nrec(f), 1);
+	sa_switch_info_record_decode(&sw, f->msg + MAD_SA_HDR_SIZE);
+	assert_int_equal(sw.lid, SIB_SM_LID);
+	assert_true(sw.switch_info.linear_fdb_top >= 5);
+	/* GUIDInfoRecords: one per end port; by LID the CA port's GUID */
+	ask(f, MAD_METHOD_GETTABLE, SA_ATTR_GUID_INFO_RECORD, 0, NULL, 0);
+	assert_int_equal(nrec(f), 5);
+	memset(&want, 0, sizeof(want));
+	want.lid = f->ca_lid;
+	sa_guid_info_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GET, SA_ATTR_GUID_INFO_RECORD, sa_comp_mask(gl, "LID"), rec, sizeof(rec));
+	assert_int_equal(status_of(f), 0);
+	sa_guid_info_record_decode(&gr, f->msg + MAD_SA_HDR_SIZE);
+	assert_true(gr.guid_info.guid[0] == f->ca->ports[1].guid);
 }
 
 static void test_statuses(void **state)
@@ -454,6 +518,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_node_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_info_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_path_records, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_link_switch_guid_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statuses, setup, teardown),
 	};
 

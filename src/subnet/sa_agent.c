@@ -497,7 +497,7 @@ static void path_records(struct sa_req *q)
 		for (unsigned int sp = 0; sp <= f->nodes[i]->num_ports; sp++) {
 			if (!end_ok(q, f->nodes[i], (uint8_t)sp, true))
 				continue;
-			for (unsigned int j = 0; j < f->n_nodes; j++)
+			for (unsigned int j = 0; j < f->n_nodes && !q->overflow; j++)
 				for (unsigned int dp = 0; dp <= f->nodes[j]->num_ports; dp++) {
 					if (!end_ok(q, f->nodes[j], (uint8_t)dp, false) ||
 					    !path_record(q, f->nodes[i], (uint8_t)sp, f->nodes[j],

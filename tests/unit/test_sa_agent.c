@@ -506,9 +506,19 @@ static void test_statuses(void **state)
 		wire[1] = MAD_MGMT_CLASS_SUBN_ADM;
 		wire[3] &= 0x7F; /* a request */
 		memcpy(wire + 8, "\0\0\x14\0\0\0\0\x01", 8); /* TID: CHAN */
+		if (i % 2) { /* a served attribute, Get or GetTable, any mask and record */
+			static const uint16_t attrs[] = { 0x01, 0x11, 0x12, 0x14, 0x20, 0x30, 0x35 };
+
+			wire[2] = MAD_SA_CLASS_VERSION;
+			wire[3] = i % 4 == 1 ? MAD_METHOD_GET : MAD_METHOD_GETTABLE;
+			wire[16] = 0;
+			wire[17] = (uint8_t)attrs[(unsigned int)rand() % 7];
+			wire[26] &= (uint8_t)~MAD_RMPP_FLAG_ACTIVE;
+		}
 		ask_wire(f, wire);
 	}
 	assert_true(c->sa_dropped > dropped + 1);
+	assert_true(c->sa_answers > 0);
 }
 
 int main(void)

@@ -4,7 +4,8 @@
 # default mode, on the embedded fabric and on two_switch.topo: NodeRecords
 # (every end port once), PortInfoRecords (each CA LID; one per port),
 # PathRecords (every pair of LIDs, and one by --src-to-dst with its GIDs,
-# MTU, rate and Reversible as OpenSM prints them), ClassPortInfo, IsSM ports
+# MTU, rate and Reversible as OpenSM prints them), smpquery -G (a GUID
+# resolved by PathRecord), ClassPortInfo, IsSM ports
 # (the SM's own port only).  The tables span several MADs, so the counts
 # show that RMPP delivered them whole; LinkRecords (each link both ways),
 # SwitchInfoRecords, GUIDInfoRecords.  Records the SA does not serve yet
@@ -72,6 +73,10 @@ want pr03 'pkey\.+0xFFFF$'
 want pr03 'mtu\.+0x85$'			# exactly 4096
 want pr03 'rate\.+0x87$'		# exactly 40 Gb/s (4x QDR)
 want pr03 'pkt_life\.+0x92$'		# exactly 18
+
+# The diags' GUID lookups (-G: a PathRecord by DGID) resolve through the SA.
+run sg smpquery -G nodeinfo "$(port_guid "$last" 1)"
+want sg "^# Node info: Lid $lid3\$"
 
 # ClassPortInfo of the SA.
 run cpi saquery CPI

@@ -415,6 +415,44 @@ static bool sel_ok(uint8_t sel, uint8_t want, uint8_t have)
 	}
 }
 
+/* Does port (n, pn)'s P_KeyTable hold a key of partition pkey (low 15
+ * bits)?  *full: a full member (bit 15).  A switch's external ports and
+ * port 0 share port 0's table as far as an end port goes. */
+static bool has_pkey(const struct sib_fab_node *n, uint8_t pn, uint16_t pkey, bool *full)
+{
+	const uint16_t *t = n->mgmt->port[is_switch(n) ? 0 : pn].pkey;
+
+	for (unsigned int i = 0; i < SIB_SUBN_PKEYS; i++)
+		if ((t[i] & 0x7FFF) && (t[i] & 0x7FFF) == (pkey & 0x7FFF)) {
+			*full = t[i] & 0x8000;
+			return true;
+		}
+	return false;
+}
+
+/*
+ * The P_Key of a path (IBA 15.2.5.16, 10.9.3): a partition both ends are
+ * members of, at least one as a full member: the asked one as asked (want,
+ * with ask) or the first such entry of the source's table.  0: none.
+ */
+static uint16_t path_pkey(const struct sib_fab_node *s, uint8_t sp, const struct sib_fab_node *d,
+			  uint8_t dp, bool ask, uint16_t want)
+{
+	const uint16_t *t = s->mgmt->port[is_switch(s) ? 0 : sp].pkey;
+
+	for (unsigned int i = 0; i < SIB_SUBN_PKEYS; i++) {
+		uint16_t k = ask ? want : t[i];
+		bool fs, fd;
+
+		if ((k & 0x7FFF) && has_pkey(s, sp, k, &fs) && has_pkey(d, dp, k, &fd) &&
+		    (fs || fd))
+			return k;
+		if (ask)
+			break;
+	}
+	return 0;
+}
+
 /* The path from (s, sp) to (d, dp), if the fabric routes it. */
 static bool path_record(struct sa_req *q, const struct sib_fab_node *s, uint8_t sp,
 			const struct sib_fab_node *d, uint8_t dp, uint8_t *rec)
@@ -437,7 +475,11 @@ static bool path_record(struct sa_req *q, const struct sib_fab_node *s, uint8_t 
 	r.dlid = pinfo(d, dp)->lid;
 	r.slid = pinfo(s, sp)->lid;
 	r.reversible = 1;
-	r.pkey = (cm & sa_comp_mask(q->l, "P_Key")) ? w->pkey : 0xFFFF;
+	r.pkey = path_pkey(s, sp, d, dp, cm & sa_comp_mask(q->l, "P_Key"), w->pkey);
+	if (!r.pkey)
+		return false;
+	if (cm & sa_comp_mask(q->l, "SL"))
+		r.sl = w->sl; /* any SL: SL2VL maps none to VL15 here */
 	r.mtu_selector = r.rate_selector = r.packet_life_time_selector = SA_SEL_EXACT;
 	path_links(s, sp, r.dlid, rt.hops, &r.mtu, &r.rate);
 	r.packet_life_time = SA_PKT_LIFE;
@@ -449,9 +491,7 @@ static bool path_record(struct sa_req *q, const struct sib_fab_node *s, uint8_t 
 	    ((cm & sa_comp_mask(q->l, "PacketLifeTime")) &&
 	     !sel_ok((cm & sa_comp_mask(q->l, "PacketLifeTimeSelector")) ?
 		     w->packet_life_time_selector : 2, w->packet_life_time, r.packet_life_time)) ||
-	    ((cm & sa_comp_mask(q->l, "Reversible")) && w->reversible && !r.reversible) ||
-	    ((cm & sa_comp_mask(q->l, "P_Key")) && (w->pkey & 0x7FFF) != 0x7FFF) ||
-	    ((cm & sa_comp_mask(q->l, "SL")) && w->sl != 0))
+	    ((cm & sa_comp_mask(q->l, "Reversible")) && w->reversible && !r.reversible))
 		return false;
 	sa_path_record_encode(&r, rec);
 	return true;

@@ -422,6 +422,49 @@ static void test_path_records(void **state)
 	assert_int_equal(pr.rate, 7);
 }
 
+static void test_path_pkey_sl(void **state)
+{
+	struct fx *f = *state;
+	const struct sa_layout *l = sa_layout_find(SA_ATTR_PATH_RECORD);
+	uint64_t m = sa_comp_mask(l, "DLID") | sa_comp_mask(l, "SLID") | sa_comp_mask(l, "P_Key") |
+		     sa_comp_mask(l, "SL");
+	struct sib_fab_node *dn = NULL, *nd;
+	struct sa_path_record pr, want;
+	uint8_t rec[64];
+
+	/* P_Key: the default partition as asked (limited 0x7FFF too), another
+	 * one not at all; SL as asked */
+	memset(&want, 0, sizeof(want));
+	want.dlid = SIB_SM_LID;
+	want.slid = f->ca_lid;
+	want.pkey = 0x7FFF;
+	want.sl = 3;
+	sa_path_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GET, SA_ATTR_PATH_RECORD, m, rec, sizeof(rec));
+	assert_int_equal(status_of(f), 0);
+	sa_path_record_decode(&pr, f->msg + MAD_SA_HDR_SIZE);
+	assert_int_equal(pr.pkey, 0x7FFF);
+	assert_int_equal(pr.sl, 3);
+	want.pkey = 0x8001;
+	sa_path_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GET, SA_ATTR_PATH_RECORD, m, rec, sizeof(rec));
+	assert_int_equal(status_of(f), MAD_SA_STATUS_NO_RECORDS);
+	/* a partition both ends have (one limited): found; no one full: not */
+	for (unsigned int i = 0; (nd = sib_subnet_node(f->sn, i)); i++)
+		if (nd->type == SIB_NODE_CA && nd != f->ca)
+			dn = nd;
+	f->ca->mgmt->port[1].pkey[1] = 0x8001;
+	dn->mgmt->port[1].pkey[1] = 0x0001;
+	want.dlid = dn->mgmt->port[1].pi.lid;
+	want.sl = 0;
+	sa_path_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GET, SA_ATTR_PATH_RECORD, m, rec, sizeof(rec));
+	assert_int_equal(status_of(f), 0);
+	f->ca->mgmt->port[1].pkey[1] = 0x0001;
+	ask(f, MAD_METHOD_GET, SA_ATTR_PATH_RECORD, m, rec, sizeof(rec));
+	assert_int_equal(status_of(f), MAD_SA_STATUS_NO_RECORDS);
+}
+
 static void test_link_switch_guid_records(void **state)
 {
 	struct fx *f = *state;
@@ -528,6 +571,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_node_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_info_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_path_records, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_path_pkey_sl, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_switch_guid_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statuses, setup, teardown),
 	};

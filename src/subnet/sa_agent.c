@@ -638,9 +638,10 @@ int sib_sa_process(struct sib_subnet *sn, const uint8_t *req, uint16_t req_lid, 
 
 	if (cap < MAD_SIZE || mad_sa_decode(&q.sa, req) < 0 || q.sa.hdr.r ||
 	    (q.sa.rmpp.rmpp_flags & MAD_RMPP_FLAG_ACTIVE) ||
-	    q.sa.hdr.method == MAD_METHOD_REPORT_RESP) {
-		/* a response, a segment of a multi-MAD request (not taken yet)
-		 * or no SA MAD at all: no answer */
+	    q.sa.hdr.method == MAD_METHOD_SEND || q.sa.hdr.method == MAD_METHOD_TRAP) {
+		/* a response, a method that has none (Send, Trap: 13.4.7), a
+		 * segment of a multi-MAD request (not taken yet) or no SA MAD
+		 * at all: no answer */
 		sn->sma.sa_dropped++;
 		return 0;
 	}

@@ -139,7 +139,7 @@ bool sib_sa_at(const struct sib_subnet *sn, const struct sib_fab_node *n, uint8_
  * statuses as OpenSM's (0x0300 no records, 0x0400 too many for a Get,
  * 0x0100 more than cap, 0x000C attribute, 0x0008 method, 0x0004 class
  * version).  Returns 0 (no answer, counted in sa_dropped) for a response,
- * an RMPP-active request (multi-MAD requests are not taken yet) or a MAD
+ * a Send or Trap (no response exists), an RMPP-active request (multi-MAD requests are not taken yet) or a MAD
  * that is no SA MAD.  cap >= 256; MAD_SA_HDR_SIZE + SA_RMPP_MAX_DATA holds
  * any table.
  */

@@ -540,6 +540,9 @@ static void test_statuses(void **state)
 	mad_sa_encode(&s, wire);
 	assert_int_equal(ask_wire(f, wire), 0);
 	assert_int_equal(c->sa_dropped, dropped + 1);
+	/* a Send has no response: dropped too */
+	assert_int_equal(ask(f, MAD_METHOD_SEND, SA_ATTR_NODE_RECORD, 0, NULL, 0), 0);
+	assert_int_equal(c->sa_dropped, dropped + 2);
 	/* random bytes with the SA class: answered or dropped, never a crash */
 	srand(16);
 	for (int i = 0; i < 2000; i++) {
@@ -560,7 +563,7 @@ static void test_statuses(void **state)
 		}
 		ask_wire(f, wire);
 	}
-	assert_true(c->sa_dropped > dropped + 1);
+	assert_true(c->sa_dropped > dropped + 2);
 	assert_true(c->sa_answers > 0);
 }
 

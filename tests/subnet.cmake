@@ -34,3 +34,13 @@ if(TARGET sib_subnet)
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_subnet_api.c
     LIBS sib_subnet sib_mai sib_iba)
 endif()
+
+# The built-in SM's SA (src/subnet/sa_agent.c) through the MAD router without
+# softibd: ClassPortInfo, NodeRecord, PortInfoRecord and PathRecord by Get and
+# GetTable, ComponentMask filters, RMPP segments reassembled, statuses, and
+# malformed SA MADs dropped and counted.
+if(TARGET sib_subnet)
+  sib_unit_test(test_sa_agent
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sa_agent.c
+    LIBS sib_subnet sib_mai sib_iba)
+endif()

@@ -148,14 +148,17 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 		(unsigned long long)d->ctr.port_changes);
 	fprintf(f, "subnet sm=%s smps=%llu gmps=%llu dropped=%llu bad_version=%llu unsupported=%llu"
 		" invalid_field=%llu m_key_violations=%llu traps_sent=%llu traps_unsent=%llu"
-		" trap_represses=%llu train_failed=%llu sm_traps=%llu\n",
+		" trap_represses=%llu train_failed=%llu sm_traps=%llu sa_answers=%llu sa_errors=%llu"
+		" sa_dropped=%llu\n",
 		sib_subnet_sm_external(d->sn) ? "external" : "builtin",
 		(unsigned long long)sma->smps, (unsigned long long)sma->gmps,
 		(unsigned long long)sma->dropped, (unsigned long long)sma->bad_version,
 		(unsigned long long)sma->unsupported, (unsigned long long)sma->invalid_field,
 		(unsigned long long)sma->m_key_violations, (unsigned long long)sma->traps_sent,
 		(unsigned long long)sma->traps_unsent, (unsigned long long)sma->trap_represses,
-		(unsigned long long)sma->train_failed, (unsigned long long)sma->sm_traps);
+		(unsigned long long)sma->train_failed, (unsigned long long)sma->sm_traps,
+		(unsigned long long)sma->sa_answers, (unsigned long long)sma->sa_errors,
+		(unsigned long long)sma->sa_dropped);
 	sibd_budget_status(d, f);
 	if (fclose(f) != 0) {
 		free(*text);

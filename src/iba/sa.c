@@ -43,8 +43,9 @@ static const struct mad_field port_info_record_fields[] = {
 static const struct sa_embed port_info_record_embeds[] = {
 	EMB(T, "PortInfo", 4, port_info),
 };
-static const char *const port_info_record_comp[] = {
-	"EndportLID", "PortNum", "Options",
+static const char *const port_info_record_comp[] = {	/* then PortInfo's */
+	"EndportLID", "PortNum", "Options", "M_Key", "GidPrefix", "LID",
+	"MasterSMLID", "CapabilityMask",
 };
 #undef T
 

@@ -95,7 +95,7 @@ struct sa_embed {
  * One SA record: its own fields, the attribute layouts it embeds, and the
  * ComponentMask field names by bit (bit n = comp[n]; "reserved" entries
  * count, IBA 15.2.5 / ib_types.h IB_*_COMPMASK_*). ncomp may cover only the
- * leading bits known here (PortInfoRecord: 0-2).
+ * leading bits known here (PortInfoRecord: 0-7, up to CapabilityMask).
  */
 struct sa_layout {
 	const char *name;

@@ -8,12 +8,14 @@
  */
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "subnet/mad_router.h"
 #include "subnet/subnet_int.h"
 #include "subnet/subnet.h"
 #include "iba/mad.h"
+#include "iba/sa.h"
 
 #include "subnet/sma.h"
 
@@ -205,6 +207,37 @@ static void run_agent(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t por
 	send_reply(sn, n, port, req, out);
 }
 
+/*
+ * A SubnAdm request at the built-in SM's port: the SA answers (sa_agent.c)
+ * and its answer goes back as one MAD, or, RMPP Active (a GetTableResp),
+ * as DATA segments (IBA 13.6), all at once: the receiving library opens
+ * the whole window (docs/umad.md "RMPP").
+ */
+static void run_sa(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *req)
+{
+	size_t cap = MAD_SA_HDR_SIZE + SA_RMPP_MAX_DATA, len = 0;
+	uint8_t in[MAD_SIZE], seg[MAD_SIZE];
+	uint8_t *out = malloc(cap);
+
+	if (!out || mai_towire(req, in, sizeof(in)) != MAD_SIZE ||
+	    sib_sa_process(sn, in, req->lrh.slid, out, cap, &len) != 1) {
+		drop(sn, n, port, req->qp, SIB_MAD_DROP_AGENT);
+		free(out);
+		return;
+	}
+	sib_subnet_mad_ctr(sn)->sa++;
+	if (!(out[26] & MAD_RMPP_FLAG_ACTIVE)) {
+		send_reply(sn, n, port, req, out);
+	} else {
+		uint32_t nsegs = sa_rmpp_nsegs(len - MAD_SA_HDR_SIZE);
+
+		for (uint32_t s = 1; s <= nsegs; s++)
+			if (sa_rmpp_build_seg(out, len, s, seg) == 0)
+				send_reply(sn, n, port, req, seg);
+	}
+	free(out);
+}
+
 /* A request nobody's filter took (IBA 13.4.7; Linux ib_mad's
  * generate_unmatched_resp): an SMP goes to the SMA and a PerfMgt GMP to
  * the PMA, which answer "unsupported" themselves; any other Get or Set
@@ -270,6 +303,10 @@ static void deliver(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 		if (ret)
 			drop(sn, n, port, m->qp,
 			     ret == -ESRCH ? SIB_MAD_DROP_NO_REQUEST : SIB_MAD_DROP_NO_AGENT);
+		return;
+	}
+	if (m->qp == 1 && m->mgmt_class == MAD_MGMT_CLASS_SUBN_ADM && sib_sa_at(sn, n, port)) {
+		run_sa(sn, n, port, m);
 		return;
 	}
 	agents = sib_mad_agents(m->qp, &nagents);

@@ -63,6 +63,7 @@ struct sib_mad_counters {
 	uint64_t resent;		/* mai_send_req retries */
 	uint64_t delivered;		/* messages queued to channels */
 	uint64_t sma, pma;		/* requests handled by the internal agents */
+	uint64_t sa;			/* requests handled by the built-in SM's SA */
 	uint64_t unsupported;		/* 0x000C answers to unmatched Get/Set */
 	uint64_t oob;			/* OOB messages wrapped back */
 	uint64_t timeouts;		/* TIMEOUT messages queued */

@@ -30,6 +30,9 @@ struct sib_sma_counters {
 	uint64_t trap_represses;        /* TrapRepress consumed */
 	uint64_t train_failed;          /* links left Polling: no common width/speed */
 	uint64_t sm_traps;              /* traps the built-in SM repressed (default mode) */
+	uint64_t sa_answers;            /* SA requests answered with status 0 (sa_agent.c) */
+	uint64_t sa_errors;             /* SA requests answered with a non-zero status */
+	uint64_t sa_dropped;            /* SA MADs not answered: responses, RMPP segments, bad */
 };
 
 /*
@@ -118,6 +121,30 @@ int sib_sm_sweep(struct sib_subnet *sn);
  * response m arriving at (n, port); kept if it answers the SMP in flight. */
 void sib_sm_receive(struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t port,
 		    const mai_mad_t *m);
+
+/* ---- the built-in SM's SA (sa_agent.c; docs/subnet.md "The SA") ---- */
+
+/* Is (n, port) where the SA lives: the built-in SM's port, default mode
+ * only (with --sm external the external SM's own SA answers). */
+bool sib_sa_at(const struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t port);
+
+/*
+ * The SA (IBA 15) answering the 256-byte SubnAdm request req, from
+ * req_lid.  Serves ClassPortInfo (Get), NodeRecord, PortInfoRecord,
+ * PathRecord, LinkRecord, SwitchInfoRecord and GUIDInfoRecord (Get and
+ * GetTable, ComponentMask matching).  Returns 1 with
+ * out[0..*len) the whole answer: for Get/Set one 256-byte MAD (GetResp),
+ * for GetTable a message of 56 header bytes and the records, RMPP Active,
+ * that the caller cuts into segments (sa_rmpp_build_seg, IBA 13.6);
+ * statuses as OpenSM's (0x0300 no records, 0x0400 too many for a Get,
+ * 0x0100 more than cap, 0x000C attribute, 0x0008 method, 0x0004 class
+ * version).  Returns 0 (no answer, counted in sa_dropped) for a response,
+ * a Send or Trap (no response exists), an RMPP-active request (multi-MAD requests are not taken yet) or a MAD
+ * that is no SA MAD.  cap >= 256; MAD_SA_HDR_SIZE + SA_RMPP_MAX_DATA holds
+ * any table.
+ */
+int sib_sa_process(struct sib_subnet *sn, const uint8_t *req, uint16_t req_lid, uint8_t *out,
+		   size_t cap, size_t *len);
 
 /* Get / Set PortInfo of port pn of n as a local management tool does: a
  * DR SMP of hop count 0 from that port itself, through the MAD router to

@@ -128,7 +128,6 @@ struct sib_link_tx {
 	uint8_t *data;                 /* the packet goes here, LRH first */
 	void *dest;                    /* the link's destination (shm: struct sib_pair_tx *) */
 	struct sib_ring_slot *slot;    /* shm: the slot; NULL when staged by a wrapper */
-	uint64_t ticket;
 	uint8_t port;                  /* local port the packet leaves from (1-based) */
 };
 

@@ -756,16 +756,27 @@ struct ibv_srq *loop_xsrq_new(unsigned int s, struct ibv_xrcd *xd, uint32_t max_
  * Wait until what side s just posted has been sent.  ibv_post_send runs
  * the engine inline only when it gets the progress lock; when the
  * engine thread holds it (a timer, a look at idle QPs), that thread
- * sends the WQEs a moment later, in the same locked pass.  Taking the
- * lock once waits for that pass, so that a test may change the source
- * buffer or count packets on the wire right after posting.
+ * sends the WQEs a moment later, after it sees the kick (`armed`).
+ * Taking the lock once is not enough: the holder may have let go between
+ * its last look at `armed` and its next trylock, and the lock is then ours
+ * first.  So: while a kick is still unseen under the lock, run the engine
+ * ourselves, so that a test may change the source buffer or count packets
+ * on the wire right after posting.
  */
 static void engine_quiet(unsigned int s)
 {
 	struct sib_context *ctx = to_sctx(sides[s].ctx);
 
-	pthread_mutex_lock(&ctx->progress_lock);
-	pthread_mutex_unlock(&ctx->progress_lock);
+	for (;;) {
+		int unseen;
+
+		pthread_mutex_lock(&ctx->progress_lock);
+		unseen = atomic_load(&ctx->eng.armed);
+		pthread_mutex_unlock(&ctx->progress_lock);
+		if (!unseen)
+			return;
+		sib_progress(ctx);
+	}
 }
 
 void post_send_sge(unsigned int s, enum ibv_wr_opcode op, uint64_t addr, uint32_t len,

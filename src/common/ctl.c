@@ -63,6 +63,8 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_CAPABLE] = sizeof(struct sib_ctl_capable),
 	[SIB_CTL_DX_PUT] = sizeof(struct sib_ctl_dx),
 	[SIB_CTL_DX_GET] = sizeof(struct sib_ctl_dx),
+	[SIB_CTL_CM] = sizeof(struct sib_ctl_cm),
+	[SIB_CTL_CM_EVENT] = sizeof(struct sib_ctl_cm_event),
 };
 
 /* What connect() says when no daemon serves the path. */

@@ -15,7 +15,9 @@
 
 #include <stdint.h>
 
-#define SIB_ABI_VERSION 9u /* 2: sealed read-only map, no counters in it; 3: device
+#include "common/sib_ctl_cm.h"
+
+#define SIB_ABI_VERSION 10u /* 2: sealed read-only map, no counters in it; 3: device
                                * generations, pushed events, registry commands;
                                * 4: link area in the fabric map, LINK_* ops;
                                * 5: multicast groups in the map, MCAST op;
@@ -24,7 +26,8 @@
                                *    (obj.xrcd_handle), qp_xrcd[] in the map;
                                * 8: the managed fabric (MAI_*, MGMT_QUERY, ROUTE);
                                * 9: pair rings (PAIR_OPEN, PAIR_ACCEPT), a
-                               *    one-page inbox, GET_INBOX for pairs only */
+                               *    one-page inbox, GET_INBOX for pairs only;
+                               * 10: rdma_cm (CM, CM_EVENT: sib_ctl_cm.h) */
 #define SIB_CTL_MAGIC   0x53494243u /* "SIBC" */
 
 /* Default socket path when SOFTIB_SOCKET is unset: $XDG_RUNTIME_DIR/softib.sock,
@@ -58,6 +61,8 @@ enum sib_ctl_op {
 	SIB_CTL_PAIR_ACCEPT,   /* the next pair ring into our context: -> memfd + its sender */
 	SIB_CTL_DX_PUT,        /* direct placement: give softibd a memfd to broker (daemon/dx.c) */
 	SIB_CTL_DX_GET,        /* direct placement: a peer's memfd, for a QP that talks to it */
+	SIB_CTL_CM,            /* an rdma_cm command (sib_ctl_cm.h, daemon/ucma.c) */
+	SIB_CTL_CM_EVENT,      /* daemon -> an rdma_cm event channel, unsolicited */
 	SIB_CTL_OP_MAX,
 };
 
@@ -430,6 +435,8 @@ struct sib_ctl_msg {
 		struct sib_ctl_route route;
 		struct sib_ctl_capable capable;
 		struct sib_ctl_dx dx;
+		struct sib_ctl_cm cm;
+		struct sib_ctl_cm_event cm_event;
 		uint32_t handle;
 	} u;
 };

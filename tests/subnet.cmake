@@ -43,4 +43,6 @@ if(TARGET sib_subnet)
   sib_unit_test(test_sa_agent
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sa_agent.c
     LIBS sib_subnet sib_mai sib_iba)
+  target_compile_definitions(test_sa_agent PRIVATE
+    SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")
 endif()

@@ -231,7 +231,7 @@ const struct sib_cm_counters *sib_cm_counters(const struct sib_subnet *sn)
 {
 	static const struct sib_cm_counters zero;
 
-	return sn->cm ? &sn->cm->ctr : &zero;
+	return sn && sn->cm ? &sn->cm->ctr : &zero;
 }
 
 /* ---- comm IDs and ids ------------------------------------------------------- */
@@ -1439,7 +1439,7 @@ static bool tx_dropped(struct sib_cm *cm, const mai_mad_t *m)
 
 void sib_cm_dispatch(struct sib_subnet *sn)
 {
-	struct sib_cm *cm = sn->cm;
+	struct sib_cm *cm = sn ? sn->cm : NULL;
 
 	if (!cm || cm->in_dispatch)
 		return;
@@ -1491,7 +1491,7 @@ static uint64_t start_timers(struct sib_cm *cm, uint64_t now)
 
 uint64_t sib_cm_tick(struct sib_subnet *sn, uint64_t now_ns)
 {
-	struct sib_cm *cm = sn->cm;
+	struct sib_cm *cm = sn ? sn->cm : NULL;
 	struct sib_cm_id *id, *nx;
 
 	if (!cm)

@@ -79,6 +79,7 @@ struct sib_cm_id {
 	uint8_t port;
 	uint8_t state;			/* enum cm_state */
 	bool zombie;			/* destroyed: no events, freed after TimeWait */
+	bool passive;			/* made by a REQ (or SIDR_REQ) */
 	bool timer_pending;		/* armed since the last tick: starts at the next */
 	uint8_t retries_left;
 	uint8_t max_retries;
@@ -940,9 +941,11 @@ static const struct cm_tr table[CM_STATE_MAX][IN_MAX] = {
 	T(REQ_RCVD, TX_REJ, a_send_rej, IDLE),
 	T(REQ_RCVD, TX_MRA, a_send_mra, MRA_REQ_SENT),
 	T(REQ_RCVD, RX_REQ, r_dup_req, MRA_REQ_SENT),
+	T(REQ_RCVD, RX_REJ, r_rej, IDLE),
 	T(MRA_REQ_SENT, TX_REP, a_send_rep, REP_SENT),
 	T(MRA_REQ_SENT, TX_REJ, a_send_rej, IDLE),
 	T(MRA_REQ_SENT, RX_REQ, r_dup_req, STAY),
+	T(MRA_REQ_SENT, RX_REJ, r_rej, IDLE),
 	T(REP_SENT, RX_RTU, r_rtu, ESTABLISHED),
 	T(REP_SENT, RX_REJ, r_rej, TIMEWAIT),
 	T(REP_SENT, RX_MRA, r_mra, MRA_REP_RCVD),
@@ -1121,6 +1124,15 @@ int sib_cm_establish(struct sib_cm_id *id)
 	return step(id, IN_ESTABLISH, &(struct cm_arg){ 0 });
 }
 
+/* A passive id a listener made whose REQ/SIDR_REQ_RECEIVED is still queued. */
+static struct sib_cm_id *pending_child(struct sib_cm *cm, const struct sib_cm_id *l)
+{
+	for (struct cm_ev *e = cm->evh; e; e = e->next)
+		if (e->ev.listen_id == l && e->ev.id != l)
+			return e->ev.id;
+	return NULL;
+}
+
 /* What destroying an id in each state sends (linux cm.c cm_destroy_id, as
  * facts), and whether the id then waits in TimeWait. */
 void sib_cm_id_destroy(struct sib_cm_id *id)
@@ -1129,8 +1141,14 @@ void sib_cm_id_destroy(struct sib_cm_id *id)
 	struct cm_arg none = { 0 };
 	struct sib_cm_sidr_rep_param sr = { .status = CM_SIDR_REJECT };
 
+	struct sib_cm_id *child;
+	uint8_t guid[8];
+
 	if (!id)
 		return;
+	/* a REQ its user never saw is rejected with the listener */
+	while (id->state == CM_LISTEN && (child = pending_child(id->sn->cm, id)))
+		sib_cm_id_destroy(child);
 	if (id->nevents)
 		purge_events(id->sn->cm, id);
 	id->zombie = true;
@@ -1141,7 +1159,12 @@ void sib_cm_id_destroy(struct sib_cm_id *id)
 	}
 	switch (id->state) {
 	case CM_REQ_SENT: case CM_MRA_REQ_RCVD:
+		/* REJ Timeout with this CA's GUID as ARI (IBA 12.6.7.2) */
+		for (int i = 0; i < 8; i++)
+			guid[i] = (uint8_t)(id->node->node_guid >> (56 - 8 * i));
 		rej.reason = CM_REJ_TIMEOUT;
+		rej.ari = guid;
+		rej.ari_len = 8;
 		step(id, IN_TX_REJ, &rej);
 		break;
 	case CM_REQ_RCVD: case CM_MRA_REQ_SENT: case CM_REP_RCVD: case CM_MRA_REP_SENT:
@@ -1239,13 +1262,16 @@ static struct sib_cm_id *find_remote(struct sib_cm *cm, uint64_t guid, uint32_t 
 				     bool *stale)
 {
 	for (struct sib_cm_id *id = cm->live; id; id = id->next) {
-		if (id->remote_ca_guid != guid || id->state == CM_LISTEN || id->state == CM_IDLE)
+		if (!id->passive || id->remote_ca_guid != guid || id->state == CM_IDLE ||
+		    id->state == CM_SIDR_REQ_RCVD)
 			continue;
 		if (id->remote_id == rid) {
 			*stale = false;
 			return id;
 		}
-		if (id->remote_qpn == qpn && (id->state == CM_ESTABLISHED || id->state == CM_TIMEWAIT)) {
+		/* a QP connected still: the passive side of a connection the
+		 * active side forgot (TimeWait's QPNs may be reused at once) */
+		if (id->remote_qpn == qpn && id->state == CM_ESTABLISHED) {
 			*stale = true;
 			return id;
 		}
@@ -1295,6 +1321,7 @@ static void rx_req(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port, uint
 	}
 	id->handler = l->handler;
 	id->ctx = l->ctx;
+	id->passive = true;
 	id->state = CM_REQ_RCVD;
 	id->remote_id = rid;
 	id->remote_ca_guid = guid;
@@ -1335,6 +1362,7 @@ static void rx_sidr_req(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port,
 	}
 	id->handler = l->handler;
 	id->ctx = l->ctx;
+	id->passive = true;
 	id->state = CM_SIDR_REQ_RCVD;
 	id->remote_id = rid;
 	id->dlid = slid;
@@ -1347,6 +1375,18 @@ static void rx_sidr_req(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port,
 		e->ev.u.sidr_req.path.dlid = sib_mad_port_lid(n, port);
 		ev_pdata(e, m, CM_ATTR_SIDR_REQ);
 	}
+}
+
+/* The id a REJ with no RemoteCommID is for: the passive id of the REQ it
+ * rejects (the active side gave up before knowing the peer's comm ID;
+ * linux cm.c matches these by the remote ID too). */
+static struct sib_cm_id *rej_target(struct sib_cm *cm, uint32_t peer, uint16_t slid)
+{
+	for (struct sib_cm_id *id = cm->live; id; id = id->next)
+		if (id->passive && id->remote_id == peer && id->dlid == slid &&
+		    id->state != CM_SIDR_REQ_RCVD)
+			return id;
+	return NULL;
 }
 
 /* An answer: the id its RemoteCommID (SIDR_REP: RequestID) names, at this
@@ -1364,12 +1404,16 @@ static void rx_reply(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port, ui
 	bool sidr = attr == CM_ATTR_SIDR_REP;
 	/* LocalCommID at 0 and RemoteCommID at 4 in MRA, REJ, REP, RTU, DREQ, DREP */
 	uint32_t cid = (uint32_t)cm_get(m, sidr ? CM_SIDR_REP_REQUEST_ID : CM_REP_REMOTE_COMM_ID);
-	uint32_t peer = (uint32_t)cm_get(m, CM_REP_LOCAL_COMM_ID);
-	struct sib_cm_id *id = id_by_comm(cm, cid);
+	uint32_t peer = sidr ? 0 : (uint32_t)cm_get(m, CM_REP_LOCAL_COMM_ID);
+	struct sib_cm_id *id;
 
+	if (attr == CM_ATTR_REJ && cid == 0 && peer)
+		id = rej_target(cm, peer, slid);
+	else
+		id = id_by_comm(cm, cid);
 	if (!id || id->node != n || id->port != port || id->dlid != slid ||
-	    (!sidr && attr != CM_ATTR_REP && attr != CM_ATTR_REJ && id->remote_id != peer) ||
-	    (!sidr && id->remote_id && peer && id->remote_id != peer) ||
+	    (id->remote_id && peer && id->remote_id != peer) ||
+	    (!peer && !sidr && attr != CM_ATTR_REJ) ||
 	    step(id, (enum cm_input)in_of[attr - CM_ATTR_FIRST], &(struct cm_arg){ .mad = m }))
 		cm->ctr.dropped++;
 }

@@ -93,8 +93,9 @@ struct evrec {
 static struct evrec evs[MAX_EV];
 static unsigned int nevs;
 static bool in_call;		/* the test is inside a sib_cm_* call */
-static int handler_ret;		/* what the handler returns */
+static int ret_on = -1;		/* the handler returns 1 for this event type */
 static void (*on_event)(struct evrec *r);	/* the randomized test's model */
+static struct sib_cm_id *destroy_in_handler;	/* destroyed by the next USER_ESTABLISHED's handler */
 
 /* Run a call into the CM with the flag up: no handler may run inside. */
 #define CALL(x) ({ in_call = true; __typeof__(x) r_ = (x); in_call = false; r_; })
@@ -121,7 +122,11 @@ static int handler(struct sib_cm_id *id, const struct sib_cm_event *ev, void *ct
 		memcpy(r->ari, ev->u.rej.ari, 72);
 	if (on_event)
 		on_event(r);
-	return handler_ret;
+	if (ev->type == SIB_CM_USER_ESTABLISHED && destroy_in_handler) {
+		sib_cm_id_destroy(destroy_in_handler);
+		destroy_in_handler = NULL;
+	}
+	return (int)ev->type == ret_on;
 }
 
 /* The n-th event of type t from `from` on (NULL: none). */
@@ -190,7 +195,7 @@ static int setup(void **state)
 	assert_int_equal(k, 4);
 	f->now = 1000;
 	nevs = 0;
-	handler_ret = 0;
+	ret_on = -1;
 	on_event = NULL;
 	drop_next = 0;
 	drop_attr = 0;
@@ -218,7 +223,7 @@ static uint64_t pump(struct fx *f)
 	return sib_cm_tick(f->sn, f->now);
 }
 
-static __attribute__((unused)) uint64_t advance(struct fx *f, uint64_t ns)
+static uint64_t advance(struct fx *f, uint64_t ns)
 {
 	f->now += ns;
 	return sib_cm_tick(f->sn, f->now);
@@ -286,7 +291,7 @@ static struct sib_cm_id *listen_on(struct fx *f, unsigned int b, uint64_t sid)
 	return l;
 }
 
-static __attribute__((unused)) void connect_pair(struct fx *f, struct sib_cm_id **act, struct sib_cm_id **pas)
+static void connect_pair(struct fx *f, struct sib_cm_id **act, struct sib_cm_id **pas)
 {
 	struct sib_cm_req_param rq = req_param(f, 0, 1);
 	struct sib_cm_rep_param rp = rep_param();
@@ -689,6 +694,289 @@ static void test_no_listener(void **state)
 	CALLV(sib_cm_id_destroy(l));
 }
 
+
+/* A lost REQ is sent again after its response timeout; with every try lost
+ * the active side gets REQ_ERROR after 1 + max_cm_retries sends, in the
+ * capped time. */
+static void test_req_retry_and_error(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *a2;
+	uint64_t start;
+
+	rq.max_cm_retries = 3;
+	rq.remote_cm_response_timeout = 10;	/* 4.2 ms: + 2 * 8 us packet life */
+	a = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	drop_attr = CM_ATTR_REQ;
+	drop_next = 1;
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	assert_int_equal(dropped_seen, 1);
+	assert_int_equal(nevs, 0);
+	advance(f, 4000000);	/* not yet */
+	assert_int_equal(nevs, 0);
+	advance(f, 300000);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_REQ_RECEIVED);
+	assert_int_equal(sib_cm_counters(f->sn)->resent, 1);
+	CALLV(sib_cm_id_destroy(evs[0].id));
+	pump(f);
+	assert_non_null(ev_find(SIB_CM_REJ_RECEIVED, 0));
+
+	/* every try lost: REQ_ERROR */
+	nevs = 0;
+	rq.remote_cm_response_timeout = 31;	/* hours by the IBA: capped at 1 s */
+	a2 = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	drop_next = 100;
+	dropped_seen = 0;
+	start = f->now;
+	assert_int_equal(CALL(sib_cm_send_req(a2, &rq)), 0);
+	run_out(f, 20);
+	assert_int_equal(dropped_seen, 4);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_REQ_ERROR);
+	assert_ptr_equal(evs[0].id, a2);
+	assert_true(f->now - start <= 4 * 1000000000ull);
+	assert_int_equal(sib_cm_counters(f->sn)->timeouts, 1);
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a2)), "IDLE");
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(a2));
+	CALLV(sib_cm_id_destroy(l));
+	pump(f);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* Duplicates: a REQ again while the user decides gets MRA; once the REP
+ * went (and was lost) the REQ again gets the REP again; a lost RTU makes
+ * the REP come again and the RTU with it.  Each event once. */
+static void test_duplicates(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 2, 3);
+	struct sib_cm_rep_param rp = rep_param();
+	struct sib_cm_id *l = listen_on(f, 3, rq.service_id), *a, *p;
+	struct evrec *r;
+
+	rq.max_cm_retries = 5;
+	rq.remote_cm_response_timeout = 10;
+	a = sib_cm_id_new(f->sn, f->ca[2], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	assert_int_equal(nevs, 1);
+	p = evs[0].id;
+	/* the user of p is slow: the REQ comes again, the CM answers MRA */
+	run_out(f, 1);
+	r = ev_find(SIB_CM_MRA_RECEIVED, 0);
+	assert_non_null(r);
+	assert_ptr_equal(r->id, a);
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a)), "MRA_REQ_RCVD");
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(p)), "MRA_REQ_SENT");
+	assert_int_equal(ev_count(SIB_CM_REQ_RECEIVED, NULL), 1);
+	assert_int_equal(sib_cm_counters(f->sn)->sent[CM_ATTR_MRA - CM_ATTR_FIRST], 1);
+
+	/* the REP is lost; the REQ again brings it again */
+	drop_attr = CM_ATTR_REP;
+	drop_next = 1;
+	assert_int_equal(CALL(sib_cm_send_rep(p, &rp)), 0);
+	pump(f);
+	assert_int_equal(ev_count(SIB_CM_REP_RECEIVED, NULL), 0);
+	f->now = pump(f);
+	drop_attr = CM_ATTR_RTU;	/* and the first RTU is lost */
+	drop_next = 1;
+	while (!ev_count(SIB_CM_REP_RECEIVED, NULL) && f->now < 10000000000ull)
+		f->now = sib_cm_tick(f->sn, f->now);
+	assert_int_equal(ev_count(SIB_CM_REP_RECEIVED, a), 1);
+	assert_int_equal(CALL(sib_cm_send_rtu(a, NULL, 0)), 0);
+	pump(f);
+	assert_int_equal(drop_next, 0);
+	/* the passive side's REP timer: REP again, the active side's RTU again */
+	while (!ev_count(SIB_CM_RTU_RECEIVED, NULL) && f->now < 10000000000ull)
+		f->now = sib_cm_tick(f->sn, f->now) ?: f->now + 1;
+	assert_int_equal(ev_count(SIB_CM_RTU_RECEIVED, p), 1);
+	assert_int_equal(ev_count(SIB_CM_REP_RECEIVED, a), 1);
+	assert_int_equal(ev_count(SIB_CM_REQ_RECEIVED, NULL), 1);
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a)), "ESTABLISHED");
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(p)), "ESTABLISHED");
+	assert_true(sib_cm_counters(f->sn)->resent >= 3);
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* SIDR: the Q_Key and QPN come back; no listener: status 1; no answer:
+ * SIDR_REQ_ERROR after the retries. */
+static void test_sidr(void **state)
+{
+	struct fx *f = *state;
+	uint64_t sid = 0x0000000001110000ull | 7174;
+	struct sib_cm_id *l = listen_on(f, 1, sid), *a, *p;
+	struct sib_cm_sidr_req_param sq = {
+		.service_id = sid, .pkey = 0xFFFF, .timeout = 10, .max_cm_retries = 2,
+		.pdata_len = 5, .pdata = (const uint8_t *)"hello",
+	};
+	struct sib_cm_sidr_rep_param sr = {
+		.status = 0, .qpn = 0x4567, .qkey = 0x01234567, .pdata_len = 3,
+		.pdata = (const uint8_t *)"yes",
+	};
+	struct evrec *r;
+
+	sq.path.slid = f->lid[0];
+	sq.path.dlid = f->lid[1];
+	a = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_sidr_req(a, &sq)), 0);
+	pump(f);
+	r = ev_find(SIB_CM_SIDR_REQ_RECEIVED, 0);
+	assert_non_null(r);
+	assert_ptr_equal(r->listen_id, l);
+	p = r->id;
+	assert_true(r->ev.u.sidr_req.service_id == sid);
+	assert_int_equal(r->ev.u.sidr_req.pkey, 0xFFFF);
+	assert_int_equal(r->ev.u.sidr_req.path.slid, f->lid[0]);
+	assert_int_equal(r->ev.u.sidr_req.path.dlid, f->lid[1]);
+	assert_int_equal(r->pdata_len, 216);
+	assert_memory_equal(r->pdata, "hello", 5);
+	assert_int_equal(CALL(sib_cm_send_sidr_rep(p, &sr)), 0);
+	pump(f);
+	r = ev_find(SIB_CM_SIDR_REP_RECEIVED, 0);
+	assert_non_null(r);
+	assert_ptr_equal(r->id, a);
+	assert_int_equal(r->ev.u.sidr_rep.status, 0);
+	assert_int_equal(r->ev.u.sidr_rep.qpn, 0x4567);
+	assert_int_equal(r->ev.u.sidr_rep.qkey, 0x01234567);
+	assert_int_equal(r->pdata_len, 136);
+	assert_memory_equal(r->pdata, "yes", 3);
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a)), "IDLE");
+	CALLV(sib_cm_id_destroy(p));
+
+	/* nobody listens: status 1 */
+	nevs = 0;
+	sq.service_id = sid + 1;
+	assert_int_equal(CALL(sib_cm_send_sidr_req(a, &sq)), 0);
+	pump(f);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_SIDR_REP_RECEIVED);
+	assert_int_equal(evs[0].ev.u.sidr_rep.status, CM_SIDR_UNSUPPORTED_SID);
+
+	/* nobody answers: SIDR_REQ_ERROR after 1 + 2 tries */
+	nevs = 0;
+	drop_attr = CM_ATTR_SIDR_REQ;
+	drop_next = 100;
+	assert_int_equal(CALL(sib_cm_send_sidr_req(a, &sq)), 0);
+	run_out(f, 10);
+	assert_int_equal(dropped_seen, 3);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_SIDR_REQ_ERROR);
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(l));
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* Destroy during the handshake sends REJ (Timeout with the CA GUID from
+ * the active side, consumer reject from the passive side); a handler's
+ * nonzero return destroys its id the same way; destroy when established
+ * sends DREQ, and the comm ID waits in TimeWait. */
+static void test_destroy(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+	unsigned int n;
+	struct evrec *r;
+
+	a = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	p = evs[0].id;
+	CALLV(sib_cm_id_destroy(a));
+	pump(f);
+	r = ev_find(SIB_CM_REJ_RECEIVED, 0);
+	assert_non_null(r);
+	assert_ptr_equal(r->id, p);
+	assert_int_equal(r->ev.u.rej.reason, CM_REJ_TIMEOUT);
+	assert_int_equal(r->ev.u.rej.ari_len, 8);
+	assert_int_equal(r->ari[7], (uint8_t)f->ca[0]->node_guid);
+	assert_int_equal(r->ari[0], (uint8_t)(f->ca[0]->node_guid >> 56));
+	CALLV(sib_cm_id_destroy(p));
+
+	/* the passive side destroys in REQ_RCVD */
+	nevs = 0;
+	a = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	CALLV(sib_cm_id_destroy(evs[0].id));
+	pump(f);
+	assert_int_equal(nevs, 2);
+	assert_int_equal(evs[1].type, SIB_CM_REJ_RECEIVED);
+	assert_int_equal(evs[1].ev.u.rej.reason, CM_REJ_CONSUMER_DEFINED);
+
+	/* a handler that returns nonzero for REQ_RECEIVED */
+	nevs = 0;
+	ret_on = SIB_CM_REQ_RECEIVED;
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	assert_int_equal(nevs, 2);
+	assert_int_equal(evs[1].type, SIB_CM_REJ_RECEIVED);
+	assert_int_equal(evs[1].ev.u.rej.reason, CM_REJ_CONSUMER_DEFINED);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 2);
+	ret_on = -1;
+	CALLV(sib_cm_id_destroy(a));
+
+	/* established: DREQ; the destroyed side's comm ID waits out TimeWait */
+	nevs = 0;
+	connect_pair(f, &a, &p);
+	n = nevs;
+	CALLV(sib_cm_id_destroy(a));
+	assert_int_equal(nevs, n);
+	pump(f);
+	assert_int_equal(nevs, n + 1);
+	assert_int_equal(evs[n].type, SIB_CM_DREQ_RECEIVED);
+	assert_ptr_equal(evs[n].id, p);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 3);	/* l, p, a in TimeWait */
+	assert_int_equal(CALL(sib_cm_send_drep(p, NULL, 0)), 0);
+	run_out(f, 10);
+	assert_int_equal(nevs, n + 2);
+	assert_int_equal(evs[n + 1].type, SIB_CM_TIMEWAIT_EXIT);
+	assert_ptr_equal(evs[n + 1].id, p);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 2);
+	assert_int_equal(sib_cm_counters(f->sn)->dropped, 0);
+
+	/* a listener destroyed (from another id's handler) with a REQ its
+	 * user has not seen yet: that REQ gets REJ, no REQ_RECEIVED */
+	CALLV(sib_cm_id_destroy(p));
+	nevs = 0;
+	a = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	p = evs[0].id;
+	assert_int_equal(CALL(sib_cm_send_rep(p, &(struct sib_cm_rep_param){ .qpn = 9 })), 0);
+	pump(f);	/* REP_RECEIVED at a; p in REP_SENT */
+	{
+		struct sib_cm_id *a2 = sib_cm_id_new(f->sn, f->ca[2], 1, handler, NULL);
+		struct sib_cm_req_param rq2 = req_param(f, 2, 1);
+
+		nevs = 0;
+		assert_int_equal(CALL(sib_cm_establish(p)), 0);	/* USER_ESTABLISHED queued */
+		assert_int_equal(CALL(sib_cm_send_req(a2, &rq2)), 0);
+		destroy_in_handler = l;
+		pump(f);
+		assert_null(destroy_in_handler);
+		assert_int_equal(evs[0].type, SIB_CM_USER_ESTABLISHED);
+		assert_int_equal(ev_count(SIB_CM_REQ_RECEIVED, NULL), 0);
+		r = ev_find(SIB_CM_REJ_RECEIVED, 0);
+		assert_non_null(r);
+		assert_ptr_equal(r->id, a2);
+		assert_int_equal(r->ev.u.rej.reason, CM_REJ_CONSUMER_DEFINED);
+		CALLV(sib_cm_id_destroy(a2));
+	}
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(a));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -698,6 +986,10 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_connect_disconnect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reject_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_listener, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_req_retry_and_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sidr, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_destroy, setup, teardown),
 	};
 
 	(void)argc, (void)argv;

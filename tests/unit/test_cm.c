@@ -977,6 +977,239 @@ static void test_destroy(void **state)
 	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
 }
 
+/* Send a raw CM MAD (wire form) from QP1 of CA `from` to `dlid`. */
+static void inject(struct fx *f, unsigned int from, uint16_t dlid, const uint8_t *wire,
+		   uint16_t data_len)
+{
+	mai_mad_t m;
+
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(mai_fromwire(wire, CM_MAD_SIZE, &m), CM_MAD_SIZE);
+	m.type = MAI_TYPE_MAD;
+	m.qp = 1;
+	m.port = 1;
+	m.remote_qpn = 1;
+	m.remote_qkey = CM_GSI_QKEY;
+	m.lrh.dlid = dlid;
+	m.lrh.slid = f->lid[from];
+	m.data_len = data_len;
+	CALLV(sib_mad_send(f->sn, f->ca[from], 1, &m));
+	pump(f);
+}
+
+/* Malformed and unexpected CM MADs are dropped and counted: short, wrong
+ * class version, a response method, LAP/APR and unknown attributes, an
+ * unknown comm ID, a known one from the wrong port, a REQ with comm ID 0,
+ * a message the state does not take.  Nothing is answered, no event. */
+static void test_hostile(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+	const struct sib_cm_counters *c = sib_cm_counters(f->sn);
+	uint8_t m[CM_MAD_SIZE];
+	uint64_t dropped, sent_total = 0;
+	unsigned int n;
+
+	connect_pair(f, &a, &p);
+	n = nevs;
+	for (int i = 0; i < 16; i++)
+		sent_total += c->sent[i];
+	dropped = c->dropped;
+
+	/* a good RTU for p, in wire form, to spoil one way at a time */
+#define FRESH() do { \
+		memset(m, 0, sizeof(m)); \
+		cm_put_hdr(m, CM_ATTR_RTU, 77); \
+		cm_set(m, CM_RTU_LOCAL_COMM_ID, sib_cm_id_local_comm_id(a)); \
+		cm_set(m, CM_RTU_REMOTE_COMM_ID, sib_cm_id_local_comm_id(p)); \
+	} while (0)
+	FRESH();
+	inject(f, 0, f->lid[1], m, 100);	/* short */
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[2] = 1;				/* class version 1 */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[3] = 0x83;				/* a response method */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[17] = CM_ATTR_LAP;			/* LAP: not supported */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[16] = 0x00, m[17] = 0x30;		/* unknown attribute */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	cm_set(m, CM_RTU_REMOTE_COMM_ID, sib_cm_id_local_comm_id(p) ^ 0x5A5A5A5A); /* unknown */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	inject(f, 2, f->lid[1], m, MAI_MAD_DATA_SIZE);	/* from another port */
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	cm_set(m, CM_RTU_LOCAL_COMM_ID, 12345);	/* not the peer's comm ID */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[17] = CM_ATTR_DREP;			/* DREP while ESTABLISHED: wrong state */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[17] = CM_ATTR_REQ;			/* REQ with LocalCommID 0 */
+	cm_set(m, CM_REQ_LOCAL_COMM_ID, 0);
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[17] = CM_ATTR_SIDR_REP;		/* a SIDR_REP nobody asked for */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+#undef FRESH
+	assert_int_equal(nevs, n);
+	{
+		uint64_t t = 0;
+
+		for (int i = 0; i < 16; i++)
+			t += c->sent[i];
+		assert_true(t == sent_total);
+	}
+	/* the connection is unharmed */
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a)), "ESTABLISHED");
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(p)), "ESTABLISHED");
+	/* and every bad parameter of a send is refused */
+	assert_int_equal(CALL(sib_cm_send_dreq(a, m, 221)), -EINVAL);
+	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 3)), -EINVAL);
+	assert_int_equal(CALL(sib_cm_send_req(a, NULL)), -EINVAL);
+	{
+		struct sib_cm_id *b = sib_cm_id_new(f->sn, f->ca[3], 1, handler, NULL);
+		struct sib_cm_req_param bad = req_param(f, 3, 1);
+
+		bad.pdata_len = 93;
+		assert_int_equal(CALL(sib_cm_send_req(b, &bad)), -EINVAL);
+		bad = req_param(f, 3, 1);
+		bad.qp_type = 4;
+		assert_int_equal(CALL(sib_cm_send_req(b, &bad)), -EINVAL);
+		bad = req_param(f, 3, 1);
+		bad.primary.dlid = 0;
+		assert_int_equal(CALL(sib_cm_send_req(b, &bad)), -EINVAL);
+		assert_string_equal(sib_cm_state_str(sib_cm_id_state(b)), "IDLE");
+		CALLV(sib_cm_id_destroy(b));
+	}
+	assert_null(sib_cm_id_new(f->sn, f->ca[0], 2, handler, NULL));	/* no port 2 */
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	run_out(f, 10);
+	assert_int_equal(c->ids, 0);
+}
+
+/* A DREQ lost every time: DREQ_ERROR, then TimeWait; the peer stays
+ * established until its own DREQ (answered, now that nothing is lost). */
+static void test_dreq_lost(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+	unsigned int n;
+
+	connect_pair(f, &a, &p);
+	n = nevs;
+	drop_attr = CM_ATTR_DREQ;
+	drop_next = 16;		/* 1 + max_cm_retries (15) */
+	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 0)), 0);
+	run_out(f, 40);
+	assert_int_equal(dropped_seen, 16);
+	assert_int_equal(ev_count(SIB_CM_DREQ_ERROR, a), 1);
+	assert_int_equal(ev_count(SIB_CM_TIMEWAIT_EXIT, a), 1);
+	assert_true(ev_find(SIB_CM_DREQ_ERROR, n) < ev_find(SIB_CM_TIMEWAIT_EXIT, n));
+	assert_int_equal(ev_count(SIB_CM_DREQ_RECEIVED, p), 0);
+	/* p's DREQ now finds a in IDLE: dropped; p gets DREQ_ERROR too */
+	assert_int_equal(CALL(sib_cm_send_dreq(p, NULL, 0)), 0);
+	run_out(f, 40);
+	assert_int_equal(ev_count(SIB_CM_DREQ_ERROR, p), 1);
+	assert_int_equal(ev_count(SIB_CM_TIMEWAIT_EXIT, p), 1);
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* Both sides send DREQ at once: each gets DREQ_RECEIVED, answers DREP,
+ * and ends in TimeWait. */
+static void test_dreq_crossed(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+
+	connect_pair(f, &a, &p);
+	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 0)), 0);
+	assert_int_equal(CALL(sib_cm_send_dreq(p, NULL, 0)), 0);
+	pump(f);
+	assert_int_equal(ev_count(SIB_CM_DREQ_RECEIVED, a), 1);
+	assert_int_equal(ev_count(SIB_CM_DREQ_RECEIVED, p), 1);
+	assert_int_equal(CALL(sib_cm_send_drep(a, NULL, 0)), 0);
+	assert_int_equal(CALL(sib_cm_send_drep(p, NULL, 0)), 0);
+	run_out(f, 10);
+	assert_int_equal(ev_count(SIB_CM_TIMEWAIT_EXIT, a), 1);
+	assert_int_equal(ev_count(SIB_CM_TIMEWAIT_EXIT, p), 1);
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* A REQ from a QP the passive side still has connected (same CA GUID and
+ * QPN, new comm ID: IBA 12.9.8.3.1): REJ stale connection, and the old
+ * connection is disconnected. */
+static void test_stale(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p, *a2;
+	struct evrec *r;
+	unsigned int n;
+
+	connect_pair(f, &a, &p);
+	n = nevs;
+	a2 = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a2, &rq)), 0);
+	pump(f);
+	r = ev_find(SIB_CM_REJ_RECEIVED, n);
+	assert_non_null(r);
+	assert_ptr_equal(r->id, a2);
+	assert_int_equal(r->ev.u.rej.reason, CM_REJ_STALE_CONN);
+	assert_int_equal(ev_count(SIB_CM_DREQ_RECEIVED, a), 1);
+	assert_int_equal(ev_count(SIB_CM_REQ_RECEIVED, NULL), 1);
+	CALLV(sib_cm_id_destroy(a2));
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* A CA leaving the fabric with ids on it: they send nothing more; the
+ * user still destroys them. */
+static void test_ca_removed(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+
+	connect_pair(f, &a, &p);
+	CALLV(sib_subnet_ca_remove(f->sn, f->ca[0]));
+	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 0)), -EINVAL);
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));	/* DREQ to a LID nobody has: lost */
+	CALLV(sib_cm_id_destroy(l));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -990,6 +1223,11 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sidr, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_destroy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dreq_lost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dreq_crossed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ca_removed, setup, teardown),
 	};
 
 	(void)argc, (void)argv;

@@ -130,7 +130,7 @@ struct sib_cm {
 	uint64_t tid;
 	bool in_dispatch;
 	struct sib_cm_counters ctr;
-	bool (*tx_drop)(void *ctx, const uint8_t *mad);	/* test hook */
+	sib_cm_tx_drop_fn tx_drop;	/* test hook */
 	void *tx_drop_ctx;
 };
 
@@ -217,8 +217,7 @@ void sib_cm_free(struct sib_subnet *sn)
 	sn->cm = NULL;
 }
 
-void sib_cm_set_tx_drop(struct sib_subnet *sn, bool (*drop)(void *ctx, const uint8_t *mad),
-			void *ctx)
+void sib_cm_set_tx_drop(struct sib_subnet *sn, sib_cm_tx_drop_fn drop, void *ctx)
 {
 	struct sib_cm *cm = cm_ctx(sn);
 
@@ -1478,7 +1477,7 @@ static bool tx_dropped(struct sib_cm *cm, const mai_mad_t *m)
 	uint8_t w[CM_MAD_SIZE];
 
 	return cm->tx_drop && mai_towire(m, w, sizeof(w)) == CM_MAD_SIZE &&
-	       cm->tx_drop(cm->tx_drop_ctx, w);
+	       cm->tx_drop(cm->tx_drop_ctx, w, m->lrh.slid, m->lrh.dlid);
 }
 
 void sib_cm_dispatch(struct sib_subnet *sn)

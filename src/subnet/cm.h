@@ -211,9 +211,10 @@ const char *sib_cm_state_str(unsigned int state);
 const char *sib_cm_input_str(unsigned int input);
 const char *sib_cm_event_str(enum sib_cm_event_type type);
 
-/* Test hook: every CM MAD about to leave (256 bytes, wire form) is shown
- * to drop(); true loses it (as the fabric would).  NULL: none. */
-void sib_cm_set_tx_drop(struct sib_subnet *sn, bool (*drop)(void *ctx, const uint8_t *mad),
-			void *ctx);
+/* Test hook: every CM MAD about to leave (256 bytes, wire form, from LID
+ * slid to dlid) is shown to drop(); true loses it (as the fabric would).
+ * NULL: none. */
+typedef bool (*sib_cm_tx_drop_fn)(void *ctx, const uint8_t *mad, uint16_t slid, uint16_t dlid);
+void sib_cm_set_tx_drop(struct sib_subnet *sn, sib_cm_tx_drop_fn drop, void *ctx);
 
 #endif

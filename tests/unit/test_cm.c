@@ -1217,6 +1217,54 @@ static void test_ca_removed(void **state)
 	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
 }
 
+/* Both ends on one CA port (rping to 127.0.0.1): the MADs loop back
+ * through the router to the same port, and the handshake runs as between
+ * two CAs. */
+static void test_loopback(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 2, 2);
+	struct sib_cm_rep_param rp = rep_param();
+	struct sib_cm_id *l = listen_on(f, 2, rq.service_id), *a, *p;
+
+	a = sib_cm_id_new(f->sn, f->ca[2], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_REQ_RECEIVED);
+	p = evs[0].id;
+	assert_int_equal(CALL(sib_cm_send_rep(p, &rp)), 0);
+	pump(f);
+	assert_int_equal(evs[1].type, SIB_CM_REP_RECEIVED);
+	assert_int_equal(CALL(sib_cm_send_rtu(a, NULL, 0)), 0);
+	pump(f);
+	assert_int_equal(evs[2].type, SIB_CM_RTU_RECEIVED);
+	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 0)), 0);
+	pump(f);
+	assert_int_equal(evs[3].type, SIB_CM_DREQ_RECEIVED);
+	assert_ptr_equal(evs[3].id, p);
+	assert_int_equal(CALL(sib_cm_send_drep(p, NULL, 0)), 0);
+	pump(f);
+	assert_int_equal(evs[4].type, SIB_CM_DREP_RECEIVED);
+	/* the same QPs connect again at once (QPNs reused: no stale REJ
+	 * from the ids still in TimeWait) */
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	nevs = 0;
+	a = sib_cm_id_new(f->sn, f->ca[2], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_REQ_RECEIVED);
+	CALLV(sib_cm_id_destroy(evs[0].id));
+	CALLV(sib_cm_id_destroy(l));
+	pump(f);
+	CALLV(sib_cm_id_destroy(a));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+	assert_int_equal(sib_cm_counters(f->sn)->dropped, 0);
+}
+
 /* ---- randomized: connections against a model -------------------------------------- */
 
 static uint64_t seed_arg;	/* --seed N or CM_SEED; 0: from the clock */
@@ -1572,6 +1620,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_dreq_crossed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ca_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loopback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
 	};
 

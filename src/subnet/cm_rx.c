@@ -81,6 +81,8 @@ static void req_event(struct sib_cm_id *id, struct sib_cm_id *l, const uint8_t *
 static struct sib_cm_id *find_remote(struct sib_cm *cm, uint64_t guid, uint32_t rid, uint32_t qpn,
 				     bool *stale)
 {
+	struct sib_cm_id *old = NULL;
+
 	for (struct sib_cm_id *id = cm->live; id; id = id->next) {
 		if (!id->passive || id->remote_ca_guid != guid || id->state == CM_IDLE ||
 		    id->state == CM_SIDR_REQ_RCVD)
@@ -91,12 +93,11 @@ static struct sib_cm_id *find_remote(struct sib_cm *cm, uint64_t guid, uint32_t 
 		}
 		/* a QP connected still: the passive side of a connection the
 		 * active side forgot (TimeWait's QPNs may be reused at once) */
-		if (id->remote_qpn == qpn && id->state == CM_ESTABLISHED) {
-			*stale = true;
-			return id;
-		}
+		if (id->remote_qpn == qpn && id->state == CM_ESTABLISHED)
+			old = id;
 	}
-	return NULL;
+	*stale = old != NULL;
+	return old;
 }
 
 static void rx_req(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port, uint16_t slid,

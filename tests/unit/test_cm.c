@@ -1265,6 +1265,47 @@ static void test_loopback(void **state)
 	assert_int_equal(sib_cm_counters(f->sn)->dropped, 0);
 }
 
+/* A duplicate REQ is a duplicate even when another passive id, made later
+ * and established since, holds the same remote QPN (the stale check must
+ * not win over the duplicate check, whatever the order of the ids). */
+static void test_dup_beats_stale(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_rep_param rp = rep_param();
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a1, *a2, *p1, *p2;
+
+	rq.remote_cm_response_timeout = 10;
+	a2 = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a2, &rq)), 0);
+	pump(f);
+	p2 = evs[0].id;		/* made first, left deciding */
+	a1 = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a1, &rq)), 0);	/* the same QPN */
+	pump(f);
+	p1 = evs[1].id;
+	assert_ptr_not_equal(p1, p2);
+	assert_int_equal(CALL(sib_cm_send_rep(p1, &rp)), 0);
+	pump(f);
+	assert_int_equal(CALL(sib_cm_send_rtu(a1, NULL, 0)), 0);
+	pump(f);
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(p1)), "ESTABLISHED");
+	/* a2's REQ again: MRA from p2, not REJ stale */
+	while (!ev_count(SIB_CM_MRA_RECEIVED, a2) && !ev_count(SIB_CM_REJ_RECEIVED, a2) &&
+	       f->now < 10000000000ull)
+		f->now = sib_cm_tick(f->sn, f->now) ?: f->now + 1;
+	assert_int_equal(ev_count(SIB_CM_MRA_RECEIVED, a2), 1);
+	assert_int_equal(ev_count(SIB_CM_REJ_RECEIVED, a2), 0);
+	assert_int_equal(ev_count(SIB_CM_DREQ_RECEIVED, a1), 0);
+	CALLV(sib_cm_id_destroy(a1));
+	CALLV(sib_cm_id_destroy(a2));
+	CALLV(sib_cm_id_destroy(p1));
+	CALLV(sib_cm_id_destroy(p2));
+	CALLV(sib_cm_id_destroy(l));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
 /* ---- randomized: connections against a model -------------------------------------- */
 
 static uint64_t seed_arg;	/* --seed N or CM_SEED; 0: from the clock */
@@ -1621,6 +1662,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ca_removed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_loopback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dup_beats_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
 	};
 

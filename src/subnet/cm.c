@@ -1221,6 +1221,9 @@ void sib_cm_node_gone(struct sib_subnet *sn, struct sib_fab_node *n)
 		disarm(id);
 		id->node = NULL;
 	}
+	for (struct cm_ev *e = cm->evh; e; e = e->next)
+		if (e->ev.node == n)
+			e->ev.node = NULL;	/* the event still comes, without its node */
 	for (pp = &cm->outh, cm->outt = NULL; *pp;) {
 		struct cm_out *o = *pp;
 

@@ -96,6 +96,8 @@ static bool in_call;		/* the test is inside a sib_cm_* call */
 static int ret_on = -1;		/* the handler returns 1 for this event type */
 static void (*on_event)(struct evrec *r);	/* the randomized test's model */
 static struct sib_cm_id *destroy_in_handler;	/* destroyed by the next USER_ESTABLISHED's handler */
+static struct sib_subnet *remove_sn;		/* ... and this CA removed */
+static struct sib_fab_node *remove_ca;
 
 /* Run a call into the CM with the flag up: no handler may run inside. */
 #define CALL(x) ({ in_call = true; __typeof__(x) r_ = (x); in_call = false; r_; })
@@ -125,6 +127,10 @@ static int handler(struct sib_cm_id *id, const struct sib_cm_event *ev, void *ct
 	if (ev->type == SIB_CM_USER_ESTABLISHED && destroy_in_handler) {
 		sib_cm_id_destroy(destroy_in_handler);
 		destroy_in_handler = NULL;
+	}
+	if (ev->type == SIB_CM_USER_ESTABLISHED && remove_ca) {
+		sib_subnet_ca_remove(remove_sn, remove_ca);
+		remove_ca = NULL;
 	}
 	return (int)ev->type == ret_on;
 }
@@ -202,6 +208,8 @@ static int setup(void **state)
 	f->now = 1000;
 	nevs = 0;
 	ret_on = -1;
+	destroy_in_handler = NULL;
+	remove_ca = NULL;
 	on_event = NULL;
 	drop_next = 0;
 	drop_attr = 0;
@@ -1207,12 +1215,40 @@ static void test_ca_removed(void **state)
 	struct sib_cm_req_param rq = req_param(f, 0, 1);
 	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
 
+	struct sib_cm_req_param rq2 = req_param(f, 2, 3);
+	struct sib_cm_id *l2, *a2, *p2;
+	struct evrec *r;
+
 	connect_pair(f, &a, &p);
-	CALLV(sib_subnet_ca_remove(f->sn, f->ca[0]));
+	/* a second handshake, between CAs 2 and 3, left in REP_SENT */
+	rq2.service_id++;
+	l2 = listen_on(f, 3, rq2.service_id);
+	a2 = sib_cm_id_new(f->sn, f->ca[2], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a2, &rq2)), 0);
+	pump(f);
+	p2 = evs[nevs - 1].id;
+	assert_int_equal(CALL(sib_cm_send_rep(p2, &(struct sib_cm_rep_param){ .qpn = 5 })), 0);
+	pump(f);
+	/* p's DREQ reaches a and its DREQ_RECEIVED waits behind p2's
+	 * USER_ESTABLISHED, whose handler removes a's CA */
+	assert_int_equal(CALL(sib_cm_establish(p2)), 0);
+	assert_int_equal(CALL(sib_cm_send_dreq(p, NULL, 0)), 0);
+	remove_sn = f->sn;
+	remove_ca = f->ca[0];
+	pump(f);
+	assert_null(remove_ca);
+	r = &evs[nevs - 1];
+	assert_int_equal(r->type, SIB_CM_DREQ_RECEIVED);
+	assert_ptr_equal(r->id, a);
+	assert_null(r->ev.node);	/* the event comes, without its node */
+	assert_int_equal(CALL(sib_cm_send_drep(a, NULL, 0)), -EINVAL);
 	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 0)), -EINVAL);
 	CALLV(sib_cm_id_destroy(a));
-	CALLV(sib_cm_id_destroy(p));	/* DREQ to a LID nobody has: lost */
+	CALLV(sib_cm_id_destroy(p));	/* DREQ_SENT: straight to TimeWait */
 	CALLV(sib_cm_id_destroy(l));
+	CALLV(sib_cm_id_destroy(a2));
+	CALLV(sib_cm_id_destroy(p2));
+	CALLV(sib_cm_id_destroy(l2));
 	run_out(f, 10);
 	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
 }

@@ -214,10 +214,13 @@ static void purge_events(struct sib_cm *cm, struct sib_cm_id *id)
 	id->nevents = 0;
 }
 
+static void disarm(struct sib_cm_id *id);
+
 static void id_free(struct sib_cm_id *id)
 {
 	struct sib_cm *cm = id->sn->cm;
 
+	disarm(id);
 	if (id->nevents || id->state == CM_LISTEN)
 		purge_events(cm, id);
 	if (id->state == CM_LISTEN)
@@ -251,6 +254,8 @@ static uint64_t cap(uint64_t ns)
 /* Start a timer of ns at the next tick (the CM has no clock of its own). */
 static void arm(struct sib_cm_id *id, uint64_t ns)
 {
+	if (!id->timer_pending && !id->deadline)
+		id->sn->cm->ntimed++;
 	id->timer_pending = true;
 	id->pending_ns = cap(ns);
 	id->deadline = 0;
@@ -258,6 +263,8 @@ static void arm(struct sib_cm_id *id, uint64_t ns)
 
 static void disarm(struct sib_cm_id *id)
 {
+	if (id->timer_pending || id->deadline)
+		id->sn->cm->ntimed--;
 	id->timer_pending = false;
 	id->deadline = 0;
 }
@@ -1188,18 +1195,20 @@ uint64_t sib_cm_tick(struct sib_subnet *sn, uint64_t now_ns)
 	if (!cm)
 		return 0;
 	sib_cm_dispatch(sn);
+	if (!cm->ntimed)
+		return 0;	/* nothing to walk the ids for */
 	start_timers(cm, now_ns);
 	for (id = cm->live; id; id = nx) {
 		nx = id->next;
 		if (!id->deadline || id->deadline > now_ns)
 			continue;
-		id->deadline = 0;
+		disarm(id);
 		cm_step(id, IN_TIMEOUT, &(struct cm_arg){ 0 });
 		if (id->zombie && id->state == CM_IDLE)
 			id_free(id);
 	}
 	sib_cm_dispatch(sn);
-	return start_timers(cm, now_ns);
+	return cm->ntimed ? start_timers(cm, now_ns) : 0;
 }
 
 void sib_cm_node_gone(struct sib_subnet *sn, struct sib_fab_node *n)

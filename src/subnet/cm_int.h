@@ -98,6 +98,7 @@ struct sib_cm {
 	uint32_t hint, secret, mul_inv;
 	struct sib_cm_id *live;
 	unsigned int nlisten;
+	unsigned int ntimed;		/* ids with a timer pending or running */
 	struct cm_ev *evh, *evt;
 	size_t nev;
 	struct cm_out *outh, *outt;

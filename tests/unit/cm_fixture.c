@@ -296,5 +296,6 @@ void connect_pair(struct fx *f, struct sib_cm_id **act, struct sib_cm_id **pas)
 	assert_non_null(ev_find(SIB_CM_RTU_RECEIVED, base));
 	assert_string_equal(sib_cm_state_str(sib_cm_id_state(*act)), "ESTABLISHED");
 	assert_string_equal(sib_cm_state_str(sib_cm_id_state(*pas)), "ESTABLISHED");
+	assert_true(pump(f) == 0);	/* established: no timer left on either side */
 }
 

@@ -23,15 +23,16 @@
  * - Retries follow IBA 12.4: a REQ, REP, DREQ or SIDR_REQ is sent again
  *   after its response timeout (4.096 us * 2^t), at most max_cm_retries
  *   times, then the id gets the *_ERROR event (the kernel's
- *   IB_CM_REQ_ERROR, ...).  A duplicate REQ is answered with MRA (or the
- *   REP again once sent); a REQ naming a connection the CM still knows
- *   (same remote comm ID and QPN, IBA 12.9.8.3.1 stale connection) gets
- *   REJ 'stale connection'.  A REQ for no listener gets REJ reason 8
- *   (invalid service ID), a SIDR_REQ SIDR_REP status 1.
+ *   IB_CM_REQ_ERROR, ...).  A duplicate REQ (the same remote comm ID and
+ *   CA GUID as a passive id's) is answered with MRA (or the REP again once
+ *   sent); a REQ from a QPN and CA GUID an established passive id holds,
+ *   with another comm ID (IBA 12.9.8.3.1 stale connection), gets REJ 10
+ *   'stale connection' and the old connection gets DREQ.  A REQ for no
+ *   listener gets REJ reason 8 (invalid service ID), a SIDR_REQ SIDR_REP
+ *   status 1.
  * - Destroying an id sends what its state needs (REJ during a handshake,
  *   DREQ when established) and keeps the comm ID in TimeWait before it is
  *   reused.
- *
  * - Timers (cm.c): the CM has no clock; a timer armed between two ticks
  *   starts at the next sib_cm_tick(now) (the host calls it after every
  *   dispatch, so that is at once).  Every timer (response timeout, the

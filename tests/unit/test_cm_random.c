@@ -9,8 +9,10 @@
  * every connection ends in exactly one of established-then-disconnected,
  * rejected, timed out (as its active side saw it, unless destroyed first),
  * events only for live ids and never inside a call of the test, no id
- * left at the end.  The seed is printed; replay with `test_cm_random
- * --seed N` or CM_SEED=N; CM_RUNS=N runs N seeds (default 4).
+ * left at the end.  And a fuzz run: 20,000 random CM MADs (often naming
+ * live comm IDs and the listener's ServiceID) between random CAs.  The
+ * seeds are printed; replay with `test_cm_random --seed N` or CM_SEED=N;
+ * CM_RUNS=N runs N seeds of the model check (default 4).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -363,10 +365,102 @@ static void test_randomized(void **state)
 	}
 }
 
+
+/* ---- fuzz: random CM MADs at the agent ----------------------------------------- */
+
+#define FZ_IDS 20000
+static struct sib_cm_id *fz_ids[FZ_IDS];
+static unsigned int nfz;
+
+static void fz_collect(struct evrec *r)
+{
+	for (unsigned int i = 0; i < nfz; i++)
+		if (fz_ids[i] == r->id)
+			return;
+	assert_true(nfz < FZ_IDS);
+	fz_ids[nfz++] = r->id;
+}
+
+/* Random CM MADs (mostly well-formed headers, random bodies, comm IDs and
+ * ServiceIDs that often name live ids and listeners) from random CAs to
+ * random CAs: nothing breaks (ASan, UBSan), every id can still be
+ * destroyed, none is left. */
+static void test_fuzz(void **state)
+{
+	struct fx *f = *state;
+	uint64_t seed = seed_arg ? seed_arg : (uint64_t)time(NULL);
+	const struct sib_cm_counters *c = sib_cm_counters(f->sn);
+	uint64_t sid = req_param(f, 0, 1).service_id;
+	struct sib_cm_id *l = listen_on(f, 1, sid), *a, *p;
+	uint8_t m[CM_MAD_SIZE];
+
+	printf("test_cm_random: fuzz seed %" PRIu64 "\n", seed);
+	rng = seed ? seed : 1;
+	nfz = 0;
+	on_event = fz_collect;
+	connect_pair(f, &a, &p);
+	fz_collect(&(struct evrec){ .id = a });
+	fz_collect(&(struct evrec){ .id = p });
+	for (unsigned int it = 0; it < 20000; it++) {
+		unsigned int from = rnd_n(4), to = rnd_n(4);
+		struct sib_cm_id *known = nfz ? fz_ids[rnd_n(nfz)] : a;
+		mai_mad_t mm;
+
+		for (unsigned int i = 0; i < CM_MAD_SIZE; i++)
+			m[i] = (uint8_t)rnd();
+		cm_put_hdr(m, (uint16_t)(rnd_n(20) ? 0x10 + rnd_n(11) : rnd()), rnd());
+		if (!rnd_n(20))
+			m[2] = (uint8_t)rnd_n(4);	/* class version */
+		if (!rnd_n(20))
+			m[3] = (uint8_t)rnd();		/* method */
+		if (rnd_n(2))	/* RemoteCommID (SIDR_REP: RequestID) of a live id */
+			cm_set(m, m[17] == CM_ATTR_SIDR_REP ? CM_SIDR_REP_REQUEST_ID
+							    : CM_REP_REMOTE_COMM_ID,
+			       sib_cm_id_local_comm_id(known));
+		if (rnd_n(2) && (m[17] == CM_ATTR_REQ || m[17] == CM_ATTR_SIDR_REQ))
+			cm_set(m, m[17] == CM_ATTR_REQ ? CM_REQ_SERVICE_ID : CM_SIDR_REQ_SERVICE_ID,
+			       sid);
+		if (m[17] == CM_ATTR_REQ && rnd_n(2))
+			cm_set(m, CM_REQ_PRIMARY_LOCAL_LID, f->lid[from]);
+		memset(&mm, 0, sizeof(mm));
+		assert_int_equal(mai_fromwire(m, CM_MAD_SIZE, &mm), CM_MAD_SIZE);
+		mm.qp = 1;
+		mm.port = 1;
+		mm.remote_qpn = 1;
+		mm.remote_qkey = CM_GSI_QKEY;
+		mm.lrh.dlid = f->lid[to];
+		mm.lrh.slid = f->lid[from];
+		CALLV(sib_mad_send(f->sn, f->ca[from], 1, &mm));
+		nevs = 0;
+		pump(f);
+		nevs = 0;
+		if (!rnd_n(50)) {
+			uint64_t next = sib_cm_tick(f->sn, f->now);
+
+			f->now = next ? next : f->now + 1000000;
+			pump(f);
+			nevs = 0;
+		}
+	}
+	printf("test_cm_random:   fuzz: %u ids made, %llu dropped, %llu sent\n", nfz,
+	       (unsigned long long)c->dropped,
+	       (unsigned long long)(c->sent[CM_ATTR_REJ - CM_ATTR_FIRST] +
+				    c->sent[CM_ATTR_MRA - CM_ATTR_FIRST] +
+				    c->sent[CM_ATTR_SIDR_REP - CM_ATTR_FIRST]));
+	on_event = NULL;
+	for (unsigned int i = 0; i < nfz; i++)
+		CALLV(sib_cm_id_destroy(fz_ids[i]));
+	CALLV(sib_cm_id_destroy(l));
+	nevs = 0;
+	run_out(f, 100000);
+	assert_int_equal(c->ids, 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_randomized, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fuzz, setup, teardown),
 	};
 	const char *e = getenv("CM_SEED");
 

@@ -30,6 +30,7 @@
 #include "common/ctl.h"
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
+#include "subnet/cm.h"
 
 #ifndef SOFTIB_VERSION
 #define SOFTIB_VERSION    "0.1.0" /* project() version in CMakeLists.txt */
@@ -139,6 +140,30 @@ void sibd_log(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	errno = saved;
+}
+
+/* CLOCK_MONOTONIC in ns: the IB CM's clock (sib_cm_tick). */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The IB CM's timers (subnet/cm.h): run what is due, deliver its queued
+ * events, and fold its next deadline into the wait's timeout (ms). */
+static int cm_timeout(struct sibd *d, int timeout)
+{
+	uint64_t now = now_ns(), next = sib_cm_tick(d->sn, now);
+	uint64_t ms;
+
+	if (!next)
+		return timeout;
+	ms = next > now ? (next - now + 999999) / 1000000 : 0;
+	if (ms > INT_MAX)
+		ms = INT_MAX;
+	return timeout < 0 || (int)ms < timeout ? (int)ms : timeout;
 }
 
 long long sibd_now_ms(void)
@@ -727,6 +752,7 @@ static int run(struct sibd *d)
 			timeout = left > INT_MAX ? INT_MAX : (int)left;
 		}
 		timeout = sibd_mai_timeout(d, timeout);
+		timeout = cm_timeout(d, timeout);
 		if (d->accept_resume_ms) {
 			left = d->accept_resume_ms - sibd_now_ms();
 			if (left <= 0) {
@@ -758,8 +784,10 @@ static int run(struct sibd *d)
 				sibd_issm_event(d);
 			else
 				sibd_client_event(d, ev[i].data.ptr, ev[i].events);
+			sib_cm_dispatch(d->sn); /* what the MAD or command queued */
 		}
 		sibd_mai_timers(d);
+		sib_cm_dispatch(d->sn);
 	}
 	return 0;
 }

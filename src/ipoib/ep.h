@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One IPoIB endpoint per (device, port), datagram mode (RFC 4391), written on
+ * the public verbs API as seed 001 describes the kernel's ipoib: a UD QP with
+ * one CQ and a completion channel, a receive ring (GRH area + IB MTU per
+ * slot) and a send ring in one MR, joined to the partition's broadcast group
+ * through the SA (only MGID|PortGID|P_Key|JoinState in the mask: Q_Key and MTU
+ * come from the SA) and attached to it; ARP (RFC 4391 §4.2) answered and
+ * asked; IPv4 datagrams sent to a neighbour's QPN through an AH made from a
+ * PathRecord, broadcast and multicast to the broadcast group.
+ */
+#ifndef SOFTIB_IPOIB_EP_H
+#define SOFTIB_IPOIB_EP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "ipoib/neigh.h"
+#include "ipoib/sa.h"
+#include "ipoib/wire.h"
+
+#define IPOIB_RX_RING	256
+#define IPOIB_TX_RING	128
+#define IPOIB_NEIGH_MAX	256
+#define IPOIB_NEIGH_TTL_MS	(60 * 1000)
+#define IPOIB_ARP_RETRY_MS	1000
+#define IPOIB_ARP_PROBES	3
+
+struct ipoib_stats {
+	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
+	uint64_t rx_dropped;	/* malformed, not for us, unknown EtherType */
+	uint64_t tx_dropped;	/* no neighbour, ring full, unsupported */
+	uint64_t arp_rx, arp_tx, path_queries, path_errors, rx_errors;
+};
+
+struct ipoib_ep {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;			/* RX ring then TX ring */
+	size_t rx_slot, tx_slot;	/* bytes per slot */
+	uint32_t tx_free[IPOIB_TX_RING];
+	unsigned int tx_nfree;
+	char dev[64];
+	uint8_t port;
+	uint16_t lid, pkey;
+	uint8_t gid[16];
+	struct ipoib_hwaddr hw;		/* ours */
+	/* the broadcast group, from the SA */
+	uint8_t mgid[16];
+	uint32_t qkey;
+	uint16_t mlid;
+	uint8_t mc_sl;
+	unsigned int mtu;		/* IPoIB MTU: group MTU - 4 */
+	struct ibv_ah *bcast_ah;
+	bool joined, attached;
+	struct ipoib_sa sa;
+	struct neigh_table neigh;
+	uint32_t ip, prefix_mask;	/* host order; 0: no address */
+	/* where received IP datagrams go (the TUN) */
+	void (*deliver)(void *arg, const uint8_t *pkt, size_t len);
+	void *deliver_arg;
+	struct ipoib_stats st;
+};
+
+/* Open dev/port (waiting up to wait_ms for the port to be ACTIVE), create the
+ * verbs objects, join and attach to the broadcast group, post receives.
+ * 0 or -errno; a message on stderr says what failed. */
+int ipoib_ep_open(struct ipoib_ep *ep, const char *dev, int port, int wait_ms);
+/* Leave the group, destroy everything (safe on a half-open endpoint). */
+void ipoib_ep_close(struct ipoib_ep *ep);
+
+/* The completion channel's fd (non-blocking): readable when the CQ has news. */
+int ipoib_ep_fd(const struct ipoib_ep *ep);
+/* Handle the completion channel's event and drain the CQ (receives go to
+ * deliver, ARP is answered). 0 or -errno. */
+int ipoib_ep_poll(struct ipoib_ep *ep, uint64_t now_ms);
+/* True if a send slot is free (after reclaiming completed ones). */
+bool ipoib_ep_can_send(struct ipoib_ep *ep);
+/* Send one IP datagram (IPv4 or IPv6, from the version nibble): to the
+ * neighbour (ARP and a PathRecord first if needed; the packet waits) or the
+ * broadcast group. 0, or -errno when dropped (counted). */
+int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64_t now_ms);
+/* Timers: ARP retries, neighbour expiry.  Call at least every second. */
+void ipoib_ep_tick(struct ipoib_ep *ep, uint64_t now_ms);
+
+#endif

@@ -1,0 +1,128 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# IPoIB interfaces (docs/ipoib.md): two network namespaces made here (unique
+# names, removed on exit), softibd on the host (its socket reachable from
+# both through SOFTIB_SOCKET), `softib ipoib softib0 1 up --tun ib0 --addr
+# 10.77.0.1/24` in one and softib1 / 10.77.0.2 in the other.  Checks: the
+# address and MTU 2044 on ib0, `ping -c 3` both ways, 100 MB over TCP checked
+# end to end by SHA-256, `softib capture` of softib0's port decoded by tshark
+# as InfiniBand carrying ARP and IPv4, `softib ipoib ... down` stops the
+# bridge, and without CAP_NET_ADMIN a clear error and exit 1.
+# Exit 77 without root, /dev/net/tun or `ip netns`.
+. "$(dirname "$0")/lib.sh"
+[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
+[ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun"; exit 77; }
+command -v ip >/dev/null || { echo "SKIP: no ip (iproute2)"; exit 77; }
+MB=${SIB_IPOIB_MB:-100}
+NSA=sibA$$_$RANDOM
+NSB=sibB$$_$RANDOM
+ip netns add "$NSA" 2>/dev/null || { echo "SKIP: cannot make network namespaces"; exit 77; }
+ip netns add "$NSB" || { ip netns del "$NSA"; fail "ip netns add $NSB"; }
+ipoib_cleanup() {
+	sib_cleanup
+	ip netns del "$NSA" 2>/dev/null
+	ip netns del "$NSB" 2>/dev/null
+}
+trap ipoib_cleanup EXIT
+inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+start_daemon
+SOFTIB=("$SIB_BIN/softib")
+
+# Capture softib0's port from the start (ARP, then IPv4).
+CAP=$SIB_TMP/ipoib.pcap
+"${SOFTIB[@]}" capture -w "$CAP" -d softib0 -p 1 -c 400 2>"$SIB_TMP/cap.err" &
+cap=$!
+SIB_PIDS+=("$cap")
+wait_until 10 grep -q capturing "$SIB_TMP/cap.err" || fail "softib capture: $(cat "$SIB_TMP/cap.err")"
+
+up() { # NS DEV ADDR
+	inns "$1" env LD_PRELOAD="$SIB_PRELOAD" "${SOFTIB[@]}" ipoib "$2" 1 up --tun ib0 --addr "$3" \
+		>"$SIB_TMP/$2.log" 2>&1 &
+	SIB_PIDS+=("$!")
+	eval "pid_$2=$!"
+}
+up "$NSA" softib0 10.77.0.1/24
+up "$NSB" softib1 10.77.0.2/24
+for d in softib0 softib1; do
+	wait_until 20 grep -q " up on " "$SIB_TMP/$d.log" ||
+		fail "$d did not come up: $(cat "$SIB_TMP/$d.log")"
+done
+cat "$SIB_TMP/softib0.log" "$SIB_TMP/softib1.log"
+inns "$NSA" ip addr show ib0 | grep -q "inet 10.77.0.1/24" || fail "no address: $(inns "$NSA" ip addr show ib0)"
+inns "$NSA" ip link show ib0 | grep -q "mtu 2044" || fail "MTU is not 2044: $(inns "$NSA" ip link show ib0)"
+inns "$NSA" ip link show ib0 | grep -q "UP" || fail "ib0 is not up"
+
+timeout 30 ip netns exec "$NSA" ping -c 3 -W 5 10.77.0.2 >"$SIB_TMP/pingA" 2>&1 ||
+	fail "ping A->B: $(cat "$SIB_TMP/pingA") $(cat "$SIB_TMP"/softib*.log)"
+timeout 30 ip netns exec "$NSB" ping -c 3 -W 5 10.77.0.1 >"$SIB_TMP/pingB" 2>&1 ||
+	fail "ping B->A: $(cat "$SIB_TMP/pingB")"
+grep -E "rtt|packets" "$SIB_TMP/pingA" "$SIB_TMP/pingB"
+
+# 100 MB over TCP, SHA-256 of what was sent against what arrived.
+cat >"$SIB_TMP/tcp.py" <<'PY'
+import hashlib, socket, sys, time
+mode, mb = sys.argv[1], int(sys.argv[2])
+if mode == "recv":
+    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("10.77.0.2", 5001)); s.listen(1); s.settimeout(60)
+    print("listening", flush=True)
+    c, _ = s.accept(); c.settimeout(60)
+    h, n, t0 = hashlib.sha256(), 0, time.time()
+    while True:
+        b = c.recv(1 << 16)
+        if not b: break
+        h.update(b); n += len(b)
+    dt = time.time() - t0
+    print(n, h.hexdigest(), "%.1f MB/s" % (n / dt / 1e6), flush=True)
+else:
+    import random
+    rnd = random.Random(16); chunk = bytes(rnd.getrandbits(8) for _ in range(1 << 16))
+    h, n = hashlib.sha256(), 0
+    c = socket.create_connection(("10.77.0.2", 5001), timeout=60)
+    for i in range(mb * 16):
+        b = chunk[i % 7:] + chunk[:i % 7]
+        c.sendall(b); h.update(b); n += len(b)
+    c.shutdown(socket.SHUT_WR); c.recv(1); c.close()
+    print(n, h.hexdigest(), flush=True)
+PY
+inns "$NSB" timeout 120 python3 "$SIB_TMP/tcp.py" recv "$MB" >"$SIB_TMP/recv.out" 2>&1 &
+rcv=$!
+SIB_PIDS+=("$rcv")
+wait_until 10 grep -qs listening "$SIB_TMP/recv.out" || fail "receiver: $(cat "$SIB_TMP/recv.out")"
+inns "$NSA" timeout 120 python3 "$SIB_TMP/tcp.py" send "$MB" >"$SIB_TMP/send.out" 2>&1 ||
+	fail "sender: $(cat "$SIB_TMP/send.out") $(cat "$SIB_TMP/recv.out")"
+wait "$rcv" || fail "receiver: $(cat "$SIB_TMP/recv.out")"
+sent=$(cut -d' ' -f1,2 "$SIB_TMP/send.out")
+got=$(tail -1 "$SIB_TMP/recv.out" | cut -d' ' -f1,2)
+echo "sent: $sent"
+echo "recv: $(tail -1 "$SIB_TMP/recv.out")"
+[ "$sent" = "$got" ] && [ "${sent%% *}" = $((MB * 1048576)) ] || fail "TCP data differ: $sent vs $got"
+
+# The capture: stop it (SIGINT) and decode.
+kill -INT "$cap" 2>/dev/null
+wait_until 10 bash -c "! kill -0 $cap 2>/dev/null" || fail "softib capture did not stop"
+out=$(tshark -r "$CAP" 2>/dev/null | head -100)
+echo "$out" | head -8
+echo "$out" | grep -q "ARP" || fail "tshark shows no ARP: $out"
+echo "$out" | grep -Eq "ICMP|TCP" || fail "tshark shows no IPv4: $out"
+tshark -r "$CAP" -V 2>/dev/null | grep -q "InfiniBand" || fail "tshark shows no InfiniBand"
+tshark -r "$CAP" -V 2>/dev/null | grep -q "Internet Protocol Version 4" || fail "tshark shows no IPv4"
+
+# down stops each bridge (the pid file in softib's runtime dir).
+inns "$NSA" "${SOFTIB[@]}" ipoib softib0 1 down || fail "down softib0"
+inns "$NSB" "${SOFTIB[@]}" ipoib softib1 1 down || fail "down softib1"
+wait_until 10 bash -c "! kill -0 $pid_softib0 2>/dev/null && ! kill -0 $pid_softib1 2>/dev/null" ||
+	fail "the bridges did not stop"
+grep " down: " "$SIB_TMP/softib0.log" || fail "no statistics at exit: $(cat "$SIB_TMP/softib0.log")"
+"${SOFTIB[@]}" ipoib softib0 1 down 2>/dev/null && fail "down of a stopped bridge succeeded"
+
+# Without CAP_NET_ADMIN: a clear error, exit 1.
+if command -v setpriv >/dev/null; then
+	inns "$NSA" setpriv --inh-caps=-all --bounding-set=-net_admin "${SOFTIB[@]}" ipoib softib0 1 up \
+		--tun ib9 >"$SIB_TMP/nocap.out" 2>&1
+	rc=$?
+	[ $rc = 1 ] && grep -q CAP_NET_ADMIN "$SIB_TMP/nocap.out" ||
+		fail "without CAP_NET_ADMIN: rc $rc: $(cat "$SIB_TMP/nocap.out")"
+fi
+echo PASS

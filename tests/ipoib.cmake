@@ -1,0 +1,14 @@
+# SPDX-License-Identifier: MIT
+# IPoIB as a verbs ULP (issue 16 items 4-5, docs/ipoib.md).
+if(TARGET sib_ipoib_wire)
+  # The pure parts: wire formats, SA records, the neighbour table.
+  sib_unit_test(test_ipoib_wire SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ipoib_wire.c
+    LIBS sib_ipoib_wire)
+endif()
+if(TARGET sib_ipoib AND TARGET softib AND TARGET softibd)
+  # Two network namespaces, `softib ipoib DEV 1 up --tun ib0` in each: ping
+  # both ways, 100 MB over TCP checked by SHA-256, tshark decodes the
+  # capture as InfiniBand with ARP and IPv4 (root, /dev/net/tun: else 77).
+  sib_itest(ipoib_netns ipoib_netns.sh)
+  set_tests_properties(ipoib_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240 RUN_SERIAL TRUE)
+endif()

@@ -3,13 +3,15 @@
  * The IPoIB endpoint (ep.h): datagram mode on a UD QP through the public
  * verbs API, as the kernel's ipoib_ib.c / ipoib_main.c / ipoib_multicast.c
  * behave (RFC 4391): the broadcast join through the SA, ARP with 20-byte
- * hardware addresses, the 4-byte encapsulation header, neighbours resolved
+ * hardware addresses, IPv6 NS/NA with the IPoIB link-layer option, the 4-byte encapsulation header, neighbours resolved
  * to address handles through PathRecords.  Single-threaded: one caller's
  * event loop drives it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,6 +380,7 @@ static void handle_arp(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint64
 {
 	struct ipoib_arp a;
 	struct neigh *n;
+	uint8_t key[16];
 
 	if (ipoib_arp_decode(p, len, &a) || !a.sha.qpn || a.sha.qpn == IPOIB_BCAST_QPN) {
 		ep->st.rx_dropped++;
@@ -386,9 +389,10 @@ static void handle_arp(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint64
 	ep->st.arp_rx++;
 	if (!ep->ip || !a.spa)
 		return;
-	n = neigh_lookup(&ep->neigh, a.spa, now);
+	neigh_v4(a.spa, key);
+	n = neigh_lookup(&ep->neigh, key, now);
 	if (n || a.tpa == ep->ip) {	/* update known entries; learn askers */
-		n = neigh_confirm(&ep->neigh, a.spa, &a.sha, now);
+		n = neigh_confirm(&ep->neigh, key, &a.sha, now);
 		flush_queue(ep, n);
 	}
 	if (a.op == ARP_OP_REQUEST && a.tpa == ep->ip) {
@@ -397,6 +401,81 @@ static void handle_arp(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint64
 		if (ah)
 			send_arp(ep, ARP_OP_REPLY, a.spa, &a.sha, ah, a.sha.qpn);
 	}
+}
+
+static bool own_ip6(const struct ipoib_ep *ep, const uint8_t a[16])
+{
+	for (unsigned int i = 0; i < ep->nip6; i++)
+		if (!memcmp(ep->ip6[i], a, 16))
+			return true;
+	return false;
+}
+
+/* Our address to send an NS for target from: a link-local one for a
+ * link-local target, else another one; false if we have none. */
+static bool ip6_source(const struct ipoib_ep *ep, const uint8_t target[16], uint8_t out[16])
+{
+	bool want_ll = target[0] == 0xfe && (target[1] & 0xc0) == 0x80;
+
+	for (int pass = 0; pass < 2; pass++)
+		for (unsigned int i = 0; i < ep->nip6; i++) {
+			const uint8_t *a = ep->ip6[i];
+			bool ll = a[0] == 0xfe && (a[1] & 0xc0) == 0x80;
+
+			if (pass || ll == want_ll) {
+				memcpy(out, a, 16);
+				return true;
+			}
+		}
+	return false;
+}
+
+static void send_nd(struct ipoib_ep *ep, const struct ipoib_nd *nd, struct ibv_ah *ah,
+		    uint32_t qpn)
+{
+	uint8_t pkt[IPOIB_ND_LEN];
+	size_t len = ipoib_nd_encode(nd, pkt);
+
+	ep->st.nd_tx++;
+	send_frame(ep, ETH_P_IPV6_, pkt, len, ah, qpn);
+}
+
+/* An NS or NA (RFC 4861 §7.2.3-7.2.5 as far as a host needs): true if it was
+ * one (consumed), false to deliver the packet. */
+static bool handle_nd(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint64_t now)
+{
+	struct ipoib_nd nd, na;
+	struct neigh *n;
+	int ret = ipoib_nd_decode(p, len, &nd);
+	static const uint8_t unspec[16];
+
+	if (ret == -ENOENT)
+		return false;
+	if (ret || !nd.has_lla || !nd.lla.qpn || nd.lla.qpn == IPOIB_BCAST_QPN) {
+		ep->st.rx_dropped++;	/* malformed, or no address we could use */
+		return true;
+	}
+	ep->st.nd_rx++;
+	if (nd.type == ND_NA) {
+		n = neigh_lookup(&ep->neigh, nd.target, now);
+		if (n) {
+			n = neigh_confirm(&ep->neigh, nd.target, &nd.lla, now);
+			flush_queue(ep, n);
+		}
+		return true;
+	}
+	if (!own_ip6(ep, nd.target) || !memcmp(nd.src, unspec, 16))
+		return true;	/* not ours; DAD probes get no answer (no DAD here) */
+	n = neigh_confirm(&ep->neigh, nd.src, &nd.lla, now);
+	flush_queue(ep, n);
+	na = (struct ipoib_nd){ .type = ND_NA, .flags = ND_NA_SOLICITED | ND_NA_OVERRIDE,
+				.has_lla = true, .lla = ep->hw };
+	memcpy(na.src, nd.target, 16);
+	memcpy(na.dst, nd.src, 16);
+	memcpy(na.target, nd.target, 16);
+	if (neigh_ah(ep, n))
+		send_nd(ep, &na, n->ah, nd.lla.qpn);
+	return true;
 }
 
 static void handle_recv(struct ipoib_ep *ep, const struct ibv_wc *wc, uint64_t now)
@@ -410,6 +489,10 @@ static void handle_recv(struct ipoib_ep *ep, const struct ibv_wc *wc, uint64_t n
 		/* our own multicast, looped back */
 	} else if (et == ETH_P_ARP_) {
 		handle_arp(ep, p + IPOIB_ENCAP_LEN, len - IPOIB_ENCAP_LEN, now);
+	} else if (et == ETH_P_IPV6_ && handle_nd(ep, p + IPOIB_ENCAP_LEN,
+						  len - IPOIB_ENCAP_LEN, now)) {
+		/* neighbour discovery: ours, not the kernel's (the TUN has no
+		 * link-layer address) */
 	} else if ((et == ETH_P_IPV4 || et == ETH_P_IPV6_) && len > IPOIB_ENCAP_LEN &&
 		   (p[IPOIB_ENCAP_LEN] >> 4) == (et == ETH_P_IPV4 ? 4 : 6)) {
 		ep->st.rx_packets++;
@@ -471,36 +554,82 @@ bool ipoib_ep_can_send(struct ipoib_ep *ep)
 	return ep->tx_nfree > 0;
 }
 
-static void arp_probe(struct ipoib_ep *ep, struct neigh *n, uint64_t now)
+static bool is_v4(const uint8_t ip[16])
 {
-	n->probes++;
-	n->expires = now + IPOIB_ARP_RETRY_MS;
-	send_arp(ep, ARP_OP_REQUEST, n->ip, NULL, ep->bcast_ah, IPOIB_BCAST_QPN);
+	static const uint8_t pre[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return !memcmp(ip, pre, 12);
 }
 
+/* Ask for n's address: ARP (IPv4) or an NS to its solicited-node address
+ * through the broadcast group (IPv6), both to QPN 0xFFFFFF. */
+static void probe(struct ipoib_ep *ep, struct neigh *n, uint64_t now)
+{
+	struct ipoib_nd ns = { .type = ND_NS, .has_lla = true, .lla = ep->hw };
+
+	n->probes++;
+	n->expires = now + IPOIB_ARP_RETRY_MS;
+	if (is_v4(n->ip)) {
+		send_arp(ep, ARP_OP_REQUEST, (uint32_t)n->ip[12] << 24 | (uint32_t)n->ip[13] << 16 |
+			 (uint32_t)n->ip[14] << 8 | n->ip[15], NULL, ep->bcast_ah, IPOIB_BCAST_QPN);
+		return;
+	}
+	if (!ip6_source(ep, n->ip, ns.src))
+		return;		/* no IPv6 address yet: the probe counts, it ends */
+	memcpy(ns.target, n->ip, 16);
+	ipoib_solicited_node(n->ip, ns.dst);
+	send_nd(ep, &ns, ep->bcast_ah, IPOIB_BCAST_QPN);
+}
+
+/* A unicast datagram to neighbour ip: at once if resolved, else queued
+ * behind a probe. */
+static int send_unicast(struct ipoib_ep *ep, const uint8_t ip[16], uint16_t et,
+			const uint8_t *pkt, size_t len, uint64_t now)
+{
+	struct neigh *n = neigh_get_incomplete(&ep->neigh, ip, now);
+	struct ibv_ah *ah;
+
+	if (n->state == NEIGH_VALID) {
+		ah = neigh_ah(ep, n);
+		if (ah)
+			return send_frame(ep, et, pkt, len, ah, n->hw.qpn);
+		ep->st.tx_dropped++;
+		return -EHOSTUNREACH;
+	}
+	if (neigh_enqueue(&ep->neigh, n, pkt, len))
+		return -ENOMEM;
+	if (!n->probes)
+		probe(ep, n, now);
+	return 0;
+}
+
+/* 255.255.255.255, the subnet's broadcast address, or multicast (224/4). */
 static bool ipv4_bcast(const struct ipoib_ep *ep, uint32_t dst)
 {
+	uint32_t host = ~ep->prefix_mask;
+
 	return (dst >> 28) == 0xE || dst == 0xFFFFFFFF ||
-	       (ep->prefix_mask && (dst | ep->prefix_mask) == 0xFFFFFFFF) ||
-	       (ep->prefix_mask && ep->prefix_mask != 0xFFFFFFFF &&
-		(dst & ~ep->prefix_mask) == ~ep->prefix_mask);
+	       (ep->prefix_mask && host && (dst & host) == host &&
+		(dst & ep->prefix_mask) == (ep->ip & ep->prefix_mask));
 }
 
 int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64_t now)
 {
+	uint8_t key[16];
 	uint32_t dst;
-	struct neigh *n;
-	struct ibv_ah *ah;
 
 	if (len < 20 || len > ep->mtu) {
 		ep->st.tx_dropped++;
 		return -EMSGSIZE;
 	}
-	if (pkt[0] >> 4 == 6) {	/* IPv6: multicast only (no ND yet) */
-		if (len >= 40 && pkt[24] == 0xFF)
+	if (pkt[0] >> 4 == 6) {
+		if (len < 40) {
+			ep->st.tx_dropped++;
+			return -EINVAL;
+		}
+		if (pkt[24] == 0xFF)
 			return send_frame(ep, ETH_P_IPV6_, pkt, len, ep->bcast_ah, IPOIB_BCAST_QPN);
-		ep->st.tx_dropped++;
-		return -EHOSTUNREACH;
+		return send_unicast(ep, pkt + 24, ETH_P_IPV6_, pkt, len, now);
 	}
 	if (pkt[0] >> 4 != 4) {
 		ep->st.tx_dropped++;
@@ -509,23 +638,32 @@ int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64
 	dst = (uint32_t)pkt[16] << 24 | (uint32_t)pkt[17] << 16 | (uint32_t)pkt[18] << 8 | pkt[19];
 	if (ipv4_bcast(ep, dst))
 		return send_frame(ep, ETH_P_IPV4, pkt, len, ep->bcast_ah, IPOIB_BCAST_QPN);
-	n = neigh_get_incomplete(&ep->neigh, dst, now);
-	if (n->state == NEIGH_VALID) {
-		ah = neigh_ah(ep, n);
-		if (ah)
-			return send_frame(ep, ETH_P_IPV4, pkt, len, ah, n->hw.qpn);
-		ep->st.tx_dropped++;
-		return -EHOSTUNREACH;
-	}
-	if (neigh_enqueue(&ep->neigh, n, pkt, len))
-		return -ENOMEM;
-	if (!n->probes)
-		arp_probe(ep, n, now);
-	return 0;
+	neigh_v4(dst, key);
+	return send_unicast(ep, key, ETH_P_IPV4, pkt, len, now);
+}
+
+/* The interface's IPv6 addresses (its network namespace's getifaddrs). */
+static void read_ip6(struct ipoib_ep *ep)
+{
+	struct ifaddrs *ifa, *i;
+
+	if (!ep->ifname[0] || getifaddrs(&ifa))
+		return;
+	ep->nip6 = 0;
+	for (i = ifa; i && ep->nip6 < IPOIB_MAX_IP6; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET6 &&
+		    !strcmp(i->ifa_name, ep->ifname))
+			memcpy(ep->ip6[ep->nip6++],
+			       ((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr.s6_addr, 16);
+	freeifaddrs(ifa);
 }
 
 void ipoib_ep_tick(struct ipoib_ep *ep, uint64_t now)
 {
+	if (now >= ep->ip6_read + 1000 || !ep->ip6_read) {
+		read_ip6(ep);
+		ep->ip6_read = now;
+	}
 	neigh_expire(&ep->neigh, now);
 	for (size_t i = 0; i < ep->neigh.cap; i++) {
 		struct neigh *n = &ep->neigh.e[i];
@@ -536,7 +674,7 @@ void ipoib_ep_tick(struct ipoib_ep *ep, uint64_t now)
 			ep->st.tx_dropped += n->qn;
 			neigh_remove(&ep->neigh, n);
 		} else {
-			arp_probe(ep, n, now);
+			probe(ep, n, now);
 		}
 	}
 }

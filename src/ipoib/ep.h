@@ -5,9 +5,10 @@
  * one CQ and a completion channel, a receive ring (GRH area + IB MTU per
  * slot) and a send ring in one MR, joined to the partition's broadcast group
  * through the SA (only MGID|PortGID|P_Key|JoinState in the mask: Q_Key and MTU
- * come from the SA) and attached to it; ARP (RFC 4391 §4.2) answered and
- * asked; IPv4 datagrams sent to a neighbour's QPN through an AH made from a
- * PathRecord, broadcast and multicast to the broadcast group.
+ * come from the SA) and attached to it; ARP (RFC 4391 §4.2) and IPv6
+ * neighbour discovery with the IPoIB link-layer option (RFC 4391 §5)
+ * answered and asked; IP datagrams sent to a neighbour's QPN through an AH
+ * made from a PathRecord, broadcast and multicast to the broadcast group.
  */
 #ifndef SOFTIB_IPOIB_EP_H
 #define SOFTIB_IPOIB_EP_H
@@ -28,12 +29,13 @@
 #define IPOIB_NEIGH_TTL_MS	(60 * 1000)
 #define IPOIB_ARP_RETRY_MS	1000
 #define IPOIB_ARP_PROBES	3
+#define IPOIB_MAX_IP6	8
 
 struct ipoib_stats {
 	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
 	uint64_t rx_dropped;	/* malformed, not for us, unknown EtherType */
 	uint64_t tx_dropped;	/* no neighbour, ring full, unsupported */
-	uint64_t arp_rx, arp_tx, path_queries, path_errors, rx_errors;
+	uint64_t arp_rx, arp_tx, nd_rx, nd_tx, path_queries, path_errors, rx_errors;
 };
 
 struct ipoib_ep {
@@ -63,6 +65,10 @@ struct ipoib_ep {
 	struct ipoib_sa sa;
 	struct neigh_table neigh;
 	uint32_t ip, prefix_mask;	/* host order; 0: no address */
+	char ifname[16];		/* the interface whose IPv6 addresses we answer ND for */
+	uint8_t ip6[IPOIB_MAX_IP6][16];
+	unsigned int nip6;
+	uint64_t ip6_read;		/* ms: when ip6 was last read */
 	/* where received IP datagrams go (the TUN) */
 	void (*deliver)(void *arg, const uint8_t *pkt, size_t len);
 	void *deliver_arg;
@@ -84,10 +90,11 @@ int ipoib_ep_poll(struct ipoib_ep *ep, uint64_t now_ms);
 /* True if a send slot is free (after reclaiming completed ones). */
 bool ipoib_ep_can_send(struct ipoib_ep *ep);
 /* Send one IP datagram (IPv4 or IPv6, from the version nibble): to the
- * neighbour (ARP and a PathRecord first if needed; the packet waits) or the
+ * neighbour (ARP or ND, and a PathRecord, first if needed; the packet waits) or the
  * broadcast group. 0, or -errno when dropped (counted). */
 int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64_t now_ms);
-/* Timers: ARP retries, neighbour expiry.  Call at least every second. */
+/* Timers: ARP/ND retries, neighbour expiry, re-reading the interface's IPv6
+ * addresses (each second).  Call at least every second. */
 void ipoib_ep_tick(struct ipoib_ep *ep, uint64_t now_ms);
 
 #endif

@@ -57,15 +57,25 @@ void neigh_fini(struct neigh_table *t)
 	t->cap = 0;
 }
 
-static struct neigh *find(struct neigh_table *t, uint32_t ip)
+void neigh_v4(uint32_t ip4, uint8_t ip[16])
+{
+	memset(ip, 0, 10);
+	ip[10] = ip[11] = 0xff;
+	ip[12] = ip4 >> 24;
+	ip[13] = ip4 >> 16;
+	ip[14] = ip4 >> 8;
+	ip[15] = ip4;
+}
+
+static struct neigh *find(struct neigh_table *t, const uint8_t ip[16])
 {
 	for (size_t i = 0; i < t->cap; i++)
-		if (t->e[i].state != NEIGH_FREE && t->e[i].ip == ip)
+		if (t->e[i].state != NEIGH_FREE && !memcmp(t->e[i].ip, ip, 16))
 			return &t->e[i];
 	return NULL;
 }
 
-struct neigh *neigh_lookup(struct neigh_table *t, uint32_t ip, uint64_t now)
+struct neigh *neigh_lookup(struct neigh_table *t, const uint8_t ip[16], uint64_t now)
 {
 	struct neigh *n = find(t, ip);
 
@@ -93,14 +103,14 @@ static struct neigh *slot(struct neigh_table *t)
 	return old;
 }
 
-struct neigh *neigh_confirm(struct neigh_table *t, uint32_t ip,
+struct neigh *neigh_confirm(struct neigh_table *t, const uint8_t ip[16],
 			    const struct ipoib_hwaddr *hw, uint64_t now)
 {
 	struct neigh *n = find(t, ip);
 
 	if (!n) {
 		n = slot(t);
-		n->ip = ip;
+		memcpy(n->ip, ip, 16);
 		n->born = now;
 	} else if (n->state == NEIGH_VALID && memcmp(&n->hw, hw, sizeof(*hw))) {
 		drop_ah(t, n);
@@ -112,14 +122,14 @@ struct neigh *neigh_confirm(struct neigh_table *t, uint32_t ip,
 	return n;
 }
 
-struct neigh *neigh_get_incomplete(struct neigh_table *t, uint32_t ip, uint64_t now)
+struct neigh *neigh_get_incomplete(struct neigh_table *t, const uint8_t ip[16], uint64_t now)
 {
 	struct neigh *n = neigh_lookup(t, ip, now);
 
 	if (n)
 		return n;
 	n = slot(t);
-	n->ip = ip;
+	memcpy(n->ip, ip, 16);
 	n->born = now;
 	n->state = NEIGH_INCOMPLETE;
 	n->expires = now;	/* probe at once */

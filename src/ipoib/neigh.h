@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The IPoIB neighbour table (the kernel's neighbour cache + ipoib_neigh/path:
- * IPv4 address -> 20-byte hardware address -> address handle): bounded (the
+ * IP address -> 20-byte hardware address -> address handle; IPv4 and IPv6
+ * alike, an IPv4 address kept IPv4-mapped, ::ffff:a.b.c.d): bounded (the
  * oldest entry goes when full), with expiry (a VALID entry lives ttl_ms after
  * it was last confirmed by ARP; an INCOMPLETE one while its probes last), a
  * short queue of packets waiting for resolution per entry (unres_qlen).  Pure:
@@ -26,7 +27,7 @@ struct neigh_pkt {
 
 struct neigh {
 	enum neigh_state state;
-	uint32_t ip;			/* host order */
+	uint8_t ip[16];			/* IPv6, or IPv4-mapped (neigh_v4) */
 	struct ipoib_hwaddr hw;		/* VALID only */
 	void *ah;			/* the caller's address handle, or NULL */
 	uint64_t expires;		/* ms: VALID: end of life; INCOMPLETE: next probe */
@@ -52,15 +53,18 @@ int neigh_init(struct neigh_table *t, size_t cap, uint64_t ttl_ms,
 /* Frees every entry (AHs through release) and the table. */
 void neigh_fini(struct neigh_table *t);
 
+/* ip as a table key: ::ffff:a.b.c.d (ip4 in host order). */
+void neigh_v4(uint32_t ip4, uint8_t ip[16]);
+
 /* The entry of ip, or NULL; a VALID entry past its life is removed first. */
-struct neigh *neigh_lookup(struct neigh_table *t, uint32_t ip, uint64_t now);
+struct neigh *neigh_lookup(struct neigh_table *t, const uint8_t ip[16], uint64_t now);
 /* Learn ip -> hw (an ARP answer or request): the entry becomes VALID for
  * ttl_ms; a different hw drops the old AH.  Makes the entry (evicting the
  * oldest when full). Never NULL. */
-struct neigh *neigh_confirm(struct neigh_table *t, uint32_t ip,
+struct neigh *neigh_confirm(struct neigh_table *t, const uint8_t ip[16],
 			    const struct ipoib_hwaddr *hw, uint64_t now);
 /* An INCOMPLETE entry for ip (existing entry returned as is). Never NULL. */
-struct neigh *neigh_get_incomplete(struct neigh_table *t, uint32_t ip, uint64_t now);
+struct neigh *neigh_get_incomplete(struct neigh_table *t, const uint8_t ip[16], uint64_t now);
 /* Keep a copy of a packet on an unresolved entry: 0, or -ENOMEM; a full queue
  * drops its oldest packet (counted in qdrops). */
 int neigh_enqueue(struct neigh_table *t, struct neigh *n, const void *pkt, size_t len);

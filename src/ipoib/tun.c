@@ -263,11 +263,13 @@ static void print_stats(const struct ipoib_ep *ep, const char *tun)
 	const struct ipoib_stats *s = &ep->st;
 
 	fprintf(stderr, "softib ipoib: %s down: rx %llu packets %llu bytes, tx %llu packets "
-		"%llu bytes, dropped rx %llu tx %llu, arp rx %llu tx %llu, paths %llu (%llu failed)\n",
+		"%llu bytes, dropped rx %llu tx %llu, arp rx %llu tx %llu, nd rx %llu tx %llu, "
+		"paths %llu (%llu failed)\n",
 		tun, (unsigned long long)s->rx_packets, (unsigned long long)s->rx_bytes,
 		(unsigned long long)s->tx_packets, (unsigned long long)s->tx_bytes,
 		(unsigned long long)s->rx_dropped, (unsigned long long)s->tx_dropped,
 		(unsigned long long)s->arp_rx, (unsigned long long)s->arp_tx,
+		(unsigned long long)s->nd_rx, (unsigned long long)s->nd_tx,
 		(unsigned long long)s->path_queries, (unsigned long long)s->path_errors);
 }
 
@@ -298,6 +300,7 @@ int sib_ipoib_up(const struct sib_ipoib_opts *o)
 	if (ipoib_ep_open(&ep, o->dev, o->port, o->wait_ms) < 0)
 		goto out;
 	ep.deliver = to_tun;
+	snprintf(ep.ifname, sizeof(ep.ifname), "%s", o->tun);
 	ep.deliver_arg = &tfd;
 	if (link_config(o->tun, o->addr, ep.mtu, &ep.ip, &ep.prefix_mask) < 0)
 		goto out;

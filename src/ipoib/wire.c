@@ -230,3 +230,98 @@ unsigned int ipoib_mtu_bytes(uint8_t mtu_enum)
 {
 	return mtu_enum >= 1 && mtu_enum <= 5 ? 128u << mtu_enum : 0;
 }
+
+uint16_t ipoib_icmp6_csum(const uint8_t src[16], const uint8_t dst[16],
+			  const uint8_t *msg, size_t len)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < 16; i += 2)
+		sum += get16(src + i) + get16(dst + i);
+	sum += (uint32_t)len;
+	sum += 58;		/* next header: ICMPv6 */
+	for (size_t i = 0; i + 1 < len; i += 2)
+		sum += get16(msg + i);
+	if (len & 1)
+		sum += (uint16_t)(msg[len - 1] << 8);
+	while (sum >> 16)
+		sum = (sum & 0xFFFF) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+void ipoib_solicited_node(const uint8_t target[16], uint8_t out[16])
+{
+	static const uint8_t base[13] = { 0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0xff };
+
+	memcpy(out, base, 13);
+	memcpy(out + 13, target + 13, 3);
+}
+
+size_t ipoib_nd_encode(const struct ipoib_nd *nd, uint8_t out[IPOIB_ND_LEN])
+{
+	size_t icmp = 24 + (nd->has_lla ? 24 : 0);
+	uint8_t *m = out + 40;
+
+	memset(out, 0, 40 + icmp);
+	out[0] = 0x60;
+	put16(out + 4, (uint16_t)icmp);
+	out[6] = 58;
+	out[7] = 255;
+	memcpy(out + 8, nd->src, 16);
+	memcpy(out + 24, nd->dst, 16);
+	m[0] = nd->type;
+	if (nd->type == ND_NA)
+		put32(m + 4, nd->flags);
+	memcpy(m + 8, nd->target, 16);
+	if (nd->has_lla) {
+		m[24] = nd->type == ND_NS ? 1 : 2;
+		m[25] = 3;
+		ipoib_hwaddr_encode(&nd->lla, m + 28);
+	}
+	put16(m + 2, ipoib_icmp6_csum(nd->src, nd->dst, m, icmp));
+	return 40 + icmp;
+}
+
+/* The options after the NS/NA body: the link-layer one of the right type. */
+static int nd_options(const uint8_t *o, size_t len, struct ipoib_nd *nd)
+{
+	uint8_t want = nd->type == ND_NS ? 1 : 2;
+
+	while (len) {
+		size_t olen = len >= 2 ? (size_t)o[1] * 8 : 0;
+
+		if (!olen || olen > len)
+			return -EINVAL;		/* RFC 4861 §7.1.1: length 0 */
+		if (o[0] == want) {
+			if (olen != 24)
+				return -EINVAL;
+			nd->has_lla = true;
+			ipoib_hwaddr_decode(o + 4, &nd->lla);
+		}
+		o += olen;
+		len -= olen;
+	}
+	return 0;
+}
+
+int ipoib_nd_decode(const uint8_t *pkt, size_t len, struct ipoib_nd *nd)
+{
+	const uint8_t *m = pkt + 40;
+	size_t plen;
+
+	if (len < 41 || pkt[0] >> 4 != 6 || pkt[6] != 58 || (pkt[40] != ND_NS && pkt[40] != ND_NA))
+		return -ENOENT;
+	plen = get16(pkt + 4);
+	memset(nd, 0, sizeof(*nd));
+	if (plen < 24 || plen + 40 > len || pkt[7] != 255 || m[1] != 0 ||
+	    ipoib_icmp6_csum(pkt + 8, pkt + 24, m, plen) != 0)
+		return -EINVAL;
+	nd->type = m[0];
+	memcpy(nd->src, pkt + 8, 16);
+	memcpy(nd->dst, pkt + 24, 16);
+	nd->flags = nd->type == ND_NA ? get32(m + 4) & 0xE0000000u : 0;
+	memcpy(nd->target, m + 8, 16);
+	if (nd->target[0] == 0xff)
+		return -EINVAL;		/* a multicast target */
+	return nd_options(m + 24, plen - 24, nd);
+}

@@ -68,6 +68,41 @@ void ipoib_bcast_mgid(uint16_t pkey, uint8_t mgid[16]);
  * ff12:401b:PKEY::0:0:IP low 28 bits, as the kernel's ip_ib_mc_map. */
 void ipoib_ipv4_mc_mgid(uint16_t pkey, uint32_t ip, uint8_t mgid[16]);
 
+/* ---- IPv6 neighbour discovery with the IPoIB link-layer address option
+ * (RFC 4861 §4.3/4.4 NS/NA; RFC 4391 §5: option type 1 source / 2 target,
+ * length 3 (24 bytes): type, length, 2 reserved bytes, the 20-byte address).
+ * Only what the bridge sends: an IPv6 header without extension headers, hop
+ * limit 255, one NS or NA with at most one link-layer option. */
+#define ND_NS			135
+#define ND_NA			136
+#define ND_NA_SOLICITED		0x40000000u
+#define ND_NA_OVERRIDE		0x20000000u
+#define IPOIB_ND_LEN		(40 + 24 + 24)
+
+struct ipoib_nd {
+	uint8_t type;			/* ND_NS / ND_NA */
+	uint8_t src[16], dst[16];	/* the IPv6 header's */
+	uint8_t target[16];
+	uint32_t flags;			/* NA: R|S|O in the top bits */
+	bool has_lla;
+	struct ipoib_hwaddr lla;	/* NS: source, NA: target link-layer address */
+};
+
+/* Encode an IPv6 packet carrying nd (hop limit 255, ICMPv6 checksum set):
+ * returns its length (IPOIB_ND_LEN, or 24 less without the option). */
+size_t ipoib_nd_encode(const struct ipoib_nd *nd, uint8_t out[IPOIB_ND_LEN]);
+/* Decode an IPv6 packet: 0 for a valid NS/NA (RFC 4861 §7.1.1/7.1.2: hop
+ * limit 255, code 0, checksum, lengths; a link-layer option of another
+ * length than 3 is refused), -ENOENT when it is no NS/NA (deliver it),
+ * -EINVAL when it is a malformed one (drop it). */
+int ipoib_nd_decode(const uint8_t *pkt, size_t len, struct ipoib_nd *nd);
+/* The ICMPv6 checksum of msg (len bytes, its checksum field included as it
+ * is) under the IPv6 pseudo-header (RFC 8200 §8.1). */
+uint16_t ipoib_icmp6_csum(const uint8_t src[16], const uint8_t dst[16],
+			  const uint8_t *msg, size_t len);
+/* The solicited-node multicast address of target: ff02::1:ffXX:XXXX. */
+void ipoib_solicited_node(const uint8_t target[16], uint8_t out[16]);
+
 /* ---- SA MADs (IBA 13.4.2 common header, 15.2.1 SA header) ---------------- */
 #define SA_MAD_LEN		256
 #define SA_DATA_OFF		56

@@ -3,8 +3,9 @@
 # IPoIB interfaces (docs/ipoib.md): two network namespaces made here (unique
 # names, removed on exit), softibd on the host (its socket reachable from
 # both through SOFTIB_SOCKET), `softib ipoib softib0 1 up --tun ib0 --addr
-# 10.77.0.1/24` in one and softib1 / 10.77.0.2 in the other.  Checks: the
-# address and MTU 2044 on ib0, `ping -c 3` both ways, 100 MB over TCP checked
+# 10.77.0.1/24` in one and softib1 / 10.77.0.2 (with --daemon) in the other.  Checks: the
+# address and MTU 2044 on ib0, `ping -c 3` both ways (IPv4, and IPv6 through
+# neighbour discovery), 100 MB over TCP checked
 # end to end by SHA-256, `softib capture` of softib0's port decoded by tshark
 # as InfiniBand carrying ARP and IPv4, `softib ipoib ... down` stops the
 # bridge, and without CAP_NET_ADMIN a clear error and exit 1.
@@ -43,11 +44,16 @@ up() { # NS DEV ADDR
 	eval "pid_$2=$!"
 }
 up "$NSA" softib0 10.77.0.1/24
-up "$NSB" softib1 10.77.0.2/24
-for d in softib0 softib1; do
-	wait_until 20 grep -q " up on " "$SIB_TMP/$d.log" ||
-		fail "$d did not come up: $(cat "$SIB_TMP/$d.log")"
-done
+# softib1 with --daemon: the command returns 0 once the interface is up and
+# the bridge goes on in the background (its PID in the pid file).
+timeout 60 ip netns exec "$NSB" env LD_PRELOAD="$SIB_PRELOAD" "${SOFTIB[@]}" ipoib softib1 1 up \
+	--tun ib0 --addr 10.77.0.2/24 --daemon >"$SIB_TMP/softib1.log" 2>&1 ||
+	fail "softib1 --daemon: $(cat "$SIB_TMP/softib1.log")"
+pid_softib1=$(cat "$SIB_TMP/ipoib-softib1-1.pid") || fail "no pid file for softib1"
+SIB_PIDS+=("$pid_softib1")
+alive "$pid_softib1" || fail "the softib1 bridge is not running"
+wait_until 20 grep -q " up on " "$SIB_TMP/softib0.log" ||
+	fail "softib0 did not come up: $(cat "$SIB_TMP/softib0.log")"
 cat "$SIB_TMP/softib0.log" "$SIB_TMP/softib1.log"
 inns "$NSA" ip addr show ib0 | grep -q "inet 10.77.0.1/24" || fail "no address: $(inns "$NSA" ip addr show ib0)"
 inns "$NSA" ip link show ib0 | grep -q "mtu 2044" || fail "MTU is not 2044: $(inns "$NSA" ip link show ib0)"
@@ -58,6 +64,14 @@ timeout 30 ip netns exec "$NSA" ping -c 3 -W 5 10.77.0.2 >"$SIB_TMP/pingA" 2>&1 
 timeout 30 ip netns exec "$NSB" ping -c 3 -W 5 10.77.0.1 >"$SIB_TMP/pingB" 2>&1 ||
 	fail "ping B->A: $(cat "$SIB_TMP/pingB")"
 grep -E "rtt|packets" "$SIB_TMP/pingA" "$SIB_TMP/pingB"
+# IPv6: neighbour discovery with the IPoIB link-layer option (RFC 4391 §5).
+inns "$NSA" ip -6 addr add fd77::1/64 dev ib0 nodad || fail "ip -6 addr add"
+inns "$NSB" ip -6 addr add fd77::2/64 dev ib0 nodad || fail "ip -6 addr add"
+timeout 30 ip netns exec "$NSA" ping -6 -c 3 -W 5 fd77::2 >"$SIB_TMP/ping6" 2>&1 ||
+	fail "ping -6 A->B: $(cat "$SIB_TMP/ping6")"
+timeout 30 ip netns exec "$NSB" ping -6 -c 3 -W 5 fd77::1 >>"$SIB_TMP/ping6" 2>&1 ||
+	fail "ping -6 B->A: $(cat "$SIB_TMP/ping6")"
+grep -E "rtt" "$SIB_TMP/ping6"
 
 # 100 MB over TCP, SHA-256 of what was sent against what arrived.
 cat >"$SIB_TMP/tcp.py" <<'PY'
@@ -112,9 +126,11 @@ tshark -r "$CAP" -V 2>/dev/null | grep -q "Internet Protocol Version 4" || fail 
 # down stops each bridge (the pid file in softib's runtime dir).
 inns "$NSA" "${SOFTIB[@]}" ipoib softib0 1 down || fail "down softib0"
 inns "$NSB" "${SOFTIB[@]}" ipoib softib1 1 down || fail "down softib1"
-wait_until 10 bash -c "! kill -0 $pid_softib0 2>/dev/null && ! kill -0 $pid_softib1 2>/dev/null" ||
-	fail "the bridges did not stop"
+wait_until 10 bash -c "! kill -0 $pid_softib1 2>/dev/null" || fail "the softib1 bridge did not stop"
+[ ! -e "$SIB_TMP/ipoib-softib1-1.pid" ] || fail "the pid file stayed"
+wait "$pid_softib0"
 grep " down: " "$SIB_TMP/softib0.log" || fail "no statistics at exit: $(cat "$SIB_TMP/softib0.log")"
+grep -Eq "nd rx [1-9][0-9]* tx [1-9]" "$SIB_TMP/softib0.log" || fail "no ND counted: $(cat "$SIB_TMP/softib0.log")"
 "${SOFTIB[@]}" ipoib softib0 1 down 2>/dev/null && fail "down of a stopped bridge succeeded"
 
 # Without CAP_NET_ADMIN: a clear error, exit 1.

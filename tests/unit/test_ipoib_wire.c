@@ -6,7 +6,8 @@
  * §4.2, malformed ones refused), the broadcast and IPv4 multicast MGIDs
  * (ff12:401b:PKEY::ffff:ffff, RFC 4391 §4), MCMemberRecord and PathRecord
  * at their IBA offsets (15.2.5.16/17) inside an SA MAD, and the neighbour
- * table's bound (oldest evicted), expiry, per-entry queue bound and AH
+ * table's bound (oldest evicted), IPv6 NS/NA with the IPoIB link-layer
+ * option (RFC 4391 §5) and its checksum, expiry, per-entry queue bound and AH
  * release.
  */
 #include <errno.h>
@@ -158,7 +159,65 @@ static void test_sa_records(void **state)
 	assert_int_equal(ipoib_mtu_bytes(6), 0);
 }
 
+/* An NS from fd77::1 for fd77::2 with the source link-layer option (QPN 2,
+ * GID fe80::5eed:0:0:21): the checksum 0x2107 computed independently (RFC
+ * 8200 §8.1 pseudo-header). */
+static void test_nd(void **state)
+{
+	struct ipoib_nd ns = { .type = ND_NS, .has_lla = true, .lla = { .qpn = 2 } }, d;
+	uint8_t p[IPOIB_ND_LEN], bad[IPOIB_ND_LEN];
+	size_t len;
+
+	(void)state;
+	memcpy(ns.lla.gid, gid21, 16);
+	ns.src[0] = ns.target[0] = 0xfd;
+	ns.src[1] = ns.target[1] = 0x77;
+	ns.src[15] = 1;
+	ns.target[15] = 2;
+	ipoib_solicited_node(ns.target, ns.dst);
+	assert_memory_equal(ns.dst, ((uint8_t[]){ 0xff, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+						 0xff, 0, 0, 2 }), 16);
+	len = ipoib_nd_encode(&ns, p);
+	assert_int_equal(len, 88);
+	assert_memory_equal(p, ((uint8_t[]){ 0x60, 0, 0, 0, 0, 48, 58, 255 }), 8);
+	assert_memory_equal(p + 40, ((uint8_t[]){ 135, 0, 0x21, 0x07, 0, 0, 0, 0 }), 8);
+	assert_memory_equal(p + 64, ((uint8_t[]){ 1, 3, 0, 0, 0, 0, 0, 2, 0xfe, 0x80 }), 10);
+	assert_int_equal(ipoib_nd_decode(p, len, &d), 0);
+	assert_int_equal(d.type, ND_NS);
+	assert_true(d.has_lla);
+	assert_int_equal(d.lla.qpn, 2);
+	assert_memory_equal(d.target, ns.target, 16);
+	assert_memory_equal(d.src, ns.src, 16);
+	/* An NA: flags kept, target option. */
+	ns.type = ND_NA;
+	ns.flags = ND_NA_SOLICITED | ND_NA_OVERRIDE;
+	len = ipoib_nd_encode(&ns, p);
+	assert_int_equal(p[40 + 24], 2);
+	assert_int_equal(p[40 + 4], 0x60);
+	assert_int_equal(ipoib_nd_decode(p, len, &d), 0);
+	assert_int_equal(d.flags, 0x60000000);
+	/* Refused: a bad checksum, hop limit 254, code 1, option length 0 or 2,
+	 * a truncated packet; not ND at all: an echo request, IPv4. */
+	struct { int off; uint8_t v; int want; } muts[] = {
+		{ 43, 0x00, -EINVAL }, { 7, 254, -EINVAL }, { 41, 1, -EINVAL },
+		{ 65, 0, -EINVAL }, { 65, 2, -EINVAL }, { 40, 128, -ENOENT }, { 0, 0x45, -ENOENT },
+	};
+	for (size_t i = 0; i < sizeof(muts) / sizeof(muts[0]); i++) {
+		memcpy(bad, p, len);
+		bad[muts[i].off] = muts[i].v;
+		assert_int_equal(ipoib_nd_decode(bad, len, &d), muts[i].want);
+	}
+	assert_int_equal(ipoib_nd_decode(p, len - 1, &d), -EINVAL);
+}
+
 static int released;
+
+static const uint8_t *key(uint32_t v, uint8_t *buf)
+{
+	neigh_v4(v, buf);
+	return buf;
+}
+#define K(v) key((v), (uint8_t[16]){ 0 })
 
 static void rel(void *ah, void *arg)
 {
@@ -177,21 +236,21 @@ static void test_neigh_bound(void **state)
 	released = 0;
 	assert_int_equal(neigh_init(&t, 4, 1000, rel, NULL), 0);
 	for (uint32_t i = 0; i < 6; i++) {
-		struct neigh *n = neigh_confirm(&t, 0x0A000001 + i, &hw, 10 + i);
+		struct neigh *n = neigh_confirm(&t, K(0x0A000001 + i), &hw, 10 + i);
 
 		n->ah = &ahs[i];
 	}
 	assert_int_equal(neigh_count(&t), 4);
 	assert_int_equal(t.evicted, 2);
 	assert_int_equal(released, 2);	/* the evicted entries' AHs */
-	assert_null(neigh_lookup(&t, 0x0A000001, 20));	/* the oldest went */
-	assert_null(neigh_lookup(&t, 0x0A000002, 20));
-	assert_non_null(neigh_lookup(&t, 0x0A000006, 20));
+	assert_null(neigh_lookup(&t, K(0x0A000001), 20));	/* the oldest went */
+	assert_null(neigh_lookup(&t, K(0x0A000002), 20));
+	assert_non_null(neigh_lookup(&t, K(0x0A000006), 20));
 	/* A new hardware address drops the AH made for the old one. */
 	hw.qpn = 8;
-	neigh_confirm(&t, 0x0A000006, &hw, 30);
+	neigh_confirm(&t, K(0x0A000006), &hw, 30);
 	assert_int_equal(released, 3);
-	assert_null(neigh_lookup(&t, 0x0A000006, 30)->ah);
+	assert_null(neigh_lookup(&t, K(0x0A000006), 30)->ah);
 	neigh_fini(&t);
 	assert_int_equal(released, 6);
 }
@@ -206,18 +265,18 @@ static void test_neigh_expiry_queue(void **state)
 	(void)state;
 	released = 0;
 	assert_int_equal(neigh_init(&t, 8, 1000, rel, NULL), 0);
-	neigh_confirm(&t, 1, &hw, 0);
-	assert_non_null(neigh_lookup(&t, 1, 999));
-	assert_null(neigh_lookup(&t, 1, 1000));
+	neigh_confirm(&t, K(1), &hw, 0);
+	assert_non_null(neigh_lookup(&t, K(1), 999));
+	assert_null(neigh_lookup(&t, K(1), 1000));
 	assert_int_equal(t.expired, 1);
-	neigh_confirm(&t, 2, &hw, 0);
-	neigh_confirm(&t, 3, &hw, 500);
+	neigh_confirm(&t, K(2), &hw, 0);
+	neigh_confirm(&t, K(3), &hw, 500);
 	assert_int_equal(neigh_expire(&t, 1200), 1);
 	assert_int_equal(neigh_count(&t), 1);
 	/* Unresolved: at most NEIGH_QLEN packets, the oldest dropped. */
-	n = neigh_get_incomplete(&t, 4, 0);
+	n = neigh_get_incomplete(&t, K(4), 0);
 	assert_int_equal(n->state, NEIGH_INCOMPLETE);
-	assert_ptr_equal(neigh_get_incomplete(&t, 4, 0), n);
+	assert_ptr_equal(neigh_get_incomplete(&t, K(4), 0), n);
 	for (uint8_t i = 0; i < NEIGH_QLEN + 1; i++) {
 		memset(pkt, i, sizeof(pkt));
 		assert_int_equal(neigh_enqueue(&t, n, pkt, sizeof(pkt)), 0);
@@ -227,9 +286,9 @@ static void test_neigh_expiry_queue(void **state)
 	assert_int_equal(n->q[0].data[0], 1);
 	/* An incomplete entry never expires by neigh_expire (probes end it). */
 	assert_int_equal(neigh_expire(&t, 100000), 1);
-	assert_non_null(neigh_lookup(&t, 4, 100000));
+	assert_non_null(neigh_lookup(&t, K(4), 100000));
 	/* Resolution keeps the queue for the caller to send. */
-	n = neigh_confirm(&t, 4, &hw, 100000);
+	n = neigh_confirm(&t, K(4), &hw, 100000);
 	assert_int_equal(n->state, NEIGH_VALID);
 	assert_int_equal(n->qn, NEIGH_QLEN);
 	neigh_fini(&t);
@@ -244,6 +303,7 @@ int main(void)
 		cmocka_unit_test(test_arp),
 		cmocka_unit_test(test_mgids),
 		cmocka_unit_test(test_sa_records),
+		cmocka_unit_test(test_nd),
 		cmocka_unit_test(test_neigh_bound),
 		cmocka_unit_test(test_neigh_expiry_queue),
 	};

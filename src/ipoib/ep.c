@@ -138,6 +138,7 @@ static int join_broadcast(struct ipoib_ep *ep, const struct ibv_port_attr *pa)
 		return ret;
 	}
 	ep->joined = true;
+	ep->bcast_rec = rec;
 	ep->qkey = rec.qkey;
 	ep->mlid = rec.mlid;
 	ep->mc_sl = rec.sl;
@@ -236,6 +237,8 @@ void ipoib_ep_close(struct ipoib_ep *ep)
 	union ibv_gid g;
 
 	neigh_fini(&ep->neigh);
+	if (ep->qp)
+		ipoib_mc_leave_all(ep);
 	if (ep->attached) {
 		memcpy(g.raw, ep->mgid, 16);
 		ibv_detach_mcast(ep->qp, &g, ep->mlid);
@@ -327,7 +330,8 @@ static int send_arp(struct ipoib_ep *ep, uint16_t op, uint32_t tpa,
 	return send_frame(ep, ETH_P_ARP_, pkt, sizeof(pkt), ah, qpn);
 }
 
-/* The AH of a VALID neighbour, from a PathRecord by its GID (ipoib's path). */
+/* The AH of a VALID neighbour, from a PathRecord by its GID (ipoib's path);
+ * NULL and n removed when there is no path. */
 static struct ibv_ah *neigh_ah(struct ipoib_ep *ep, struct neigh *n)
 {
 	struct ibv_port_attr pa;
@@ -342,7 +346,12 @@ static struct ibv_ah *neigh_ah(struct ipoib_ep *ep, struct neigh *n)
 	ep->st.path_queries++;
 	if (ipoib_sa_path(&ep->sa, pa.sm_lid, pa.sm_sl, ep->gid, n->hw.gid, ep->pkey | 0x8000,
 			  &p, &st) || !p.dlid) {
+		/* No path to that GID: forget the neighbour (its queue too), so
+		 * that the next datagram asks again, at most once per ARP/ND
+		 * probe, instead of asking the SA for every datagram. */
 		ep->st.path_errors++;
+		ep->st.tx_dropped += n->qn;
+		neigh_remove(&ep->neigh, n);
 		return NULL;
 	}
 	a.dlid = p.dlid;
@@ -402,6 +411,8 @@ static void handle_arp(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint64
 			send_arp(ep, ARP_OP_REPLY, a.spa, &a.sha, ah, a.sha.qpn);
 	}
 }
+
+static void read_ip6(struct ipoib_ep *ep);
 
 static bool own_ip6(const struct ipoib_ep *ep, const uint8_t a[16])
 {
@@ -463,6 +474,10 @@ static bool handle_nd(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint64_
 			flush_queue(ep, n);
 		}
 		return true;
+	}
+	if (!own_ip6(ep, nd.target) && now >= ep->ip6_read + 100) {
+		read_ip6(ep);	/* an address added since the last tick */
+		ep->ip6_read = now;
 	}
 	if (!own_ip6(ep, nd.target) || !memcmp(nd.src, unspec, 16))
 		return true;	/* not ours; DAD probes get no answer (no DAD here) */
@@ -615,6 +630,7 @@ static bool ipv4_bcast(const struct ipoib_ep *ep, uint32_t dst)
 
 int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64_t now)
 {
+	struct ibv_ah *ah;
 	uint8_t key[16];
 	uint32_t dst;
 
@@ -636,6 +652,8 @@ int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64
 		return -EPROTONOSUPPORT;
 	}
 	dst = (uint32_t)pkt[16] << 24 | (uint32_t)pkt[17] << 16 | (uint32_t)pkt[18] << 8 | pkt[19];
+	if ((dst >> 28) == 0xE && (ah = ipoib_mc_sender(ep, dst, now)))
+		return send_frame(ep, ETH_P_IPV4, pkt, len, ah, IPOIB_BCAST_QPN);
 	if (ipv4_bcast(ep, dst))
 		return send_frame(ep, ETH_P_IPV4, pkt, len, ep->bcast_ah, IPOIB_BCAST_QPN);
 	neigh_v4(dst, key);
@@ -662,6 +680,7 @@ void ipoib_ep_tick(struct ipoib_ep *ep, uint64_t now)
 {
 	if (now >= ep->ip6_read + 1000 || !ep->ip6_read) {
 		read_ip6(ep);
+		ipoib_mc_sync(ep, now);
 		ep->ip6_read = now;
 	}
 	neigh_expire(&ep->neigh, now);

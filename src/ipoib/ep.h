@@ -30,12 +30,28 @@
 #define IPOIB_ARP_RETRY_MS	1000
 #define IPOIB_ARP_PROBES	3
 #define IPOIB_MAX_IP6	8
+#define IPOIB_MC_MAX	32	/* IPv4 multicast groups joined */
+#define IPOIB_MC_RETRY_MS	5000	/* a failed send-only join, tried again after */
+
+/* One IPv4 multicast group (RFC 4391 §4: ff12:401b:PKEY::IPv4 low 28 bits)
+ * the endpoint is in: a FullMember for a group the kernel joined on the
+ * interface (/proc/net/igmp), a SendOnlyNonMember for one it sends to. */
+struct ipoib_mc {
+	uint32_t ip;			/* host order */
+	uint8_t mgid[16];
+	uint16_t mlid;
+	uint8_t join_state;		/* 0: the join failed (until retry) */
+	bool attached, seen;
+	struct ibv_ah *ah;
+	uint64_t retry;			/* ms: join again after, when join_state is 0 */
+};
 
 struct ipoib_stats {
 	uint64_t rx_packets, rx_bytes, tx_packets, tx_bytes;
 	uint64_t rx_dropped;	/* malformed, not for us, unknown EtherType */
 	uint64_t tx_dropped;	/* no neighbour, ring full, unsupported */
 	uint64_t arp_rx, arp_tx, nd_rx, nd_tx, path_queries, path_errors, rx_errors;
+	uint64_t mc_joins, mc_join_errors;
 };
 
 struct ipoib_ep {
@@ -60,7 +76,10 @@ struct ipoib_ep {
 	uint16_t mlid;
 	uint8_t mc_sl;
 	unsigned int mtu;		/* IPoIB MTU: group MTU - 4 */
+	struct ipoib_mcm bcast_rec;	/* the broadcast group's record from the SA */
 	struct ibv_ah *bcast_ah;
+	struct ipoib_mc mc[IPOIB_MC_MAX];
+	unsigned int nmc;
 	bool joined, attached;
 	struct ipoib_sa sa;
 	struct neigh_table neigh;
@@ -96,5 +115,18 @@ int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64
 /* Timers: ARP/ND retries, neighbour expiry, re-reading the interface's IPv6
  * addresses (each second).  Call at least every second. */
 void ipoib_ep_tick(struct ipoib_ep *ep, uint64_t now_ms);
+
+
+/* ---- IPv4 multicast groups (mcast.c) ---- */
+/* Follow the kernel's IPv4 groups of ep->ifname (/proc/net/igmp of our network
+ * namespace): join (FullMember) and attach new ones, detach and leave gone
+ * ones.  Call each second. */
+void ipoib_mc_sync(struct ipoib_ep *ep, uint64_t now_ms);
+/* The AH to send to IPv4 group ip with (to QPN 0xFFFFFF), joining as a
+ * SendOnlyNonMember first if we are not in it; NULL: send to the broadcast
+ * group instead (the join failed, or too many groups). */
+struct ibv_ah *ipoib_mc_sender(struct ipoib_ep *ep, uint32_t ip, uint64_t now_ms);
+/* Detach from and leave every group (at close). */
+void ipoib_mc_leave_all(struct ipoib_ep *ep);
 
 #endif

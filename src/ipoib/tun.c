@@ -264,13 +264,14 @@ static void print_stats(const struct ipoib_ep *ep, const char *tun)
 
 	fprintf(stderr, "softib ipoib: %s down: rx %llu packets %llu bytes, tx %llu packets "
 		"%llu bytes, dropped rx %llu tx %llu, arp rx %llu tx %llu, nd rx %llu tx %llu, "
-		"paths %llu (%llu failed)\n",
+		"paths %llu (%llu failed), multicast joins %llu (%llu failed)\n",
 		tun, (unsigned long long)s->rx_packets, (unsigned long long)s->rx_bytes,
 		(unsigned long long)s->tx_packets, (unsigned long long)s->tx_bytes,
 		(unsigned long long)s->rx_dropped, (unsigned long long)s->tx_dropped,
 		(unsigned long long)s->arp_rx, (unsigned long long)s->arp_tx,
 		(unsigned long long)s->nd_rx, (unsigned long long)s->nd_tx,
-		(unsigned long long)s->path_queries, (unsigned long long)s->path_errors);
+		(unsigned long long)s->path_queries, (unsigned long long)s->path_errors,
+		(unsigned long long)s->mc_joins, (unsigned long long)s->mc_join_errors);
 }
 
 int sib_ipoib_up(const struct sib_ipoib_opts *o)

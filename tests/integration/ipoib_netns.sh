@@ -5,7 +5,7 @@
 # both through SOFTIB_SOCKET), `softib ipoib softib0 1 up --tun ib0 --addr
 # 10.77.0.1/24` in one and softib1 / 10.77.0.2 (with --daemon) in the other.  Checks: the
 # address and MTU 2044 on ib0, `ping -c 3` both ways (IPv4, and IPv6 through
-# neighbour discovery), 100 MB over TCP checked
+# neighbour discovery), UDP to an IPv4 multicast group (its own MGID), 100 MB over TCP checked
 # end to end by SHA-256, `softib capture` of softib0's port decoded by tshark
 # as InfiniBand carrying ARP and IPv4, `softib ipoib ... down` stops the
 # bridge, and without CAP_NET_ADMIN a clear error and exit 1.
@@ -30,9 +30,9 @@ inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 start_daemon
 SOFTIB=("$SIB_BIN/softib")
 
-# Capture softib0's port from the start (ARP, then IPv4).
+# Capture softib0's port from the start (ARP, then IPv4 and IPv6 pings).
 CAP=$SIB_TMP/ipoib.pcap
-"${SOFTIB[@]}" capture -w "$CAP" -d softib0 -p 1 -c 400 2>"$SIB_TMP/cap.err" &
+"${SOFTIB[@]}" capture -w "$CAP" -d softib0 -p 1 -c 2000 2>"$SIB_TMP/cap.err" &
 cap=$!
 SIB_PIDS+=("$cap")
 wait_until 10 grep -q capturing "$SIB_TMP/cap.err" || fail "softib capture: $(cat "$SIB_TMP/cap.err")"
@@ -73,6 +73,60 @@ timeout 30 ip netns exec "$NSB" ping -6 -c 3 -W 5 fd77::1 >>"$SIB_TMP/ping6" 2>&
 	fail "ping -6 B->A: $(cat "$SIB_TMP/ping6")"
 grep -E "rtt" "$SIB_TMP/ping6"
 
+# The capture of the pings: stop it (SIGINT; one capture per port at a
+# time) and decode.
+kill -INT "$cap" 2>/dev/null
+wait_until 10 bash -c "! kill -0 $cap 2>/dev/null" || fail "softib capture did not stop"
+out=$(tshark -r "$CAP" 2>/dev/null | head -100)
+echo "$out" | head -8
+echo "$out" | grep -q "ARP" || fail "tshark shows no ARP: $out"
+echo "$out" | grep -q "ICMP" || fail "tshark shows no IPv4: $out"
+tshark -r "$CAP" -V 2>/dev/null | grep -q "InfiniBand" || fail "tshark shows no InfiniBand"
+tshark -r "$CAP" -V 2>/dev/null | grep -q "Internet Protocol Version 4" || fail "tshark shows no IPv4"
+
+# IPv4 multicast (RFC 4391 §4): B's kernel joins 239.1.2.3 on ib0, its
+# bridge joins ff12:401b:ffff::f01:203 through the SA; A's datagrams to the
+# group go to that MGID (a send-only join), as the capture shows.
+CAP2=$SIB_TMP/mcast.pcap
+"${SOFTIB[@]}" capture -w "$CAP2" -d softib0 -p 1 -c 1000 2>"$SIB_TMP/cap2.err" &
+cap2=$!
+SIB_PIDS+=("$cap2")
+wait_until 10 grep -q capturing "$SIB_TMP/cap2.err" || fail "softib capture: $(cat "$SIB_TMP/cap2.err")"
+cat >"$SIB_TMP/mc.py" <<'PY'
+import socket, struct, sys, time
+if sys.argv[1] == "recv":
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind(("239.1.2.3", 5003))
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP,
+                 socket.inet_aton("239.1.2.3") + socket.inet_aton("10.77.0.2"))
+    print("joined", flush=True); s.settimeout(30)
+    for _ in range(3):
+        print("got", s.recv(100).decode(), flush=True)
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("10.77.0.1"))
+    for i in range(100):
+        s.sendto(b"mc%d" % i, ("239.1.2.3", 5003)); time.sleep(0.2)
+PY
+inns "$NSB" timeout 40 python3 "$SIB_TMP/mc.py" recv >"$SIB_TMP/mcr.out" 2>&1 &
+mcr=$!
+SIB_PIDS+=("$mcr")
+wait_until 10 grep -qs joined "$SIB_TMP/mcr.out" || fail "multicast receiver: $(cat "$SIB_TMP/mcr.out")"
+sleep 1.5	# the bridge reads the kernel's groups each second
+inns "$NSA" timeout 30 python3 "$SIB_TMP/mc.py" send >/dev/null 2>&1 &
+mcs=$!
+SIB_PIDS+=("$mcs")
+wait "$mcr" || fail "multicast receiver: $(cat "$SIB_TMP/mcr.out")"
+kill "$mcs" 2>/dev/null
+grep -c got "$SIB_TMP/mcr.out" | grep -q 3 || fail "multicast: $(cat "$SIB_TMP/mcr.out")"
+kill -INT "$cap2" 2>/dev/null
+wait_until 10 bash -c "! kill -0 $cap2 2>/dev/null" || fail "softib capture did not stop"
+tshark -r "$CAP2" -T fields -e infiniband.grh.dgid -e ip.dst 2>/dev/null | sort | uniq -c |
+	tee "$SIB_TMP/mc.dgids"
+grep -Eq "ff12:401b:ffff::f01:203[[:space:]]+239.1.2.3" "$SIB_TMP/mc.dgids" ||
+	fail "no datagram to the group's MGID"
+
 # 100 MB over TCP, SHA-256 of what was sent against what arrived.
 cat >"$SIB_TMP/tcp.py" <<'PY'
 import hashlib, socket, sys, time
@@ -112,16 +166,6 @@ got=$(tail -1 "$SIB_TMP/recv.out" | cut -d' ' -f1,2)
 echo "sent: $sent"
 echo "recv: $(tail -1 "$SIB_TMP/recv.out")"
 [ "$sent" = "$got" ] && [ "${sent%% *}" = $((MB * 1048576)) ] || fail "TCP data differ: $sent vs $got"
-
-# The capture: stop it (SIGINT) and decode.
-kill -INT "$cap" 2>/dev/null
-wait_until 10 bash -c "! kill -0 $cap 2>/dev/null" || fail "softib capture did not stop"
-out=$(tshark -r "$CAP" 2>/dev/null | head -100)
-echo "$out" | head -8
-echo "$out" | grep -q "ARP" || fail "tshark shows no ARP: $out"
-echo "$out" | grep -Eq "ICMP|TCP" || fail "tshark shows no IPv4: $out"
-tshark -r "$CAP" -V 2>/dev/null | grep -q "InfiniBand" || fail "tshark shows no InfiniBand"
-tshark -r "$CAP" -V 2>/dev/null | grep -q "Internet Protocol Version 4" || fail "tshark shows no IPv4"
 
 # down stops each bridge (the pid file in softib's runtime dir).
 inns "$NSA" "${SOFTIB[@]}" ipoib softib0 1 down || fail "down softib0"

@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -210,6 +211,56 @@ static void test_nd(void **state)
 	assert_int_equal(ipoib_nd_decode(p, len - 1, &d), -EINVAL);
 }
 
+/* Hostile input: random and mutated frames of every length to each decoder,
+ * each in a buffer of exactly its length (the ASan build catches a read past
+ * it); a decoder says yes only to what it can use. Deterministic (seed 16). */
+static void test_decoders_hostile(void **state)
+{
+	struct ipoib_nd nd = { .type = ND_NS, .has_lla = true, .lla = { .qpn = 5 } }, d;
+	uint8_t valid_nd[IPOIB_ND_LEN], valid_arp[IPOIB_ARP_LEN];
+	struct ipoib_arp a = { .op = 1, .sha = { .qpn = 5 } }, ad;
+	unsigned int seed = 16, accepted = 0;
+	uint64_t tid;
+	uint16_t st, attr;
+	uint8_t meth;
+
+	(void)state;
+	nd.src[0] = nd.target[0] = 0xfd;
+	nd.target[15] = 2;
+	ipoib_solicited_node(nd.target, nd.dst);
+	ipoib_nd_encode(&nd, valid_nd);
+	ipoib_arp_encode(&a, valid_arp);
+	for (int it = 0; it < 20000; it++) {
+		size_t len = (size_t)rand_r(&seed) % 130;
+		uint8_t *b = malloc(len ? len : 1);
+		int kind = rand_r(&seed) % 3;
+
+		assert_non_null(b);
+		for (size_t i = 0; i < len; i++) {
+			const uint8_t *base = kind == 1 ? valid_nd : valid_arp;
+			size_t blen = kind == 1 ? sizeof(valid_nd) : sizeof(valid_arp);
+
+			b[i] = kind && i < blen ? base[i] : (uint8_t)rand_r(&seed);
+		}
+		if (kind && len)	/* one byte flipped */
+			b[(size_t)rand_r(&seed) % len] ^= (uint8_t)(1u << (rand_r(&seed) % 8));
+		if (!ipoib_nd_decode(b, len, &d)) {
+			accepted++;
+			assert_true(d.type == ND_NS || d.type == ND_NA);
+			assert_true(len >= 64);
+		}
+		if (!ipoib_arp_decode(b, len, &ad)) {
+			accepted++;
+			assert_true(ad.op == 1 || ad.op == 2);
+			assert_true(len >= IPOIB_ARP_LEN);
+		}
+		(void)ipoib_hdr_decode(b, len);
+		(void)ipoib_sa_mad_parse(b, len, &meth, &st, &attr, &tid);
+		free(b);
+	}
+	assert_true(accepted > 0);	/* the unflipped bytes of long copies */
+}
+
 static int released;
 
 static const uint8_t *key(uint32_t v, uint8_t *buf)
@@ -304,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_mgids),
 		cmocka_unit_test(test_sa_records),
 		cmocka_unit_test(test_nd),
+		cmocka_unit_test(test_decoders_hostile),
 		cmocka_unit_test(test_neigh_bound),
 		cmocka_unit_test(test_neigh_expiry_queue),
 	};

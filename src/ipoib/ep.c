@@ -23,6 +23,8 @@
 #define RX_WRID(i)	((uint64_t)(i))
 #define TX_WRID(i)	((uint64_t)(i) | (1ull << 32))
 
+static void read_ip6(struct ipoib_ep *ep);
+
 static void release_ah(void *ah, void *arg)
 {
 	(void)arg;
@@ -224,6 +226,7 @@ int ipoib_ep_open(struct ipoib_ep *ep, const char *dev, int port, int wait_ms)
 	if ((ret = make_qp(ep)) || (ret = make_bcast_ah(ep)) || (ret = make_rings(ep)))
 		return ret;
 	fcntl(ep->ch->fd, F_SETFL, fcntl(ep->ch->fd, F_GETFL) | O_NONBLOCK);
+	fcntl(ep->ctx->async_fd, F_SETFL, fcntl(ep->ctx->async_fd, F_GETFL) | O_NONBLOCK);
 	if (ibv_req_notify_cq(ep->cq, 0))
 		return -errno;
 	ep->hw = (struct ipoib_hwaddr){ .qpn = ep->qp->qp_num };
@@ -364,6 +367,7 @@ static struct ibv_ah *neigh_ah(struct ipoib_ep *ep, struct neigh *n)
 		a.grh.flow_label = p.flow_label;
 	}
 	n->ah = ibv_create_ah(ep->pd, &a);
+	n->dlid = p.dlid;
 	return n->ah;
 }
 
@@ -385,34 +389,66 @@ static void flush_queue(struct ipoib_ep *ep, struct neigh *n)
 	n->qn = 0;
 }
 
-static void handle_arp(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint64_t now)
+static bool own_ip4(const struct ipoib_ep *ep, uint32_t ip)
+{
+	if (ip == ep->ip)
+		return true;
+	for (unsigned int i = 0; i < ep->nip4; i++)
+		if (ep->ip4[i] == ip)
+			return true;
+	return false;
+}
+
+/* A neighbour heard from LID slid: an AH made for another LID is stale (its
+ * port's LID changed), so the next datagram asks for the path again. */
+static void check_path(struct ipoib_ep *ep, struct neigh *n, uint16_t slid)
+{
+	if (n && n->ah && n->dlid != slid)
+		neigh_forget_ah(&ep->neigh, n);
+}
+
+static void handle_arp(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint16_t slid,
+		       uint64_t now)
 {
 	struct ipoib_arp a;
 	struct neigh *n;
 	uint8_t key[16];
+	bool for_us;
 
 	if (ipoib_arp_decode(p, len, &a) || !a.sha.qpn || a.sha.qpn == IPOIB_BCAST_QPN) {
 		ep->st.rx_dropped++;
 		return;
 	}
 	ep->st.arp_rx++;
-	if (!ep->ip || !a.spa)
+	if (!ep->ip || !a.spa || own_ip4(ep, a.spa))
 		return;
+	for_us = own_ip4(ep, a.tpa);
+	if (!for_us && a.op == ARP_OP_REQUEST && now >= ep->ip6_read + 100) {
+		read_ip6(ep);	/* an address added since the last tick */
+		ep->ip6_read = now;
+		for_us = own_ip4(ep, a.tpa);
+	}
 	neigh_v4(a.spa, key);
 	n = neigh_lookup(&ep->neigh, key, now);
-	if (n || a.tpa == ep->ip) {	/* update known entries; learn askers */
+	if (n || for_us) {	/* update known entries; learn askers */
 		n = neigh_confirm(&ep->neigh, key, &a.sha, now);
+		check_path(ep, n, slid);
 		flush_queue(ep, n);
 	}
-	if (a.op == ARP_OP_REQUEST && a.tpa == ep->ip) {
+	if (a.op == ARP_OP_REQUEST && for_us && n->state == NEIGH_VALID) {
 		struct ibv_ah *ah = neigh_ah(ep, n);
 
-		if (ah)
-			send_arp(ep, ARP_OP_REPLY, a.spa, &a.sha, ah, a.sha.qpn);
+		if (ah) {
+			struct ipoib_arp r = { .op = ARP_OP_REPLY, .sha = ep->hw, .spa = a.tpa,
+					       .tha = a.sha, .tpa = a.spa };
+			uint8_t pkt[IPOIB_ARP_LEN];
+
+			ipoib_arp_encode(&r, pkt);
+			ep->st.arp_tx++;
+			send_frame(ep, ETH_P_ARP_, pkt, sizeof(pkt), ah, a.sha.qpn);
+		}
 	}
 }
-
-static void read_ip6(struct ipoib_ep *ep);
 
 static bool own_ip6(const struct ipoib_ep *ep, const uint8_t a[16])
 {
@@ -453,7 +489,8 @@ static void send_nd(struct ipoib_ep *ep, const struct ipoib_nd *nd, struct ibv_a
 
 /* An NS or NA (RFC 4861 §7.2.3-7.2.5 as far as a host needs): true if it was
  * one (consumed), false to deliver the packet. */
-static bool handle_nd(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint64_t now)
+static bool handle_nd(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint16_t slid,
+		      uint64_t now)
 {
 	struct ipoib_nd nd, na;
 	struct neigh *n;
@@ -471,6 +508,7 @@ static bool handle_nd(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint64_
 		n = neigh_lookup(&ep->neigh, nd.target, now);
 		if (n) {
 			n = neigh_confirm(&ep->neigh, nd.target, &nd.lla, now);
+			check_path(ep, n, slid);
 			flush_queue(ep, n);
 		}
 		return true;
@@ -482,6 +520,7 @@ static bool handle_nd(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint64_
 	if (!own_ip6(ep, nd.target) || !memcmp(nd.src, unspec, 16))
 		return true;	/* not ours; DAD probes get no answer (no DAD here) */
 	n = neigh_confirm(&ep->neigh, nd.src, &nd.lla, now);
+	check_path(ep, n, slid);
 	flush_queue(ep, n);
 	na = (struct ipoib_nd){ .type = ND_NA, .flags = ND_NA_SOLICITED | ND_NA_OVERRIDE,
 				.has_lla = true, .lla = ep->hw };
@@ -503,9 +542,9 @@ static void handle_recv(struct ipoib_ep *ep, const struct ibv_wc *wc, uint64_t n
 	if (wc->src_qp == ep->qp->qp_num && wc->slid == ep->lid) {
 		/* our own multicast, looped back */
 	} else if (et == ETH_P_ARP_) {
-		handle_arp(ep, p + IPOIB_ENCAP_LEN, len - IPOIB_ENCAP_LEN, now);
+		handle_arp(ep, p + IPOIB_ENCAP_LEN, len - IPOIB_ENCAP_LEN, wc->slid, now);
 	} else if (et == ETH_P_IPV6_ && handle_nd(ep, p + IPOIB_ENCAP_LEN,
-						  len - IPOIB_ENCAP_LEN, now)) {
+						  len - IPOIB_ENCAP_LEN, wc->slid, now)) {
 		/* neighbour discovery: ours, not the kernel's (the TUN has no
 		 * link-layer address) */
 	} else if ((et == ETH_P_IPV4 || et == ETH_P_IPV6_) && len > IPOIB_ENCAP_LEN &&
@@ -660,24 +699,110 @@ int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64
 	return send_unicast(ep, key, ETH_P_IPV4, pkt, len, now);
 }
 
-/* The interface's IPv6 addresses (its network namespace's getifaddrs). */
+/* The interface's IPv6 and IPv4 addresses (its network namespace's
+ * getifaddrs). */
 static void read_ip6(struct ipoib_ep *ep)
 {
 	struct ifaddrs *ifa, *i;
 
 	if (!ep->ifname[0] || getifaddrs(&ifa))
 		return;
-	ep->nip6 = 0;
-	for (i = ifa; i && ep->nip6 < IPOIB_MAX_IP6; i = i->ifa_next)
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET6 &&
-		    !strcmp(i->ifa_name, ep->ifname))
+	ep->nip6 = ep->nip4 = 0;
+	for (i = ifa; i; i = i->ifa_next) {
+		if (!i->ifa_addr || strcmp(i->ifa_name, ep->ifname))
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET6 && ep->nip6 < IPOIB_MAX_IP6)
 			memcpy(ep->ip6[ep->nip6++],
 			       ((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr.s6_addr, 16);
+		else if (i->ifa_addr->sa_family == AF_INET && ep->nip4 < IPOIB_MAX_IP6)
+			ep->ip4[ep->nip4++] =
+				ntohl(((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr.s_addr);
+	}
 	freeifaddrs(ifa);
+}
+
+int ipoib_ep_async_fd(const struct ipoib_ep *ep)
+{
+	return ep->ctx->async_fd;
+}
+
+void ipoib_ep_async(struct ipoib_ep *ep)
+{
+	struct ibv_async_event ev;
+
+	for (int k = 0; k < 64 && !ibv_get_async_event(ep->ctx, &ev); k++) {
+		switch (ev.event_type) {
+		case IBV_EVENT_PORT_ACTIVE:
+		case IBV_EVENT_LID_CHANGE:
+		case IBV_EVENT_SM_CHANGE:
+		case IBV_EVENT_CLIENT_REREGISTER:
+		case IBV_EVENT_PKEY_CHANGE:
+			if (ev.element.port_num == ep->port) {
+				ep->rejoin = true;
+				ep->st.port_events++;
+			}
+			break;
+		default:
+			break;
+		}
+		ibv_ack_async_event(&ev);
+	}
+}
+
+/* The flush after a port event: forget every path (AHs made for old LIDs),
+ * join the broadcast group again (the SA may have dropped us while the port
+ * was down) and re-attach, leave the IPv4 groups (the next sync joins the
+ * kernel's again).  Retried by the next tick while the port is not ACTIVE. */
+static void rejoin(struct ipoib_ep *ep)
+{
+	struct ibv_port_attr pa;
+	union ibv_gid g;
+	uint16_t old_mlid = ep->mlid;
+
+	if (ibv_query_port(ep->ctx, ep->port, &pa) || pa.state != IBV_PORT_ACTIVE ||
+	    !pa.lid || !pa.sm_lid)
+		return;
+	ep->rejoin = false;
+	ep->st.rejoins++;
+	ep->lid = pa.lid;
+	neigh_fini(&ep->neigh);
+	if (neigh_init(&ep->neigh, IPOIB_NEIGH_MAX, IPOIB_NEIGH_TTL_MS, release_ah, ep))
+		abort();	/* 256 entries: no memory at all */
+	ipoib_mc_leave_all(ep);
+	if (join_broadcast(ep, &pa)) {
+		ep->rejoin = true;	/* try again on the next tick */
+		return;
+	}
+	memcpy(g.raw, ep->mgid, 16);
+	if (ep->attached && old_mlid != ep->mlid) {
+		ibv_detach_mcast(ep->qp, &g, old_mlid);
+		ep->attached = false;
+	}
+	if (old_mlid != ep->mlid && ep->bcast_ah) {
+		struct ibv_ah_attr a = {
+			.dlid = ep->mlid, .sl = ep->mc_sl, .port_num = ep->port, .is_global = 1,
+			.grh = { .dgid = g, .hop_limit = 1 },
+		};
+		struct ibv_ah *ah = ibv_create_ah(ep->pd, &a);
+
+		if (ah) {
+			ibv_destroy_ah(ep->bcast_ah);
+			ep->bcast_ah = ah;
+		}
+	}
+	if (!ep->attached && !ibv_attach_mcast(ep->qp, &g, ep->mlid))
+		ep->attached = true;
+	ep->ip6_read = 0;	/* the groups again at once */
+	if (ep->ip)	/* announce ourselves: peers drop paths to our old LID */
+		send_arp(ep, ARP_OP_REQUEST, ep->ip, NULL, ep->bcast_ah, IPOIB_BCAST_QPN);
+	fprintf(stderr, "ipoib: %s port %u: rejoined the broadcast group after a port event "
+		"(LID 0x%04x, MLID 0x%04x)\n", ep->dev, ep->port, ep->lid, ep->mlid);
 }
 
 void ipoib_ep_tick(struct ipoib_ep *ep, uint64_t now)
 {
+	if (ep->rejoin)
+		rejoin(ep);
 	if (now >= ep->ip6_read + 1000 || !ep->ip6_read) {
 		read_ip6(ep);
 		ipoib_mc_sync(ep, now);

@@ -51,7 +51,7 @@ struct ipoib_stats {
 	uint64_t rx_dropped;	/* malformed, not for us, unknown EtherType */
 	uint64_t tx_dropped;	/* no neighbour, ring full, unsupported */
 	uint64_t arp_rx, arp_tx, nd_rx, nd_tx, path_queries, path_errors, rx_errors;
-	uint64_t mc_joins, mc_join_errors;
+	uint64_t mc_joins, mc_join_errors, port_events, rejoins;
 };
 
 struct ipoib_ep {
@@ -81,13 +81,16 @@ struct ipoib_ep {
 	struct ipoib_mc mc[IPOIB_MC_MAX];
 	unsigned int nmc;
 	bool joined, attached;
+	bool rejoin;			/* a port event asked for a flush and rejoin */
 	struct ipoib_sa sa;
 	struct neigh_table neigh;
 	uint32_t ip, prefix_mask;	/* host order; 0: no address */
 	char ifname[16];		/* the interface whose IPv6 addresses we answer ND for */
 	uint8_t ip6[IPOIB_MAX_IP6][16];
 	unsigned int nip6;
-	uint64_t ip6_read;		/* ms: when ip6 was last read */
+	uint32_t ip4[IPOIB_MAX_IP6];	/* every IPv4 address of ifname (ARP answers) */
+	unsigned int nip4;
+	uint64_t ip6_read;		/* ms: when ip6 and ip4 were last read */
 	/* where received IP datagrams go (the TUN) */
 	void (*deliver)(void *arg, const uint8_t *pkt, size_t len);
 	void *deliver_arg;
@@ -112,6 +115,14 @@ bool ipoib_ep_can_send(struct ipoib_ep *ep);
  * neighbour (ARP or ND, and a PathRecord, first if needed; the packet waits) or the
  * broadcast group. 0, or -errno when dropped (counted). */
 int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64_t now_ms);
+/* The device's async event fd (non-blocking). */
+int ipoib_ep_async_fd(const struct ipoib_ep *ep);
+/* Read the device's async events: a PORT_ACTIVE, LID_CHANGE, SM_CHANGE,
+ * CLIENT_REREGISTER or PKEY_CHANGE of our port asks for a flush and rejoin
+ * (the kernel's ipoib_event -> ipoib_flush_dev: paths forgotten, the
+ * broadcast and IPv4 groups joined again), done by the next tick once the
+ * port is ACTIVE. */
+void ipoib_ep_async(struct ipoib_ep *ep);
 /* Timers: ARP/ND retries, neighbour expiry, re-reading the interface's IPv6
  * addresses (each second).  Call at least every second. */
 void ipoib_ep_tick(struct ipoib_ep *ep, uint64_t now_ms);

@@ -40,6 +40,11 @@ static void drop_ah(struct neigh_table *t, struct neigh *n)
 	n->ah = NULL;
 }
 
+void neigh_forget_ah(struct neigh_table *t, struct neigh *n)
+{
+	drop_ah(t, n);
+}
+
 void neigh_remove(struct neigh_table *t, struct neigh *n)
 {
 	drop_queue(n);

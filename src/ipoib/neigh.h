@@ -30,6 +30,7 @@ struct neigh {
 	uint8_t ip[16];			/* IPv6, or IPv4-mapped (neigh_v4) */
 	struct ipoib_hwaddr hw;		/* VALID only */
 	void *ah;			/* the caller's address handle, or NULL */
+	uint16_t dlid;			/* the LID the AH leads to (the caller's) */
 	uint64_t expires;		/* ms: VALID: end of life; INCOMPLETE: next probe */
 	uint64_t born;			/* ms: for eviction of the oldest */
 	unsigned int probes;		/* ARP requests sent while INCOMPLETE */
@@ -68,6 +69,8 @@ struct neigh *neigh_get_incomplete(struct neigh_table *t, const uint8_t ip[16], 
 /* Keep a copy of a packet on an unresolved entry: 0, or -ENOMEM; a full queue
  * drops its oldest packet (counted in qdrops). */
 int neigh_enqueue(struct neigh_table *t, struct neigh *n, const void *pkt, size_t len);
+/* Release n's AH (the path changed): the next use makes a new one. */
+void neigh_forget_ah(struct neigh_table *t, struct neigh *n);
 /* Remove an entry: its queue freed, its AH released. */
 void neigh_remove(struct neigh_table *t, struct neigh *n);
 /* Remove every VALID entry past its life; returns how many. */

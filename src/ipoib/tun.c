@@ -5,7 +5,7 @@
  * interface's address, MTU (the endpoint's: group MTU - 4) and IFF_UP with
  * libnl-route-3, then moves datagrams both ways from one ppoll on the TUN fd
  * and the CQ's completion channel (the TUN is polled only while a send slot
- * is free; a 250 ms tick for ARP retries and expiry; no busy loop).  A pid
+ * is free; the device's async events for port changes; a 250 ms tick for ARP retries and expiry; no busy loop).  A pid
  * file in softib's runtime dir lets `down` stop it.
  */
 #include <arpa/inet.h>
@@ -170,13 +170,14 @@ static int loop(struct ipoib_ep *ep, int tfd)
 		return 1;
 	sigemptyset(&none);
 	while (!stop_flag) {
-		struct pollfd pf[2] = {
+		struct pollfd pf[3] = {
 			{ .fd = ipoib_ep_fd(ep), .events = POLLIN },
 			{ .fd = tfd, .events = ipoib_ep_can_send(ep) ? POLLIN : 0 },
+			{ .fd = ipoib_ep_async_fd(ep), .events = POLLIN },
 		};
 		struct timespec to = { 0, 250 * 1000 * 1000 };
 		uint64_t t;
-		int n = ppoll(pf, 2, &to, &none);
+		int n = ppoll(pf, 3, &to, &none);
 
 		if (n < 0 && errno != EINTR) {
 			perror("softib ipoib: ppoll");
@@ -191,6 +192,10 @@ static int loop(struct ipoib_ep *ep, int tfd)
 		}
 		if (n > 0 && (pf[1].revents & POLLIN))
 			from_tun(ep, tfd, buf, cap);
+		if (n > 0 && pf[2].revents) {
+			ipoib_ep_async(ep);
+			next_tick = 0;	/* a rejoin at once */
+		}
 		if (t >= next_tick) {
 			ipoib_ep_tick(ep, t);
 			next_tick = t + 250;
@@ -264,14 +269,16 @@ static void print_stats(const struct ipoib_ep *ep, const char *tun)
 
 	fprintf(stderr, "softib ipoib: %s down: rx %llu packets %llu bytes, tx %llu packets "
 		"%llu bytes, dropped rx %llu tx %llu, arp rx %llu tx %llu, nd rx %llu tx %llu, "
-		"paths %llu (%llu failed), multicast joins %llu (%llu failed)\n",
+		"paths %llu (%llu failed), multicast joins %llu (%llu failed), port events %llu, "
+		"rejoins %llu\n",
 		tun, (unsigned long long)s->rx_packets, (unsigned long long)s->rx_bytes,
 		(unsigned long long)s->tx_packets, (unsigned long long)s->tx_bytes,
 		(unsigned long long)s->rx_dropped, (unsigned long long)s->tx_dropped,
 		(unsigned long long)s->arp_rx, (unsigned long long)s->arp_tx,
 		(unsigned long long)s->nd_rx, (unsigned long long)s->nd_tx,
 		(unsigned long long)s->path_queries, (unsigned long long)s->path_errors,
-		(unsigned long long)s->mc_joins, (unsigned long long)s->mc_join_errors);
+		(unsigned long long)s->mc_joins, (unsigned long long)s->mc_join_errors,
+		(unsigned long long)s->port_events, (unsigned long long)s->rejoins);
 }
 
 int sib_ipoib_up(const struct sib_ipoib_opts *o)

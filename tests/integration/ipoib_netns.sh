@@ -7,7 +7,8 @@
 # address and MTU 2044 on ib0, `ping -c 3` both ways (IPv4, and IPv6 through
 # neighbour discovery), UDP to an IPv4 multicast group (its own MGID), 100 MB over TCP checked
 # end to end by SHA-256, `softib capture` of softib0's port decoded by tshark
-# as InfiniBand carrying ARP and IPv4, `softib ipoib ... down` stops the
+# as InfiniBand carrying ARP and IPv4, the bridge follows a port down/up and
+# a LID change (rejoin, stale paths dropped), `softib ipoib ... down` stops the
 # bridge, and without CAP_NET_ADMIN a clear error and exit 1.
 # Exit 77 without root, /dev/net/tun or `ip netns`.
 . "$(dirname "$0")/lib.sh"
@@ -166,6 +167,23 @@ got=$(tail -1 "$SIB_TMP/recv.out" | cut -d' ' -f1,2)
 echo "sent: $sent"
 echo "recv: $(tail -1 "$SIB_TMP/recv.out")"
 [ "$sent" = "$got" ] && [ "${sent%% *}" = $((MB * 1048576)) ] || fail "TCP data differ: $sent vs $got"
+
+# Port events (the kernel's ipoib_flush_dev): softib0's port goes down and
+# up, then changes its LID; its bridge rejoins the broadcast group each time
+# (the SA forgets a port that went down) and announces itself, so that a new
+# address of A is found by ARP through the group, and B drops its path to
+# A's old LID.
+"${SOFTIB[@]}" port softib0 1 down || fail "port down"
+"${SOFTIB[@]}" port softib0 1 up || fail "port up"
+wait_until 20 grep -q "rejoined" "$SIB_TMP/softib0.log" || fail "no rejoin: $(cat "$SIB_TMP/softib0.log")"
+inns "$NSA" ip addr add 10.77.0.3/24 dev ib0 || fail "ip addr add"
+timeout 30 ip netns exec "$NSB" ping -c 2 -W 5 10.77.0.3 >"$SIB_TMP/ping3" 2>&1 ||
+	fail "ping B->A's new address after port down/up: $(cat "$SIB_TMP/ping3")"
+"${SOFTIB[@]}" port softib0 1 lid 77 || fail "port lid"
+wait_until 20 grep -q "rejoined.*LID 0x004d" "$SIB_TMP/softib0.log" ||
+	fail "no rejoin after the LID change: $(cat "$SIB_TMP/softib0.log")"
+timeout 30 ip netns exec "$NSB" ping -c 2 -W 5 10.77.0.1 >"$SIB_TMP/ping4" 2>&1 ||
+	fail "ping B->A after A's LID changed: $(cat "$SIB_TMP/ping4")"
 
 # down stops each bridge (the pid file in softib's runtime dir).
 inns "$NSA" "${SOFTIB[@]}" ipoib softib0 1 down || fail "down softib0"

@@ -10,5 +10,8 @@ if(TARGET sib_ipoib AND TARGET softib AND TARGET softibd)
   # both ways, 100 MB over TCP checked by SHA-256, tshark decodes the
   # capture as InfiniBand with ARP and IPv4 (root, /dev/net/tun: else 77).
   sib_itest(ipoib_netns ipoib_netns.sh)
-  set_tests_properties(ipoib_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240 RUN_SERIAL TRUE)
+  set_tests_properties(ipoib_netns PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240)
+  # The same under OpenSM (softibd --sm external): its SA, its broadcast group.
+  sib_itest(ipoib_netns_opensm ipoib_netns.sh external)
+  set_tests_properties(ipoib_netns_opensm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240)
 endif()

@@ -593,6 +593,7 @@ int ipoib_ep_poll(struct ipoib_ep *ep, uint64_t now_ms)
 	void *ctx;
 	int ret;
 
+	ep->now = now_ms;
 	while (!ibv_get_cq_event(ep->ch, &cq, &ctx))
 		ibv_ack_cq_events(cq, 1);
 	if (ibv_req_notify_cq(ep->cq, 0))
@@ -603,8 +604,8 @@ int ipoib_ep_poll(struct ipoib_ep *ep, uint64_t now_ms)
 
 bool ipoib_ep_can_send(struct ipoib_ep *ep)
 {
-	if (!ep->tx_nfree)
-		drain(ep, 0);
+	if (!ep->tx_nfree)	/* receives found here are handled at the last time we were told */
+		drain(ep, ep->now);
 	return ep->tx_nfree > 0;
 }
 
@@ -673,6 +674,7 @@ int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64
 	uint8_t key[16];
 	uint32_t dst;
 
+	ep->now = now;
 	if (len < 20 || len > ep->mtu) {
 		ep->st.tx_dropped++;
 		return -EMSGSIZE;
@@ -801,6 +803,7 @@ static void rejoin(struct ipoib_ep *ep)
 
 void ipoib_ep_tick(struct ipoib_ep *ep, uint64_t now)
 {
+	ep->now = now;
 	if (ep->rejoin)
 		rejoin(ep);
 	if (now >= ep->ip6_read + 1000 || !ep->ip6_read) {

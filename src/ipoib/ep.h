@@ -82,6 +82,7 @@ struct ipoib_ep {
 	unsigned int nmc;
 	bool joined, attached;
 	bool rejoin;			/* a port event asked for a flush and rejoin */
+	uint64_t now;			/* ms: the last time a caller gave us */
 	struct ipoib_sa sa;
 	struct neigh_table neigh;
 	uint32_t ip, prefix_mask;	/* host order; 0: no address */

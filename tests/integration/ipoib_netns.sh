@@ -10,8 +10,11 @@
 # as InfiniBand carrying ARP and IPv4, the bridge follows a port down/up and
 # a LID change (rejoin, stale paths dropped), `softib ipoib ... down` stops the
 # bridge, and without CAP_NET_ADMIN a clear error and exit 1.
+# Usage: ipoib_netns.sh [builtin|external]: the built-in SM's SA (default),
+# or OpenSM's (softibd --sm external; OpenSM makes the broadcast group).
 # Exit 77 without root, /dev/net/tun or `ip netns`.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/mgmt_lib.sh"
+mode=${1:-builtin}
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
 [ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun"; exit 77; }
 command -v ip >/dev/null || { echo "SKIP: no ip (iproute2)"; exit 77; }
@@ -28,7 +31,13 @@ ipoib_cleanup() {
 trap ipoib_cleanup EXIT
 inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
-start_daemon
+if [ "$mode" = external ]; then
+	need_umad
+	mgmt_start "" external
+	opensm_start
+else
+	start_daemon
+fi
 SOFTIB=("$SIB_BIN/softib")
 
 # Capture softib0's port from the start (ARP, then IPv4 and IPv6 pings).
@@ -179,11 +188,15 @@ wait_until 20 grep -q "rejoined" "$SIB_TMP/softib0.log" || fail "no rejoin: $(ca
 inns "$NSA" ip addr add 10.77.0.3/24 dev ib0 || fail "ip addr add"
 timeout 30 ip netns exec "$NSB" ping -c 2 -W 5 10.77.0.3 >"$SIB_TMP/ping3" 2>&1 ||
 	fail "ping B->A's new address after port down/up: $(cat "$SIB_TMP/ping3")"
-"${SOFTIB[@]}" port softib0 1 lid 77 || fail "port lid"
-wait_until 20 grep -q "rejoined.*LID 0x004d" "$SIB_TMP/softib0.log" ||
-	fail "no rejoin after the LID change: $(cat "$SIB_TMP/softib0.log")"
-timeout 30 ip netns exec "$NSB" ping -c 2 -W 5 10.77.0.1 >"$SIB_TMP/ping4" 2>&1 ||
-	fail "ping B->A after A's LID changed: $(cat "$SIB_TMP/ping4")"
+# (Under OpenSM, softib0's port is the SM's and OpenSM owns the LIDs: no
+# LID set by hand there.)
+if [ "$mode" != external ]; then
+	"${SOFTIB[@]}" port softib0 1 lid 77 || fail "port lid"
+	wait_until 20 grep -q "rejoined.*LID 0x004d" "$SIB_TMP/softib0.log" ||
+		fail "no rejoin after the LID change: $(cat "$SIB_TMP/softib0.log")"
+	timeout 30 ip netns exec "$NSB" ping -c 2 -W 5 10.77.0.1 >"$SIB_TMP/ping4" 2>&1 ||
+		fail "ping B->A after A's LID changed: $(cat "$SIB_TMP/ping4")"
+fi
 
 # down stops each bridge (the pid file in softib's runtime dir).
 inns "$NSA" "${SOFTIB[@]}" ipoib softib0 1 down || fail "down softib0"

@@ -5,6 +5,14 @@ if(TARGET sib_ipoib_wire)
   sib_unit_test(test_ipoib_wire SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ipoib_wire.c
     LIBS sib_ipoib_wire)
 endif()
+if(TARGET sib_ipoib AND TARGET softibd)
+  # The endpoint without a TUN (no root): join, ARP, delivery, a request
+  # handled while the send ring is full.
+  sib_unit_test(test_ipoib_ep SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ipoib_ep.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c LIBS sib_ipoib)
+  target_compile_definitions(test_ipoib_ep PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+  add_dependencies(test_ipoib_ep softibd)
+endif()
 if(TARGET sib_ipoib AND TARGET softib AND TARGET softibd)
   # Two network namespaces, `softib ipoib DEV 1 up --tun ib0` in each: ping
   # both ways, 100 MB over TCP checked by SHA-256, tshark decodes the

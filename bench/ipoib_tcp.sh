@@ -18,6 +18,7 @@ export LD_LIBRARY_PATH=$build/lib
 tag=$$
 ns=(ibA$tag ibB$tag veA$tag veB$tag)
 cleanup() {
+	set +e	# a stopped program's status must not end the cleanup (set -e)
 	for p in "${pids[@]}"; do stop "$p"; done
 	for n in "${ns[@]}"; do ip netns del "$n" 2>/dev/null || true; done
 	rm -rf "$tmp"

@@ -29,6 +29,8 @@ ipoib_cleanup() {
 	ip netns del "$NSB" 2>/dev/null
 }
 trap ipoib_cleanup EXIT
+# Foreground only: a function sent to the background is a subshell, whose
+# PID is not the program's (stopping it would orphan the program).
 inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
 if [ "$mode" = external ]; then
@@ -48,8 +50,8 @@ SIB_PIDS+=("$cap")
 wait_until 10 grep -q capturing "$SIB_TMP/cap.err" || fail "softib capture: $(cat "$SIB_TMP/cap.err")"
 
 up() { # NS DEV ADDR
-	inns "$1" env LD_PRELOAD="$SIB_PRELOAD" "${SOFTIB[@]}" ipoib "$2" 1 up --tun ib0 --addr "$3" \
-		>"$SIB_TMP/$2.log" 2>&1 &
+	ip netns exec "$1" env LD_PRELOAD="$SIB_PRELOAD" "${SOFTIB[@]}" ipoib "$2" 1 up --tun ib0 \
+		--addr "$3" >"$SIB_TMP/$2.log" 2>&1 &
 	SIB_PIDS+=("$!")
 	eval "pid_$2=$!"
 }
@@ -119,12 +121,12 @@ else:
     for i in range(100):
         s.sendto(b"mc%d" % i, ("239.1.2.3", 5003)); time.sleep(0.2)
 PY
-inns "$NSB" timeout 40 python3 "$SIB_TMP/mc.py" recv >"$SIB_TMP/mcr.out" 2>&1 &
+ip netns exec "$NSB" timeout 40 python3 "$SIB_TMP/mc.py" recv >"$SIB_TMP/mcr.out" 2>&1 &
 mcr=$!
 SIB_PIDS+=("$mcr")
 wait_until 10 grep -qs joined "$SIB_TMP/mcr.out" || fail "multicast receiver: $(cat "$SIB_TMP/mcr.out")"
 sleep 1.5	# the bridge reads the kernel's groups each second
-inns "$NSA" timeout 30 python3 "$SIB_TMP/mc.py" send >/dev/null 2>&1 &
+ip netns exec "$NSA" timeout 30 python3 "$SIB_TMP/mc.py" send >/dev/null 2>&1 &
 mcs=$!
 SIB_PIDS+=("$mcs")
 wait "$mcr" || fail "multicast receiver: $(cat "$SIB_TMP/mcr.out")"
@@ -164,7 +166,7 @@ else:
     c.shutdown(socket.SHUT_WR); c.recv(1); c.close()
     print(n, h.hexdigest(), flush=True)
 PY
-inns "$NSB" timeout 120 python3 "$SIB_TMP/tcp.py" recv "$MB" >"$SIB_TMP/recv.out" 2>&1 &
+ip netns exec "$NSB" timeout 120 python3 "$SIB_TMP/tcp.py" recv "$MB" >"$SIB_TMP/recv.out" 2>&1 &
 rcv=$!
 SIB_PIDS+=("$rcv")
 wait_until 10 grep -qs listening "$SIB_TMP/recv.out" || fail "receiver: $(cat "$SIB_TMP/recv.out")"

@@ -4,7 +4,8 @@
  * (status, stop; device add|remove and port down|up in softib_dev.c;
  * capture and fault in linkcmd.c).  Never starts a daemon: asking a
  * stopped daemon for its status must not start one.  Single-threaded; no
- * state beyond one socket (capture: plus its ring and file).
+ * state beyond one socket (capture: plus its ring and file; ipoib: the
+ * bridge of src/ipoib, ipoibcmd.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,6 +13,9 @@
 #include "common/ctl.h"
 #include "softib_dev.h"
 #include "linkcmd.h"
+#ifdef SOFTIB_HAVE_IPOIB
+#include "ipoibcmd.h"
+#endif
 
 static const char usage[] =
 "Usage: softib [--socket PATH] COMMAND\n"
@@ -50,6 +54,15 @@ static const char usage[] =
 "                  inject faults on a port of running programs, SPEC as in\n"
 "                  SOFTIB_FAULTS, e.g. seed=1,loss=0.01,corrupt=0.01,down=0;\n"
 "                  off removes them (docs/link.md)\n"
+"  ipoib DEV PORT up --tun NAME [--addr A.B.C.D/P] [--daemon] [--wait SECONDS]\n"
+"                  IP over InfiniBand (datagram mode, RFC 4391): a TUN interface\n"
+"                  NAME with that address and MTU 2044 bridged to the port's\n"
+"                  IPoIB endpoint (a UD QP in the partition's broadcast group,\n"
+"                  ARP with 20-byte addresses); runs until Ctrl-C/SIGTERM or\n"
+"                  `ipoib DEV PORT down`; needs CAP_NET_ADMIN in its network\n"
+"                  namespace (root, or `unshare -rn`; docs/ipoib.md)\n"
+"  ipoib DEV PORT down\n"
+"                  stop the interface of DEV PORT\n"
 "\n"
 "Options:\n"
 "  -s, --socket PATH  control socket (default: $SOFTIB_SOCKET, else\n"
@@ -76,8 +89,17 @@ int main(int argc, char **argv)
 		} else if (!strncmp(argv[i], "--socket=", 9)) {
 			path = argv[i] + 9;
 		} else if (!nargs && argv[i][0] != '-' &&
-			   (!strcmp(argv[i], "capture") || !strcmp(argv[i], "fault"))) {
-			/* capture and fault take the rest of the line. */
+			   (!strcmp(argv[i], "capture") || !strcmp(argv[i], "fault") ||
+			    !strcmp(argv[i], "ipoib"))) {
+			/* capture, fault and ipoib take the rest of the line. */
+			if (!strcmp(argv[i], "ipoib")) {
+#ifdef SOFTIB_HAVE_IPOIB
+				return sib_tool_ipoib(path, argc - i - 1, argv + i + 1);
+#else
+				fputs("softib: built without ipoib (libnl-route-3)\n", stderr);
+				return 1;
+#endif
+			}
 			if (!strcmp(argv[i], "capture"))
 				return sib_tool_capture(path, argc - i - 1, argv + i + 1);
 			return sib_tool_fault(path, argc - i - 1, argv + i + 1);
@@ -96,7 +118,7 @@ int main(int argc, char **argv)
 	return sib_ctl_tool(path, !strcmp(cmd, "stop"), "softib");
 
 bad_usage:
-	fputs("softib: expected a command: status, stop, device, port, capture or fault.  "
+	fputs("softib: expected a command: status, stop, device, port, capture, fault or ipoib.  "
 	      "Try 'softib --help'.\n", stderr);
 	return 2;
 }

@@ -762,7 +762,7 @@ static void test_full_queue_waits_for_due_time(void **state)
  */
 #define CHURN_RINGS 4
 static void *churn_base[CHURN_RINGS];
-static _Atomic bool churn_stop;
+static _Atomic bool churn_stop, churn_started;
 
 static void *churn_reader(void *arg)
 {
@@ -772,6 +772,7 @@ static void *churn_reader(void *arg)
 	while (!atomic_load(&churn_stop)) {
 		(void)sib_link_rx_ready(l);
 		looks++;
+		atomic_store(&churn_started, true);
 	}
 	return (void *)(uintptr_t)looks;
 }
@@ -796,7 +797,12 @@ static void test_ring_list_churn(void **state)
 		assert_true(sib_link_rx_attach(&b, churn_base[i], 40 + i, 0));
 	}
 	atomic_store(&churn_stop, false);
+	atomic_store(&churn_started, false);
 	assert_int_equal(pthread_create(&t, NULL, churn_reader, &b), 0);
+	/* The reader looks at least once before the churn (on a loaded machine
+	 * it could get no CPU during the whole loop: looks was 0). 10 s bound. */
+	for (int w = 0; w < 10000 && !atomic_load(&churn_started); w++)
+		usleep(1000);
 	/* Replace the rings again and again (the same senders pairing anew). */
 	for (unsigned int k = 0; k < 200000; k++)
 		assert_true(sib_link_rx_attach(&b, churn_base[k % CHURN_RINGS], 40 + k % CHURN_RINGS, 0));

@@ -38,6 +38,11 @@ struct sib_subnet {
 			struct mai_mad *m);
 	const struct sib_subnet_host *host;
 	void *host_ctx;
+	struct sib_cma *cma;            /* the rdma_cm (cma.h), NULL until sib_cma_new */
+	/* where the router gives SA answers for SIB_MAD_CHAN_CMA: set by
+	 * sib_cma_new (so that a binary without the rdma_cm links no cma.o) */
+	void (*cma_sa_receive)(struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t port,
+			       const struct mai_mad *m);
 };
 
 /* CA port pn of n changed (SIB_CHG_* in what; the LID range before). */

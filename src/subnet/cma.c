@@ -650,9 +650,11 @@ static int bind_addr(struct sib_cma_id *id, const struct cma_addr *a)
 	if (a->family == CMA_AF_IB && a->sid && (uint32_t)(a->sid >> 16 & 0xffff) != id->ps &&
 	    id->ps != SIB_CMA_PS_IB)
 		return -EINVAL;
-	if (!cma_addr_any(a) && !cma_addr_loopback(a)) {
+	/* a port's own address attaches its device; other loopback
+	 * addresses and the wildcard attach none (cma_bind_loopback later) */
+	if (!cma_addr_any(a)) {
 		ret = attach_addr(id, a, false);
-		if (ret)
+		if (ret && !(ret == -EADDRNOTAVAIL && cma_addr_loopback(a)))
 			return ret;
 	}
 	id->src = *a;

@@ -411,7 +411,7 @@ static int on_req(struct cma_bucket *b, struct sib_cm_id *cm, const struct sib_c
 			sib_cm_send_rej(cm, l ? REJ_CONSUMER : 8, NULL, 0, NULL, 0);
 		return 1;
 	}
-	if (!(id = new_conn_id(l, ev, hdr ? &src : NULL, hdr ? &dst : NULL)))
+	if (!(id = new_conn_id(l, ev, hdr ? &dst : NULL, hdr ? &src : NULL)))
 		return 1;
 	id->cm = cm;
 	sib_cm_id_set_handler(cm, conn_handler, id);

@@ -472,7 +472,7 @@ void sibd_ucma_status(struct sibd *d, FILE *f)
 		(unsigned long long)u->ctr.events_written, (unsigned long long)u->ctr.events_queued,
 		(unsigned long long)u->ctr.conn_refused, (unsigned long long)u->ctr.chans_opened,
 		(unsigned long long)u->ctr.chans_closed);
-	fprintf(f, "cma ids=%llu created=%llu destroyed=%llu events=%llu route_queries=%llu "
+	fprintf(f, "rdma_cm ids=%llu created=%llu destroyed=%llu events=%llu route_queries=%llu "
 		"route_answers=%llu route_timeouts=%llu connects=%llu accepts=%llu rejects=%llu "
 		"rejected=%llu established=%llu disconnects=%llu unreachable=%llu req_dropped=%llu\n",
 		(unsigned long long)k->ids, (unsigned long long)k->created,

@@ -46,7 +46,7 @@ int sibd_cmd_cm(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, in
 /* Budget counts of process p (all if NULL): ids, channels. */
 uint32_t sibd_ucma_ids_of(const struct sibd *d, const struct sibd_proc *p);
 uint32_t sibd_ucma_chans_of(const struct sibd *d, const struct sibd_proc *p);
-/* "cma" and "ucma" lines of the status report. */
+/* "ucma" and "rdma_cm" lines of the status report. */
 void sibd_ucma_status(struct sibd *d, FILE *f);
 
 #endif

@@ -404,6 +404,14 @@ void sibd_ucma_timers(struct sibd *d)
 		sib_cma_tick(d->ucma->cma, host_now(NULL));
 }
 
+void sibd_ucma_device_gone(struct sibd *d, uint32_t dev_index)
+{
+	if (!d->ucma || dev_index >= SIB_MAX_DEVICES || !d->dev_node[dev_index])
+		return;
+	sib_cma_node_gone(d->ucma->cma, d->dev_node[dev_index]);
+	sibd_ucma_dispatch(d);
+}
+
 void sibd_ucma_client_gone(struct sibd *d, struct sibd_client *c)
 {
 	struct sibd_ucma *u = d->ucma;

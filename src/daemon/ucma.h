@@ -38,6 +38,9 @@ int sibd_ucma_timeout(struct sibd *d, int timeout);
 void sibd_ucma_timers(struct sibd *d);
 /* Deliver the rdma_cm's queued events (after a routed MAD or a command). */
 void sibd_ucma_dispatch(struct sibd *d);
+/* Device dev_index is unregistered (before its node goes): its ids get
+ * DEVICE_REMOVAL. */
+void sibd_ucma_device_gone(struct sibd *d, uint32_t dev_index);
 /* Connection c closes: its ids (connected ones send DREQ, handshakes REJ)
  * and channels go. */
 void sibd_ucma_client_gone(struct sibd *d, struct sibd_client *c);

@@ -531,6 +531,29 @@ uint32_t sib_cma_destroy_id(struct sib_cma_id *id)
 	return events;
 }
 
+void sib_cma_node_gone(struct sib_cma *cma, const struct sib_fab_node *n)
+{
+	for (struct sib_cma_id *id = cma->ids; id; id = id->next) {
+		if (!id->dev_set || id->node != n)
+			continue;
+		cma_conn_destroy(id);
+		id->dev_set = false;
+		id->node = NULL;
+		id->dev_index = SIB_CM_NO_DEVICE;
+		id->num_paths = 0;
+		id->rq_pending = false;
+		if (id->state != CMA_LISTEN && id->state != CMA_ADDR_BOUND && id->state != CMA_IDLE)
+			id->state = CMA_DONE;
+		cma_post(id, SIB_CMA_EV_DEVICE_REMOVAL, 0);
+	}
+	for (struct cma_bucket *b = cma->buckets; b; b = b->next)
+		if (b->cm && b->cm_node == n) {
+			sib_cm_id_destroy(b->cm);
+			b->cm = NULL;
+			cma_conn_listen(b); /* on a CA still there, if any */
+		}
+}
+
 void sib_cma_destroy_owner(struct sib_cma *cma, uint64_t owner)
 {
 	struct sib_cma_id *id, *next;

@@ -476,6 +476,7 @@ int cma_conn_listen(struct cma_bucket *b)
 		return -ENODEV;
 	if (!(b->cm = sib_cm_id_new(cma->sn, n, 1, listen_handler, b)))
 		return -ENOMEM;
+	b->cm_node = n;
 	ret = sib_cm_listen(b->cm, (uint64_t)b->ps << 16 | b->port, ~0ull);
 	if (ret) {
 		sib_cm_id_destroy(b->cm);

@@ -702,6 +702,30 @@ static void test_owner_cleanup(void **state)
 	assert_int_equal(sib_cma_counters(f->cma)->ids, 0);
 }
 
+static void test_node_gone(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s, *l;
+	struct sib_cm_conn cc = conn_of(0x888);
+	struct rec *r;
+
+	connect_pair(f, 7530, &c, &s);
+	sib_cma_node_gone(f->cma, cas[0]); /* softib0 unregistered */
+	run(f);
+	assert_non_null(ev_of(s, SIB_CMA_EV_DEVICE_REMOVAL));
+	assert_non_null(ev_of(c, SIB_CMA_EV_DISCONNECTED));
+	assert_int_equal(sib_cma_id_dev(s), SIB_CM_NO_DEVICE);
+	assert_int_equal(CALL(sib_cma_disconnect(s)), -EINVAL);
+	/* a wildcard listener still takes connections (its CM listener moved) */
+	l = listener(f, 2, SIB_CMA_PS_TCP, "0.0.0.0", 7531);
+	sib_cma_node_gone(f->cma, cas[0]);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.1.1", 7531);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	assert_ptr_equal(sib_cma_id_listener(r->id), l);
+}
+
 static bool drop_all(void *ctx, const uint8_t *mad)
 {
 	(void)ctx, (void)mad;
@@ -744,6 +768,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_destroy_in_handshake, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_cleanup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreachable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_gone, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

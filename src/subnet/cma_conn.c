@@ -775,8 +775,10 @@ int sib_cma_init_qp_attr(const struct sib_cma_id *id, uint32_t qp_state,
 			a->sq_psn = 0;
 			return 0;
 		}
-		if (!conn || (id->state != CMA_CONN_RESPONSE && id->state != CMA_ACCEPTED &&
-			      id->state != CMA_ESTABLISHED))
+		/* REQ_RCVD too: rdma_accept moves the QP to RTS before the REP
+		 * (linux cm_init_qp_rts_attr allows it; found by wip-rdmacm's rping) */
+		if (!conn || (id->state != CMA_CONN_RESPONSE && id->state != CMA_REQ_RCVD &&
+			      id->state != CMA_ACCEPTED && id->state != CMA_ESTABLISHED))
 			return -EINVAL;
 		a->mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 		a->sq_psn = id->remote_psn;

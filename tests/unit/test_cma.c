@@ -544,6 +544,12 @@ static void test_reject(void **state)
 	run(f);
 	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
 	s = r->id;
+	/* before ACCEPT the passive side moves its QP to RTR and RTS (rdma_accept) */
+	struct sib_cm_qp_attr qa;
+	assert_int_equal(sib_cma_init_qp_attr(s, IBV_QPS_RTR, &qa), 0);
+	assert_int_equal(qa.dest_qp_num, 0x333);
+	assert_int_equal(sib_cma_init_qp_attr(s, IBV_QPS_RTS, &qa), 0);
+	assert_true(qa.mask & IBV_QP_SQ_PSN);
 	assert_int_equal(CALL(sib_cma_reject(s, 0, (const uint8_t *)"no", 2)), 0);
 	run(f);
 	assert_non_null(r = ev_of(c, SIB_CMA_EV_REJECTED));

@@ -946,31 +946,21 @@ void sib_cma_query(const struct sib_cma_id *id, struct sib_ctl_cm *out)
 	memcpy(out->paths, id->path, sizeof(out->paths));
 }
 
-/* RDMA_OPTION_IB_PATH: struct ibv_path_data { u32 flags, reserved;
- * struct ibv_path_record (64 bytes, the SA wire form) }. */
+/* RDMA_OPTION_IB_PATH: struct ibv_path_data (72 bytes) does not fit
+ * optval, so the library sends its path record as one struct sib_cm_path
+ * (host order; sib_ctl_cm.h). */
 static int set_ib_path(struct sib_cma_id *id, const uint8_t *v, uint32_t len)
 {
-	struct sa_path_record r;
 	struct sib_cm_path *p = &id->path[0];
 
-	if (len < 72 || len % 72 || id->state != CMA_ADDR_RESOLVED)
+	if (len != sizeof(*p) || id->state != CMA_ADDR_RESOLVED)
 		return -EINVAL;
-	sa_path_record_decode(&r, v + 8);
-	memset(p, 0, sizeof(*p));
-	memcpy(p->dgid, r.dgid, 16);
-	memcpy(p->sgid, r.sgid, 16);
-	p->dlid = r.dlid;
-	p->slid = r.slid;
-	p->pkey = r.pkey;
-	p->sl = r.sl;
-	p->mtu = r.mtu;
-	p->rate = r.rate;
-	p->packet_life_time = r.packet_life_time;
-	p->hop_limit = r.hop_limit;
-	p->traffic_class = r.tclass;
-	p->flow_label = r.flow_label;
-	p->reversible = r.reversible;
+	memcpy(p, v, sizeof(*p));
+	p->flow_label &= 0xfffff;
+	p->sl &= 0xf;
+	p->packet_life_time &= 0x1f;
 	p->numb_path = 1;
+	p->pad = 0;
 	id->num_paths = 1;
 	/* the kernel's ucma_set_ib_path resolves the route at once */
 	id->state = CMA_ROUTE_RESOLVED;

@@ -422,6 +422,21 @@ static void test_route_timeout(void **state)
 	assert_non_null(r = ev_of(id, SIB_CMA_EV_ROUTE_ERROR));
 	assert_int_equal(r->ev.status, -ETIMEDOUT);
 	cas[1]->mgmt->port[1].pi.master_sm_lid = sm;
+	/* RDMA_OPTION_IB_PATH: the path given, ROUTE_RESOLVED at once, no query */
+	struct sib_cma_id *ip = new_id(f, 1, 6, SIB_CMA_PS_TCP);
+	struct sib_cm_path path = { .dlid = 77, .slid = 78, .pkey = 0xffff, .mtu = 5 };
+	uint64_t q0 = sib_cma_counters(f->cma)->route_queries;
+	assert_int_equal(CALL(sib_cma_resolve_addr(ip, NULL, 0, &d, sizeof(d), 100)), 0);
+	assert_int_equal(CALL(sib_cma_set_option(ip, 1, 1, &path, 20)), -EINVAL);
+	assert_int_equal(CALL(sib_cma_set_option(ip, 1, 1, &path, sizeof(path))), 0);
+	run(f);
+	assert_non_null(ev_of(ip, SIB_CMA_EV_ROUTE_RESOLVED));
+	assert_int_equal(sib_cma_counters(f->cma)->route_queries, q0);
+	struct sib_ctl_cm q;
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(ip, &q);
+	assert_int_equal(q.paths[0].dlid, 77);
+	assert_int_equal(q.num_paths, 1);
 	/* and then it can be asked again */
 	assert_int_equal(CALL(sib_cma_resolve_route(id, 500)), 0);
 	run(f);

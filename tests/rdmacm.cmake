@@ -29,3 +29,20 @@ add_test(NAME abi_rdmacm_exports
           ${SIB_SYSTEM_LIBRDMACM})
 set_tests_properties(abi_rdmacm_exports PROPERTIES TIMEOUT 60 LABELS abi
   ENVIRONMENT "OBJDUMP=${SIB_RDMACM_OBJDUMP};READELF=${SIB_RDMACM_READELF}")
+
+# Unmodified clients (Debian rdmacm-utils, perftest), in the order of value
+# of issue 16: rping, its reject, rping -q, ucmatose, rdma_server/client,
+# udaddy (SIDR), perftest -R, and per-device addresses.
+find_program(SIB_RPING rping)
+if(SIB_RPING)
+  foreach(c rping rping_reject rping_q ucmatose rdma_server udaddy rping_dev)
+    sib_itest(rdmacm_${c} rdmacm.sh ${c})
+  endforeach()
+else()
+  message(STATUS "rdmacm integration tests skipped: no rping (Debian rdmacm-utils)")
+endif()
+find_program(SIB_IB_SEND_BW ib_send_bw)
+if(SIB_IB_SEND_BW)
+  sib_itest(rdmacm_send_bw rdmacm.sh send_bw)
+  sib_itest(rdmacm_write_lat rdmacm.sh write_lat)
+endif()

@@ -28,6 +28,9 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
+#include <sys/socket.h>
+
+#include "common/sib_ctl.h"
 #include "daemon_fixture.h"
 
 /* research/rdmacm.md §1: the header inlines read these fields. */
@@ -288,6 +291,62 @@ static void test_ids(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* softibd's events are input like any other: a channel that carries short
+ * messages, a wrong magic or op, private data longer than its buffer, an
+ * unknown event type or an id nobody has gets each one dropped, never a
+ * crash or an event handed out (the fd is the read end of a socketpair
+ * this test writes). */
+static void send_raw(int fd, const void *buf, size_t len)
+{
+	assert_int_equal(send(fd, buf, len, 0), (ssize_t)len);
+}
+
+static void test_hostile_events(void **state)
+{
+	struct rdma_event_channel ch;
+	struct rdma_cm_event *ev = NULL;
+	struct sib_ctl_msg m;
+	size_t full = offsetof(struct sib_ctl_msg, u) + sizeof(struct sib_ctl_cm_event);
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	ch.fd = sv[0];
+	memset(&m, 0, sizeof(m));
+	m.hdr.magic = SIB_CTL_MAGIC;
+	m.hdr.op = SIB_CTL_CM_EVENT;
+	m.u.cm_event.event = RDMA_CM_EVENT_ESTABLISHED;
+	m.u.cm_event.id = 12345;             /* no such id */
+	m.u.cm_event.uid = 0x1000;
+	send_raw(sv[1], &m, 10);             /* short */
+	send_raw(sv[1], &m, full);           /* unknown id */
+	m.u.cm_event.pdata_len = 100000;     /* longer than the buffer */
+	send_raw(sv[1], &m, full);
+	m.u.cm_event.pdata_len = 8;
+	m.u.cm_event.event = 77;             /* no such event */
+	send_raw(sv[1], &m, full);
+	m.u.cm_event.event = RDMA_CM_EVENT_CONNECT_REQUEST; /* no such listener */
+	send_raw(sv[1], &m, full);
+	m.hdr.magic = 0;                     /* not ours */
+	send_raw(sv[1], &m, full);
+	m.hdr.magic = SIB_CTL_MAGIC;
+	m.hdr.op = SIB_CTL_EVENT;            /* another op */
+	send_raw(sv[1], &m, full);
+	assert_int_equal(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);
+	errno = 0;
+	assert_int_equal(rdma_get_cm_event(&ch, &ev), -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_null(ev);
+	/* the peer closed: ENODEV, no event */
+	close(sv[1]);
+	errno = 0;
+	assert_int_equal(rdma_get_cm_event(&ch, &ev), -1);
+	assert_int_equal(errno, ENODEV);
+	close(sv[0]);
+	assert_int_equal(rdma_get_cm_event(NULL, &ev), -1);
+	assert_int_equal(rdma_ack_cm_event(NULL), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest local[] = {
@@ -298,6 +357,7 @@ int main(void)
 		cmocka_unit_test(test_devices),
 		cmocka_unit_test(test_getaddrinfo),
 		cmocka_unit_test(test_rsocket_enosys),
+		cmocka_unit_test(test_hostile_events),
 		cmocka_unit_test(test_channel),
 		cmocka_unit_test(test_ids),
 	};

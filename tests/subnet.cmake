@@ -44,3 +44,14 @@ if(TARGET sib_subnet)
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sa_agent.c
     LIBS sib_subnet sib_mai sib_iba)
 endif()
+
+# The IB CM (issue 16 item 2): the CM MAD layouts (src/iba/cm.c) from
+# hand-built bytes, and the CM agent (src/subnet/cm.c) between CA ports of
+# the default fabric through the MAD router: REQ/REP/RTU, REJ, DREQ/DREP,
+# TimeWait, retries, MRA, SIDR, destroy, hostile MADs, and a randomized
+# model check (seed printed; `test_cm --seed N` or CM_SEED=N replays it).
+if(TARGET sib_subnet)
+  sib_unit_test(test_cm
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cm.c
+    LIBS sib_subnet sib_mai sib_iba)
+endif()

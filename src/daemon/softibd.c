@@ -30,6 +30,7 @@
 #include "common/ctl.h"
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
+#include "daemon/ucma.h"
 
 #ifndef SOFTIB_VERSION
 #define SOFTIB_VERSION    "0.1.0" /* project() version in CMakeLists.txt */
@@ -410,7 +411,7 @@ static uint32_t at_most(rlim_t n, uint32_t cap)
  * a queued fd. */
 static void fd_limits(struct sibd *d)
 {
-	uint32_t xrcd_files, chans, dx_fds, pair_fds;
+	uint32_t xrcd_files, chans, dx_fds, pair_fds, cm_chans;
 	struct rlimit rl;
 	rlim_t spare = 0;
 
@@ -427,6 +428,8 @@ static void fd_limits(struct sibd *d)
 	spare -= pair_fds;
 	xrcd_files = at_most(spare / 4, SIBD_XRCD_FILES_MAX);
 	spare -= xrcd_files;
+	cm_chans = at_most(spare / 4, SIBD_UCMA_CHANS_MAX);
+	spare -= cm_chans;
 	chans = at_most(spare / 3, SIBD_MAI_CHANS_MAX);
 	spare -= chans;
 	sibd_mai_chans_max = chans;
@@ -434,6 +437,8 @@ static void fd_limits(struct sibd *d)
 	sibd_budget_set(d, SIBD_RES_PAIR, pair_fds);
 	sibd_budget_set(d, SIBD_RES_XRCD_FILE, xrcd_files);
 	sibd_budget_set(d, SIBD_RES_CHAN, chans);
+	sibd_budget_set(d, SIBD_RES_CM_CHAN, cm_chans);
+	sibd_budget_set(d, SIBD_RES_CM_ID, SIBD_UCMA_IDS_MAX);
 	sibd_budget_set(d, SIBD_RES_CONN, at_most(spare / 2, SIBD_MAX_CLIENTS));
 	sibd_budget_set(d, SIBD_RES_INBOX, SIB_MAX_INBOXES);
 }
@@ -535,6 +540,9 @@ static int setup_epoll(struct sibd *d)
 	ev.data.ptr = d->mai; /* every MAI channel, through mai_chan.c's epoll */
 	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_mai_poll_fd(d), &ev) < 0)
 		goto fail;
+	ev.data.ptr = d->ucma; /* every rdma_cm event channel, through ucma.c's epoll */
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_ucma_poll_fd(d), &ev) < 0)
+		goto fail;
 	ev.data.ptr = &d->issm; /* ISSM FIFO opens and closes (issm.c) */
 	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_issm_fd(d), &ev) < 0)
 		goto fail;
@@ -558,7 +566,8 @@ static int setup(struct sibd *d)
 	if (ret != SETUP_OK)
 		return ret;
 	if (sibd_subnet_attach(d) || sibd_fabric_load(d) || sibd_map_create(d) ||
-	    sibd_pairs_init(d) || sibd_mai_init(d) || sibd_issm_init(d) || setup_socket(d))
+	    sibd_pairs_init(d) || sibd_mai_init(d) || sibd_ucma_init(d) || sibd_issm_init(d) ||
+	    setup_socket(d))
 		return SETUP_FAILED;
 	if (setup_epoll(d)) {
 		unlink(d->sock_path);
@@ -580,6 +589,7 @@ static void teardown(struct sibd *d, bool listening)
 	while (d->clients)
 		sibd_client_release(d, d->clients);
 	sibd_pairs_fini(d);
+	sibd_ucma_fini(d);
 	sibd_mai_fini(d);
 	sibd_issm_fini(d);
 	sibd_mcast_fini(d);
@@ -727,6 +737,7 @@ static int run(struct sibd *d)
 			timeout = left > INT_MAX ? INT_MAX : (int)left;
 		}
 		timeout = sibd_mai_timeout(d, timeout);
+		timeout = sibd_ucma_timeout(d, timeout);
 		if (d->accept_resume_ms) {
 			left = d->accept_resume_ms - sibd_now_ms();
 			if (left <= 0) {
@@ -756,10 +767,13 @@ static int run(struct sibd *d)
 				sibd_mai_event(d);
 			else if (ev[i].data.ptr == &d->issm)
 				sibd_issm_event(d);
+			else if (ev[i].data.ptr == d->ucma)
+				sibd_ucma_event(d);
 			else
 				sibd_client_event(d, ev[i].data.ptr, ev[i].events);
 		}
 		sibd_mai_timers(d);
+		sibd_ucma_timers(d); /* the rdma_cm's timers and events (after routed MADs) */
 	}
 	return 0;
 }

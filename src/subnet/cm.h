@@ -203,4 +203,17 @@ struct sib_cm_counters {
 };
 const struct sib_cm_counters *sib_cm_counters(const struct sib_subnet *sn);
 
+/* For logs, status and tests: an id's state (enum in cm.c) and the names
+ * of states, table inputs and events ("REQ_SENT", "send REQ", "REQ_ERROR";
+ * "?" out of range). */
+unsigned int sib_cm_id_state(const struct sib_cm_id *id);
+const char *sib_cm_state_str(unsigned int state);
+const char *sib_cm_input_str(unsigned int input);
+const char *sib_cm_event_str(enum sib_cm_event_type type);
+
+/* Test hook: every CM MAD about to leave (256 bytes, wire form) is shown
+ * to drop(); true loses it (as the fabric would).  NULL: none. */
+void sib_cm_set_tx_drop(struct sib_subnet *sn, bool (*drop)(void *ctx, const uint8_t *mad),
+			void *ctx);
+
 #endif

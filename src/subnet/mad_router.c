@@ -281,11 +281,24 @@ static void deliver(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 		bad_qkey(sn, n, port);
 		return;
 	}
+	if (m->qp == 1 && m->mgmt_class == MAD_MGMT_CLASS_CM && n->type == SIB_NODE_CA) {
+		/* the CM agent of every CA port takes class 0x07 (IBA 12.11; the
+		 * kernel's ib_cm owns the class): it checks and counts the rest */
+		sib_cm_recv(sn, n, port, m);
+		return;
+	}
 	if (is_response(m)) {
 		uint32_t chan = (uint32_t)(m->tid >> MAI_TID_CHAN_SHIFT) & MAI_TID_CHAN_MASK;
 
 		if (chan == SIB_MAD_CHAN_SM) { /* the built-in SM's answer */
 			sib_sm_receive(sn, n, port, m);
+			return;
+		}
+		if (chan == SIB_MAD_CHAN_CMA) { /* an SA answer to the rdma_cm */
+			if (sn->cma_sa_receive)
+				sn->cma_sa_receive(sn, n, port, m);
+			else
+				drop(sn, n, port, m->qp, SIB_MAD_DROP_NO_AGENT);
 			return;
 		}
 		if (chan == SIB_MAD_CHAN_SMA || chan == SIB_MAD_CHAN_PMA) {

@@ -467,6 +467,8 @@ struct sib_subnet *sib_subnet_new(const struct sib_subnet_host *h, void *host_ct
 
 void sib_subnet_delete(struct sib_subnet *sn)
 {
+	if (sn)
+		sib_cm_free(sn);
 	free(sn);
 }
 

@@ -49,6 +49,7 @@ void sib_subnet_unload(struct sib_subnet *sn)
 {
 	if (!sn)
 		return;
+	sib_cm_free(sn);
 	sib_subnet_free(&sn->fab);
 	sib_fabric_free(&sn->fab);
 }
@@ -195,6 +196,7 @@ void sib_subnet_ca_remove(struct sib_subnet *sn, struct sib_fab_node *n)
 {
 	unsigned int i, p;
 
+	sib_cm_node_gone(sn, n);
 	for (p = 1; p <= n->num_ports; p++) /* the far ends go DOWN (trap 128) */
 		sib_sma_link_down(sn, n, (uint8_t)p, SIB_LINK_LOST);
 	sib_subnet_node_free(n);

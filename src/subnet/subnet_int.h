@@ -38,7 +38,24 @@ struct sib_subnet {
 			struct mai_mad *m);
 	const struct sib_subnet_host *host;
 	void *host_ctx;
+	struct sib_cm *cm;              /* the CM agent's state (cm.c), made on first use */
+	struct sib_cma *cma;            /* the rdma_cm (cma.h), NULL until sib_cma_new */
+	/* where the router gives SA answers for SIB_MAD_CHAN_CMA: set by
+	 * sib_cma_new (so that a binary without the rdma_cm links no cma.o) */
+	void (*cma_sa_receive)(struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t port,
+			       const struct mai_mad *m);
 };
+
+/* ---- cm.c: the CM agent's side of the router and the context ---- */
+struct mai_mad;
+/* A CM MAD (class 0x07) that arrived at QP1 of CA port `port` of n. */
+void sib_cm_recv(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
+		 const struct mai_mad *m);
+/* CA n leaves the fabric: its ids send nothing more (the user still
+ * destroys them), its queued MADs are dropped. */
+void sib_cm_node_gone(struct sib_subnet *sn, struct sib_fab_node *n);
+/* The fabric goes (unload, delete): every id and queue is freed. */
+void sib_cm_free(struct sib_subnet *sn);
 
 /* CA port pn of n changed (SIB_CHG_* in what; the LID range before). */
 static inline void sib_subnet_port_changed(struct sib_subnet *sn, struct sib_fab_node *n,

@@ -13,7 +13,7 @@ if(NOT TARGET rdmacm)
 endif()
 sib_unit_test(test_rdmacm SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_rdmacm.c
   ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
-  LIBS rdmacm ibverbs)
+  LIBS rdmacm ibverbs Threads::Threads)
 target_compile_definitions(test_rdmacm PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
 add_dependencies(test_rdmacm softibd)
 

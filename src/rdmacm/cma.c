@@ -30,6 +30,10 @@ static struct ibv_device **dev_list;
 static struct cma_device *cma_devs;
 static int num_devs;
 static struct cma_id *id_list;                /* live ids (lookups of events) */
+/* fds of channels rdma_destroy_event_channel closed (see cma_channel_was_closed) */
+#define CMA_CLOSED_FDS 64
+static int closed_fds[CMA_CLOSED_FDS];
+static unsigned closed_next;
 
 static int set_errno(int e)
 {
@@ -274,6 +278,11 @@ RDMACM_EXPORT struct rdma_event_channel *rdma_create_event_channel(void)
 		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	ch->ch.fd = fd;
 	ch->handle = c.channel;
+	pthread_mutex_lock(&cma_lock);
+	for (unsigned i = 0; i < CMA_CLOSED_FDS; i++)
+		if (closed_fds[i] == fd + 1)
+			closed_fds[i] = 0;
+	pthread_mutex_unlock(&cma_lock);
 	return &ch->ch;
 err:
 	free(ch);
@@ -288,9 +297,29 @@ RDMACM_EXPORT void rdma_destroy_event_channel(struct rdma_event_channel *channel
 	if (!ch)
 		return;
 	c.channel = ch->handle;
+	pthread_mutex_lock(&cma_lock);
+	closed_fds[closed_next++ % CMA_CLOSED_FDS] = ch->ch.fd + 1;
+	pthread_mutex_unlock(&cma_lock);
 	(void)cma_call(&c, NULL);
 	close(ch->ch.fd);
 	free(ch);
+}
+
+/*
+ * Did the library itself destroy the channel whose fd was fd?  A thread
+ * blocked in rdma_get_cm_event on it then sees the socket end; with the
+ * kernel's ucma its read would never return (rping's event thread relies
+ * on that and exits the process on an error).
+ */
+bool cma_channel_was_closed(int fd)
+{
+	bool was = false;
+
+	pthread_mutex_lock(&cma_lock);
+	for (unsigned i = 0; i < CMA_CLOSED_FDS; i++)
+		was |= closed_fds[i] == fd + 1;
+	pthread_mutex_unlock(&cma_lock);
+	return was;
 }
 
 /* ---- ids ---------------------------------------------------------------- */

@@ -10,10 +10,12 @@
  * multicast.  rdma_ack_cm_event counts the ack for rdma_destroy_id.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/rdma_cma.h>
 
@@ -233,10 +235,12 @@ RDMACM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct r
 	struct sib_ctl_msg *m;
 	struct cma_event *evt;
 	struct cma_id *p;
-	int n, e;
+	int fd, n, e;
 
 	if (!channel || !event)
 		return set_errno(EINVAL);
+	/* the channel may be destroyed while we block: never look at it again */
+	fd = channel->fd;
 	if (cma_init())
 		return -1;
 	m = malloc(sizeof(*m));
@@ -248,13 +252,22 @@ RDMACM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct r
 	for (;;) {
 		const struct sib_ctl_cm_event *w = &m->u.cm_event;
 
-		n = sib_ctl_recv(channel->fd, m, NULL);
+		n = sib_ctl_recv(fd, m, NULL);
 		if (n < 0 && n != -EMSGSIZE) {
 			e = -n;
 			goto err;
 		}
-		if (n == 0) { /* softibd closed the channel */
-			e = ENODEV;
+		if (n == 0) { /* the channel's socket ended */
+			int fl = fcntl(fd, F_GETFL); /* -1: closed meanwhile */
+
+			if (cma_channel_was_closed(fd) && (fl < 0 || !(fl & O_NONBLOCK))) {
+				/* destroyed under a blocked reader: as with the
+				 * kernel, the read never returns (a cancellation
+				 * point, like read) */
+				for (;;)
+					pause();
+			}
+			e = ENODEV; /* softibd closed it */
 			goto err;
 		}
 		if (n < 0 || !event_ok(m, n)) {

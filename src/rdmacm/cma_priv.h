@@ -104,6 +104,7 @@ void cma_id_cmd(const struct cma_id *p, struct sib_ctl_cm *c, uint32_t cmd);
 int cma_complete(struct cma_id *p);                  /* sync ids: wait for the event */
 void cma_complete_event(struct cma_id *p);
 int cma_migrate(struct cma_id *p, struct rdma_event_channel *ch);
+bool cma_channel_was_closed(int fd);
 socklen_t cma_addrlen(const struct sockaddr *sa);
 void cma_conn_to_wire(struct sib_cm_conn *w, const struct rdma_conn_param *p);
 

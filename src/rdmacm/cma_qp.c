@@ -91,12 +91,19 @@ static int do_modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	return rc ? set_errno(rc > 0 ? rc : errno) : 0;
 }
 
-/* RTR (rdma-core ucma_modify_qp_rtr); resp_res 0xff keeps the answer's. */
+/*
+ * RTR (rdma-core ucma_modify_qp_rtr); resp_res 0xff keeps the answer's.
+ * First INIT -> INIT with the connection's values: the QP was made INIT
+ * before the handshake gave the responder resources that decide
+ * REMOTE_READ and REMOTE_ATOMIC access (linux cm.c cm_init_qp_init_attr).
+ */
 int cma_modify_qp_rtr(struct cma_id *p, uint8_t resp_res)
 {
 	struct ibv_qp_attr attr;
 	int mask;
 
+	if (modify(p, IBV_QPS_INIT, &attr, &mask) || do_modify(p->id.qp, &attr, mask))
+		return -1;
 	if (modify(p, IBV_QPS_RTR, &attr, &mask))
 		return -1;
 	if (resp_res != RDMA_MAX_RESP_RES)

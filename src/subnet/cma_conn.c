@@ -774,8 +774,8 @@ int sib_cma_init_qp_attr(const struct sib_cma_id *id, uint32_t qp_state,
 			a->sq_psn = 0;
 			return 0;
 		}
-		if (!conn || (id->state != CMA_CONN_RESPONSE && id->state != CMA_ACCEPTED &&
-			      id->state != CMA_ESTABLISHED))
+		if (!conn || (id->state != CMA_CONN_RESPONSE && id->state != CMA_REQ_RCVD &&
+			      id->state != CMA_ACCEPTED && id->state != CMA_ESTABLISHED))
 			return -EINVAL;
 		a->mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
 		a->sq_psn = id->remote_psn;

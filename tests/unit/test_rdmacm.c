@@ -13,6 +13,8 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -234,6 +236,41 @@ static void test_channel(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* rping's event thread blocks in rdma_get_cm_event while the main thread
+ * destroys the channel, and exits the process on an error: as with the
+ * kernel's ucma, that read never returns (it is a cancellation point). */
+static atomic_int reader_returned;
+
+static void *reader(void *arg)
+{
+	struct rdma_event_channel *ch = arg;
+	struct rdma_cm_event *ev;
+
+	(void)rdma_get_cm_event(ch, &ev);
+	atomic_store(&reader_returned, 1);
+	return NULL;
+}
+
+static void test_channel_destroyed_under_reader(void **state)
+{
+	struct rdma_event_channel *ch;
+	pthread_t t;
+
+	(void)state;
+	if (!have_cm())
+		skip();
+	ch = rdma_create_event_channel();
+	assert_non_null(ch);
+	assert_int_equal(pthread_create(&t, NULL, reader, ch), 0);
+	usleep(100 * 1000);
+	rdma_destroy_event_channel(ch);
+	usleep(300 * 1000);
+	assert_int_equal(atomic_load(&reader_returned), 0);
+	assert_int_equal(pthread_cancel(t), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(atomic_load(&reader_returned), 0);
+}
+
 static void test_ids(void **state)
 {
 	struct rdma_event_channel *ch;
@@ -359,6 +396,7 @@ int main(void)
 		cmocka_unit_test(test_rsocket_enosys),
 		cmocka_unit_test(test_hostile_events),
 		cmocka_unit_test(test_channel),
+		cmocka_unit_test(test_channel_destroyed_under_reader),
 		cmocka_unit_test(test_ids),
 	};
 	int rc = cmocka_run_group_tests_name("rdmacm_local", local, NULL, NULL);

@@ -163,6 +163,7 @@ RDMACM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *r
 			if (!p->qp_init_attr)
 				goto err;
 			*p->qp_init_attr = *qp_init_attr;
+			p->qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 		}
 		if (pd)
 			cm_id->pd = pd;
@@ -175,8 +176,12 @@ RDMACM_EXPORT int rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *r
 		goto err;
 	if (rdma_resolve_route(cm_id, CMA_EP_TIMEOUT_MS))
 		goto err;
-	if (qp_init_attr && rdma_create_qp(cm_id, pd, qp_init_attr))
-		goto err;
+	if (qp_init_attr) {
+		/* the QP type comes from the address (rdma-core does the same) */
+		qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
+		if (rdma_create_qp(cm_id, pd, qp_init_attr))
+			goto err;
+	}
 out:
 	*id = cm_id;
 	return 0;

@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# Unmodified rdmacm-utils and perftest clients through softib's
+# librdmacm.so.1 (docs/rdmacm.md), a server and a client process each
+# against a private softibd, every process bounded by `timeout`, stopped
+# by PID (lib.sh).  Checks exit codes and the lines research/rdmacm.md §5
+# lists.
+# Usage: rdmacm.sh CASE
+#   rping          rping -s -v / rping -c -C 10 -v -V on 127.0.0.1
+#   rping_reject   rping -c to a port nobody listens on: "REJECTED, error 8"
+#   rping_q        rping -q (rdma_init_qp_attr, rdma_establish)
+#   rping_dev      server on softib0's default address 127.1.0.1, client from
+#                  softib1's 127.1.1.1 (per-device addresses)
+#   ucmatose       ucmatose -b 127.0.0.1 -c 2 / -s 127.0.0.1 -c 2 -C 100
+#   rdma_server    rdma_server / rdma_client ("end 0")
+#   udaddy         udaddy -b / -s (SIDR, UD)
+#   send_bw        ib_send_bw -R -d softib0
+#   write_lat      ib_write_lat -R -d softib0
+. "$(dirname "$0")/lib.sh"
+case=${1:?usage: rdmacm.sh CASE}
+
+# The Debian clients find librdmacm.so.1 in $SIB_LIB before the system's.
+[ -e "$SIB_LIB/librdmacm.so.1" ] || fail "no $SIB_LIB/librdmacm.so.1"
+
+# run_pair TIMEOUT SERVER_OUT "SERVER CMD" CLIENT_OUT CLIENT CMD...: start
+# the server, then the client; a client refused because the server does not
+# listen yet (its output says REJECTED or refused) is run again, at most 50
+# times 0.2 s apart.  Sets crc (the client's exit code) and srv (the
+# server's PID, still to be waited for).
+run_pair() {
+	local t=$1 sout=$2 scmd=$3 cout=$4; shift 4
+	# shellcheck disable=SC2086
+	client timeout "$t" $scmd >"$sout" 2>&1 &
+	srv=$!
+	SIB_PIDS+=("$srv")
+	sleep 0.2
+	for _ in $(seq 50); do
+		client timeout "$t" "$@" >"$cout" 2>&1
+		crc=$?
+		[ "$crc" = 0 ] && return 0
+		alive "$srv" || return 0
+		grep -Eqi 'REJECTED|refused|UNREACHABLE' "$cout" || return 0
+		sleep 0.2
+	done
+}
+
+# wait_server SECONDS: the server's exit code in src (124 on its timeout).
+wait_server() {
+	local n=$(($1 * 10))
+	for _ in $(seq "$n"); do
+		alive "$srv" || break
+		sleep 0.1
+	done
+	if alive "$srv"; then
+		kill -TERM "$srv" 2>/dev/null
+		src=124
+		wait "$srv" 2>/dev/null
+		return
+	fi
+	wait "$srv"
+	src=$?
+}
+
+show() {
+	echo "--- server"; cat "$SIB_TMP/server.out"
+	echo "--- client"; cat "$SIB_TMP/client.out"
+	echo "--- softibd"; tail -20 "$SIB_TMP/softibd.log"
+}
+
+check_pair() {
+	[ "$crc" = 0 ] || { show; fail "client exited $crc"; }
+	wait_server 20
+	[ "$src" = 0 ] || { show; fail "server exited $src"; }
+}
+
+start_daemon
+S=$SIB_TMP/server.out
+C=$SIB_TMP/client.out
+case $case in
+rping)
+	run_pair 60 "$S" "rping -s -a 127.0.0.1 -v -C 10" "$C" rping -c -a 127.0.0.1 -C 10 -v -V
+	check_pair
+	[ "$(grep -c 'ping data: rdma-ping-' "$C")" = 10 ] || { show; fail "client did not print 10 ping lines"; }
+	grep -q 'ping data: rdma-ping-9' "$S" || { show; fail "server did not print ping 9"; }
+	;;
+rping_reject)
+	port=$(free_port) || fail "no free port"
+	client timeout 60 rping -c -a 127.0.0.1 -p "$port" -C 1 -v >"$C" 2>&1
+	crc=$?
+	cat "$C"
+	[ "$crc" != 0 ] || fail "rping to a port nobody listens on succeeded"
+	[ "$crc" != 124 ] || fail "rping timed out instead of being rejected"
+	grep -q 'REJECTED, error 8' "$C" || fail "no 'REJECTED, error 8'"
+	;;
+rping_q)
+	run_pair 60 "$S" "rping -s -q -a 127.0.0.1 -v -C 10" "$C" rping -c -q -a 127.0.0.1 -C 10 -v -V
+	check_pair
+	[ "$(grep -c 'ping data: rdma-ping-' "$C")" = 10 ] || { show; fail "client did not print 10 ping lines"; }
+	;;
+rping_dev)
+	run_pair 60 "$S" "rping -s -a 127.1.0.1 -v -C 5" "$C" rping -c -I 127.1.1.1 -a 127.1.0.1 -C 5 -v -V
+	check_pair
+	[ "$(grep -c 'ping data: rdma-ping-' "$C")" = 5 ] || { show; fail "client did not print 5 ping lines"; }
+	;;
+ucmatose)
+	run_pair 60 "$S" "ucmatose -b 127.0.0.1 -c 2 -C 100" "$C" ucmatose -s 127.0.0.1 -c 2 -C 100
+	check_pair
+	grep -q 'return status 0' "$C" || { show; fail "client: no 'return status 0'"; }
+	grep -q 'return status 0' "$S" || { show; fail "server: no 'return status 0'"; }
+	;;
+rdma_server)
+	run_pair 60 "$S" "rdma_server -s 127.0.0.1" "$C" rdma_client -s 127.0.0.1
+	check_pair
+	grep -q 'rdma_client: end 0' "$C" || { show; fail "client: no 'rdma_client: end 0'"; }
+	grep -q 'rdma_server: end 0' "$S" || { show; fail "server: no 'rdma_server: end 0'"; }
+	;;
+udaddy)
+	run_pair 60 "$S" "udaddy -b 127.0.0.1 -c 2 -C 10" "$C" udaddy -s 127.0.0.1 -c 2 -C 10
+	check_pair
+	grep -q 'data transfers complete' "$C" || { show; fail "client: no 'data transfers complete'"; }
+	grep -q 'return status 0' "$S" || { show; fail "server: no 'return status 0'"; }
+	;;
+send_bw|write_lat)
+	tool=ib_send_bw
+	[ "$case" = write_lat ] && tool=ib_write_lat
+	port=$(free_port) || fail "no free port"
+	run_pair 60 "$S" "$tool -R -d softib0 -p $port -n 200" "$C" $tool -R -d softib0 -p "$port" -n 200 127.0.0.1
+	check_pair
+	grep -Eq '^ *[0-9]+ +200 ' "$C" || { show; fail "no result line with 200 iterations"; }
+	;;
+*)
+	fail "unknown case $case"
+	;;
+esac
+cat "$C"
+echo PASS

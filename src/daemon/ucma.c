@@ -69,6 +69,7 @@ struct sibd_ucma {
 	uint32_t nids, nchans;
 	struct ucma_ctr ctr;
 	bool in_dispatch;
+	bool trace;                 /* SOFTIBD_CM_TRACE set: every command and event logged */
 };
 
 /* ---- channels ---- */
@@ -264,6 +265,9 @@ static int host_event(void *ctx, struct sib_cma_id *cid, struct sib_ctl_cm_event
 	if (!id || !id->chan)
 		return 0;
 	ev->id = id->handle;
+	if (u->trace)
+		sibd_log("ucma: pid %d event %u status %d id %u", (int)id->owner->pid, ev->event,
+			 ev->status, id->handle);
 	/* a CONNECT_REQUEST is reported on its listener (ucma_get_event) */
 	return chan_push(u, id->chan, l ? l : id, ev) ? (l ? 1 : 0) : 0;
 }
@@ -310,6 +314,7 @@ int sibd_ucma_init(struct sibd *d)
 		return -ENOMEM;
 	}
 	sib_cma_seed(u->cma, host_now(NULL) ^ (uint64_t)getpid() << 32);
+	u->trace = getenv("SOFTIBD_CM_TRACE") != NULL;
 	sib_ht_init(&u->ids, SIBD_UCMA_IDS_MAX);
 	sib_ht_init(&u->chans, SIBD_UCMA_CHANS_MAX);
 	d->ucma = u;
@@ -734,6 +739,9 @@ int sibd_cmd_cm(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, in
 	}
 	if (ret && ret != SIBD_REPLIED)
 		u->ctr.bad_commands++;
+	if (u->trace)
+		sibd_log("ucma: pid %d cmd %u id %u channel %u: %d", (int)c->pid, cm->cmd, cm->id,
+			 cm->channel, ret == SIBD_REPLIED ? 0 : ret);
 	sibd_ucma_dispatch(d);
 	return ret;
 }

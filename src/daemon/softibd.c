@@ -31,6 +31,7 @@
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 #include "daemon/ucma.h"
+#include "subnet/cm.h"
 
 #ifndef SOFTIB_VERSION
 #define SOFTIB_VERSION    "0.1.0" /* project() version in CMakeLists.txt */
@@ -140,6 +141,30 @@ void sibd_log(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	errno = saved;
+}
+
+/* CLOCK_MONOTONIC in ns: the IB CM's clock (sib_cm_tick). */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The IB CM's timers (subnet/cm.h): run what is due, deliver its queued
+ * events, and fold its next deadline into the wait's timeout (ms). */
+static int cm_timeout(struct sibd *d, int timeout)
+{
+	uint64_t now = now_ns(), next = sib_cm_tick(d->sn, now);
+	uint64_t ms;
+
+	if (!next)
+		return timeout;
+	ms = next > now ? (next - now + 999999) / 1000000 : 0;
+	if (ms > INT_MAX)
+		ms = INT_MAX;
+	return timeout < 0 || (int)ms < timeout ? (int)ms : timeout;
 }
 
 long long sibd_now_ms(void)
@@ -738,6 +763,7 @@ static int run(struct sibd *d)
 		}
 		timeout = sibd_mai_timeout(d, timeout);
 		timeout = sibd_ucma_timeout(d, timeout);
+		timeout = cm_timeout(d, timeout);
 		if (d->accept_resume_ms) {
 			left = d->accept_resume_ms - sibd_now_ms();
 			if (left <= 0) {
@@ -771,8 +797,10 @@ static int run(struct sibd *d)
 				sibd_ucma_event(d);
 			else
 				sibd_client_event(d, ev[i].data.ptr, ev[i].events);
+			sib_cm_dispatch(d->sn); /* what the MAD or command queued */
 		}
 		sibd_mai_timers(d);
+		sib_cm_dispatch(d->sn);
 		sibd_ucma_timers(d); /* the rdma_cm's timers and events (after routed MADs) */
 	}
 	return 0;

@@ -747,9 +747,9 @@ static void test_node_gone(void **state)
 	assert_ptr_equal(sib_cma_id_listener(r->id), l);
 }
 
-static bool drop_all(void *ctx, const uint8_t *mad)
+static bool drop_all(void *ctx, const uint8_t *mad, uint16_t slid, uint16_t dlid)
 {
-	(void)ctx, (void)mad;
+	(void)ctx, (void)mad, (void)slid, (void)dlid;
 	return true;
 }
 

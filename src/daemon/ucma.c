@@ -404,6 +404,14 @@ void sibd_ucma_timers(struct sibd *d)
 		sib_cma_tick(d->ucma->cma, host_now(NULL));
 }
 
+void sibd_ucma_device_gone(struct sibd *d, uint32_t dev_index)
+{
+	if (!d->ucma || dev_index >= SIB_MAX_DEVICES || !d->dev_node[dev_index])
+		return;
+	sib_cma_node_gone(d->ucma->cma, d->dev_node[dev_index]);
+	sibd_ucma_dispatch(d);
+}
+
 void sibd_ucma_client_gone(struct sibd *d, struct sibd_client *c)
 {
 	struct sibd_ucma *u = d->ucma;
@@ -472,7 +480,7 @@ void sibd_ucma_status(struct sibd *d, FILE *f)
 		(unsigned long long)u->ctr.events_written, (unsigned long long)u->ctr.events_queued,
 		(unsigned long long)u->ctr.conn_refused, (unsigned long long)u->ctr.chans_opened,
 		(unsigned long long)u->ctr.chans_closed);
-	fprintf(f, "cma ids=%llu created=%llu destroyed=%llu events=%llu route_queries=%llu "
+	fprintf(f, "rdma_cm ids=%llu created=%llu destroyed=%llu events=%llu route_queries=%llu "
 		"route_answers=%llu route_timeouts=%llu connects=%llu accepts=%llu rejects=%llu "
 		"rejected=%llu established=%llu disconnects=%llu unreachable=%llu req_dropped=%llu\n",
 		(unsigned long long)k->ids, (unsigned long long)k->created,

@@ -38,6 +38,9 @@ int sibd_ucma_timeout(struct sibd *d, int timeout);
 void sibd_ucma_timers(struct sibd *d);
 /* Deliver the rdma_cm's queued events (after a routed MAD or a command). */
 void sibd_ucma_dispatch(struct sibd *d);
+/* Device dev_index is unregistered (before its node goes): its ids get
+ * DEVICE_REMOVAL. */
+void sibd_ucma_device_gone(struct sibd *d, uint32_t dev_index);
 /* Connection c closes: its ids (connected ones send DREQ, handshakes REJ)
  * and channels go. */
 void sibd_ucma_client_gone(struct sibd *d, struct sibd_client *c);
@@ -46,7 +49,7 @@ int sibd_cmd_cm(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, in
 /* Budget counts of process p (all if NULL): ids, channels. */
 uint32_t sibd_ucma_ids_of(const struct sibd *d, const struct sibd_proc *p);
 uint32_t sibd_ucma_chans_of(const struct sibd *d, const struct sibd_proc *p);
-/* "cma" and "ucma" lines of the status report. */
+/* "ucma" and "rdma_cm" lines of the status report. */
 void sibd_ucma_status(struct sibd *d, FILE *f);
 
 #endif

@@ -531,6 +531,29 @@ uint32_t sib_cma_destroy_id(struct sib_cma_id *id)
 	return events;
 }
 
+void sib_cma_node_gone(struct sib_cma *cma, const struct sib_fab_node *n)
+{
+	for (struct sib_cma_id *id = cma->ids; id; id = id->next) {
+		if (!id->dev_set || id->node != n)
+			continue;
+		cma_conn_destroy(id);
+		id->dev_set = false;
+		id->node = NULL;
+		id->dev_index = SIB_CM_NO_DEVICE;
+		id->num_paths = 0;
+		id->rq_pending = false;
+		if (id->state != CMA_LISTEN && id->state != CMA_ADDR_BOUND && id->state != CMA_IDLE)
+			id->state = CMA_DONE;
+		cma_post(id, SIB_CMA_EV_DEVICE_REMOVAL, 0);
+	}
+	for (struct cma_bucket *b = cma->buckets; b; b = b->next)
+		if (b->cm && b->cm_node == n) {
+			sib_cm_id_destroy(b->cm);
+			b->cm = NULL;
+			cma_conn_listen(b); /* on a CA still there, if any */
+		}
+}
+
 void sib_cma_destroy_owner(struct sib_cma *cma, uint64_t owner)
 {
 	struct sib_cma_id *id, *next;
@@ -650,9 +673,11 @@ static int bind_addr(struct sib_cma_id *id, const struct cma_addr *a)
 	if (a->family == CMA_AF_IB && a->sid && (uint32_t)(a->sid >> 16 & 0xffff) != id->ps &&
 	    id->ps != SIB_CMA_PS_IB)
 		return -EINVAL;
-	if (!cma_addr_any(a) && !cma_addr_loopback(a)) {
+	/* a port's own address attaches its device; other loopback
+	 * addresses and the wildcard attach none (cma_bind_loopback later) */
+	if (!cma_addr_any(a)) {
 		ret = attach_addr(id, a, false);
-		if (ret)
+		if (ret && !(ret == -EADDRNOTAVAIL && cma_addr_loopback(a)))
 			return ret;
 	}
 	id->src = *a;
@@ -921,31 +946,21 @@ void sib_cma_query(const struct sib_cma_id *id, struct sib_ctl_cm *out)
 	memcpy(out->paths, id->path, sizeof(out->paths));
 }
 
-/* RDMA_OPTION_IB_PATH: struct ibv_path_data { u32 flags, reserved;
- * struct ibv_path_record (64 bytes, the SA wire form) }. */
+/* RDMA_OPTION_IB_PATH: struct ibv_path_data (72 bytes) does not fit
+ * optval, so the library sends its path record as one struct sib_cm_path
+ * (host order; sib_ctl_cm.h). */
 static int set_ib_path(struct sib_cma_id *id, const uint8_t *v, uint32_t len)
 {
-	struct sa_path_record r;
 	struct sib_cm_path *p = &id->path[0];
 
-	if (len < 72 || len % 72 || id->state != CMA_ADDR_RESOLVED)
+	if (len != sizeof(*p) || id->state != CMA_ADDR_RESOLVED)
 		return -EINVAL;
-	sa_path_record_decode(&r, v + 8);
-	memset(p, 0, sizeof(*p));
-	memcpy(p->dgid, r.dgid, 16);
-	memcpy(p->sgid, r.sgid, 16);
-	p->dlid = r.dlid;
-	p->slid = r.slid;
-	p->pkey = r.pkey;
-	p->sl = r.sl;
-	p->mtu = r.mtu;
-	p->rate = r.rate;
-	p->packet_life_time = r.packet_life_time;
-	p->hop_limit = r.hop_limit;
-	p->traffic_class = r.tclass;
-	p->flow_label = r.flow_label;
-	p->reversible = r.reversible;
+	memcpy(p, v, sizeof(*p));
+	p->flow_label &= 0xfffff;
+	p->sl &= 0xf;
+	p->packet_life_time &= 0x1f;
 	p->numb_path = 1;
+	p->pad = 0;
 	id->num_paths = 1;
 	/* the kernel's ucma_set_ib_path resolves the route at once */
 	id->state = CMA_ROUTE_RESOLVED;

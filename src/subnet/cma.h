@@ -143,6 +143,11 @@ int sib_cma_create_id(struct sib_cma *cma, uint64_t owner, uint64_t uid, uint32_
  * handshake, DREQ when connected), its queued events are dropped.
  * Returns the events it had reported (given to the host). */
 uint32_t sib_cma_destroy_id(struct sib_cma_id *id);
+/* CA n leaves (its device unregistered; call before the node is freed):
+ * its ids lose their device and their connection (what the CM state
+ * needs goes out) and get DEVICE_REMOVAL, as the kernel's cma_remove_one;
+ * CM listeners made on n move to another CA. */
+void sib_cma_node_gone(struct sib_cma *cma, const struct sib_fab_node *n);
 /* Destroy every id of owner (its connection closed). */
 void sib_cma_destroy_owner(struct sib_cma *cma, uint64_t owner);
 

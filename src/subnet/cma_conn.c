@@ -411,7 +411,7 @@ static int on_req(struct cma_bucket *b, struct sib_cm_id *cm, const struct sib_c
 			sib_cm_send_rej(cm, l ? REJ_CONSUMER : 8, NULL, 0, NULL, 0);
 		return 1;
 	}
-	if (!(id = new_conn_id(l, ev, hdr ? &src : NULL, hdr ? &dst : NULL)))
+	if (!(id = new_conn_id(l, ev, hdr ? &dst : NULL, hdr ? &src : NULL)))
 		return 1;
 	id->cm = cm;
 	sib_cm_id_set_handler(cm, conn_handler, id);
@@ -476,6 +476,7 @@ int cma_conn_listen(struct cma_bucket *b)
 		return -ENODEV;
 	if (!(b->cm = sib_cm_id_new(cma->sn, n, 1, listen_handler, b)))
 		return -ENOMEM;
+	b->cm_node = n;
 	ret = sib_cm_listen(b->cm, (uint64_t)b->ps << 16 | b->port, ~0ull);
 	if (ret) {
 		sib_cm_id_destroy(b->cm);
@@ -774,6 +775,8 @@ int sib_cma_init_qp_attr(const struct sib_cma_id *id, uint32_t qp_state,
 			a->sq_psn = 0;
 			return 0;
 		}
+		/* REQ_RCVD too: rdma_accept moves the QP to RTS before the REP
+		 * (linux cm_init_qp_rts_attr allows it; found by wip-rdmacm's rping) */
 		if (!conn || (id->state != CMA_CONN_RESPONSE && id->state != CMA_REQ_RCVD &&
 			      id->state != CMA_ACCEPTED && id->state != CMA_ESTABLISHED))
 			return -EINVAL;

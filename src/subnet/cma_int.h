@@ -51,6 +51,7 @@ struct cma_bucket {
 	uint16_t port;
 	struct sib_cma_id *owners;    /* through sib_cma_id.bnext */
 	struct sib_cm_id *cm;         /* the CM listener of its ServiceID, while one listens */
+	const struct sib_fab_node *cm_node; /* the CA it was made on */
 };
 
 /* A queued event. */

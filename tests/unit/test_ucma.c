@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/*
+ * softibd's ucma (src/daemon/ucma.c) spoken to in raw SIB_CTL_CM messages
+ * by two control connections of this process, against a private softibd
+ * (daemon_fixture.c, stopped by PID): event channels (pollable, EAGAIN
+ * when empty and non-blocking), listen / connect / accept / RTU /
+ * established / disconnect, a closed connection's peer sees DISCONNECTED,
+ * the budget refuses the 1,025th id, and garbage commands (bad handles,
+ * lengths, states, another connection's handles, a QP not ours) get errors
+ * and change nothing.  Every wait is bounded.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "common/ctl.h"
+#include "common/sib_ctl_cm.h"
+#include "daemon_fixture.h"
+#include "status_text.h"
+
+#define WAIT_MS 5000
+#define PS_TCP 0x0106u
+#define EV_ADDR_RESOLVED 0
+#define EV_ROUTE_RESOLVED 2
+#define EV_CONNECT_REQUEST 4
+#define EV_CONNECT_RESPONSE 5
+#define EV_REJECTED 8
+#define EV_ESTABLISHED 9
+#define EV_DISCONNECTED 10
+
+/* ---- the protocol, raw ---- */
+
+static int cm(int fd, struct sib_ctl_msg *m, uint32_t cmd, int *rfd)
+{
+	int rc;
+
+	m->hdr.op = SIB_CTL_CM;
+	m->u.cm.cmd = cmd;
+	rc = sib_ctl_call(fd, m, rfd);
+	assert_int_equal(rc, 0);
+	return m->hdr.status;
+}
+
+static int chan_open(int fd, uint32_t *handle)
+{
+	struct sib_ctl_msg m;
+	int rfd = -1;
+
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_CHANNEL_OPEN, &rfd), 0);
+	assert_true(rfd >= 0);
+	*handle = m.u.cm.channel;
+	return rfd;
+}
+
+static int create_id(int fd, uint32_t chan, uint64_t uid, uint32_t *id)
+{
+	struct sib_ctl_msg m;
+	int st;
+
+	memset(&m, 0, sizeof(m));
+	m.u.cm.channel = chan;
+	m.u.cm.uid = uid;
+	m.u.cm.ps = PS_TCP;
+	m.u.cm.qp_type = IBV_QPT_RC;
+	st = cm(fd, &m, SIB_CM_CMD_CREATE_ID, NULL);
+	*id = m.u.cm.id;
+	return st;
+}
+
+static void put_sin(uint8_t *out, uint16_t *len, const char *ip, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	assert_int_equal(inet_pton(AF_INET, ip, &a.sin_addr), 1);
+	memcpy(out, &a, sizeof(a));
+	*len = sizeof(a);
+}
+
+/* One event from channel fd within WAIT_MS (poll says when). */
+static struct sib_ctl_cm_event next_event(int chfd)
+{
+	struct pollfd p = { .fd = chfd, .events = POLLIN };
+	struct sib_ctl_msg m;
+
+	assert_int_equal(poll(&p, 1, WAIT_MS), 1);
+	assert_true(sib_ctl_recv(chfd, &m, NULL) > 0);
+	assert_int_equal(m.hdr.op, SIB_CTL_CM_EVENT);
+	return m.u.cm_event;
+}
+
+static struct sib_ctl_cm_event expect(int chfd, uint32_t type)
+{
+	struct sib_ctl_cm_event e = next_event(chfd);
+
+	assert_int_equal(e.event, type);
+	return e;
+}
+
+static int hello_dev_qp(int fd, uint32_t dev, uint32_t *qpn)
+{
+	struct sib_ctl_msg m;
+	int rfd = -1;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_OPEN_DEVICE;
+	m.u.open.dev_index = dev;
+	m.u.open.dev_gen = 1; /* registered at start */
+	assert_int_equal(sib_ctl_call(fd, &m, &rfd), 0);
+	assert_int_equal(m.hdr.status, 0);
+	if (rfd >= 0)
+		close(rfd);
+	uint32_t dh = m.u.open.handle;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_CREATE_OBJ;
+	m.u.obj.type = SIB_OBJ_QP;
+	m.u.obj.dev_handle = dh;
+	m.u.obj.qp_type = IBV_QPT_RC;
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	*qpn = m.u.obj.qpn;
+	return 0;
+}
+
+struct side {
+	int fd, ch;
+	uint32_t chan, qpn;
+};
+
+static void side_open(struct side *s, uint32_t dev)
+{
+	s->fd = hello_conn();
+	s->ch = chan_open(s->fd, &s->chan);
+	hello_dev_qp(s->fd, dev, &s->qpn);
+}
+
+static void side_close(struct side *s)
+{
+	close(s->ch);
+	close(s->fd);
+}
+
+/* A connection from a (softib1) to a listener of b (softib0) on port;
+ * returns a's id and b's new id. */
+static void connect_pair(struct side *a, struct side *b, uint16_t port, uint32_t *aid,
+			 uint32_t *bid)
+{
+	struct sib_ctl_msg m;
+	struct sib_ctl_cm_event e;
+	uint32_t l;
+
+	assert_int_equal(create_id(b->fd, b->chan, 0xB0, &l), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = l;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "127.1.0.1", port);
+	assert_int_equal(cm(b->fd, &m, SIB_CM_CMD_BIND, NULL), 0);
+	assert_int_equal(m.u.cm.dev_index, 0);
+	m.u.cm.backlog = 4;
+	assert_int_equal(cm(b->fd, &m, SIB_CM_CMD_LISTEN, NULL), 0);
+
+	assert_int_equal(create_id(a->fd, a->chan, 0xA0, aid), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = *aid;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "127.1.1.1", 0);
+	put_sin(m.u.cm.dst_addr, &m.u.cm.dst_len, "127.1.0.1", port);
+	m.u.cm.timeout_ms = 2000;
+	assert_int_equal(cm(a->fd, &m, SIB_CM_CMD_RESOLVE_ADDR, NULL), 0);
+	e = expect(a->ch, EV_ADDR_RESOLVED);
+	assert_int_equal(e.uid, 0xA0);
+	assert_int_equal(e.id, *aid);
+	assert_int_equal(e.dev_index, 1);
+	assert_int_equal(cm(a->fd, &m, SIB_CM_CMD_RESOLVE_ROUTE, NULL), 0);
+	expect(a->ch, EV_ROUTE_RESOLVED);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = *aid;
+	m.u.cm.conn = (struct sib_cm_conn){ .qp_num = a->qpn, .responder_resources = 1,
+					    .initiator_depth = 1, .retry_count = 7,
+					    .rnr_retry_count = 7, .qp_type = IBV_QPT_RC };
+	memcpy(m.u.cm.pdata, "ping", 4);
+	m.u.cm.pdata_len = 4;
+	assert_int_equal(cm(a->fd, &m, SIB_CM_CMD_CONNECT, NULL), 0);
+	e = expect(b->ch, EV_CONNECT_REQUEST);
+	assert_int_equal(e.listen_id, l);
+	assert_int_equal(e.listen_uid, 0xB0);
+	assert_int_equal(e.conn.qp_num, a->qpn);
+	assert_memory_equal(e.pdata, "ping", 4);
+	*bid = e.id;
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = *bid;
+	m.u.cm.uid = 0xB1;
+	m.u.cm.conn = (struct sib_cm_conn){ .qp_num = b->qpn, .responder_resources = 1,
+					    .initiator_depth = 1, .rnr_retry_count = 7 };
+	assert_int_equal(cm(b->fd, &m, SIB_CM_CMD_ACCEPT, NULL), 0);
+	e = expect(a->ch, EV_CONNECT_RESPONSE);
+	assert_int_equal(e.conn.qp_num, b->qpn);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = *aid;
+	assert_int_equal(cm(a->fd, &m, SIB_CM_CMD_ACCEPT, NULL), 0); /* the RTU */
+	e = expect(b->ch, EV_ESTABLISHED);
+	assert_int_equal(e.uid, 0xB1);
+	assert_int_equal(e.id, *bid);
+}
+
+/* ---- tests ---- */
+
+/* Wait (bounded) until softibd released every id of connections closed
+ * before (it sees a close on its next loop turn). */
+static void wait_no_ids(void)
+{
+	for (int i = 0; i < 250; i++) {
+		char *st = status_text();
+		long ids = field(st, "ucma ", "ids");
+
+		free(st);
+		if (ids == 0)
+			return;
+		usleep(20000);
+	}
+	fail_msg("ids left behind");
+}
+
+static void test_connect_disconnect(void **state)
+{
+	struct side a, b;
+	struct sib_ctl_msg m;
+	uint32_t aid, bid;
+	char c;
+
+	(void)state;
+	wait_no_ids();
+	side_open(&a, 1);
+	side_open(&b, 0);
+	connect_pair(&a, &b, 7471, &aid, &bid);
+	/* an empty channel, non-blocking: EAGAIN */
+	fcntl(a.ch, F_SETFL, fcntl(a.ch, F_GETFL) | O_NONBLOCK);
+	assert_int_equal(recv(a.ch, &c, 1, 0), -1);
+	assert_int_equal(errno, EAGAIN);
+	/* INIT_QP_ATTR RTR names the peer's QP */
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = aid;
+	m.u.cm.qp_state = IBV_QPS_RTR;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_INIT_QP_ATTR, NULL), 0);
+	assert_int_equal(m.u.cm.qp_attr.dest_qp_num, b.qpn);
+	/* DISCONNECT both ways */
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = aid;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_DISCONNECT, NULL), 0);
+	expect(b.ch, EV_DISCONNECTED);
+	m.u.cm.id = bid;
+	assert_int_equal(cm(b.fd, &m, SIB_CM_CMD_DISCONNECT, NULL), 0);
+	fcntl(a.ch, F_SETFL, fcntl(a.ch, F_GETFL) & ~O_NONBLOCK);
+	expect(a.ch, EV_DISCONNECTED);
+	/* DESTROY_ID reports the events written for the id */
+	m.u.cm.id = aid;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_DESTROY_ID, NULL), 0);
+	assert_true(m.u.cm.events_reported >= 4);
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_DESTROY_ID, NULL), EBADF);
+	side_close(&a);
+	side_close(&b);
+}
+
+static void test_closed_connection(void **state)
+{
+	struct side a, b;
+	uint32_t aid, bid;
+	char *st;
+
+	(void)state;
+	wait_no_ids();
+	side_open(&a, 1);
+	side_open(&b, 0);
+	connect_pair(&a, &b, 7472, &aid, &bid);
+	side_close(&b); /* its process "died": a DREQ for its ids */
+	expect(a.ch, EV_DISCONNECTED);
+	st = status_text();
+	assert_true(field(st, "ucma ", "ids") >= 1);
+	assert_true(field(st, "rdma_cm ", "established") >= 2);
+	free(st);
+	side_close(&a);
+	/* and then nothing is left of either */
+	wait_no_ids();
+	st = status_text();
+	assert_int_equal(field(st, "ucma ", "channels"), 0);
+	free(st);
+}
+
+static void test_channel_close_cleans(void **state)
+{
+	struct side a, b;
+	uint32_t aid, bid;
+
+	(void)state;
+	wait_no_ids();
+	side_open(&a, 1);
+	side_open(&b, 0);
+	connect_pair(&a, &b, 7473, &aid, &bid);
+	close(b.ch); /* the channel's fd closes: its ids go */
+	expect(a.ch, EV_DISCONNECTED);
+	close(b.fd);
+	side_close(&a);
+}
+
+static void test_budget(void **state)
+{
+	uint32_t chan, id, n = 0;
+	int fd, ch, st;
+
+	(void)state;
+	wait_no_ids();
+	fd = hello_conn();
+	ch = chan_open(fd, &chan);
+	while ((st = create_id(fd, chan, n, &id)) == 0 && n < 5000)
+		n++;
+	assert_int_equal(n, 1024);
+	assert_int_equal(st, EMFILE);
+	/* another connection of the same process shares the budget */
+	int fd2 = hello_conn();
+	uint32_t chan2;
+	int ch2 = chan_open(fd2, &chan2);
+
+	assert_int_equal(create_id(fd2, chan2, 1, &id), EMFILE);
+	close(ch2);
+	close(fd2);
+	close(ch);
+	close(fd);
+}
+
+static void test_garbage(void **state)
+{
+	struct side a, b;
+	struct sib_ctl_msg m;
+	uint32_t id, l;
+	char *st;
+	long ids, bad;
+
+	(void)state;
+	wait_no_ids();
+	side_open(&a, 1);
+	side_open(&b, 0);
+	assert_int_equal(create_id(a.fd, a.chan, 1, &id), 0);
+	st = status_text();
+	ids = field(st, "ucma ", "ids");
+	bad = field(st, "ucma ", "bad_commands");
+	free(st);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = 12345;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_QUERY, NULL), EBADF);         /* no such id */
+	m.u.cm.id = id;
+	assert_int_equal(cm(b.fd, &m, SIB_CM_CMD_QUERY, NULL), EBADF);         /* not b's */
+	assert_int_equal(cm(a.fd, &m, 0, NULL), EINVAL);                       /* no command */
+	assert_int_equal(cm(a.fd, &m, 999, NULL), EINVAL);
+	assert_int_equal(create_id(b.fd, a.chan, 1, &l), EBADF);               /* a's channel */
+	m.u.cm.pdata_len = 100000;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), EINVAL);       /* length */
+	m.u.cm.pdata_len = 0;
+	m.u.cm.src_len = 200;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_BIND, NULL), EINVAL);
+	m.u.cm.src_len = 0;
+	m.u.cm.conn.qp_num = a.qpn;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), EINVAL);       /* no route */
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_ACCEPT, NULL), EINVAL);        /* not passive */
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_DISCONNECT, NULL), EINVAL);
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_JOIN_MCAST, NULL), ENOSYS);
+	m.u.cm.optlen = 1000;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_SET_OPTION, NULL), EINVAL);
+	m.u.cm.optlen = 0;
+	m.u.cm.qp_state = 9;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_INIT_QP_ATTR, NULL), EINVAL);
+	m.u.cm.channel = 777;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CHANNEL_CLOSE, NULL), EBADF);
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_MIGRATE_ID, NULL), EBADF);
+	/* a QP that is not this process's: EINVAL even with a route */
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "127.1.1.1", 0); /* a's QP is on softib1 */
+	put_sin(m.u.cm.dst_addr, &m.u.cm.dst_len, "127.1.0.1", 9);
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_RESOLVE_ADDR, NULL), 0);
+	expect(a.ch, EV_ADDR_RESOLVED);
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_RESOLVE_ROUTE, NULL), 0);
+	expect(a.ch, EV_ROUTE_RESOLVED);
+	m.u.cm.conn.qp_num = 0xFFFFF0;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), EINVAL);
+	m.u.cm.conn.qp_num = b.qpn; /* a QP of this process, on another device */
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), EINVAL);
+	/* the id is still there and can connect: REJECTED 8 (nobody listens on 9) */
+	m.u.cm.conn.qp_num = a.qpn;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), 0);
+	assert_int_equal(expect(a.ch, EV_REJECTED).status, 8);
+	st = status_text();
+	assert_int_equal(field(st, "ucma ", "ids"), ids);
+	assert_true(field(st, "ucma ", "bad_commands") > bad);
+	free(st);
+	side_close(&a);
+	side_close(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_connect_disconnect),
+		cmocka_unit_test(test_closed_connection),
+		cmocka_unit_test(test_channel_close_cleans),
+		cmocka_unit_test(test_budget),
+		cmocka_unit_test(test_garbage),
+	};
+
+	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);
+}

@@ -261,6 +261,8 @@ RDMACM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct r
 			int fl = fcntl(fd, F_GETFL); /* -1: closed meanwhile */
 
 			if (cma_channel_was_closed(fd) && (fl < 0 || !(fl & O_NONBLOCK))) {
+				free(m);
+				free(evt);
 				/* destroyed under a blocked reader: as with the
 				 * kernel, the read never returns (a cancellation
 				 * point, like read) */

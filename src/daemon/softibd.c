@@ -64,6 +64,10 @@ static const char usage[] =
 "                        created (0700) if missing; one that is a symlink,\n"
 "                        owned by another user or writable by group or\n"
 "                        others is refused (exit 1)\n"
+"      --ip DEV:PORT=ADDR[/PREFIX]  one more IPv4 or IPv6 address of CA port\n"
+"                        PORT of verbs device DEV for the rdma_cm (repeatable,\n"
+"                        at most 64); every port already has 127.1.<dev index>.\n"
+"                        <port> and its GID as IPv6 (docs/rdmacm.md)\n"
 "      --idle-exit SECS  exit after SECS without any client (0 = never)\n"
 "      --client-share PCT  a client process may hold at most PCT percent\n"
 "                        (1-100, default 25) of softibd's connections, MAI\n"
@@ -93,7 +97,7 @@ static const char usage[] =
 
 enum {
 	OPT_TOPOLOGY = 256, OPT_SM, OPT_SOCKET, OPT_IDLE, OPT_AUTOSTART, OPT_STATUS, OPT_STOP,
-	OPT_VERSION, OPT_SHARE, OPT_DUMPABLE,
+	OPT_VERSION, OPT_SHARE, OPT_DUMPABLE, OPT_IP,
 };
 
 static const struct option long_opts[] = {
@@ -104,6 +108,7 @@ static const struct option long_opts[] = {
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "idle-exit", required_argument, NULL, OPT_IDLE },
 	{ "client-share", required_argument, NULL, OPT_SHARE },
+	{ "ip", required_argument, NULL, OPT_IP },
 	{ "autostart", no_argument, NULL, OPT_AUTOSTART },
 	{ "dumpable", no_argument, NULL, OPT_DUMPABLE },
 	{ "status", no_argument, NULL, OPT_STATUS },
@@ -216,6 +221,13 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 				return -1;
 			}
 			d->budget.share = (unsigned int)share;
+			break;
+		case OPT_IP:
+			if (d->ncm_ips >= SIBD_CM_IPS_MAX) {
+				fprintf(stderr, "softibd: --ip: at most %d\n", SIBD_CM_IPS_MAX);
+				return -1;
+			}
+			d->cm_ips[d->ncm_ips++] = optarg;
 			break;
 		case OPT_AUTOSTART: o->autostart = true; break;
 		case OPT_DUMPABLE: o->dumpable = true; break;

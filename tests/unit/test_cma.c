@@ -285,6 +285,32 @@ static void test_default_addresses(void **state)
 	assert_int_equal(sib_cma_default_ip4(3, 2), 0x7f010302u);
 }
 
+static void test_addr_add(void **state)
+{
+	struct fx *f = *state;
+	struct sockaddr_in a = sin4("10.1.0.1", 0);
+	uint32_t dev;
+
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 24), 0);
+	assert_int_equal(sib_cma_addr_add(f->cma, 2, 1, &a, sizeof(a), 24), -EEXIST);
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 0, &a, sizeof(a), 24), -EINVAL);
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 33), -EINVAL);
+	a = sin4("127.1.0.1", 0); /* softib0's default */
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 8), -EEXIST);
+	a = sin4("0.0.0.0", 0);
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 8), -EINVAL);
+	struct sib_cma_id *id = new_id(f, 1, 1, SIB_CMA_PS_TCP);
+	assert_int_equal(bind4(id, "10.1.0.1", 1), 0);
+	bound_port(id, &dev);
+	assert_int_equal(dev, 1);
+	/* and it resolves as a destination */
+	id = resolved(f, 1, SIB_CMA_PS_TCP, "127.1.0.1", "10.1.0.1", 5);
+	struct sib_ctl_cm q;
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(id, &q);
+	assert_int_equal(q.paths[0].dlid, cas[1]->mgmt->port[1].pi.lid);
+}
+
 static void test_bind_rules(void **state)
 {
 	struct fx *f = *state;
@@ -777,6 +803,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_default_addresses),
+		cmocka_unit_test_setup_teardown(test_addr_add, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bind_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ephemeral_unique, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resolve, setup, teardown),

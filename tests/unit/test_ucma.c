@@ -408,6 +408,49 @@ static void test_garbage(void **state)
 	side_close(&b);
 }
 
+/* --ip: addresses added on softibd's command line attach their device. */
+static void test_ip_option(void **state)
+{
+	struct sib_ctl_msg m;
+	uint32_t chan, id;
+	int fd, ch;
+
+	(void)state;
+	fd = hello_conn();
+	ch = chan_open(fd, &chan);
+	assert_int_equal(create_id(fd, chan, 1, &id), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "10.7.0.9", 7000);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_BIND, NULL), EADDRNOTAVAIL);
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "10.7.0.2", 7000);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_BIND, NULL), 0);
+	assert_int_equal(m.u.cm.dev_index, 2);
+	assert_int_equal(m.u.cm.port_num, 1);
+
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6, .sin6_port = htons(7000) };
+	assert_int_equal(inet_pton(AF_INET6, "fd00::3", &s6.sin6_addr), 1);
+	assert_int_equal(create_id(fd, chan, 2, &id), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	memcpy(m.u.cm.src_addr, &s6, sizeof(s6));
+	m.u.cm.src_len = sizeof(s6);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_BIND, NULL), 0);
+	assert_int_equal(m.u.cm.dev_index, 3);
+	close(ch);
+	close(fd);
+}
+
+static int start(void **state)
+{
+	static const char *const args[] = {
+		"--ip", "softib2:1=10.7.0.2/24", "--ip", "softib3:1=fd00::3/64", NULL,
+	};
+
+	daemon_options(args, 0);
+	return start_daemon(state);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,7 +459,8 @@ int main(void)
 		cmocka_unit_test(test_channel_close_cleans),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_ip_option),
 	};
 
-	return cmocka_run_group_tests(tests, start_daemon, stop_daemon);
+	return cmocka_run_group_tests(tests, start, stop_daemon);
 }

@@ -40,6 +40,7 @@
 #define EV_REJECTED 8
 #define EV_ESTABLISHED 9
 #define EV_DISCONNECTED 10
+#define EV_TIMEWAIT_EXIT 15
 
 /* ---- the protocol, raw ---- */
 
@@ -102,9 +103,14 @@ static struct sib_ctl_cm_event next_event(int chfd)
 	return m.u.cm_event;
 }
 
+/* The next event but TIMEWAIT_EXIT (it comes when TimeWait ends, later). */
 static struct sib_ctl_cm_event expect(int chfd, uint32_t type)
 {
-	struct sib_ctl_cm_event e = next_event(chfd);
+	struct sib_ctl_cm_event e;
+
+	do
+		e = next_event(chfd);
+	while (e.event == EV_TIMEWAIT_EXIT && type != EV_TIMEWAIT_EXIT);
 
 	assert_int_equal(e.event, type);
 	return e;
@@ -156,8 +162,8 @@ static void side_close(struct side *s)
 
 /* A connection from a (softib1) to a listener of b (softib0) on port;
  * returns a's id and b's new id. */
-static void connect_pair(struct side *a, struct side *b, uint16_t port, uint32_t *aid,
-			 uint32_t *bid)
+static void connect_pair3(struct side *a, struct side *b, uint16_t port, uint32_t *aid,
+			  uint32_t *bid, uint32_t *lout)
 {
 	struct sib_ctl_msg m;
 	struct sib_ctl_cm_event e;
@@ -213,6 +219,14 @@ static void connect_pair(struct side *a, struct side *b, uint16_t port, uint32_t
 	e = expect(b->ch, EV_ESTABLISHED);
 	assert_int_equal(e.uid, 0xB1);
 	assert_int_equal(e.id, *bid);
+	if (lout)
+		*lout = l;
+}
+
+static void connect_pair(struct side *a, struct side *b, uint16_t port, uint32_t *aid,
+			 uint32_t *bid)
+{
+	connect_pair3(a, b, port, aid, bid, NULL);
 }
 
 /* ---- tests ---- */
@@ -408,6 +422,84 @@ static void test_garbage(void **state)
 	side_close(&b);
 }
 
+/* More events than the channel's socket holds: they wait in softibd and
+ * all come, in order, as the library reads (never dropped). */
+static void test_channel_queue(void **state)
+{
+	enum { N = 900 };
+	struct sib_ctl_msg m;
+	uint32_t chan, id;
+	int fd, ch;
+	char *st;
+
+	(void)state;
+	wait_no_ids();
+	fd = hello_conn();
+	ch = chan_open(fd, &chan);
+	for (uint32_t i = 0; i < N; i++) {
+		assert_int_equal(create_id(fd, chan, 1000 + i, &id), 0);
+		memset(&m, 0, sizeof(m));
+		m.u.cm.id = id;
+		put_sin(m.u.cm.dst_addr, &m.u.cm.dst_len, "127.0.0.1", 1);
+		assert_int_equal(cm(fd, &m, SIB_CM_CMD_RESOLVE_ADDR, NULL), 0);
+	}
+	st = status_text();
+	assert_true(field(st, "ucma ", "events_waited") > 0);
+	assert_true(field(st, "ucma ", "events_queued") > 0);
+	free(st);
+	for (uint32_t i = 0; i < N; i++) {
+		struct sib_ctl_cm_event e = expect(ch, EV_ADDR_RESOLVED);
+
+		assert_int_equal(e.uid, 1000 + i);
+	}
+	fcntl(ch, F_SETFL, fcntl(ch, F_GETFL) | O_NONBLOCK);
+	char c;
+	assert_int_equal(recv(ch, &c, 1, 0), -1);
+	assert_int_equal(errno, EAGAIN);
+	close(ch);
+	close(fd);
+}
+
+/* Connect/disconnect cycles leave nothing behind in softibd. */
+static void test_cycles(void **state)
+{
+	struct side a, b;
+	struct sib_ctl_msg m;
+	uint32_t aid, bid, l;
+	char *st;
+
+	(void)state;
+	wait_no_ids();
+	side_open(&a, 1);
+	side_open(&b, 0);
+	for (int i = 0; i < 200; i++) {
+		connect_pair3(&a, &b, (uint16_t)(9000 + i % 4), &aid, &bid, &l);
+		memset(&m, 0, sizeof(m));
+		m.u.cm.id = i % 2 ? aid : bid;
+		assert_int_equal(cm(i % 2 ? a.fd : b.fd, &m, SIB_CM_CMD_DISCONNECT, NULL), 0);
+		expect(i % 2 ? b.ch : a.ch, EV_DISCONNECTED);
+		m.u.cm.id = i % 2 ? bid : aid;
+		assert_int_equal(cm(i % 2 ? b.fd : a.fd, &m, SIB_CM_CMD_DISCONNECT, NULL), 0);
+		expect(i % 2 ? a.ch : b.ch, EV_DISCONNECTED);
+		m.u.cm.id = aid;
+		assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_DESTROY_ID, NULL), 0);
+		m.u.cm.id = bid;
+		assert_int_equal(cm(b.fd, &m, SIB_CM_CMD_DESTROY_ID, NULL), 0);
+		m.u.cm.id = l;
+		assert_int_equal(cm(b.fd, &m, SIB_CM_CMD_DESTROY_ID, NULL), 0);
+		st = status_text();
+		assert_int_equal(field(st, "ucma ", "ids"), 0);
+		free(st);
+	}
+	side_close(&a);
+	side_close(&b);
+	wait_no_ids();
+	st = status_text();
+	assert_int_equal(field(st, "rdma_cm ", "ids"), 0);
+	assert_int_equal(field(st, "ucma ", "channels"), 0);
+	free(st);
+}
+
 /* --ip: addresses added on softibd's command line attach their device. */
 static void test_ip_option(void **state)
 {
@@ -460,6 +552,8 @@ int main(void)
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_ip_option),
+		cmocka_unit_test(test_channel_queue),
+		cmocka_unit_test(test_cycles),
 	};
 
 	return cmocka_run_group_tests(tests, start, stop_daemon);

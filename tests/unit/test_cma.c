@@ -540,6 +540,37 @@ static void test_connect_accept(void **state)
 	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), -EINVAL);
 }
 
+/* rdma_notify(IBV_EVENT_COMM_EST): the passive side established without
+ * the RTU (its QP got a packet first). */
+static void test_notify(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_conn cc = conn_of(0x999);
+	struct sib_cma_id *c, *s;
+	struct rec *r;
+
+	listener(f, 2, SIB_CMA_PS_TCP, "0.0.0.0", 7540);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7540);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	s = r->id;
+	assert_int_equal(CALL(sib_cma_notify(s, IBV_EVENT_COMM_EST)), 0); /* too early: nothing */
+	run(f);
+	assert_null(ev_of(s, SIB_CMA_EV_ESTABLISHED));
+	assert_int_equal(CALL(sib_cma_accept(s, &cc, NULL, 0)), 0);
+	run(f);
+	assert_int_equal(CALL(sib_cma_notify(s, IBV_EVENT_COMM_EST)), 0);
+	run(f);
+	assert_non_null(ev_of(s, SIB_CMA_EV_ESTABLISHED));
+	/* the RTU that comes later changes nothing */
+	assert_int_equal(CALL(sib_cma_accept(c, &cc, NULL, 0)), 0);
+	unsigned int n = nevs;
+	run(f);
+	for (unsigned int i = n; i < nevs; i++)
+		assert_false(evs[i].id == s && evs[i].ev.event == SIB_CMA_EV_ESTABLISHED);
+}
+
 static void test_disconnect(void **state)
 {
 	struct fx *f = *state;
@@ -810,6 +841,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_route_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_accept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disconnect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reject, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listener_match, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sidr, setup, teardown),

@@ -718,6 +718,16 @@ static void test_sidr(void **state)
 	assert_int_equal(a.mask, IBV_QP_STATE | IBV_QP_SQ_PSN);
 	assert_int_equal(a.sq_psn, 0);
 
+	/* the IPOIB port space: the broadcast group's Q_Key */
+	struct sib_cma_id *ipo = NULL;
+	struct sockaddr_in d4 = sin4("127.0.0.1", 9);
+	assert_int_equal(sib_cma_create_id(f->cma, 1, 1, SIB_CMA_PS_IPOIB, IBV_QPT_RC, &ipo),
+			 -EINVAL);
+	assert_int_equal(sib_cma_create_id(f->cma, 1, 1, SIB_CMA_PS_IPOIB, IBV_QPT_UD, &ipo), 0);
+	assert_int_equal(CALL(sib_cma_resolve_addr(ipo, NULL, 0, &d4, sizeof(d4), 100)), 0);
+	assert_int_equal(sib_cma_init_qp_attr(ipo, IBV_QPS_INIT, &a), 0);
+	assert_int_equal(a.qkey, SIB_CMA_IPOIB_QKEY);
+
 	/* a SIDR_REQ for no listener: UNREACHABLE with the SIDR_REP status */
 	c = resolved(f, 1, SIB_CMA_PS_UDP, NULL, "127.1.0.1", 7999);
 	assert_int_equal(CALL(sib_cma_connect(c, &sc, NULL, 0)), 0);

@@ -328,6 +328,41 @@ static void test_channel_close_cleans(void **state)
 	side_close(&a);
 }
 
+/* A peer that dies in the middle of the handshake: the survivor sees
+ * REJECTED, never a hang. */
+static void test_dies_in_handshake(void **state)
+{
+	struct side a, b;
+	struct sib_ctl_msg m;
+	uint32_t aid, l;
+
+	(void)state;
+	wait_no_ids();
+	side_open(&a, 1);
+	side_open(&b, 0);
+	assert_int_equal(create_id(b.fd, b.chan, 0xB0, &l), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = l;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "0.0.0.0", 7600);
+	assert_int_equal(cm(b.fd, &m, SIB_CM_CMD_BIND, NULL), 0);
+	assert_int_equal(cm(b.fd, &m, SIB_CM_CMD_LISTEN, NULL), 0);
+	assert_int_equal(create_id(a.fd, a.chan, 0xA0, &aid), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = aid;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "127.1.1.1", 0);
+	put_sin(m.u.cm.dst_addr, &m.u.cm.dst_len, "127.1.0.1", 7600);
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_RESOLVE_ADDR, NULL), 0);
+	expect(a.ch, EV_ADDR_RESOLVED);
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_RESOLVE_ROUTE, NULL), 0);
+	expect(a.ch, EV_ROUTE_RESOLVED);
+	m.u.cm.conn.qp_num = a.qpn;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), 0);
+	expect(b.ch, EV_CONNECT_REQUEST);
+	side_close(&b); /* dies before answering */
+	assert_int_equal(expect(a.ch, EV_REJECTED).status, 28);
+	side_close(&a);
+}
+
 static void test_budget(void **state)
 {
 	uint32_t chan, id, n = 0;
@@ -472,7 +507,7 @@ static void test_cycles(void **state)
 	wait_no_ids();
 	side_open(&a, 1);
 	side_open(&b, 0);
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 500; i++) { /* issue 16: 500 cycles leak nothing */
 		connect_pair3(&a, &b, (uint16_t)(9000 + i % 4), &aid, &bid, &l);
 		memset(&m, 0, sizeof(m));
 		m.u.cm.id = i % 2 ? aid : bid;
@@ -549,6 +584,7 @@ int main(void)
 		cmocka_unit_test(test_connect_disconnect),
 		cmocka_unit_test(test_closed_connection),
 		cmocka_unit_test(test_channel_close_cleans),
+		cmocka_unit_test(test_dies_in_handshake),
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_ip_option),

@@ -535,6 +535,78 @@ static void test_cycles(void **state)
 	free(st);
 }
 
+/* Random SIB_CTL_CM bodies (commands in and out of range, real and random
+ * handles, random addresses, lengths, options, states) from two
+ * connections: softibd answers each, stays up, and nothing leaks once they
+ * close.  The seed is printed (UCMA_SEED=N replays it). */
+static void test_fuzz(void **state)
+{
+	const char *env = getenv("UCMA_SEED");
+	unsigned int seed = env ? (unsigned int)strtoul(env, NULL, 0) : (unsigned int)now_ms();
+	struct side a, b;
+	uint32_t ids[16], nid = 0;
+	struct sib_ctl_msg m;
+
+	(void)state;
+	wait_no_ids();
+	printf("test_fuzz: UCMA_SEED=%u\n", seed);
+	srand(seed);
+	side_open(&a, 1);
+	side_open(&b, 0);
+	for (int i = 0; i < 4000; i++) {
+		struct side *s = rand() % 2 ? &a : &b;
+		uint8_t *body = (uint8_t *)&m.u.cm;
+
+		memset(&m, 0, sizeof(m));
+		for (size_t k = 0; k < sizeof(m.u.cm); k++)
+			body[k] = (uint8_t)(rand() % 4 ? 0 : rand());
+		m.u.cm.cmd = (uint32_t)(rand() % (SIB_CM_CMD_MAX + 2));
+		m.u.cm.channel = rand() % 4 ? s->chan : (uint32_t)rand();
+		m.u.cm.id = nid && rand() % 4 ? ids[rand() % nid] : (uint32_t)rand();
+		m.u.cm.ps = rand() % 2 ? PS_TCP : 0x0111;
+		m.u.cm.qp_type = rand() % 2 ? IBV_QPT_RC : IBV_QPT_UD;
+		if (rand() % 2) {
+			static const char *const ips[] = { "127.0.0.1", "127.1.0.1", "127.1.1.1",
+							   "0.0.0.0", "10.0.0.1" };
+			put_sin(m.u.cm.src_addr, &m.u.cm.src_len, ips[rand() % 5],
+				(uint16_t)(7700 + rand() % 4));
+			put_sin(m.u.cm.dst_addr, &m.u.cm.dst_len, ips[rand() % 5],
+				(uint16_t)(7700 + rand() % 4));
+		}
+		if (rand() % 2) {
+			m.u.cm.pdata_len %= 300;
+			m.u.cm.optlen %= 80;
+			m.u.cm.conn.qp_num = rand() % 2 ? s->qpn : m.u.cm.conn.qp_num;
+		}
+		if (m.u.cm.cmd == SIB_CM_CMD_CHANNEL_OPEN || m.u.cm.cmd == SIB_CM_CMD_CHANNEL_CLOSE)
+			m.u.cm.cmd = SIB_CM_CMD_QUERY; /* keep the two channels */
+		int rfd = -1;
+
+		m.hdr.op = SIB_CTL_CM;
+		assert_int_equal(sib_ctl_call(s->fd, &m, &rfd), 0);
+		if (rfd >= 0)
+			close(rfd);
+		if (m.u.cm.cmd == SIB_CM_CMD_CREATE_ID && !m.hdr.status && nid < 16)
+			ids[nid++] = m.u.cm.id;
+		/* drain the channels now and then */
+		if (i % 64 == 0)
+			for (int k = 0; k < 2; k++) {
+				struct side *t = k ? &b : &a;
+				struct pollfd p = { .fd = t->ch, .events = POLLIN };
+
+				while (poll(&p, 1, 0) == 1 && sib_ctl_recv(t->ch, &m, NULL) > 0)
+					;
+			}
+	}
+	side_close(&a);
+	side_close(&b);
+	wait_no_ids();
+	char *st = status_text();
+	assert_int_equal(field(st, "rdma_cm ", "ids"), 0);
+	assert_int_equal(field(st, "ucma ", "channels"), 0);
+	free(st);
+}
+
 /* --ip: addresses added on softibd's command line attach their device. */
 static void test_ip_option(void **state)
 {
@@ -590,6 +662,7 @@ int main(void)
 		cmocka_unit_test(test_ip_option),
 		cmocka_unit_test(test_channel_queue),
 		cmocka_unit_test(test_cycles),
+		cmocka_unit_test(test_fuzz),
 	};
 
 	return cmocka_run_group_tests(tests, start, stop_daemon);

@@ -40,6 +40,7 @@
 #define EV_REJECTED 8
 #define EV_ESTABLISHED 9
 #define EV_DISCONNECTED 10
+#define EV_DEVICE_REMOVAL 11
 #define EV_TIMEWAIT_EXIT 15
 
 /* ---- the protocol, raw ---- */
@@ -607,6 +608,51 @@ static void test_fuzz(void **state)
 	free(st);
 }
 
+/* A CA added at run time has its default address; removed, its ids get
+ * DEVICE_REMOVAL (cma_remove_one) and its address is gone. */
+static void test_device_removal(void **state)
+{
+	struct sib_ctl_msg m;
+	uint32_t chan, id, idx;
+	int fd, ch;
+	char ip[32];
+
+	(void)state;
+	fd = hello_conn();
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_DEVICE_ADD;
+	strcpy(m.u.dev.name, "cmtest");
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	idx = m.u.dev.dev_index;
+	snprintf(ip, sizeof(ip), "127.1.%u.1", idx);
+	ch = chan_open(fd, &chan);
+	assert_int_equal(create_id(fd, chan, 0x77, &id), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, ip, 7800);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_BIND, NULL), 0);
+	assert_int_equal(m.u.cm.dev_index, idx);
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_DEVICE_REMOVE;
+	strcpy(m.u.dev.name, "cmtest");
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	struct sib_ctl_cm_event e = expect(ch, EV_DEVICE_REMOVAL);
+	assert_int_equal(e.uid, 0x77);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_QUERY, NULL), 0);
+	assert_int_equal(m.u.cm.dev_index, SIB_CM_NO_DEVICE);
+	assert_int_equal(create_id(fd, chan, 0x78, &id), 0);
+	m.u.cm.id = id;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, ip, 7801);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_BIND, NULL), 0); /* now plain loopback */
+	assert_int_equal(m.u.cm.dev_index, SIB_CM_NO_DEVICE);
+	close(ch);
+	close(fd);
+}
+
 /* --ip: addresses added on softibd's command line attach their device. */
 static void test_ip_option(void **state)
 {
@@ -663,6 +709,7 @@ int main(void)
 		cmocka_unit_test(test_channel_queue),
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_fuzz),
+		cmocka_unit_test(test_device_removal),
 	};
 
 	return cmocka_run_group_tests(tests, start, stop_daemon);

@@ -73,6 +73,8 @@ struct sibd_ucma {
 	bool trace;                 /* SOFTIBD_CM_TRACE set: every command and event logged */
 };
 
+static uint64_t host_now(void *ctx);
+
 /* ---- channels ---- */
 
 static void chan_arm(struct sibd_ucma *u, struct ucma_chan *ch)
@@ -267,8 +269,10 @@ static int host_event(void *ctx, struct sib_cma_id *cid, struct sib_ctl_cm_event
 		return 0;
 	ev->id = id->handle;
 	if (u->trace)
-		sibd_log("ucma: pid %d event %u status %d id %u", (int)id->owner->pid, ev->event,
-			 ev->status, id->handle);
+		sibd_log("ucma: %llu.%03llu pid %d event %u status %d id %u",
+			 (unsigned long long)(host_now(NULL) / 1000000000u),
+			 (unsigned long long)(host_now(NULL) / 1000000u % 1000u), (int)id->owner->pid,
+			 ev->event, ev->status, id->handle);
 	/* a CONNECT_REQUEST is reported on its listener (ucma_get_event) */
 	return chan_push(u, id->chan, l ? l : id, ev) ? (l ? 1 : 0) : 0;
 }
@@ -786,8 +790,10 @@ int sibd_cmd_cm(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, in
 	if (ret && ret != SIBD_REPLIED)
 		u->ctr.bad_commands++;
 	if (u->trace)
-		sibd_log("ucma: pid %d cmd %u id %u channel %u: %d", (int)c->pid, cm->cmd, cm->id,
-			 cm->channel, ret == SIBD_REPLIED ? 0 : ret);
+		sibd_log("ucma: %llu.%03llu pid %d cmd %u id %u channel %u: %d",
+			 (unsigned long long)(host_now(NULL) / 1000000000u),
+			 (unsigned long long)(host_now(NULL) / 1000000u % 1000u), (int)c->pid, cm->cmd,
+			 cm->id, cm->channel, ret == SIBD_REPLIED ? 0 : ret);
 	sibd_ucma_dispatch(d);
 	return ret;
 }

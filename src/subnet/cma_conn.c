@@ -301,10 +301,11 @@ static int conn_handler(struct sib_cm_id *cm, const struct sib_cm_event *ev, voi
 		}
 		break;
 	case SIB_CM_DREP_RECEIVED:
-	case SIB_CM_DREQ_ERROR:
+	case SIB_CM_DREQ_ERROR: /* no DREP: DISCONNECTED -ETIMEDOUT (cma_ib_handler) */
 		if (id->state == CMA_DISCONNECT && !id->dreq_rcvd) {
 			id->state = CMA_DONE;
-			cma_post(id, SIB_CMA_EV_DISCONNECTED, 0);
+			cma_post(id, SIB_CMA_EV_DISCONNECTED,
+				 ev->type == SIB_CM_DREQ_ERROR ? -ETIMEDOUT : 0);
 		}
 		break;
 	case SIB_CM_TIMEWAIT_EXIT:

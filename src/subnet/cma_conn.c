@@ -225,6 +225,10 @@ static void on_sidr_rep(struct sib_cma_id *id, const struct sib_cm_event *ev)
 		ev_unreachable(id, r->status);
 		return;
 	}
+	if (r->qkey != default_qkey(id, r->qkey)) { /* cma_sidr_rep_handler's Q_Key check */
+		ev_unreachable(id, -EINVAL);
+		return;
+	}
 	id->remote_qpn = r->qpn;
 	id->qkey = r->qkey;
 	id->state = CMA_ESTABLISHED;

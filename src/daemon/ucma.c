@@ -732,8 +732,9 @@ static int cmd_on_id(struct sibd *d, struct sibd_client *c, struct sib_ctl_cm *c
 		sib_cma_query(k, cm);
 		return 0;
 	case SIB_CM_CMD_CONNECT:
-		if (sib_cma_id_ps(k) != SIB_CMA_PS_UDP && sib_cma_id_ps(k) != SIB_CMA_PS_IPOIB &&
-		    cm->conn.qp_type != IBV_QPT_UD &&
+		/* an RC/UC id's REQ names the caller's QP (the id's type, never
+		 * what the message says); a UD id's SIDR_REQ names none */
+		if (sib_cma_id_qp_type(k) != IBV_QPT_UD &&
 		    check_qp(d, c, sib_cma_id_dev(k), cm->conn.qp_num))
 			return -EINVAL;
 		return sib_cma_connect(k, &cm->conn, cm->pdata, cm->pdata_len);

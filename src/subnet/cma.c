@@ -575,6 +575,7 @@ void sib_cma_id_set_uid(struct sib_cma_id *id, uint64_t uid) { id->uid = uid; }
 uint64_t sib_cma_id_uid(const struct sib_cma_id *id) { return id->uid; }
 uint32_t sib_cma_id_events(const struct sib_cma_id *id) { return id->events; }
 uint32_t sib_cma_id_ps(const struct sib_cma_id *id) { return id->ps; }
+uint32_t sib_cma_id_qp_type(const struct sib_cma_id *id) { return id->qp_type; }
 struct sib_cma_id *sib_cma_id_listener(const struct sib_cma_id *id) { return id->listener; }
 uint32_t sib_cma_id_dev(const struct sib_cma_id *id)
 {

@@ -161,6 +161,7 @@ void sib_cma_id_set_uid(struct sib_cma_id *id, uint64_t uid);
 uint64_t sib_cma_id_uid(const struct sib_cma_id *id);
 uint32_t sib_cma_id_events(const struct sib_cma_id *id);
 uint32_t sib_cma_id_ps(const struct sib_cma_id *id);
+uint32_t sib_cma_id_qp_type(const struct sib_cma_id *id); /* enum ibv_qp_type, CREATE_ID's */
 /* The device the id is attached to (SIB_CM_NO_DEVICE: none yet). */
 uint32_t sib_cma_id_dev(const struct sib_cma_id *id);
 /* A passive id's listener until it is accepted or rejected, else NULL. */

@@ -446,6 +446,10 @@ static void test_garbage(void **state)
 	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), EINVAL);
 	m.u.cm.conn.qp_num = b.qpn; /* a QP of this process, on another device */
 	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), EINVAL);
+	m.u.cm.conn.qp_num = 0xFFFFF0;
+	m.u.cm.conn.qp_type = IBV_QPT_UD; /* saying UD does not make an RC id's REQ unchecked */
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), EINVAL);
+	m.u.cm.conn.qp_type = IBV_QPT_RC;
 	/* the id is still there and can connect: REJECTED 8 (nobody listens on 9) */
 	m.u.cm.conn.qp_num = a.qpn;
 	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), 0);

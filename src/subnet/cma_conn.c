@@ -627,7 +627,9 @@ int sib_cma_accept(struct sib_cma_id *id, const struct sib_cm_conn *conn, const 
 			.pdata_len = (uint8_t)len, .pdata = pdata,
 		};
 
-		if (len > SIDR_REP_PDATA || conn->qp_num == 0 || conn->qp_num > 0xffffff)
+		/* a controlled Q_Key (bit 31, IBA 10.2.4) is not the consumer's to give */
+		if (len > SIDR_REP_PDATA || conn->qp_num == 0 || conn->qp_num > 0xffffff ||
+		    (p.qkey & 0x80000000u))
 			return -EINVAL;
 		if ((ret = sib_cm_send_sidr_rep(id->cm, &p)))
 			return ret;

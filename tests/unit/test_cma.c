@@ -188,12 +188,15 @@ static struct rec *ev_of(struct sib_cma_id *id, uint32_t t)
 	return NULL;
 }
 
+static bool ud_ids; /* new_id makes UD ids in every port space */
+
 static struct sib_cma_id *new_id(struct fx *f, uint64_t owner, uint64_t uid, uint32_t ps)
 {
 	struct sib_cma_id *id = NULL;
 
 	assert_int_equal(CALL(sib_cma_create_id(f->cma, owner, uid, ps,
-						 ps == SIB_CMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC,
+						 ps == SIB_CMA_PS_UDP || ud_ids ? IBV_QPT_UD
+										 : IBV_QPT_RC,
 						 &id)), 0);
 	return id;
 }
@@ -717,6 +720,24 @@ static void test_sidr(void **state)
 	assert_int_equal(sib_cma_init_qp_attr(c, IBV_QPS_RTS, &a), 0);
 	assert_int_equal(a.mask, IBV_QP_STATE | IBV_QP_SQ_PSN);
 	assert_int_equal(a.sq_psn, 0);
+
+	/* the IB port space: the Q_Key ACCEPT gives, never a controlled one */
+	ud_ids = true;
+	listener(f, 2, SIB_CMA_PS_IB, "127.1.0.1", 7175);
+	c = resolved(f, 1, SIB_CMA_PS_IB, "127.1.1.1", "127.1.0.1", 7175);
+	ud_ids = false;
+	assert_int_equal(CALL(sib_cma_connect(c, &sc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	s = r->id;
+	sc.qkey = 0x80000001u;
+	assert_int_equal(CALL(sib_cma_accept(s, &sc, NULL, 0)), -EINVAL);
+	sc.qkey = 0x1234;
+	assert_int_equal(CALL(sib_cma_accept(s, &sc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(c, SIB_CMA_EV_ESTABLISHED));
+	assert_int_equal(r->ev.ud_qkey, 0x1234);
+	sc.qkey = 0;
 
 	/* the IPOIB port space: the broadcast group's Q_Key */
 	struct sib_cma_id *ipo = NULL;

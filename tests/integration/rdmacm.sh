@@ -12,6 +12,7 @@
 #   rping_dev      server on softib0's default address 127.1.0.1, client from
 #                  softib1's 127.1.1.1 (per-device addresses)
 #   ucmatose       ucmatose -b 127.0.0.1 -c 2 / -s 127.0.0.1 -c 2 -C 100
+#   ucmatose_migrate  ucmatose -b -m (rdma_migrate_id) / -s -a 18 (ACK timeout)
 #   rdma_server    rdma_server / rdma_client ("end 0")
 #   udaddy         udaddy -b / -s (SIDR, UD)
 #   send_bw        ib_send_bw -R -d softib0
@@ -106,6 +107,13 @@ rping_dev)
 ucmatose)
 	run_pair 60 "$S" "ucmatose -b 127.0.0.1 -c 2 -C 100" "$C" ucmatose -s 127.0.0.1 -c 2 -C 100
 	check_pair
+	grep -q 'return status 0' "$C" || { show; fail "client: no 'return status 0'"; }
+	grep -q 'return status 0' "$S" || { show; fail "server: no 'return status 0'"; }
+	;;
+ucmatose_migrate)
+	run_pair 60 "$S" "ucmatose -b 127.0.0.1 -m" "$C" ucmatose -s 127.0.0.1 -a 18
+	check_pair
+	grep -q 'migrating to new event channel' "$S" || { show; fail "server did not migrate"; }
 	grep -q 'return status 0' "$C" || { show; fail "client: no 'return status 0'"; }
 	grep -q 'return status 0' "$S" || { show; fail "server: no 'return status 0'"; }
 	;;

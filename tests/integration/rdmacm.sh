@@ -7,6 +7,7 @@
 # lists.
 # Usage: rdmacm.sh CASE
 #   rping          rping -s -v / rping -c -C 10 -v -V on 127.0.0.1
+#   rping_two      one rping -s -P server, two clients at once
 #   rping_reject   rping -c to a port nobody listens on: "REJECTED, error 8"
 #   rping_q        rping -q (rdma_init_qp_attr, rdma_establish)
 #   rping_dev      server on softib0's default address 127.1.0.1, client from
@@ -84,6 +85,24 @@ rping)
 	check_pair
 	[ "$(grep -c 'ping data: rdma-ping-' "$C")" = 10 ] || { show; fail "client did not print 10 ping lines"; }
 	grep -q 'ping data: rdma-ping-9' "$S" || { show; fail "server did not print ping 9"; }
+	;;
+rping_two)
+	# a persistent server (-P: a thread per connection) and two clients at once
+	client timeout 60 rping -s -P -a 127.0.0.1 -v >"$S" 2>&1 &
+	srv=$!
+	SIB_PIDS+=("$srv")
+	sleep 0.3
+	client timeout 60 rping -c -a 127.0.0.1 -C 20 -v -V >"$C.1" 2>&1 &
+	c1=$!
+	SIB_PIDS+=("$c1")
+	client timeout 60 rping -c -a 127.0.0.1 -C 20 -v -V >"$C" 2>&1
+	crc=$?
+	wait "$c1"
+	crc1=$?
+	cat "$C.1" >>"$C"
+	[ "$crc" = 0 ] && [ "$crc1" = 0 ] || { show; fail "clients exited $crc1 and $crc"; }
+	alive "$srv" || { show; fail "the persistent server is gone"; }
+	[ "$(grep -c 'ping data: rdma-ping-' "$C")" = 40 ] || { show; fail "the clients did not print 2 x 20 ping lines"; }
 	;;
 rping_reject)
 	port=$(free_port) || fail "no free port"

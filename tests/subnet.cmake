@@ -49,10 +49,15 @@ endif()
 # hand-built bytes, and the CM agent (src/subnet/cm.c) between CA ports of
 # the default fabric through the MAD router: REQ/REP/RTU, REJ, DREQ/DREP,
 # TimeWait, retries, MRA, SIDR, destroy, hostile MADs, and a randomized
-# model check (seed printed; `test_cm --seed N` or CM_SEED=N replays it).
+# model check, test_cm_random (seed printed; `test_cm_random --seed N` or
+# CM_SEED=N replays it, CM_RUNS=N runs N seeds).
 if(TARGET sib_subnet)
   sib_unit_test(test_cm
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cm.c
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cm.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/cm_fixture.c
+    LIBS sib_subnet sib_mai sib_iba)
+  sib_unit_test(test_cm_random
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cm_random.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/cm_fixture.c
     LIBS sib_subnet sib_mai sib_iba)
 endif()
 

@@ -31,6 +31,7 @@
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 #include "daemon/ucma.h"
+#include "subnet/cm.h"
 
 #ifndef SOFTIB_VERSION
 #define SOFTIB_VERSION    "0.1.0" /* project() version in CMakeLists.txt */
@@ -63,6 +64,10 @@ static const char usage[] =
 "                        created (0700) if missing; one that is a symlink,\n"
 "                        owned by another user or writable by group or\n"
 "                        others is refused (exit 1)\n"
+"      --ip DEV:PORT=ADDR[/PREFIX]  one more IPv4 or IPv6 address of CA port\n"
+"                        PORT of verbs device DEV for the rdma_cm (repeatable,\n"
+"                        at most 64); every port already has 127.1.<dev index>.\n"
+"                        <port> and its GID as IPv6 (docs/rdmacm.md)\n"
 "      --idle-exit SECS  exit after SECS without any client (0 = never)\n"
 "      --client-share PCT  a client process may hold at most PCT percent\n"
 "                        (1-100, default 25) of softibd's connections, MAI\n"
@@ -92,7 +97,7 @@ static const char usage[] =
 
 enum {
 	OPT_TOPOLOGY = 256, OPT_SM, OPT_SOCKET, OPT_IDLE, OPT_AUTOSTART, OPT_STATUS, OPT_STOP,
-	OPT_VERSION, OPT_SHARE, OPT_DUMPABLE,
+	OPT_VERSION, OPT_SHARE, OPT_DUMPABLE, OPT_IP,
 };
 
 static const struct option long_opts[] = {
@@ -103,6 +108,7 @@ static const struct option long_opts[] = {
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "idle-exit", required_argument, NULL, OPT_IDLE },
 	{ "client-share", required_argument, NULL, OPT_SHARE },
+	{ "ip", required_argument, NULL, OPT_IP },
 	{ "autostart", no_argument, NULL, OPT_AUTOSTART },
 	{ "dumpable", no_argument, NULL, OPT_DUMPABLE },
 	{ "status", no_argument, NULL, OPT_STATUS },
@@ -140,6 +146,30 @@ void sibd_log(const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	errno = saved;
+}
+
+/* CLOCK_MONOTONIC in ns: the IB CM's clock (sib_cm_tick). */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The IB CM's timers (subnet/cm.h): run what is due, deliver its queued
+ * events, and fold its next deadline into the wait's timeout (ms). */
+static int cm_timeout(struct sibd *d, int timeout)
+{
+	uint64_t now = now_ns(), next = sib_cm_tick(d->sn, now);
+	uint64_t ms;
+
+	if (!next)
+		return timeout;
+	ms = next > now ? (next - now + 999999) / 1000000 : 0;
+	if (ms > INT_MAX)
+		ms = INT_MAX;
+	return timeout < 0 || (int)ms < timeout ? (int)ms : timeout;
 }
 
 long long sibd_now_ms(void)
@@ -191,6 +221,13 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 				return -1;
 			}
 			d->budget.share = (unsigned int)share;
+			break;
+		case OPT_IP:
+			if (d->ncm_ips >= SIBD_CM_IPS_MAX) {
+				fprintf(stderr, "softibd: --ip: at most %d\n", SIBD_CM_IPS_MAX);
+				return -1;
+			}
+			d->cm_ips[d->ncm_ips++] = optarg;
 			break;
 		case OPT_AUTOSTART: o->autostart = true; break;
 		case OPT_DUMPABLE: o->dumpable = true; break;
@@ -738,6 +775,7 @@ static int run(struct sibd *d)
 		}
 		timeout = sibd_mai_timeout(d, timeout);
 		timeout = sibd_ucma_timeout(d, timeout);
+		timeout = cm_timeout(d, timeout);
 		if (d->accept_resume_ms) {
 			left = d->accept_resume_ms - sibd_now_ms();
 			if (left <= 0) {
@@ -771,8 +809,10 @@ static int run(struct sibd *d)
 				sibd_ucma_event(d);
 			else
 				sibd_client_event(d, ev[i].data.ptr, ev[i].events);
+			sib_cm_dispatch(d->sn); /* what the MAD or command queued */
 		}
 		sibd_mai_timers(d);
+		sib_cm_dispatch(d->sn);
 		sibd_ucma_timers(d); /* the rdma_cm's timers and events (after routed MADs) */
 	}
 	return 0;

@@ -180,6 +180,9 @@ struct sibd {
 	struct sibd_mai *mai;
 	struct sibd_issm *issm;         /* ISSM FIFOs (issm.c) */
 	struct sibd_ucma *ucma;         /* the rdma_cm's channels and ids (ucma.c) */
+#define SIBD_CM_IPS_MAX 64
+	const char *cm_ips[SIBD_CM_IPS_MAX]; /* --ip DEV:PORT=ADDR[/PREFIX] (ucma.c) */
+	unsigned int ncm_ips;
 
 	/* routes of the data path (route.c) */
 	uint32_t route_gen;             /* the map's route_gen, as last stored */

@@ -14,6 +14,8 @@
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 #include "daemon/ucma.h"
+#include "iba/cm.h"
+#include "subnet/cm.h"
 
 static const char *const port_state_str[] = {
 	[0] = "NOP", [1] = "DOWN", [2] = "INIT", [3] = "ARMED", [4] = "ACTIVE",
@@ -88,6 +90,22 @@ static void print_counts(FILE *f, const uint32_t *n)
 }
 
 /* The report as a malloc'd text of *len bytes.  0 or -ENOMEM. */
+/* The IB CM agent's counters (subnet/cm.h): live ids, retries, *_ERROR
+ * timeouts, MADs dropped, and per message sent/received. */
+static void cm_status(struct sibd *d, FILE *f)
+{
+	const struct sib_cm_counters *c = sib_cm_counters(d->sn);
+
+	fprintf(f, "cm ids=%llu resent=%llu timeouts=%llu dropped=%llu", (unsigned long long)c->ids,
+		(unsigned long long)c->resent, (unsigned long long)c->timeouts,
+		(unsigned long long)c->dropped);
+	for (uint16_t a = CM_ATTR_REQ; a <= CM_ATTR_SIDR_REP; a++)
+		fprintf(f, " %s=%llu/%llu", cm_attr_str(a),
+			(unsigned long long)c->sent[a - CM_ATTR_FIRST],
+			(unsigned long long)c->received[a - CM_ATTR_FIRST]);
+	fputc('\n', f);
+}
+
 int sibd_status_text(struct sibd *d, char **text, size_t *len)
 {
 	const struct sib_sma_counters *sma = sib_subnet_sma_counters(d->sn);
@@ -161,6 +179,7 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 		(unsigned long long)sma->train_failed, (unsigned long long)sma->sm_traps,
 		(unsigned long long)sma->sa_answers, (unsigned long long)sma->sa_errors,
 		(unsigned long long)sma->sa_dropped);
+	cm_status(d, f);
 	sibd_budget_status(d, f);
 	if (fclose(f) != 0) {
 		free(*text);

@@ -19,6 +19,7 @@
  *    verbs library uses another connection) on the id's device: else EINVAL.
  * Everything a client sends is checked: handles, lengths, states.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <infiniband/verbs.h>
@@ -69,7 +70,10 @@ struct sibd_ucma {
 	uint32_t nids, nchans;
 	struct ucma_ctr ctr;
 	bool in_dispatch;
+	bool trace;                 /* SOFTIBD_CM_TRACE set: every command and event logged */
 };
+
+static uint64_t host_now(void *ctx);
 
 /* ---- channels ---- */
 
@@ -264,6 +268,11 @@ static int host_event(void *ctx, struct sib_cma_id *cid, struct sib_ctl_cm_event
 	if (!id || !id->chan)
 		return 0;
 	ev->id = id->handle;
+	if (u->trace)
+		sibd_log("ucma: %llu.%03llu pid %d event %u status %d id %u",
+			 (unsigned long long)(host_now(NULL) / 1000000000u),
+			 (unsigned long long)(host_now(NULL) / 1000000u % 1000u), (int)id->owner->pid,
+			 ev->event, ev->status, id->handle);
 	/* a CONNECT_REQUEST is reported on its listener (ucma_get_event) */
 	return chan_push(u, id->chan, l ? l : id, ev) ? (l ? 1 : 0) : 0;
 }
@@ -293,6 +302,39 @@ static const struct sib_cma_host cma_host = {
 
 /* ---- life ---- */
 
+/* --ip DEV:PORT=ADDR[/PREFIX]: one more address of a CA port.  0 or
+ * -EINVAL (syntax, no such device or port), -EEXIST, -ENOSPC. */
+static int add_ip(struct sibd *d, struct sib_cma *cma, const char *spec)
+{
+	char dev[64], addr[64], *slash;
+	unsigned int port, prefix;
+	uint8_t sa[SIB_CM_ADDR_LEN] = { 0 };
+	uint16_t fam;
+	int n = 0;
+
+	if (sscanf(spec, "%63[^:]:%u=%63s%n", dev, &port, addr, &n) != 3 || spec[n] != '\0' ||
+	    port == 0 || port > 255)
+		return -EINVAL;
+	slash = strchr(addr, '/');
+	if (slash)
+		*slash++ = '\0';
+	fam = strchr(addr, ':') ? AF_INET6 : AF_INET;
+	prefix = fam == AF_INET ? 32 : 128;
+	if (slash && (sscanf(slash, "%u%n", &prefix, &n) != 1 || slash[n] != '\0'))
+		return -EINVAL;
+	memcpy(sa, &fam, 2);
+	if (inet_pton(fam, addr, sa + (fam == AF_INET ? 4 : 8)) != 1)
+		return -EINVAL;
+	for (uint32_t i = 0; i < d->num_devices && i < SIB_MAX_DEVICES; i++)
+		if (sibd_dev_present(d, i) && !strcmp(d->devs[i].name, dev)) {
+			if (port > d->dev_node[i]->num_ports)
+				return -EINVAL;
+			return sib_cma_addr_add(cma, i, (uint8_t)port, sa,
+						fam == AF_INET ? 16 : 28, (uint8_t)prefix);
+		}
+	return -EINVAL;
+}
+
 int sibd_ucma_init(struct sibd *d)
 {
 	struct sibd_ucma *u = calloc(1, sizeof(*u));
@@ -310,9 +352,22 @@ int sibd_ucma_init(struct sibd *d)
 		return -ENOMEM;
 	}
 	sib_cma_seed(u->cma, host_now(NULL) ^ (uint64_t)getpid() << 32);
+	u->trace = getenv("SOFTIBD_CM_TRACE") != NULL;
+	d->ucma = u;
+	for (unsigned int i = 0; i < d->ncm_ips; i++) {
+		int ret = add_ip(d, u->cma, d->cm_ips[i]);
+
+		if (ret) {
+			sibd_log("--ip %s: %s", d->cm_ips[i], strerror(-ret));
+			d->ucma = NULL;
+			sib_cma_delete(u->cma);
+			close(u->ep_fd);
+			free(u);
+			return ret;
+		}
+	}
 	sib_ht_init(&u->ids, SIBD_UCMA_IDS_MAX);
 	sib_ht_init(&u->chans, SIBD_UCMA_CHANS_MAX);
-	d->ucma = u;
 	return 0;
 }
 
@@ -734,6 +789,11 @@ int sibd_cmd_cm(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, in
 	}
 	if (ret && ret != SIBD_REPLIED)
 		u->ctr.bad_commands++;
+	if (u->trace)
+		sibd_log("ucma: %llu.%03llu pid %d cmd %u id %u channel %u: %d",
+			 (unsigned long long)(host_now(NULL) / 1000000000u),
+			 (unsigned long long)(host_now(NULL) / 1000000u % 1000u), (int)c->pid, cm->cmd,
+			 cm->id, cm->channel, ret == SIBD_REPLIED ? 0 : ret);
 	sibd_ucma_dispatch(d);
 	return ret;
 }

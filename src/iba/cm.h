@@ -193,7 +193,7 @@ enum cm_tst { CM_TST_RC = 0, CM_TST_UC = 1, CM_TST_RD = 2 };
 	X(SIDR_REP_QPN, SIDR_REP, "QPN", 8, 4, 8, 0xFFFFFF) \
 	X(SIDR_REP_SERVICE_ID, SIDR_REP, "ServiceID", 12, 8, 0, UINT64_MAX) \
 	X(SIDR_REP_QKEY, SIDR_REP, "Q_Key", 20, 4, 0, 0xFFFFFFFF) \
-	X(SIDR_REP_CLASS_PORT_INFO, SIDR_REP, "ClassPortInfo", 24, 72, 0, 0) \
+	X(SIDR_REP_ADD_INFO, SIDR_REP, "AdditionalInformation", 24, 72, 0, 0) \
 	X(SIDR_REP_PRIVATE_DATA, SIDR_REP, "PrivateData", 96, 136, 0, 0)
 
 /* Every field of every message, as CM_<ID> (CM_REQ_SERVICE_ID, ...). */

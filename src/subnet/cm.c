@@ -18,41 +18,10 @@
 
 #include "iba/cm.h"
 #include "subnet/cm.h"
+#include "subnet/cm_int.h"
 #include "subnet/mad_router.h"
 #include "subnet/subnet.h"
 #include "subnet/subnet_int.h"
-
-/* Bounds (documented in cm.h's counters and docs/subnet.md). */
-#define CM_MAX_IDS	65536u	/* live ids (comm IDs in use, TimeWait included) */
-#define CM_MAX_EVENTS	65536u	/* queued events */
-#define CM_MAX_OUT	65536u	/* queued MADs */
-#define CM_MAX_LISTEN	4096u	/* listeners */
-/*
- * Every timer is capped at 1 s: a response timeout (IBA 12.4: the sender
- * picks it, 4.096 us * 2^t, up to 2^31 units: hours), the MRA's service
- * time and TimeWait.  The peer is a CM of this same subnet that answers
- * at once, so a shorter wait loses nothing the IBA promises, and a test
- * of retries never takes more than max_cm_retries seconds.
- */
-#define CM_TIMER_CAP_NS	1000000000ull
-#define CM_COMM_MUL	0x9E3779B1u	/* odd: comm ID = (gen:slot * MUL) ^ secret */
-
-enum cm_state {
-	CM_IDLE, CM_LISTEN, CM_REQ_SENT, CM_REQ_RCVD, CM_MRA_REQ_SENT, CM_MRA_REQ_RCVD,
-	CM_REP_SENT, CM_REP_RCVD, CM_MRA_REP_SENT, CM_MRA_REP_RCVD, CM_ESTABLISHED,
-	CM_DREQ_SENT, CM_DREQ_RCVD, CM_TIMEWAIT, CM_SIDR_REQ_SENT, CM_SIDR_REQ_RCVD,
-	CM_STATE_MAX,
-	CM_STAY = CM_STATE_MAX,	/* table: keep the state */
-};
-
-/* What the table is indexed by besides the state. */
-enum cm_input {
-	IN_TX_REQ, IN_TX_REP, IN_TX_RTU, IN_TX_REJ, IN_TX_MRA, IN_TX_DREQ, IN_TX_DREP,
-	IN_TX_SIDR_REQ, IN_TX_SIDR_REP, IN_LISTEN, IN_ESTABLISH,
-	IN_RX_REQ, IN_RX_MRA, IN_RX_REJ, IN_RX_REP, IN_RX_RTU, IN_RX_DREQ, IN_RX_DREP,
-	IN_RX_SIDR_REP, IN_TIMEOUT,
-	IN_MAX,
-};
 
 static const char *const state_names[CM_STATE_MAX] = {
 	"IDLE", "LISTEN", "REQ_SENT", "REQ_RCVD", "MRA_REQ_SENT", "MRA_REQ_RCVD",
@@ -71,66 +40,6 @@ static const char *const event_names[SIB_CM_EVENT_MAX] = {
 	"USER_ESTABLISHED", "DREQ_ERROR", "DREQ_RECEIVED", "DREP_RECEIVED", "TIMEWAIT_EXIT",
 	"MRA_RECEIVED", "REJ_RECEIVED", "SIDR_REQ_ERROR", "SIDR_REQ_RECEIVED",
 	"SIDR_REP_RECEIVED",
-};
-
-struct sib_cm_id {
-	struct sib_subnet *sn;
-	struct sib_fab_node *node;	/* NULL once the CA is gone */
-	uint8_t port;
-	uint8_t state;			/* enum cm_state */
-	bool zombie;			/* destroyed: no events, freed after TimeWait */
-	bool timer_pending;		/* armed since the last tick: starts at the next */
-	uint8_t retries_left;
-	uint8_t max_retries;
-	uint8_t plt;			/* packet life time exponent of the path */
-	uint8_t rsp_timeout;		/* the peer's CM response timeout exponent */
-	sib_cm_handler handler;
-	void *ctx;
-	uint32_t slot;
-	uint32_t local_id, remote_id;	/* comm IDs; SIDR: RequestID */
-	uint64_t remote_ca_guid;
-	uint32_t local_qpn, remote_qpn;
-	uint16_t dlid;			/* the peer's LID */
-	uint64_t service_id, mask;	/* LISTEN; SIDR_REQ_RCVD: its ServiceID */
-	uint64_t timeout_ns;		/* one try's response timeout */
-	uint64_t pending_ns;		/* the armed timer's length */
-	uint64_t deadline;		/* 0: none */
-	unsigned int nevents;		/* events queued for it */
-	uint8_t msg[CM_MAD_SIZE];	/* the last message sent (retries, duplicates) */
-	struct sib_cm_id *prev, *next;	/* the live list */
-};
-
-/* One queued event and the bytes it points to. */
-struct cm_ev {
-	struct cm_ev *next;
-	struct sib_cm_event ev;
-	uint8_t pdata[CM_MAD_SIZE];
-	uint8_t ari[72];
-};
-
-/* One queued MAD. */
-struct cm_out {
-	struct cm_out *next;
-	struct sib_fab_node *node;
-	uint8_t port;
-	mai_mad_t m;
-};
-
-struct sib_cm {
-	struct sib_cm_id **slots;	/* CM_MAX_IDS */
-	uint16_t *gen;			/* per slot: bumped at each allocation */
-	uint32_t hint, secret, mul_inv;
-	struct sib_cm_id *live;
-	unsigned int nlisten;
-	struct cm_ev *evh, *evt;
-	size_t nev;
-	struct cm_out *outh, *outt;
-	size_t nout;
-	uint64_t tid;
-	bool in_dispatch;
-	struct sib_cm_counters ctr;
-	bool (*tx_drop)(void *ctx, const uint8_t *mad);	/* test hook */
-	void *tx_drop_ctx;
 };
 
 const char *sib_cm_state_str(unsigned int s)
@@ -154,7 +63,7 @@ static uint32_t inv32(uint32_t a)
 	return x;
 }
 
-static struct sib_cm *cm_ctx(struct sib_subnet *sn)
+struct sib_cm *cm_ctx(struct sib_subnet *sn)
 {
 	struct sib_cm *cm = sn->cm;
 	struct timespec ts;
@@ -216,8 +125,7 @@ void sib_cm_free(struct sib_subnet *sn)
 	sn->cm = NULL;
 }
 
-void sib_cm_set_tx_drop(struct sib_subnet *sn, bool (*drop)(void *ctx, const uint8_t *mad),
-			void *ctx)
+void sib_cm_set_tx_drop(struct sib_subnet *sn, sib_cm_tx_drop_fn drop, void *ctx)
 {
 	struct sib_cm *cm = cm_ctx(sn);
 
@@ -231,7 +139,7 @@ const struct sib_cm_counters *sib_cm_counters(const struct sib_subnet *sn)
 {
 	static const struct sib_cm_counters zero;
 
-	return sn->cm ? &sn->cm->ctr : &zero;
+	return sn && sn->cm ? &sn->cm->ctr : &zero;
 }
 
 /* ---- comm IDs and ids ------------------------------------------------------- */
@@ -241,7 +149,7 @@ static uint32_t comm_id(const struct sib_cm *cm, uint32_t slot, uint16_t gen)
 	return (((uint32_t)gen << 16 | slot) * CM_COMM_MUL) ^ cm->secret;
 }
 
-static struct sib_cm_id *id_by_comm(const struct sib_cm *cm, uint32_t cid)
+struct sib_cm_id *cm_id_by_comm(const struct sib_cm *cm, uint32_t cid)
 {
 	uint32_t x = (cid ^ cm->secret) * cm->mul_inv;
 	struct sib_cm_id *id = cm->slots[x & 0xFFFF];
@@ -249,7 +157,7 @@ static struct sib_cm_id *id_by_comm(const struct sib_cm *cm, uint32_t cid)
 	return id && id->local_id == cid && cid ? id : NULL;
 }
 
-static struct sib_cm_id *id_alloc(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port)
+struct sib_cm_id *cm_id_alloc(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port)
 {
 	struct sib_cm *cm = cm_ctx(sn);
 	struct sib_cm_id *id;
@@ -306,10 +214,13 @@ static void purge_events(struct sib_cm *cm, struct sib_cm_id *id)
 	id->nevents = 0;
 }
 
+static void disarm(struct sib_cm_id *id);
+
 static void id_free(struct sib_cm_id *id)
 {
 	struct sib_cm *cm = id->sn->cm;
 
+	disarm(id);
 	if (id->nevents || id->state == CM_LISTEN)
 		purge_events(cm, id);
 	if (id->state == CM_LISTEN)
@@ -343,6 +254,8 @@ static uint64_t cap(uint64_t ns)
 /* Start a timer of ns at the next tick (the CM has no clock of its own). */
 static void arm(struct sib_cm_id *id, uint64_t ns)
 {
+	if (!id->timer_pending && !id->deadline)
+		id->sn->cm->ntimed++;
 	id->timer_pending = true;
 	id->pending_ns = cap(ns);
 	id->deadline = 0;
@@ -350,6 +263,8 @@ static void arm(struct sib_cm_id *id, uint64_t ns)
 
 static void disarm(struct sib_cm_id *id)
 {
+	if (id->timer_pending || id->deadline)
+		id->sn->cm->ntimed--;
 	id->timer_pending = false;
 	id->deadline = 0;
 }
@@ -363,7 +278,7 @@ static void enter_timewait(struct sib_cm_id *id)
 
 /* ---- queues ------------------------------------------------------------------------ */
 
-static void queue_mad(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port, uint16_t dlid,
+void cm_queue_mad(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port, uint16_t dlid,
 		      const uint8_t *mad)
 {
 	uint16_t attr = (uint16_t)(mad[16] << 8 | mad[17]);
@@ -393,7 +308,7 @@ static void queue_mad(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port, u
 		cm->ctr.sent[attr - CM_ATTR_FIRST]++;
 }
 
-static uint64_t next_tid(struct sib_cm *cm)
+uint64_t cm_next_tid(struct sib_cm *cm)
 {
 	cm->tid = (cm->tid + 1) & ((1ull << MAI_TID_CHAN_SHIFT) - 1);
 	return (uint64_t)SIB_MAD_CHAN_CM << MAI_TID_CHAN_SHIFT | cm->tid;
@@ -403,17 +318,17 @@ static uint64_t next_tid(struct sib_cm *cm)
 static uint8_t *msg_begin(struct sib_cm_id *id, uint16_t attr)
 {
 	memset(id->msg, 0, sizeof(id->msg));
-	cm_put_hdr(id->msg, attr, next_tid(id->sn->cm));
+	cm_put_hdr(id->msg, attr, cm_next_tid(id->sn->cm));
 	return id->msg;
 }
 
 static void msg_send(struct sib_cm_id *id)
 {
-	queue_mad(id->sn->cm, id->node, id->port, id->dlid, id->msg);
+	cm_queue_mad(id->sn->cm, id->node, id->port, id->dlid, id->msg);
 }
 
 /* A new event for id (NULL: no memory; counted). */
-static struct cm_ev *ev_new(struct sib_cm_id *id, enum sib_cm_event_type type)
+struct cm_ev *cm_ev_new(struct sib_cm_id *id, enum sib_cm_event_type type)
 {
 	struct sib_cm *cm = id->sn->cm;
 	struct cm_ev *e;
@@ -439,7 +354,7 @@ static struct cm_ev *ev_new(struct sib_cm_id *id, enum sib_cm_event_type type)
 }
 
 /* The private data of the message in mad onto e. */
-static void ev_pdata(struct cm_ev *e, const uint8_t *mad, uint16_t attr)
+void cm_ev_pdata(struct cm_ev *e, const uint8_t *mad, uint16_t attr)
 {
 	size_t len;
 	const uint8_t *p = cm_bytes(mad, cm_pdata_field(attr), &len);
@@ -451,18 +366,6 @@ static void ev_pdata(struct cm_ev *e, const uint8_t *mad, uint16_t attr)
 }
 
 /* ---- actions -------------------------------------------------------------------- */
-
-/* What an action is given: a send's parameters or the MAD received. */
-struct cm_arg {
-	const void *param;
-	const uint8_t *mad;		/* received */
-	const uint8_t *pdata;
-	uint8_t len;
-	uint16_t reason;
-	const uint8_t *ari;
-	uint8_t ari_len;
-	uint8_t service_timeout;
-};
 
 /* An action: returns the state to enter (`next`, the table's, or another),
  * or -errno with nothing changed. */
@@ -701,7 +604,7 @@ static int a_send_sidr_req(struct sib_cm_id *id, const struct cm_arg *a, int nex
 	return next;
 }
 
-static void put_sidr_rep(uint8_t *m, uint32_t rid, uint64_t sid, const struct sib_cm_sidr_rep_param *p)
+void cm_put_sidr_rep(uint8_t *m, uint32_t rid, uint64_t sid, const struct sib_cm_sidr_rep_param *p)
 {
 	cm_set(m, CM_SIDR_REP_REQUEST_ID, rid);
 	cm_set(m, CM_SIDR_REP_STATUS, p->status);
@@ -719,7 +622,7 @@ static int a_send_sidr_rep(struct sib_cm_id *id, const struct cm_arg *a, int nex
 
 	if (p->qpn > 0xFFFFFF || !pdata_fits(CM_ATTR_SIDR_REP, p->pdata, p->pdata_len))
 		return -EINVAL;
-	put_sidr_rep(msg_begin(id, CM_ATTR_SIDR_REP), id->remote_id, id->service_id, p);
+	cm_put_sidr_rep(msg_begin(id, CM_ATTR_SIDR_REP), id->remote_id, id->service_id, p);
 	msg_send(id);
 	return next;
 }
@@ -728,7 +631,7 @@ static int a_establish(struct sib_cm_id *id, const struct cm_arg *a, int next)
 {
 	(void)a;
 	disarm(id);
-	ev_new(id, SIB_CM_USER_ESTABLISHED);
+	cm_ev_new(id, SIB_CM_USER_ESTABLISHED);
 	return next;
 }
 
@@ -743,7 +646,7 @@ static int r_rep(struct sib_cm_id *id, const struct cm_arg *a, int next)
 	id->remote_qpn = (uint32_t)cm_get(m, CM_REP_LOCAL_QPN);
 	id->remote_ca_guid = cm_get(m, CM_REP_LOCAL_CA_GUID);
 	disarm(id);
-	if ((e = ev_new(id, SIB_CM_REP_RECEIVED))) {
+	if ((e = cm_ev_new(id, SIB_CM_REP_RECEIVED))) {
 		struct sib_cm_rep_param *r = &e->ev.u.rep;
 
 		r->qpn = id->remote_qpn;
@@ -755,7 +658,7 @@ static int r_rep(struct sib_cm_id *id, const struct cm_arg *a, int next)
 		r->flow_control = (uint8_t)cm_get(m, CM_REP_FLOW_CONTROL);
 		r->rnr_retry_count = (uint8_t)cm_get(m, CM_REP_RNR_RETRY_COUNT);
 		r->srq = (uint8_t)cm_get(m, CM_REP_SRQ);
-		ev_pdata(e, m, CM_ATTR_REP);
+		cm_ev_pdata(e, m, CM_ATTR_REP);
 	}
 	return next;
 }
@@ -767,8 +670,8 @@ static int r_simple(struct sib_cm_id *id, const struct cm_arg *a, int next,
 	struct cm_ev *e;
 
 	disarm(id);
-	if ((e = ev_new(id, type)))
-		ev_pdata(e, a->mad, attr);
+	if ((e = cm_ev_new(id, type)))
+		cm_ev_pdata(e, a->mad, attr);
 	return next;
 }
 
@@ -806,13 +709,13 @@ static int r_rej(struct sib_cm_id *id, const struct cm_arg *a, int next)
 	size_t len;
 
 	disarm(id);
-	if ((e = ev_new(id, SIB_CM_REJ_RECEIVED))) {
+	if ((e = cm_ev_new(id, SIB_CM_REJ_RECEIVED))) {
 		unsigned int ari_len = (unsigned int)cm_get(m, CM_REJ_ARI_LENGTH);
 
 		e->ev.u.rej.reason = (uint16_t)cm_get(m, CM_REJ_REASON);
 		e->ev.u.rej.ari_len = (uint8_t)(ari_len > 72 ? 72 : ari_len);
 		memcpy(e->ari, cm_bytes(m, CM_REJ_ARI, &len), sizeof(e->ari));
-		ev_pdata(e, m, CM_ATTR_REJ);
+		cm_ev_pdata(e, m, CM_ATTR_REJ);
 	}
 	if (next == CM_TIMEWAIT)
 		enter_timewait(id);
@@ -829,9 +732,9 @@ static int r_mra(struct sib_cm_id *id, const struct cm_arg *a, int next)
 		return -EINVAL;
 	/* linux cm.c: the message's timer becomes service time + packet life */
 	arm(id, t_ns(st) + t_ns(id->plt + 1u));
-	if ((e = ev_new(id, SIB_CM_MRA_RECEIVED))) {
+	if ((e = cm_ev_new(id, SIB_CM_MRA_RECEIVED))) {
 		e->ev.u.mra.service_timeout = (uint8_t)st;
-		ev_pdata(e, m, CM_ATTR_MRA);
+		cm_ev_pdata(e, m, CM_ATTR_MRA);
 	}
 	return next;
 }
@@ -865,11 +768,11 @@ static int r_sidr_rep(struct sib_cm_id *id, const struct cm_arg *a, int next)
 	struct cm_ev *e;
 
 	disarm(id);
-	if ((e = ev_new(id, SIB_CM_SIDR_REP_RECEIVED))) {
+	if ((e = cm_ev_new(id, SIB_CM_SIDR_REP_RECEIVED))) {
 		e->ev.u.sidr_rep.status = (uint8_t)cm_get(m, CM_SIDR_REP_STATUS);
 		e->ev.u.sidr_rep.qpn = (uint32_t)cm_get(m, CM_SIDR_REP_QPN);
 		e->ev.u.sidr_rep.qkey = (uint32_t)cm_get(m, CM_SIDR_REP_QKEY);
-		ev_pdata(e, m, CM_ATTR_SIDR_REP);
+		cm_ev_pdata(e, m, CM_ATTR_SIDR_REP);
 	}
 	return next;
 }
@@ -906,7 +809,7 @@ static int t_timeout(struct sib_cm_id *id, const struct cm_arg *a, int next)
 		if (err[i].state == id->state) {
 			if (id->state != CM_TIMEWAIT)
 				id->sn->cm->ctr.timeouts++;
-			ev_new(id, err[i].event);
+			cm_ev_new(id, err[i].event);
 			if (err[i].next == CM_TIMEWAIT)
 				enter_timewait(id);
 			return err[i].next;
@@ -940,9 +843,11 @@ static const struct cm_tr table[CM_STATE_MAX][IN_MAX] = {
 	T(REQ_RCVD, TX_REJ, a_send_rej, IDLE),
 	T(REQ_RCVD, TX_MRA, a_send_mra, MRA_REQ_SENT),
 	T(REQ_RCVD, RX_REQ, r_dup_req, MRA_REQ_SENT),
+	T(REQ_RCVD, RX_REJ, r_rej, IDLE),
 	T(MRA_REQ_SENT, TX_REP, a_send_rep, REP_SENT),
 	T(MRA_REQ_SENT, TX_REJ, a_send_rej, IDLE),
 	T(MRA_REQ_SENT, RX_REQ, r_dup_req, STAY),
+	T(MRA_REQ_SENT, RX_REJ, r_rej, IDLE),
 	T(REP_SENT, RX_RTU, r_rtu, ESTABLISHED),
 	T(REP_SENT, RX_REJ, r_rej, TIMEWAIT),
 	T(REP_SENT, RX_MRA, r_mra, MRA_REP_RCVD),
@@ -987,7 +892,7 @@ static const struct cm_tr table[CM_STATE_MAX][IN_MAX] = {
 #undef T
 
 /* Run input `in` on id: the action, then the state.  0 or -errno. */
-static int step(struct sib_cm_id *id, enum cm_input in, const struct cm_arg *a)
+int cm_step(struct sib_cm_id *id, enum cm_input in, const struct cm_arg *a)
 {
 	const struct cm_tr *t = &table[id->state][in];
 	int next;
@@ -1019,7 +924,7 @@ struct sib_cm_id *sib_cm_id_new(struct sib_subnet *sn, struct sib_fab_node *n, u
 
 	if (!sn || !n || n->type != SIB_NODE_CA || port == 0 || port > n->num_ports)
 		return NULL;
-	id = id_alloc(sn, n, port);
+	id = cm_id_alloc(sn, n, port);
 	if (id) {
 		id->handler = handler;
 		id->ctx = ctx;
@@ -1048,28 +953,28 @@ int sib_cm_listen(struct sib_cm_id *id, uint64_t service_id, uint64_t mask)
 	uint64_t sm[2] = { service_id, mask };
 	struct cm_arg a = { .param = sm };
 
-	return step(id, IN_LISTEN, &a);
+	return cm_step(id, IN_LISTEN, &a);
 }
 
 int sib_cm_send_req(struct sib_cm_id *id, const struct sib_cm_req_param *p)
 {
 	struct cm_arg a = { .param = p };
 
-	return p ? step(id, IN_TX_REQ, &a) : -EINVAL;
+	return p ? cm_step(id, IN_TX_REQ, &a) : -EINVAL;
 }
 
 int sib_cm_send_rep(struct sib_cm_id *id, const struct sib_cm_rep_param *p)
 {
 	struct cm_arg a = { .param = p };
 
-	return p ? step(id, IN_TX_REP, &a) : -EINVAL;
+	return p ? cm_step(id, IN_TX_REP, &a) : -EINVAL;
 }
 
 int sib_cm_send_rtu(struct sib_cm_id *id, const uint8_t *pdata, uint8_t len)
 {
 	struct cm_arg a = { .pdata = pdata, .len = len };
 
-	return step(id, IN_TX_RTU, &a);
+	return cm_step(id, IN_TX_RTU, &a);
 }
 
 int sib_cm_send_rej(struct sib_cm_id *id, uint16_t reason, const uint8_t *ari, uint8_t ari_len,
@@ -1078,47 +983,56 @@ int sib_cm_send_rej(struct sib_cm_id *id, uint16_t reason, const uint8_t *ari, u
 	struct cm_arg a = { .pdata = pdata, .len = len, .reason = reason, .ari = ari,
 			    .ari_len = ari_len };
 
-	return step(id, IN_TX_REJ, &a);
+	return cm_step(id, IN_TX_REJ, &a);
 }
 
 int sib_cm_send_mra(struct sib_cm_id *id, uint8_t service_timeout, const uint8_t *pdata, uint8_t len)
 {
 	struct cm_arg a = { .pdata = pdata, .len = len, .service_timeout = service_timeout };
 
-	return step(id, IN_TX_MRA, &a);
+	return cm_step(id, IN_TX_MRA, &a);
 }
 
 int sib_cm_send_dreq(struct sib_cm_id *id, const uint8_t *pdata, uint8_t len)
 {
 	struct cm_arg a = { .pdata = pdata, .len = len };
 
-	return step(id, IN_TX_DREQ, &a);
+	return cm_step(id, IN_TX_DREQ, &a);
 }
 
 int sib_cm_send_drep(struct sib_cm_id *id, const uint8_t *pdata, uint8_t len)
 {
 	struct cm_arg a = { .pdata = pdata, .len = len };
 
-	return step(id, IN_TX_DREP, &a);
+	return cm_step(id, IN_TX_DREP, &a);
 }
 
 int sib_cm_send_sidr_req(struct sib_cm_id *id, const struct sib_cm_sidr_req_param *p)
 {
 	struct cm_arg a = { .param = p };
 
-	return p ? step(id, IN_TX_SIDR_REQ, &a) : -EINVAL;
+	return p ? cm_step(id, IN_TX_SIDR_REQ, &a) : -EINVAL;
 }
 
 int sib_cm_send_sidr_rep(struct sib_cm_id *id, const struct sib_cm_sidr_rep_param *p)
 {
 	struct cm_arg a = { .param = p };
 
-	return p ? step(id, IN_TX_SIDR_REP, &a) : -EINVAL;
+	return p ? cm_step(id, IN_TX_SIDR_REP, &a) : -EINVAL;
 }
 
 int sib_cm_establish(struct sib_cm_id *id)
 {
-	return step(id, IN_ESTABLISH, &(struct cm_arg){ 0 });
+	return cm_step(id, IN_ESTABLISH, &(struct cm_arg){ 0 });
+}
+
+/* A passive id a listener made whose REQ/SIDR_REQ_RECEIVED is still queued. */
+static struct sib_cm_id *pending_child(struct sib_cm *cm, const struct sib_cm_id *l)
+{
+	for (struct cm_ev *e = cm->evh; e; e = e->next)
+		if (e->ev.listen_id == l && e->ev.id != l)
+			return e->ev.id;
+	return NULL;
 }
 
 /* What destroying an id in each state sends (linux cm.c cm_destroy_id, as
@@ -1129,8 +1043,14 @@ void sib_cm_id_destroy(struct sib_cm_id *id)
 	struct cm_arg none = { 0 };
 	struct sib_cm_sidr_rep_param sr = { .status = CM_SIDR_REJECT };
 
+	struct sib_cm_id *child;
+	uint8_t guid[8];
+
 	if (!id)
 		return;
+	/* a REQ its user never saw is rejected with the listener */
+	while (id->state == CM_LISTEN && (child = pending_child(id->sn->cm, id)))
+		sib_cm_id_destroy(child);
 	if (id->nevents)
 		purge_events(id->sn->cm, id);
 	id->zombie = true;
@@ -1141,15 +1061,20 @@ void sib_cm_id_destroy(struct sib_cm_id *id)
 	}
 	switch (id->state) {
 	case CM_REQ_SENT: case CM_MRA_REQ_RCVD:
+		/* REJ Timeout with this CA's GUID as ARI (IBA 12.6.7.2) */
+		for (int i = 0; i < 8; i++)
+			guid[i] = (uint8_t)(id->node->node_guid >> (56 - 8 * i));
 		rej.reason = CM_REJ_TIMEOUT;
-		step(id, IN_TX_REJ, &rej);
+		rej.ari = guid;
+		rej.ari_len = 8;
+		cm_step(id, IN_TX_REJ, &rej);
 		break;
 	case CM_REQ_RCVD: case CM_MRA_REQ_SENT: case CM_REP_RCVD: case CM_MRA_REP_SENT:
 	case CM_REP_SENT: case CM_MRA_REP_RCVD:
-		step(id, IN_TX_REJ, &rej);
+		cm_step(id, IN_TX_REJ, &rej);
 		break;
 	case CM_ESTABLISHED:
-		step(id, IN_TX_DREQ, &none);
+		cm_step(id, IN_TX_DREQ, &none);
 		id->state = CM_TIMEWAIT;
 		enter_timewait(id);
 		break;
@@ -1158,244 +1083,17 @@ void sib_cm_id_destroy(struct sib_cm_id *id)
 		enter_timewait(id);
 		break;
 	case CM_DREQ_RCVD:
-		step(id, IN_TX_DREP, &none);
+		cm_step(id, IN_TX_DREP, &none);
 		break;
 	case CM_SIDR_REQ_RCVD:
 		none.param = &sr;
-		step(id, IN_TX_SIDR_REP, &none);
+		cm_step(id, IN_TX_SIDR_REP, &none);
 		break;
 	default:
 		break;
 	}
 	if (id->state != CM_TIMEWAIT)
 		id_free(id);
-}
-
-/* ---- from the fabric ------------------------------------------------------------- */
-
-static struct sib_cm_id *listener_for(struct sib_cm *cm, uint64_t sid)
-{
-	for (struct sib_cm_id *l = cm->live; l; l = l->next)
-		if (l->state == CM_LISTEN && (sid & l->mask) == l->service_id)
-			return l;
-	return NULL;
-}
-
-/* A REJ for a REQ no id takes (no listener, no resources, stale). */
-static void rej_req(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port, uint16_t dlid,
-		    const uint8_t *req, uint16_t reason)
-{
-	uint8_t m[CM_MAD_SIZE] = { 0 };
-
-	cm_put_hdr(m, CM_ATTR_REJ, next_tid(cm));
-	cm_set(m, CM_REJ_REMOTE_COMM_ID, cm_get(req, CM_REQ_LOCAL_COMM_ID));
-	cm_set(m, CM_REJ_MESSAGE_REJECTED, CM_MSG_REQ);
-	cm_set(m, CM_REJ_REASON, reason);
-	queue_mad(cm, n, port, dlid, m);
-}
-
-static void req_event(struct sib_cm_id *id, struct sib_cm_id *l, const uint8_t *m)
-{
-	struct cm_ev *e = ev_new(id, SIB_CM_REQ_RECEIVED);
-	struct sib_cm_req_param *r;
-	size_t len;
-
-	if (!e)
-		return;
-	e->ev.listen_id = l;
-	r = &e->ev.u.req;
-	r->service_id = cm_get(m, CM_REQ_SERVICE_ID);
-	r->qpn = (uint32_t)cm_get(m, CM_REQ_LOCAL_QPN);
-	r->qp_type = cm_get(m, CM_REQ_TRANSPORT_SERVICE_TYPE) == CM_TST_RC ? 2 : 3;
-	r->responder_resources = (uint8_t)cm_get(m, CM_REQ_RESPONDER_RESOURCES);
-	r->initiator_depth = (uint8_t)cm_get(m, CM_REQ_INITIATOR_DEPTH);
-	r->retry_count = (uint8_t)cm_get(m, CM_REQ_RETRY_COUNT);
-	r->rnr_retry_count = (uint8_t)cm_get(m, CM_REQ_RNR_RETRY_COUNT);
-	r->flow_control = (uint8_t)cm_get(m, CM_REQ_FLOW_CONTROL);
-	r->srq = (uint8_t)cm_get(m, CM_REQ_SRQ);
-	r->path_mtu = (uint8_t)cm_get(m, CM_REQ_PATH_MTU);
-	r->local_cm_response_timeout = (uint8_t)cm_get(m, CM_REQ_LOCAL_CM_RESPONSE_TIMEOUT);
-	r->remote_cm_response_timeout = (uint8_t)cm_get(m, CM_REQ_REMOTE_CM_RESPONSE_TIMEOUT);
-	r->max_cm_retries = (uint8_t)cm_get(m, CM_REQ_MAX_CM_RETRIES);
-	r->pkey = (uint16_t)cm_get(m, CM_REQ_PKEY);
-	r->starting_psn = (uint32_t)cm_get(m, CM_REQ_STARTING_PSN);
-	r->primary.slid = (uint16_t)cm_get(m, CM_REQ_PRIMARY_LOCAL_LID);
-	r->primary.dlid = (uint16_t)cm_get(m, CM_REQ_PRIMARY_REMOTE_LID);
-	memcpy(r->primary.sgid, cm_bytes(m, CM_REQ_PRIMARY_LOCAL_GID, &len), 16);
-	memcpy(r->primary.dgid, cm_bytes(m, CM_REQ_PRIMARY_REMOTE_GID, &len), 16);
-	r->primary.flow_label = (uint32_t)cm_get(m, CM_REQ_PRIMARY_FLOW_LABEL);
-	r->primary.traffic_class = (uint8_t)cm_get(m, CM_REQ_PRIMARY_TRAFFIC_CLASS);
-	r->primary.hop_limit = (uint8_t)cm_get(m, CM_REQ_PRIMARY_HOP_LIMIT);
-	r->primary.sl = (uint8_t)cm_get(m, CM_REQ_PRIMARY_SL);
-	r->primary.rate = (uint8_t)cm_get(m, CM_REQ_PRIMARY_PACKET_RATE);
-	r->primary.packet_life_time = id->plt;
-	r->primary.global = !cm_get(m, CM_REQ_PRIMARY_SUBNET_LOCAL);
-	ev_pdata(e, m, CM_ATTR_REQ);
-}
-
-/* The id a REQ names again (same remote comm ID and CA GUID), or that owns
- * its QPN on that CA (a stale connection, IBA 12.9.8.3.1). */
-static struct sib_cm_id *find_remote(struct sib_cm *cm, uint64_t guid, uint32_t rid, uint32_t qpn,
-				     bool *stale)
-{
-	for (struct sib_cm_id *id = cm->live; id; id = id->next) {
-		if (id->remote_ca_guid != guid || id->state == CM_LISTEN || id->state == CM_IDLE)
-			continue;
-		if (id->remote_id == rid) {
-			*stale = false;
-			return id;
-		}
-		if (id->remote_qpn == qpn && (id->state == CM_ESTABLISHED || id->state == CM_TIMEWAIT)) {
-			*stale = true;
-			return id;
-		}
-	}
-	return NULL;
-}
-
-static void rx_req(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port, uint16_t slid,
-		   const uint8_t *m)
-{
-	uint32_t rid = (uint32_t)cm_get(m, CM_REQ_LOCAL_COMM_ID);
-	uint32_t qpn = (uint32_t)cm_get(m, CM_REQ_LOCAL_QPN);
-	uint64_t guid = cm_get(m, CM_REQ_LOCAL_CA_GUID);
-	uint16_t dlid = (uint16_t)cm_get(m, CM_REQ_PRIMARY_LOCAL_LID);
-	unsigned int tst = (unsigned int)cm_get(m, CM_REQ_TRANSPORT_SERVICE_TYPE);
-	struct sib_cm_id *id, *l;
-	bool stale = false;
-	uint8_t ack;
-
-	if (!rid || !qpn) {
-		cm->ctr.dropped++;
-		return;
-	}
-	dlid = dlid ? dlid : slid;
-	if ((id = find_remote(cm, guid, rid, qpn, &stale))) {
-		if (!stale) {
-			if (step(id, IN_RX_REQ, &(struct cm_arg){ .mad = m }))
-				cm->ctr.dropped++; /* a duplicate past the handshake */
-			return;
-		}
-		rej_req(cm, n, port, dlid, m, CM_REJ_STALE_CONN);
-		if (id->state == CM_ESTABLISHED) /* the old one is stale too: disconnect it */
-			step(id, IN_TX_DREQ, &(struct cm_arg){ 0 });
-		return;
-	}
-	if (!(l = listener_for(cm, cm_get(m, CM_REQ_SERVICE_ID)))) {
-		rej_req(cm, n, port, dlid, m, CM_REJ_INVALID_SERVICE_ID);
-		return;
-	}
-	if (tst != CM_TST_RC && tst != CM_TST_UC) {
-		rej_req(cm, n, port, dlid, m, CM_REJ_INVALID_TRANSPORT_TYPE);
-		return;
-	}
-	if (cm->nev >= CM_MAX_EVENTS || !(id = id_alloc(l->sn, n, port))) {
-		rej_req(cm, n, port, dlid, m, CM_REJ_NO_RESOURCES);
-		return;
-	}
-	id->handler = l->handler;
-	id->ctx = l->ctx;
-	id->state = CM_REQ_RCVD;
-	id->remote_id = rid;
-	id->remote_ca_guid = guid;
-	id->remote_qpn = qpn;
-	id->dlid = dlid;
-	id->service_id = cm_get(m, CM_REQ_SERVICE_ID);
-	ack = (uint8_t)cm_get(m, CM_REQ_PRIMARY_LOCAL_ACK_TIMEOUT);
-	id->plt = ack ? ack - 1u : 0;
-	id->rsp_timeout = (uint8_t)cm_get(m, CM_REQ_LOCAL_CM_RESPONSE_TIMEOUT);
-	id->max_retries = (uint8_t)cm_get(m, CM_REQ_MAX_CM_RETRIES);
-	req_event(id, l, m);
-}
-
-static void rx_sidr_req(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port, uint16_t slid,
-			const uint8_t *m)
-{
-	uint32_t rid = (uint32_t)cm_get(m, CM_SIDR_REQ_REQUEST_ID);
-	uint64_t sid = cm_get(m, CM_SIDR_REQ_SERVICE_ID);
-	struct sib_cm_id *id, *l;
-	struct cm_ev *e;
-
-	for (id = cm->live; id; id = id->next)
-		if (id->state == CM_SIDR_REQ_RCVD && id->remote_id == rid && id->dlid == slid) {
-			cm->ctr.dropped++; /* a duplicate while the user decides */
-			return;
-		}
-	l = listener_for(cm, sid);
-	if (!l || cm->nev >= CM_MAX_EVENTS || !(id = id_alloc(l->sn, n, port))) {
-		struct sib_cm_sidr_rep_param p = {
-			.status = l ? CM_SIDR_REJECT : CM_SIDR_UNSUPPORTED_SID,
-		};
-		uint8_t r[CM_MAD_SIZE] = { 0 };
-
-		cm_put_hdr(r, CM_ATTR_SIDR_REP, next_tid(cm));
-		put_sidr_rep(r, rid, sid, &p);
-		queue_mad(cm, n, port, slid, r);
-		return;
-	}
-	id->handler = l->handler;
-	id->ctx = l->ctx;
-	id->state = CM_SIDR_REQ_RCVD;
-	id->remote_id = rid;
-	id->dlid = slid;
-	id->service_id = sid;
-	if ((e = ev_new(id, SIB_CM_SIDR_REQ_RECEIVED))) {
-		e->ev.listen_id = l;
-		e->ev.u.sidr_req.service_id = sid;
-		e->ev.u.sidr_req.pkey = (uint16_t)cm_get(m, CM_SIDR_REQ_PKEY);
-		e->ev.u.sidr_req.path.slid = slid;
-		e->ev.u.sidr_req.path.dlid = sib_mad_port_lid(n, port);
-		ev_pdata(e, m, CM_ATTR_SIDR_REQ);
-	}
-}
-
-/* An answer: the id its RemoteCommID (SIDR_REP: RequestID) names, at this
- * port, from the peer's LID, and from the peer's comm ID once known. */
-static void rx_reply(struct sib_cm *cm, struct sib_fab_node *n, uint8_t port, uint16_t slid,
-		     uint16_t attr, const uint8_t *m)
-{
-	static const uint8_t in_of[CM_ATTR_COUNT] = {
-		[CM_ATTR_MRA - CM_ATTR_FIRST] = IN_RX_MRA, [CM_ATTR_REJ - CM_ATTR_FIRST] = IN_RX_REJ,
-		[CM_ATTR_REP - CM_ATTR_FIRST] = IN_RX_REP, [CM_ATTR_RTU - CM_ATTR_FIRST] = IN_RX_RTU,
-		[CM_ATTR_DREQ - CM_ATTR_FIRST] = IN_RX_DREQ,
-		[CM_ATTR_DREP - CM_ATTR_FIRST] = IN_RX_DREP,
-		[CM_ATTR_SIDR_REP - CM_ATTR_FIRST] = IN_RX_SIDR_REP,
-	};
-	bool sidr = attr == CM_ATTR_SIDR_REP;
-	/* LocalCommID at 0 and RemoteCommID at 4 in MRA, REJ, REP, RTU, DREQ, DREP */
-	uint32_t cid = (uint32_t)cm_get(m, sidr ? CM_SIDR_REP_REQUEST_ID : CM_REP_REMOTE_COMM_ID);
-	uint32_t peer = (uint32_t)cm_get(m, CM_REP_LOCAL_COMM_ID);
-	struct sib_cm_id *id = id_by_comm(cm, cid);
-
-	if (!id || id->node != n || id->port != port || id->dlid != slid ||
-	    (!sidr && attr != CM_ATTR_REP && attr != CM_ATTR_REJ && id->remote_id != peer) ||
-	    (!sidr && id->remote_id && peer && id->remote_id != peer) ||
-	    step(id, (enum cm_input)in_of[attr - CM_ATTR_FIRST], &(struct cm_arg){ .mad = m }))
-		cm->ctr.dropped++;
-}
-
-void sib_cm_recv(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *mad)
-{
-	struct sib_cm *cm = cm_ctx(sn);
-	uint8_t m[CM_MAD_SIZE];
-	uint16_t attr = mad->attr_id;
-
-	if (!cm)
-		return;
-	if (n->type != SIB_NODE_CA || port == 0 || port > n->num_ports || mad->qp != 1 ||
-	    mad->class_version != CM_CLASS_VERSION || mad->method != CM_METHOD_SEND ||
-	    attr < CM_ATTR_REQ || attr > CM_ATTR_SIDR_REP ||
-	    mai_towire(mad, m, sizeof(m)) != CM_MAD_SIZE || cm->nev >= CM_MAX_EVENTS) {
-		cm->ctr.dropped++;
-		return;
-	}
-	cm->ctr.received[attr - CM_ATTR_FIRST]++;
-	if (attr == CM_ATTR_REQ)
-		rx_req(cm, n, port, mad->lrh.slid, m);
-	else if (attr == CM_ATTR_SIDR_REQ)
-		rx_sidr_req(cm, n, port, mad->lrh.slid, m);
-	else
-		rx_reply(cm, n, port, mad->lrh.slid, attr, m);
 }
 
 /* ---- the host's calls ------------------------------------------------------------ */
@@ -1434,12 +1132,12 @@ static bool tx_dropped(struct sib_cm *cm, const mai_mad_t *m)
 	uint8_t w[CM_MAD_SIZE];
 
 	return cm->tx_drop && mai_towire(m, w, sizeof(w)) == CM_MAD_SIZE &&
-	       cm->tx_drop(cm->tx_drop_ctx, w);
+	       cm->tx_drop(cm->tx_drop_ctx, w, m->lrh.slid, m->lrh.dlid);
 }
 
 void sib_cm_dispatch(struct sib_subnet *sn)
 {
-	struct sib_cm *cm = sn->cm;
+	struct sib_cm *cm = sn ? sn->cm : NULL;
 
 	if (!cm || cm->in_dispatch)
 		return;
@@ -1491,24 +1189,26 @@ static uint64_t start_timers(struct sib_cm *cm, uint64_t now)
 
 uint64_t sib_cm_tick(struct sib_subnet *sn, uint64_t now_ns)
 {
-	struct sib_cm *cm = sn->cm;
+	struct sib_cm *cm = sn ? sn->cm : NULL;
 	struct sib_cm_id *id, *nx;
 
 	if (!cm)
 		return 0;
 	sib_cm_dispatch(sn);
+	if (!cm->ntimed)
+		return 0;	/* nothing to walk the ids for */
 	start_timers(cm, now_ns);
 	for (id = cm->live; id; id = nx) {
 		nx = id->next;
 		if (!id->deadline || id->deadline > now_ns)
 			continue;
-		id->deadline = 0;
-		step(id, IN_TIMEOUT, &(struct cm_arg){ 0 });
+		disarm(id);
+		cm_step(id, IN_TIMEOUT, &(struct cm_arg){ 0 });
 		if (id->zombie && id->state == CM_IDLE)
 			id_free(id);
 	}
 	sib_cm_dispatch(sn);
-	return start_timers(cm, now_ns);
+	return cm->ntimed ? start_timers(cm, now_ns) : 0;
 }
 
 void sib_cm_node_gone(struct sib_subnet *sn, struct sib_fab_node *n)
@@ -1530,6 +1230,9 @@ void sib_cm_node_gone(struct sib_subnet *sn, struct sib_fab_node *n)
 		disarm(id);
 		id->node = NULL;
 	}
+	for (struct cm_ev *e = cm->evh; e; e = e->next)
+		if (e->ev.node == n)
+			e->ev.node = NULL;	/* the event still comes, without its node */
 	for (pp = &cm->outh, cm->outt = NULL; *pp;) {
 		struct cm_out *o = *pp;
 

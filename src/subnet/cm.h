@@ -23,14 +23,29 @@
  * - Retries follow IBA 12.4: a REQ, REP, DREQ or SIDR_REQ is sent again
  *   after its response timeout (4.096 us * 2^t), at most max_cm_retries
  *   times, then the id gets the *_ERROR event (the kernel's
- *   IB_CM_REQ_ERROR, ...).  A duplicate REQ is answered with MRA (or the
- *   REP again once sent); a REQ naming a connection the CM still knows
- *   (same remote comm ID and QPN, IBA 12.9.8.3.1 stale connection) gets
- *   REJ 'stale connection'.  A REQ for no listener gets REJ reason 8
- *   (invalid service ID), a SIDR_REQ SIDR_REP status 1.
+ *   IB_CM_REQ_ERROR, ...).  A duplicate REQ (the same remote comm ID and
+ *   CA GUID as a passive id's) is answered with MRA (or the REP again once
+ *   sent); a REQ from a QPN and CA GUID an established passive id holds,
+ *   with another comm ID (IBA 12.9.8.3.1 stale connection), gets REJ 10
+ *   'stale connection' and the old connection gets DREQ.  A REQ for no
+ *   listener gets REJ reason 8 (invalid service ID), a SIDR_REQ SIDR_REP
+ *   status 1.
  * - Destroying an id sends what its state needs (REJ during a handshake,
  *   DREQ when established) and keeps the comm ID in TimeWait before it is
  *   reused.
+ * - Timers (cm.c): the CM has no clock; a timer armed between two ticks
+ *   starts at the next sib_cm_tick(now) (the host calls it after every
+ *   dispatch, so that is at once).  Every timer (response timeout, the
+ *   MRA's service time, TimeWait) is capped at 1 s: the peer is a CM of
+ *   this subnet, and a test of retries takes at most max_cm_retries s.
+ * - Bounds: 65536 ids (TimeWait included; a REQ past it gets REJ 3 'no
+ *   resources'), 65536 queued events (a MAD arriving past it is dropped),
+ *   65536 queued MADs, 4096 listeners (-ENOMEM).
+ * - Who sends where: an id sends from its CA port's QP1 to QP1 at the
+ *   peer's LID: the active side's REQ primary.dlid (SIDR: path.dlid), the
+ *   passive side's the REQ's PrimaryLocalPortLID (SIDR: the LRH SLID).  A
+ *   reply is taken only at that port, from that LID, naming the id's comm
+ *   ID (and the peer's, once known).  No GRH: one subnet.
  *
  * Single-threaded, like the whole subnet library; every bound checked on
  * MADs from the fabric (a MAD is hostile input: a bad one is dropped and
@@ -125,7 +140,15 @@ struct sib_cm_sidr_rep_param {
 	const uint8_t *pdata;
 };
 
-/* What a handler gets.  Pointers are valid during the call only. */
+/* What a handler gets.  Pointers are valid during the call only.
+ * REQ_RECEIVED: u.req holds the REQ's fields as the active side sent them
+ * (primary.slid/sgid are the active side's, primary.dlid/dgid this side's;
+ * primary.packet_life_time is the REQ's LocalACKTimeout - 1), qp_type 2
+ * (RC) or 3 (UC).  SIDR_REQ_RECEIVED: u.sidr_req.path.slid is the
+ * requester's LID, path.dlid this port's.  REJ_RECEIVED: u.rej.ari points
+ * to the 72 ARI bytes, ari_len their used length.  pdata/pdata_len: the
+ * whole private data field of the message (REQ 92, REP 196, REJ 148, RTU
+ * and DREP 224, DREQ 220, MRA 222, SIDR_REQ 216, SIDR_REP 136 bytes). */
 struct sib_cm_event {
 	enum sib_cm_event_type type;
 	struct sib_cm_id *id;         /* REQ/SIDR_REQ_RECEIVED: the new passive id */
@@ -156,12 +179,18 @@ typedef int (*sib_cm_handler)(struct sib_cm_id *id, const struct sib_cm_event *e
 struct sib_cm_id *sib_cm_id_new(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 				sib_cm_handler handler, void *ctx);
 
-/* Destroy: sends what the state needs (REJ, DREQ), the comm ID goes to
- * TimeWait, and no event of this id is delivered after it returns.  Not
- * from the id's own handler (return nonzero there instead). */
+/* Destroy: sends what the state needs (REQ_SENT: REJ Timeout with the CA
+ * GUID as ARI; the rest of the handshake: REJ consumer reject;
+ * ESTABLISHED: DREQ; DREQ_RCVD: DREP; SIDR_REQ_RCVD: SIDR_REP status 2),
+ * the comm ID waits out TimeWait where the state has one, and no event of
+ * this id is delivered after it returns.  A listener's new ids whose
+ * REQ_RECEIVED is still queued are destroyed with it (their REQ gets REJ).
+ * Not from the id's own handler (return nonzero there instead); another
+ * id's handler may. */
 void sib_cm_id_destroy(struct sib_cm_id *id);
 
-/* The user's context of an id (set for passive ids created by the CM). */
+/* The user's context of an id (a passive id the CM makes starts with its
+ * listener's handler and ctx). */
 void sib_cm_id_set_handler(struct sib_cm_id *id, sib_cm_handler handler, void *ctx);
 uint32_t sib_cm_id_local_comm_id(const struct sib_cm_id *id);
 
@@ -211,9 +240,10 @@ const char *sib_cm_state_str(unsigned int state);
 const char *sib_cm_input_str(unsigned int input);
 const char *sib_cm_event_str(enum sib_cm_event_type type);
 
-/* Test hook: every CM MAD about to leave (256 bytes, wire form) is shown
- * to drop(); true loses it (as the fabric would).  NULL: none. */
-void sib_cm_set_tx_drop(struct sib_subnet *sn, bool (*drop)(void *ctx, const uint8_t *mad),
-			void *ctx);
+/* Test hook: every CM MAD about to leave (256 bytes, wire form, from LID
+ * slid to dlid) is shown to drop(); true loses it (as the fabric would).
+ * NULL: none. */
+typedef bool (*sib_cm_tx_drop_fn)(void *ctx, const uint8_t *mad, uint16_t slid, uint16_t dlid);
+void sib_cm_set_tx_drop(struct sib_subnet *sn, sib_cm_tx_drop_fn drop, void *ctx);
 
 #endif

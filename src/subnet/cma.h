@@ -46,6 +46,8 @@ struct sib_cma_id;
 #define SIB_CMA_PS_UDP   0x0111u
 #define SIB_CMA_PS_IB    0x013Fu
 #define SIB_CMA_UDP_QKEY 0x01234567u       /* RDMA_UDP_QKEY */
+#define SIB_CMA_IPOIB_QKEY 0x00000B1Bu     /* the IPoIB broadcast group's Q_Key (OpenSM's
+                                            * default; the kernel reads the group's) */
 
 /* Event types (rdma_cma.h enum rdma_cm_event_type, as numbers). */
 enum sib_cma_event_type {

@@ -30,6 +30,17 @@ bool cma_is_ud(const struct sib_cma_id *id)
 	return id->qp_type == IBV_QPT_UD;
 }
 
+/* A UD id's Q_Key (cma_set_qkey): RDMA_UDP_QKEY in the UDP port space,
+ * the broadcast group's in IPOIB's, else the one given (or UDP's). */
+static uint32_t default_qkey(const struct sib_cma_id *id, uint32_t given)
+{
+	if (id->ps == SIB_CMA_PS_UDP)
+		return SIB_CMA_UDP_QKEY;
+	if (id->ps == SIB_CMA_PS_IPOIB)
+		return SIB_CMA_IPOIB_QKEY;
+	return given ? given : SIB_CMA_UDP_QKEY;
+}
+
 static uint64_t service_id(const struct sib_cma_id *id, uint16_t port)
 {
 	if (id->dst.family == CMA_AF_IB && id->dst.sid)
@@ -607,7 +618,7 @@ int sib_cma_accept(struct sib_cma_id *id, const struct sib_cm_conn *conn, const 
 	if (cma_is_ud(id)) {
 		struct sib_cm_sidr_rep_param p = {
 			.status = 0, .qpn = conn->qp_num,
-			.qkey = id->ps == SIB_CMA_PS_UDP || !conn->qkey ? SIB_CMA_UDP_QKEY : conn->qkey,
+			.qkey = default_qkey(id, conn->qkey),
 			.pdata_len = (uint8_t)len, .pdata = pdata,
 		};
 
@@ -740,7 +751,7 @@ int sib_cma_init_qp_attr(const struct sib_cma_id *id, uint32_t qp_state,
 		a->port_num = id->port;
 		if (ud) {
 			a->mask |= IBV_QP_QKEY;
-			a->qkey = id->ps == SIB_CMA_PS_UDP || !id->qkey ? SIB_CMA_UDP_QKEY : id->qkey;
+			a->qkey = default_qkey(id, id->qkey);
 		} else {
 			a->mask |= IBV_QP_ACCESS_FLAGS;
 			if (conn)

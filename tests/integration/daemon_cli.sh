@@ -55,6 +55,8 @@ echo "$status" | grep -q "^softibd pid=$dpid abi=[0-9]* socket=$sock topology=de
 echo "$status" | grep -q '^  port num=1 state=ACTIVE phys=LinkUp lid=5 sm_lid=1 lmc=0 mtu=4096 width=4X speed=QDR guid=' ||
 	fail "status port line"
 echo "$status" | grep -q '^counters bad_commands=0 ' || fail "status counters"
+echo "$status" | grep -q '^cm ids=0 resent=0 timeouts=0 dropped=0 REQ=0/0 .* SIDR_REP=0/0$' ||
+	fail "status cm line"
 timeout 10 "$SOFTIBD" --status | grep -q "^softibd pid=$dpid " || fail "softibd --status"
 
 # a second daemon on the same socket refuses, the first stays

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Unit tests of the IB CM: the MAD layouts (src/iba/cm.c) from hand-built
- * bytes, and the CM agent (src/subnet/cm.c) between CA ports of the
- * default fabric through the MAD router, without softibd: the host's table
- * is a stub, time is the test's (sib_cm_tick), MADs are lost through the
- * CM's test hook.  Every handler asserts it does not run inside a sib_cm_*
- * call the test made.  The randomized test prints its seed; replay with
- * `test_cm --seed N` or CM_SEED=N (and CM_RUNS=N for more sequences).
+ * bytes, and the CM agent (src/subnet/cm.c, cm_rx.c) between CA ports of
+ * the default fabric through the MAD router, without softibd (fixture in
+ * cm_fixture.c: a stub host, the test's clock, MADs lost through the CM's
+ * test hook).  Every handler asserts it does not run inside a sib_cm_*
+ * call the test made.  The randomized model check is test_cm_random.c.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -20,295 +19,7 @@
 #include <time.h>
 #include <cmocka.h>
 
-#include "iba/cm.h"
-#include "subnet/cm.h"
-#include "subnet/mad_router.h"
-#include "subnet/subnet_api.h"
-
-/* ---- the host: nothing but the router ------------------------------------ */
-
-static void on_port(void *ctx, struct sib_fab_node *n, uint8_t pn, unsigned int what,
-		    uint16_t old_lid, uint8_t old_lmc)
-{
-	(void)ctx, (void)n, (void)pn, (void)what, (void)old_lid, (void)old_lmc;
-}
-
-static void on_route(void *ctx)
-{
-	(void)ctx;
-}
-
-static void no_counters(void *ctx, const struct sib_fab_node *n, uint8_t pn,
-			struct sib_pma_counters *sum)
-{
-	(void)ctx, (void)n, (void)pn, (void)sum;
-}
-
-static void no_log(void *ctx, const char *line)
-{
-	(void)ctx, (void)line;
-}
-
-static size_t agents_only(void *ctx, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
-			  const struct mai_filter_ent *tail, size_t ntail,
-			  const struct mai_filter_ent **ents)
-{
-	(void)ctx, (void)n, (void)port, (void)qp;
-	*ents = tail;
-	return ntail;
-}
-
-static int no_chan(void *ctx, uint32_t chan, const mai_mad_t *m)
-{
-	(void)ctx, (void)chan, (void)m;
-	return -ENOENT;
-}
-
-static int no_resp(void *ctx, uint32_t chan, const struct sib_fab_node *n, uint8_t port,
-		   uint8_t qp, const mai_mad_t *m)
-{
-	(void)ctx, (void)chan, (void)n, (void)port, (void)qp, (void)m;
-	return -ENOENT;
-}
-
-static const struct sib_subnet_host host = {
-	.port_changed = on_port, .route_changed = on_route, .data_counters = no_counters,
-	.log = no_log, .mad_filters = agents_only, .mad_push = no_chan,
-	.mad_response = no_resp,
-};
-
-/* ---- events as the handlers saw them --------------------------------------- */
-
-struct evrec {
-	enum sib_cm_event_type type;
-	struct sib_cm_id *id, *listen_id;
-	void *ctx;
-	struct sib_cm_event ev;		/* pointers cleared: see the copies */
-	uint8_t pdata[CM_MAD_SIZE];
-	uint8_t pdata_len;
-	uint8_t ari[72];
-};
-
-#define MAX_EV 4096
-static struct evrec evs[MAX_EV];
-static unsigned int nevs;
-static bool in_call;		/* the test is inside a sib_cm_* call */
-static int handler_ret;		/* what the handler returns */
-static void (*on_event)(struct evrec *r);	/* the randomized test's model */
-
-/* Run a call into the CM with the flag up: no handler may run inside. */
-#define CALL(x) ({ in_call = true; __typeof__(x) r_ = (x); in_call = false; r_; })
-#define CALLV(x) do { in_call = true; x; in_call = false; } while (0)
-
-static int handler(struct sib_cm_id *id, const struct sib_cm_event *ev, void *ctx)
-{
-	struct evrec *r;
-
-	assert_false(in_call);
-	assert_ptr_equal(id, ev->id);
-	assert_true(nevs < MAX_EV);
-	r = &evs[nevs++];
-	memset(r, 0, sizeof(*r));
-	r->type = ev->type;
-	r->id = id;
-	r->listen_id = ev->listen_id;
-	r->ctx = ctx;
-	r->ev = *ev;
-	r->pdata_len = ev->pdata_len;
-	if (ev->pdata_len)
-		memcpy(r->pdata, ev->pdata, ev->pdata_len);
-	if (ev->type == SIB_CM_REJ_RECEIVED)
-		memcpy(r->ari, ev->u.rej.ari, 72);
-	if (on_event)
-		on_event(r);
-	return handler_ret;
-}
-
-/* The n-th event of type t from `from` on (NULL: none). */
-static struct evrec *ev_find(enum sib_cm_event_type t, unsigned int from)
-{
-	for (unsigned int i = from; i < nevs; i++)
-		if (evs[i].type == t)
-			return &evs[i];
-	return NULL;
-}
-
-static unsigned int ev_count(enum sib_cm_event_type t, struct sib_cm_id *id)
-{
-	unsigned int c = 0;
-
-	for (unsigned int i = 0; i < nevs; i++)
-		c += evs[i].type == t && (!id || evs[i].id == id);
-	return c;
-}
-
-/* ---- fixture ------------------------------------------------------------------ */
-
-struct fx {
-	struct sib_subnet *sn;
-	struct sib_fab_node *ca[4];
-	uint16_t lid[4];
-	uint64_t now;
-};
-
-static unsigned int drop_next;	/* MADs of attribute drop_attr to lose */
-static uint16_t drop_attr;
-static unsigned int dropped_seen;
-
-static bool tx_drop(void *ctx, const uint8_t *mad)
-{
-	uint16_t attr = (uint16_t)(mad[16] << 8 | mad[17]);
-
-	(void)ctx;
-	if (drop_next && (attr == drop_attr || drop_attr == 0)) {
-		drop_next--;
-		dropped_seen++;
-		return true;
-	}
-	return false;
-}
-
-static int setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-	struct sib_fab_node *n;
-	unsigned int k = 0;
-	char err[128];
-
-	assert_non_null(f);
-	f->sn = sib_subnet_new(&host, NULL);
-	assert_non_null(f->sn);
-	assert_int_equal(sib_subnet_load(f->sn, NULL, err, sizeof(err)), 0);
-	assert_int_equal(sib_mad_init(f->sn), 0);
-	for (unsigned int i = 0; (n = sib_subnet_node(f->sn, i)) && k < 4; i++)
-		if (n->type == SIB_NODE_CA) {
-			f->ca[k] = n;
-			f->lid[k] = sib_mad_port_lid(n, 1);
-			assert_int_not_equal(f->lid[k], 0);
-			k++;
-		}
-	assert_int_equal(k, 4);
-	f->now = 1000;
-	nevs = 0;
-	handler_ret = 0;
-	on_event = NULL;
-	drop_next = 0;
-	drop_attr = 0;
-	dropped_seen = 0;
-	sib_cm_set_tx_drop(f->sn, tx_drop, NULL);
-	*state = f;
-	return 0;
-}
-
-static int teardown(void **state)
-{
-	struct fx *f = *state;
-
-	sib_mad_fini(f->sn);
-	sib_subnet_unload(f->sn);
-	sib_subnet_delete(f->sn);
-	free(f);
-	return 0;
-}
-
-/* What the host does after a command or a routed MAD: dispatch, then tick. */
-static uint64_t pump(struct fx *f)
-{
-	sib_cm_dispatch(f->sn);
-	return sib_cm_tick(f->sn, f->now);
-}
-
-static __attribute__((unused)) uint64_t advance(struct fx *f, uint64_t ns)
-{
-	f->now += ns;
-	return sib_cm_tick(f->sn, f->now);
-}
-
-/* Run the timers until none is left (at most `max` ticks). */
-static void run_out(struct fx *f, unsigned int max)
-{
-	uint64_t next = pump(f);
-
-	for (unsigned int i = 0; next && i < max; i++) {
-		f->now = next;
-		next = sib_cm_tick(f->sn, f->now);
-	}
-}
-
-static const uint8_t req_pdata[56] = "the active side's private data, 56 bytes of it .......";
-
-/* A REQ from CA a to CA b as the rdma_cm makes one. */
-static struct sib_cm_req_param req_param(const struct fx *f, unsigned int a, unsigned int b)
-{
-	struct sib_cm_req_param p = {
-		.service_id = 0x0000000001060000ull | 7174,
-		.qpn = 0x123456, .qp_type = 2, .responder_resources = 4, .initiator_depth = 3,
-		.retry_count = 7, .rnr_retry_count = 6, .flow_control = 1, .srq = 0,
-		.path_mtu = 3, .local_cm_response_timeout = 20, .remote_cm_response_timeout = 20,
-		.max_cm_retries = 15, .pkey = 0xFFFF, .starting_psn = 0xABCDEF,
-		.pdata_len = sizeof(req_pdata), .pdata = req_pdata,
-	};
-
-	p.primary.slid = f->lid[a];
-	p.primary.dlid = f->lid[b];
-	p.primary.sgid[0] = 0xfe, p.primary.sgid[1] = 0x80, p.primary.sgid[15] = (uint8_t)a;
-	p.primary.dgid[0] = 0xfe, p.primary.dgid[1] = 0x80, p.primary.dgid[15] = (uint8_t)b;
-	p.primary.flow_label = 0xABCDE;
-	p.primary.traffic_class = 0x22;
-	p.primary.hop_limit = 0x40;
-	p.primary.sl = 5;
-	p.primary.rate = 7;
-	p.primary.packet_life_time = 1;
-	return p;
-}
-
-static const uint8_t rep_pdata[196] = "the passive side's answer";
-
-static struct sib_cm_rep_param rep_param(void)
-{
-	struct sib_cm_rep_param p = {
-		.qpn = 0x654321, .starting_psn = 0x0FEDCB, .responder_resources = 3,
-		.initiator_depth = 4, .target_ack_delay = 9, .failover_accepted = 0,
-		.flow_control = 1, .rnr_retry_count = 5, .srq = 1,
-		.pdata_len = sizeof(rep_pdata), .pdata = rep_pdata,
-	};
-
-	return p;
-}
-
-/* A listener on CA b and a connected pair: *act on CA a, *pas on CA b. */
-static struct sib_cm_id *listen_on(struct fx *f, unsigned int b, uint64_t sid)
-{
-	struct sib_cm_id *l = sib_cm_id_new(f->sn, f->ca[b], 1, handler, (void *)"listener");
-
-	assert_non_null(l);
-	assert_int_equal(CALL(sib_cm_listen(l, sid, ~0ull)), 0);
-	return l;
-}
-
-static __attribute__((unused)) void connect_pair(struct fx *f, struct sib_cm_id **act, struct sib_cm_id **pas)
-{
-	struct sib_cm_req_param rq = req_param(f, 0, 1);
-	struct sib_cm_rep_param rp = rep_param();
-	unsigned int base = nevs;
-	struct evrec *r;
-
-	*act = sib_cm_id_new(f->sn, f->ca[0], 1, handler, (void *)"active");
-	assert_non_null(*act);
-	assert_int_equal(CALL(sib_cm_send_req(*act, &rq)), 0);
-	pump(f);
-	r = ev_find(SIB_CM_REQ_RECEIVED, base);
-	assert_non_null(r);
-	*pas = r->id;
-	assert_int_equal(CALL(sib_cm_send_rep(*pas, &rp)), 0);
-	pump(f);
-	assert_non_null(ev_find(SIB_CM_REP_RECEIVED, base));
-	assert_int_equal(CALL(sib_cm_send_rtu(*act, NULL, 0)), 0);
-	pump(f);
-	assert_non_null(ev_find(SIB_CM_RTU_RECEIVED, base));
-	assert_string_equal(sib_cm_state_str(sib_cm_id_state(*act)), "ESTABLISHED");
-	assert_string_equal(sib_cm_state_str(sib_cm_id_state(*pas)), "ESTABLISHED");
-}
+#include "cm_fixture.h"
 
 /* ---- the layouts --------------------------------------------------------------- */
 
@@ -489,6 +200,42 @@ static void test_layout_req_bytes(void **state)
 
 /* ---- connections ------------------------------------------------------------------ */
 
+/* A REQ_RECEIVED carries every parameter of rq (sent from CA 0 to CA 1)
+ * and its private data. */
+static void check_req(const struct fx *f, const struct evrec *r, const struct sib_cm_req_param *rq)
+{
+	const struct sib_cm_req_param *g;
+
+	g = &r->ev.u.req;
+	assert_true(g->service_id == rq->service_id);
+	assert_int_equal(g->qpn, rq->qpn);
+	assert_int_equal(g->qp_type, 2);
+	assert_int_equal(g->responder_resources, 4);
+	assert_int_equal(g->initiator_depth, 3);
+	assert_int_equal(g->retry_count, 7);
+	assert_int_equal(g->rnr_retry_count, 6);
+	assert_int_equal(g->flow_control, 1);
+	assert_int_equal(g->path_mtu, 3);
+	assert_int_equal(g->local_cm_response_timeout, 20);
+	assert_int_equal(g->remote_cm_response_timeout, 20);
+	assert_int_equal(g->max_cm_retries, 15);
+	assert_int_equal(g->pkey, 0xFFFF);
+	assert_int_equal(g->starting_psn, 0xABCDEF);
+	assert_int_equal(g->primary.slid, f->lid[0]);
+	assert_int_equal(g->primary.dlid, f->lid[1]);
+	assert_memory_equal(g->primary.sgid, rq->primary.sgid, 16);
+	assert_memory_equal(g->primary.dgid, rq->primary.dgid, 16);
+	assert_int_equal(g->primary.flow_label, 0xABCDE);
+	assert_int_equal(g->primary.traffic_class, 0x22);
+	assert_int_equal(g->primary.hop_limit, 0x40);
+	assert_int_equal(g->primary.sl, 5);
+	assert_int_equal(g->primary.rate, 7);
+	assert_int_equal(g->primary.packet_life_time, 1);
+	assert_false(g->primary.global);
+	assert_int_equal(r->pdata_len, 92);
+	assert_memory_equal(r->pdata, req_pdata, sizeof(req_pdata));
+}
+
 /* listen + REQ: REQ_RECEIVED on a new passive id with every parameter and
  * the private data; REP, RTU; then DREQ/DREP and TimeWait on both sides. */
 static void test_connect_disconnect(void **state)
@@ -497,7 +244,6 @@ static void test_connect_disconnect(void **state)
 	struct sib_cm_req_param rq = req_param(f, 0, 1);
 	struct sib_cm_rep_param rp = rep_param();
 	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
-	const struct sib_cm_req_param *g;
 	const struct sib_cm_rep_param *h;
 	struct evrec *r;
 
@@ -518,34 +264,7 @@ static void test_connect_disconnect(void **state)
 	assert_ptr_equal(r->ev.node, f->ca[1]);
 	assert_int_equal(r->ev.port_num, 1);
 	p = r->id;
-	g = &r->ev.u.req;
-	assert_true(g->service_id == rq.service_id);
-	assert_int_equal(g->qpn, rq.qpn);
-	assert_int_equal(g->qp_type, 2);
-	assert_int_equal(g->responder_resources, 4);
-	assert_int_equal(g->initiator_depth, 3);
-	assert_int_equal(g->retry_count, 7);
-	assert_int_equal(g->rnr_retry_count, 6);
-	assert_int_equal(g->flow_control, 1);
-	assert_int_equal(g->path_mtu, 3);
-	assert_int_equal(g->local_cm_response_timeout, 20);
-	assert_int_equal(g->remote_cm_response_timeout, 20);
-	assert_int_equal(g->max_cm_retries, 15);
-	assert_int_equal(g->pkey, 0xFFFF);
-	assert_int_equal(g->starting_psn, 0xABCDEF);
-	assert_int_equal(g->primary.slid, f->lid[0]);
-	assert_int_equal(g->primary.dlid, f->lid[1]);
-	assert_memory_equal(g->primary.sgid, rq.primary.sgid, 16);
-	assert_memory_equal(g->primary.dgid, rq.primary.dgid, 16);
-	assert_int_equal(g->primary.flow_label, 0xABCDE);
-	assert_int_equal(g->primary.traffic_class, 0x22);
-	assert_int_equal(g->primary.hop_limit, 0x40);
-	assert_int_equal(g->primary.sl, 5);
-	assert_int_equal(g->primary.rate, 7);
-	assert_int_equal(g->primary.packet_life_time, 1);
-	assert_false(g->primary.global);
-	assert_int_equal(r->pdata_len, 92);
-	assert_memory_equal(r->pdata, req_pdata, sizeof(req_pdata));
+	check_req(f, r, &rq);
 	assert_string_equal(sib_cm_state_str(sib_cm_id_state(p)), "REQ_RCVD");
 
 	sib_cm_id_set_handler(p, handler, (void *)"passive");
@@ -689,6 +408,655 @@ static void test_no_listener(void **state)
 	CALLV(sib_cm_id_destroy(l));
 }
 
+
+/* A lost REQ is sent again after its response timeout; with every try lost
+ * the active side gets REQ_ERROR after 1 + max_cm_retries sends, in the
+ * capped time. */
+static void test_req_retry_and_error(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *a2;
+	uint64_t start;
+
+	rq.max_cm_retries = 3;
+	rq.remote_cm_response_timeout = 10;	/* 4.2 ms: + 2 * 8 us packet life */
+	a = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	drop_attr = CM_ATTR_REQ;
+	drop_next = 1;
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	assert_int_equal(dropped_seen, 1);
+	assert_int_equal(nevs, 0);
+	advance(f, 4000000);	/* not yet */
+	assert_int_equal(nevs, 0);
+	advance(f, 300000);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_REQ_RECEIVED);
+	assert_int_equal(sib_cm_counters(f->sn)->resent, 1);
+	CALLV(sib_cm_id_destroy(evs[0].id));
+	pump(f);
+	assert_non_null(ev_find(SIB_CM_REJ_RECEIVED, 0));
+
+	/* every try lost: REQ_ERROR */
+	nevs = 0;
+	rq.remote_cm_response_timeout = 31;	/* hours by the IBA: capped at 1 s */
+	a2 = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	drop_next = 100;
+	dropped_seen = 0;
+	start = f->now;
+	assert_int_equal(CALL(sib_cm_send_req(a2, &rq)), 0);
+	run_out(f, 20);
+	assert_int_equal(dropped_seen, 4);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_REQ_ERROR);
+	assert_ptr_equal(evs[0].id, a2);
+	assert_true(f->now - start <= 4 * 1000000000ull);
+	assert_int_equal(sib_cm_counters(f->sn)->timeouts, 1);
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a2)), "IDLE");
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(a2));
+	CALLV(sib_cm_id_destroy(l));
+	pump(f);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* Duplicates: a REQ again while the user decides gets MRA; once the REP
+ * went (and was lost) the REQ again gets the REP again; a lost RTU makes
+ * the REP come again and the RTU with it.  Each event once. */
+static void test_duplicates(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 2, 3);
+	struct sib_cm_rep_param rp = rep_param();
+	struct sib_cm_id *l = listen_on(f, 3, rq.service_id), *a, *p;
+	struct evrec *r;
+
+	rq.max_cm_retries = 5;
+	rq.remote_cm_response_timeout = 10;
+	a = sib_cm_id_new(f->sn, f->ca[2], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	assert_int_equal(nevs, 1);
+	p = evs[0].id;
+	/* the user of p is slow: the REQ comes again, the CM answers MRA */
+	run_out(f, 1);
+	r = ev_find(SIB_CM_MRA_RECEIVED, 0);
+	assert_non_null(r);
+	assert_ptr_equal(r->id, a);
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a)), "MRA_REQ_RCVD");
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(p)), "MRA_REQ_SENT");
+	assert_int_equal(ev_count(SIB_CM_REQ_RECEIVED, NULL), 1);
+	assert_int_equal(sib_cm_counters(f->sn)->sent[CM_ATTR_MRA - CM_ATTR_FIRST], 1);
+
+	/* the REP is lost; the REQ again brings it again */
+	drop_attr = CM_ATTR_REP;
+	drop_next = 1;
+	assert_int_equal(CALL(sib_cm_send_rep(p, &rp)), 0);
+	pump(f);
+	assert_int_equal(ev_count(SIB_CM_REP_RECEIVED, NULL), 0);
+	f->now = pump(f);
+	drop_attr = CM_ATTR_RTU;	/* and the first RTU is lost */
+	drop_next = 1;
+	while (!ev_count(SIB_CM_REP_RECEIVED, NULL) && f->now < 10000000000ull)
+		f->now = sib_cm_tick(f->sn, f->now);
+	assert_int_equal(ev_count(SIB_CM_REP_RECEIVED, a), 1);
+	assert_int_equal(CALL(sib_cm_send_rtu(a, NULL, 0)), 0);
+	pump(f);
+	assert_int_equal(drop_next, 0);
+	/* the passive side's REP timer: REP again, the active side's RTU again */
+	while (!ev_count(SIB_CM_RTU_RECEIVED, NULL) && f->now < 10000000000ull)
+		f->now = sib_cm_tick(f->sn, f->now) ?: f->now + 1;
+	assert_int_equal(ev_count(SIB_CM_RTU_RECEIVED, p), 1);
+	assert_int_equal(ev_count(SIB_CM_REP_RECEIVED, a), 1);
+	assert_int_equal(ev_count(SIB_CM_REQ_RECEIVED, NULL), 1);
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a)), "ESTABLISHED");
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(p)), "ESTABLISHED");
+	assert_true(sib_cm_counters(f->sn)->resent >= 3);
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* SIDR: the Q_Key and QPN come back; no listener: status 1; no answer:
+ * SIDR_REQ_ERROR after the retries. */
+static void test_sidr(void **state)
+{
+	struct fx *f = *state;
+	uint64_t sid = 0x0000000001110000ull | 7174;
+	struct sib_cm_id *l = listen_on(f, 1, sid), *a, *p;
+	struct sib_cm_sidr_req_param sq = {
+		.service_id = sid, .pkey = 0xFFFF, .timeout = 10, .max_cm_retries = 2,
+		.pdata_len = 5, .pdata = (const uint8_t *)"hello",
+	};
+	struct sib_cm_sidr_rep_param sr = {
+		.status = 0, .qpn = 0x4567, .qkey = 0x01234567, .pdata_len = 3,
+		.pdata = (const uint8_t *)"yes",
+	};
+	struct evrec *r;
+
+	sq.path.slid = f->lid[0];
+	sq.path.dlid = f->lid[1];
+	a = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_sidr_req(a, &sq)), 0);
+	pump(f);
+	r = ev_find(SIB_CM_SIDR_REQ_RECEIVED, 0);
+	assert_non_null(r);
+	assert_ptr_equal(r->listen_id, l);
+	p = r->id;
+	assert_true(r->ev.u.sidr_req.service_id == sid);
+	assert_int_equal(r->ev.u.sidr_req.pkey, 0xFFFF);
+	assert_int_equal(r->ev.u.sidr_req.path.slid, f->lid[0]);
+	assert_int_equal(r->ev.u.sidr_req.path.dlid, f->lid[1]);
+	assert_int_equal(r->pdata_len, 216);
+	assert_memory_equal(r->pdata, "hello", 5);
+	assert_int_equal(CALL(sib_cm_send_sidr_rep(p, &sr)), 0);
+	pump(f);
+	r = ev_find(SIB_CM_SIDR_REP_RECEIVED, 0);
+	assert_non_null(r);
+	assert_ptr_equal(r->id, a);
+	assert_int_equal(r->ev.u.sidr_rep.status, 0);
+	assert_int_equal(r->ev.u.sidr_rep.qpn, 0x4567);
+	assert_int_equal(r->ev.u.sidr_rep.qkey, 0x01234567);
+	assert_int_equal(r->pdata_len, 136);
+	assert_memory_equal(r->pdata, "yes", 3);
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a)), "IDLE");
+	CALLV(sib_cm_id_destroy(p));
+
+	/* nobody listens: status 1 */
+	nevs = 0;
+	sq.service_id = sid + 1;
+	assert_int_equal(CALL(sib_cm_send_sidr_req(a, &sq)), 0);
+	pump(f);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_SIDR_REP_RECEIVED);
+	assert_int_equal(evs[0].ev.u.sidr_rep.status, CM_SIDR_UNSUPPORTED_SID);
+
+	/* nobody answers: SIDR_REQ_ERROR after 1 + 2 tries */
+	nevs = 0;
+	drop_attr = CM_ATTR_SIDR_REQ;
+	drop_next = 100;
+	assert_int_equal(CALL(sib_cm_send_sidr_req(a, &sq)), 0);
+	run_out(f, 10);
+	assert_int_equal(dropped_seen, 3);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_SIDR_REQ_ERROR);
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(l));
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* Destroy during the handshake sends REJ (Timeout with the CA GUID from
+ * the active side, consumer reject from the passive side); a handler's
+ * nonzero return destroys its id the same way; destroy when established
+ * sends DREQ, and the comm ID waits in TimeWait. */
+static void test_destroy(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+	unsigned int n;
+	struct evrec *r;
+
+	a = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	p = evs[0].id;
+	CALLV(sib_cm_id_destroy(a));
+	pump(f);
+	r = ev_find(SIB_CM_REJ_RECEIVED, 0);
+	assert_non_null(r);
+	assert_ptr_equal(r->id, p);
+	assert_int_equal(r->ev.u.rej.reason, CM_REJ_TIMEOUT);
+	assert_int_equal(r->ev.u.rej.ari_len, 8);
+	assert_int_equal(r->ari[7], (uint8_t)f->ca[0]->node_guid);
+	assert_int_equal(r->ari[0], (uint8_t)(f->ca[0]->node_guid >> 56));
+	CALLV(sib_cm_id_destroy(p));
+
+	/* the passive side destroys in REQ_RCVD */
+	nevs = 0;
+	a = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	CALLV(sib_cm_id_destroy(evs[0].id));
+	pump(f);
+	assert_int_equal(nevs, 2);
+	assert_int_equal(evs[1].type, SIB_CM_REJ_RECEIVED);
+	assert_int_equal(evs[1].ev.u.rej.reason, CM_REJ_CONSUMER_DEFINED);
+
+	/* a handler that returns nonzero for REQ_RECEIVED */
+	nevs = 0;
+	ret_on = SIB_CM_REQ_RECEIVED;
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	assert_int_equal(nevs, 2);
+	assert_int_equal(evs[1].type, SIB_CM_REJ_RECEIVED);
+	assert_int_equal(evs[1].ev.u.rej.reason, CM_REJ_CONSUMER_DEFINED);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 2);
+	ret_on = -1;
+	CALLV(sib_cm_id_destroy(a));
+
+	/* established: DREQ; the destroyed side's comm ID waits out TimeWait */
+	nevs = 0;
+	connect_pair(f, &a, &p);
+	n = nevs;
+	CALLV(sib_cm_id_destroy(a));
+	assert_int_equal(nevs, n);
+	pump(f);
+	assert_int_equal(nevs, n + 1);
+	assert_int_equal(evs[n].type, SIB_CM_DREQ_RECEIVED);
+	assert_ptr_equal(evs[n].id, p);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 3);	/* l, p, a in TimeWait */
+	assert_int_equal(CALL(sib_cm_send_drep(p, NULL, 0)), 0);
+	run_out(f, 10);
+	assert_int_equal(nevs, n + 2);
+	assert_int_equal(evs[n + 1].type, SIB_CM_TIMEWAIT_EXIT);
+	assert_ptr_equal(evs[n + 1].id, p);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 2);
+	assert_int_equal(sib_cm_counters(f->sn)->dropped, 0);
+
+	/* a listener destroyed (from another id's handler) with a REQ its
+	 * user has not seen yet: that REQ gets REJ, no REQ_RECEIVED */
+	CALLV(sib_cm_id_destroy(p));
+	nevs = 0;
+	a = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	p = evs[0].id;
+	assert_int_equal(CALL(sib_cm_send_rep(p, &(struct sib_cm_rep_param){ .qpn = 9 })), 0);
+	pump(f);	/* REP_RECEIVED at a; p in REP_SENT */
+	{
+		struct sib_cm_id *a2 = sib_cm_id_new(f->sn, f->ca[2], 1, handler, NULL);
+		struct sib_cm_req_param rq2 = req_param(f, 2, 1);
+
+		nevs = 0;
+		assert_int_equal(CALL(sib_cm_establish(p)), 0);	/* USER_ESTABLISHED queued */
+		assert_int_equal(CALL(sib_cm_send_req(a2, &rq2)), 0);
+		destroy_in_handler = l;
+		pump(f);
+		assert_null(destroy_in_handler);
+		assert_int_equal(evs[0].type, SIB_CM_USER_ESTABLISHED);
+		assert_int_equal(ev_count(SIB_CM_REQ_RECEIVED, NULL), 0);
+		r = ev_find(SIB_CM_REJ_RECEIVED, 0);
+		assert_non_null(r);
+		assert_ptr_equal(r->id, a2);
+		assert_int_equal(r->ev.u.rej.reason, CM_REJ_CONSUMER_DEFINED);
+		CALLV(sib_cm_id_destroy(a2));
+	}
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(a));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* Send a raw CM MAD (wire form) from QP1 of CA `from` to `dlid`. */
+static void inject(struct fx *f, unsigned int from, uint16_t dlid, const uint8_t *wire,
+		   uint16_t data_len)
+{
+	mai_mad_t m;
+
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(mai_fromwire(wire, CM_MAD_SIZE, &m), CM_MAD_SIZE);
+	m.type = MAI_TYPE_MAD;
+	m.qp = 1;
+	m.port = 1;
+	m.remote_qpn = 1;
+	m.remote_qkey = CM_GSI_QKEY;
+	m.lrh.dlid = dlid;
+	m.lrh.slid = f->lid[from];
+	m.data_len = data_len;
+	CALLV(sib_mad_send(f->sn, f->ca[from], 1, &m));
+	pump(f);
+}
+
+/* Malformed and unexpected CM MADs are dropped and counted: short, wrong
+ * class version, a response method, LAP/APR and unknown attributes, an
+ * unknown comm ID, a known one from the wrong port, a REQ with comm ID 0,
+ * a message the state does not take.  Nothing is answered, no event. */
+static void test_hostile(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+	const struct sib_cm_counters *c = sib_cm_counters(f->sn);
+	uint8_t m[CM_MAD_SIZE];
+	uint64_t dropped, sent_total = 0;
+	unsigned int n;
+
+	connect_pair(f, &a, &p);
+	n = nevs;
+	for (int i = 0; i < 16; i++)
+		sent_total += c->sent[i];
+	dropped = c->dropped;
+
+	/* a good RTU for p, in wire form, to spoil one way at a time */
+#define FRESH() do { \
+		memset(m, 0, sizeof(m)); \
+		cm_put_hdr(m, CM_ATTR_RTU, 77); \
+		cm_set(m, CM_RTU_LOCAL_COMM_ID, sib_cm_id_local_comm_id(a)); \
+		cm_set(m, CM_RTU_REMOTE_COMM_ID, sib_cm_id_local_comm_id(p)); \
+	} while (0)
+	FRESH();
+	inject(f, 0, f->lid[1], m, 100);	/* short */
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[2] = 1;				/* class version 1 */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[3] = 0x83;				/* a response method */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[17] = CM_ATTR_LAP;			/* LAP: not supported */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[16] = 0x00, m[17] = 0x30;		/* unknown attribute */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	cm_set(m, CM_RTU_REMOTE_COMM_ID, sib_cm_id_local_comm_id(p) ^ 0x5A5A5A5A); /* unknown */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	inject(f, 2, f->lid[1], m, MAI_MAD_DATA_SIZE);	/* from another port */
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	cm_set(m, CM_RTU_LOCAL_COMM_ID, 12345);	/* not the peer's comm ID */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[17] = CM_ATTR_DREP;			/* DREP while ESTABLISHED: wrong state */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[17] = CM_ATTR_REQ;			/* REQ with LocalCommID 0 */
+	cm_set(m, CM_REQ_LOCAL_COMM_ID, 0);
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+	FRESH();
+	m[17] = CM_ATTR_SIDR_REP;		/* a SIDR_REP nobody asked for */
+	inject(f, 0, f->lid[1], m, MAI_MAD_DATA_SIZE);
+	assert_int_equal(c->dropped, ++dropped);
+#undef FRESH
+	assert_int_equal(nevs, n);
+	{
+		uint64_t t = 0;
+
+		for (int i = 0; i < 16; i++)
+			t += c->sent[i];
+		assert_true(t == sent_total);
+	}
+	/* the connection is unharmed */
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a)), "ESTABLISHED");
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(p)), "ESTABLISHED");
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	run_out(f, 10);
+	assert_int_equal(c->ids, 0);
+}
+
+/* Every bad parameter of a send is refused, and the id stays as it was. */
+static void test_bad_params(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+	uint8_t m[CM_MAD_SIZE] = { 0 };
+
+	connect_pair(f, &a, &p);
+	assert_int_equal(CALL(sib_cm_send_dreq(a, m, 221)), -EINVAL);
+	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 3)), -EINVAL);
+	assert_int_equal(CALL(sib_cm_send_req(a, NULL)), -EINVAL);
+	{
+		struct sib_cm_id *b = sib_cm_id_new(f->sn, f->ca[3], 1, handler, NULL);
+		struct sib_cm_req_param bad = req_param(f, 3, 1);
+
+		bad.pdata_len = 93;
+		assert_int_equal(CALL(sib_cm_send_req(b, &bad)), -EINVAL);
+		bad = req_param(f, 3, 1);
+		bad.qp_type = 4;
+		assert_int_equal(CALL(sib_cm_send_req(b, &bad)), -EINVAL);
+		bad = req_param(f, 3, 1);
+		bad.primary.dlid = 0;
+		assert_int_equal(CALL(sib_cm_send_req(b, &bad)), -EINVAL);
+		assert_string_equal(sib_cm_state_str(sib_cm_id_state(b)), "IDLE");
+		CALLV(sib_cm_id_destroy(b));
+	}
+	assert_null(sib_cm_id_new(f->sn, f->ca[0], 2, handler, NULL));	/* no port 2 */
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(a)), "ESTABLISHED");
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* A DREQ lost every time: DREQ_ERROR, then TimeWait; the peer stays
+ * established until its own DREQ (answered, now that nothing is lost). */
+static void test_dreq_lost(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+	unsigned int n;
+
+	connect_pair(f, &a, &p);
+	n = nevs;
+	drop_attr = CM_ATTR_DREQ;
+	drop_next = 16;		/* 1 + max_cm_retries (15) */
+	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 0)), 0);
+	run_out(f, 40);
+	assert_int_equal(dropped_seen, 16);
+	assert_int_equal(ev_count(SIB_CM_DREQ_ERROR, a), 1);
+	assert_int_equal(ev_count(SIB_CM_TIMEWAIT_EXIT, a), 1);
+	assert_true(ev_find(SIB_CM_DREQ_ERROR, n) < ev_find(SIB_CM_TIMEWAIT_EXIT, n));
+	assert_int_equal(ev_count(SIB_CM_DREQ_RECEIVED, p), 0);
+	/* p's DREQ now finds a in IDLE: dropped; p gets DREQ_ERROR too */
+	assert_int_equal(CALL(sib_cm_send_dreq(p, NULL, 0)), 0);
+	run_out(f, 40);
+	assert_int_equal(ev_count(SIB_CM_DREQ_ERROR, p), 1);
+	assert_int_equal(ev_count(SIB_CM_TIMEWAIT_EXIT, p), 1);
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* Both sides send DREQ at once: each gets DREQ_RECEIVED, answers DREP,
+ * and ends in TimeWait. */
+static void test_dreq_crossed(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+
+	connect_pair(f, &a, &p);
+	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 0)), 0);
+	assert_int_equal(CALL(sib_cm_send_dreq(p, NULL, 0)), 0);
+	pump(f);
+	assert_int_equal(ev_count(SIB_CM_DREQ_RECEIVED, a), 1);
+	assert_int_equal(ev_count(SIB_CM_DREQ_RECEIVED, p), 1);
+	assert_int_equal(CALL(sib_cm_send_drep(a, NULL, 0)), 0);
+	assert_int_equal(CALL(sib_cm_send_drep(p, NULL, 0)), 0);
+	run_out(f, 10);
+	assert_int_equal(ev_count(SIB_CM_TIMEWAIT_EXIT, a), 1);
+	assert_int_equal(ev_count(SIB_CM_TIMEWAIT_EXIT, p), 1);
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* A REQ from a QP the passive side still has connected (same CA GUID and
+ * QPN, new comm ID: IBA 12.9.8.3.1): REJ stale connection, and the old
+ * connection is disconnected. */
+static void test_stale(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p, *a2;
+	struct evrec *r;
+	unsigned int n;
+
+	connect_pair(f, &a, &p);
+	n = nevs;
+	a2 = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a2, &rq)), 0);
+	pump(f);
+	r = ev_find(SIB_CM_REJ_RECEIVED, n);
+	assert_non_null(r);
+	assert_ptr_equal(r->id, a2);
+	assert_int_equal(r->ev.u.rej.reason, CM_REJ_STALE_CONN);
+	assert_int_equal(ev_count(SIB_CM_DREQ_RECEIVED, a), 1);
+	assert_int_equal(ev_count(SIB_CM_REQ_RECEIVED, NULL), 1);
+	CALLV(sib_cm_id_destroy(a2));
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	CALLV(sib_cm_id_destroy(l));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* A CA leaving the fabric with ids on it: they send nothing more; the
+ * user still destroys them. */
+static void test_ca_removed(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a, *p;
+
+	struct sib_cm_req_param rq2 = req_param(f, 2, 3);
+	struct sib_cm_id *l2, *a2, *p2;
+	struct evrec *r;
+
+	connect_pair(f, &a, &p);
+	/* a second handshake, between CAs 2 and 3, left in REP_SENT */
+	rq2.service_id++;
+	l2 = listen_on(f, 3, rq2.service_id);
+	a2 = sib_cm_id_new(f->sn, f->ca[2], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a2, &rq2)), 0);
+	pump(f);
+	p2 = evs[nevs - 1].id;
+	assert_int_equal(CALL(sib_cm_send_rep(p2, &(struct sib_cm_rep_param){ .qpn = 5 })), 0);
+	pump(f);
+	/* p's DREQ reaches a and its DREQ_RECEIVED waits behind p2's
+	 * USER_ESTABLISHED, whose handler removes a's CA */
+	assert_int_equal(CALL(sib_cm_establish(p2)), 0);
+	assert_int_equal(CALL(sib_cm_send_dreq(p, NULL, 0)), 0);
+	remove_sn = f->sn;
+	remove_ca = f->ca[0];
+	pump(f);
+	assert_null(remove_ca);
+	r = &evs[nevs - 1];
+	assert_int_equal(r->type, SIB_CM_DREQ_RECEIVED);
+	assert_ptr_equal(r->id, a);
+	assert_null(r->ev.node);	/* the event comes, without its node */
+	assert_int_equal(CALL(sib_cm_send_drep(a, NULL, 0)), -EINVAL);
+	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 0)), -EINVAL);
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));	/* DREQ_SENT: straight to TimeWait */
+	CALLV(sib_cm_id_destroy(l));
+	CALLV(sib_cm_id_destroy(a2));
+	CALLV(sib_cm_id_destroy(p2));
+	CALLV(sib_cm_id_destroy(l2));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
+/* Both ends on one CA port (rping to 127.0.0.1): the MADs loop back
+ * through the router to the same port, and the handshake runs as between
+ * two CAs. */
+static void test_loopback(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 2, 2);
+	struct sib_cm_rep_param rp = rep_param();
+	struct sib_cm_id *l = listen_on(f, 2, rq.service_id), *a, *p;
+
+	a = sib_cm_id_new(f->sn, f->ca[2], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_REQ_RECEIVED);
+	p = evs[0].id;
+	assert_int_equal(CALL(sib_cm_send_rep(p, &rp)), 0);
+	pump(f);
+	assert_int_equal(evs[1].type, SIB_CM_REP_RECEIVED);
+	assert_int_equal(CALL(sib_cm_send_rtu(a, NULL, 0)), 0);
+	pump(f);
+	assert_int_equal(evs[2].type, SIB_CM_RTU_RECEIVED);
+	assert_int_equal(CALL(sib_cm_send_dreq(a, NULL, 0)), 0);
+	pump(f);
+	assert_int_equal(evs[3].type, SIB_CM_DREQ_RECEIVED);
+	assert_ptr_equal(evs[3].id, p);
+	assert_int_equal(CALL(sib_cm_send_drep(p, NULL, 0)), 0);
+	pump(f);
+	assert_int_equal(evs[4].type, SIB_CM_DREP_RECEIVED);
+	/* the same QPs connect again at once (QPNs reused: no stale REJ
+	 * from the ids still in TimeWait) */
+	CALLV(sib_cm_id_destroy(a));
+	CALLV(sib_cm_id_destroy(p));
+	nevs = 0;
+	a = sib_cm_id_new(f->sn, f->ca[2], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a, &rq)), 0);
+	pump(f);
+	assert_int_equal(nevs, 1);
+	assert_int_equal(evs[0].type, SIB_CM_REQ_RECEIVED);
+	CALLV(sib_cm_id_destroy(evs[0].id));
+	CALLV(sib_cm_id_destroy(l));
+	pump(f);
+	CALLV(sib_cm_id_destroy(a));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+	assert_int_equal(sib_cm_counters(f->sn)->dropped, 0);
+}
+
+/* A duplicate REQ is a duplicate even when another passive id, made later
+ * and established since, holds the same remote QPN (the stale check must
+ * not win over the duplicate check, whatever the order of the ids). */
+static void test_dup_beats_stale(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_req_param rq = req_param(f, 0, 1);
+	struct sib_cm_rep_param rp = rep_param();
+	struct sib_cm_id *l = listen_on(f, 1, rq.service_id), *a1, *a2, *p1, *p2;
+
+	rq.remote_cm_response_timeout = 10;
+	a2 = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a2, &rq)), 0);
+	pump(f);
+	p2 = evs[0].id;		/* made first, left deciding */
+	a1 = sib_cm_id_new(f->sn, f->ca[0], 1, handler, NULL);
+	assert_int_equal(CALL(sib_cm_send_req(a1, &rq)), 0);	/* the same QPN */
+	pump(f);
+	p1 = evs[1].id;
+	assert_ptr_not_equal(p1, p2);
+	assert_int_equal(CALL(sib_cm_send_rep(p1, &rp)), 0);
+	pump(f);
+	assert_int_equal(CALL(sib_cm_send_rtu(a1, NULL, 0)), 0);
+	pump(f);
+	assert_string_equal(sib_cm_state_str(sib_cm_id_state(p1)), "ESTABLISHED");
+	/* a2's REQ again: MRA from p2, not REJ stale */
+	while (!ev_count(SIB_CM_MRA_RECEIVED, a2) && !ev_count(SIB_CM_REJ_RECEIVED, a2) &&
+	       f->now < 10000000000ull)
+		f->now = sib_cm_tick(f->sn, f->now) ?: f->now + 1;
+	assert_int_equal(ev_count(SIB_CM_MRA_RECEIVED, a2), 1);
+	assert_int_equal(ev_count(SIB_CM_REJ_RECEIVED, a2), 0);
+	assert_int_equal(ev_count(SIB_CM_DREQ_RECEIVED, a1), 0);
+	CALLV(sib_cm_id_destroy(a1));
+	CALLV(sib_cm_id_destroy(a2));
+	CALLV(sib_cm_id_destroy(p1));
+	CALLV(sib_cm_id_destroy(p2));
+	CALLV(sib_cm_id_destroy(l));
+	run_out(f, 10);
+	assert_int_equal(sib_cm_counters(f->sn)->ids, 0);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -698,6 +1066,18 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_connect_disconnect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reject_both_ways, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_listener, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_req_retry_and_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_duplicates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sidr, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_destroy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_params, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dreq_lost, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dreq_crossed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ca_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_loopback, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dup_beats_stale, setup, teardown),
 	};
 
 	(void)argc, (void)argv;

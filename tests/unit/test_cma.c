@@ -285,6 +285,32 @@ static void test_default_addresses(void **state)
 	assert_int_equal(sib_cma_default_ip4(3, 2), 0x7f010302u);
 }
 
+static void test_addr_add(void **state)
+{
+	struct fx *f = *state;
+	struct sockaddr_in a = sin4("10.1.0.1", 0);
+	uint32_t dev;
+
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 24), 0);
+	assert_int_equal(sib_cma_addr_add(f->cma, 2, 1, &a, sizeof(a), 24), -EEXIST);
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 0, &a, sizeof(a), 24), -EINVAL);
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 33), -EINVAL);
+	a = sin4("127.1.0.1", 0); /* softib0's default */
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 8), -EEXIST);
+	a = sin4("0.0.0.0", 0);
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 8), -EINVAL);
+	struct sib_cma_id *id = new_id(f, 1, 1, SIB_CMA_PS_TCP);
+	assert_int_equal(bind4(id, "10.1.0.1", 1), 0);
+	bound_port(id, &dev);
+	assert_int_equal(dev, 1);
+	/* and it resolves as a destination */
+	id = resolved(f, 1, SIB_CMA_PS_TCP, "127.1.0.1", "10.1.0.1", 5);
+	struct sib_ctl_cm q;
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(id, &q);
+	assert_int_equal(q.paths[0].dlid, cas[1]->mgmt->port[1].pi.lid);
+}
+
 static void test_bind_rules(void **state)
 {
 	struct fx *f = *state;
@@ -514,6 +540,37 @@ static void test_connect_accept(void **state)
 	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), -EINVAL);
 }
 
+/* rdma_notify(IBV_EVENT_COMM_EST): the passive side established without
+ * the RTU (its QP got a packet first). */
+static void test_notify(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_conn cc = conn_of(0x999);
+	struct sib_cma_id *c, *s;
+	struct rec *r;
+
+	listener(f, 2, SIB_CMA_PS_TCP, "0.0.0.0", 7540);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7540);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	s = r->id;
+	assert_int_equal(CALL(sib_cma_notify(s, IBV_EVENT_COMM_EST)), 0); /* too early: nothing */
+	run(f);
+	assert_null(ev_of(s, SIB_CMA_EV_ESTABLISHED));
+	assert_int_equal(CALL(sib_cma_accept(s, &cc, NULL, 0)), 0);
+	run(f);
+	assert_int_equal(CALL(sib_cma_notify(s, IBV_EVENT_COMM_EST)), 0);
+	run(f);
+	assert_non_null(ev_of(s, SIB_CMA_EV_ESTABLISHED));
+	/* the RTU that comes later changes nothing */
+	assert_int_equal(CALL(sib_cma_accept(c, &cc, NULL, 0)), 0);
+	unsigned int n = nevs;
+	run(f);
+	for (unsigned int i = n; i < nevs; i++)
+		assert_false(evs[i].id == s && evs[i].ev.event == SIB_CMA_EV_ESTABLISHED);
+}
+
 static void test_disconnect(void **state)
 {
 	struct fx *f = *state;
@@ -661,6 +718,16 @@ static void test_sidr(void **state)
 	assert_int_equal(a.mask, IBV_QP_STATE | IBV_QP_SQ_PSN);
 	assert_int_equal(a.sq_psn, 0);
 
+	/* the IPOIB port space: the broadcast group's Q_Key */
+	struct sib_cma_id *ipo = NULL;
+	struct sockaddr_in d4 = sin4("127.0.0.1", 9);
+	assert_int_equal(sib_cma_create_id(f->cma, 1, 1, SIB_CMA_PS_IPOIB, IBV_QPT_RC, &ipo),
+			 -EINVAL);
+	assert_int_equal(sib_cma_create_id(f->cma, 1, 1, SIB_CMA_PS_IPOIB, IBV_QPT_UD, &ipo), 0);
+	assert_int_equal(CALL(sib_cma_resolve_addr(ipo, NULL, 0, &d4, sizeof(d4), 100)), 0);
+	assert_int_equal(sib_cma_init_qp_attr(ipo, IBV_QPS_INIT, &a), 0);
+	assert_int_equal(a.qkey, SIB_CMA_IPOIB_QKEY);
+
 	/* a SIDR_REQ for no listener: UNREACHABLE with the SIDR_REP status */
 	c = resolved(f, 1, SIB_CMA_PS_UDP, NULL, "127.1.0.1", 7999);
 	assert_int_equal(CALL(sib_cma_connect(c, &sc, NULL, 0)), 0);
@@ -747,9 +814,9 @@ static void test_node_gone(void **state)
 	assert_ptr_equal(sib_cma_id_listener(r->id), l);
 }
 
-static bool drop_all(void *ctx, const uint8_t *mad)
+static bool drop_all(void *ctx, const uint8_t *mad, uint16_t slid, uint16_t dlid)
 {
-	(void)ctx, (void)mad;
+	(void)ctx, (void)mad, (void)slid, (void)dlid;
 	return true;
 }
 
@@ -777,12 +844,14 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_default_addresses),
+		cmocka_unit_test_setup_teardown(test_addr_add, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bind_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ephemeral_unique, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_resolve, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_route_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_connect_accept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disconnect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reject, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listener_match, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sidr, setup, teardown),

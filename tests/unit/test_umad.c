@@ -908,6 +908,70 @@ static void test_rmpp_big(void **state)
 	umad_close_port(cli);
 }
 
+/* The daemon's `softib status` "cm" line. */
+static char *cm_line(void)
+{
+	int fd = sib_ctl_connect(g_sock);
+	char *text = NULL, *l, *out;
+
+	assert_true(fd >= 0);
+	assert_int_equal(sib_ctl_status(fd, &text), 0);
+	close(fd);
+	l = strstr(text, "\ncm ");
+	assert_non_null(l);
+	out = strndup(l + 1, strcspn(l + 1, "\n"));
+	free(text);
+	return out;
+}
+
+/* A CM REQ (class 0x07, method Send) sent through the daemon to another
+ * CA's QP1 reaches softibd's IB CM, which answers REJ 8 (no listener) once
+ * the daemon dispatches it; the REJ comes back to this port's CM, which
+ * knows no such comm ID and drops it.  Both show on the "cm" line. */
+static void test_cm_reject_through_daemon(void **state)
+{
+	struct umbuf req;
+	umad_port_t p0, p1;
+	char *line = NULL;
+	long long end;
+	int fd, agent;
+
+	(void)state;
+	assert_int_equal(umad_get_port("softib0", 1, &p0), 0);
+	assert_int_equal(umad_get_port("softib1", 1, &p1), 0);
+	fd = umad_open_port("softib0", 1);
+	assert_true(fd >= 0);
+	agent = umad_register(fd, 0x07, 2, 0, NULL);
+	assert_true(agent >= 0);
+	memset(&req, 0, sizeof(req));
+	req.mad[0] = 1;
+	req.mad[1] = 0x07;
+	req.mad[2] = 2;
+	req.mad[3] = 0x03;			/* Send */
+	put_be64(req.mad + 8, 0x1234);
+	req.mad[17] = 0x10;			/* REQ */
+	memcpy(req.mad + 24, "\x12\x34\x56\x78", 4);	/* LocalCommID */
+	memcpy(req.mad + 24 + 8, "\x00\x00\x00\x00\x01\x06\x1c\x2f", 8); /* ServiceID */
+	memcpy(req.mad + 24 + 32, "\x00\x00\x42\x00", 4);	/* LocalQPN 0x42 */
+	req.mad[24 + 52] = (uint8_t)(p0.base_lid >> 8);	/* PrimaryLocalPortLID */
+	req.mad[24 + 53] = (uint8_t)p0.base_lid;
+	umad_set_addr(&req, (int)p1.base_lid, 1, 0, 0x80010000);
+	assert_int_equal(umad_send(fd, agent, &req, 256, 0, 0), 0);
+	end = now_ms() + WAIT_MS;
+	do {
+		free(line);
+		line = cm_line();
+		if (strstr(line, " REJ=1/1 "))
+			break;
+		usleep(10000);
+	} while (now_ms() < end);
+	assert_non_null(strstr(line, "cm ids=0 resent=0 timeouts=0 dropped=1 REQ=0/1 MRA=0/0 REJ=1/1 "));
+	free(line);
+	umad_release_port(&p0);
+	umad_release_port(&p1);
+	assert_int_equal(umad_close_port(fd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest local[] = {
@@ -932,6 +996,7 @@ int main(void)
 		cmocka_unit_test(test_register_in_use),
 		cmocka_unit_test(test_rmpp),
 		cmocka_unit_test(test_rmpp_big),
+		cmocka_unit_test(test_cm_reject_through_daemon),
 	};
 	int fails = cmocka_run_group_tests_name("umad_local", local, NULL, NULL);
 

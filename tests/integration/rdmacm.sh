@@ -14,6 +14,7 @@
 #                  softib1's 127.1.1.1 (per-device addresses)
 #   ucmatose       ucmatose -b 127.0.0.1 -c 2 / -s 127.0.0.1 -c 2 -C 100
 #   ucmatose_migrate  ucmatose -b -m (rdma_migrate_id) / -s -a 18 (ACK timeout)
+#   pyverbs_cmid   a pyverbs CMID server and client (rdmacm_cmid.py, synchronous ids)
 #   rdma_server    rdma_server / rdma_client ("end 0")
 #   udaddy         udaddy -b / -s (SIDR, UD)
 #   send_bw        ib_send_bw -R -d softib0
@@ -135,6 +136,13 @@ ucmatose_migrate)
 	grep -q 'migrating to new event channel' "$S" || { show; fail "server did not migrate"; }
 	grep -q 'return status 0' "$C" || { show; fail "client: no 'return status 0'"; }
 	grep -q 'return status 0' "$S" || { show; fail "server: no 'return status 0'"; }
+	;;
+pyverbs_cmid)
+	py=$(dirname "$0")/rdmacm_cmid.py
+	run_pair 60 "$S" "/usr/bin/python3 $py s 7600" "$C" /usr/bin/python3 "$py" c 7600
+	check_pair
+	grep -q "server got b'hello'" "$S" || { show; fail "server: no \"server got b'hello'\""; }
+	grep -q 'client sent' "$C" || { show; fail "client: no 'client sent'"; }
 	;;
 rdma_server)
 	run_pair 60 "$S" "rdma_server -s 127.0.0.1" "$C" rdma_client -s 127.0.0.1

@@ -274,7 +274,14 @@ static int host_event(void *ctx, struct sib_cma_id *cid, struct sib_ctl_cm_event
 			 (unsigned long long)(host_now(NULL) / 1000000u % 1000u), (int)id->owner->pid,
 			 ev->event, ev->status, id->handle);
 	/* a CONNECT_REQUEST is reported on its listener (ucma_get_event) */
-	return chan_push(u, id->chan, l ? l : id, ev) ? (l ? 1 : 0) : 0;
+	if (!chan_push(u, id->chan, l ? l : id, ev))
+		return 0;
+	if (!l)
+		return 0; /* out of memory: the event is lost (logged by nobody) */
+	sib_cma_id_set_host(cid, NULL); /* refused: the rdma_cm destroys cid itself */
+	id_free(d, id);
+	u->ctr.conn_refused++;
+	return 1;
 }
 
 static struct sib_fab_node *host_device(void *ctx, uint32_t dev_index, uint32_t *gen)

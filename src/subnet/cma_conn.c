@@ -225,6 +225,10 @@ static void on_sidr_rep(struct sib_cma_id *id, const struct sib_cm_event *ev)
 		ev_unreachable(id, r->status);
 		return;
 	}
+	if (r->qkey != default_qkey(id, r->qkey)) { /* cma_sidr_rep_handler's Q_Key check */
+		ev_unreachable(id, -EINVAL);
+		return;
+	}
 	id->remote_qpn = r->qpn;
 	id->qkey = r->qkey;
 	id->state = CMA_ESTABLISHED;
@@ -301,10 +305,11 @@ static int conn_handler(struct sib_cm_id *cm, const struct sib_cm_event *ev, voi
 		}
 		break;
 	case SIB_CM_DREP_RECEIVED:
-	case SIB_CM_DREQ_ERROR:
+	case SIB_CM_DREQ_ERROR: /* no DREP: DISCONNECTED -ETIMEDOUT (cma_ib_handler) */
 		if (id->state == CMA_DISCONNECT && !id->dreq_rcvd) {
 			id->state = CMA_DONE;
-			cma_post(id, SIB_CMA_EV_DISCONNECTED, 0);
+			cma_post(id, SIB_CMA_EV_DISCONNECTED,
+				 ev->type == SIB_CM_DREQ_ERROR ? -ETIMEDOUT : 0);
 		}
 		break;
 	case SIB_CM_TIMEWAIT_EXIT:

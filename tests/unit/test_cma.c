@@ -820,6 +820,26 @@ static bool drop_all(void *ctx, const uint8_t *mad, uint16_t slid, uint16_t dlid
 	return true;
 }
 
+/* A DREQ nobody answers: DISCONNECTED with -ETIMEDOUT after its retries. */
+static void test_dreq_timeout(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s;
+	struct rec *r = NULL;
+
+	connect_pair(f, 7550, &c, &s);
+	sib_cm_set_tx_drop(f->sn, drop_all, NULL);
+	assert_int_equal(CALL(sib_cma_disconnect(c)), 0);
+	for (int i = 0; i < 2000 && !(r = ev_of(c, SIB_CMA_EV_DISCONNECTED)); i++) {
+		now_ns += 100000000ull;
+		sib_cma_tick(f->cma, now_ns);
+	}
+	sib_cm_set_tx_drop(f->sn, NULL, NULL);
+	assert_non_null(r);
+	assert_int_equal(r->ev.status, -ETIMEDOUT);
+	assert_null(ev_of(s, SIB_CMA_EV_DISCONNECTED)); /* it never heard */
+}
+
 static void test_unreachable(void **state)
 {
 	struct fx *f = *state;
@@ -859,6 +879,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_owner_cleanup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreachable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dreq_timeout, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

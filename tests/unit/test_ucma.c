@@ -653,6 +653,44 @@ static void test_device_removal(void **state)
 	close(fd);
 }
 
+/* MIGRATE_ID: the id's later events come on the new channel; it reports
+ * the events written for the id so far. */
+static void test_migrate(void **state)
+{
+	struct sib_ctl_msg m;
+	uint32_t c1, c2, id;
+	int fd, ch1, ch2;
+
+	(void)state;
+	fd = hello_conn();
+	ch1 = chan_open(fd, &c1);
+	ch2 = chan_open(fd, &c2);
+	assert_int_equal(create_id(fd, c1, 0x55, &id), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	put_sin(m.u.cm.dst_addr, &m.u.cm.dst_len, "127.0.0.1", 5);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_RESOLVE_ADDR, NULL), 0);
+	expect(ch1, EV_ADDR_RESOLVED);
+	m.u.cm.channel = c2;
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_MIGRATE_ID, NULL), 0);
+	assert_int_equal(m.u.cm.events_reported, 1);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_RESOLVE_ROUTE, NULL), 0);
+	assert_int_equal(expect(ch2, EV_ROUTE_RESOLVED).uid, 0x55);
+	struct pollfd p = { .fd = ch1, .events = POLLIN };
+	assert_int_equal(poll(&p, 1, 0), 0);
+	/* closing the old channel leaves the id alone */
+	m.u.cm.channel = c1;
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_CHANNEL_CLOSE, NULL), 0);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_QUERY, NULL), 0);
+	/* closing the new one destroys it */
+	close(ch2);
+	for (int i = 0; i < 250 && cm(fd, &m, SIB_CM_CMD_QUERY, NULL) == 0; i++)
+		usleep(20000);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_QUERY, NULL), EBADF);
+	close(ch1);
+	close(fd);
+}
+
 /* --ip: addresses added on softibd's command line attach their device. */
 static void test_ip_option(void **state)
 {
@@ -710,6 +748,7 @@ int main(void)
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_fuzz),
 		cmocka_unit_test(test_device_removal),
+		cmocka_unit_test(test_migrate),
 	};
 
 	return cmocka_run_group_tests(tests, start, stop_daemon);

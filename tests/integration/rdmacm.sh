@@ -7,11 +7,14 @@
 # lists.
 # Usage: rdmacm.sh CASE
 #   rping          rping -s -v / rping -c -C 10 -v -V on 127.0.0.1
+#   rping_two      one rping -s -P server, two clients connected at once
 #   rping_reject   rping -c to a port nobody listens on: "REJECTED, error 8"
 #   rping_q        rping -q (rdma_init_qp_attr, rdma_establish)
 #   rping_dev      server on softib0's default address 127.1.0.1, client from
 #                  softib1's 127.1.1.1 (per-device addresses)
 #   ucmatose       ucmatose -b 127.0.0.1 -c 2 / -s 127.0.0.1 -c 2 -C 100
+#   ucmatose_migrate  ucmatose -b -m (rdma_migrate_id) / -s -a 18 (ACK timeout)
+#   pyverbs_cmid   a pyverbs CMID server and client (rdmacm_cmid.py, synchronous ids)
 #   rdma_server    rdma_server / rdma_client ("end 0")
 #   udaddy         udaddy -b / -s (SIDR, UD)
 #   send_bw        ib_send_bw -R -d softib0
@@ -84,6 +87,29 @@ rping)
 	[ "$(grep -c 'ping data: rdma-ping-' "$C")" = 10 ] || { show; fail "client did not print 10 ping lines"; }
 	grep -q 'ping data: rdma-ping-9' "$S" || { show; fail "server did not print ping 9"; }
 	;;
+rping_two)
+	# a persistent server (-P: a thread per connection) and two clients at
+	# once.  rping -P hands each CONNECT_REQUEST to its main thread through
+	# one shared slot (listening_cb->child_cm_id), so two requests that come
+	# together are a race in rping: the second client starts once the first
+	# is connected (it pings 500 times, the second 20).
+	client timeout 60 rping -s -P -a 127.0.0.1 -v >"$S" 2>&1 &
+	srv=$!
+	SIB_PIDS+=("$srv")
+	sleep 0.3
+	client timeout 60 rping -c -a 127.0.0.1 -C 500 -v -V >"$C.1" 2>&1 &
+	c1=$!
+	SIB_PIDS+=("$c1")
+	wait_until 10 grep -q 'ping data: rdma-ping-' "$C.1"
+	client timeout 60 rping -c -a 127.0.0.1 -C 20 -v -V >"$C" 2>&1
+	crc=$?
+	wait "$c1"
+	crc1=$?
+	cat "$C.1" >>"$C"
+	[ "$crc" = 0 ] && [ "$crc1" = 0 ] || { show; fail "clients exited $crc1 and $crc"; }
+	alive "$srv" || { show; fail "the persistent server is gone"; }
+	[ "$(grep -c 'ping data: rdma-ping-' "$C")" = 520 ] || { show; fail "the clients did not print 500 + 20 ping lines"; }
+	;;
 rping_reject)
 	port=$(free_port) || fail "no free port"
 	client timeout 60 rping -c -a 127.0.0.1 -p "$port" -C 1 -v >"$C" 2>&1
@@ -108,6 +134,20 @@ ucmatose)
 	check_pair
 	grep -q 'return status 0' "$C" || { show; fail "client: no 'return status 0'"; }
 	grep -q 'return status 0' "$S" || { show; fail "server: no 'return status 0'"; }
+	;;
+ucmatose_migrate)
+	run_pair 60 "$S" "ucmatose -b 127.0.0.1 -m" "$C" ucmatose -s 127.0.0.1 -a 18
+	check_pair
+	grep -q 'migrating to new event channel' "$S" || { show; fail "server did not migrate"; }
+	grep -q 'return status 0' "$C" || { show; fail "client: no 'return status 0'"; }
+	grep -q 'return status 0' "$S" || { show; fail "server: no 'return status 0'"; }
+	;;
+pyverbs_cmid)
+	py=$(dirname "$0")/rdmacm_cmid.py
+	run_pair 60 "$S" "/usr/bin/python3 $py s 7600" "$C" /usr/bin/python3 "$py" c 7600
+	check_pair
+	grep -q "server got b'hello'" "$S" || { show; fail "server: no \"server got b'hello'\""; }
+	grep -q 'client sent' "$C" || { show; fail "client: no 'client sent'"; }
 	;;
 rdma_server)
 	run_pair 60 "$S" "rdma_server -s 127.0.0.1" "$C" rdma_client -s 127.0.0.1

@@ -62,3 +62,14 @@ if(TARGET sib_subnet)
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/cm_fixture.c
     LIBS sib_subnet sib_mai sib_iba)
 endif()
+
+# The rdma_cm (issue 16 items 3 and 4): src/subnet/cma.c and cma_conn.c over
+# the IB CM and the MAD router of the default fabric, with a fake host:
+# addresses and bind rules, resolution (the PathRecord query through the
+# SA), connect/accept/RTU, reject, no listener, disconnect, TimeWait, SIDR,
+# rdma_init_qp_attr, destroy in a handshake, owner cleanup, UNREACHABLE.
+if(TARGET sib_subnet)
+  sib_unit_test(test_cma
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cma.c
+    LIBS sib_subnet sib_mai sib_iba)
+endif()

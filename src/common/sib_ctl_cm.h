@@ -154,7 +154,8 @@ struct sib_ctl_cm {
 	uint32_t event;               /* in (NOTIFY) */
 	uint32_t join_flags;          /* in (JOIN_MCAST): enum rdma_cm_join_mc_attr_mask flags */
 	uint32_t optlen;              /* in (SET_OPTION): bytes of optval */
-	uint8_t optval[64];           /* in (SET_OPTION): an int, or one struct ibv_path_data */
+	uint8_t optval[64];           /* in (SET_OPTION): an int or a byte; RDMA_OPTION_IB_PATH:
+	                               * one struct sib_cm_path (ibv_path_data's 72 bytes do not fit) */
 	uint16_t src_len, dst_len;    /* bytes of src_addr, dst_addr used */
 	uint8_t src_addr[SIB_CM_ADDR_LEN]; /* in (BIND, RESOLVE_ADDR) / out (BIND, QUERY) */
 	uint8_t dst_addr[SIB_CM_ADDR_LEN]; /* in (RESOLVE_ADDR, JOIN/LEAVE) / out (QUERY) */

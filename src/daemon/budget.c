@@ -25,6 +25,7 @@
 
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
+#include "daemon/ucma.h"
 
 #define NEWCOMER      4   /* what a client holding little may still take from the reserve */
 #define QUOTA_FLOOR   16  /* a share never below this (an MPI rank opens a handful) */
@@ -33,6 +34,7 @@ static const char *const res_name[SIBD_RES_NUM] = {
 	[SIBD_RES_CONN] = "connections", [SIBD_RES_CHAN] = "channels",
 	[SIBD_RES_INBOX] = "inboxes", [SIBD_RES_XRCD_FILE] = "xrcd_files",
 	[SIBD_RES_DX_FD] = "dx_fds", [SIBD_RES_PAIR] = "pair_rings",
+	[SIBD_RES_CM_CHAN] = "cm_channels", [SIBD_RES_CM_ID] = "cm_ids",
 };
 
 const char *sibd_res_name(enum sibd_res r)
@@ -120,6 +122,10 @@ uint32_t sibd_budget_used(const struct sibd *d, const struct sibd_proc *p, enum 
 		return p->conns;
 	if (r == SIBD_RES_CHAN)
 		return sibd_mai_chans_of(d, p);
+	if (r == SIBD_RES_CM_CHAN)
+		return sibd_ucma_chans_of(d, p);
+	if (r == SIBD_RES_CM_ID)
+		return sibd_ucma_ids_of(d, p);
 	for (const struct sibd_client *c = d->clients; c; c = c->next)
 		if (c->proc == p)
 			n += r == SIBD_RES_INBOX ? c->inboxes : r == SIBD_RES_DX_FD ? c->ndx :
@@ -136,6 +142,8 @@ static uint32_t total(const struct sibd *d, enum sibd_res r)
 	case SIBD_RES_INBOX: return d->inboxes_used;
 	case SIBD_RES_DX_FD: return d->dx_fds;
 	case SIBD_RES_PAIR: return d->pairs_fds;
+	case SIBD_RES_CM_CHAN: return sibd_ucma_chans_of(d, NULL);
+	case SIBD_RES_CM_ID: return sibd_ucma_ids_of(d, NULL);
 	default: return d->xrcd_files;
 	}
 }

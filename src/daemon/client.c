@@ -18,6 +18,7 @@
 #include "daemon/linkcfg.h"
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
+#include "daemon/ucma.h"
 
 #define INPUT_BURST 32 /* messages per wakeup, for fairness between clients */
 #define REPLIED     SIBD_REPLIED
@@ -549,6 +550,7 @@ static const struct sibd_cmd {
 	[SIB_CTL_PAIR_ACCEPT] = { sibd_cmd_pair_accept, true },
 	[SIB_CTL_DX_PUT] = { sibd_cmd_dx_put, true },           /* dx.c */
 	[SIB_CTL_DX_GET] = { sibd_cmd_dx_get, true },
+	[SIB_CTL_CM] = { sibd_cmd_cm, true },                   /* ucma.c */
 };
 
 /*
@@ -683,6 +685,23 @@ void sibd_client_event(struct sibd *d, struct sibd_client *c, uint32_t events)
 		sibd_client_release(d, c);
 }
 
+int sibd_proc_qpn(struct sibd *d, const struct sibd_proc *p, uint32_t qpn, uint32_t *dev)
+{
+	for (struct sibd_client *c = d->clients; c; c = c->next) {
+		struct sibd_obj *o;
+		uint32_t pos = 0, h;
+
+		if (c->proc != p || c->dead)
+			continue;
+		while ((o = sib_ht_next(&c->ht, &pos, &h)))
+			if (o->type == SIB_OBJ_QP && o->qpn == qpn) {
+				*dev = o->dev_index;
+				return 0;
+			}
+	}
+	return -ENOENT;
+}
+
 /* Release everything the connection held (devices take their objects along), then it. */
 void sibd_client_release(struct sibd *d, struct sibd_client *c)
 {
@@ -696,6 +715,7 @@ void sibd_client_release(struct sibd *d, struct sibd_client *c)
 	sibd_dx_release(d, c, UINT32_MAX);
 	sibd_link_client_gone(d, c);
 	sibd_mai_client_gone(d, c);
+	sibd_ucma_client_gone(d, c);
 	while (c->out_head)
 		out_pop(c);
 	epoll_ctl(d->ep_fd, EPOLL_CTL_DEL, c->fd, NULL);

@@ -22,6 +22,7 @@
 #include "daemon/linkcfg.h"
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
+#include "daemon/ucma.h"
 
 #define PHYS_DISABLED 3 /* PortPhysicalState (IBA 14.2.5.6) */
 #define PHYS_LINKUP   5
@@ -183,6 +184,7 @@ int sibd_cmd_device_remove(struct sibd *d, struct sibd_client *c, struct sib_ctl
 		sibd_client_device_gone(d, cl, (uint32_t)idx);
 	sibd_link_device_gone(d, (uint32_t)idx);
 	sibd_mai_device_gone(d, (uint32_t)idx); /* before its node goes */
+	sibd_ucma_device_gone(d, (uint32_t)idx);
 	sibd_issm_device_gone(d, (uint32_t)idx);
 	sib_subnet_ca_remove(d->sn, d->dev_node[idx]);
 	d->dev_node[idx] = NULL;

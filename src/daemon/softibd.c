@@ -30,6 +30,7 @@
 #include "common/ctl.h"
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
+#include "daemon/ucma.h"
 #include "subnet/cm.h"
 
 #ifndef SOFTIB_VERSION
@@ -63,6 +64,10 @@ static const char usage[] =
 "                        created (0700) if missing; one that is a symlink,\n"
 "                        owned by another user or writable by group or\n"
 "                        others is refused (exit 1)\n"
+"      --ip DEV:PORT=ADDR[/PREFIX]  one more IPv4 or IPv6 address of CA port\n"
+"                        PORT of verbs device DEV for the rdma_cm (repeatable,\n"
+"                        at most 64); every port already has 127.1.<dev index>.\n"
+"                        <port> and its GID as IPv6 (docs/rdmacm.md)\n"
 "      --idle-exit SECS  exit after SECS without any client (0 = never)\n"
 "      --client-share PCT  a client process may hold at most PCT percent\n"
 "                        (1-100, default 25) of softibd's connections, MAI\n"
@@ -92,7 +97,7 @@ static const char usage[] =
 
 enum {
 	OPT_TOPOLOGY = 256, OPT_SM, OPT_SOCKET, OPT_IDLE, OPT_AUTOSTART, OPT_STATUS, OPT_STOP,
-	OPT_VERSION, OPT_SHARE, OPT_DUMPABLE,
+	OPT_VERSION, OPT_SHARE, OPT_DUMPABLE, OPT_IP,
 };
 
 static const struct option long_opts[] = {
@@ -103,6 +108,7 @@ static const struct option long_opts[] = {
 	{ "socket", required_argument, NULL, OPT_SOCKET },
 	{ "idle-exit", required_argument, NULL, OPT_IDLE },
 	{ "client-share", required_argument, NULL, OPT_SHARE },
+	{ "ip", required_argument, NULL, OPT_IP },
 	{ "autostart", no_argument, NULL, OPT_AUTOSTART },
 	{ "dumpable", no_argument, NULL, OPT_DUMPABLE },
 	{ "status", no_argument, NULL, OPT_STATUS },
@@ -215,6 +221,13 @@ static int parse_options(int argc, char **argv, struct options *o, struct sibd *
 				return -1;
 			}
 			d->budget.share = (unsigned int)share;
+			break;
+		case OPT_IP:
+			if (d->ncm_ips >= SIBD_CM_IPS_MAX) {
+				fprintf(stderr, "softibd: --ip: at most %d\n", SIBD_CM_IPS_MAX);
+				return -1;
+			}
+			d->cm_ips[d->ncm_ips++] = optarg;
 			break;
 		case OPT_AUTOSTART: o->autostart = true; break;
 		case OPT_DUMPABLE: o->dumpable = true; break;
@@ -435,7 +448,7 @@ static uint32_t at_most(rlim_t n, uint32_t cap)
  * a queued fd. */
 static void fd_limits(struct sibd *d)
 {
-	uint32_t xrcd_files, chans, dx_fds, pair_fds;
+	uint32_t xrcd_files, chans, dx_fds, pair_fds, cm_chans;
 	struct rlimit rl;
 	rlim_t spare = 0;
 
@@ -452,6 +465,8 @@ static void fd_limits(struct sibd *d)
 	spare -= pair_fds;
 	xrcd_files = at_most(spare / 4, SIBD_XRCD_FILES_MAX);
 	spare -= xrcd_files;
+	cm_chans = at_most(spare / 4, SIBD_UCMA_CHANS_MAX);
+	spare -= cm_chans;
 	chans = at_most(spare / 3, SIBD_MAI_CHANS_MAX);
 	spare -= chans;
 	sibd_mai_chans_max = chans;
@@ -459,6 +474,8 @@ static void fd_limits(struct sibd *d)
 	sibd_budget_set(d, SIBD_RES_PAIR, pair_fds);
 	sibd_budget_set(d, SIBD_RES_XRCD_FILE, xrcd_files);
 	sibd_budget_set(d, SIBD_RES_CHAN, chans);
+	sibd_budget_set(d, SIBD_RES_CM_CHAN, cm_chans);
+	sibd_budget_set(d, SIBD_RES_CM_ID, SIBD_UCMA_IDS_MAX);
 	sibd_budget_set(d, SIBD_RES_CONN, at_most(spare / 2, SIBD_MAX_CLIENTS));
 	sibd_budget_set(d, SIBD_RES_INBOX, SIB_MAX_INBOXES);
 }
@@ -560,6 +577,9 @@ static int setup_epoll(struct sibd *d)
 	ev.data.ptr = d->mai; /* every MAI channel, through mai_chan.c's epoll */
 	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_mai_poll_fd(d), &ev) < 0)
 		goto fail;
+	ev.data.ptr = d->ucma; /* every rdma_cm event channel, through ucma.c's epoll */
+	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_ucma_poll_fd(d), &ev) < 0)
+		goto fail;
 	ev.data.ptr = &d->issm; /* ISSM FIFO opens and closes (issm.c) */
 	if (epoll_ctl(d->ep_fd, EPOLL_CTL_ADD, sibd_issm_fd(d), &ev) < 0)
 		goto fail;
@@ -583,7 +603,8 @@ static int setup(struct sibd *d)
 	if (ret != SETUP_OK)
 		return ret;
 	if (sibd_subnet_attach(d) || sibd_fabric_load(d) || sibd_map_create(d) ||
-	    sibd_pairs_init(d) || sibd_mai_init(d) || sibd_issm_init(d) || setup_socket(d))
+	    sibd_pairs_init(d) || sibd_mai_init(d) || sibd_ucma_init(d) || sibd_issm_init(d) ||
+	    setup_socket(d))
 		return SETUP_FAILED;
 	if (setup_epoll(d)) {
 		unlink(d->sock_path);
@@ -605,6 +626,7 @@ static void teardown(struct sibd *d, bool listening)
 	while (d->clients)
 		sibd_client_release(d, d->clients);
 	sibd_pairs_fini(d);
+	sibd_ucma_fini(d);
 	sibd_mai_fini(d);
 	sibd_issm_fini(d);
 	sibd_mcast_fini(d);
@@ -752,6 +774,7 @@ static int run(struct sibd *d)
 			timeout = left > INT_MAX ? INT_MAX : (int)left;
 		}
 		timeout = sibd_mai_timeout(d, timeout);
+		timeout = sibd_ucma_timeout(d, timeout);
 		timeout = cm_timeout(d, timeout);
 		if (d->accept_resume_ms) {
 			left = d->accept_resume_ms - sibd_now_ms();
@@ -782,12 +805,15 @@ static int run(struct sibd *d)
 				sibd_mai_event(d);
 			else if (ev[i].data.ptr == &d->issm)
 				sibd_issm_event(d);
+			else if (ev[i].data.ptr == d->ucma)
+				sibd_ucma_event(d);
 			else
 				sibd_client_event(d, ev[i].data.ptr, ev[i].events);
 			sib_cm_dispatch(d->sn); /* what the MAD or command queued */
 		}
 		sibd_mai_timers(d);
 		sib_cm_dispatch(d->sn);
+		sibd_ucma_timers(d); /* the rdma_cm's timers and events (after routed MADs) */
 	}
 	return 0;
 }

@@ -44,6 +44,8 @@ enum sibd_res {
 	SIBD_RES_DX_FD,                 /* direct placement's memfds (DX_PUT, dx.c): an fd each */
 	SIBD_RES_PAIR,                  /* pair rings not taken by their receiver yet (pair.c),
 	                                 * charged to the sender's process: an fd each */
+	SIBD_RES_CM_CHAN,               /* rdma_cm event channels (ucma.c): a socketpair end each */
+	SIBD_RES_CM_ID,                 /* rdma_cm ids (ucma.c): a table slot each */
 	SIBD_RES_NUM,
 };
 
@@ -177,6 +179,10 @@ struct sibd {
 	/* MADs: MAI channels and the MAD router (mai_chan.c, mad_router.c) */
 	struct sibd_mai *mai;
 	struct sibd_issm *issm;         /* ISSM FIFOs (issm.c) */
+	struct sibd_ucma *ucma;         /* the rdma_cm's channels and ids (ucma.c) */
+#define SIBD_CM_IPS_MAX 64
+	const char *cm_ips[SIBD_CM_IPS_MAX]; /* --ip DEV:PORT=ADDR[/PREFIX] (ucma.c) */
+	unsigned int ncm_ips;
 
 	/* routes of the data path (route.c) */
 	uint32_t route_gen;             /* the map's route_gen, as last stored */
@@ -306,6 +312,9 @@ int sibd_cmd_port_set(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 /* client.c: a UD/RC/... QP of c by handle: its enum ibv_qp_type and the
  * inbox of its device context.  0, -EBADF (not c's QP) or -EIO (device gone). */
 int sibd_qp_info(struct sibd_client *c, uint32_t handle, uint32_t *qp_type, uint32_t *inbox);
+/* Is qpn a QP of a connection of process p?  0 and its device in *dev,
+ * or -ENOENT (ucma.c: CONNECT/ACCEPT name the caller's own QP). */
+int sibd_proc_qpn(struct sibd *d, const struct sibd_proc *p, uint32_t qpn, uint32_t *dev);
 /* The inbox of c's device context `handle`: 0, -EBADF (not c's device)
  * or -EIO (the device was removed). */
 int sibd_dev_inbox(struct sibd_client *c, uint32_t handle, uint32_t *inbox);

@@ -13,6 +13,7 @@
 #include "daemon/linkcfg.h"
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
+#include "daemon/ucma.h"
 #include "iba/cm.h"
 #include "subnet/cm.h"
 
@@ -152,6 +153,7 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 	}
 	sibd_link_status(d, f);
 	sibd_mai_status(d, f);
+	sibd_ucma_status(d, f);
 	fprintf(f, "counters bad_commands=%llu commands=%llu connections=%llu refused=%llu\n",
 		(unsigned long long)d->ctr.bad_commands, (unsigned long long)d->ctr.commands,
 		(unsigned long long)d->ctr.connections, (unsigned long long)d->ctr.refused);

@@ -337,6 +337,13 @@ static void deliver(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 			sib_sm_receive(sn, n, port, m);
 			return;
 		}
+		if (chan == SIB_MAD_CHAN_CMA) { /* an SA answer to the rdma_cm */
+			if (sn->cma_sa_receive)
+				sn->cma_sa_receive(sn, n, port, m);
+			else
+				drop(sn, n, port, m->qp, SIB_MAD_DROP_NO_AGENT);
+			return;
+		}
 		if (chan == SIB_MAD_CHAN_SMA || chan == SIB_MAD_CHAN_PMA) {
 			/* a TrapRepress or answer to softibd's own agent: it takes
 			 * (and counts) it without a reply */

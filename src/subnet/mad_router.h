@@ -30,6 +30,7 @@ struct sib_fab_node;
 #define SIB_MAD_CHAN_PMA	2u
 #define SIB_MAD_CHAN_SM		3u
 #define SIB_MAD_CHAN_CM		4u	/* the CM agent's MADs (cm.c) */
+#define SIB_MAD_CHAN_CMA	5u	/* the rdma_cm's SA queries (cma.c; 4 is the CM's) */
 #define SIB_MAD_CHAN_INTERNAL	15u	/* the last number the subnet keeps */
 
 /* Why the router did not deliver a MAD (one counter each, `softib status`

@@ -40,6 +40,11 @@ struct sib_subnet {
 	const struct sib_subnet_host *host;
 	void *host_ctx;
 	struct sib_cm *cm;              /* the CM agent's state (cm.c), made on first use */
+	struct sib_cma *cma;            /* the rdma_cm (cma.h), NULL until sib_cma_new */
+	/* where the router gives SA answers for SIB_MAD_CHAN_CMA: set by
+	 * sib_cma_new (so that a binary without the rdma_cm links no cma.o) */
+	void (*cma_sa_receive)(struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t port,
+			       const struct mai_mad *m);
 };
 
 /* ---- cm.c: the CM agent's side of the router and the context ---- */

@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: MIT
+# The drop-in librdmacm.so.1 (src/rdmacm/, docs/rdmacm.md):
+#   test_rdmacm          layouts, rdma_event_str, ENODEV without a device,
+#                        rdma_getaddrinfo, devices, channels and ids against
+#                        a private softibd (no connection partner);
+#   abi_rdmacm_exports   its export table against rdma-core v44's (the
+#                        checked-in table and the system library's, read
+#                        with objdump; never linked or loaded);
+#   rdmacm_*             unmodified rdmacm-utils and perftest clients, two
+#                        processes each, through LD_LIBRARY_PATH (rdmacm.sh).
+if(NOT TARGET rdmacm)
+  return()
+endif()
+sib_unit_test(test_rdmacm SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_rdmacm.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
+  LIBS rdmacm ibverbs Threads::Threads)
+target_compile_definitions(test_rdmacm PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+add_dependencies(test_rdmacm softibd)
+
+find_program(SIB_RDMACM_OBJDUMP objdump REQUIRED)
+find_program(SIB_RDMACM_READELF readelf REQUIRED)
+find_file(SIB_SYSTEM_LIBRDMACM librdmacm.so.1 PATHS /usr/lib/x86_64-linux-gnu /usr/lib64 /usr/lib NO_DEFAULT_PATH)
+if(NOT SIB_SYSTEM_LIBRDMACM)
+  set(SIB_SYSTEM_LIBRDMACM "")
+endif()
+add_test(NAME abi_rdmacm_exports
+  COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/abi/check_rdmacm_exports.sh
+          $<TARGET_FILE:rdmacm> ${CMAKE_CURRENT_LIST_DIR}/abi/librdmacm.expected
+          ${SIB_SYSTEM_LIBRDMACM})
+set_tests_properties(abi_rdmacm_exports PROPERTIES TIMEOUT 60 LABELS abi
+  ENVIRONMENT "OBJDUMP=${SIB_RDMACM_OBJDUMP};READELF=${SIB_RDMACM_READELF}")
+
+# Unmodified clients (Debian rdmacm-utils, perftest), in the order of value
+# of issue 16: rping, its reject, rping -q, ucmatose, rdma_server/client,
+# udaddy (SIDR), perftest -R, and per-device addresses.
+find_program(SIB_RPING rping)
+if(SIB_RPING)
+  foreach(c rping rping_two rping_reject rping_q ucmatose ucmatose_migrate rdma_server udaddy rping_dev)
+    sib_itest(rdmacm_${c} rdmacm.sh ${c})
+  endforeach()
+else()
+  message(STATUS "rdmacm integration tests skipped: no rping (Debian rdmacm-utils)")
+endif()
+find_program(SIB_IB_SEND_BW ib_send_bw)
+if(SIB_IB_SEND_BW)
+  sib_itest(rdmacm_send_bw rdmacm.sh send_bw)
+  sib_itest(rdmacm_write_lat rdmacm.sh write_lat)
+endif()
+if(EXISTS /usr/lib/python3/dist-packages/pyverbs)
+  sib_itest(rdmacm_pyverbs_cmid rdmacm.sh pyverbs_cmid)
+endif()

@@ -1,0 +1,907 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Unit tests of the rdma_cm (src/subnet/cma.c, cma_conn.c) over the IB CM
+ * (src/subnet/cm.c) and the MAD router of the default fabric, without
+ * softibd: a fake host whose verbs devices 0..3 are the fabric's CAs in
+ * order, whose clock is the test's, and which records every event.
+ * Bind rules and default addresses, address and route resolution (the
+ * PathRecord query answered by the built-in SA, counted), connect, accept,
+ * RTU, reject, no listener, disconnect both ways, TimeWait, SIDR,
+ * rdma_init_qp_attr's values, destroy during a handshake, owner cleanup,
+ * REQs lost until UNREACHABLE, a route query nobody answers.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <cmocka.h>
+
+#include "subnet/cm.h"
+#include "subnet/cma.h"
+#include "subnet/subnet_api.h"
+
+/* ---- the subnet's host: nothing but the router ---- */
+
+static void on_port(void *ctx, struct sib_fab_node *n, uint8_t pn, unsigned int what,
+		    uint16_t old_lid, uint8_t old_lmc)
+{
+	(void)ctx, (void)n, (void)pn, (void)what, (void)old_lid, (void)old_lmc;
+}
+
+static void on_route(void *ctx) { (void)ctx; }
+
+static void no_counters(void *ctx, const struct sib_fab_node *n, uint8_t pn,
+			struct sib_pma_counters *sum)
+{
+	(void)ctx, (void)n, (void)pn, (void)sum;
+}
+
+static void no_log(void *ctx, const char *line) { (void)ctx, (void)line; }
+
+static size_t agents_only(void *ctx, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
+			  const struct mai_filter_ent *tail, size_t ntail,
+			  const struct mai_filter_ent **ents)
+{
+	(void)ctx, (void)n, (void)port, (void)qp;
+	*ents = tail;
+	return ntail;
+}
+
+static int no_chan(void *ctx, uint32_t chan, const mai_mad_t *m)
+{
+	(void)ctx, (void)chan, (void)m;
+	return -ENOENT;
+}
+
+static int no_resp(void *ctx, uint32_t chan, const struct sib_fab_node *n, uint8_t port,
+		   uint8_t qp, const mai_mad_t *m)
+{
+	(void)ctx, (void)chan, (void)n, (void)port, (void)qp, (void)m;
+	return -ENOENT;
+}
+
+static const struct sib_subnet_host host = {
+	.port_changed = on_port, .route_changed = on_route, .data_counters = no_counters,
+	.log = no_log, .mad_filters = agents_only, .mad_push = no_chan,
+	.mad_response = no_resp,
+};
+
+/* ---- the rdma_cm's host ---- */
+
+#define MAX_EV 256
+struct rec {
+	struct sib_cma_id *id;
+	struct sib_ctl_cm_event ev;
+};
+
+static struct sib_fab_node *cas[8];
+static unsigned int ncas;
+static uint64_t now_ns = 1000000000ull;
+static struct rec evs[MAX_EV];
+static unsigned int nevs;
+static int refuse_req;		/* the host refuses CONNECT_REQUESTs */
+static bool in_call;
+
+static int cma_event(void *ctx, struct sib_cma_id *id, struct sib_ctl_cm_event *ev)
+{
+	(void)ctx;
+	assert_false(in_call);
+	if (ev->event == SIB_CMA_EV_CONNECT_REQUEST && refuse_req)
+		return 1;
+	assert_true(nevs < MAX_EV);
+	evs[nevs].id = id;
+	evs[nevs].ev = *ev;
+	nevs++;
+	return 0;
+}
+
+static struct sib_fab_node *cma_device(void *ctx, uint32_t d, uint32_t *gen)
+{
+	(void)ctx;
+	if (d >= ncas)
+		return NULL;
+	*gen = 1;
+	return cas[d];
+}
+
+static uint64_t cma_now(void *ctx)
+{
+	(void)ctx;
+	return now_ns;
+}
+
+static const struct sib_cma_host chost = {
+	.event = cma_event, .device = cma_device, .now_ns = cma_now,
+};
+
+struct fx {
+	struct sib_subnet *sn;
+	struct sib_cma *cma;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct sib_fab_node *n;
+	char err[128];
+
+	assert_non_null(f);
+	f->sn = sib_subnet_new(&host, NULL);
+	assert_int_equal(sib_subnet_load(f->sn, NULL, err, sizeof(err)), 0);
+	assert_int_equal(sib_mad_init(f->sn), 0);
+	ncas = 0;
+	for (unsigned int i = 0; (n = sib_subnet_node(f->sn, i)); i++)
+		if (n->type == SIB_NODE_CA && ncas < 8)
+			cas[ncas++] = n;
+	assert_true(ncas >= 2);
+	f->cma = sib_cma_new(f->sn, &chost, NULL);
+	assert_non_null(f->cma);
+	sib_cma_seed(f->cma, 42);
+	nevs = 0;
+	refuse_req = 0;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	sib_cma_delete(f->cma);
+	sib_mad_fini(f->sn);
+	sib_subnet_unload(f->sn);
+	sib_subnet_delete(f->sn);
+	free(f);
+	return 0;
+}
+
+/* ---- helpers ---- */
+
+#define CALL(x) ({ in_call = true; __typeof__(x) r_ = (x); in_call = false; r_; })
+
+static struct sockaddr_in sin4(const char *ip, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	assert_int_equal(inet_pton(AF_INET, ip, &a.sin_addr), 1);
+	return a;
+}
+
+static void run(struct fx *f)
+{
+	sib_cma_dispatch(f->cma);
+}
+
+/* The last event of id of type t since `from` (NULL: none). */
+static struct rec *ev_of(struct sib_cma_id *id, uint32_t t)
+{
+	for (int i = (int)nevs - 1; i >= 0; i--)
+		if ((!id || evs[i].id == id) && evs[i].ev.event == t)
+			return &evs[i];
+	return NULL;
+}
+
+static bool ud_ids; /* new_id makes UD ids in every port space */
+
+static struct sib_cma_id *new_id(struct fx *f, uint64_t owner, uint64_t uid, uint32_t ps)
+{
+	struct sib_cma_id *id = NULL;
+
+	assert_int_equal(CALL(sib_cma_create_id(f->cma, owner, uid, ps,
+						 ps == SIB_CMA_PS_UDP || ud_ids ? IBV_QPT_UD
+										 : IBV_QPT_RC,
+						 &id)), 0);
+	return id;
+}
+
+static int bind4(struct sib_cma_id *id, const char *ip, uint16_t port)
+{
+	struct sockaddr_in a = sin4(ip, port);
+
+	return CALL(sib_cma_bind(id, &a, sizeof(a)));
+}
+
+static uint16_t bound_port(const struct sib_cma_id *id, uint32_t *dev)
+{
+	struct sib_ctl_cm q;
+
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(id, &q);
+	if (dev)
+		*dev = q.dev_index;
+	return (uint16_t)(q.src_addr[2] << 8 | q.src_addr[3]);
+}
+
+/* An id of owner that resolved addr and route to dst:port from src (NULL: none). */
+static struct sib_cma_id *resolved(struct fx *f, uint64_t owner, uint32_t ps, const char *src,
+				   const char *dst, uint16_t port)
+{
+	struct sib_cma_id *id = new_id(f, owner, 0xC0 + owner, ps);
+	struct sockaddr_in s = src ? sin4(src, 0) : (struct sockaddr_in){ 0 };
+	struct sockaddr_in d = sin4(dst, port);
+
+	assert_int_equal(CALL(sib_cma_resolve_addr(id, &s, src ? sizeof(s) : 0, &d, sizeof(d),
+						   2000)), 0);
+	run(f);
+	assert_non_null(ev_of(id, SIB_CMA_EV_ADDR_RESOLVED));
+	assert_int_equal(CALL(sib_cma_resolve_route(id, 2000)), 0);
+	run(f);
+	assert_non_null(ev_of(id, SIB_CMA_EV_ROUTE_RESOLVED));
+	return id;
+}
+
+static struct sib_cma_id *listener(struct fx *f, uint64_t owner, uint32_t ps, const char *ip,
+				   uint16_t port)
+{
+	struct sib_cma_id *l = new_id(f, owner, 0x100 + owner, ps);
+
+	assert_int_equal(bind4(l, ip, port), 0);
+	assert_int_equal(CALL(sib_cma_listen(l, 8)), 0);
+	return l;
+}
+
+static struct sib_cm_conn conn_of(uint32_t qpn)
+{
+	return (struct sib_cm_conn){ .qp_num = qpn, .responder_resources = 4,
+				     .initiator_depth = 2, .retry_count = 7,
+				     .rnr_retry_count = 6, .qp_type = IBV_QPT_RC };
+}
+
+/* A connection: client (owner 1, on softib1) to a listener (owner 2,
+ * softib0) on 127.1.0.1:port, up to ESTABLISHED on both sides. */
+static void connect_pair(struct fx *f, uint16_t port, struct sib_cma_id **cli,
+			 struct sib_cma_id **srv)
+{
+	struct sib_cma_id *l = listener(f, 2, SIB_CMA_PS_TCP, "127.1.0.1", port);
+	struct sib_cma_id *c = resolved(f, 1, SIB_CMA_PS_TCP, "127.1.1.1", "127.1.0.1", port);
+	struct sib_cm_conn cc = conn_of(0x111), sc = conn_of(0x222);
+	struct rec *r;
+
+	(void)l;
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, (const uint8_t *)"hello", 5)), 0);
+	run(f);
+	r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST);
+	assert_non_null(r);
+	*srv = r->id;
+	assert_int_equal(CALL(sib_cma_accept(*srv, &sc, (const uint8_t *)"world", 5)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_CONNECT_RESPONSE));
+	assert_int_equal(CALL(sib_cma_accept(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(ev_of(*srv, SIB_CMA_EV_ESTABLISHED));
+	*cli = c;
+}
+
+/* ---- tests ---- */
+
+static void test_default_addresses(void **state)
+{
+	(void)state;
+	assert_int_equal(sib_cma_default_ip4(0, 1), 0x7f010001u);
+	assert_int_equal(sib_cma_default_ip4(3, 2), 0x7f010302u);
+}
+
+static void test_addr_add(void **state)
+{
+	struct fx *f = *state;
+	struct sockaddr_in a = sin4("10.1.0.1", 0);
+	uint32_t dev;
+
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 24), 0);
+	assert_int_equal(sib_cma_addr_add(f->cma, 2, 1, &a, sizeof(a), 24), -EEXIST);
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 0, &a, sizeof(a), 24), -EINVAL);
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 33), -EINVAL);
+	a = sin4("127.1.0.1", 0); /* softib0's default */
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 8), -EEXIST);
+	a = sin4("0.0.0.0", 0);
+	assert_int_equal(sib_cma_addr_add(f->cma, 1, 1, &a, sizeof(a), 8), -EINVAL);
+	struct sib_cma_id *id = new_id(f, 1, 1, SIB_CMA_PS_TCP);
+	assert_int_equal(bind4(id, "10.1.0.1", 1), 0);
+	bound_port(id, &dev);
+	assert_int_equal(dev, 1);
+	/* and it resolves as a destination */
+	id = resolved(f, 1, SIB_CMA_PS_TCP, "127.1.0.1", "10.1.0.1", 5);
+	struct sib_ctl_cm q;
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(id, &q);
+	assert_int_equal(q.paths[0].dlid, cas[1]->mgmt->port[1].pi.lid);
+}
+
+static void test_bind_rules(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *a = new_id(f, 1, 1, SIB_CMA_PS_TCP), *b = new_id(f, 1, 2, SIB_CMA_PS_TCP);
+	struct sib_cma_id *c = new_id(f, 1, 3, SIB_CMA_PS_TCP), *u = new_id(f, 1, 4, SIB_CMA_PS_UDP);
+	struct sib_cma_id *e = new_id(f, 1, 5, SIB_CMA_PS_TCP), *lo = new_id(f, 1, 6, SIB_CMA_PS_TCP);
+	struct sib_cma_id *x = new_id(f, 1, 7, SIB_CMA_PS_TCP);
+	uint32_t dev;
+	int one = 1;
+
+	/* the default address of softib1 port 1 attaches that device */
+	assert_int_equal(bind4(a, "127.1.1.1", 7000), 0);
+	assert_int_equal(bound_port(a, &dev), 7000);
+	assert_int_equal(dev, 1);
+	assert_int_equal(bind4(a, "127.1.1.1", 7001), -EINVAL); /* bound already */
+	assert_int_equal(bind4(b, "127.1.1.1", 7000), -EADDRINUSE);
+	assert_int_equal(bind4(b, "0.0.0.0", 7000), -EADDRNOTAVAIL); /* wildcard beside it */
+	assert_int_equal(bind4(b, "127.1.0.1", 7000), 0);             /* another address */
+	/* another port space has its own table */
+	assert_int_equal(bind4(u, "127.1.1.1", 7000), 0);
+	/* REUSEADDR on both: shared */
+	assert_int_equal(CALL(sib_cma_set_option(c, 0, 1, &one, sizeof(one))), 0);
+	assert_int_equal(bind4(c, "127.1.1.1", 7000), -EADDRINUSE); /* a has none */
+	assert_int_equal(CALL(sib_cma_set_option(e, 0, 1, &one, sizeof(one))), 0);
+	assert_int_equal(bind4(e, "127.1.2.1", 7100), 0);
+	assert_int_equal(bind4(c, "127.1.2.1", 7100), 0);
+	/* loopback no port owns: bound, no device yet (cma_bind_loopback later) */
+	assert_int_equal(bind4(lo, "127.0.0.1", 0), 0);
+	assert_true(bound_port(lo, &dev) >= SIB_CMA_EPHEMERAL_LO);
+	assert_true(bound_port(lo, NULL) <= SIB_CMA_EPHEMERAL_HI);
+	assert_int_equal(dev, SIB_CM_NO_DEVICE);
+	/* an address no port owns and not loopback */
+	assert_int_equal(bind4(x, "10.1.2.3", 7000), -EADDRNOTAVAIL);
+	assert_int_equal(bind4(x, "127.1.9.1", 7000), 0); /* no device 9: plain loopback */
+	assert_int_equal(sib_cma_id_dev(x), SIB_CM_NO_DEVICE);
+	/* AFONLY only before listening; a bad option length */
+	assert_int_equal(CALL(sib_cma_set_option(x, 0, 2, &one, 1)), -EINVAL);
+	assert_int_equal(CALL(sib_cma_set_option(x, 0, 9, &one, sizeof(one))), -ENOSYS);
+	/* a destroyed id frees its port */
+	sib_cma_destroy_id(a);
+	assert_int_equal(bind4(new_id(f, 1, 8, SIB_CMA_PS_TCP), "127.1.1.1", 7000), 0);
+	/* IPv6 ::1 */
+	struct sockaddr_in6 s6 = { .sin6_family = AF_INET6, .sin6_port = htons(7000),
+				   .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	assert_int_equal(CALL(sib_cma_bind(new_id(f, 1, 9, SIB_CMA_PS_IB), &s6, sizeof(s6))), 0);
+	/* a bad family, a short address */
+	uint8_t junk[16] = { 99 };
+	assert_int_equal(CALL(sib_cma_bind(new_id(f, 1, 10, SIB_CMA_PS_TCP), junk, 16)),
+			 -EAFNOSUPPORT);
+	assert_int_equal(CALL(sib_cma_bind(new_id(f, 1, 11, SIB_CMA_PS_TCP), junk, 1)), -EINVAL);
+	sib_cma_destroy_owner(f->cma, 1);
+	assert_int_equal(sib_cma_counters(f->cma)->ids, 0);
+}
+
+static void test_ephemeral_unique(void **state)
+{
+	struct fx *f = *state;
+	uint16_t seen[64];
+
+	for (int i = 0; i < 64; i++) {
+		struct sib_cma_id *id = new_id(f, 1, (uint64_t)i, SIB_CMA_PS_TCP);
+
+		assert_int_equal(bind4(id, "0.0.0.0", 0), 0);
+		seen[i] = bound_port(id, NULL);
+		assert_true(seen[i] >= SIB_CMA_EPHEMERAL_LO && seen[i] <= SIB_CMA_EPHEMERAL_HI);
+		for (int j = 0; j < i; j++)
+			assert_int_not_equal(seen[i], seen[j]);
+	}
+}
+
+static void test_resolve(void **state)
+{
+	struct fx *f = *state;
+	uint64_t sa0 = sib_subnet_mad_counters(f->sn)->sa;
+	struct sib_cma_id *id = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.0.0.1", 7471);
+	struct sib_ctl_cm q;
+	struct rec *r;
+
+	/* the PathRecord query really went through the SA */
+	assert_int_equal(sib_subnet_mad_counters(f->sn)->sa, sa0 + 1);
+	assert_int_equal(sib_cma_counters(f->cma)->route_answers, 1);
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(id, &q);
+	/* loopback: the first ACTIVE port, DGID = SGID */
+	assert_int_equal(q.dev_index, 0);
+	assert_int_equal(q.port_num, 1);
+	assert_memory_equal(q.sgid, q.dgid, 16);
+	assert_int_equal(q.num_paths, 1);
+	assert_int_equal(q.paths[0].slid, cas[0]->mgmt->port[1].pi.lid);
+	assert_int_equal(q.paths[0].dlid, cas[0]->mgmt->port[1].pi.lid);
+	assert_true(bound_port(id, NULL) >= SIB_CMA_EPHEMERAL_LO);
+	r = ev_of(id, SIB_CMA_EV_ADDR_RESOLVED);
+	assert_int_equal(r->ev.uid, 0xC1);
+	assert_int_equal(r->ev.dev_index, 0);
+
+	/* a default address of another device: that device's GID */
+	id = resolved(f, 1, SIB_CMA_PS_TCP, "127.1.1.1", "127.1.0.1", 7471);
+	sib_cma_query(id, &q);
+	assert_int_equal(q.dev_index, 1);
+	assert_int_equal(q.paths[0].slid, cas[1]->mgmt->port[1].pi.lid);
+	assert_int_equal(q.paths[0].dlid, cas[0]->mgmt->port[1].pi.lid);
+
+	/* an address nobody owns */
+	struct sib_cma_id *bad = new_id(f, 1, 77, SIB_CMA_PS_TCP);
+	struct sockaddr_in d = sin4("10.9.9.9", 1);
+	assert_int_equal(CALL(sib_cma_resolve_addr(bad, NULL, 0, &d, sizeof(d), 100)), 0);
+	run(f);
+	assert_non_null(r = ev_of(bad, SIB_CMA_EV_ADDR_ERROR));
+	assert_true(r->ev.status < 0);
+	assert_int_equal(CALL(sib_cma_resolve_route(bad, 100)), -EINVAL);
+	/* route before address */
+	assert_int_equal(CALL(sib_cma_resolve_route(new_id(f, 1, 78, SIB_CMA_PS_TCP), 100)),
+			 -EINVAL);
+}
+
+static void test_route_timeout(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *id = new_id(f, 1, 5, SIB_CMA_PS_TCP);
+	struct sockaddr_in d = sin4("127.1.1.1", 9);
+	struct rec *r;
+	uint16_t sm = cas[1]->mgmt->port[1].pi.master_sm_lid;
+
+	assert_int_equal(CALL(sib_cma_resolve_addr(id, NULL, 0, &d, sizeof(d), 100)), 0);
+	run(f);
+	cas[1]->mgmt->port[1].pi.master_sm_lid = 0xBFFF; /* an SM nobody is */
+	assert_int_equal(CALL(sib_cma_resolve_route(id, 500)), 0);
+	run(f);
+	assert_null(ev_of(id, SIB_CMA_EV_ROUTE_RESOLVED));
+	now_ns += 400000000ull;
+	sib_cma_tick(f->cma, now_ns);
+	assert_null(ev_of(id, SIB_CMA_EV_ROUTE_ERROR));
+	now_ns += 200000000ull;
+	sib_cma_tick(f->cma, now_ns);
+	assert_non_null(r = ev_of(id, SIB_CMA_EV_ROUTE_ERROR));
+	assert_int_equal(r->ev.status, -ETIMEDOUT);
+	cas[1]->mgmt->port[1].pi.master_sm_lid = sm;
+	/* RDMA_OPTION_IB_PATH: the path given, ROUTE_RESOLVED at once, no query */
+	struct sib_cma_id *ip = new_id(f, 1, 6, SIB_CMA_PS_TCP);
+	struct sib_cm_path path = { .dlid = 77, .slid = 78, .pkey = 0xffff, .mtu = 5 };
+	uint64_t q0 = sib_cma_counters(f->cma)->route_queries;
+	assert_int_equal(CALL(sib_cma_resolve_addr(ip, NULL, 0, &d, sizeof(d), 100)), 0);
+	assert_int_equal(CALL(sib_cma_set_option(ip, 1, 1, &path, 20)), -EINVAL);
+	assert_int_equal(CALL(sib_cma_set_option(ip, 1, 1, &path, sizeof(path))), 0);
+	run(f);
+	assert_non_null(ev_of(ip, SIB_CMA_EV_ROUTE_RESOLVED));
+	assert_int_equal(sib_cma_counters(f->cma)->route_queries, q0);
+	struct sib_ctl_cm q;
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(ip, &q);
+	assert_int_equal(q.paths[0].dlid, 77);
+	assert_int_equal(q.num_paths, 1);
+	/* and then it can be asked again */
+	assert_int_equal(CALL(sib_cma_resolve_route(id, 500)), 0);
+	run(f);
+	assert_non_null(ev_of(id, SIB_CMA_EV_ROUTE_RESOLVED));
+}
+
+static void test_connect_accept(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s;
+	struct sib_cm_qp_attr ci, cr, ct, si, sr, st;
+	struct rec *r;
+
+	connect_pair(f, 7471, &c, &s);
+	/* the CONNECT_REQUEST: the user's data after the CMA header, 56 bytes */
+	r = ev_of(s, SIB_CMA_EV_CONNECT_REQUEST);
+	assert_int_equal(r->ev.pdata_len, 56);
+	assert_memory_equal(r->ev.pdata, "hello", 5);
+	assert_int_equal(r->ev.listen_uid, 0x102);
+	assert_int_equal(r->ev.uid, 0);
+	assert_int_equal(r->ev.conn.qp_num, 0x111);
+	assert_int_equal(r->ev.conn.responder_resources, 2); /* the peer's turned round */
+	assert_int_equal(r->ev.conn.initiator_depth, 4);
+	assert_int_equal(r->ev.dev_index, 0);
+	assert_int_equal(sib_cma_id_owner(s), 2);
+	/* the passive id's addresses: the one asked for, and the client's */
+	struct sib_ctl_cm q;
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(s, &q);
+	assert_int_equal(q.src_addr[2] << 8 | q.src_addr[3], 7471);
+	assert_memory_equal(q.src_addr + 4, "\x7f\x01\x00\x01", 4);
+	assert_memory_equal(q.dst_addr + 4, "\x7f\x01\x01\x01", 4);
+	/* CONNECT_RESPONSE: the REP's data (196 bytes) and QPN */
+	r = ev_of(c, SIB_CMA_EV_CONNECT_RESPONSE);
+	assert_int_equal(r->ev.pdata_len, 196);
+	assert_memory_equal(r->ev.pdata, "world", 5);
+	assert_int_equal(r->ev.conn.qp_num, 0x222);
+	/* rdma_init_qp_attr on both sides */
+	assert_int_equal(sib_cma_init_qp_attr(c, IBV_QPS_INIT, &ci), 0);
+	assert_int_equal(sib_cma_init_qp_attr(c, IBV_QPS_RTR, &cr), 0);
+	assert_int_equal(sib_cma_init_qp_attr(c, IBV_QPS_RTS, &ct), 0);
+	assert_int_equal(sib_cma_init_qp_attr(s, IBV_QPS_INIT, &si), 0);
+	assert_int_equal(sib_cma_init_qp_attr(s, IBV_QPS_RTR, &sr), 0);
+	assert_int_equal(sib_cma_init_qp_attr(s, IBV_QPS_RTS, &st), 0);
+	assert_int_equal(ci.mask, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX |
+			 IBV_QP_PORT);
+	assert_int_equal(ci.qp_access_flags, IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC);
+	assert_int_equal(ci.port_num, 1);
+	assert_int_equal(cr.mask, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			 IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	assert_int_equal(cr.dest_qp_num, 0x222);
+	assert_int_equal(sr.dest_qp_num, 0x111);
+	assert_int_equal(cr.ah.dlid, cas[0]->mgmt->port[1].pi.lid);
+	assert_int_equal(sr.ah.dlid, cas[1]->mgmt->port[1].pi.lid);
+	assert_int_equal(cr.rq_psn, st.sq_psn); /* each side's own PSN is its rq_psn */
+	assert_int_equal(sr.rq_psn, ct.sq_psn);
+	assert_int_equal(cr.min_rnr_timer, 0);
+	assert_int_equal(cr.path_mtu, sr.path_mtu);
+	assert_int_equal(ct.mask, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			 IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	assert_int_equal(ct.retry_cnt, 7);
+	assert_int_equal(st.retry_cnt, 7);
+	assert_true(ct.timeout > 0 && st.timeout > 0);
+	/* ACK_TIMEOUT overrides the RTS timeout */
+	uint8_t t = 18;
+	assert_int_equal(CALL(sib_cma_set_option(c, 0, 3, &t, 1)), 0);
+	assert_int_equal(sib_cma_init_qp_attr(c, IBV_QPS_RTS, &ct), 0);
+	assert_int_equal(ct.timeout, 18);
+	assert_int_equal(sib_cma_init_qp_attr(c, 7, &ct), -EINVAL);
+	assert_int_equal(sib_cma_counters(f->cma)->established, 2);
+	/* accepting twice, connecting again: wrong state */
+	struct sib_cm_conn cc = conn_of(0x111);
+	assert_int_equal(CALL(sib_cma_accept(s, &cc, NULL, 0)), -EINVAL);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), -EINVAL);
+}
+
+/* rdma_notify(IBV_EVENT_COMM_EST): the passive side established without
+ * the RTU (its QP got a packet first). */
+static void test_notify(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_conn cc = conn_of(0x999);
+	struct sib_cma_id *c, *s;
+	struct rec *r;
+
+	listener(f, 2, SIB_CMA_PS_TCP, "0.0.0.0", 7540);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7540);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	s = r->id;
+	assert_int_equal(CALL(sib_cma_notify(s, IBV_EVENT_COMM_EST)), 0); /* too early: nothing */
+	run(f);
+	assert_null(ev_of(s, SIB_CMA_EV_ESTABLISHED));
+	assert_int_equal(CALL(sib_cma_accept(s, &cc, NULL, 0)), 0);
+	run(f);
+	assert_int_equal(CALL(sib_cma_notify(s, IBV_EVENT_COMM_EST)), 0);
+	run(f);
+	assert_non_null(ev_of(s, SIB_CMA_EV_ESTABLISHED));
+	/* the RTU that comes later changes nothing */
+	assert_int_equal(CALL(sib_cma_accept(c, &cc, NULL, 0)), 0);
+	unsigned int n = nevs;
+	run(f);
+	for (unsigned int i = n; i < nevs; i++)
+		assert_false(evs[i].id == s && evs[i].ev.event == SIB_CMA_EV_ESTABLISHED);
+}
+
+static void test_disconnect(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s;
+
+	connect_pair(f, 7472, &c, &s);
+	assert_int_equal(CALL(sib_cma_disconnect(c)), 0);
+	run(f);
+	assert_non_null(ev_of(s, SIB_CMA_EV_DISCONNECTED));
+	assert_null(ev_of(c, SIB_CMA_EV_DISCONNECTED));
+	assert_int_equal(CALL(sib_cma_disconnect(s)), 0); /* the DREP */
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_DISCONNECTED));
+	assert_int_equal(CALL(sib_cma_disconnect(c)), -EINVAL);
+	for (int i = 0; i < 100 && !(ev_of(c, SIB_CMA_EV_TIMEWAIT_EXIT) &&
+				     ev_of(s, SIB_CMA_EV_TIMEWAIT_EXIT)); i++) {
+		now_ns += 100000000ull;
+		sib_cma_tick(f->cma, now_ns);
+	}
+	assert_non_null(ev_of(c, SIB_CMA_EV_TIMEWAIT_EXIT));
+	assert_non_null(ev_of(s, SIB_CMA_EV_TIMEWAIT_EXIT));
+
+	/* the other way round */
+	connect_pair(f, 7473, &c, &s);
+	assert_int_equal(CALL(sib_cma_disconnect(s)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_DISCONNECTED));
+	assert_int_equal(CALL(sib_cma_disconnect(c)), 0);
+	run(f);
+	assert_non_null(ev_of(s, SIB_CMA_EV_DISCONNECTED));
+}
+
+static void test_reject(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s;
+	struct sib_cm_conn cc = conn_of(0x333);
+	struct rec *r;
+
+	listener(f, 2, SIB_CMA_PS_TCP, "0.0.0.0", 7480);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, "127.1.1.1", "127.1.0.1", 7480);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	s = r->id;
+	/* before ACCEPT the passive side moves its QP to RTR and RTS (rdma_accept) */
+	struct sib_cm_qp_attr qa;
+	assert_int_equal(sib_cma_init_qp_attr(s, IBV_QPS_RTR, &qa), 0);
+	assert_int_equal(qa.dest_qp_num, 0x333);
+	assert_int_equal(sib_cma_init_qp_attr(s, IBV_QPS_RTS, &qa), 0);
+	assert_true(qa.mask & IBV_QP_SQ_PSN);
+	assert_int_equal(CALL(sib_cma_reject(s, 0, (const uint8_t *)"no", 2)), 0);
+	run(f);
+	assert_non_null(r = ev_of(c, SIB_CMA_EV_REJECTED));
+	assert_int_equal(r->ev.status, 28);
+	assert_int_equal(r->ev.pdata_len, 148);
+	assert_memory_equal(r->ev.pdata, "no", 2);
+	assert_int_equal(CALL(sib_cma_reject(s, 0, NULL, 0)), -EINVAL);
+	assert_int_equal(CALL(sib_cma_reject(s, 99, NULL, 0)), -EINVAL);
+
+	/* no listener on that port: the CM's REJ 8 */
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.0.0.1", 7999);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(c, SIB_CMA_EV_REJECTED));
+	assert_int_equal(r->ev.status, 8);
+
+	/* a listener on another address of that port takes nothing */
+	listener(f, 2, SIB_CMA_PS_TCP, "127.1.2.1", 7481);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7481);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_REJECTED));
+	assert_int_equal(sib_cma_counters(f->cma)->req_dropped, 1);
+
+	/* the host refuses the new id (a budget): rejected, nothing leaks */
+	uint64_t ids = sib_cma_counters(f->cma)->ids;
+	refuse_req = 1;
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.0.0.1", 7480);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_REJECTED));
+	assert_int_equal(sib_cma_counters(f->cma)->ids, ids + 1);
+}
+
+static void test_listener_match(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *l0 = listener(f, 2, SIB_CMA_PS_TCP, "127.1.0.1", 7490);
+	struct sib_cma_id *l1 = listener(f, 3, SIB_CMA_PS_TCP, "127.1.1.1", 7490);
+	struct sib_cma_id *c;
+	struct sib_cm_conn cc = conn_of(0x444);
+	struct rec *r;
+
+	/* two listeners on one port and two addresses: the address picks */
+	c = resolved(f, 1, SIB_CMA_PS_TCP, "127.1.0.1", "127.1.1.1", 7490);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	assert_int_equal(r->ev.listen_uid, 0x103);
+	assert_ptr_equal(sib_cma_id_listener(r->id), l1);
+	assert_int_equal(sib_cma_id_owner(r->id), 3);
+	/* a listener on 127.0.0.1 takes any destination (cma_match_private_data) */
+	listener(f, 4, SIB_CMA_PS_TCP, "127.0.0.1", 7491);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.1.1", 7491);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	assert_int_equal(r->ev.listen_uid, 0x104);
+	/* LISTEN twice on a shared port without REUSEADDR: refused */
+	(void)l0;
+	sib_cma_destroy_id(l0);
+	sib_cma_destroy_id(l1);
+}
+
+static void test_sidr(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s;
+	struct sib_cm_conn sc = { .qp_num = 0x555, .qp_type = IBV_QPT_UD };
+	struct sib_cm_qp_attr a;
+	struct rec *r;
+
+	listener(f, 2, SIB_CMA_PS_UDP, "127.1.0.1", 7174);
+	c = resolved(f, 1, SIB_CMA_PS_UDP, "127.1.1.1", "127.1.0.1", 7174);
+	assert_int_equal(CALL(sib_cma_connect(c, &sc, (const uint8_t *)"udp", 3)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	s = r->id;
+	assert_int_equal(r->ev.pdata_len, 180);
+	assert_memory_equal(r->ev.pdata, "udp", 3);
+	assert_int_equal(r->ev.ah.dlid, cas[1]->mgmt->port[1].pi.lid);
+	assert_int_equal(CALL(sib_cma_accept(s, &sc, NULL, 0)), 0);
+	run(f);
+	assert_null(ev_of(s, SIB_CMA_EV_ESTABLISHED)); /* no passive event for UD */
+	assert_non_null(r = ev_of(c, SIB_CMA_EV_ESTABLISHED));
+	assert_int_equal(r->ev.ud_qp_num, 0x555);
+	assert_int_equal(r->ev.ud_qkey, SIB_CMA_UDP_QKEY);
+	assert_int_equal(r->ev.ah.dlid, cas[0]->mgmt->port[1].pi.lid);
+	assert_int_equal(r->ev.pdata_len, 136);
+	assert_int_equal(sib_cma_init_qp_attr(c, IBV_QPS_INIT, &a), 0);
+	assert_int_equal(a.mask, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+	assert_int_equal(a.qkey, SIB_CMA_UDP_QKEY);
+	assert_int_equal(sib_cma_init_qp_attr(c, IBV_QPS_RTS, &a), 0);
+	assert_int_equal(a.mask, IBV_QP_STATE | IBV_QP_SQ_PSN);
+	assert_int_equal(a.sq_psn, 0);
+
+	/* the IB port space: the Q_Key ACCEPT gives, never a controlled one */
+	ud_ids = true;
+	listener(f, 2, SIB_CMA_PS_IB, "127.1.0.1", 7175);
+	c = resolved(f, 1, SIB_CMA_PS_IB, "127.1.1.1", "127.1.0.1", 7175);
+	ud_ids = false;
+	assert_int_equal(CALL(sib_cma_connect(c, &sc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	s = r->id;
+	sc.qkey = 0x80000001u;
+	assert_int_equal(CALL(sib_cma_accept(s, &sc, NULL, 0)), -EINVAL);
+	sc.qkey = 0x1234;
+	assert_int_equal(CALL(sib_cma_accept(s, &sc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(c, SIB_CMA_EV_ESTABLISHED));
+	assert_int_equal(r->ev.ud_qkey, 0x1234);
+	sc.qkey = 0;
+
+	/* the IPOIB port space: the broadcast group's Q_Key */
+	struct sib_cma_id *ipo = NULL;
+	struct sockaddr_in d4 = sin4("127.0.0.1", 9);
+	assert_int_equal(sib_cma_create_id(f->cma, 1, 1, SIB_CMA_PS_IPOIB, IBV_QPT_RC, &ipo),
+			 -EINVAL);
+	assert_int_equal(sib_cma_create_id(f->cma, 1, 1, SIB_CMA_PS_IPOIB, IBV_QPT_UD, &ipo), 0);
+	assert_int_equal(CALL(sib_cma_resolve_addr(ipo, NULL, 0, &d4, sizeof(d4), 100)), 0);
+	assert_int_equal(sib_cma_init_qp_attr(ipo, IBV_QPS_INIT, &a), 0);
+	assert_int_equal(a.qkey, SIB_CMA_IPOIB_QKEY);
+
+	/* a SIDR_REQ for no listener: UNREACHABLE with the SIDR_REP status */
+	c = resolved(f, 1, SIB_CMA_PS_UDP, NULL, "127.1.0.1", 7999);
+	assert_int_equal(CALL(sib_cma_connect(c, &sc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(c, SIB_CMA_EV_UNREACHABLE));
+	assert_int_equal(r->ev.status, 1);
+	/* rejected: status 2 */
+	c = resolved(f, 1, SIB_CMA_PS_UDP, NULL, "127.1.0.1", 7174);
+	assert_int_equal(CALL(sib_cma_connect(c, &sc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	assert_int_equal(CALL(sib_cma_reject(r->id, 0, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(c, SIB_CMA_EV_UNREACHABLE));
+	assert_int_equal(r->ev.status, 2);
+}
+
+static void test_destroy_in_handshake(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s;
+	struct sib_cm_conn cc = conn_of(0x666);
+	struct rec *r;
+
+	listener(f, 2, SIB_CMA_PS_TCP, "0.0.0.0", 7500);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7500);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	s = r->id;
+	sib_cma_destroy_id(s); /* the passive side goes: REJ */
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_REJECTED));
+
+	/* the active side goes after the REP: the passive side's REJECTED */
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7500);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	s = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST)->id;
+	assert_int_equal(CALL(sib_cma_accept(s, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_CONNECT_RESPONSE));
+	unsigned int before = nevs;
+	assert_true(sib_cma_destroy_id(c) >= 3);
+	run(f);
+	assert_true(nevs > before);
+	assert_non_null(ev_of(s, SIB_CMA_EV_REJECTED));
+}
+
+static void test_owner_cleanup(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s;
+
+	connect_pair(f, 7510, &c, &s);
+	sib_cma_destroy_owner(f->cma, 2); /* the server's process died: DREQ */
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_DISCONNECTED));
+	sib_cma_destroy_owner(f->cma, 1);
+	assert_int_equal(sib_cma_counters(f->cma)->ids, 0);
+}
+
+static void test_node_gone(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s, *l;
+	struct sib_cm_conn cc = conn_of(0x888);
+	struct rec *r;
+
+	connect_pair(f, 7530, &c, &s);
+	sib_cma_node_gone(f->cma, cas[0]); /* softib0 unregistered */
+	run(f);
+	assert_non_null(ev_of(s, SIB_CMA_EV_DEVICE_REMOVAL));
+	assert_non_null(ev_of(c, SIB_CMA_EV_DISCONNECTED));
+	assert_int_equal(sib_cma_id_dev(s), SIB_CM_NO_DEVICE);
+	assert_int_equal(CALL(sib_cma_disconnect(s)), -EINVAL);
+	/* a wildcard listener still takes connections (its CM listener moved) */
+	l = listener(f, 2, SIB_CMA_PS_TCP, "0.0.0.0", 7531);
+	sib_cma_node_gone(f->cma, cas[0]);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.1.1", 7531);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+	assert_ptr_equal(sib_cma_id_listener(r->id), l);
+}
+
+static bool drop_all(void *ctx, const uint8_t *mad, uint16_t slid, uint16_t dlid)
+{
+	(void)ctx, (void)mad, (void)slid, (void)dlid;
+	return true;
+}
+
+/* A DREQ nobody answers: DISCONNECTED with -ETIMEDOUT after its retries. */
+static void test_dreq_timeout(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s;
+	struct rec *r = NULL;
+
+	connect_pair(f, 7550, &c, &s);
+	sib_cm_set_tx_drop(f->sn, drop_all, NULL);
+	assert_int_equal(CALL(sib_cma_disconnect(c)), 0);
+	for (int i = 0; i < 2000 && !(r = ev_of(c, SIB_CMA_EV_DISCONNECTED)); i++) {
+		now_ns += 100000000ull;
+		sib_cma_tick(f->cma, now_ns);
+	}
+	sib_cm_set_tx_drop(f->sn, NULL, NULL);
+	assert_non_null(r);
+	assert_int_equal(r->ev.status, -ETIMEDOUT);
+	assert_null(ev_of(s, SIB_CMA_EV_DISCONNECTED)); /* it never heard */
+}
+
+static void test_unreachable(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cm_conn cc = conn_of(0x777);
+	struct sib_cma_id *c;
+	struct rec *r = NULL;
+
+	listener(f, 2, SIB_CMA_PS_TCP, "0.0.0.0", 7520);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7520);
+	sib_cm_set_tx_drop(f->sn, drop_all, NULL);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	for (int i = 0; i < 2000 && !(r = ev_of(c, SIB_CMA_EV_UNREACHABLE)); i++) {
+		now_ns += 100000000ull;
+		sib_cma_tick(f->cma, now_ns);
+	}
+	sib_cm_set_tx_drop(f->sn, NULL, NULL);
+	assert_non_null(r);
+	assert_int_equal(r->ev.status, -ETIMEDOUT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_default_addresses),
+		cmocka_unit_test_setup_teardown(test_addr_add, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bind_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ephemeral_unique, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_resolve, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_route_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_connect_accept, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_disconnect, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notify, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reject, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_listener_match, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sidr, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_destroy_in_handshake, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_owner_cleanup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unreachable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_node_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dreq_timeout, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

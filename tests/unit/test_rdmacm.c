@@ -266,9 +266,11 @@ static void test_channel_destroyed_under_reader(void **state)
 	rdma_destroy_event_channel(ch);
 	usleep(300 * 1000);
 	assert_int_equal(atomic_load(&reader_returned), 0);
-	assert_int_equal(pthread_cancel(t), 0);
-	assert_int_equal(pthread_join(t, NULL), 0);
-	assert_int_equal(atomic_load(&reader_returned), 0);
+	/* Left blocked until the process exits: cancelling it (an unwind
+	 * through the library's frames) trips AddressSanitizer's thread
+	 * teardown (a stack-buffer-underflow in its sigaltstack interceptor),
+	 * which is not what this test is about. */
+	assert_int_equal(pthread_detach(t), 0);
 }
 
 static void test_ids(void **state)

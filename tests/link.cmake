@@ -24,6 +24,9 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib AND TARGET test_capture)
   add_test(NAME link_capture_tshark COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/capture.sh)
   set_tests_properties(link_capture_tshark PROPERTIES TIMEOUT 180 LABELS integration SKIP_RETURN_CODE 77
     ENVIRONMENT "SIB_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};SIB_LIB=${CMAKE_LIBRARY_OUTPUT_DIRECTORY};SIB_SANITIZE=${sib_link_san}")
+  add_test(NAME link_capture_mad COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/capture_mad.sh)
+  set_tests_properties(link_capture_mad PROPERTIES TIMEOUT 120 LABELS integration SKIP_RETURN_CODE 77
+    ENVIRONMENT "SIB_BIN=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};SIB_LIB=${CMAKE_LIBRARY_OUTPUT_DIRECTORY};SIB_SANITIZE=${sib_link_san}")
 endif()
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   add_test(NAME link_fault_cli COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/integration/fault_cli.sh)

@@ -25,10 +25,12 @@ if(TARGET softibd AND TARGET softib)
   sib_itest(diags_sa_builtin diags_sa_builtin.sh)
   sib_itest(diags_sa_builtin_2sw diags_sa_builtin.sh two_switch.topo)
   sib_itest(diags_ibping diags_ibping.sh)
+  sib_itest(perftest_mcast_builtin perftest_mcast.sh builtin)
+  sib_itest(perftest_mcast_opensm perftest_mcast.sh external)
   sib_itest(diags_ibportstate_ca diags_ibportstate.sh ca)
   sib_itest(diags_ibportstate_switch diags_ibportstate.sh switch)
   list(APPEND sib_mgmt_tests opensm_portdown opensm_reroute diags_smp diags_perf diags_sa diags_sa_builtin
-    diags_sa_builtin_2sw diags_ibping
+    diags_sa_builtin_2sw diags_ibping perftest_mcast_builtin perftest_mcast_opensm
     diags_ibportstate_ca diags_ibportstate_switch)
   set_tests_properties(${sib_mgmt_tests} PROPERTIES SKIP_RETURN_CODE 77)
 endif()

@@ -43,6 +43,8 @@ if(TARGET sib_subnet)
   sib_unit_test(test_sa_agent
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sa_agent.c
     LIBS sib_subnet sib_mai sib_iba)
+  target_compile_definitions(test_sa_agent PRIVATE
+    SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")
 endif()
 
 # The IB CM (issue 16 item 2): the CM MAD layouts (src/iba/cm.c) from

@@ -140,7 +140,26 @@ static int capture_arm(int fd, long di, uint32_t port, int *cfd, void **base)
 	return 0;
 }
 
-/* Copies ring entries to the file until stopped, `count` packets, or softibd hangs up. */
+/* Copy the entry s to the file and release it. */
+static void capture_one(struct sib_ring_rx *rx, struct sib_ring_slot *s, struct sib_capture *cap,
+			uint32_t *got, uint32_t *bad)
+{
+	uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+	uint32_t flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
+	uint64_t stamp = __atomic_load_n(&s->stamp, __ATOMIC_RELAXED);
+	struct timespec ts = { (time_t)(stamp / 1000000000u), (long)(stamp % 1000000000u) };
+
+	if (len >= IBA_LRH_BYTES && len <= SIB_SLOT_DATA_BYTES &&
+	    sib_capture_packet_at(cap, s->data, len, flags, &ts))
+		(*got)++;
+	else
+		(*bad)++;
+	sib_ring_release(rx, s);
+}
+
+/* Copies ring entries to the file until stopped, `count` packets, or
+ * softibd hangs up.  A stop (Ctrl-C, SIGTERM) still writes what was in the
+ * ring then: a packet that crossed the port before the stop is in the file. */
 static void capture_run(int fd, struct sib_ring_rx *rx, struct sib_capture *cap, uint32_t count,
 			uint32_t *got, uint32_t *bad)
 {
@@ -148,17 +167,7 @@ static void capture_run(int fd, struct sib_ring_rx *rx, struct sib_capture *cap,
 		struct sib_ring_slot *s = sib_ring_peek(rx);
 
 		if (s) {
-			uint32_t len = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
-			uint32_t flags = __atomic_load_n(&s->flags, __ATOMIC_RELAXED);
-			uint64_t stamp = __atomic_load_n(&s->stamp, __ATOMIC_RELAXED);
-			struct timespec ts = { (time_t)(stamp / 1000000000u), (long)(stamp % 1000000000u) };
-
-			if (len >= IBA_LRH_BYTES && len <= SIB_SLOT_DATA_BYTES &&
-			    sib_capture_packet_at(cap, s->data, len, flags, &ts))
-				(*got)++;
-			else
-				(*bad)++;
-			sib_ring_release(rx, s);
+			capture_one(rx, s, cap, got, bad);
 			continue;
 		}
 		/* Idle: write out, look after the ring, and wait 1 ms on the
@@ -171,8 +180,16 @@ static void capture_run(int fd, struct sib_ring_rx *rx, struct sib_capture *cap,
 		(void)sib_ring_check(rx, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec, NULL);
 		if (poll(&pfd, 1, 1) > 0) {
 			fprintf(stderr, "softib: capture: softibd closed the connection\n");
-			break;
+			return;
 		}
+	}
+	/* stopped: what is published already (at most the ring's slots) */
+	for (uint32_t n = 0; stop_requested && n < SIB_INBOX_SLOTS && (!count || *got < count); n++) {
+		struct sib_ring_slot *s = sib_ring_peek(rx);
+
+		if (!s)
+			break;
+		capture_one(rx, s, cap, got, bad);
 	}
 }
 

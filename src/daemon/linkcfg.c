@@ -16,9 +16,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon/linkcfg.h"
+#include "subnet/mad_router.h"
 #include "subnet/subnet.h"
 #include "daemon/softibd.h"
 #include "link/link.h"
@@ -31,6 +33,9 @@ static struct cap_session {
 	int fd;                        /* memfd; -1 = free (0 before init) */
 	const struct sibd_client *owner;
 	uint32_t word;                 /* SIB_LINK_CAP_MAKE(index, gen) */
+	void *base;                    /* softibd's own mapping (MAD capture), or NULL */
+	struct sib_ring ring;
+	uint64_t mads, mads_missed;    /* MADs softibd put in it, and those a full ring lost */
 } caps[CAP_SESSIONS];
 static bool caps_init;
 static uint32_t cap_gen;
@@ -147,6 +152,13 @@ int sibd_link_capture(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg 
 		return fd;
 	caps[i].fd = fd;
 	caps[i].owner = c;
+	/* softibd produces the MADs crossing the armed ports into it too */
+	caps[i].base = mmap(NULL, SIB_RING_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (caps[i].base == MAP_FAILED)
+		caps[i].base = NULL;
+	else
+		sib_ring_attach(&caps[i].ring, caps[i].base);
+	caps[i].mads = caps[i].mads_missed = 0;
 	caps[i].word = SIB_LINK_CAP_MAKE(i, ++cap_gen);
 	for_ports(d, l, port_arm, &caps[i].word);
 	sibd_log("capture %#x armed by pid %d", caps[i].word, (int)c->pid);
@@ -169,6 +181,40 @@ int sibd_link_get_capture(struct sibd *d, struct sibd_client *c, struct sib_ctl_
 	return 0;
 }
 
+void sibd_link_mad_trace(struct sibd *d, uint32_t dev, uint8_t port, const mai_mad_t *m, bool out)
+{
+	uint8_t pkt[SIB_MAD_WIRE_MAX];
+	struct cap_session *cs;
+	struct sib_ring_slot *slot;
+	struct timespec ts;
+	uint32_t word, i;
+	uint64_t t;
+	size_t len;
+
+	(void)d;
+	if (dev >= SIB_MAX_DEVICES || port < 1 || port > SIB_MAX_PORTS || !(word = ports[dev][port - 1].cap))
+		return;
+	i = SIB_LINK_CAP_SESSION(word);
+	if (i >= CAP_SESSIONS || caps[i].word != word || !caps[i].base)
+		return;
+	cs = &caps[i];
+	len = sib_mad_wire(m, out, pkt, sizeof(pkt));
+	if (!len)
+		return;
+	slot = sib_ring_reserve(&cs->ring, (int32_t)getpid(), &t);
+	if (!slot) { /* full: not captured, nobody waits (as a context's link) */
+		cs->mads_missed++;
+		return;
+	}
+	memcpy(slot->data, pkt, len);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	slot->stamp = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (sib_ring_publish(&cs->ring, slot, t, (int32_t)getpid(), (uint32_t)len,
+			     SIB_SLOT_F_ICRC | SIB_SLOT_F_VCRC) > 0)
+		sib_ring_wake(&cs->ring);
+	cs->mads++;
+}
+
 /* The capture sessions of a connection end with it: disarm, forget. */
 void sibd_link_client_gone(struct sibd *d, const struct sibd_client *c)
 {
@@ -180,7 +226,11 @@ void sibd_link_client_gone(struct sibd *d, const struct sibd_client *c)
 			for (uint32_t p = 0; p < SIB_MAX_PORTS; p++)
 				if (ports[dev][p].cap == caps[i].word)
 					set_cap(d, dev, p, 0);
-		sibd_log("capture %#x ended", caps[i].word);
+		sibd_log("capture %#x ended (%llu MADs, %llu missed)", caps[i].word,
+			 (unsigned long long)caps[i].mads, (unsigned long long)caps[i].mads_missed);
+		if (caps[i].base)
+			munmap(caps[i].base, SIB_RING_BYTES);
+		caps[i].base = NULL;
 		close(caps[i].fd);
 		caps[i].fd = -1;
 		caps[i].owner = NULL;

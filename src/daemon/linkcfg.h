@@ -8,8 +8,11 @@
 #ifndef SIB_DAEMON_LINKCFG_H
 #define SIB_DAEMON_LINKCFG_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "softib/mai.h"
 
 struct sibd;
 struct sibd_client;
@@ -31,6 +34,11 @@ int sibd_link_faults(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *
  * fault seqlock moves on, so running links drop what was pushed), so that
  * a device added later in the slot inherits nothing. */
 void sibd_link_device_gone(struct sibd *d, uint32_t dev);
+/* MAD m crosses port `port` of device dev (out: leaving it): if a
+ * capture session armed that port, the packet (subnet/mad_router.h
+ * sib_mad_wire, CRCs computed) goes into its ring beside the contexts'
+ * data packets; a full ring loses it (counted), nothing waits. */
+void sibd_link_mad_trace(struct sibd *d, uint32_t dev, uint8_t port, const mai_mad_t *m, bool out);
 /* A connection is going away: end its capture sessions. */
 void sibd_link_client_gone(struct sibd *d, const struct sibd_client *c);
 

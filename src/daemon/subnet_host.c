@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 
+#include "daemon/linkcfg.h"
 #include "daemon/mai_chan.h"
 #include "daemon/softibd.h"
 
@@ -57,6 +58,15 @@ static int host_mad_response(void *ctx, uint32_t chan, const struct sib_fab_node
 	return sibd_mai_response(ctx, chan, n, port, qp, m);
 }
 
+static void host_mad_trace(void *ctx, const struct sib_fab_node *n, uint8_t port, const mai_mad_t *m,
+			   bool out)
+{
+	int idx = sibd_sma_dev_index(ctx, n);
+
+	if (idx >= 0)
+		sibd_link_mad_trace(ctx, (uint32_t)idx, port, m, out);
+}
+
 static const struct sib_subnet_host sibd_subnet_host = {
 	.port_changed = host_port_changed,
 	.route_changed = host_route_changed,
@@ -65,6 +75,7 @@ static const struct sib_subnet_host sibd_subnet_host = {
 	.mad_filters = host_mad_filters,
 	.mad_push = host_mad_push,
 	.mad_response = host_mad_response,
+	.mad_trace = host_mad_trace,
 };
 
 int sibd_subnet_attach(struct sibd *d)

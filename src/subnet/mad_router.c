@@ -14,6 +14,7 @@
 #include "subnet/mad_router.h"
 #include "subnet/subnet_int.h"
 #include "subnet/subnet.h"
+#include "iba/iba.h"
 #include "iba/mad.h"
 #include "iba/sa.h"
 
@@ -266,6 +267,47 @@ static void unmatched(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t por
  * m arrived at QP m->qp of (n, port), its routing fields already those of
  * the receive.  Responses go by TID; requests through the filter engine.
  */
+/* MAD m crosses CA port `port` of n: the host may capture it. */
+static void trace(struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t port,
+		  const mai_mad_t *m, bool out)
+{
+	if (sn->host && sn->host->mad_trace && n->type == SIB_NODE_CA && port >= 1)
+		sn->host->mad_trace(sn->host_ctx, n, port, m, out);
+}
+
+size_t sib_mad_wire(const mai_mad_t *m, bool out, uint8_t *buf, size_t cap)
+{
+	struct iba_pkt p;
+	size_t hdr;
+
+	if (cap < SIB_MAD_WIRE_MAX || (m->type != MAI_TYPE_MAD && m->type != MAI_TYPE_RAW))
+		return 0;
+	memset(&p, 0, sizeof(p));
+	p.lrh.vl = m->qp == 0 ? 15 : 0;
+	p.lrh.sl = m->lrh.sl & 0xF;
+	p.lrh.lnh = m->has_grh ? IBA_LNH_GLOBAL : IBA_LNH_LOCAL;
+	p.lrh.dlid = m->lrh.dlid;
+	p.lrh.slid = m->lrh.slid;
+	if (m->has_grh) {
+		p.grh.ipver = 6;
+		p.grh.tclass = m->grh.tclass;
+		p.grh.flow_label = m->grh.flow_label & 0xFFFFF;
+		p.grh.nxthdr = 0x1B;
+		p.grh.hoplmt = m->grh.hoplmt;
+		memcpy(p.grh.sgid, m->grh.sgid, 16);
+		memcpy(p.grh.dgid, m->grh.dgid, 16);
+	}
+	p.bth.opcode = IBA_TRANSPORT_UD | IBA_OPC_SEND_ONLY;
+	p.bth.pkey = 0xFFFF;
+	p.bth.dqpn = out ? m->remote_qpn & 0xFFFFFF : m->qp;
+	p.deth.qkey = m->qp == 0 ? 0 : m->remote_qkey;
+	p.deth.src_qp = out ? m->qp : m->remote_qpn & 0xFFFFFF;
+	hdr = iba_build_headers(buf, &p);
+	if (mai_towire(m, buf + hdr, MAD_SIZE) != MAD_SIZE)
+		return 0;
+	return iba_finish(buf, hdr, MAD_SIZE, IBA_HAS_VCRC);
+}
+
 static void deliver(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, const mai_mad_t *m)
 {
 	const struct mai_filter_ent *ents, *agents;
@@ -275,6 +317,7 @@ static void deliver(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,
 
 	if (!header_ok(sn, n, port, m))
 		return;
+	trace(sn, n, port, m, false);
 	if (m->qp == 1 && m->remote_qkey != GSI_QKEY) {
 		/* IBA 10.2.5 / 13.5.3: QP1 takes only datagrams with the GSI
 		 * Q_Key; anything else is dropped unanswered */
@@ -615,6 +658,7 @@ void sib_mad_send(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port, c
 	sib_subnet_mad_ctr(sn)->sent++;
 	if (!header_ok(sn, n, port, m))
 		return;
+	trace(sn, n, port, m, true);
 	if (m->mgmt_class == MAD_MGMT_CLASS_SUBN_DIRECTED_ROUTE)
 		dr_send(sn, n, port, m);
 	else

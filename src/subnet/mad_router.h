@@ -13,6 +13,7 @@
 #define SIB_SUBNET_MAD_ROUTER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -102,6 +103,18 @@ uint16_t sib_mad_port_lid(const struct sib_fab_node *n, uint8_t port);
 struct mai_filter_ent;
 const struct mai_filter_ent *sib_mad_agents(uint8_t qp, size_t *n);
 size_t sib_mad_agent_filters(void);
+
+/*
+ * The packet MAD m is on the link of the CA port it crosses (out: leaving
+ * it from QP m->qp to QP m->remote_qpn; else arriving at QP m->qp from
+ * m->remote_qpn): LRH (VL15 for QP0, else VL0; m's SL and LIDs), the GRH
+ * if m has one, BTH (UD SEND_ONLY, P_Key 0xFFFF, PSN 0), DETH (m's Q_Key;
+ * 0 for QP0), the 256-byte MAD, ICRC and VCRC computed (IBA 5.2, 7.8).
+ * Written to buf (cap >= SIB_MAD_WIRE_MAX); returns its length, 0 if m
+ * has no MAD to show (OOB, TIMEOUT) or cap is short.  For capture.
+ */
+#define SIB_MAD_WIRE_MAX 336 /* LRH 8 + GRH 40 + BTH 12 + DETH 8 + 256 + 4 + 2 */
+size_t sib_mad_wire(const mai_mad_t *m, bool out, uint8_t *buf, size_t cap);
 
 /* Short name of a drop cause ("dr_hop_cnt"). */
 const char *sib_mad_drop_str(enum sib_mad_drop why);

@@ -20,35 +20,19 @@
 #include "common/sib_shm.h" /* SIB_PKEY_TBL_LEN: NodeInfo.PartitionCap of a CA */
 #include "iba/sa.h"
 #include "subnet/sma.h"
+#include "subnet/sa_int.h"
 #include "subnet/subnet_int.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 #define SA_RESP_TIME		16	/* ClassPortInfo.RespTimeValue: OpenSM's 200 ms */
 #define SA_CAP_GETSET_NOTICE	(1u << 1)	/* ClassPortInfo.CapabilityMask (15.2.1.1) */
 #define SA_CAP_PI_CAPMASK_MATCH	(1u << 13)	/* PortInfoRecord CapabilityMask bitwise */
-#define SA_PKT_LIFE		18	/* PathRecord.PacketLifeTime: the subnet timeout */
-#define SA_SEL_EXACT		2	/* selectors (15.2.5.16): 0 >, 1 <, 2 =, 3 best */
 #define SA_MAX_FIELDS		128	/* flattened fields of one record layout */
 #define GSI_QKEY		0x80010000u
 
-/* One request being answered: the decoded SA header and the records. */
-struct sa_req {
-	struct sib_subnet *sn;
-	const uint8_t *wire;		/* the request, 256 bytes */
-	struct mad_sa sa;
-	const struct sa_layout *l;	/* the record's layout */
-	uint16_t req_lid;		/* the requester's LID (LRH.SLID) */
-	uint8_t *out;			/* the answer: 56 + records */
-	size_t cap;
-	uint64_t skip;			/* ComponentMask bits the record's own code
-					 * matched already (not by equality) */
-	uint32_t count;			/* records in out */
-	bool overflow;			/* more than cap: NO_RESOURCES */
-};
-
 /* ---- comparing records under a ComponentMask (15.2.4.1) ------------------ */
 
-static uint64_t be_get(const uint8_t *p, unsigned int bytes)
+uint64_t sa_be_get(const uint8_t *p, unsigned int bytes)
 {
 	uint64_t v = 0;
 
@@ -63,8 +47,8 @@ static bool field_eq(const struct mad_field *f, const uint8_t *a, const uint8_t 
 	for (unsigned int i = 0; i < f->count; i++) {
 		unsigned int off = f->off + i * f->stride;
 
-		if (((be_get(a + off, f->bytes) >> f->shift) & f->mask) !=
-		    ((be_get(b + off, f->bytes) >> f->shift) & f->mask))
+		if (((sa_be_get(a + off, f->bytes) >> f->shift) & f->mask) !=
+		    ((sa_be_get(b + off, f->bytes) >> f->shift) & f->mask))
 			return false;
 	}
 	return true;
@@ -121,7 +105,7 @@ static bool comp_match(const struct sa_layout *l, uint64_t mask, const uint8_t *
 }
 
 /* Append record rec (l->size bytes) if it matches the request. */
-static void add_record(struct sa_req *q, const uint8_t *rec)
+void sa_add_record(struct sa_req *q, const uint8_t *rec)
 {
 	size_t at = MAD_SA_HDR_SIZE + (size_t)q->count * q->l->size;
 
@@ -142,17 +126,17 @@ static bool is_switch(const struct sib_fab_node *n)
 	return n->type == SIB_NODE_SWITCH;
 }
 
-static const struct mad_port_info *pinfo(const struct sib_fab_node *n, uint8_t pn)
+const struct mad_port_info *sa_pinfo(const struct sib_fab_node *n, uint8_t pn)
 {
 	return &n->mgmt->port[pn].pi;
 }
 
 /* Is port pn of n an end port the SM gave a LID (a CA port, switch port 0)? */
-static bool endport(const struct sib_fab_node *n, uint8_t pn)
+bool sa_endport(const struct sib_fab_node *n, uint8_t pn)
 {
 	if (!n->mgmt || !n->mgmt->port || pn > n->num_ports || (is_switch(n) ? pn != 0 : pn == 0))
 		return false;
-	return pinfo(n, pn)->lid != 0;
+	return sa_pinfo(n, pn)->lid != 0;
 }
 
 static uint64_t port_guid(const struct sib_fab_node *n, uint8_t pn)
@@ -163,9 +147,9 @@ static uint64_t port_guid(const struct sib_fab_node *n, uint8_t pn)
 }
 
 /* The GID of an end port: the subnet prefix and its GUID (4.1.1). */
-static void port_gid(const struct sib_fab_node *n, uint8_t pn, uint8_t gid[16])
+void sa_port_gid(const struct sib_fab_node *n, uint8_t pn, uint8_t gid[16])
 {
-	uint64_t pre = pinfo(n, pn)->gid_prefix, guid = port_guid(n, pn);
+	uint64_t pre = sa_pinfo(n, pn)->gid_prefix, guid = port_guid(n, pn);
 
 	for (int i = 0; i < 8; i++) {
 		gid[i] = (uint8_t)(pre >> (56 - 8 * i));
@@ -198,7 +182,7 @@ static void node_record(const struct sib_fab_node *n, uint8_t pn, uint8_t *rec)
 	struct sa_node_record r;
 
 	memset(&r, 0, sizeof(r));
-	r.lid = pinfo(n, pn)->lid;
+	r.lid = sa_pinfo(n, pn)->lid;
 	r.node_info = (struct mad_node_info){
 		.base_version = MAD_BASE_VERSION, .class_version = MAD_SMP_CLASS_VERSION,
 		.node_type = (uint8_t)n->type, .num_ports = n->num_ports,
@@ -220,9 +204,9 @@ static void node_records(struct sa_req *q)
 		const struct sib_fab_node *n = q->sn->fab.nodes[i];
 
 		for (unsigned int pn = 0; pn <= n->num_ports; pn++)
-			if (endport(n, (uint8_t)pn)) {
+			if (sa_endport(n, (uint8_t)pn)) {
 				node_record(n, (uint8_t)pn, rec);
-				add_record(q, rec);
+				sa_add_record(q, rec);
 			}
 	}
 }
@@ -232,7 +216,7 @@ static void node_records(struct sa_req *q)
 static void port_info_records(struct sa_req *q)
 {
 	uint64_t capbit = sa_comp_mask(q->l, "CapabilityMask");
-	uint32_t want_cap = (uint32_t)be_get(q->wire + MAD_SA_HDR_SIZE + 4 + 20, 4);
+	uint32_t want_cap = (uint32_t)sa_be_get(q->wire + MAD_SA_HDR_SIZE + 4 + 20, 4);
 	uint8_t rec[128];
 
 	/* CapabilityMask matches bitwise: every bit asked is set (OpenSM's
@@ -250,19 +234,19 @@ static void port_info_records(struct sa_req *q)
 
 			if (!is_switch(n))
 				lid_port = (uint8_t)pn;
-			if (!endport(n, lid_port))
+			if (!sa_endport(n, lid_port))
 				continue;
 			memset(&r, 0, sizeof(r));
-			r.endport_lid = pinfo(n, lid_port)->lid;
+			r.endport_lid = sa_pinfo(n, lid_port)->lid;
 			r.port_num = (uint8_t)pn;
-			r.port_info = *pinfo(n, (uint8_t)pn);
+			r.port_info = *sa_pinfo(n, (uint8_t)pn);
 			r.port_info.m_key = 0; /* the SA shows no M_Key (15.2.5.3) */
 			r.port_info.local_port_num = (uint8_t)pn;
 			if ((q->sa.comp_mask & capbit) &&
 			    (r.port_info.capability_mask & want_cap) != want_cap)
 				continue;
 			sa_port_info_record_encode(&r, rec);
-			add_record(q, rec);
+			sa_add_record(q, rec);
 		}
 	}
 }
@@ -273,7 +257,7 @@ static void port_info_records(struct sa_req *q)
 /* The LID a port of n answers for: a switch's port 0's, a CA port's own. */
 static uint16_t node_port_lid(const struct sib_fab_node *n, uint8_t pn)
 {
-	return pinfo(n, is_switch(n) ? 0 : pn)->lid;
+	return sa_pinfo(n, is_switch(n) ? 0 : pn)->lid;
 }
 
 /* One per linked port in each direction whose both ends have a LID. */
@@ -297,7 +281,7 @@ static void link_records(struct sa_req *q)
 			if (!r.from_lid || !r.to_lid)
 				continue;
 			sa_link_record_encode(&r, rec);
-			add_record(q, rec);
+			sa_add_record(q, rec);
 		}
 	}
 }
@@ -310,12 +294,12 @@ static void switch_info_records(struct sa_req *q)
 		const struct sib_fab_node *n = q->sn->fab.nodes[i];
 		struct sa_switch_info_record r;
 
-		if (!is_switch(n) || !endport(n, 0) || !n->mgmt->sw)
+		if (!is_switch(n) || !sa_endport(n, 0) || !n->mgmt->sw)
 			continue;
-		r.lid = pinfo(n, 0)->lid;
+		r.lid = sa_pinfo(n, 0)->lid;
 		r.switch_info = n->mgmt->sw->si;
 		sa_switch_info_record_encode(&r, rec);
-		add_record(q, rec);
+		sa_add_record(q, rec);
 	}
 }
 
@@ -330,13 +314,13 @@ static void guid_info_records(struct sa_req *q)
 		for (unsigned int pn = 0; pn <= n->num_ports; pn++) {
 			struct sa_guid_info_record r;
 
-			if (!endport(n, (uint8_t)pn))
+			if (!sa_endport(n, (uint8_t)pn))
 				continue;
 			memset(&r, 0, sizeof(r));
-			r.lid = pinfo(n, (uint8_t)pn)->lid;
+			r.lid = sa_pinfo(n, (uint8_t)pn)->lid;
 			r.guid_info.guid[0] = port_guid(n, (uint8_t)pn);
 			sa_guid_info_record_encode(&r, rec);
-			add_record(q, rec);
+			sa_add_record(q, rec);
 		}
 	}
 }
@@ -368,7 +352,7 @@ static uint8_t link_rate(const struct mad_port_info *pi)
 
 /* A link leaving by a port with PortInfo pi: the path's MTU and rate go
  * down to it (0: nothing yet). */
-static void link_min(const struct mad_port_info *pi, uint8_t *mtu, uint8_t *rate)
+void sa_link_min(const struct mad_port_info *pi, uint8_t *mtu, uint8_t *rate)
 {
 	uint8_t r = link_rate(pi);
 
@@ -386,7 +370,7 @@ static void path_links(const struct sib_fab_node *n, uint8_t port, uint16_t dlid
 {
 	*mtu = *rate = 0;
 	if (!hops && (!is_switch(n) || n->ports[0].peer))
-		link_min(pinfo(n, port), mtu, rate);
+		sa_link_min(sa_pinfo(n, port), mtu, rate);
 	for (uint16_t h = 0; h < hops; h++) {
 		const struct sib_switch_mgmt *sw = n->mgmt ? n->mgmt->sw : NULL;
 		const struct sib_fab_port *peer;
@@ -395,7 +379,7 @@ static void path_links(const struct sib_fab_node *n, uint8_t port, uint16_t dlid
 			port = sw && sw->lft && dlid < SIB_SUBN_LFT_CAP ? sw->lft[dlid] : 0;
 		if (port == 0 || port > n->num_ports || !(peer = n->ports[port].peer))
 			break;
-		link_min(pinfo(n, port), mtu, rate);
+		sa_link_min(sa_pinfo(n, port), mtu, rate);
 		n = peer->node;
 	}
 	if (!*mtu)
@@ -405,7 +389,7 @@ static void path_links(const struct sib_fab_node *n, uint8_t port, uint16_t dlid
 }
 
 /* A selector (2 bits) and value of the request against what the path has. */
-static bool sel_ok(uint8_t sel, uint8_t want, uint8_t have)
+bool sa_sel_ok(uint8_t sel, uint8_t want, uint8_t have)
 {
 	switch (sel) {
 	case 0: return have > want;
@@ -418,7 +402,7 @@ static bool sel_ok(uint8_t sel, uint8_t want, uint8_t have)
 /* Does port (n, pn)'s P_KeyTable hold a key of partition pkey (low 15
  * bits)?  *full: a full member (bit 15).  A switch's external ports and
  * port 0 share port 0's table as far as an end port goes. */
-static bool has_pkey(const struct sib_fab_node *n, uint8_t pn, uint16_t pkey, bool *full)
+bool sa_has_pkey(const struct sib_fab_node *n, uint8_t pn, uint16_t pkey, bool *full)
 {
 	const uint16_t *t = n->mgmt->port[is_switch(n) ? 0 : pn].pkey;
 
@@ -444,7 +428,7 @@ static uint16_t path_pkey(const struct sib_fab_node *s, uint8_t sp, const struct
 		uint16_t k = ask ? want : t[i];
 		bool fs, fd;
 
-		if ((k & 0x7FFF) && has_pkey(s, sp, k, &fs) && has_pkey(d, dp, k, &fd) &&
+		if ((k & 0x7FFF) && sa_has_pkey(s, sp, k, &fs) && sa_has_pkey(d, dp, k, &fd) &&
 		    (fs || fd))
 			return k;
 		if (ask)
@@ -462,7 +446,7 @@ static bool path_record(struct sa_req *q, const struct sib_fab_node *s, uint8_t 
 	struct sib_route rt;
 	uint64_t cm = q->sa.comp_mask;
 
-	rt = sib_subnet_route(&q->sn->fab, s, sp, pinfo(d, dp)->lid, false);
+	rt = sib_subnet_route(&q->sn->fab, s, sp, sa_pinfo(d, dp)->lid, false);
 	if (rt.verdict != SIB_ROUTE_OK || rt.node != d)
 		return false;
 	memset(&r, 0, sizeof(r));
@@ -470,10 +454,10 @@ static bool path_record(struct sa_req *q, const struct sib_fab_node *s, uint8_t 
 	w = &want;
 	if (cm & 3)
 		r.service_id = w->service_id;
-	port_gid(d, dp, r.dgid);
-	port_gid(s, sp, r.sgid);
-	r.dlid = pinfo(d, dp)->lid;
-	r.slid = pinfo(s, sp)->lid;
+	sa_port_gid(d, dp, r.dgid);
+	sa_port_gid(s, sp, r.sgid);
+	r.dlid = sa_pinfo(d, dp)->lid;
+	r.slid = sa_pinfo(s, sp)->lid;
 	r.reversible = 1;
 	r.pkey = path_pkey(s, sp, d, dp, cm & sa_comp_mask(q->l, "P_Key"), w->pkey);
 	if (!r.pkey)
@@ -484,12 +468,12 @@ static bool path_record(struct sa_req *q, const struct sib_fab_node *s, uint8_t 
 	path_links(s, sp, r.dlid, rt.hops, &r.mtu, &r.rate);
 	r.packet_life_time = SA_PKT_LIFE;
 	if (((cm & sa_comp_mask(q->l, "MTU")) &&
-	     !sel_ok((cm & sa_comp_mask(q->l, "MTUSelector")) ? w->mtu_selector : 2, w->mtu, r.mtu)) ||
+	     !sa_sel_ok((cm & sa_comp_mask(q->l, "MTUSelector")) ? w->mtu_selector : 2, w->mtu, r.mtu)) ||
 	    ((cm & sa_comp_mask(q->l, "Rate")) &&
-	     !sel_ok((cm & sa_comp_mask(q->l, "RateSelector")) ? w->rate_selector : 2, w->rate,
+	     !sa_sel_ok((cm & sa_comp_mask(q->l, "RateSelector")) ? w->rate_selector : 2, w->rate,
 		     r.rate)) ||
 	    ((cm & sa_comp_mask(q->l, "PacketLifeTime")) &&
-	     !sel_ok((cm & sa_comp_mask(q->l, "PacketLifeTimeSelector")) ?
+	     !sa_sel_ok((cm & sa_comp_mask(q->l, "PacketLifeTimeSelector")) ?
 		     w->packet_life_time_selector : 2, w->packet_life_time, r.packet_life_time)) ||
 	    ((cm & sa_comp_mask(q->l, "Reversible")) && w->reversible && !r.reversible))
 		return false;
@@ -505,14 +489,14 @@ static bool end_ok(struct sa_req *q, const struct sib_fab_node *n, uint8_t pn, b
 	const uint8_t *w = q->wire + MAD_SA_HDR_SIZE;
 	uint8_t gid[16];
 
-	if (!endport(n, pn))
+	if (!sa_endport(n, pn))
 		return false;
-	port_gid(n, pn, gid);
+	sa_port_gid(n, pn, gid);
 	if ((cm & sa_comp_mask(q->l, src ? "SGID" : "DGID")) &&
 	    memcmp(gid, w + (src ? 24 : 8), 16))
 		return false;
 	if ((cm & sa_comp_mask(q->l, src ? "SLID" : "DLID")) &&
-	    !sib_subnet_owns(pinfo(n, pn), (uint16_t)be_get(w + (src ? 42 : 40), 2)))
+	    !sib_subnet_owns(sa_pinfo(n, pn), (uint16_t)sa_be_get(w + (src ? 42 : 40), 2)))
 		return false;
 	return true;
 }
@@ -545,7 +529,7 @@ static void path_records(struct sa_req *q)
 						continue;
 					/* the rest of the mask: equality on what is left */
 					q->skip = ends;
-					add_record(q, rec);
+					sa_add_record(q, rec);
 				}
 		}
 }
@@ -654,6 +638,8 @@ int sib_sa_process(struct sib_subnet *sn, const uint8_t *req, uint16_t req_lid, 
 		status = MAD_STATUS_UNSUP_METHOD;
 	} else if (q.sa.hdr.attr_id == MAD_ATTR_CLASS_PORT_INFO) {
 		status = class_port_info(&q);
+	} else if (q.sa.hdr.attr_id == SA_ATTR_MCMEMBER_RECORD) {
+		status = sa_mcmember(&q);
 	} else {
 		for (size_t i = 0; i < N(record_attrs); i++)
 			if (record_attrs[i].attr == q.sa.hdr.attr_id)

@@ -11,6 +11,7 @@
  * with --sm external.  Single-threaded; no locks.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -394,7 +395,8 @@ static void discover(struct sweep *s, struct sib_fab_node **queue)
 struct bfs {
 	struct sib_fab_node **sw;  /* the switches, sorted by address (sw_index) */
 	unsigned int nsw, root;    /* root: the file's first switch */
-	unsigned int *queue;
+	unsigned int *queue;       /* the last bfs_from's order, nq of them */
+	unsigned int nq;
 	uint8_t *first;            /* per switch: src's egress port toward it, 0 = unreached */
 	const struct sib_fab_port **tree; /* per switch: the port it was reached by (the
 	                              far end's: a spanning-tree link), NULL for src */
@@ -451,6 +453,7 @@ static void bfs_from(struct bfs *b, unsigned int src)
 			b->queue[tail++] = (unsigned int)v;
 		}
 	}
+	b->nq = tail;
 }
 
 static void lid_range(uint8_t *lft, const struct mad_port_info *pi, uint8_t port, uint32_t *top)
@@ -507,13 +510,13 @@ static bool lft_block_is(const struct sib_fab_node *n, uint32_t blk, const uint8
 }
 
 static bool mft_block_is(const struct sib_fab_node *n, unsigned int pos, unsigned int blk,
-			 uint16_t mask)
+			 const uint16_t *t)
 {
 	const uint16_t *mft = n->mgmt->sw->mft;
 	unsigned int npos = sib_subnet_mft_positions(n);
 
 	for (unsigned int k = 0; k < MAD_MFT_BLOCK_SIZE; k++)
-		if ((mft ? mft[((size_t)blk * MAD_MFT_BLOCK_SIZE + k) * npos + pos] : 0) != mask)
+		if ((mft ? mft[((size_t)blk * MAD_MFT_BLOCK_SIZE + k) * npos + pos] : 0) != t[k])
 			return false;
 	return true;
 }
@@ -557,61 +560,139 @@ static void program_lfts(struct sweep *s, struct bfs *b)
 	free(lft);
 }
 
+/* Set port pn's bit in switch i's masks (16 positions of 16 ports). */
+static void mask_set(uint16_t *mask, unsigned int i, unsigned int pn)
+{
+	mask[i * 16 + pn / 16] |= (uint16_t)(1u << (pn % 16));
+}
+
+/* Both ends of the spanning-tree link that reached switch v. */
+static void mask_tree_link(const struct bfs *b, uint16_t *mask, unsigned int v)
+{
+	const struct sib_fab_port *up = b->tree[v];
+
+	mask_set(mask, v, up->peer->num);
+	mask_set(mask, (unsigned int)sw_index(b, up->node), up->num);
+}
+
+/* Every linked CA port and every link of the spanning tree: a packet
+ * reaches every CA port once (MLIDs no SA group owns). */
+static void flood_masks(const struct bfs *b, uint16_t *mask)
+{
+	for (unsigned int i = 0; i < b->nsw; i++) {
+		struct sib_fab_node *n = b->sw[i];
+
+		for (unsigned int pn = 1; pn <= n->num_ports; pn++)
+			if (link_up(n, pn) && n->ports[pn].peer->node->type != SIB_NODE_SWITCH)
+				mask_set(mask, i, pn);
+		if (b->tree[i])
+			mask_tree_link(b, mask, i);
+	}
+}
+
 /*
- * MFTs: one spanning tree of the switches (breadth-first from the first in
- * the file),
- * and every MLID forwarded along its links and to every linked CA port, so
- * that a multicast packet reaches every CA port once.
+ * The masks of an SA group's MLID: its receiving members' CA ports, and
+ * the tree links that join the switches its members (senders too) hang
+ * off: a link carries the group when members lie on both of its sides.
+ * cnt: nsw counters (scratch).
  */
-static void program_mfts(struct sweep *s, struct bfs *b)
+static void group_masks(struct sib_subnet *sn, const struct bfs *b, uint16_t mlid, uint16_t *mask,
+			unsigned int *cnt)
+{
+	struct sib_fab_node *mn;
+	unsigned int total = 0, nm;
+	uint8_t mp;
+	bool rcv;
+
+	memset(cnt, 0, b->nsw * sizeof(*cnt));
+	for (unsigned int k = 0; (nm = sib_sa_mcast_members(sn, mlid, k, &mn, &mp, &rcv)) && k < nm; k++) {
+		const struct sib_fab_port *peer;
+		int i;
+
+		if (mn->type == SIB_NODE_SWITCH || !mp || mp > mn->num_ports ||
+		    !(peer = mn->ports[mp].peer) || (i = sw_index(b, peer->node)) < 0 ||
+		    !link_up(peer->node, peer->num))
+			continue;
+		cnt[i]++;
+		total++;
+		if (rcv)
+			mask_set(mask, (unsigned int)i, peer->num);
+	}
+	/* subtree counts, leaves first (the reverse of the BFS order) */
+	for (unsigned int q = b->nq; q-- > 1;) { /* queue[0] is the root */
+		unsigned int v = b->queue[q];
+
+		if (cnt[v] && cnt[v] < total)
+			mask_tree_link(b, mask, v);
+		cnt[sw_index(b, b->tree[v]->node)] += cnt[v];
+	}
+}
+
+/* Block blk of switch i's MFT (position pos), as the SM wants it. */
+static void mft_block(struct sib_subnet *sn, const struct bfs *b, unsigned int i, unsigned int pos,
+		      unsigned int blk, const uint16_t *flood, uint16_t *scratch, unsigned int *cnt,
+		      uint16_t *t)
+{
+	for (unsigned int k = 0; k < MAD_MFT_BLOCK_SIZE; k++) {
+		uint16_t mlid = (uint16_t)(0xC000u + blk * MAD_MFT_BLOCK_SIZE + k);
+
+		if (!sib_sa_mcast_group(sn, mlid)) {
+			t[k] = flood[i * 16 + pos];
+			continue;
+		}
+		memset(scratch, 0, (size_t)b->nsw * 16 * sizeof(*scratch));
+		group_masks(sn, b, mlid, scratch, cnt);
+		t[k] = scratch[i * 16 + pos];
+	}
+}
+
+/*
+ * MFTs over one spanning tree of the switches (breadth-first from the
+ * first in the file): every MLID to every linked CA port, but the SA's
+ * groups' to their members only (group_masks); blocks lo..hi (of
+ * MAD_MFT_BLOCK_SIZE MLIDs from 0xC000), only those that differ.
+ */
+static void program_mfts(struct sweep *s, struct bfs *b, unsigned int lo, unsigned int hi)
 {
 	uint8_t data[MAD_SMP_DATA_SIZE];
-	uint16_t *mask;
-	unsigned int i, pn;
+	uint16_t *flood, *scratch, t[MAD_MFT_BLOCK_SIZE];
+	unsigned int *cnt;
 
 	if (!b->nsw)
 		return;
-	mask = calloc((size_t)b->nsw * 16, sizeof(*mask));
-	if (!mask) {
+	flood = calloc((size_t)b->nsw * 16, sizeof(*flood));
+	scratch = calloc((size_t)b->nsw * 16, sizeof(*scratch));
+	cnt = calloc(b->nsw, sizeof(*cnt));
+	if (!flood || !scratch || !cnt) {
 		s->errors++;
-		return;
+		goto out;
 	}
 	bfs_from(b, b->root);
-	for (i = 0; i < b->nsw; i++) {
-		struct sib_fab_node *n = b->sw[i];
-		const struct sib_fab_port *up = b->tree[i];
-
-		for (pn = 1; pn <= n->num_ports; pn++) /* the CAs */
-			if (link_up(n, pn) && n->ports[pn].peer->node->type != SIB_NODE_SWITCH)
-				mask[i * 16 + pn / 16] |= (uint16_t)(1u << (pn % 16));
-		if (up) { /* the tree link, both ends */
-			int u = sw_index(b, up->node);
-
-			mask[i * 16 + up->peer->num / 16] |= (uint16_t)(1u << (up->peer->num % 16));
-			mask[(unsigned int)u * 16 + up->num / 16] |= (uint16_t)(1u << (up->num % 16));
-		}
-	}
-	for (i = 0; i < b->nsw; i++) {
+	flood_masks(b, flood);
+	for (unsigned int i = 0; i < b->nsw; i++) {
 		struct sib_fab_node *n = b->sw[i];
 		unsigned int npos = sib_subnet_mft_positions(n);
 		unsigned int blocks = n->mgmt->sw->si.multicast_fdb_cap / MAD_MFT_BLOCK_SIZE;
 
 		if (!seen(s, n))
 			continue;
+		for (unsigned int pos = 0; pos < npos && pos < 16; pos++)
+			for (unsigned int blk = lo; blk <= hi && blk < blocks; blk++) {
+				struct mad_mft m;
 
-		for (unsigned int pos = 0; pos < npos && pos < 16; pos++) {
-			struct mad_mft t;
-
-			for (unsigned int k = 0; k < MAD_MFT_BLOCK_SIZE; k++)
-				t.port_mask[k] = mask[i * 16 + pos];
-			mad_mft_encode(&t, data);
-			for (unsigned int blk = 0; blk < blocks; blk++)
-				if (!mft_block_is(n, pos, blk, mask[i * 16 + pos]))
-					smp(s, n, 0, MAD_METHOD_SET, MAD_ATTR_MCAST_FWD_TBL,
-					    (uint32_t)pos << 28 | blk, data);
-		}
+				mft_block(s->sn, b, i, pos, blk, flood, scratch, cnt, t);
+				if (mft_block_is(n, pos, blk, t))
+					continue;
+				memcpy(m.port_mask, t, sizeof(t));
+				mad_mft_encode(&m, data);
+				smp(s, n, 0, MAD_METHOD_SET, MAD_ATTR_MCAST_FWD_TBL,
+				    (uint32_t)pos << 28 | blk, data);
+			}
 	}
-	free(mask);
+out:
+	free(flood);
+	free(scratch);
+	free(cnt);
 }
 
 /* ---- states ------------------------------------------------------------- */
@@ -641,40 +722,56 @@ static void move_ports(struct sweep *s, uint8_t from, uint8_t to)
  * multicast, ports up; IBA 14.4): each phase ends before the next begins,
  * and each talks to the SMAs only by SMPs through the MAD router.
  */
+/* The switches, sorted for sw_index, and the BFS's room.  0 or -ENOMEM. */
+static int bfs_alloc(struct sib_subnet *sn, struct bfs *b)
+{
+	unsigned int i;
+
+	b->sw = calloc(sn->fab.n_nodes + 1, sizeof(*b->sw));
+	b->queue = calloc(sn->fab.n_nodes + 1, sizeof(*b->queue));
+	b->first = calloc(sn->fab.n_nodes + 1, 1);
+	b->tree = calloc(sn->fab.n_nodes + 1, sizeof(*b->tree));
+	if (!b->sw || !b->queue || !b->first || !b->tree)
+		return -ENOMEM;
+	for (i = 0; i < sn->fab.n_nodes; i++)
+		if (sn->fab.nodes[i]->type == SIB_NODE_SWITCH && sn->fab.nodes[i]->mgmt)
+			b->sw[b->nsw++] = sn->fab.nodes[i];
+	qsort(b->sw, b->nsw, sizeof(*b->sw), cmp_ptr);
+	for (i = 0; i < sn->fab.n_nodes && b->nsw; i++)
+		if (sn->fab.nodes[i]->type == SIB_NODE_SWITCH && sn->fab.nodes[i]->mgmt) {
+			b->root = (unsigned int)sw_index(b, sn->fab.nodes[i]);
+			break;
+		}
+	return 0;
+}
+
+static void bfs_free(struct bfs *b)
+{
+	free(b->sw);
+	free(b->queue);
+	free(b->first);
+	free(b->tree);
+}
+
 int sib_sm_sweep(struct sib_subnet *sn)
 {
 	struct sweep s = { .sn = sn };
 	struct bfs b = { 0 };
 	uint8_t *used = calloc(SIB_SUBN_LFT_CAP, 1);
 	struct sib_fab_node **found = calloc(sn->fab.n_nodes + 1, sizeof(*found));
-	unsigned int i;
 	int ret = 0;
 
 	if (sn->sm_sweeping)
 		goto out;
-	b.sw = calloc(sn->fab.n_nodes + 1, sizeof(*b.sw));
-	b.queue = calloc(sn->fab.n_nodes + 1, sizeof(*b.queue));
-	b.first = calloc(sn->fab.n_nodes + 1, 1);
-	b.tree = calloc(sn->fab.n_nodes + 1, sizeof(*b.tree));
-	if (!used || !found || !b.sw || !b.queue || !b.first || !b.tree) {
+	if (!used || !found || bfs_alloc(sn, &b)) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	sn->sm_sweeping = true;
-	for (i = 0; i < sn->fab.n_nodes; i++)
-		if (sn->fab.nodes[i]->type == SIB_NODE_SWITCH && sn->fab.nodes[i]->mgmt)
-			b.sw[b.nsw++] = sn->fab.nodes[i];
-	qsort(b.sw, b.nsw, sizeof(*b.sw), cmp_ptr);
-	for (i = 0; i < sn->fab.n_nodes && b.nsw; i++)
-		if (sn->fab.nodes[i]->type == SIB_NODE_SWITCH && sn->fab.nodes[i]->mgmt) {
-			b.root = (unsigned int)sw_index(&b, sn->fab.nodes[i]);
-			break;
-		}
-
 	discover(&s, found);                                    /* 1. discover */
 	configure_ports(&s, used);                              /* 2. LIDs, PortInfo */
 	program_lfts(&s, &b);                                   /* 3. unicast routes */
-	program_mfts(&s, &b);                                   /* 4. multicast */
+	program_mfts(&s, &b, 0, UINT_MAX);                      /* 4. multicast */
 	move_ports(&s, MAD_PORT_STATE_INIT, MAD_PORT_STATE_ARMED); /* 5. ports up */
 	move_ports(&s, MAD_PORT_STATE_ARMED, MAD_PORT_STATE_ACTIVE);
 
@@ -683,14 +780,32 @@ int sib_sm_sweep(struct sib_subnet *sn)
 		sib_subnet_log(sn, "built-in SM: %d SMPs failed", s.errors);
 		ret = -EIO;
 	}
+	if (sib_sa_mcast_init(sn))                              /* 6. IPoIB groups */
+		sib_subnet_log(sn, "built-in SM: no IPoIB broadcast group (no memory or MLID)");
 out:
 	free(used);
 	free(found);
-	free(b.sw);
-	free(b.queue);
-	free(b.first);
-	free(b.tree);
+	bfs_free(&b);
 	return ret;
+}
+
+void sib_sm_mcast_update(struct sib_subnet *sn, uint16_t mlid)
+{
+	struct sweep s = { .sn = sn };
+	struct bfs b = { 0 };
+	unsigned int blk = (mlid - 0xC000u) / MAD_MFT_BLOCK_SIZE;
+
+	/* a sweep in progress programs every MFT itself */
+	if (sn->sm_external || sn->sm_sweeping || mlid < 0xC000u || !sn->sm.node)
+		return;
+	if (bfs_alloc(sn, &b)) {
+		sib_subnet_log(sn, "built-in SM: MLID 0x%04x not reprogrammed: no memory", mlid);
+	} else {
+		program_mfts(&s, &b, blk, blk);
+		if (s.errors)
+			sib_subnet_log(sn, "built-in SM: MLID 0x%04x: %d SMPs failed", mlid, s.errors);
+	}
+	bfs_free(&b);
 }
 
 void sib_subnet_log(struct sib_subnet *sn, const char *fmt, ...)

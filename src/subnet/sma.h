@@ -110,7 +110,8 @@ void sib_sma_link_up(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t pn);
  * directed route from its port (the one with LID SIB_SM_LID), then every
  * change a Set SMP through the MAD router to the node's SMA: LIDs in
  * sib_fabric_assign_lids order, MasterSMLID SIB_SM_LID, min-hop LFTs,
- * MFTs that take every MLID to every CA port, every linked port ACTIVE.
+ * MFTs that take every MLID to every CA port but the SA's groups' (to their
+ * members only), every linked port ACTIVE; then the IPoIB broadcast groups.
  * Nodes discovery does not reach are left alone.  Runs at start and after
  * a link comes up.  0 or -errno (-ENOMEM; -EIO: an SMP went unanswered or a
  * Set was refused, a bug).
@@ -132,7 +133,8 @@ bool sib_sa_at(const struct sib_subnet *sn, const struct sib_fab_node *n, uint8_
  * The SA (IBA 15) answering the 256-byte SubnAdm request req, from
  * req_lid.  Serves ClassPortInfo (Get), NodeRecord, PortInfoRecord,
  * PathRecord, LinkRecord, SwitchInfoRecord and GUIDInfoRecord (Get and
- * GetTable, ComponentMask matching).  Returns 1 with
+ * GetTable, ComponentMask matching), MCMemberRecord (also Set: join,
+ * Delete: leave; sa_mcast.c).  Returns 1 with
  * out[0..*len) the whole answer: for Get/Set one 256-byte MAD (GetResp),
  * for GetTable a message of 56 header bytes and the records, RMPP Active,
  * that the caller cuts into segments (sa_rmpp_build_seg, IBA 13.6);
@@ -145,6 +147,25 @@ bool sib_sa_at(const struct sib_subnet *sn, const struct sib_fab_node *n, uint8_
  */
 int sib_sa_process(struct sib_subnet *sn, const uint8_t *req, uint16_t req_lid, uint8_t *out,
 		   size_t cap, size_t *len);
+
+/* ---- the SA's multicast groups (sa_mcast.c; IBA 15.2.5.17) ---- */
+
+/* Create the IPoIB broadcast group of each partition of the SM's port if
+ * it is not there (after every sweep).  0, or -1 without memory or MLIDs. */
+int sib_sa_mcast_init(struct sib_subnet *sn);
+/* Forget every group (the fabric is unloaded). */
+void sib_sa_mcast_free(struct sib_subnet *sn);
+/* Is mlid an SA group's (then its MFT entries follow its members)? */
+bool sib_sa_mcast_group(const struct sib_subnet *sn, uint16_t mlid);
+/* Member i of mlid's group: its port, whether it receives (JoinState
+ * FullMember or NonMember; the send-only ones only send).  Returns the
+ * group's member count, 0 when i is past it or there is no such group. */
+unsigned int sib_sa_mcast_members(const struct sib_subnet *sn, uint16_t mlid, unsigned int i,
+				  struct sib_fab_node **node, uint8_t *port, bool *receives);
+/* The built-in SM reprograms mlid's MFT entries in every switch from its
+ * group's members (none: nowhere; no group: every CA port), by Set
+ * MulticastForwardingTable SMPs through the router (sm_builtin.c). */
+void sib_sm_mcast_update(struct sib_subnet *sn, uint16_t mlid);
 
 /* Get / Set PortInfo of port pn of n as a local management tool does: a
  * DR SMP of hop count 0 from that port itself, through the MAD router to

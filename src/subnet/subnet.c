@@ -467,8 +467,10 @@ struct sib_subnet *sib_subnet_new(const struct sib_subnet_host *h, void *host_ct
 
 void sib_subnet_delete(struct sib_subnet *sn)
 {
-	if (sn)
+	if (sn) { /* (unload did, unless the fabric was freed by hand) */
+		sib_sa_mcast_free(sn);
 		sib_cm_free(sn);
+	}
 	free(sn);
 }
 

@@ -49,6 +49,7 @@ void sib_subnet_unload(struct sib_subnet *sn)
 {
 	if (!sn)
 		return;
+	sib_sa_mcast_free(sn);
 	sib_cm_free(sn);
 	sib_subnet_free(&sn->fab);
 	sib_fabric_free(&sn->fab);

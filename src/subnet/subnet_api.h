@@ -78,6 +78,11 @@ struct sib_subnet_host {
 	 * 0, -ENOENT (no such channel there), -ESRCH (it asked nothing). */
 	int (*mad_response)(void *host_ctx, uint32_t chan, const struct sib_fab_node *n,
 			    uint8_t port, uint8_t qp, const mai_mad_t *m);
+	/* Optional (NULL: nothing traced): MAD m crosses CA port `port` of n,
+	 * leaving it (out) or arriving at it, as a packet on that port's
+	 * link would (capture: sib_mad_wire builds the packet). */
+	void (*mad_trace)(void *host_ctx, const struct sib_fab_node *n, uint8_t port,
+			  const mai_mad_t *m, bool out);
 };
 
 /* ---- the context (struct sib_subnet, its layout private: subnet_int.h) ----

@@ -32,6 +32,7 @@ struct sib_subnet {
 	struct sib_sma_counters sma;
 	struct sib_mad_counters mad;    /* the router's (and the host's channels') */
 	struct sib_sm_agent sm;         /* the built-in SM's MAI side */
+	struct sib_mcgroups *mcg;       /* its SA's multicast groups (sa_mcast.c), NULL: none yet */
 	/* how a node's agents send (traps): sib_mad_out once sib_mad_init()
 	 * ran; NULL: traps are counted unsent */
 	void (*mad_out)(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t port,

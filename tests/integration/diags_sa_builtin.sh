@@ -99,11 +99,21 @@ run swi saquery SWIR
 run gir saquery GIR
 [ "$(count gir 'GUIDInfo Record dump')" = "$nlid" ] || fail "saquery GIR: $(cat "$SIB_TMP/gir.out")"
 
-# Not served yet: a clear status, not a hang.
-if client timeout 20 saquery MCMR >"$SIB_TMP/mcmr.out" 2>&1; then
-	fail "saquery MCMR succeeded: the SA serves MCMemberRecords now, extend this test: $(cat "$SIB_TMP/mcmr.out")"
+# MCMemberRecord: the IPoIB broadcast group the SM made, as OpenSM's SA
+# shows it (saquery MCMR and -g; no member has joined).
+run mcmr saquery MCMR
+for f in 'MGID\.+ff12:401b:ffff::ffff:ffff' 'PortGid\.+::$' 'qkey\.+0xb1b$' 'mlid\.+0xc000$' \
+	'mtu\.+0x84$' 'rate\.+0x83$' 'pkt_life\.+0x92$' 'Scope\.+0x2$' 'JoinState\.+0x0$'; do
+	grep -Eq "$f" "$SIB_TMP/mcmr.out" || fail "saquery MCMR: no $f: $(cat "$SIB_TMP/mcmr.out")"
+done
+run mcg saquery -g
+grep -Eq 'Mlid\.+0xC000$' "$SIB_TMP/mcg.out" || fail "saquery -g: $(cat "$SIB_TMP/mcg.out")"
+
+# Not served yet (ServiceRecord): a clear status, not a hang.
+if client timeout 20 saquery SR >"$SIB_TMP/sr.out" 2>&1; then
+	fail "saquery SR succeeded: the SA serves ServiceRecords now, extend this test: $(cat "$SIB_TMP/sr.out")"
 fi
-want mcmr 'MAD Method/Attribute combination is not supported'
+want sr 'MAD Method/Attribute combination is not supported'
 # softib status counts what the SA answered (and the 0x000C above as an error).
 st=$("$SIB_BIN/softib" status) || fail "softibd died"
 answers=$(echo "$st" | sed -n 's/^subnet .* sa_answers=\([0-9]*\) sa_errors=\([0-9]*\) .*/\1/p')

@@ -30,6 +30,7 @@
 #include "daemon/softibd.h"
 #include "subnet/subnet.h"
 #include "subnet/subnet_int.h" /* the context's layout: the test reads its counters */
+#include "iba/iba.h"
 #include "iba/mad.h"
 #include "mad_build.h"
 #include "../data/mad_vectors.h"
@@ -83,6 +84,10 @@ void sibd_route_changed(struct sibd *d)
 
 void sibd_data_counters(struct sibd *d, uint32_t dev_index, uint8_t port_num,
 			struct sib_pma_counters *sum)
+{
+}
+
+void sibd_link_mad_trace(struct sibd *d, uint32_t dev, uint8_t port, const mai_mad_t *m, bool out)
 {
 }
 
@@ -1025,6 +1030,82 @@ static void test_dr_vectors(void **state)
 	close(sm);
 }
 
+/* sib_mad_wire: the packet a MAD is on a CA port's link, as capture shows
+ * it: it decodes as UD SEND_ONLY with valid ICRC and VCRC, VL15 and Q_Key 0
+ * on QP0, VL0 and the GSI Q_Key on QP1, the QPs by direction, the MAD as
+ * its payload; OOB and TIMEOUT give nothing. */
+static void test_mad_wire(void **state)
+{
+	uint8_t buf[SIB_MAD_WIRE_MAX], mad[MAD_SIZE];
+	struct iba_pkt p;
+	mai_mad_t m;
+	size_t len;
+
+	(void)state;
+	memset(&m, 0, sizeof(m));
+	m.type = MAI_TYPE_MAD;
+	m.qp = 1;
+	m.remote_qpn = 1;
+	m.remote_qkey = 0x80010000u;
+	m.lrh.sl = 3;
+	m.lrh.dlid = 1;
+	m.lrh.slid = 7;
+	m.base_version = 1;
+	m.mgmt_class = MAD_MGMT_CLASS_SUBN_ADM;
+	m.class_version = 2;
+	m.method = MAD_METHOD_GETTABLE;
+	m.tid = 0x1122334455667788ull;
+	m.attr_id = 0x11;
+	m.data_len = MAI_MAD_DATA_SIZE;
+	for (unsigned int i = 0; i < MAI_MAD_DATA_SIZE; i++)
+		m.data[i] = (uint8_t)i;
+	len = sib_mad_wire(&m, true, buf, sizeof(buf));
+	assert_int_equal(len, 8 + 12 + 8 + 256 + 4 + 2);
+	assert_int_equal(iba_decode(buf, len, IBA_CHECK_ICRC | IBA_CHECK_VCRC, &p), IBA_OK);
+	assert_int_equal(p.bth.opcode, IBA_TRANSPORT_UD | IBA_OPC_SEND_ONLY);
+	assert_int_equal(p.lrh.vl, 0);
+	assert_int_equal(p.lrh.sl, 3);
+	assert_int_equal(p.lrh.dlid, 1);
+	assert_int_equal(p.lrh.slid, 7);
+	assert_int_equal(p.bth.pkey, 0xFFFF);
+	assert_int_equal(p.bth.dqpn, 1);
+	assert_int_equal(p.deth.qkey, 0x80010000u);
+	assert_int_equal(p.deth.src_qp, 1);
+	assert_int_equal(p.paylen, MAD_SIZE);
+	assert_int_equal(mai_towire(&m, mad, sizeof(mad)), MAD_SIZE);
+	assert_memory_equal(p.payload, mad, MAD_SIZE);
+	/* an SMP arriving at QP0 from QP0: VL15, Q_Key 0 */
+	m.qp = 0;
+	m.remote_qpn = 0;
+	m.remote_qkey = 0;
+	m.mgmt_class = MAD_MGMT_CLASS_SUBN_LID_ROUTED;
+	m.class_version = 1;
+	len = sib_mad_wire(&m, false, buf, sizeof(buf));
+	assert_int_equal(iba_decode(buf, len, IBA_CHECK_ICRC | IBA_CHECK_VCRC, &p), IBA_OK);
+	assert_int_equal(p.lrh.vl, 15);
+	assert_int_equal(p.deth.qkey, 0);
+	assert_int_equal(p.bth.dqpn, 0);
+	/* a receive at QP1 from QP 0x123 with a GRH */
+	m.qp = 1;
+	m.remote_qpn = 0x123;
+	m.remote_qkey = 0x80010000u;
+	m.has_grh = 1;
+	m.grh.hoplmt = 255;
+	m.grh.sgid[0] = 0xfe;
+	m.grh.dgid[0] = 0xfe;
+	len = sib_mad_wire(&m, false, buf, sizeof(buf));
+	assert_int_equal(len, 8 + 40 + 12 + 8 + 256 + 4 + 2);
+	assert_int_equal(iba_decode(buf, len, IBA_CHECK_ICRC | IBA_CHECK_VCRC, &p), IBA_OK);
+	assert_int_equal(p.lrh.lnh, IBA_LNH_GLOBAL);
+	assert_int_equal(p.bth.dqpn, 1);
+	assert_int_equal(p.deth.src_qp, 0x123);
+	/* no MAD, or no room: nothing */
+	m.type = MAI_TYPE_OOB;
+	assert_int_equal(sib_mad_wire(&m, true, buf, sizeof(buf)), 0);
+	m.type = MAI_TYPE_MAD;
+	assert_int_equal(sib_mad_wire(&m, true, buf, SIB_MAD_WIRE_MAX - 1), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1043,6 +1124,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_trap_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap_tid_stamped, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dr_vectors, setup_walk, teardown),
+		cmocka_unit_test(test_mad_wire),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,6 +7,10 @@
  * sa_rmpp_recv_seg as the umad library does.  ClassPortInfo; NodeRecord,
  * PortInfoRecord, PathRecord by Get and GetTable; ComponentMask filters;
  * RMPP segments; statuses; malformed MADs dropped and counted.
+ * MCMemberRecord: the IPoIB broadcast group, join/leave/create with
+ * OpenSM's statuses, and a randomized join/leave sequence checked against
+ * a model of the groups and of where the MFTs deliver (replay with
+ * SIB_SEED=N).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -15,12 +19,14 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include "iba/sa.h"
 #include "subnet/subnet_api.h"
 
-#define CHAN 20u	/* a host channel number (above SIB_MAD_CHAN_INTERNAL) */
+#define CHAN 20u
+#define DATA(name) SIB_TEST_DATA "/" name	/* a host channel number (above SIB_MAD_CHAN_INTERNAL) */
 
 static uint8_t segs[64][MAD_SIZE];
 static unsigned int nsegs;
@@ -89,7 +95,7 @@ struct fx {
 	size_t len;
 };
 
-static int setup(void **state)
+static int setup_topo(void **state, const char *topo)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	struct sib_fab_node *n;
@@ -98,7 +104,7 @@ static int setup(void **state)
 	assert_non_null(f);
 	f->sn = sib_subnet_new(&host, NULL);
 	assert_non_null(f->sn);
-	assert_int_equal(sib_subnet_load(f->sn, NULL, err, sizeof(err)), 0);
+	assert_int_equal(sib_subnet_load(f->sn, topo, err, sizeof(err)), 0);
 	assert_int_equal(sib_mad_init(f->sn), 0);
 	for (unsigned int i = 0; (n = sib_subnet_node(f->sn, i)); i++)
 		if (n->type == SIB_NODE_CA && n->mgmt->port[1].pi.lid != SIB_SM_LID)
@@ -108,6 +114,16 @@ static int setup(void **state)
 	requester = f->ca;
 	*state = f;
 	return 0;
+}
+
+static int setup(void **state)
+{
+	return setup_topo(state, NULL);
+}
+
+static int setup_2sw(void **state)
+{
+	return setup_topo(state, DATA("two_switch.topo"));
 }
 
 static int teardown(void **state)
@@ -553,18 +569,298 @@ static void test_statuses(void **state)
 		wire[3] &= 0x7F; /* a request */
 		memcpy(wire + 8, "\0\0\x14\0\0\0\0\x01", 8); /* TID: CHAN */
 		if (i % 2) { /* a served attribute, Get or GetTable, any mask and record */
-			static const uint16_t attrs[] = { 0x01, 0x11, 0x12, 0x14, 0x20, 0x30, 0x35 };
+			static const uint16_t attrs[] = { 0x01, 0x11, 0x12, 0x14, 0x20, 0x30, 0x35, 0x38 };
 
 			wire[2] = MAD_SA_CLASS_VERSION;
-			wire[3] = i % 4 == 1 ? MAD_METHOD_GET : MAD_METHOD_GETTABLE;
+			wire[3] = (uint8_t[]){ MAD_METHOD_GET, MAD_METHOD_GETTABLE, MAD_METHOD_SET,
+					       MAD_METHOD_DELETE }[(unsigned int)rand() % 4];
 			wire[16] = 0;
-			wire[17] = (uint8_t)attrs[(unsigned int)rand() % 7];
+			wire[17] = (uint8_t)attrs[(unsigned int)rand() % 8];
 			wire[26] &= (uint8_t)~MAD_RMPP_FLAG_ACTIVE;
 		}
 		ask_wire(f, wire);
 	}
 	assert_true(c->sa_dropped > dropped + 2);
 	assert_true(c->sa_answers > 0);
+}
+
+/* ---- MCMemberRecord (15.2.5.17) ---- */
+
+#define MC_MGID    0x0001u
+#define MC_PORTGID 0x0002u
+#define MC_QKEY    0x0004u
+#define MC_MLID    0x0008u
+#define MC_MTU     0x0030u	/* MTUSelector and MTU */
+#define MC_TCLASS  0x0040u
+#define MC_PKEY    0x0080u
+#define MC_SL      0x1000u
+#define MC_FLOW    0x2000u
+#define MC_JOIN    0x10000u
+#define MC_CREATE  (MC_MGID | MC_PORTGID | MC_QKEY | MC_TCLASS | MC_PKEY | MC_SL | MC_FLOW | MC_JOIN)
+
+static const uint8_t bcast_mgid[16] = { 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0,
+					0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff };
+
+/* The GID of CA n's port 1. */
+static void gid_of(const struct sib_fab_node *n, uint8_t gid[16])
+{
+	uint64_t pre = n->mgmt->port[1].pi.gid_prefix, guid = n->ports[1].guid;
+
+	for (int i = 0; i < 8; i++) {
+		gid[i] = (uint8_t)(pre >> (56 - 8 * i));
+		gid[8 + i] = (uint8_t)(guid >> (56 - 8 * i));
+	}
+}
+
+/* An MCMemberRecord request from CA `from`'s port 1. */
+static uint16_t mc_ask(struct fx *f, struct sib_fab_node *from, uint8_t method, uint64_t mask,
+		       const struct sa_mcmember_record *r, struct sa_mcmember_record *out)
+{
+	uint8_t rec[56];
+	struct sib_fab_node *ca = f->ca;
+	uint16_t lid = f->ca_lid;
+
+	f->ca = from;
+	f->ca_lid = from->mgmt->port[1].pi.lid;
+	requester = from;
+	sa_mcmember_record_encode(r, rec);
+	assert_true(ask(f, method, SA_ATTR_MCMEMBER_RECORD, mask, rec, sizeof(rec)) >= 1);
+	f->ca = ca;
+	f->ca_lid = lid;
+	requester = ca;
+	if (out)
+		sa_mcmember_record_decode(out, f->msg + MAD_SA_HDR_SIZE);
+	return status_of(f);
+}
+
+/* The CAs of the fabric (port 1 cabled), at most 8. */
+static unsigned int cas_of(struct fx *f, struct sib_fab_node **cas)
+{
+	struct sib_fab_node *n;
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; (n = sib_subnet_node(f->sn, i)) && k < 8; i++)
+		if (n->type == SIB_NODE_CA && n->ports[1].peer && n->mgmt->port[1].pi.lid)
+			cas[k++] = n;
+	return k;
+}
+
+static uint32_t reached;	/* bit per CA index, set by reach_ca */
+static struct sib_fab_node *const *reach_cas;
+static unsigned int reach_n;
+
+static void reach_ca(void *ctx, const struct sib_fab_node *n, uint8_t port)
+{
+	(void)ctx;
+	for (unsigned int i = 0; i < reach_n; i++)
+		if (reach_cas[i] == n && port == 1)
+			reached |= 1u << i;
+}
+
+/* Which CAs a packet from cas[src] to mlid reaches (the sender excepted). */
+static uint32_t reach(struct fx *f, struct sib_fab_node **cas, unsigned int n, unsigned int src,
+		      uint16_t mlid)
+{
+	reached = 0;
+	reach_cas = cas;
+	reach_n = n;
+	assert_int_equal(sib_subnet_mcast_lookup(f->sn, cas[src], 1, mlid, reach_ca, NULL), 0);
+	return reached & ~(1u << src);
+}
+
+static void test_mcmember(void **state)
+{
+	struct fx *f = *state;
+	struct sib_fab_node *cas[8];
+	unsigned int n = cas_of(f, cas);
+	struct sa_mcmember_record r, got;
+	uint8_t mgid[16] = { 0xff, 0x12, 0x60, 0x1b, 0xff, 0xff, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4 };
+	uint16_t mlid;
+
+	assert_true(n >= 3);
+	/* the SM made the IPoIB broadcast group: one record, no members */
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(mc_ask(f, cas[0], MAD_METHOD_GETTABLE, 0, &r, NULL), 0);
+	assert_int_equal(nrec(f), 1);
+	sa_mcmember_record_decode(&got, f->msg + MAD_SA_HDR_SIZE);
+	assert_memory_equal(got.mgid, bcast_mgid, 16);
+	assert_int_equal(got.qkey, 0x0B1B);
+	assert_int_equal(got.mlid, 0xC000);
+	assert_int_equal(got.mtu_selector << 6 | got.mtu, 0x84);
+	assert_int_equal(got.rate_selector << 6 | got.rate, 0x83);
+	assert_int_equal(got.pkey, 0xFFFF);
+	assert_int_equal(got.scope, 2);
+	assert_int_equal(got.join_state, 0);
+	assert_int_equal(reach(f, cas, n, 0, 0xC000), 0);
+
+	/* IPoIB's join (MGID, PortGID, P_Key, JoinState only): the group's
+	 * Q_Key comes back, and packets reach the new member */
+	memcpy(r.mgid, bcast_mgid, 16);
+	gid_of(cas[1], r.port_gid);
+	r.pkey = 0xFFFF;
+	r.join_state = 1;
+	assert_int_equal(mc_ask(f, cas[1], MAD_METHOD_SET, MC_MGID | MC_PORTGID | MC_PKEY | MC_JOIN,
+				&r, &got), 0);
+	assert_int_equal(f->msg[3], MAD_METHOD_GET_RESP);
+	assert_int_equal(got.qkey, 0x0B1B);
+	assert_int_equal(got.mlid, 0xC000);
+	assert_int_equal(got.join_state, 1);
+	assert_memory_equal(got.port_gid, r.port_gid, 16);
+	assert_int_equal(reach(f, cas, n, 1, 0xC000), 0);
+
+	/* a join for another port (a proxy join): refused */
+	gid_of(cas[2], r.port_gid);
+	assert_int_equal(mc_ask(f, cas[1], MAD_METHOD_SET, MC_MGID | MC_PORTGID | MC_PKEY | MC_JOIN,
+				&r, NULL), MAD_SA_STATUS_REQ_INVALID);
+	/* a join that contradicts the group (another Q_Key): refused */
+	r.qkey = 0x1234;
+	assert_int_equal(mc_ask(f, cas[2], MAD_METHOD_SET,
+				MC_MGID | MC_PORTGID | MC_PKEY | MC_JOIN | MC_QKEY, &r, NULL),
+			 MAD_SA_STATUS_REQ_INVALID);
+
+	/* create: a new MGID without the components a create needs: 0x0700;
+	 * with them, a new MLID; a send-only member does not receive */
+	memset(&r, 0, sizeof(r));
+	memcpy(r.mgid, mgid, 16);
+	gid_of(cas[2], r.port_gid);
+	r.qkey = 0x11111111;
+	r.pkey = 0xFFFF;
+	r.join_state = 1;
+	assert_int_equal(mc_ask(f, cas[2], MAD_METHOD_SET, MC_MGID | MC_PORTGID | MC_JOIN, &r, NULL),
+			 0x0700);
+	assert_int_equal(mc_ask(f, cas[2], MAD_METHOD_SET, MC_CREATE, &r, &got), 0);
+	mlid = got.mlid;
+	assert_true(mlid > 0xC000);
+	assert_int_equal(got.qkey, 0x11111111);
+	gid_of(cas[0], r.port_gid);
+	r.join_state = 8; /* SendOnlyFullMember */
+	assert_int_equal(mc_ask(f, cas[0], MAD_METHOD_SET, MC_MGID | MC_PORTGID | MC_JOIN, &r, &got), 0);
+	assert_int_equal(got.join_state, 8);
+	assert_int_equal(reach(f, cas, n, 0, mlid), 1u << 2);
+	assert_int_equal(reach(f, cas, n, 2, mlid), 0);
+	/* a query by PortGID: that port's membership */
+	assert_int_equal(mc_ask(f, cas[0], MAD_METHOD_GETTABLE, MC_PORTGID, &r, NULL), 0);
+	assert_int_equal(nrec(f), 1);
+	sa_mcmember_record_decode(&got, f->msg + MAD_SA_HDR_SIZE);
+	assert_int_equal(got.mlid, mlid);
+	assert_int_equal(got.join_state, 0); /* (only with the SM_Key) */
+	/* the broadcast group's member receives from a send-only member */
+	memcpy(r.mgid, bcast_mgid, 16);
+	assert_int_equal(mc_ask(f, cas[0], MAD_METHOD_SET, MC_MGID | MC_PORTGID | MC_JOIN, &r, NULL), 0);
+	assert_int_equal(reach(f, cas, n, 0, 0xC000), 1u << 1);
+	memcpy(r.mgid, mgid, 16);
+
+	/* leave: a bit the port does not hold is refused; the last member's
+	 * leave deletes the group (its MLID reaches nobody, the table shows
+	 * the broadcast group only) */
+	r.join_state = 1;
+	assert_int_equal(mc_ask(f, cas[0], MAD_METHOD_DELETE, MC_MGID | MC_PORTGID | MC_JOIN, &r, NULL),
+			 MAD_SA_STATUS_REQ_INVALID);
+	r.join_state = 8;
+	assert_int_equal(mc_ask(f, cas[0], MAD_METHOD_DELETE, MC_MGID | MC_PORTGID | MC_JOIN, &r, NULL), 0);
+	assert_int_equal(f->msg[3], MAD_METHOD_DELETE | 0x80);
+	gid_of(cas[2], r.port_gid);
+	r.join_state = 1;
+	assert_int_equal(mc_ask(f, cas[2], MAD_METHOD_DELETE, MC_MGID | MC_PORTGID | MC_JOIN, &r, NULL), 0);
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(mc_ask(f, cas[0], MAD_METHOD_GETTABLE, 0, &r, NULL), 0);
+	assert_int_equal(nrec(f), 1);
+	/* an MLID no group owns reaches every CA port (ibv_attach_mcast
+	 * without a join still works in the default mode) */
+	assert_int_equal(reach(f, cas, n, 0, mlid), ((1u << n) - 1) & ~1u);
+
+	/* a zero MGID: the SA picks one (ff12:a01b:P_Key::...) */
+	memset(&r, 0, sizeof(r));
+	gid_of(cas[1], r.port_gid);
+	r.qkey = 7;
+	r.pkey = 0xFFFF;
+	r.join_state = 1;
+	assert_int_equal(mc_ask(f, cas[1], MAD_METHOD_SET, MC_CREATE, &r, &got), 0);
+	assert_int_equal(got.mgid[0], 0xff);
+	assert_int_equal(got.mgid[2] << 8 | got.mgid[3], 0xa01b);
+	assert_int_equal(got.mgid[4] << 8 | got.mgid[5], 0xffff);
+}
+
+/* Joins and leaves of random ports with random JoinStates to a few groups,
+ * checked after each against a model: the SA's answer, each port's
+ * membership as a query shows it, and which CAs a packet from every CA
+ * reaches through the MFTs (the receiving members but the sender). */
+static void test_mcmember_random(void **state)
+{
+	struct fx *f = *state;
+	struct sib_fab_node *cas[8];
+	unsigned int n = cas_of(f, cas);
+	uint8_t model[4][8] = { { 0 } };	/* JoinState per group, CA */
+	uint16_t mlid[4] = { 0 };
+	const char *env = getenv("SIB_SEED");
+	unsigned int seed = env ? (unsigned int)strtoul(env, NULL, 0) : (unsigned int)time(NULL);
+
+	print_message("test_mcmember_random: SIB_SEED=%u\n", seed);
+	srand(seed);
+	for (int step = 0; step < 400; step++) {
+		unsigned int g = (unsigned int)rand() % 4, c = (unsigned int)rand() % n;
+		uint8_t js = (uint8_t)(1u << (rand() % 4)), receivers = 0;
+		bool set = rand() % 3 != 0;
+		struct sa_mcmember_record r, got;
+		uint16_t st, want;
+
+		memset(&r, 0, sizeof(r));
+		r.mgid[0] = 0xff;
+		r.mgid[1] = 0x12;
+		r.mgid[15] = (uint8_t)(g + 1);
+		gid_of(cas[c], r.port_gid);
+		r.qkey = 0x100 + g;
+		r.pkey = 0xFFFF;
+		r.join_state = js;
+		st = mc_ask(f, cas[c], set ? MAD_METHOD_SET : MAD_METHOD_DELETE,
+			    set ? MC_CREATE : MC_MGID | MC_PORTGID | MC_JOIN, &r, &got);
+		if (set) {
+			bool any = false;
+
+			for (unsigned int k = 0; k < n; k++)
+				any |= model[g][k] != 0;
+			/* only a full member creates a group */
+			want = !any && !(js & 1) ? MAD_SA_STATUS_REQ_INVALID : 0;
+		} else {
+			want = model[g][c] & js ? 0 : MAD_SA_STATUS_REQ_INVALID;
+		}
+		if (st != want)
+			fail_msg("seed %u step %d: %s group %u CA %u JoinState %u: status 0x%x, want 0x%x",
+				 seed, step, set ? "join" : "leave", g, c, js, st, want);
+		if (!st) {
+			model[g][c] = set ? model[g][c] | js : model[g][c] & (uint8_t)~js;
+			mlid[g] = got.mlid;
+			assert_int_equal(got.qkey, 0x100 + g);
+			assert_int_equal(got.join_state, model[g][c]);
+		}
+		{ /* the groups a port is in, as a query by PortGID shows them */
+			struct sa_mcmember_record qr = { .port_gid = { 0 } };
+			unsigned int in = 0;
+
+			gid_of(cas[c], qr.port_gid);
+			for (unsigned int k = 0; k < 4; k++)
+				in += model[k][c] != 0;
+			assert_int_equal(mc_ask(f, cas[c], MAD_METHOD_GETTABLE, MC_PORTGID, &qr, NULL), 0);
+			assert_int_equal(nrec(f), in);
+		}
+		for (unsigned int k = 0; k < n; k++)
+			if (model[g][k] & 3)
+				receivers |= (uint8_t)(1u << k);
+		if (!mlid[g])
+			continue;
+		for (unsigned int s = 0; s < n; s++) {
+			uint32_t want_r, got_r;
+
+			/* a member sends (a non-member's switch may be off the tree) */
+			if (!model[g][s])
+				continue;
+			got_r = reach(f, cas, n, s, mlid[g]);
+			want_r = receivers & ~(1u << s);
+			if (got_r != want_r)
+				fail_msg("seed %u step %d: group %u (MLID 0x%x) from CA %u reaches 0x%x, want 0x%x",
+					 seed, step, g, mlid[g], s, got_r, want_r);
+		}
+	}
 }
 
 int main(void)
@@ -577,6 +873,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_path_pkey_sl, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_link_switch_guid_records, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_statuses, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcmember, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcmember, setup_2sw, teardown),
+		cmocka_unit_test_setup_teardown(test_mcmember_random, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcmember_random, setup_2sw, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1181,8 +1181,10 @@ static void test_builtin_sweep(void **state)
 		assert_int_equal(sib_subnet_route(&d->sn->fab, cas[i], 1, 2, false).verdict,
 				 SIB_ROUTE_OK);
 	}
-	/* multicast: A sends to its CAs and B, B to its CAs and A, every MLID */
-	assert_int_equal(a->mgmt->sw->mft[0], 1 << 1 | 1 << 2 | 1 << 3);
+	/* multicast: A sends to its CAs and B, B to its CAs and A, every MLID
+	 * but the IPoIB broadcast group's (0xC000), which has no members yet */
+	assert_int_equal(a->mgmt->sw->mft[0], 0);
+	assert_int_equal(a->mgmt->sw->mft[npos], 1 << 1 | 1 << 2 | 1 << 3);
 	assert_int_equal(b->mgmt->sw->mft[(0x3FFE) * npos], 1 << 1 | 1 << 2 | 1 << 3);
 
 	/* a second sweep changes nothing */
@@ -1395,9 +1397,16 @@ static void test_builtin_ring(void **state)
 		for (uint32_t m = 0xC000; m <= 0xFFFE; m += 0x1FFF) {
 			unsigned int got[4] = { 0 };
 
-			flood(&h[i]->ports[1], (uint16_t)m, got, 0);
+			/* (0xC000 is the broadcast group: 0xC001 instead) */
+			flood(&h[i]->ports[1], (uint16_t)(m == 0xC000 ? m + 1 : m), got, 0);
 			for (unsigned int j = 1; j <= 3; j++)
 				assert_int_equal(got[j], j == i + 1 ? 0 : 1);
+		}
+		{ /* the IPoIB broadcast group, without members, reaches nobody */
+			unsigned int got[4] = { 0 };
+
+			flood(&h[i]->ports[1], 0xC000, got, 0);
+			assert_int_equal(got[1] + got[2] + got[3], 0);
 		}
 	}
 	destroy(d);

@@ -149,13 +149,16 @@ int sib_cma_join_mcast(struct sib_cma_id *id, uint64_t cookie, const void *addr,
 	mc->addr_len = (uint16_t)len;
 	mc->join_state = join_flags ? JOIN_SENDONLY_FULL : JOIN_FULL;
 	cma_mc_mgid(id, &a, mc->mgid);
-	if ((ret = mc_send(id, mc, true))) {
-		free(mc);
-		return ret;
-	}
+	/* listed first: the built-in SA answers inside mc_send */
 	mc->next = id->mcs;
 	id->mcs = mc;
 	id->nmcs++;
+	if ((ret = mc_send(id, mc, true))) {
+		id->mcs = mc->next;
+		id->nmcs--;
+		free(mc);
+		return ret;
+	}
 	return 0;
 }
 

@@ -35,7 +35,7 @@ set_tests_properties(abi_rdmacm_exports PROPERTIES TIMEOUT 60 LABELS abi
 # udaddy (SIDR), perftest -R, and per-device addresses.
 find_program(SIB_RPING rping)
 if(SIB_RPING)
-  foreach(c rping rping_two rping_reject rping_q ucmatose ucmatose_migrate rdma_server udaddy rping_dev)
+  foreach(c rping rping_two rping_reject rping_q ucmatose ucmatose_migrate rdma_server udaddy rping_dev mckey)
     sib_itest(rdmacm_${c} rdmacm.sh ${c})
   endforeach()
 else()

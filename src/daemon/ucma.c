@@ -553,6 +553,11 @@ void sibd_ucma_status(struct sibd *d, FILE *f)
 		(unsigned long long)k->rejected, (unsigned long long)k->established,
 		(unsigned long long)k->disconnects, (unsigned long long)k->unreachable,
 		(unsigned long long)k->req_dropped);
+	fprintf(f, "rdma_cm_mcast joins=%llu joined=%llu errors=%llu timeouts=%llu leaves=%llu "
+		"bad_answers=%llu\n", (unsigned long long)k->mc_joins,
+		(unsigned long long)k->mc_joined, (unsigned long long)k->mc_errors,
+		(unsigned long long)k->mc_timeouts, (unsigned long long)k->mc_leaves,
+		(unsigned long long)k->mc_bad_answers);
 }
 
 /* ---- commands ---- */

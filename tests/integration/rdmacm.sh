@@ -17,8 +17,6 @@
 #   pyverbs_cmid   a pyverbs CMID server and client (rdmacm_cmid.py, synchronous ids)
 #   rdma_server    rdma_server / rdma_client ("end 0")
 #   udaddy         udaddy -b / -s (SIDR, UD)
-#   mckey          mckey -m 224.0.0.1 -b 127.0.0.1 receiver, then the same with -s
-#                  (rdma_join_multicast through the SA, 10 datagrams)
 #   send_bw        ib_send_bw -R -d softib0
 #   write_lat      ib_write_lat -R -d softib0
 . "$(dirname "$0")/lib.sh"
@@ -162,26 +160,6 @@ udaddy)
 	check_pair
 	grep -q 'data transfers complete' "$C" || { show; fail "client: no 'data transfers complete'"; }
 	grep -q 'return status 0' "$S" || { show; fail "server: no 'return status 0'"; }
-	;;
-mckey)
-	# the receiver joins first (its output says so; line-buffered), then
-	# the sender sends
-	# 10 datagrams to the group: the SA join, the MFTs, the QP attached
-	client timeout 60 stdbuf -oL mckey -m 224.0.0.1 -b 127.0.0.1 >"$S" 2>&1 &
-	srv=$!
-	SIB_PIDS+=("$srv")
-	for _ in $(seq 100); do
-		grep -q 'receiving data transfers' "$S" && break
-		alive "$srv" || break
-		sleep 0.1
-	done
-	grep -q 'receiving data transfers' "$S" || { show; fail "receiver: never joined"; }
-	client timeout 60 mckey -m 224.0.0.1 -b 127.0.0.1 -s >"$C" 2>&1
-	crc=$?
-	check_pair
-	grep -q 'data transfers complete' "$S" || { show; fail "receiver: no 'data transfers complete'"; }
-	status | grep -q '^rdma_cm_mcast joins=2 joined=2 .*leaves=2' ||
-		{ show; fail "softibd: not two joins and two leaves"; }
 	;;
 send_bw|write_lat)
 	tool=ib_send_bw

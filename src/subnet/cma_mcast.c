@@ -254,6 +254,8 @@ static void mc_answer(struct sib_cma_id *id, struct cma_mc *mc)
 		status = -EINVAL; /* an SA error status (sa_query.c) */
 	else if (mc->rec.qkey != mc_qkey(id) || memcmp(mc->rec.port_gid, id->sgid, 16))
 		status = -EINVAL; /* cma_set_qkey: another Q_Key; not our membership */
+	else if (mc->rec.mlid < 0xC000u || mc->rec.mlid == 0xFFFFu || mc->rec.mgid[0] != 0xFF)
+		status = -EINVAL; /* not a group (IBA 4.1.1, 4.1.2): an SA's answer is input */
 	if (!status) {
 		mc->joined = true;
 		memcpy(mc->mgid, mc->rec.mgid, 16);

@@ -25,6 +25,8 @@
 #include <sys/socket.h>
 #include <cmocka.h>
 
+#include "iba/mad.h"
+#include "iba/sa.h"
 #include "subnet/cm.h"
 #include "subnet/cma.h"
 #include "subnet/subnet_api.h"
@@ -1112,6 +1114,65 @@ static void test_mcast_errors(void **state)
 	assert_int_equal(r->ev.listen_uid, 4);
 }
 
+/* A hostile SA answer to the join in flight (TID: the cma's first SA MAD). */
+static void sa_answer(struct fx *f, uint16_t attr, uint16_t mlid, uint32_t qkey,
+		      const uint8_t port_gid[16])
+{
+	struct sa_mcmember_record r = { .mlid = mlid, .qkey = qkey, .mgid = { 0xff, 0x12 } };
+	struct mad_sa s;
+	uint8_t wire[MAD_SIZE];
+	mai_mad_t m;
+
+	memcpy(r.port_gid, port_gid, 16);
+	memset(&s, 0, sizeof(s));
+	s.hdr.base_version = MAD_BASE_VERSION;
+	s.hdr.mgmt_class = MAD_MGMT_CLASS_SUBN_ADM;
+	s.hdr.class_version = MAD_SA_CLASS_VERSION;
+	s.hdr.r = 1;
+	s.hdr.method = MAD_METHOD_GET;
+	s.hdr.tid = (uint64_t)SIB_MAD_CHAN_CMA << MAI_TID_CHAN_SHIFT | 1;
+	s.hdr.attr_id = attr;
+	sa_mcmember_record_encode(&r, s.data);
+	mad_sa_encode(&s, wire);
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(mai_fromwire(wire, MAD_SIZE, &m), MAD_SIZE);
+	sib_cma_sa_receive(f->sn, cas[1], 1, &m);
+}
+
+static void test_mcast_hostile_sa(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *a = mc_id(f, 1, 1, SIB_CMA_PS_UDP);
+	struct sockaddr_in g = sin4("239.5.5.6", 0);
+	struct sib_ctl_cm q;
+	struct rec *r;
+
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(a, &q);
+	cas[1]->mgmt->port[1].pi.master_sm_lid = 0xBFFF; /* only our answers come */
+	assert_int_equal(CALL(sib_cma_join_mcast(a, 9, &g, sizeof(g), 0)), 0);
+	/* another attribute: dropped, counted; the join still waits */
+	sa_answer(f, SA_ATTR_PATH_RECORD, 0xC123, SIB_CMA_UDP_QKEY, q.sgid);
+	run(f);
+	assert_int_equal(sib_cma_counters(f->cma)->mc_bad_answers, 1);
+	assert_null(ev_of(a, SIB_CMA_EV_MULTICAST_ERROR));
+	/* a record whose MLID is no multicast LID: MULTICAST_ERROR -EINVAL */
+	sa_answer(f, SA_ATTR_MCMEMBER_RECORD, 0x0012, SIB_CMA_UDP_QKEY, q.sgid);
+	run(f);
+	assert_non_null(r = ev_of(a, SIB_CMA_EV_MULTICAST_ERROR));
+	assert_int_equal(r->ev.status, -EINVAL);
+	assert_null(ev_of(a, SIB_CMA_EV_MULTICAST_JOIN));
+	/* a late duplicate answer: nothing */
+	sa_answer(f, SA_ATTR_MCMEMBER_RECORD, 0xC123, SIB_CMA_UDP_QKEY, q.sgid);
+	run(f);
+	assert_null(ev_of(a, SIB_CMA_EV_MULTICAST_JOIN));
+	/* and no timeout later */
+	unsigned int n = nevs;
+	now_ns += 4000000000ull;
+	sib_cma_tick(f->cma, now_ns);
+	assert_int_equal(nevs, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1135,6 +1196,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mcast_mgid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_join_leave, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcast_hostile_sa, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -7,7 +7,8 @@
 #                        checked-in table and the system library's, read
 #                        with objdump; never linked or loaded);
 #   rdmacm_*             unmodified rdmacm-utils and perftest clients, two
-#                        processes each, through LD_LIBRARY_PATH (rdmacm.sh).
+#                        processes each, through LD_LIBRARY_PATH (rdmacm.sh);
+#                        mckey under the built-in SM and OpenSM (rdmacm_mcast.sh).
 if(NOT TARGET rdmacm)
   return()
 endif()
@@ -38,6 +39,10 @@ if(SIB_RPING)
   foreach(c rping rping_two rping_reject rping_q ucmatose ucmatose_migrate rdma_server udaddy rping_dev)
     sib_itest(rdmacm_${c} rdmacm.sh ${c})
   endforeach()
+  # mckey: multicast through the built-in SM's SA and OpenSM's (77: no umad)
+  sib_itest(rdmacm_mckey rdmacm_mcast.sh builtin)
+  sib_itest(rdmacm_mckey_opensm rdmacm_mcast.sh external)
+  set_tests_properties(rdmacm_mckey rdmacm_mckey_opensm PROPERTIES SKIP_RETURN_CODE 77)
 else()
   message(STATUS "rdmacm integration tests skipped: no rping (Debian rdmacm-utils)")
 endif()

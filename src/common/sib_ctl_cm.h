@@ -66,8 +66,11 @@ enum sib_cm_cmd {
 	SIB_CM_CMD_NOTIFY,           /* id, event (IBV_EVENT_COMM_EST): rdma_notify */
 	SIB_CM_CMD_SET_OPTION,       /* id, level, optname, optval (RDMA_OPTION_*) */
 	SIB_CM_CMD_MIGRATE_ID,       /* id, channel -> events_reported (rdma_migrate_id) */
-	SIB_CM_CMD_JOIN_MCAST,       /* id, uid, dst_addr (the group), join_flags -> event JOIN */
-	SIB_CM_CMD_LEAVE_MCAST,      /* id, dst_addr -> events_reported */
+	SIB_CM_CMD_JOIN_MCAST,       /* id, uid (the group's cookie, as the kernel's
+	                              * ucma_join_multicast), dst_addr (the group),
+	                              * join_flags (enum rdma_cm_mc_join_flags)
+	                              * -> event MULTICAST_JOIN / MULTICAST_ERROR */
+	SIB_CM_CMD_LEAVE_MCAST,      /* id, dst_addr (as joined) -> events_reported (0) */
 	SIB_CM_CMD_MAX,
 };
 
@@ -182,6 +185,8 @@ struct sib_ctl_cm {
  * listen_uid the listener's cookie; uid is 0 there (the library sets it
  * with ACCEPT or REJECT).  status as rdma_cm_event.status: 0, -errno,
  * or the REJ reason for REJECTED (IBA 12.6.7.2, 28 = consumer reject).
+ * MULTICAST_JOIN / MULTICAST_ERROR: uid is the id's cookie and listen_uid
+ * the group's (JOIN_MCAST's uid); ah the group's AV, ud_qp_num 0xFFFFFF.
  */
 struct sib_ctl_cm_event {
 	uint64_t uid;                 /* the id's cookie (0 for CONNECT_REQUEST) */

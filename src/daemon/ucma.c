@@ -553,6 +553,11 @@ void sibd_ucma_status(struct sibd *d, FILE *f)
 		(unsigned long long)k->rejected, (unsigned long long)k->established,
 		(unsigned long long)k->disconnects, (unsigned long long)k->unreachable,
 		(unsigned long long)k->req_dropped);
+	fprintf(f, "rdma_cm_mcast joins=%llu joined=%llu errors=%llu timeouts=%llu leaves=%llu "
+		"bad_answers=%llu\n", (unsigned long long)k->mc_joins,
+		(unsigned long long)k->mc_joined, (unsigned long long)k->mc_errors,
+		(unsigned long long)k->mc_timeouts, (unsigned long long)k->mc_leaves,
+		(unsigned long long)k->mc_bad_answers);
 }
 
 /* ---- commands ---- */
@@ -762,9 +767,11 @@ static int cmd_on_id(struct sibd *d, struct sibd_client *c, struct sib_ctl_cm *c
 		return sib_cma_set_option(k, cm->level, cm->optname, cm->optval, cm->optlen);
 	case SIB_CM_CMD_MIGRATE_ID:
 		return cmd_migrate(d, c, id, cm);
-	case SIB_CM_CMD_JOIN_MCAST:
+	case SIB_CM_CMD_JOIN_MCAST: /* uid: the group's cookie (the kernel's ucma) */
+		return sib_cma_join_mcast(k, cm->uid, cm->dst_addr, cm->dst_len, cm->join_flags);
 	case SIB_CM_CMD_LEAVE_MCAST:
-		return -ENOSYS; /* needs the SA's MCMemberRecord (docs/rdmacm.md) */
+		cm->events_reported = 0; /* the library counts none per group */
+		return sib_cma_leave_mcast(k, cm->dst_addr, cm->dst_len);
 	default:
 		return -EINVAL;
 	}

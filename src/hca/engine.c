@@ -88,6 +88,28 @@ void sib_engine_answer_now(struct sib_context *ctx)
 	sib_link_asks_apply(&ctx->link, &a);
 }
 
+void sib_qp_ud_drain(struct sib_qp *qp)
+{
+	struct sib_context *ctx = qp->ctx;
+	uint64_t end = sib_now_ns() + SIB_UD_DRAIN_NS;
+
+	if (!qp->ud)
+		return;
+	for (;;) {
+		bool busy;
+
+		pthread_mutex_lock(&ctx->progress_lock);
+		busy = qp->state == IBV_QPS_RTS &&
+		       qp->req.wqe != atomic_load_explicit(&qp->sq_head, memory_order_acquire);
+		pthread_mutex_unlock(&ctx->progress_lock);
+		if (!busy || sib_now_ns() >= end)
+			return;
+		link_asks(ctx); /* the routes and member inboxes it waits for */
+		sib_progress(ctx);
+		sched_yield();
+	}
+}
+
 void sib_qp_dest_resolve_now(struct sib_qp *qp)
 {
 	struct sib_context *ctx = qp->ctx;

@@ -77,6 +77,13 @@ void sib_qp_dest_release(struct sib_qp *qp);
  * verb: it may wait for softibd; the data path never does).  Takes the
  * progress lock; the caller must not hold it. */
 void sib_qp_dest_resolve_now(struct sib_qp *qp);
+/* Before a UD QP is destroyed: let the sends posted in RTS leave (a real
+ * HCA has sent them by the time the application destroys the QP; here a
+ * datagram may still wait for softibd's answer about a route or a member's
+ * inbox: ud.c), for at most SIB_UD_DRAIN_NS.  A slow-path verb: it may
+ * wait for softibd.  Takes the progress lock; the caller must not hold it. */
+#define SIB_UD_DRAIN_NS 500000000ull
+void sib_qp_ud_drain(struct sib_qp *qp);
 /* Answer the link's questions now, progress_lock held: the engine thread
  * only (it may wait for softibd; the application's post and poll never
  * do).  XRC forwarding, whose packet is in hand. */

@@ -288,6 +288,7 @@ int sib_destroy_qp(struct ibv_qp *ibqp)
 	struct sib_qp *qp = to_sqp(ibqp);
 	struct sib_context *ctx = qp->ctx;
 
+	sib_qp_ud_drain(qp); /* mckey destroys right after unsignaled sends */
 	/* Unpublish first (events still queued are dropped when read), then,
 	 * as rdma-core, wait until every delivered event was acknowledged. */
 	if (qp_unpublish(ctx, qp))

@@ -478,7 +478,8 @@ RDMACM_EXPORT int rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece
 	return 0;
 }
 
-/* ---- multicast (softibd may answer ENOSYS: passed through) ----------- */
+/* ---- multicast: softibd joins through the SA (JOIN_MCAST); the QP is
+ * attached on the JOIN event (cma_event.c) and detached before LEAVE ---- */
 
 RDMACM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *mc_attr,
 					 void *context)
@@ -509,19 +510,30 @@ RDMACM_EXPORT int rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_j
 		return set_errno(EINVAL);
 	}
 	memcpy(&mc->addr, mc_attr->addr, mc->addr_len);
-	cma_id_cmd(p, &c, SIB_CM_CMD_JOIN_MCAST);
-	(void)put_addr(c.dst_addr, &c.dst_len, mc_attr->addr);
-	c.join_flags = flags;
-	if (cma_call(&c, NULL)) {
-		int e = errno;
-
-		free(mc);
-		return set_errno(e);
-	}
+	mc->join_flags = flags;
+	/* listed first: the group's event may come before the answer */
 	pthread_mutex_lock(&p->mut);
 	mc->next = p->mc_list;
 	p->mc_list = mc;
 	pthread_mutex_unlock(&p->mut);
+	cma_id_cmd(p, &c, SIB_CM_CMD_JOIN_MCAST);
+	c.uid = (uint64_t)(uintptr_t)mc; /* the group's cookie, echoed in its events */
+	(void)put_addr(c.dst_addr, &c.dst_len, mc_attr->addr);
+	c.join_flags = flags;
+	if (cma_call(&c, NULL)) {
+		int e = errno;
+		struct cma_mc **pp;
+
+		pthread_mutex_lock(&p->mut);
+		for (pp = &p->mc_list; *pp; pp = &(*pp)->next)
+			if (*pp == mc) {
+				*pp = mc->next;
+				break;
+			}
+		pthread_mutex_unlock(&p->mut);
+		free(mc);
+		return set_errno(e);
+	}
 	return cma_complete(p);
 }
 

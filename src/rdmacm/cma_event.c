@@ -134,25 +134,43 @@ static int conn_req(struct cma_event *evt, struct cma_id *listen, const struct s
 	return 0;
 }
 
-/* Attach the id's UD QP to the group a JOIN reported (rdma-core does). */
-static void mc_joined(struct cma_event *evt, struct cma_id *p)
+/* A group's event (ucma_process_join): the group is the one whose cookie
+ * softibd echoes in listen_uid (one we still have, else the event is
+ * dropped: -1); on JOIN the id's UD QP is attached to it before the user
+ * sees the event (not for a send-only member), and a failed attach turns
+ * the event into MULTICAST_ERROR. */
+static int mc_event(struct cma_event *evt, struct cma_id *p, const struct sib_ctl_cm_event *w)
 {
 	struct ibv_ah_attr *ah = &evt->event.param.ud.ah_attr;
 	struct cma_mc *mc;
 
 	pthread_mutex_lock(&p->mut);
-	for (mc = p->mc_list; mc && mc->attached; mc = mc->next)
+	for (mc = p->mc_list; mc && (uint64_t)(uintptr_t)mc != w->listen_uid; mc = mc->next)
 		;
-	if (mc) {
+	if (!mc) {
+		pthread_mutex_unlock(&p->mut);
+		return -1;
+	}
+	evt->event.param.ud.private_data = mc->context;
+	evt->event.param.ud.private_data_len = 0;
+	evt->mc = mc;
+	if (evt->event.event == RDMA_CM_EVENT_MULTICAST_JOIN) {
 		mc->mgid = ah->grh.dgid;
 		mc->mlid = ah->dlid;
-		evt->event.param.ud.private_data = mc->context;
-		evt->mc = mc;
-		if (evt->event.event == RDMA_CM_EVENT_MULTICAST_JOIN && p->id.qp &&
-		    !ibv_attach_mcast(p->id.qp, &mc->mgid, mc->mlid))
-			mc->attached = true;
+		if (p->id.qp && !mc->attached &&
+		    mc->join_flags != RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER) {
+			int e = ibv_attach_mcast(p->id.qp, &mc->mgid, mc->mlid);
+
+			if (e) {
+				evt->event.event = RDMA_CM_EVENT_MULTICAST_ERROR;
+				evt->event.status = -e;
+			} else {
+				mc->attached = true;
+			}
+		}
 	}
 	pthread_mutex_unlock(&p->mut);
+	return 0;
 }
 
 /* Do the library's part of event w for id p.  0: hand it out; -1: drop. */
@@ -208,8 +226,7 @@ static int process(struct cma_event *evt, struct cma_id *p, const struct sib_ctl
 	case RDMA_CM_EVENT_MULTICAST_JOIN:
 	case RDMA_CM_EVENT_MULTICAST_ERROR:
 		copy_ud(evt, w);
-		mc_joined(evt, p);
-		break;
+		return mc_event(evt, p, w);
 	default:
 		copy_conn(evt, w);
 		break;

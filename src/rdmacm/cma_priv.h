@@ -56,6 +56,7 @@ struct cma_mc {
 	socklen_t addr_len;
 	union ibv_gid mgid;
 	uint16_t mlid;
+	uint32_t join_flags;          /* enum rdma_cm_mc_join_flags */
 	bool attached;
 };
 

@@ -65,7 +65,7 @@ uint32_t sib_cma_default_ip4(uint32_t dev_index, uint8_t port)
 
 /* Decode sockaddr bytes (AF_INET 16, AF_INET6 28, AF_IB 48).  0 or -EINVAL,
  * -EAFNOSUPPORT. */
-static int addr_decode(const void *sa, uint32_t len, struct cma_addr *a)
+int cma_addr_decode(const void *sa, uint32_t len, struct cma_addr *a)
 {
 	const uint8_t *p = sa;
 	uint16_t fam;
@@ -221,7 +221,7 @@ int sib_cma_addr_add(struct sib_cma *cma, uint32_t dev_index, uint8_t port, cons
 	uint32_t d;
 	uint8_t p;
 
-	if (addr_decode(addr, len, &a) || a.family == CMA_AF_IB || port == 0 ||
+	if (cma_addr_decode(addr, len, &a) || a.family == CMA_AF_IB || port == 0 ||
 	    port > SIB_MAX_PORTS || prefix > (a.family == CMA_AF_INET ? 32 : 128) ||
 	    cma_addr_any(&a) || dev_index >= SIB_MAX_DEVICES)
 		return -EINVAL;
@@ -352,6 +352,7 @@ void sib_cma_dispatch(struct sib_cma *cma)
 		for (struct sib_cma_id *id = cma->ids; id; id = id->next)
 			if (id->rq_pending && id->rq_answered)
 				route_done(id);
+		cma_mc_dispatch(cma);
 		if (!(e = cma->ev_head))
 			break;
 		cma->ev_head = e->next;
@@ -518,6 +519,7 @@ uint32_t sib_cma_destroy_id(struct sib_cma_id *id)
 		if (o->listener == id)
 			o->listener = NULL;
 	cma_conn_destroy(id);
+	cma_mc_destroy(id, true);
 	bucket_leave(id);
 	if (id->prev)
 		id->prev->next = id->next;
@@ -537,6 +539,7 @@ void sib_cma_node_gone(struct sib_cma *cma, const struct sib_fab_node *n)
 		if (!id->dev_set || id->node != n)
 			continue;
 		cma_conn_destroy(id);
+		cma_mc_destroy(id, false); /* the port is gone: no Delete to send */
 		id->dev_set = false;
 		id->node = NULL;
 		id->dev_index = SIB_CM_NO_DEVICE;
@@ -702,7 +705,7 @@ int sib_cma_bind(struct sib_cma_id *id, const void *addr, uint32_t len)
 
 	if (id->state != CMA_IDLE)
 		return -EINVAL;
-	ret = addr_decode(addr, len, &a);
+	ret = cma_addr_decode(addr, len, &a);
 	if (ret)
 		return ret;
 	return bind_addr(id, &a);
@@ -729,6 +732,11 @@ static int dst_gid(struct sib_cma_id *id, uint8_t dgid[16])
 		cma_port_gid(n, p, dgid);
 		return 0;
 	}
+	if (cma_addr_mcast(&id->dst)) { /* a group: its MGID (the kernel's neighbour
+					 * of a multicast IP is ip_ib_mc_map's) */
+		cma_mc_mgid(id, &id->dst, dgid);
+		return 0;
+	}
 	if (cma_addr_any(&id->dst) || cma_addr_loopback(&id->dst)) {
 		memcpy(dgid, id->sgid, 16);
 		return 0;
@@ -743,11 +751,11 @@ int sib_cma_resolve_addr(struct sib_cma_id *id, const void *src, uint32_t slen, 
 	int ret, status = 0;
 
 	(void)timeout_ms; /* resolution is immediate (a static table) */
-	if ((ret = addr_decode(dst, dlen, &d)))
+	if ((ret = cma_addr_decode(dst, dlen, &d)))
 		return ret;
 	if (id->state == CMA_IDLE) {
 		if (slen) {
-			if ((ret = addr_decode(src, slen, &s)))
+			if ((ret = cma_addr_decode(src, slen, &s)))
 				return ret;
 		} else {
 			memset(&s, 0, sizeof(s));
@@ -798,6 +806,8 @@ void sib_cma_sa_receive(struct sib_subnet *sn, const struct sib_fab_node *n, uin
 
 	if (!cma || mai_towire(m, wire, sizeof(wire)) != MAD_SIZE)
 		return;
+	if (cma_mc_sa_receive(cma, n, port, m, wire))
+		return;
 	for (struct sib_cma_id *id = cma->ids; id; id = id->next) {
 		if (!id->rq_pending || id->rq_answered || id->rq_tid != m->tid || id->node != n ||
 		    id->port != port)
@@ -847,14 +857,44 @@ static void route_done(struct sib_cma_id *id)
 	cma_post(id, SIB_CMA_EV_ROUTE_RESOLVED, 0);
 }
 
+int cma_sa_mad(struct sib_cma_id *id, uint8_t method, uint16_t attr_id, uint64_t comp_mask,
+	       const uint8_t *data, mai_mad_t *m)
+{
+	struct sib_cma *cma = id->cma;
+	struct mad_sa s;
+	uint8_t wire[MAD_SIZE];
+
+	memset(&s, 0, sizeof(s));
+	s.hdr.base_version = MAD_BASE_VERSION;
+	s.hdr.mgmt_class = MAD_MGMT_CLASS_SUBN_ADM;
+	s.hdr.class_version = MAD_SA_CLASS_VERSION;
+	s.hdr.method = method;
+	s.hdr.tid = (uint64_t)SIB_MAD_CHAN_CMA << MAI_TID_CHAN_SHIFT | ++cma->tid_next;
+	s.hdr.attr_id = attr_id;
+	s.comp_mask = comp_mask;
+	memcpy(s.data, data, sizeof(s.data));
+	mad_sa_encode(&s, wire);
+	memset(m, 0, sizeof(*m));
+	if (mai_fromwire(wire, MAD_SIZE, m) != MAD_SIZE)
+		return -EINVAL;
+	m->type = MAI_TYPE_MAD;
+	m->qp = 1;
+	m->port = id->port;
+	m->remote_qpn = 1;
+	m->remote_qkey = 0x80010000u;
+	m->lrh.dlid = id->node->mgmt->port[id->port].pi.master_sm_lid;
+	m->lrh.slid = id->node->mgmt->port[id->port].pi.lid;
+	return 0;
+}
+
 int sib_cma_resolve_route(struct sib_cma_id *id, uint32_t timeout_ms)
 {
 	struct sib_cma *cma = id->cma;
 	const struct sa_layout *l = sa_layout_find(SA_ATTR_PATH_RECORD);
 	struct sa_path_record r;
-	struct mad_sa s;
-	uint8_t wire[MAD_SIZE];
+	uint8_t data[MAD_SA_DATA_SIZE];
 	mai_mad_t m;
+	int ret;
 
 	if (id->state != CMA_ADDR_RESOLVED || !id->dev_set)
 		return -EINVAL;
@@ -872,32 +912,18 @@ int sib_cma_resolve_route(struct sib_cma_id *id, uint32_t timeout_ms)
 	r.reversible = 1;
 	r.service_id = (uint64_t)id->ps << 16 | id->dst.port;
 	r.qos_class = id->tos;
-	memset(&s, 0, sizeof(s));
-	s.hdr.base_version = MAD_BASE_VERSION;
-	s.hdr.mgmt_class = MAD_MGMT_CLASS_SUBN_ADM;
-	s.hdr.class_version = MAD_SA_CLASS_VERSION;
-	s.hdr.method = MAD_METHOD_GET;
-	s.hdr.tid = (uint64_t)SIB_MAD_CHAN_CMA << MAI_TID_CHAN_SHIFT | ++cma->tid_next;
-	s.hdr.attr_id = SA_ATTR_PATH_RECORD;
-	s.comp_mask = sa_comp_mask(l, "SGID") | sa_comp_mask(l, "DGID") |
-		      sa_comp_mask(l, "P_Key") | sa_comp_mask(l, "NumbPath") |
-		      sa_comp_mask(l, "Reversible") | sa_comp_mask(l, "ServiceID");
-	sa_path_record_encode(&r, s.data);
-	mad_sa_encode(&s, wire);
-	memset(&m, 0, sizeof(m));
-	if (mai_fromwire(wire, MAD_SIZE, &m) != MAD_SIZE)
-		return -EINVAL;
-	m.type = MAI_TYPE_MAD;
-	m.qp = 1;
-	m.port = id->port;
-	m.remote_qpn = 1;
-	m.remote_qkey = 0x80010000u;
-	m.lrh.dlid = id->node->mgmt->port[id->port].pi.master_sm_lid;
-	m.lrh.slid = id->node->mgmt->port[id->port].pi.lid;
+	memset(data, 0, sizeof(data));
+	sa_path_record_encode(&r, data);
+	if ((ret = cma_sa_mad(id, MAD_METHOD_GET, SA_ATTR_PATH_RECORD,
+			      sa_comp_mask(l, "SGID") | sa_comp_mask(l, "DGID") |
+				      sa_comp_mask(l, "P_Key") | sa_comp_mask(l, "NumbPath") |
+				      sa_comp_mask(l, "Reversible") | sa_comp_mask(l, "ServiceID"),
+			      data, &m)))
+		return ret;
 	id->state = CMA_ROUTE_QUERY;
 	id->rq_pending = true;
 	id->rq_answered = false;
-	id->rq_tid = s.hdr.tid;
+	id->rq_tid = m.tid;
 	id->rq_deadline = cma->host->now_ns(cma->host_ctx) + (uint64_t)timeout_ms * 1000000u;
 	cma->ctr.route_queries++;
 	/* synchronous: the built-in SA's answer is stored before this returns
@@ -908,9 +934,10 @@ int sib_cma_resolve_route(struct sib_cma_id *id, uint32_t timeout_ms)
 
 uint64_t sib_cma_tick(struct sib_cma *cma, uint64_t now_ns)
 {
-	uint64_t next, d;
+	uint64_t next, d, mc_next;
 
 	cma->now_ns = now_ns;
+	mc_next = cma_mc_tick(cma, now_ns); /* join timeouts */
 	for (struct sib_cma_id *id = cma->ids; id; id = id->next)
 		if (id->rq_pending && !id->rq_answered && id->rq_deadline <= now_ns) {
 			id->rq_pending = false;
@@ -921,6 +948,8 @@ uint64_t sib_cma_tick(struct sib_cma *cma, uint64_t now_ns)
 			}
 		}
 	next = sib_cm_tick(cma->sn, now_ns);
+	if (mc_next && (!next || mc_next < next))
+		next = mc_next;
 	sib_cma_dispatch(cma);
 	for (struct sib_cma_id *id = cma->ids; id; id = id->next)
 		if (id->rq_pending && !id->rq_answered) {

@@ -107,6 +107,8 @@ struct sib_cma_counters {
 	uint64_t connects, accepts, rejects_sent, rejected, established;
 	uint64_t disconnects, unreachable;
 	uint64_t req_dropped;         /* REQs no listener's address took, bad CMA headers */
+	uint64_t mc_joins, mc_joined, mc_errors, mc_timeouts; /* SubnAdmSet(MCMemberRecord) */
+	uint64_t mc_leaves, mc_bad_answers; /* SubnAdmDelete; malformed answers dropped */
 };
 
 /* The rdma_cm of sn (one per subnet; sn must have the MAD router running
@@ -201,6 +203,34 @@ int sib_cma_init_qp_attr(const struct sib_cma_id *id, uint32_t qp_state,
 int sib_cma_notify(struct sib_cma_id *id, uint32_t event);
 int sib_cma_set_option(struct sib_cma_id *id, uint32_t level, uint32_t optname,
 		       const void *optval, uint32_t optlen);
+
+/*
+ * JOIN_MCAST: rdma_join_multicast(_ex) (linux cma.c rdma_join_multicast,
+ * cma_join_ib_multicast; research/rdmacm.md §2 "Multicast").  A SubnAdmSet
+ * (MCMemberRecord, IBA 15.2.5.17) from the id's port to its SM with the
+ * MGID of addr (cma_set_mgid: AF_IB and SA-assigned IPv6 MGIDs as given,
+ * other IPv4/IPv6 groups through ip_ib_mc_map/ipv6_ib_mc_map with the
+ * port's P_Key, byte 3 0x01 in the UDP port space; the wildcard asks the
+ * SA for a new MGID), the port's GID, its P_Key, JoinState (join_flags
+ * RDMA_MC_JOIN_FLAG_FULLMEMBER 0 -> 1, SENDONLY_FULLMEMBER 1 -> 8), Q_Key
+ * (RDMA_UDP_QKEY; the IPoIB broadcast group's for the IPOIB space), SL,
+ * FlowLabel and TClass 0.  Later MULTICAST_JOIN (ah: DLID = MLID, GRH to
+ * the MGID; ud_qp_num 0xFFFFFF, ud_qkey the group's) or MULTICAST_ERROR
+ * (-EINVAL: the SA refused; -ETIMEDOUT: no answer in
+ * SIB_CMA_MC_TIMEOUT_MS), with listen_uid = cookie.  Destroying the id
+ * leaves every group.  The id must be bound
+ * to a device (ADDR_BOUND or ADDR_RESOLVED) and UD.  -EINVAL (state, QP
+ * type, address, flags), -EADDRINUSE (that address joined already),
+ * -ENOBUFS (SIB_CMA_MC_MAX groups), -ENOMEM.
+ */
+#define SIB_CMA_MC_MAX        64u     /* groups per id */
+#define SIB_CMA_MC_TIMEOUT_MS 3000u   /* linux multicast.c's join query timeout */
+int sib_cma_join_mcast(struct sib_cma_id *id, uint64_t cookie, const void *addr, uint32_t len,
+		       uint32_t join_flags);
+/* LEAVE_MCAST: rdma_leave_multicast: a SubnAdmDelete of the membership
+ * (not waited for), the group's queued events dropped.  -EADDRNOTAVAIL
+ * (not joined). */
+int sib_cma_leave_mcast(struct sib_cma_id *id, const void *addr, uint32_t len);
 
 /* The MAD router: an SA answer for the cma's channel (SIB_MAD_CHAN_CMA)
  * arrived at (n, port).  Only stored; handled in dispatch. */

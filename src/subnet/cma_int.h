@@ -10,6 +10,7 @@
 #include "subnet/cm.h"
 #include "subnet/cma.h"
 #include "subnet/subnet_int.h"
+#include "iba/sa.h"
 
 #define CMA_AF_INET  2
 #define CMA_AF_INET6 10
@@ -52,6 +53,21 @@ struct cma_bucket {
 	struct sib_cma_id *owners;    /* through sib_cma_id.bnext */
 	struct sib_cm_id *cm;         /* the CM listener of its ServiceID, while one listens */
 	const struct sib_fab_node *cm_node; /* the CA it was made on */
+};
+
+/* A multicast group an id joined or is joining (cma_mcast.c; the
+ * kernel's struct cma_multicast). */
+struct cma_mc {
+	struct cma_mc *next;
+	uint64_t cookie;              /* JOIN_MCAST's uid: echoed as the events' listen_uid */
+	uint8_t addr[SIB_CM_ADDR_LEN];/* the address as given (LEAVE names it so) */
+	uint16_t addr_len;
+	uint8_t mgid[16];             /* asked (zero: the SA assigns one), then the group's */
+	uint8_t join_state;           /* MCMemberRecord.JoinState: 1 full, 8 send-only full */
+	bool pending, answered, joined;
+	uint16_t status;              /* the SA's MAD status */
+	uint64_t tid, deadline;
+	struct sa_mcmember_record rec;/* the SA's answer */
 };
 
 /* A queued event. */
@@ -121,6 +137,9 @@ struct sib_cma_id {
 	uint16_t rq_status;
 	struct sib_cm_path rq_path;
 	uint32_t events;              /* events given to the host */
+	/* multicast groups (cma_mcast.c) */
+	struct cma_mc *mcs;
+	uint32_t nmcs;
 };
 
 /* cma.c */
@@ -147,6 +166,26 @@ bool cma_addr_loopback(const struct cma_addr *a);
 bool cma_addr_owner(struct sib_cma *cma, const struct cma_addr *a, uint32_t *dev, uint8_t *port);
 /* Encode a into out (sockaddr bytes); its length. */
 uint16_t cma_addr_encode(const struct cma_addr *a, uint8_t *out);
+
+int cma_addr_decode(const void *sa, uint32_t len, struct cma_addr *a);
+/* An SA MAD of the id's port to its SM (QP1 to QP1, the GSI Q_Key) with a
+ * new TID of the cma's MAD channel, data = the record's 200 bytes. */
+int cma_sa_mad(struct sib_cma_id *id, uint8_t method, uint16_t attr_id, uint64_t comp_mask,
+	       const uint8_t *data, mai_mad_t *m);
+
+/* cma_mcast.c */
+bool cma_addr_mcast(const struct cma_addr *a);
+/* The MGID of group a for id (cma_set_mgid). */
+void cma_mc_mgid(const struct sib_cma_id *id, const struct cma_addr *a, uint8_t mgid[16]);
+/* Every group of id goes (a SubnAdmDelete each when send). */
+void cma_mc_destroy(struct sib_cma_id *id, bool send);
+/* Answers stored by cma_mc_sa_receive -> events. */
+void cma_mc_dispatch(struct sib_cma *cma);
+/* Joins timed out by now -> MULTICAST_ERROR; the next deadline (0: none). */
+uint64_t cma_mc_tick(struct sib_cma *cma, uint64_t now_ns);
+/* An SA answer of a join in flight: stored, true; else false. */
+bool cma_mc_sa_receive(struct sib_cma *cma, const struct sib_fab_node *n, uint8_t port,
+		       const struct mai_mad *m, const uint8_t *wire);
 
 /* cma_conn.c */
 bool cma_is_ud(const struct sib_cma_id *id);

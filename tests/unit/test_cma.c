@@ -8,7 +8,8 @@
  * PathRecord query answered by the built-in SA, counted), connect, accept,
  * RTU, reject, no listener, disconnect both ways, TimeWait, SIDR,
  * rdma_init_qp_attr's values, destroy during a handshake, owner cleanup,
- * REQs lost until UNREACHABLE, a route query nobody answers.
+ * REQs lost until UNREACHABLE, a route query nobody answers; multicast
+ * joins through the SA (MGIDs, MFTs, leave, destroy, SA error, timeout).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -18,11 +19,14 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <cmocka.h>
 
+#include "iba/mad.h"
+#include "iba/sa.h"
 #include "subnet/cm.h"
 #include "subnet/cma.h"
 #include "subnet/subnet_api.h"
@@ -881,6 +885,294 @@ static void test_unreachable(void **state)
 	assert_int_equal(r->ev.status, -ETIMEDOUT);
 }
 
+/* ---- multicast (cma_mcast.c) ---- */
+
+static unsigned int reach_n;
+static const struct sib_fab_node *reach_node[16];
+
+static void on_reach(void *ctx, const struct sib_fab_node *n, uint8_t port)
+{
+	(void)ctx, (void)port;
+	if (reach_n < 16)
+		reach_node[reach_n++] = n;
+}
+
+/* Does a packet from CA src to mlid reach CA dst (the MFTs the SA set)? */
+static bool mc_reaches(struct fx *f, unsigned int src, uint16_t mlid, unsigned int dst)
+{
+	reach_n = 0;
+	(void)sib_subnet_mcast_lookup(f->sn, cas[src], 1, mlid, on_reach, NULL);
+	for (unsigned int i = 0; i < reach_n; i++)
+		if (reach_node[i] == cas[dst])
+			return true;
+	return false;
+}
+
+/* A UD id of owner on CA dev (127.1.dev.1) in ps, ADDR_BOUND. */
+static struct sib_cma_id *mc_id(struct fx *f, uint64_t owner, unsigned int dev, uint32_t ps)
+{
+	char ip[32];
+	struct sib_cma_id *id;
+
+	ud_ids = true;
+	id = new_id(f, owner, 0x500 + owner, ps);
+	ud_ids = false;
+	snprintf(ip, sizeof(ip), "127.1.%u.1", dev);
+	assert_int_equal(bind4(id, ip, 0), 0);
+	return id;
+}
+
+static void test_mcast_mgid(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *u = mc_id(f, 1, 0, SIB_CMA_PS_UDP);
+	struct sib_cma_id *i = mc_id(f, 1, 0, SIB_CMA_PS_IPOIB);
+	struct sockaddr_in a = sin4("239.1.2.3", 0);
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct rec *r;
+	static const uint8_t udp4[16] = { 0xff, 0x12, 0x40, 0x01, 0xff, 0xff, 0, 0,
+					  0, 0, 0, 0, 0x0f, 0x01, 0x02, 0x03 };
+	static const uint8_t ipoib4[16] = { 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0,
+					    0, 0, 0, 0, 0x0f, 0x01, 0x02, 0x03 };
+	uint8_t want6[16] = { 0xff, 0x12, 0x60, 0x01, 0xff, 0xff };
+
+	/* IPv4, UDP port space: ff12:4001:PKEY::, the low 28 bits */
+	assert_int_equal(CALL(sib_cma_join_mcast(u, 0xA1, &a, sizeof(a), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(u, SIB_CMA_EV_MULTICAST_JOIN));
+	assert_memory_equal(r->ev.ah.dgid, udp4, 16);
+	assert_int_equal(r->ev.listen_uid, 0xA1);
+	assert_int_equal(r->ev.uid, 0x501);
+	assert_int_equal(r->ev.ud_qp_num, 0xFFFFFF);
+	assert_int_equal(r->ev.ud_qkey, SIB_CMA_UDP_QKEY);
+	assert_int_equal(r->ev.ah.is_global, 1);
+	assert_int_equal(r->ev.ah.port_num, 1);
+	assert_true(r->ev.ah.dlid >= 0xC000);
+	assert_int_equal(r->ev.status, 0);
+	/* the IPoIB port space: ff12:401b, the broadcast group's Q_Key */
+	assert_int_equal(CALL(sib_cma_join_mcast(i, 0xA2, &a, sizeof(a), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(i, SIB_CMA_EV_MULTICAST_JOIN));
+	assert_memory_equal(r->ev.ah.dgid, ipoib4, 16);
+	assert_int_equal(r->ev.ud_qkey, SIB_CMA_IPOIB_QKEY);
+	/* IPv6: ff12:6001:PKEY and the address's last 10 bytes */
+	inet_pton(AF_INET6, "ff0e::1:2:3:4:5", &a6.sin6_addr);
+	memcpy(want6 + 6, a6.sin6_addr.s6_addr + 6, 10);
+	struct sib_cma_id *u6 = new_id(f, 1, 0x600, SIB_CMA_PS_UDP);
+	struct sockaddr_in6 b6 = { .sin6_family = AF_INET6 };
+	struct sib_ctl_cm q;
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(u, &q);
+	memcpy(&b6.sin6_addr, q.sgid, 16); /* the port's IPv6 address is its GID */
+	assert_int_equal(CALL(sib_cma_bind(u6, &b6, sizeof(b6))), 0);
+	assert_int_equal(CALL(sib_cma_join_mcast(u6, 0xA3, &a6, sizeof(a6), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(u6, SIB_CMA_EV_MULTICAST_JOIN));
+	assert_memory_equal(r->ev.ah.dgid, want6, 16);
+	/* an SA-assigned MGID (ff12:a01b::) as an IPv6 address: as given */
+	struct sockaddr_in6 sa6 = { .sin6_family = AF_INET6 };
+	inet_pton(AF_INET6, "ff12:a01b::77", &sa6.sin6_addr);
+	assert_int_equal(CALL(sib_cma_join_mcast(u6, 0xA4, &sa6, sizeof(sa6), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(u6, SIB_CMA_EV_MULTICAST_JOIN));
+	assert_memory_equal(r->ev.ah.dgid, sa6.sin6_addr.s6_addr, 16);
+	/* AF_IB: the GID as given */
+	uint8_t ib[48] = { 0 };
+	uint16_t fam = 27;
+	static const uint8_t ibgid[16] = { 0xff, 0x15, 0x12, 0x34, [15] = 9 };
+	memcpy(ib, &fam, 2);
+	memcpy(ib + 8, ibgid, 16);
+	assert_int_equal(CALL(sib_cma_join_mcast(u, 0xA5, ib, sizeof(ib), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(u, SIB_CMA_EV_MULTICAST_JOIN));
+	assert_int_equal(r->ev.listen_uid, 0xA5);
+	assert_memory_equal(r->ev.ah.dgid, ibgid, 16);
+	/* misuse: twice the same group, a unicast address, bad flags, an RC id */
+	assert_int_equal(CALL(sib_cma_join_mcast(u, 0xA6, &a, sizeof(a), 0)), -EADDRINUSE);
+	struct sockaddr_in uni = sin4("10.1.2.3", 0);
+	assert_int_equal(CALL(sib_cma_join_mcast(u, 0xA6, &uni, sizeof(uni), 0)), -EINVAL);
+	struct sockaddr_in a2 = sin4("239.9.9.9", 0);
+	assert_int_equal(CALL(sib_cma_join_mcast(u, 0xA6, &a2, sizeof(a2), 2)), -EINVAL);
+	assert_int_equal(CALL(sib_cma_join_mcast(u, 0xA6, &a2, 3, 0)), -EINVAL);
+	struct sib_cma_id *rc = new_id(f, 1, 0x700, SIB_CMA_PS_TCP);
+	assert_int_equal(bind4(rc, "127.1.0.1", 0), 0);
+	assert_int_equal(CALL(sib_cma_join_mcast(rc, 0xA6, &a2, sizeof(a2), 0)), -EINVAL);
+	/* not bound to a device */
+	ud_ids = true;
+	struct sib_cma_id *nb = new_id(f, 1, 0x701, SIB_CMA_PS_UDP);
+	ud_ids = false;
+	assert_int_equal(CALL(sib_cma_join_mcast(nb, 0xA6, &a2, sizeof(a2), 0)), -EINVAL);
+	assert_int_equal(CALL(sib_cma_leave_mcast(u, &a2, sizeof(a2))), -EADDRNOTAVAIL);
+}
+
+static void test_mcast_join_leave(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *a = mc_id(f, 1, 0, SIB_CMA_PS_UDP);
+	struct sib_cma_id *b = mc_id(f, 2, 1, SIB_CMA_PS_UDP);
+	struct sockaddr_in g = sin4("224.0.0.1", 0);
+	uint64_t sa0 = sib_subnet_mad_counters(f->sn)->sa;
+	struct rec *r;
+	uint16_t mlid;
+
+	assert_int_equal(CALL(sib_cma_join_mcast(a, 1, &g, sizeof(g), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(a, SIB_CMA_EV_MULTICAST_JOIN));
+	mlid = r->ev.ah.dlid;
+	/* the join really went through the SA */
+	assert_int_equal(sib_subnet_mad_counters(f->sn)->sa, sa0 + 1);
+	assert_int_equal(sib_cma_counters(f->cma)->mc_joined, 1);
+	/* a send-only member of the same group: same MLID, it does not receive */
+	assert_int_equal(CALL(sib_cma_join_mcast(b, 2, &g, sizeof(g), 1)), 0);
+	run(f);
+	assert_non_null(r = ev_of(b, SIB_CMA_EV_MULTICAST_JOIN));
+	assert_int_equal(r->ev.ah.dlid, mlid);
+	assert_true(mc_reaches(f, 1, mlid, 0));
+	assert_false(mc_reaches(f, 0, mlid, 1));
+	/* leave: a Delete, the member goes from the MFTs */
+	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g))), 0);
+	run(f);
+	assert_int_equal(sib_cma_counters(f->cma)->mc_leaves, 1);
+	assert_false(mc_reaches(f, 1, mlid, 0));
+	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g))), -EADDRNOTAVAIL);
+	/* join again, then destroying the id leaves */
+	assert_int_equal(CALL(sib_cma_join_mcast(a, 3, &g, sizeof(g), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(a, SIB_CMA_EV_MULTICAST_JOIN));
+	mlid = r->ev.ah.dlid;
+	assert_true(mc_reaches(f, 1, mlid, 0));
+	sib_cma_destroy_id(a);
+	assert_false(mc_reaches(f, 1, mlid, 0));
+	/* the owner's connection closing leaves too */
+	struct sib_cma_id *c = mc_id(f, 3, 0, SIB_CMA_PS_UDP);
+	assert_int_equal(CALL(sib_cma_join_mcast(c, 4, &g, sizeof(g), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(c, SIB_CMA_EV_MULTICAST_JOIN));
+	mlid = r->ev.ah.dlid;
+	assert_true(mc_reaches(f, 1, mlid, 0));
+	sib_cma_destroy_owner(f->cma, 3);
+	assert_false(mc_reaches(f, 1, mlid, 0));
+	/* the groups per id are bounded */
+	struct sib_cma_id *m = mc_id(f, 4, 0, SIB_CMA_PS_UDP);
+	for (unsigned int i = 0; i < SIB_CMA_MC_MAX; i++) {
+		struct sockaddr_in gi = sin4("239.0.0.0", 0);
+
+		gi.sin_addr.s_addr = htonl(0xEF000000u | (i + 1));
+		assert_int_equal(CALL(sib_cma_join_mcast(m, 100 + i, &gi, sizeof(gi), 0)), 0);
+	}
+	struct sockaddr_in gx = sin4("239.0.1.0", 0);
+	assert_int_equal(CALL(sib_cma_join_mcast(m, 99, &gx, sizeof(gx), 0)), -ENOBUFS);
+	run(f);
+	sib_cma_destroy_id(m);
+}
+
+static void test_mcast_errors(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *a = mc_id(f, 1, 1, SIB_CMA_PS_UDP);
+	struct sib_cma_id *i = mc_id(f, 1, 1, SIB_CMA_PS_IPOIB);
+	struct sockaddr_in g = sin4("239.5.5.5", 0);
+	uint16_t sm = cas[1]->mgmt->port[1].pi.master_sm_lid;
+	struct rec *r;
+
+	/* the group exists with the UDP Q_Key: an IPoIB-space join of the
+	 * same MGID... differs (ff12:401b), so make the SA refuse instead:
+	 * an AF_IB group whose Q_Key contradicts an existing one */
+	uint8_t ib[48] = { 0 };
+	uint16_t fam = 27;
+	static const uint8_t gid[16] = { 0xff, 0x12, 0x40, 0x01, 0xff, 0xff, [15] = 7 };
+	memcpy(ib, &fam, 2);
+	memcpy(ib + 8, gid, 16);
+	assert_int_equal(CALL(sib_cma_join_mcast(a, 1, ib, sizeof(ib), 0)), 0);
+	run(f);
+	assert_non_null(ev_of(a, SIB_CMA_EV_MULTICAST_JOIN));
+	assert_int_equal(CALL(sib_cma_join_mcast(i, 2, ib, sizeof(ib), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(i, SIB_CMA_EV_MULTICAST_ERROR));
+	assert_int_equal(r->ev.status, -EINVAL);
+	assert_int_equal(r->ev.listen_uid, 2);
+	/* an SA nobody is: MULTICAST_ERROR -ETIMEDOUT after 3 s */
+	cas[1]->mgmt->port[1].pi.master_sm_lid = 0xBFFF;
+	assert_int_equal(CALL(sib_cma_join_mcast(a, 3, &g, sizeof(g), 0)), 0);
+	run(f);
+	assert_null(ev_of(a, SIB_CMA_EV_MULTICAST_ERROR));
+	now_ns += 2900000000ull;
+	assert_true(sib_cma_tick(f->cma, now_ns) != 0);
+	assert_null(ev_of(a, SIB_CMA_EV_MULTICAST_ERROR));
+	now_ns += 200000000ull;
+	sib_cma_tick(f->cma, now_ns);
+	assert_non_null(r = ev_of(a, SIB_CMA_EV_MULTICAST_ERROR));
+	assert_int_equal(r->ev.status, -ETIMEDOUT);
+	assert_int_equal(r->ev.listen_uid, 3);
+	assert_int_equal(sib_cma_counters(f->cma)->mc_timeouts, 1);
+	cas[1]->mgmt->port[1].pi.master_sm_lid = sm;
+	/* it can be left and joined again */
+	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g))), 0);
+	assert_int_equal(CALL(sib_cma_join_mcast(a, 4, &g, sizeof(g), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(a, SIB_CMA_EV_MULTICAST_JOIN));
+	assert_int_equal(r->ev.listen_uid, 4);
+}
+
+/* A hostile SA answer to the join in flight (TID: the cma's first SA MAD). */
+static void sa_answer(struct fx *f, uint16_t attr, uint16_t mlid, uint32_t qkey,
+		      const uint8_t port_gid[16])
+{
+	struct sa_mcmember_record r = { .mlid = mlid, .qkey = qkey, .mgid = { 0xff, 0x12 } };
+	struct mad_sa s;
+	uint8_t wire[MAD_SIZE];
+	mai_mad_t m;
+
+	memcpy(r.port_gid, port_gid, 16);
+	memset(&s, 0, sizeof(s));
+	s.hdr.base_version = MAD_BASE_VERSION;
+	s.hdr.mgmt_class = MAD_MGMT_CLASS_SUBN_ADM;
+	s.hdr.class_version = MAD_SA_CLASS_VERSION;
+	s.hdr.r = 1;
+	s.hdr.method = MAD_METHOD_GET;
+	s.hdr.tid = (uint64_t)SIB_MAD_CHAN_CMA << MAI_TID_CHAN_SHIFT | 1;
+	s.hdr.attr_id = attr;
+	sa_mcmember_record_encode(&r, s.data);
+	mad_sa_encode(&s, wire);
+	memset(&m, 0, sizeof(m));
+	assert_int_equal(mai_fromwire(wire, MAD_SIZE, &m), MAD_SIZE);
+	sib_cma_sa_receive(f->sn, cas[1], 1, &m);
+}
+
+static void test_mcast_hostile_sa(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *a = mc_id(f, 1, 1, SIB_CMA_PS_UDP);
+	struct sockaddr_in g = sin4("239.5.5.6", 0);
+	struct sib_ctl_cm q;
+	struct rec *r;
+
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(a, &q);
+	cas[1]->mgmt->port[1].pi.master_sm_lid = 0xBFFF; /* only our answers come */
+	assert_int_equal(CALL(sib_cma_join_mcast(a, 9, &g, sizeof(g), 0)), 0);
+	/* another attribute: dropped, counted; the join still waits */
+	sa_answer(f, SA_ATTR_PATH_RECORD, 0xC123, SIB_CMA_UDP_QKEY, q.sgid);
+	run(f);
+	assert_int_equal(sib_cma_counters(f->cma)->mc_bad_answers, 1);
+	assert_null(ev_of(a, SIB_CMA_EV_MULTICAST_ERROR));
+	/* a record whose MLID is no multicast LID: MULTICAST_ERROR -EINVAL */
+	sa_answer(f, SA_ATTR_MCMEMBER_RECORD, 0x0012, SIB_CMA_UDP_QKEY, q.sgid);
+	run(f);
+	assert_non_null(r = ev_of(a, SIB_CMA_EV_MULTICAST_ERROR));
+	assert_int_equal(r->ev.status, -EINVAL);
+	assert_null(ev_of(a, SIB_CMA_EV_MULTICAST_JOIN));
+	/* a late duplicate answer: nothing */
+	sa_answer(f, SA_ATTR_MCMEMBER_RECORD, 0xC123, SIB_CMA_UDP_QKEY, q.sgid);
+	run(f);
+	assert_null(ev_of(a, SIB_CMA_EV_MULTICAST_JOIN));
+	/* and no timeout later */
+	unsigned int n = nevs;
+	now_ns += 4000000000ull;
+	sib_cma_tick(f->cma, now_ns);
+	assert_int_equal(nevs, n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -901,6 +1193,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unreachable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dreq_timeout, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcast_mgid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcast_join_leave, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcast_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcast_hostile_sa, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

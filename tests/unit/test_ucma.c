@@ -424,7 +424,8 @@ static void test_garbage(void **state)
 	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CONNECT, NULL), EINVAL);       /* no route */
 	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_ACCEPT, NULL), EINVAL);        /* not passive */
 	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_DISCONNECT, NULL), EINVAL);
-	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_JOIN_MCAST, NULL), ENOSYS);
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_JOIN_MCAST, NULL), EINVAL);    /* no group */
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_LEAVE_MCAST, NULL), EADDRNOTAVAIL); /* not joined */
 	m.u.cm.optlen = 1000;
 	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_SET_OPTION, NULL), EINVAL);
 	m.u.cm.optlen = 0;
@@ -738,6 +739,61 @@ static int start(void **state)
 	return start_daemon(state);
 }
 
+/* JOIN_MCAST through softibd: the SA's answer comes as MULTICAST_JOIN with
+ * the group's cookie (listen_uid) and the group's AV; the connection
+ * closing leaves the group (a SubnAdmDelete, counted). */
+static void test_multicast(void **state)
+{
+	struct side a;
+	struct sib_ctl_msg m;
+	struct sib_ctl_cm_event e;
+	uint32_t id;
+	uint64_t leaves;
+	char *st;
+
+	(void)state;
+	wait_no_ids();
+	side_open(&a, 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.channel = a.chan;
+	m.u.cm.uid = 0x77;
+	m.u.cm.ps = 0x0111; /* RDMA_PS_UDP */
+	m.u.cm.qp_type = IBV_QPT_UD;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_CREATE_ID, NULL), 0);
+	id = m.u.cm.id;
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "127.1.0.1", 0);
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_BIND, NULL), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	m.u.cm.uid = 0xABC; /* the group's cookie */
+	put_sin(m.u.cm.dst_addr, &m.u.cm.dst_len, "224.1.1.1", 0);
+	m.u.cm.join_flags = 7; /* no such flag */
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_JOIN_MCAST, NULL), EINVAL);
+	m.u.cm.join_flags = 0;
+	assert_int_equal(cm(a.fd, &m, SIB_CM_CMD_JOIN_MCAST, NULL), 0);
+	e = expect(a.ch, 12 /* MULTICAST_JOIN */);
+	assert_int_equal(e.status, 0);
+	assert_int_equal(e.uid, 0x77);
+	assert_int_equal(e.listen_uid, 0xABC);
+	assert_int_equal(e.id, id);
+	assert_int_equal(e.ud_qp_num, 0xFFFFFF);
+	assert_int_equal(e.ud_qkey, 0x01234567);
+	assert_true(e.ah.dlid >= 0xC000);
+	assert_int_equal(e.ah.is_global, 1);
+	assert_int_equal(e.ah.dgid[0], 0xff);
+	st = status_text();
+	assert_true(field(st, "rdma_cm_mcast ", "joined") >= 1);
+	leaves = field(st, "rdma_cm_mcast ", "leaves");
+	free(st);
+	side_close(&a); /* the process "died": it leaves its groups */
+	wait_no_ids();
+	st = status_text();
+	assert_int_equal(field(st, "rdma_cm_mcast ", "leaves"), leaves + 1);
+	free(st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -748,6 +804,7 @@ int main(void)
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_ip_option),
+		cmocka_unit_test(test_multicast),
 		cmocka_unit_test(test_channel_queue),
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_fuzz),

@@ -18,6 +18,7 @@
 #   rdma_server    rdma_server / rdma_client ("end 0")
 #   udaddy         udaddy -b / -s (SIDR, UD)
 #   send_bw        ib_send_bw -R -d softib0
+#   send_bw_ud     ib_send_bw -R -c UD -d softib0 (the UDP port space: SIDR)
 #   write_lat      ib_write_lat -R -d softib0
 . "$(dirname "$0")/lib.sh"
 case=${1:?usage: rdmacm.sh CASE}
@@ -161,9 +162,11 @@ udaddy)
 	grep -q 'data transfers complete' "$C" || { show; fail "client: no 'data transfers complete'"; }
 	grep -q 'return status 0' "$S" || { show; fail "server: no 'return status 0'"; }
 	;;
-send_bw|write_lat)
+send_bw|send_bw_ud|write_lat)
 	tool=ib_send_bw
+	extra=()
 	[ "$case" = write_lat ] && tool=ib_write_lat
+	[ "$case" = send_bw_ud ] && extra=(-c UD)
 	# perftest -R connects its data QPs right after the exchange on its
 	# control connection, without waiting for the server's second listener
 	# (perftest_communication.c create_rdma_cm_connection): a client that
@@ -174,7 +177,8 @@ send_bw|write_lat)
 	for attempt in 1 2 3; do
 		port=$(free_port) || fail "no free port"
 		before=$(status 2>/dev/null | sed -n 's/^rdma_cm .* rejected=\([0-9]*\).*/\1/p')
-		run_pair 60 "$S" "$tool -R -d softib0 -p $port -n 200" "$C" $tool -R -d softib0 -p "$port" -n 200 127.0.0.1
+		run_pair 60 "$S" "$tool -R ${extra[*]} -d softib0 -p $port -n 200" "$C" $tool -R "${extra[@]}" -d softib0 \
+			-p "$port" -n 200 127.0.0.1
 		[ "$crc" = 0 ] && break
 		after=$(status 2>/dev/null | sed -n 's/^rdma_cm .* rejected=\([0-9]*\).*/\1/p')
 		[ "${after:-0}" -gt "${before:-0}" ] || break
@@ -184,6 +188,10 @@ send_bw|write_lat)
 	done
 	check_pair
 	grep -Eq '^ *[0-9]+ +200 ' "$C" || { show; fail "no result line with 200 iterations"; }
+	if [ "$case" = send_bw_ud ]; then
+		grep -Eq 'Connection type : UD' "$C" && grep -Eq 'rdma_cm QPs[[:space:]]*: ON' "$C" ||
+			{ show; fail "not UD QPs through rdma_cm"; }
+	fi
 	;;
 *)
 	fail "unknown case $case"

@@ -31,7 +31,7 @@ endif()
 # load and sweep, nodes, a CA added and removed, route lookups, counters.
 if(TARGET sib_subnet)
   sib_unit_test(test_subnet_api
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_subnet_api.c
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_subnet_api.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/fake_subnet_host.c
     LIBS sib_subnet sib_mai sib_iba)
 endif()
 
@@ -41,7 +41,7 @@ endif()
 # malformed SA MADs dropped and counted.
 if(TARGET sib_subnet)
   sib_unit_test(test_sa_agent
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sa_agent.c
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sa_agent.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/fake_subnet_host.c
     LIBS sib_subnet sib_mai sib_iba)
   target_compile_definitions(test_sa_agent PRIVATE
     SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")
@@ -55,11 +55,11 @@ endif()
 # CM_SEED=N replays it, CM_RUNS=N runs N seeds).
 if(TARGET sib_subnet)
   sib_unit_test(test_cm
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cm.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/cm_fixture.c
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cm.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/cm_fixture.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/fake_subnet_host.c
     LIBS sib_subnet sib_mai sib_iba)
   sib_unit_test(test_cm_random
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cm_random.c
-    ${CMAKE_CURRENT_SOURCE_DIR}/unit/cm_fixture.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/cm_fixture.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/fake_subnet_host.c
     LIBS sib_subnet sib_mai sib_iba)
 endif()
 
@@ -70,6 +70,6 @@ endif()
 # rdma_init_qp_attr, destroy in a handshake, owner cleanup, UNREACHABLE.
 if(TARGET sib_subnet)
   sib_unit_test(test_cma
-    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cma.c
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cma.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/fake_subnet_host.c
     LIBS sib_subnet sib_mai sib_iba)
 endif()

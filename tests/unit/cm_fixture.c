@@ -11,58 +11,9 @@
 #include <cmocka.h>
 
 #include "cm_fixture.h"
+#include "fake_subnet_host.h"
 
 /* ---- the host: nothing but the router ------------------------------------ */
-
-static void on_port(void *ctx, struct sib_fab_node *n, uint8_t pn, unsigned int what,
-		    uint16_t old_lid, uint8_t old_lmc)
-{
-	(void)ctx, (void)n, (void)pn, (void)what, (void)old_lid, (void)old_lmc;
-}
-
-static void on_route(void *ctx)
-{
-	(void)ctx;
-}
-
-static void no_counters(void *ctx, const struct sib_fab_node *n, uint8_t pn,
-			struct sib_pma_counters *sum)
-{
-	(void)ctx, (void)n, (void)pn, (void)sum;
-}
-
-static void no_log(void *ctx, const char *line)
-{
-	(void)ctx, (void)line;
-}
-
-static size_t agents_only(void *ctx, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
-			  const struct mai_filter_ent *tail, size_t ntail,
-			  const struct mai_filter_ent **ents)
-{
-	(void)ctx, (void)n, (void)port, (void)qp;
-	*ents = tail;
-	return ntail;
-}
-
-static int no_chan(void *ctx, uint32_t chan, const mai_mad_t *m)
-{
-	(void)ctx, (void)chan, (void)m;
-	return -ENOENT;
-}
-
-static int no_resp(void *ctx, uint32_t chan, const struct sib_fab_node *n, uint8_t port,
-		   uint8_t qp, const mai_mad_t *m)
-{
-	(void)ctx, (void)chan, (void)n, (void)port, (void)qp, (void)m;
-	return -ENOENT;
-}
-
-static const struct sib_subnet_host host = {
-	.port_changed = on_port, .route_changed = on_route, .data_counters = no_counters,
-	.log = no_log, .mad_filters = agents_only, .mad_push = no_chan,
-	.mad_response = no_resp,
-};
 
 /* ---- events as the handlers saw them --------------------------------------- */
 
@@ -161,7 +112,7 @@ int setup(void **state)
 	char err[128];
 
 	assert_non_null(f);
-	f->sn = sib_subnet_new(&host, NULL);
+	f->sn = sib_subnet_new(&fake_subnet_host, NULL);
 	assert_non_null(f->sn);
 	assert_int_equal(sib_subnet_load(f->sn, NULL, err, sizeof(err)), 0);
 	assert_int_equal(sib_mad_init(f->sn), 0);

@@ -24,6 +24,7 @@
 
 #include "iba/sa.h"
 #include "subnet/subnet_api.h"
+#include "fake_subnet_host.h"
 
 #define CHAN 20u
 #define DATA(name) SIB_TEST_DATA "/" name	/* a host channel number (above SIB_MAD_CHAN_INTERNAL) */
@@ -31,43 +32,6 @@
 static uint8_t segs[64][MAD_SIZE];
 static unsigned int nsegs;
 static const struct sib_fab_node *requester;	/* where answers are caught */
-
-static void on_port(void *ctx, struct sib_fab_node *n, uint8_t pn, unsigned int what,
-		    uint16_t old_lid, uint8_t old_lmc)
-{
-	(void)ctx, (void)n, (void)pn, (void)what, (void)old_lid, (void)old_lmc;
-}
-
-static void on_route(void *ctx)
-{
-	(void)ctx;
-}
-
-static void no_counters(void *ctx, const struct sib_fab_node *n, uint8_t pn,
-			struct sib_pma_counters *sum)
-{
-	(void)ctx, (void)n, (void)pn, (void)sum;
-}
-
-static void no_log(void *ctx, const char *line)
-{
-	(void)ctx, (void)line;
-}
-
-static size_t agents_only(void *ctx, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
-			  const struct mai_filter_ent *tail, size_t ntail,
-			  const struct mai_filter_ent **ents)
-{
-	(void)ctx, (void)n, (void)port, (void)qp;
-	*ents = tail;
-	return ntail;
-}
-
-static int no_chan(void *ctx, uint32_t chan, const mai_mad_t *m)
-{
-	(void)ctx, (void)chan, (void)m;
-	return -ENOENT;
-}
 
 /* Every response for CHAN is kept, in order. */
 static int catch_resp(void *ctx, uint32_t chan, const struct sib_fab_node *n, uint8_t port,
@@ -81,9 +45,11 @@ static int catch_resp(void *ctx, uint32_t chan, const struct sib_fab_node *n, ui
 	return 0;
 }
 
+/* The fake host, but responses are caught. */
 static const struct sib_subnet_host host = {
-	.port_changed = on_port, .route_changed = on_route, .data_counters = no_counters,
-	.log = no_log, .mad_filters = agents_only, .mad_push = no_chan,
+	.port_changed = fake_host_port_changed, .route_changed = fake_host_route_changed,
+	.data_counters = fake_host_no_counters, .log = fake_host_no_log,
+	.mad_filters = fake_host_agents_only, .mad_push = fake_host_no_chan,
 	.mad_response = catch_resp,
 };
 

@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "subnet/subnet_api.h"
+#include "fake_subnet_host.h"
 
 static unsigned int n_changed, n_routes;
 
@@ -33,43 +34,18 @@ static void on_route(void *ctx)
 	n_routes++;
 }
 
-static void no_counters(void *ctx, const struct sib_fab_node *n, uint8_t pn,
-			struct sib_pma_counters *sum)
-{
-	(void)ctx, (void)n, (void)pn, (void)sum;
-}
-
-static void no_log(void *ctx, const char *line)
-{
-	(void)ctx, (void)line;
-}
-
-/* No channels: only the internal agents' filters. */
-static size_t agents_only(void *ctx, const struct sib_fab_node *n, uint8_t port, uint8_t qp,
-			  const struct mai_filter_ent *tail, size_t ntail,
-			  const struct mai_filter_ent **ents)
-{
-	(void)ctx, (void)n, (void)port, (void)qp;
-	*ents = tail;
-	return ntail;
-}
-
-static int no_chan(void *ctx, uint32_t chan, const mai_mad_t *m)
-{
-	(void)ctx, (void)chan, (void)m;
-	return -ENOENT;
-}
-
 static int no_chan_at(void *ctx, uint32_t chan, const struct sib_fab_node *n, uint8_t port,
 		      uint8_t qp, const mai_mad_t *m)
 {
 	(void)n, (void)port, (void)qp;
-	return no_chan(ctx, chan, m);
+	return fake_host_no_chan(ctx, chan, m);
 }
 
+/* The fake host, but port and route changes are counted. */
 static const struct sib_subnet_host host = {
-	.port_changed = on_port, .route_changed = on_route, .data_counters = no_counters,
-	.log = no_log, .mad_filters = agents_only, .mad_push = no_chan,
+	.port_changed = on_port, .route_changed = on_route,
+	.data_counters = fake_host_no_counters, .log = fake_host_no_log,
+	.mad_filters = fake_host_agents_only, .mad_push = fake_host_no_chan,
 	.mad_response = no_chan_at,
 };
 

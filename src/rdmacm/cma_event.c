@@ -270,11 +270,13 @@ RDMACM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct r
 		const struct sib_ctl_cm_event *w = &m->u.cm_event;
 
 		n = sib_ctl_recv(fd, m, NULL);
-		if (n < 0 && n != -EMSGSIZE) {
+		if (n < 0 && n != -EMSGSIZE && n != -EBADF) {
 			e = -n;
 			goto err;
 		}
-		if (n == 0) { /* the channel's socket ended */
+		/* the channel's socket ended (0), or the library closed the fd
+		 * before this read began (EBADF): the same destroy, seen earlier */
+		if (n == 0 || n == -EBADF) {
 			int fl = fcntl(fd, F_GETFL); /* -1: closed meanwhile */
 
 			if (cma_channel_was_closed(fd) && (fl < 0 || !(fl & O_NONBLOCK))) {
@@ -286,7 +288,7 @@ RDMACM_EXPORT int rdma_get_cm_event(struct rdma_event_channel *channel, struct r
 				for (;;)
 					pause();
 			}
-			e = ENODEV; /* softibd closed it */
+			e = n ? EBADF : ENODEV; /* never ours, or softibd closed it */
 			goto err;
 		}
 		if (n < 0 || !event_ok(m, n)) {

@@ -273,6 +273,30 @@ static void test_channel_destroyed_under_reader(void **state)
 	assert_int_equal(pthread_detach(t), 0);
 }
 
+/* The other order of the same race (rdmacm_rping_q failed on it in CI):
+ * the channel is destroyed while the event thread is between two reads,
+ * so its next read finds the fd already closed.  That read must not
+ * return either: EBADF would make rping exit with an error. */
+static void test_channel_destroyed_before_read(void **state)
+{
+	static struct rdma_event_channel copy; /* what the thread still holds */
+	struct rdma_event_channel *ch;
+	pthread_t t;
+
+	(void)state;
+	if (!have_cm())
+		skip();
+	ch = rdma_create_event_channel();
+	assert_non_null(ch);
+	copy = *ch;
+	rdma_destroy_event_channel(ch);
+	atomic_store(&reader_returned, 0);
+	assert_int_equal(pthread_create(&t, NULL, reader, &copy), 0);
+	usleep(300 * 1000);
+	assert_int_equal(atomic_load(&reader_returned), 0);
+	assert_int_equal(pthread_detach(t), 0); /* see above */
+}
+
 static void test_ids(void **state)
 {
 	struct rdma_event_channel *ch;
@@ -399,6 +423,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_events),
 		cmocka_unit_test(test_channel),
 		cmocka_unit_test(test_channel_destroyed_under_reader),
+		cmocka_unit_test(test_channel_destroyed_before_read),
 		cmocka_unit_test(test_ids),
 	};
 	int rc = cmocka_run_group_tests_name("rdmacm_local", local, NULL, NULL);

@@ -354,6 +354,51 @@ static void test_ids(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* rdma_destroy_id on an id with an event not yet acknowledged waits for the
+ * ack (rdma-core waits for the kernel's events_reported; issue 16 "Faults"),
+ * then returns 0. */
+static atomic_int destroy_returned;
+
+static void *destroyer(void *arg)
+{
+	assert_int_equal(rdma_destroy_id(arg), 0);
+	atomic_store(&destroy_returned, 1);
+	return NULL;
+}
+
+static void test_destroy_waits_for_ack(void **state)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET };
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	struct pollfd pfd;
+	pthread_t t;
+
+	(void)state;
+	if (!have_cm())
+		skip();
+	ch = rdma_create_event_channel();
+	assert_non_null(ch);
+	assert_int_equal(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP), 0);
+	dst.sin_addr.s_addr = htonl(0x7f000001);
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
+	pfd = (struct pollfd){ .fd = ch->fd, .events = POLLIN };
+	assert_int_equal(poll(&pfd, 1, 10000), 1);
+	assert_int_equal(rdma_get_cm_event(ch, &ev), 0);
+	assert_int_equal(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+	atomic_store(&destroy_returned, 0);
+	assert_int_equal(pthread_create(&t, NULL, destroyer, id), 0);
+	usleep(200 * 1000);
+	assert_int_equal(atomic_load(&destroy_returned), 0); /* still held by ev */
+	assert_int_equal(rdma_ack_cm_event(ev), 0);
+	for (int i = 0; i < 1000 && !atomic_load(&destroy_returned); i++)
+		usleep(10 * 1000);
+	assert_int_equal(atomic_load(&destroy_returned), 1);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	rdma_destroy_event_channel(ch);
+}
+
 /* softibd's events are input like any other: a channel that carries short
  * messages, a wrong magic or op, private data longer than its buffer, an
  * unknown event type or an id nobody has gets each one dropped, never a
@@ -424,6 +469,7 @@ int main(void)
 		cmocka_unit_test(test_channel),
 		cmocka_unit_test(test_channel_destroyed_under_reader),
 		cmocka_unit_test(test_channel_destroyed_before_read),
+		cmocka_unit_test(test_destroy_waits_for_ack),
 		cmocka_unit_test(test_ids),
 	};
 	int rc = cmocka_run_group_tests_name("rdmacm_local", local, NULL, NULL);

@@ -169,12 +169,19 @@ static uint16_t inform_set(struct sa_req *q, struct sa_db *db)
 	uint16_t trap = be16(ii + 26);
 	struct sib_fab_node *rn;
 	struct sa_sub **l, *s;
-	uint8_t rp;
+	uint8_t rp, key[II_SIZE];
 
 	if (!sa_port_by_lid(q->sn, q->req_lid, &rn, &rp) || ii[23] > 1 ||
 	    (!q->sa.sm_key && ii[22] && trap >= 256 && trap <= 259))
 		return refuse(q, false);
-	l = find_sub(db, q->req_lid, ii);
+	/* a subscription is kept with the requester's QPN (the GSI's, 1) and
+	 * looked up so; an unsubscribe is looked up with the QPN it names */
+	memcpy(key, ii, II_SIZE);
+	if (ii[23]) {
+		key[28] = key[29] = 0;
+		key[30] = 1;
+	}
+	l = find_sub(db, q->req_lid, key);
 	if (!ii[23]) {
 		if (!l)
 			return refuse(q, true);
@@ -198,9 +205,7 @@ static uint16_t inform_set(struct sa_req *q, struct sa_db *db)
 		} else {
 			s = *l;
 		}
-		memcpy(s->ii, ii, II_SIZE);
-		s->ii[28] = s->ii[29] = 0; /* QPN: the GSI's, where the Set came from */
-		s->ii[30] = 1;
+		memcpy(s->ii, key, II_SIZE);
 		sa_port_gid(rn, rp, s->gid);
 		s->lid = q->req_lid;
 	}

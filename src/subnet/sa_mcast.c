@@ -485,8 +485,10 @@ static uint16_t join(struct sa_req *q, struct sa_mcmember_record *w, struct sib_
 	}
 	before = m->join_state;
 	m->join_state |= w->join_state;
-	if (m->join_state != before) /* receivers or the tree (senders) changed */
+	if (m->join_state != before) { /* receivers or the tree (senders) changed */
 		sib_sm_mcast_update(q->sn, g->rec.mlid);
+		m = member(g, n, pn); /* members of removed CAs may have gone */
+	}
 	answer(q, g, m);
 	full_notice(q->sn, &g->rec, full, full_members(g));
 	return MAD_STATUS_SUCCESS;

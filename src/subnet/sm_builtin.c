@@ -37,11 +37,11 @@ struct sweep {
 void sib_sm_receive(struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t port,
 		    const mai_mad_t *m)
 {
-	(void)n;
-	(void)port;
 	if (m->mgmt_class == MAD_MGMT_CLASS_SUBN_ADM) {
-		/* a subscriber's ReportResp to the SA's Report (sa_inform.c) */
-		if (m->method == MAD_METHOD_REPORT_RESP)
+		/* a subscriber's ReportResp to the SA's Report (sa_inform.c),
+		 * at the SM's port only (anything else there is dropped) */
+		if (m->method == MAD_METHOD_REPORT_RESP && n == sn->sm.node &&
+		    (port == sn->sm.port || n->type == SIB_NODE_SWITCH))
 			sib_sa_report_resp(sn, m);
 		return;
 	}

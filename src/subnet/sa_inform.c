@@ -461,6 +461,14 @@ uint64_t sib_sa_tick(struct sib_subnet *sn, uint64_t now_ns)
 	if (!db)
 		return 0;
 	db->now_ns = now_ns;
+	if (sn->sma.sm_traps != db->sm_traps) {
+		/* a trap (128: a link went down or up) reached the SM since the
+		 * last tick: it sweeps, as OpenSM does on one (outside the
+		 * trap's call chain: here) */
+		db->sm_traps = sn->sma.sm_traps;
+		if (!sn->sm_external && !sn->sm_sweeping)
+			sib_sm_sweep(sn);
+	}
 	a = sa_service_tick(db);
 	b = report_tick(sn, db);
 	return !a ? b : !b ? a : a < b ? a : b;
@@ -475,11 +483,6 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static bool has_guid(const uint64_t *v, unsigned int n, uint64_t g)
-{
-	return bsearch(&g, v, n, sizeof(*v), cmp_u64) != NULL;
-}
-
 /* Is end port (n, pn) in service after this sweep: found by discovery, a
  * LID, and (a CA port) ACTIVE? */
 static bool in_service(const struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t pn)
@@ -489,11 +492,29 @@ static bool in_service(const struct sib_subnet *sn, const struct sib_fab_node *n
 	return n->type == SIB_NODE_SWITCH || sa_pinfo(n, pn)->port_state == MAD_PORT_STATE_ACTIVE;
 }
 
-/* The GUIDs of the end ports in service, sorted; *cnt of them (NULL: no memory). */
-static uint64_t *service_set(struct sib_subnet *sn, unsigned int *cnt)
+/* One end port in service: its GUID and its link's LinkDowned count. */
+struct svc_port {
+	uint64_t guid;
+	uint64_t downs;
+};
+
+static int cmp_port(const void *a, const void *b)
+{
+	return cmp_u64(&((const struct svc_port *)a)->guid, &((const struct svc_port *)b)->guid);
+}
+
+static const struct svc_port *find_svc(const struct svc_port *v, unsigned int n, uint64_t g)
+{
+	struct svc_port key = { .guid = g };
+
+	return bsearch(&key, v, n, sizeof(*v), cmp_port);
+}
+
+/* The end ports in service, sorted by GUID; *cnt of them (NULL: no memory). */
+static struct svc_port *service_set(struct sib_subnet *sn, unsigned int *cnt)
 {
 	unsigned int k = 0, cap = 1;
-	uint64_t *v;
+	struct svc_port *v;
 
 	for (unsigned int i = 0; i < sn->fab.n_nodes; i++)
 		cap += sn->fab.nodes[i]->num_ports + 1u;
@@ -501,14 +522,16 @@ static uint64_t *service_set(struct sib_subnet *sn, unsigned int *cnt)
 		return NULL;
 	for (unsigned int i = 0; i < sn->fab.n_nodes; i++)
 		for (unsigned int p = 0; p <= sn->fab.nodes[i]->num_ports; p++) {
+			struct sib_fab_node *n = sn->fab.nodes[i];
 			uint8_t gid[16];
 
-			if (!in_service(sn, sn->fab.nodes[i], (uint8_t)p))
+			if (!in_service(sn, n, (uint8_t)p))
 				continue;
-			sa_port_gid(sn->fab.nodes[i], (uint8_t)p, gid);
-			v[k++] = sa_be_get(gid + 8, 8);
+			sa_port_gid(n, (uint8_t)p, gid);
+			v[k].guid = sa_be_get(gid + 8, 8);
+			v[k++].downs = n->mgmt->port[p].pma.link_downed;
 		}
-	qsort(v, k, sizeof(*v), cmp_u64);
+	qsort(v, k, sizeof(*v), cmp_port);
 	*cnt = k;
 	return v;
 }
@@ -542,30 +565,58 @@ static void port_left(struct sib_subnet *sn, struct sa_db *db, uint64_t guid)
 	}
 }
 
+/*
+ * After a sweep: a port in service before and not now left (trap 65, its
+ * subscriptions and memberships go); one whose link went down and up
+ * since (its LinkDowned count moved: the SM missed the moment, as
+ * softib's SM sweeps on link up, not on trap 128) left and came back
+ * (65, then 64); one new is in service (64).  OpenSM's drop manager and
+ * state manager do the same at their sweeps.
+ */
 bool sib_sa_sweep(struct sib_subnet *sn)
 {
 	struct sa_db *db = sa_db(sn);
-	unsigned int nin = 0;
-	uint64_t *in;
+	struct svc_port *in, *old;
+	uint64_t *stay;
+	unsigned int nin = 0, nstay = 0;
 	uint8_t gid[16];
+	bool changed;
 
 	if (!db || !(in = service_set(sn, &nin)))
 		return false;
-	if (db->swept) {
-		for (unsigned int i = 0; i < db->nin; i++)
-			if (!has_guid(in, nin, db->in_service[i]))
-				port_left(sn, db, db->in_service[i]);
-		for (unsigned int i = 0; i < nin; i++)
-			if (!has_guid(db->in_service, db->nin, in[i])) {
-				port_gid_of(sn, in[i], gid);
-				sa_notice(sn, SA_TRAP_GID_IN, gid, 0);
-			}
+	if (!(stay = calloc(nin + 1, sizeof(*stay)))) {
+		free(in);
+		return false;
+	}
+	old = (struct svc_port *)db->in_service;
+	for (unsigned int i = 0; db->swept && i < db->nin; i++) {
+		const struct svc_port *now = find_svc(in, nin, old[i].guid);
+
+		if (!now || now->downs != old[i].downs)
+			port_left(sn, db, old[i].guid);
+	}
+	for (unsigned int i = 0; i < nin; i++) {
+		const struct svc_port *was = db->swept ? find_svc(old, db->nin, in[i].guid) : NULL;
+
+		if (was && was->downs == in[i].downs) {
+			stay[nstay++] = in[i].guid;
+		} else if (db->swept) {
+			port_gid_of(sn, in[i].guid, gid);
+			sa_notice(sn, SA_TRAP_GID_IN, gid, 0);
+			if (!was)
+				stay[nstay++] = in[i].guid; /* new: nothing to leave */
+		} else {
+			stay[nstay++] = in[i].guid;
+		}
 	}
 	free(db->in_service);
-	db->in_service = in;
+	db->in_service = (uint64_t *)in;
 	db->nin = nin;
 	db->swept = true;
-	return sa_mcast_ports_left(sn, in, nin);
+	/* stay is sorted: a subsequence of in */
+	changed = sa_mcast_ports_left(sn, stay, nstay);
+	free(stay);
+	return changed;
 }
 
 void sa_inform_free(struct sa_db *db)

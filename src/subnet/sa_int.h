@@ -90,7 +90,7 @@ struct sa_db_counters {
  * What the SA keeps besides the groups, hung off them (sa_mcast.c made
  * it; freed with them): ServiceRecords, InformInfo subscriptions, Reports
  * waiting for their ReportResp, the end ports in service at the last
- * sweep (port GUIDs, sorted), the host's clock.
+ * sweep (by port GUID, sorted), the host's clock.
  */
 struct sa_db {
 	uint64_t now_ns;		/* the last sib_sa_tick's time (0: never) */
@@ -101,9 +101,10 @@ struct sa_db {
 	struct sa_report *rep;
 	unsigned int nrep;
 	uint32_t report_tid;		/* low 32 bits of the last Report's TID */
-	uint64_t *in_service;
+	void *in_service;		/* sa_inform.c's: GUIDs and LinkDowned counts */
 	unsigned int nin;
 	bool swept;			/* in_service holds a sweep's set */
+	uint64_t sm_traps;		/* sib_sma_counters.sm_traps at the last tick */
 	struct sa_db_counters ctr;
 };
 

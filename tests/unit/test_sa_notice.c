@@ -437,6 +437,40 @@ static void test_inform_info(void **state)
 	assert_int_equal(nrec(f), 0);
 }
 
+/* A link down: the switch's trap 128 reaches the SM, which sweeps at the
+ * next tick (as OpenSM on a trap): trap 65 without waiting for a link up. */
+static void test_trap_sweeps(void **state)
+{
+	struct fx *f = *state;
+	struct sib_fab_node *a = f->cas[0], *b = f->cas[1];
+	uint8_t ii[36], gb[16];
+
+	ii_make(ii, 0xFFFF, 1, 0);
+	assert_int_equal(ask(f, a, MAD_METHOD_SET, II_ATTR, 0, ii, 36), 0);
+	gid_of(b, gb);
+	nreps = 0;
+	sib_sma_link_down(f->sn, b, 1, SIB_LINK_LOST);
+	assert_int_equal(nreps, 0);
+	tick(f, 1 * MS);
+	assert_int_equal(nreps, 1);
+	assert_int_equal(reps[0].trap, 65);
+	assert_memory_equal(reps[0].gid, gb, 16);
+	report_resp(f, &reps[0]);
+	tick(f, 1 * MS);	/* nothing new: no sweep, no Report */
+	assert_int_equal(nreps, 1);
+	/* down and up between two sweeps: both traps at the up's sweep */
+	sib_sma_link_up(f->sn, b, 1);
+	assert_int_equal(nreps, 2);
+	assert_int_equal(reps[1].trap, 64);
+	report_resp(f, &reps[1]);
+	nreps = 0;
+	sib_sma_link_down(f->sn, b, 1, SIB_LINK_LOST);
+	sib_sma_link_up(f->sn, b, 1);
+	assert_int_equal(nreps, 2);
+	assert_int_equal(reps[0].trap, 65);
+	assert_int_equal(reps[1].trap, 64);
+}
+
 /* An MCMemberRecord join of n (FullMember) to mgid, creating it. */
 static uint16_t mc_join(struct fx *f, struct sib_fab_node *n, const uint8_t *mgid, uint8_t *out)
 {
@@ -683,6 +717,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_service_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inform_info, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trap_sweeps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_port_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_ca_removed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sa_random, setup, teardown),

@@ -572,6 +572,58 @@ static void test_mcast_ca_removed(void **state)
 	assert_int_equal(groups_of(f, a, a), 1);
 }
 
+/* Hostile requests: 3,000 SA MADs of these attributes with random methods,
+ * masks and records from random CAs are answered (one MAD or a table) or
+ * dropped, never a crash; the SA answers a plain query after them. */
+static void test_sa_hostile(void **state)
+{
+	static const uint16_t attrs[] = { SR_ATTR, II_ATTR, IIR_ATTR, SA_ATTR_MCMEMBER_RECORD };
+	static const uint8_t methods[] = { 0x01, 0x02, 0x12, 0x15, 0x14, 0x06, 0x86, 0x03 };
+	struct fx *f = *state;
+	const char *env = getenv("SIB_SEED");
+	unsigned int seed = env ? (unsigned int)strtoul(env, NULL, 0) : (unsigned int)time(NULL);
+
+	print_message("test_sa_hostile: SIB_SEED=%u\n", seed);
+	srand(seed);
+	for (int i = 0; i < 3000; i++) {
+		struct sib_fab_node *from = f->cas[(unsigned int)rand() % f->n];
+		struct mad_sa sa;
+		uint8_t wire[MAD_SIZE];
+		mai_mad_t m;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.hdr.base_version = MAD_BASE_VERSION;
+		sa.hdr.mgmt_class = MAD_MGMT_CLASS_SUBN_ADM;
+		sa.hdr.class_version = MAD_SA_CLASS_VERSION;
+		sa.hdr.method = methods[(unsigned int)rand() % sizeof(methods)];
+		sa.hdr.tid = (uint64_t)CHAN << MAI_TID_CHAN_SHIFT | (uint64_t)i;
+		sa.hdr.attr_id = attrs[(unsigned int)rand() % 4];
+		sa.comp_mask = (uint64_t)rand() << 32 | (uint64_t)rand();
+		sa.sm_key = rand() % 4 ? 0 : (uint64_t)rand();
+		for (size_t k = 0; k < sizeof(sa.data); k++)
+			sa.data[k] = (uint8_t)(rand() % 3 ? rand() : (k % 7 ? 0 : 0xFF));
+		if (rand() % 2)	/* a real GID often: the port's own */
+			gid_of(from, sa.data + 8 * (rand() % 3));
+		mad_sa_encode(&sa, wire);
+		memset(&m, 0, sizeof(m));
+		assert_int_equal(mai_fromwire(wire, MAD_SIZE, &m), MAD_SIZE);
+		m.type = MAI_TYPE_MAD;
+		m.qp = 1;
+		m.port = 1;
+		m.remote_qpn = 1;
+		m.remote_qkey = 0x80010000u;
+		m.lrh.dlid = SIB_SM_LID;
+		m.lrh.slid = lid_of(from);
+		requester = from;
+		nsegs = 0;
+		sib_mad_send(f->sn, from, 1, &m);
+		if (rand() % 50 == 0)
+			tick(f, (uint64_t)(rand() % 3000) * MS);
+	}
+	assert_int_equal(ask(f, f->cas[0], MAD_METHOD_GETTABLE, SR_ATTR, 0, NULL, 0), 0);
+	assert_int_equal(ask(f, f->cas[0], MAD_METHOD_GETTABLE, IIR_ATTR, 0, NULL, 0), 0);
+}
+
 /* ---- randomized: SRs, subscriptions, ports down and up, against a model ---- */
 
 struct model {
@@ -720,6 +772,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_trap_sweeps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_port_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_ca_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sa_hostile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sa_random, setup, teardown),
 	};
 

@@ -256,8 +256,9 @@ static bool member_stays(const struct sa_mc_member *m, struct sib_fab_node *cons
 	return !in || bsearch(&guid, in, nin, sizeof(*in), cmp_u64);
 }
 
-/* Drop every member that does not stay; groups left empty go (but the
- * SM's); traps 67 for groups that lost their last full member.  No MFT is
+/* Drop every member that does not stay; a group that lost its last full
+ * member loses the others too, and goes when empty (but the SM's); traps
+ * 67 for those.  No MFT is
  * sent: the caller reprograms.  true if anything changed. */
 static bool prune(struct sib_subnet *sn, const uint64_t *in, unsigned int nin)
 {
@@ -287,6 +288,8 @@ static bool prune(struct sib_subnet *sn, const uint64_t *in, unsigned int nin)
 			continue;
 		changed = true;
 		rec = g->rec;
+		if (before && !full_members(g))
+			g->n = 0; /* no full member left: OpenSM's cleanup */
 		full_notice(sn, &rec, before, full_members(g));
 		if (!g->n && !g->well_known) {
 			sn->mcg->g[i] = NULL;
@@ -516,6 +519,12 @@ static uint16_t leave(struct sa_req *q, const struct sa_mcmember_record *w, stru
 	answer(q, g, &left);
 	rec = g->rec;
 	after = full_members(g);
+	if (full && !after && g->n) {
+		/* the last full member left: the others go too, as OpenSM's
+		 * osm_mgrp_cleanup (the group with them, but the SM's) */
+		g->n = 0;
+		before = (uint8_t)~left.join_state;
+	}
 	if (!g->n && !g->well_known)
 		group_delete(q->sn, g);
 	else if (left.join_state != before)

@@ -506,17 +506,31 @@ static const uint8_t bcast[16] = { 0xff, 0x12, 0x40, 0x1b, 0xff, 0xff, 0, 0, 0, 
 				   0xff, 0xff, 0xff, 0xff };
 static const uint8_t mgid_x[16] = { 0xff, 0x12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x42 };
 
+/* Is the MFT bit of the switch port b hangs off set for mlid? */
+static bool mft_has(const struct sib_fab_node *b, uint16_t mlid)
+{
+	const struct sib_fab_port *sp = b->ports[1].peer;
+	const struct sib_fab_node *sw = sp->node;
+	unsigned int npos = sib_subnet_mft_positions(sw);
+	const uint16_t *mft = sw->mgmt->sw->mft;
+
+	return mft && (mft[(size_t)(mlid - 0xC000u) * npos + sp->num / 16] >> (sp->num % 16) & 1);
+}
+
 static void test_mcast_port_down(void **state)
 {
 	struct fx *f = *state;
 	struct sib_fab_node *a = f->cas[0], *b = f->cas[1];
-	uint8_t ii[36];
+	uint8_t ii[36], rec[56];
 	unsigned int k66 = 0, k67 = 0, k65 = 0;
+	uint16_t mlid_b;
 
 	ii_make(ii, 0xFFFF, 1, 0);
 	assert_int_equal(ask(f, a, MAD_METHOD_SET, II_ATTR, 0, ii, 36), 0);
 	nreps = 0;
-	assert_int_equal(mc_join(f, b, bcast, NULL), 0);
+	assert_int_equal(mc_join(f, b, bcast, rec), 0);
+	mlid_b = (uint16_t)be(rec + 36, 2);
+	assert_true(mft_has(b, mlid_b));	/* the MFT leads to b */
 	assert_int_equal(mc_join(f, b, mgid_x, NULL), 0);
 	assert_int_equal(nreps, 2);	/* trap 66 for each: its first full member */
 	assert_int_equal(reps[0].trap, 66);
@@ -539,6 +553,7 @@ static void test_mcast_port_down(void **state)
 	assert_int_equal(k65, 1);
 	assert_int_equal(k66, 0);
 	assert_int_equal(k67, 2);
+	assert_false(mft_has(b, mlid_b));	/* reprogrammed in that sweep */
 	assert_int_equal(groups_of(f, a, b), 0);
 	assert_int_equal(ask(f, a, MAD_METHOD_GETTABLE, SA_ATTR_MCMEMBER_RECORD, 0, NULL, 0), 0);
 	assert_int_equal(nrec(f), 1);
@@ -546,8 +561,19 @@ static void test_mcast_port_down(void **state)
 	/* back up: b is in no group until it joins again */
 	sib_sma_link_up(f->sn, b, 1);
 	assert_int_equal(groups_of(f, a, b), 0);
-	assert_int_equal(mc_join(f, b, mgid_x, NULL), 0);
+	assert_int_equal(mc_join(f, a, mgid_x, NULL), 0);
+	assert_int_equal(mc_join(f, b, mgid_x, rec), 0);
 	assert_int_equal(groups_of(f, a, b), 1);
+	mlid_b = (uint16_t)be(rec + 36, 2);
+	assert_true(mft_has(b, mlid_b));
+	/* down and up between two sweeps: b left (the up's sweep prunes it
+	 * after programming the MFTs, and programs them again) */
+	sib_sma_link_down(f->sn, b, 1, SIB_LINK_LOST);
+	sib_sma_link_up(f->sn, b, 1);
+	assert_int_equal(groups_of(f, a, b), 0);
+	assert_int_equal(groups_of(f, a, a), 1);
+	assert_false(mft_has(b, mlid_b));
+	assert_true(mft_has(a, mlid_b));
 }
 
 /* A CA added at run time joins, is removed, and another CA joins the same

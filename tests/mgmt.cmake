@@ -21,6 +21,12 @@ if(TARGET softibd AND TARGET softib)
   sib_itest(opensm_reroute opensm_reroute.sh)
   sib_itest(diags_smp diags_smp.sh)
   sib_itest(diags_perf diags_perf.sh)
+  if(TARGET ibumad)
+    # a umad client that registers ServiceRecords and InformInfo (no Debian
+    # tool sets them): diags_sa*.sh run it beside saquery
+    add_executable(sa_client ${CMAKE_CURRENT_SOURCE_DIR}/integration/sa_client.c)
+    target_link_libraries(sa_client PRIVATE ibumad)
+  endif()
   sib_itest(diags_sa diags_sa.sh)
   sib_itest(diags_sa_builtin diags_sa_builtin.sh)
   sib_itest(diags_sa_builtin_2sw diags_sa_builtin.sh two_switch.topo)

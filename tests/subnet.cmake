@@ -47,6 +47,15 @@ if(TARGET sib_subnet)
     SIB_TEST_DATA="${CMAKE_CURRENT_SOURCE_DIR}/data")
 endif()
 
+# The built-in SA's ServiceRecords (leases on the test's clock), InformInfo
+# and the Reports of traps 64-67 (retries, ReportResp), members of ports
+# gone leaving their groups, and a randomized model check (SIB_SEED=N).
+if(TARGET sib_subnet)
+  sib_unit_test(test_sa_notice
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sa_notice.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/fake_subnet_host.c
+    LIBS sib_subnet sib_mai sib_iba)
+endif()
+
 # The IB CM (issue 16 item 2): the CM MAD layouts (src/iba/cm.c) from
 # hand-built bytes, and the CM agent (src/subnet/cm.c) between CA ports of
 # the default fabric through the MAD router: REQ/REP/RTU, REJ, DREQ/DREP,

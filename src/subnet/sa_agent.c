@@ -3,7 +3,9 @@
  * The SA of the built-in SM (IBA 1.4 vol 1, 15 Subnet Administration; class
  * 0x03 on QP1 of the SM's port, default mode only): ClassPortInfo,
  * NodeRecord, PortInfoRecord, PathRecord, LinkRecord, SwitchInfoRecord and
- * GUIDInfoRecord by SubnAdmGet (one record,
+ * GUIDInfoRecord here; MCMemberRecord (sa_mcast.c), ServiceRecord
+ * (sa_service.c), InformInfo and InformInfoRecord with the Reports of the
+ * SM's traps (sa_inform.c).  Records by SubnAdmGet (one record,
  * GetResp) and SubnAdmGetTable (every match, GetTableResp, RMPP Active),
  * with ComponentMask matching over the record layouts of iba/sa.c.  It
  * answers from the subnet state the SM programmed (what an SM keeps in its
@@ -29,6 +31,9 @@
 #define SA_CAP_PI_CAPMASK_MATCH	(1u << 13)	/* PortInfoRecord CapabilityMask bitwise */
 #define SA_MAX_FIELDS		128	/* flattened fields of one record layout */
 #define GSI_QKEY		0x80010000u
+#define SA_ATTR_SERVICE_RECORD		0x0031
+#define SA_ATTR_INFORM_INFO		0x0003
+#define SA_ATTR_INFORM_INFO_RECORD	0x00F3
 
 /* ---- comparing records under a ComponentMask (15.2.4.1) ------------------ */
 
@@ -155,6 +160,48 @@ void sa_port_gid(const struct sib_fab_node *n, uint8_t pn, uint8_t gid[16])
 		gid[i] = (uint8_t)(pre >> (56 - 8 * i));
 		gid[8 + i] = (uint8_t)(guid >> (56 - 8 * i));
 	}
+}
+
+bool sa_port_by_lid(struct sib_subnet *sn, uint16_t lid, struct sib_fab_node **n, uint8_t *pn)
+{
+	for (unsigned int i = 0; lid && i < sn->fab.n_nodes; i++)
+		for (unsigned int p = 0; p <= sn->fab.nodes[i]->num_ports; p++)
+			if (sa_endport(sn->fab.nodes[i], (uint8_t)p) &&
+			    sib_subnet_owns(sa_pinfo(sn->fab.nodes[i], (uint8_t)p), lid)) {
+				*n = sn->fab.nodes[i];
+				*pn = (uint8_t)p;
+				return true;
+			}
+	return false;
+}
+
+bool sa_port_by_guid(struct sib_subnet *sn, uint64_t guid, struct sib_fab_node **n, uint8_t *pn)
+{
+	for (unsigned int i = 0; guid && i < sn->fab.n_nodes; i++) {
+		struct sib_fab_node *x = sn->fab.nodes[i];
+
+		for (unsigned int p = is_switch(x) ? 0 : 1; p <= (is_switch(x) ? 0u : x->num_ports); p++)
+			if (x->mgmt && x->mgmt->port && port_guid(x, (uint8_t)p) == guid) {
+				*n = x;
+				*pn = (uint8_t)p;
+				return true;
+			}
+	}
+	return false;
+}
+
+bool sa_share_pkey(const struct sib_fab_node *a, uint8_t ap, const struct sib_fab_node *b,
+		   uint8_t bp)
+{
+	const uint16_t *t = a->mgmt->port[is_switch(a) ? 0 : ap].pkey;
+
+	for (unsigned int i = 0; i < SIB_SUBN_PKEYS; i++) {
+		bool fa = t[i] & 0x8000, fb;
+
+		if ((t[i] & 0x7FFF) && sa_has_pkey(b, bp, t[i], &fb) && (fa || fb))
+			return true;
+	}
+	return false;
 }
 
 /* ---- ClassPortInfo (15.2.5.1 / 13.4.8.1) --------------------------------- */
@@ -640,6 +687,12 @@ int sib_sa_process(struct sib_subnet *sn, const uint8_t *req, uint16_t req_lid, 
 		status = class_port_info(&q);
 	} else if (q.sa.hdr.attr_id == SA_ATTR_MCMEMBER_RECORD) {
 		status = sa_mcmember(&q);
+	} else if (q.sa.hdr.attr_id == SA_ATTR_SERVICE_RECORD) {
+		status = sa_service(&q);
+	} else if (q.sa.hdr.attr_id == SA_ATTR_INFORM_INFO) {
+		status = sa_inform(&q);
+	} else if (q.sa.hdr.attr_id == SA_ATTR_INFORM_INFO_RECORD) {
+		status = sa_inform_record(&q);
 	} else {
 		for (size_t i = 0; i < N(record_attrs); i++)
 			if (record_attrs[i].attr == q.sa.hdr.attr_id)
@@ -650,5 +703,7 @@ int sib_sa_process(struct sib_subnet *sn, const uint8_t *req, uint16_t req_lid, 
 	else
 		sn->sma.sa_errors++;
 	answer_header(&q, status, len);
+	if (status != MAD_STATUS_SUCCESS && q.echo && *len == MAD_SIZE)
+		memcpy(out + MAD_SA_HDR_SIZE, q.echo_data, MAD_SA_DATA_SIZE);
 	return 1;
 }

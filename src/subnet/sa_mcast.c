@@ -60,6 +60,7 @@ struct sa_mc_group {
 struct sib_mcgroups {
 	struct sa_mc_group *g[SA_MC_GROUPS_MAX];	/* by MLID - 0xC000 */
 	uint32_t next_mgid;			/* SA-assigned MGIDs */
+	struct sa_db db;			/* the SA's other records (sa_int.h) */
 };
 
 static struct sib_mcgroups *groups(struct sib_subnet *sn)
@@ -67,6 +68,31 @@ static struct sib_mcgroups *groups(struct sib_subnet *sn)
 	if (!sn->mcg)
 		sn->mcg = calloc(1, sizeof(*sn->mcg));
 	return sn->mcg;
+}
+
+struct sa_db *sa_db(struct sib_subnet *sn)
+{
+	return groups(sn) ? &sn->mcg->db : NULL;
+}
+
+/* Full members (JoinState FullMember or SendOnlyFullMember): the group
+ * "exists" for traps 66/67 while it has one (OpenSM's full_members). */
+static unsigned int full_members(const struct sa_mc_group *g)
+{
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < g->n; i++)
+		k += (g->m[i].join_state & (JOIN_FULL | JOIN_SENDONLY_FULL)) != 0;
+	return k;
+}
+
+/* Trap 66 or 67 when a group's full members went from none to some or
+ * back (osm_multicast.c: MGID created / deleted). */
+static void full_notice(struct sib_subnet *sn, const struct sa_mcmember_record *r,
+			unsigned int before, unsigned int after)
+{
+	if (!before != !after)
+		sa_notice(sn, after ? SA_TRAP_MGID_CREATED : SA_TRAP_MGID_DELETED, r->mgid, r->pkey);
 }
 
 /* The group of mlid, NULL if none. */
@@ -168,6 +194,10 @@ int sib_sa_mcast_init(struct sib_subnet *sn)
 
 void sib_sa_mcast_free(struct sib_subnet *sn)
 {
+	if (sn->mcg) {
+		sa_service_free(&sn->mcg->db);
+		sa_inform_free(&sn->mcg->db);
+	}
 	for (unsigned int i = 0; sn->mcg && i < SA_MC_GROUPS_MAX; i++)
 		free(sn->mcg->g[i]);
 	free(sn->mcg);
@@ -190,6 +220,94 @@ unsigned int sib_sa_mcast_members(const struct sib_subnet *sn, uint16_t mlid, un
 	*port = g->m[i].port;
 	*receives = g->m[i].join_state & (JOIN_FULL | JOIN_NON);
 	return g->n;
+}
+
+/* ---- members whose port left ---- */
+
+static int cmp_ptr(const void *a, const void *b)
+{
+	uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Is member m's port still there: its node in the fabric (nodes: sorted,
+ * compared by address only: a freed node is never read), its port GUID
+ * the one it joined with, and (in != NULL) in service? */
+static bool member_stays(const struct sa_mc_member *m, struct sib_fab_node *const *nodes,
+			 unsigned int nn, const uint64_t *in, unsigned int nin)
+{
+	const void *key = m->node;
+	uint64_t guid = sa_be_get(m->gid + 8, 8);
+	uint8_t gid[16];
+
+	if (!bsearch(&key, nodes, nn, sizeof(*nodes), cmp_ptr) || m->port > m->node->num_ports)
+		return false;
+	sa_port_gid(m->node, m->port, gid);
+	if (sa_be_get(gid + 8, 8) != guid)
+		return false;
+	return !in || bsearch(&guid, in, nin, sizeof(*in), cmp_u64);
+}
+
+/* Drop every member that does not stay; a group that lost its last full
+ * member loses the others too, and goes when empty (but the SM's); traps
+ * 67 for those.  No MFT is
+ * sent: the caller reprograms.  true if anything changed. */
+static bool prune(struct sib_subnet *sn, const uint64_t *in, unsigned int nin)
+{
+	struct sib_fab_node **nodes;
+	unsigned int nn = sn->fab.n_nodes;
+	bool changed = false;
+
+	if (!sn->mcg || !(nodes = calloc(nn + 1, sizeof(*nodes))))
+		return false;
+	memcpy(nodes, sn->fab.nodes, nn * sizeof(*nodes));
+	qsort(nodes, nn, sizeof(*nodes), cmp_ptr);
+	for (unsigned int i = 0; i < SA_MC_GROUPS_MAX; i++) {
+		struct sa_mc_group *g = sn->mcg->g[i];
+		struct sa_mcmember_record rec;
+		unsigned int before, k0;
+
+		if (!g)
+			continue;
+		before = full_members(g);
+		k0 = g->n;
+		for (unsigned int k = 0; k < g->n;)
+			if (member_stays(&g->m[k], nodes, nn, in, nin))
+				k++;
+			else
+				g->m[k] = g->m[--g->n];
+		if (g->n == k0)
+			continue;
+		changed = true;
+		rec = g->rec;
+		if (before && !full_members(g))
+			g->n = 0; /* no full member left: OpenSM's cleanup */
+		full_notice(sn, &rec, before, full_members(g));
+		if (!g->n && !g->well_known) {
+			sn->mcg->g[i] = NULL;
+			free(g);
+		}
+	}
+	free(nodes);
+	return changed;
+}
+
+void sib_sa_mcast_refresh(struct sib_subnet *sn)
+{
+	prune(sn, NULL, 0);
+}
+
+bool sa_mcast_ports_left(struct sib_subnet *sn, const uint64_t *in, unsigned int nin)
+{
+	return prune(sn, in, nin);
 }
 
 /* ---- requests ---- */
@@ -340,7 +458,8 @@ static uint16_t join(struct sa_req *q, struct sa_mcmember_record *w, struct sib_
 	struct sa_mc_group *g = NULL;
 	struct sa_mc_member *m;
 	uint16_t st;
-	bool full, created = false;
+	bool has, created = false;
+	unsigned int full;
 	uint8_t before;
 
 	if (comp(q, "MGID"))
@@ -351,10 +470,11 @@ static uint16_t join(struct sa_req *q, struct sa_mcmember_record *w, struct sib_
 		if ((st = create(q, w, n, pn, &g)))
 			return st;
 		created = true;
-	} else if (!join_matches(q, w, &g->rec) || !sa_has_pkey(n, pn, g->rec.pkey, &full) ||
+	} else if (!join_matches(q, w, &g->rec) || !sa_has_pkey(n, pn, g->rec.pkey, &has) ||
 		   !port_caps_ok(g, n, pn)) {
 		return MAD_SA_STATUS_REQ_INVALID;
 	}
+	full = full_members(g);
 	m = member(g, n, pn);
 	if (!m) {
 		if (g->n == SA_MC_MEMBERS_MAX) {
@@ -368,9 +488,12 @@ static uint16_t join(struct sa_req *q, struct sa_mcmember_record *w, struct sib_
 	}
 	before = m->join_state;
 	m->join_state |= w->join_state;
-	if (m->join_state != before) /* receivers or the tree (senders) changed */
+	if (m->join_state != before) { /* receivers or the tree (senders) changed */
 		sib_sm_mcast_update(q->sn, g->rec.mlid);
+		m = member(g, n, pn); /* members of removed CAs may have gone */
+	}
 	answer(q, g, m);
+	full_notice(q->sn, &g->rec, full, full_members(g));
 	return MAD_STATUS_SUCCESS;
 }
 
@@ -381,20 +504,32 @@ static uint16_t leave(struct sa_req *q, const struct sa_mcmember_record *w, stru
 				comp(q, "MLID") ? by_mlid(q->sn, w->mlid) : NULL;
 	struct sa_mc_member *m = g ? member(g, n, pn) : NULL;
 	struct sa_mc_member left;
+	struct sa_mcmember_record rec;
+	unsigned int full, after;
 	uint8_t before;
 
 	if (!m || !(m->join_state & w->join_state))
 		return MAD_SA_STATUS_REQ_INVALID;
+	full = full_members(g);
 	before = m->join_state;
 	m->join_state &= (uint8_t)~w->join_state;
 	left = *m;
 	if (!m->join_state)
 		*m = g->m[--g->n];
 	answer(q, g, &left);
+	rec = g->rec;
+	after = full_members(g);
+	if (full && !after && g->n) {
+		/* the last full member left: the others go too, as OpenSM's
+		 * osm_mgrp_cleanup (the group with them, but the SM's) */
+		g->n = 0;
+		before = (uint8_t)~left.join_state;
+	}
 	if (!g->n && !g->well_known)
 		group_delete(q->sn, g);
 	else if (left.join_state != before)
 		sib_sm_mcast_update(q->sn, g->rec.mlid);
+	full_notice(q->sn, &rec, full, after);
 	return MAD_STATUS_SUCCESS;
 }
 

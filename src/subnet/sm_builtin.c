@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "subnet/sa_int.h"
 #include "subnet/sma.h"
 #include "subnet/subnet_int.h"
 
@@ -36,8 +37,14 @@ struct sweep {
 void sib_sm_receive(struct sib_subnet *sn, const struct sib_fab_node *n, uint8_t port,
 		    const mai_mad_t *m)
 {
-	(void)n;
-	(void)port;
+	if (m->mgmt_class == MAD_MGMT_CLASS_SUBN_ADM) {
+		/* a subscriber's ReportResp to the SA's Report (sa_inform.c),
+		 * at the SM's port only (anything else there is dropped) */
+		if (m->method == MAD_METHOD_REPORT_RESP && n == sn->sm.node &&
+		    (port == sn->sm.port || n->type == SIB_NODE_SWITCH))
+			sib_sa_report_resp(sn, m);
+		return;
+	}
 	if (!sn->sm.tid || m->tid != sn->sm.tid || sn->sm.answered)
 		return;
 	if (mai_towire(m, sn->sm.reply, sizeof(sn->sm.reply)) == MAD_SIZE)
@@ -768,19 +775,22 @@ int sib_sm_sweep(struct sib_subnet *sn)
 		goto out;
 	}
 	sn->sm_sweeping = true;
+	sib_sa_mcast_refresh(sn);           /* members of CAs removed since */
 	discover(&s, found);                                    /* 1. discover */
 	configure_ports(&s, used);                              /* 2. LIDs, PortInfo */
 	program_lfts(&s, &b);                                   /* 3. unicast routes */
 	program_mfts(&s, &b, 0, UINT_MAX);                      /* 4. multicast */
 	move_ports(&s, MAD_PORT_STATE_INIT, MAD_PORT_STATE_ARMED); /* 5. ports up */
 	move_ports(&s, MAD_PORT_STATE_ARMED, MAD_PORT_STATE_ACTIVE);
+	if (sib_sa_sweep(sn))       /* 6. ports in/out of service: traps 64/65, */
+		program_mfts(&s, &b, 0, UINT_MAX); /* members of ports gone leave */
 
 	sn->sm_sweeping = false;
 	if (s.errors) {
 		sib_subnet_log(sn, "built-in SM: %d SMPs failed", s.errors);
 		ret = -EIO;
 	}
-	if (sib_sa_mcast_init(sn))                              /* 6. IPoIB groups */
+	if (sib_sa_mcast_init(sn))                              /* 7. IPoIB groups */
 		sib_subnet_log(sn, "built-in SM: no IPoIB broadcast group (no memory or MLID)");
 out:
 	free(used);
@@ -798,6 +808,7 @@ void sib_sm_mcast_update(struct sib_subnet *sn, uint16_t mlid)
 	/* a sweep in progress programs every MFT itself */
 	if (sn->sm_external || sn->sm_sweeping || mlid < 0xC000u || !sn->sm.node)
 		return;
+	sib_sa_mcast_refresh(sn);
 	if (bfs_alloc(sn, &b)) {
 		sib_subnet_log(sn, "built-in SM: MLID 0x%04x not reprogrammed: no memory", mlid);
 	} else {

@@ -160,6 +160,16 @@ int sib_subnet_mcast_lookup(const struct sib_subnet *sn, const struct sib_fab_no
 			    void (*reach)(void *ctx, const struct sib_fab_node *n, uint8_t port),
 			    void *ctx);
 
+/* The built-in SA's clock (sa_inform.c; needed because the subnet has no
+ * clock of its own, as sib_cm_tick): the host calls it with
+ * CLOCK_MONOTONIC ns after every event it handled and when the returned
+ * deadline (0: none) is due.  ServiceRecord leases run out and Reports
+ * without a ReportResp are sent again (every 200 ms, 3 times) here; a
+ * lease or Report begun since the last call starts at this one; a trap
+ * that reached the built-in SM since (128: a link changed) makes it sweep
+ * here, as OpenSM sweeps on one (traps 64/65, members of ports gone). */
+uint64_t sib_sa_tick(struct sib_subnet *sn, uint64_t now_ns);
+
 /* What the host's MAI channels do with MADs, counted with the router's
  * (struct sib_mad_counters; `softib status` "mad" and "mad_drop" lines). */
 enum sib_mad_event {

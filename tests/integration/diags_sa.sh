@@ -6,7 +6,10 @@
 # (each link both ways), MCMemberRecord (the IPoIB broadcast group OpenSM
 # creates) and the IsSM ports.  The tables span
 # several MADs, so the counts show that RMPP delivered them whole.
+# ServiceRecords and an InformInfo subscription a umad client set, and a
+# Report of trap 64 (sa_records.sh: the built-in SA is held to the same).
 . "$(dirname "$0")/mgmt_lib.sh"
+. "$(dirname "$0")/sa_records.sh"
 need_tool saquery infiniband-diags
 two_switch_sm
 
@@ -65,4 +68,8 @@ run mcm saquery MCMR
 # IsSM ports: OpenSM's own port, which holds the ISSM device.
 run issm saquery -s
 grep -Eq "EndPortLid\.+$lid0\$" "$SIB_TMP/issm.out" || fail "saquery -s: the SM port (LID $lid0) is not IsSM: $(cat "$SIB_TMP/issm.out")"
+
+# ServiceRecords and InformInfo (set by sa_client), a Report of trap 64.
+devs=($(ca_devs))
+sa_records_check "${devs[1]}" "${devs[2]}" "${devs[3]}" opensm
 echo PASS

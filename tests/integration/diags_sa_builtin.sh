@@ -8,10 +8,15 @@
 # resolved by PathRecord), ClassPortInfo, IsSM ports
 # (the SM's own port only).  The tables span several MADs, so the counts
 # show that RMPP delivered them whole; LinkRecords (each link both ways),
-# SwitchInfoRecords, GUIDInfoRecords.  Records the SA does not serve yet
-# (MCMemberRecord) answer "MAD Method/Attribute combination is not supported".
+# SwitchInfoRecords, GUIDInfoRecords, MCMemberRecords (the IPoIB broadcast
+# group); ServiceRecords and an InformInfo subscription a umad client set
+# (sa_client), printed as under OpenSM (diags_sa.sh checks the same), and
+# a Report of trap 64 when a port comes back.  A record the SA does not
+# serve (LFTRecord) answers "MAD Method/Attribute combination is not
+# supported".
 # Usage: diags_sa_builtin.sh [TOPOLOGY]
 . "$(dirname "$0")/mgmt_lib.sh"
+. "$(dirname "$0")/sa_records.sh"
 need_tool saquery infiniband-diags
 need_umad
 mgmt_start "${1:-}" default
@@ -109,12 +114,15 @@ done
 run mcg saquery -g
 grep -Eq 'Mlid\.+0xC000$' "$SIB_TMP/mcg.out" || fail "saquery -g: $(cat "$SIB_TMP/mcg.out")"
 
-# Not served yet (ServiceRecord): a clear status, not a hang.
-if client timeout 20 saquery SR >"$SIB_TMP/sr.out" 2>&1; then
-	fail "saquery SR succeeded: the SA serves ServiceRecords now, extend this test: $(cat "$SIB_TMP/sr.out")"
+# ServiceRecords and InformInfo (set by sa_client), a Report of trap 64.
+sa_records_check "${devs[1]}" "${devs[2]}" "${devs[3]}" builtin
+
+# Not served (LFTRecord): a clear status, not a hang.
+if client timeout 20 saquery LFTR >"$SIB_TMP/lftr.out" 2>&1; then
+	fail "saquery LFTR succeeded: the SA serves LFTRecords now, extend this test: $(cat "$SIB_TMP/lftr.out")"
 fi
-want sr 'MAD Method/Attribute combination is not supported'
-# softib status counts what the SA answered (and the 0x000C above as an error).
+want lftr 'MAD Method/Attribute combination is not supported'
+# softib status counts what the SA answered (and the errors above).
 st=$("$SIB_BIN/softib" status) || fail "softibd died"
 answers=$(echo "$st" | sed -n 's/^subnet .* sa_answers=\([0-9]*\) sa_errors=\([0-9]*\) .*/\1/p')
 errors=$(echo "$st" | sed -n 's/^subnet .* sa_errors=\([0-9]*\) .*/\1/p')

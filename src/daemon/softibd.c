@@ -157,11 +157,10 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The IB CM's timers (subnet/cm.h): run what is due, deliver its queued
- * events, and fold its next deadline into the wait's timeout (ms). */
-static int cm_timeout(struct sibd *d, int timeout)
+/* Fold a deadline (ns on now's clock, 0 = none) into a wait's timeout (ms,
+ * -1 = none): the earlier of the two. */
+static int fold_deadline(uint64_t now, uint64_t next, int timeout)
 {
-	uint64_t now = now_ns(), next = sib_cm_tick(d->sn, now);
 	uint64_t ms;
 
 	if (!next)
@@ -170,6 +169,17 @@ static int cm_timeout(struct sibd *d, int timeout)
 	if (ms > INT_MAX)
 		ms = INT_MAX;
 	return timeout < 0 || (int)ms < timeout ? (int)ms : timeout;
+}
+
+/* The subnet's timers: the IB CM's (subnet/cm.h: run what is due, deliver
+ * its queued events) and the SA's (subnet_api.h sib_sa_tick: ServiceRecord
+ * leases, Report resends, the sweep after a trap). */
+static int subnet_timeout(struct sibd *d, int timeout)
+{
+	uint64_t now = now_ns();
+
+	timeout = fold_deadline(now, sib_cm_tick(d->sn, now), timeout);
+	return fold_deadline(now, sib_sa_tick(d->sn, now), timeout);
 }
 
 long long sibd_now_ms(void)
@@ -775,7 +785,7 @@ static int run(struct sibd *d)
 		}
 		timeout = sibd_mai_timeout(d, timeout);
 		timeout = sibd_ucma_timeout(d, timeout);
-		timeout = cm_timeout(d, timeout);
+		timeout = subnet_timeout(d, timeout);
 		if (d->accept_resume_ms) {
 			left = d->accept_resume_ms - sibd_now_ms();
 			if (left <= 0) {

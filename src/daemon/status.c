@@ -106,6 +106,21 @@ static void cm_status(struct sibd *d, FILE *f)
 	fputc('\n', f);
 }
 
+/* The built-in SA's ServiceRecords, subscriptions and Reports. */
+static void sa_status(struct sibd *d, FILE *f)
+{
+	struct sib_sa_status s;
+
+	sib_sa_status(d->sn, &s);
+	fprintf(f, "sa services=%u subscriptions=%u reports_pending=%u reports_sent=%llu "
+		"reports_resent=%llu reports_lost=%llu reports_acked=%llu report_resp_dropped=%llu "
+		"leases_expired=%llu subs_dropped=%llu\n", s.services, s.subscriptions,
+		s.reports_pending, (unsigned long long)s.reports_sent,
+		(unsigned long long)s.reports_resent, (unsigned long long)s.reports_lost,
+		(unsigned long long)s.reports_acked, (unsigned long long)s.report_resp_dropped,
+		(unsigned long long)s.leases_expired, (unsigned long long)s.subs_dropped);
+}
+
 int sibd_status_text(struct sibd *d, char **text, size_t *len)
 {
 	const struct sib_sma_counters *sma = sib_subnet_sma_counters(d->sn);
@@ -180,6 +195,7 @@ int sibd_status_text(struct sibd *d, char **text, size_t *len)
 		(unsigned long long)sma->sa_answers, (unsigned long long)sma->sa_errors,
 		(unsigned long long)sma->sa_dropped);
 	cm_status(d, f);
+	sa_status(d, f);
 	sibd_budget_status(d, f);
 	if (fclose(f) != 0) {
 		free(*text);

@@ -474,6 +474,25 @@ uint64_t sib_sa_tick(struct sib_subnet *sn, uint64_t now_ns)
 	return !a ? b : !b ? a : a < b ? a : b;
 }
 
+void sib_sa_status(struct sib_subnet *sn, struct sib_sa_status *st)
+{
+	const struct sa_db *db = sn && sn->mcg ? sa_db(sn) : NULL;
+
+	memset(st, 0, sizeof(*st));
+	if (!db)
+		return;
+	st->services = db->nsvc;
+	st->subscriptions = db->nsub;
+	st->reports_pending = db->nrep;
+	st->reports_sent = db->ctr.reports_sent;
+	st->reports_resent = db->ctr.reports_resent;
+	st->reports_lost = db->ctr.reports_lost;
+	st->reports_acked = db->ctr.reports_acked;
+	st->report_resp_dropped = db->ctr.report_resp_dropped;
+	st->leases_expired = db->ctr.leases_expired;
+	st->subs_dropped = db->ctr.subs_dropped;
+}
+
 /* ---- the sweep: ports in and out of service ---- */
 
 static int cmp_u64(const void *a, const void *b)

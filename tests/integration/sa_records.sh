@@ -39,6 +39,15 @@ sa_records_check() {
 	[ "$(grep -c 'ServiceRecord dump' "$SIB_TMP/sr1.out")" = 1 ] && want sr1 'ServiceName\.+softib-test$' ||
 		fail "saquery SR after delete: $(cat "$SIB_TMP/sr1.out")"
 
+	if [ "$sm" = builtin ]; then
+		# a lease of 1 s runs out in softibd (its loop ticks the SA's clock)
+		run srl "$cl" "$b" 1 sr-set 0x3000 leased 1
+		want srl '^status 0x0000$'
+		wait_until 15 sh -c "! LD_PRELOAD=\"$SIB_PRELOAD\" saquery SR 2>&1 | grep -q 'ServiceName.*leased'" ||
+			fail "the 1 s lease did not run out: $(LD_PRELOAD="$SIB_PRELOAD" saquery SR 2>&1)"
+		status | grep -q '^sa .* leases_expired=1 ' || fail "leases_expired: $(status | grep '^sa ')"
+	fi
+
 	run iis "$cl" "$c" 1 ii-sub 65
 	want iis '^status 0x0000$'
 	run iir saquery IIR

@@ -504,6 +504,91 @@ static void test_connect_accept(void **state)
 	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), -EINVAL);
 }
 
+/* AF_IB (libfabric's verbs provider when no IPoIB interface is seen:
+ * vrb_get_sib): a listener bound to a GID with ServiceID "port space IB,
+ * port 0" under a mask takes an ephemeral port, and its address (what
+ * rdma_get_local_addr and fi_getname give) names that port in the
+ * ServiceID (the kernel's cma_bind_port: (sid & mask) | port, mask all
+ * ones).  A client resolving to that address reaches the listener; it
+ * was rejected with reason 8 (no such ServiceID) when the port stayed 0. */
+static void sib_ib(uint8_t out[48], const uint8_t gid[16], uint64_t sid, uint64_t mask)
+{
+	uint16_t fam = 27; /* AF_IB */
+
+	memset(out, 0, 48);
+	memcpy(out, &fam, 2);
+	out[2] = 0xff, out[3] = 0xff; /* P_Key */
+	memcpy(out + 8, gid, 16);
+	for (int i = 0; i < 8; i++) {
+		out[24 + i] = (uint8_t)(sid >> (56 - 8 * i));
+		out[32 + i] = (uint8_t)(mask >> (56 - 8 * i));
+	}
+}
+
+static uint64_t be64_at(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void test_af_ib_ephemeral(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *g = new_id(f, 2, 0x90, SIB_CMA_PS_TCP);
+	struct sib_ctl_cm q;
+	uint8_t gid[16], a[48];
+
+	assert_int_equal(bind4(g, "127.1.0.1", 0), 0);
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(g, &q);
+	memcpy(gid, q.sgid, 16);
+	/* the listener: PS_IB, port 0 under libfabric's mask */
+	struct sib_cma_id *l = new_id(f, 2, 0x91, SIB_CMA_PS_IB);
+	sib_ib(a, gid, (uint64_t)SIB_CMA_PS_IB << 16, ~0ull);
+	assert_int_equal(CALL(sib_cma_bind(l, a, sizeof(a))), 0);
+	assert_int_equal(CALL(sib_cma_listen(l, 8)), 0);
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(l, &q);
+	uint64_t sid = be64_at(q.src_addr + 24);
+	assert_int_equal(sid >> 16, SIB_CMA_PS_IB);
+	assert_int_not_equal(sid & 0xffff, 0);
+	assert_int_equal(be64_at(q.src_addr + 32), ~0ull);
+	assert_memory_equal(q.src_addr + 8, gid, 16);
+	/* a second such bind takes another port */
+	struct sib_cma_id *l2 = new_id(f, 2, 0x92, SIB_CMA_PS_IB);
+	assert_int_equal(CALL(sib_cma_bind(l2, a, sizeof(a))), 0);
+	struct sib_ctl_cm q2;
+	memset(&q2, 0, sizeof(q2));
+	sib_cma_query(l2, &q2);
+	assert_int_not_equal(be64_at(q2.src_addr + 24), sid);
+	/* a ServiceID with a port but a zero mask: port 0 (cma_port masks it) */
+	struct sib_cma_id *l3 = new_id(f, 2, 0x93, SIB_CMA_PS_IB);
+	sib_ib(a, gid, (uint64_t)SIB_CMA_PS_IB << 16 | (sid & 0xffff), 0);
+	assert_int_equal(CALL(sib_cma_bind(l3, a, sizeof(a))), 0);
+	memset(&q2, 0, sizeof(q2));
+	sib_cma_query(l3, &q2);
+	assert_int_not_equal(be64_at(q2.src_addr + 24), sid);
+	/* the client, from softib1, to the listener's own address */
+	struct sib_cma_id *c = new_id(f, 1, 0x94, SIB_CMA_PS_IB);
+	assert_int_equal(CALL(sib_cma_resolve_addr(c, NULL, 0, q.src_addr, 48, 2000)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_ADDR_RESOLVED));
+	assert_int_equal(CALL(sib_cma_resolve_route(c, 2000)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_ROUTE_RESOLVED));
+	struct sib_cm_conn cc = conn_of(0x333);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, (const uint8_t *)"ib", 2)), 0);
+	run(f);
+	assert_null(ev_of(c, SIB_CMA_EV_REJECTED));
+	struct rec *r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST);
+	assert_non_null(r);
+	assert_int_equal(r->ev.listen_uid, 0x91);
+	assert_memory_equal(r->ev.pdata, "ib", 2);
+}
+
 /* rdma_notify(IBV_EVENT_COMM_EST): the passive side established without
  * the RTU (its QP got a packet first). */
 static void test_notify(void **state)
@@ -1142,6 +1227,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_accept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disconnect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_notify, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_af_ib_ephemeral, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reject, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listener_match, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sidr, setup, teardown),

@@ -60,4 +60,10 @@ if(EXISTS /usr/lib/python3/dist-packages/pyverbs)
     sib_itest(rdmacm_pyverbs_${c} rdmacm.sh pyverbs_${c})
     sib_itest(rdmacm_pyverbs_${c}_dev rdmacm.sh pyverbs_${c}_dev)
   endforeach()
+  # a peer SIGKILLed mid-handshake (server with a CONNECT_REQUEST, client
+  # after its REQ, client after the REP): the survivor ends, ids go to 0
+  foreach(c server_dies client_dies_req client_dies_rep)
+    sib_itest(rdmacm_fault_${c} rdmacm.sh fault_${c})
+    sib_itest(rdmacm_fault_${c}_dev rdmacm.sh fault_${c}_dev)
+  endforeach()
 endif()

@@ -20,6 +20,9 @@
 #                  UDP port space, an external QP, multicast); each CASE_dev
 #                  with the server on 127.1.0.1 (softib0), the client on
 #                  127.1.1.1 (softib1)
+#   fault_server_dies, fault_client_dies_req, fault_client_dies_rep (and _dev)
+#                  a peer SIGKILLed mid-handshake: the survivor sees the
+#                  connection end, never hangs; softibd comes back to 0 ids
 #   rdma_server    rdma_server / rdma_client ("end 0")
 #   udaddy         udaddy -b / -s (SIDR, UD)
 #   send_bw        ib_send_bw -R -d softib0
@@ -202,6 +205,45 @@ pyverbs_*)
 	esac
 	wait_until 10 sh -c "\"$SIB_BIN/softib\" status | grep -q '^ucma ids=0 '" ||
 		{ show; fail "softibd still holds ucma ids"; }
+	;;
+fault_*)
+	# A peer that dies mid-handshake (rdmacm_cmid.py server_dies,
+	# client_dies_req, client_dies_rep: SIGKILL with a CONNECT_REQUEST not
+	# accepted, after sending the REQ, after the REP before the RTU): the
+	# survivor sees the end of the connection (REJECTED, UNREACHABLE,
+	# CONNECT_ERROR or DISCONNECTED) within its bounded wait, and softibd's
+	# ucma and rdma_cm lines come back to zero ids.  The server listens on
+	# softib0's 127.1.0.1 (an event channel: pyverbs' bind_addr needs a
+	# port's address); _dev: the client on softib1.
+	name=${case#fault_}
+	addrs=(127.1.0.1)
+	case $name in
+	*_dev) name=${name%_dev}; addrs=(127.1.0.1 127.1.1.1) ;;
+	esac
+	py=$(dirname "$0")/rdmacm_cmid.py
+	port=$(free_port) || fail "no free port"
+	client timeout 60 /usr/bin/python3 "$py" s "$name" "$port" "${addrs[@]}" >"$S" 2>&1 &
+	srv=$!
+	SIB_PIDS+=("$srv")
+	wait_until 20 grep -q '^ready' "$S" || { show; fail "the server did not get ready"; }
+	client timeout 60 /usr/bin/python3 "$py" c "$name" "$port" "${addrs[@]}" >"$C" 2>&1
+	crc=$?
+	wait_server 30
+	if [ "$name" = server_dies ]; then
+		dead=$src; live=$crc; lout=$C; dout=$S
+	else
+		dead=$crc; live=$src; lout=$S; dout=$C
+	fi
+	[ "$dead" = 137 ] || { show; fail "the dying side exited $dead, not by SIGKILL"; }
+	grep -q ' dies ' "$dout" || { show; fail "the dying side did not get to its point"; }
+	[ "$live" = 0 ] || { show; fail "the survivor exited $live"; }
+	grep -Eq ' saw RDMA_CM_EVENT_(REJECTED|UNREACHABLE|CONNECT_ERROR|DISCONNECTED)$' "$lout" ||
+		{ show; fail "the survivor saw no end of the connection"; }
+	for line in ucma rdma_cm; do
+		wait_until 10 sh -c "\"$SIB_BIN/softib\" status | grep -q '^$line ids=0 '" ||
+			{ show; fail "softibd's $line line still has ids"; }
+	done
+	cat "$S"
 	;;
 rdma_server)
 	run_pair 60 "$S" "rdma_server -s 127.0.0.1" "$C" rdma_client -s 127.0.0.1

@@ -21,6 +21,11 @@
 #           CONNECT_RESPONSE + establish on the client
 #   mcast   join_multicast (server: full member; client: send-only through
 #           join_multicast_ex), send to the group, receive, leave
+#   server_dies, client_dies_req, client_dies_rep
+#           a peer that SIGKILLs itself mid-handshake (the server with a
+#           CONNECT_REQUEST not accepted; the client after sending the REQ, or
+#           after the REP before the RTU); the survivor sees REJECTED,
+#           UNREACHABLE, CONNECT_ERROR or DISCONNECTED, never hangs
 # pyverbs' CMID.bind_addr and create_qp need the device (the Context and PD)
 # that a bind to a port's address attaches; a loopback or wildcard bind
 # attaches none (Linux's cma_any_addr), so with ADDR 127.0.0.1 the server's
@@ -29,6 +34,7 @@
 # 127.1.0.1 on both sides.  Every wait is bounded: an alarm ends a stuck
 # side with exit 3.
 import errno
+import os
 import signal
 import sys
 import time
@@ -437,8 +443,85 @@ def mcast_case():
     say(side, 'left')
 
 
+# ---- faults: a peer that dies mid-handshake (SIGKILL, which nothing can
+# catch: the kernel, and softibd, clean up after the process) ----
+def die(where):
+    say(side, 'dies', where)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def survivor_event(ch, cid, wanted):
+    """The survivor's next event on its id: one of `wanted`, never a hang."""
+    ev = CMEvent(ch)
+    got = ev.event_type
+    name = ev.event_str()
+    ev.ack_cm_event()
+    if got not in wanted:
+        fail('after the peer died: %s (%d)' % (name, got))
+    say(side, 'saw', name)
+
+
+ENDINGS = (ce.RDMA_CM_EVENT_REJECTED, ce.RDMA_CM_EVENT_UNREACHABLE,
+           ce.RDMA_CM_EVENT_CONNECT_ERROR, ce.RDMA_CM_EVENT_DISCONNECTED)
+
+
+def fault_client(die_after):
+    """Connect (an external QP when dying after the REP: CONNECT_RESPONSE); die
+    after sending the REQ or after the REP, or see the server's death."""
+    ps = ce.RDMA_PS_TCP
+    ch = CMEventChannel()
+    cid = CMID(creator=ch, port_space=ps)
+    resolve(cid, ch, ps)
+    qpn = 0
+    if die_after == 'rep':  # an external QP: the REP comes as CONNECT_RESPONSE
+        cq, qp, mr = ext_qp(cid)
+        qpn = qp.qp_num
+    else:
+        cid.create_qp(QPInitAttr(qp_type=e.IBV_QPT_RC, cap=cap()))
+    cid.connect(conn_param(b'fault', qp_num=qpn))
+    if die_after == 'req':
+        die('after sending the REQ')
+    if die_after == 'rep':
+        event(ch, ce.RDMA_CM_EVENT_CONNECT_RESPONSE)[0].ack_cm_event()
+        die('after the REP, before the RTU')
+    survivor_event(ch, cid, ENDINGS)
+
+
+def fault_server(die_before_accept):
+    """Die with a CONNECT_REQUEST in hand, or accept and see the client's death."""
+    ps = ce.RDMA_PS_TCP
+    ch = CMEventChannel()
+    lid = CMID(creator=ch, port_space=ps)
+    lid.bind_addr(passive_ai(ps))
+    lid.listen()
+    say('ready')
+    ev, _ = event(ch, ce.RDMA_CM_EVENT_CONNECT_REQUEST)
+    cid = CMID(creator=ev, listen_id=lid)
+    ev.ack_cm_event()
+    say(side, 'got the request')
+    if die_before_accept:
+        die('before accepting')
+    cid.create_qp(QPInitAttr(qp_type=e.IBV_QPT_RC, cap=cap()))
+    try:
+        cid.accept(conn_param(b'fault'))
+    except PyverbsRDMAError as ex:  # the client's REJ came first
+        say(side, 'accept failed, errno', ex.error_code)
+    survivor_event(ch, cid, ENDINGS)
+
+
+def fault_case(which):
+    # which: server_dies, client_dies_req, client_dies_rep
+    if role == 's':
+        fault_server(which == 'server_dies')
+    else:
+        fault_client({'client_dies_req': 'req', 'client_dies_rep': 'rep'}.get(which))
+
+
 cases = {'sync': sync_case, 'async': async_case, 'reject': reject_case, 'udp': udp_case,
-         'extqp': extqp_case, 'mcast': mcast_case}
+         'extqp': extqp_case, 'mcast': mcast_case,
+         'server_dies': lambda: fault_case('server_dies'),
+         'client_dies_req': lambda: fault_case('client_dies_req'),
+         'client_dies_rep': lambda: fault_case('client_dies_rep')}
 if case not in cases:
     fail('unknown case ' + case)
 try:

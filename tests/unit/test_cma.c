@@ -842,6 +842,27 @@ static void test_destroy_in_handshake(void **state)
 	run(f);
 	assert_true(nevs > before);
 	assert_non_null(ev_of(s, SIB_CMA_EV_REJECTED));
+
+	/* the active side goes right after its REQ, the passive side has its
+	 * CONNECT_REQUEST and has not accepted: REJECTED there too (it waited
+	 * forever), ACCEPT is EINVAL, and the listener's backlog frees */
+	struct sib_cma_id *l1 = listener(f, 2, SIB_CMA_PS_TCP, "127.1.0.1", 7501);
+	assert_int_equal(CALL(sib_cma_listen(l1, 1)), 0); /* backlog 1 */
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7501);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	s = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST)->id;
+	assert_ptr_equal(sib_cma_id_listener(s), l1);
+	sib_cma_destroy_id(c);
+	run(f);
+	assert_non_null(r = ev_of(s, SIB_CMA_EV_REJECTED));
+	assert_null(sib_cma_id_listener(s));
+	assert_int_equal(CALL(sib_cma_accept(s, &cc, NULL, 0)), -EINVAL);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7501);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_null(ev_of(c, SIB_CMA_EV_REJECTED)); /* not REJ 28: the backlog is free */
+	assert_ptr_not_equal(ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST)->id, s);
 }
 
 static void test_owner_cleanup(void **state)

@@ -254,15 +254,18 @@ static void listener_done(struct sib_cma_id *id)
 }
 
 /* A REJ: REJECTED on an id in the handshake, the passive one too while its
- * CONNECT_REQUEST waits for rdma_accept (the peer died after its REQ: the
- * kernel's cma_ib_handler reports it in RDMA_CM_CONNECT); a later ACCEPT
- * is EINVAL. */
+ * CONNECT_REQUEST waits for rdma_accept (the peer died after its REQ), and
+ * an active one that sent its RTU when the passive side went before the
+ * RTU reached it (its REP_SENT id sends a REJ; the IB CM passes a REJ on
+ * in ESTABLISHED, cm.c cm_rej_handler): the kernel's cma_ib_handler
+ * reports them all in RDMA_CM_CONNECT.  A later ACCEPT is EINVAL. */
 static void on_rej(struct sib_cma_id *id, const struct sib_cm_event *ev)
 {
 	struct sib_ctl_cm_event *e;
 
 	if (id->state != CMA_CONNECT && id->state != CMA_ACCEPTED &&
-	    id->state != CMA_CONN_RESPONSE && id->state != CMA_REQ_RCVD)
+	    id->state != CMA_CONN_RESPONSE && id->state != CMA_REQ_RCVD &&
+	    id->state != CMA_ESTABLISHED)
 		return;
 	if (id->state == CMA_REQ_RCVD)
 		listener_done(id);

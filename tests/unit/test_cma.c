@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <cmocka.h>
 
@@ -865,6 +866,95 @@ static void test_destroy_in_handshake(void **state)
 	assert_ptr_not_equal(ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST)->id, s);
 }
 
+/* Randomized, replayable with CMA_DEATH_SEED=N: a client (owner 1) and a
+ * server (owner 2: the listener and its new ids) connect; one of them dies
+ * (sib_cma_destroy_owner, what softibd does when a process's connection
+ * closes) at a random step of the handshake or after it.  The model: every
+ * id of the survivor that saw the connection start ends with exactly one of
+ * REJECTED, UNREACHABLE, DISCONNECTED (or, the client dying before its REQ
+ * left, nothing at all), never stays waiting, once the CM's timers ran;
+ * an ACCEPT after that end is EINVAL; the survivor's ids, then the CM's,
+ * go back to zero. */
+static bool terminal(uint32_t t)
+{
+	return t == SIB_CMA_EV_REJECTED || t == SIB_CMA_EV_UNREACHABLE ||
+	       t == SIB_CMA_EV_DISCONNECTED;
+}
+
+static unsigned int count_terminal(struct sib_cma_id *id)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < nevs; i++)
+		n += evs[i].id == id && terminal(evs[i].ev.event);
+	return n;
+}
+
+static void test_death_random(void **state)
+{
+	struct fx *f = *state;
+	const char *env = getenv("CMA_DEATH_SEED");
+	unsigned int seed = env ? (unsigned int)strtoul(env, NULL, 0) : (unsigned int)time(NULL);
+
+	printf("test_death_random: CMA_DEATH_SEED=%u\n", seed);
+	srandom(seed);
+	for (int round = 0; round < 200; round++) {
+		struct sib_cm_conn cc = conn_of(0x100 + round), sc = conn_of(0x900 + round);
+		struct sib_cma_id *c, *s = NULL;
+		struct rec *r;
+		int step = (int)(random() % 6), victim;
+
+		nevs = 0;
+		listener(f, 2, SIB_CMA_PS_TCP, "127.1.0.1", (uint16_t)(7600 + round % 50));
+		c = resolved(f, 1, SIB_CMA_PS_TCP, (random() & 1) ? "127.1.1.1" : NULL, "127.1.0.1",
+			     (uint16_t)(7600 + round % 50));
+		assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+		/* steps: 0 REQ sent; 1 CONNECT_REQUEST seen; 2 ACCEPT sent (REP);
+		 * 3 CONNECT_RESPONSE seen; 4 RTU sent; 5 ESTABLISHED both */
+		for (int k = 1; k <= step; k++) {
+			if (k == 1 || k == 3 || k == 5)
+				run(f);
+			if (k == 1) {
+				assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+				s = r->id;
+			} else if (k == 2) {
+				assert_int_equal(CALL(sib_cma_accept(s, &sc, NULL, 0)), 0);
+			} else if (k == 4) {
+				assert_int_equal(CALL(sib_cma_accept(c, &cc, NULL, 0)), 0);
+			}
+		}
+		victim = s && (random() & 1) ? 2 : 1;
+		sib_cma_destroy_owner(f->cma, (uint64_t)victim);
+		for (int t = 0; t < 400; t++) { /* the CM's timers: REQ, REP, DREQ retries */
+			run(f);
+			now_ns += 100000000ull;
+			sib_cma_tick(f->cma, now_ns);
+		}
+		run(f);
+		if (count_terminal(c) != 1 && victim == 2) {
+			printf("round %d step %d victim %d nevs %u\n", round, step, victim, nevs);
+			for (unsigned int i = 0; i < nevs; i++)
+				printf("  ev %u id %s\n", evs[i].ev.event, evs[i].id == c ? "c" : "?");
+		}
+		if (victim == 2) {
+			assert_int_equal(count_terminal(c), 1);
+		} else if (!s && (s = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST) ?
+					   ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST)->id : NULL)) {
+			/* the REQ reached the server before the client went */
+			assert_int_equal(count_terminal(s), 1);
+		} else if (s) {
+			assert_int_equal(count_terminal(s), 1);
+			assert_int_equal(CALL(sib_cma_accept(s, &sc, NULL, 0)), -EINVAL);
+		}
+		sib_cma_destroy_owner(f->cma, (uint64_t)(3 - victim));
+		assert_int_equal(sib_cma_counters(f->cma)->ids, 0);
+	}
+	for (int t = 0; t < 400; t++) {
+		now_ns += 100000000ull;
+		sib_cma_tick(f->cma, now_ns);
+	}
+}
+
 static void test_owner_cleanup(void **state)
 {
 	struct fx *f = *state;
@@ -1254,6 +1344,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_sidr, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_destroy_in_handshake, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_cleanup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_death_random, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreachable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dreq_timeout, setup, teardown),

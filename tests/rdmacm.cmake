@@ -53,5 +53,17 @@ if(SIB_IB_SEND_BW)
   sib_itest(rdmacm_write_lat rdmacm.sh write_lat)
 endif()
 if(EXISTS /usr/lib/python3/dist-packages/pyverbs)
-  sib_itest(rdmacm_pyverbs_cmid rdmacm.sh pyverbs_cmid)
+  # pyverbs CMID programs: synchronous ids, an event channel, reject, the
+  # UDP port space, an external QP, multicast; on 127.0.0.1 and (_dev)
+  # server on softib0's 127.1.0.1, client on softib1's 127.1.1.1
+  foreach(c cmid async reject udp extqp mcast)
+    sib_itest(rdmacm_pyverbs_${c} rdmacm.sh pyverbs_${c})
+    sib_itest(rdmacm_pyverbs_${c}_dev rdmacm.sh pyverbs_${c}_dev)
+  endforeach()
+  # a peer SIGKILLed mid-handshake (server with a CONNECT_REQUEST, client
+  # after its REQ, client after the REP): the survivor ends, ids go to 0
+  foreach(c server_dies client_dies_req client_dies_rep)
+    sib_itest(rdmacm_fault_${c} rdmacm.sh fault_${c})
+    sib_itest(rdmacm_fault_${c}_dev rdmacm.sh fault_${c}_dev)
+  endforeach()
 endif()

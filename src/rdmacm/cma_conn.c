@@ -7,8 +7,12 @@
  * command (common/sib_ctl_cm.h); a synchronous id then blocks for its event.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <sys/socket.h>
 
 #include <netinet/in.h>
 #include <rdma/rdma_cma.h>
@@ -58,21 +62,90 @@ RDMACM_EXPORT int rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	return 0;
 }
 
+/*
+ * The source address the caller's own IP routing picks for dst, port 0:
+ * the kernel's rdma_resolve_ip fills an unbound id's source with
+ * ip_route_output_key's saddr, in the caller's network namespace, which
+ * softibd cannot see; a connected UDP socket asks the same routing here.
+ * false for AF_IB, multicast, or no route.
+ */
+static bool routed_src(const struct sockaddr *dst, struct sockaddr_storage *out)
+{
+	struct sockaddr_storage d;
+	socklen_t len = cma_addrlen(dst);
+	bool ok = false;
+	int fd;
+
+	if (dst->sa_family == AF_INET) {
+		if (IN_MULTICAST(ntohl(((const struct sockaddr_in *)dst)->sin_addr.s_addr)))
+			return false;
+	} else if (dst->sa_family == AF_INET6) {
+		if (IN6_IS_ADDR_MULTICAST(&((const struct sockaddr_in6 *)dst)->sin6_addr))
+			return false;
+	} else {
+		return false;
+	}
+	memcpy(&d, dst, len);
+	if (d.ss_family == AF_INET)
+		((struct sockaddr_in *)&d)->sin_port = htons(9); /* any non-zero port */
+	else
+		((struct sockaddr_in6 *)&d)->sin6_port = htons(9);
+	fd = socket(d.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	memset(out, 0, sizeof(*out));
+	if (!connect(fd, (struct sockaddr *)&d, len) &&
+	    !getsockname(fd, (struct sockaddr *)out, &len) && out->ss_family == d.ss_family) {
+		if (out->ss_family == AF_INET)
+			((struct sockaddr_in *)out)->sin_port = 0;
+		else
+			((struct sockaddr_in6 *)out)->sin6_port = 0;
+		ok = true;
+	}
+	close(fd);
+	return ok;
+}
+
+static int resolve_addr_cmd(struct cma_id *p, const struct sockaddr *src, const struct sockaddr *dst,
+			    int timeout_ms)
+{
+	struct sib_ctl_cm c;
+
+	cma_id_cmd(p, &c, SIB_CM_CMD_RESOLVE_ADDR);
+	if (src && src->sa_family && put_addr(c.src_addr, &c.src_len, src))
+		return -1;
+	if (put_addr(c.dst_addr, &c.dst_len, dst))
+		return -1;
+	c.timeout_ms = (uint32_t)timeout_ms;
+	return cma_call(&c, NULL);
+}
+
+/*
+ * rdma_resolve_addr (man page): without a source address, the one the
+ * caller's routing picks for the destination (routed_src), so that
+ * rdma_get_local_addr names it after ADDR_RESOLVED as on Linux and the
+ * port owning it is the source port (a process in a network namespace
+ * whose IPoIB interface has softib1's address resolves from softib1); a
+ * routed address that no port owns (EADDRNOTAVAIL) falls back to none:
+ * softibd's table then picks the port (docs/rdmacm.md "Addresses").
+ */
 RDMACM_EXPORT int rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr,
 				    struct sockaddr *dst_addr, int timeout_ms)
 {
 	struct cma_id *p = (struct cma_id *)id;
-	struct sib_ctl_cm c;
+	struct sockaddr_storage r;
+	int ret;
 
 	if (!id || !dst_addr || timeout_ms < 0)
 		return set_errno(EINVAL);
-	cma_id_cmd(p, &c, SIB_CM_CMD_RESOLVE_ADDR);
-	if (src_addr && src_addr->sa_family && put_addr(c.src_addr, &c.src_len, src_addr))
-		return -1;
-	if (put_addr(c.dst_addr, &c.dst_len, dst_addr))
-		return -1;
-	c.timeout_ms = (uint32_t)timeout_ms;
-	if (cma_call(&c, NULL))
+	if ((!src_addr || !src_addr->sa_family) && routed_src(dst_addr, &r)) {
+		ret = resolve_addr_cmd(p, (struct sockaddr *)&r, dst_addr, timeout_ms);
+		if (ret && errno == EADDRNOTAVAIL)
+			ret = resolve_addr_cmd(p, NULL, dst_addr, timeout_ms);
+	} else {
+		ret = resolve_addr_cmd(p, src_addr, dst_addr, timeout_ms);
+	}
+	if (ret)
 		return -1;
 	/* rdma_get_peer_addr works before the event, as with rdma-core */
 	memset(&id->route.addr.dst_storage, 0, sizeof(id->route.addr.dst_storage));

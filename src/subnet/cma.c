@@ -93,7 +93,9 @@ int cma_addr_decode(const void *sa, uint32_t len, struct cma_addr *a)
 		a->pkey = get16(p + 2);
 		memcpy(a->ip, p + 8, 16);
 		a->sid = get64(p + 24);
-		a->port = (uint16_t)a->sid;
+		a->sid_mask = get64(p + 32);
+		/* the port is the masked ServiceID's low 16 bits (cma_port) */
+		a->port = (uint16_t)(a->sid & a->sid_mask);
 		break;
 	default:
 		return -EAFNOSUPPORT;
@@ -692,8 +694,18 @@ static int bind_addr(struct sib_cma_id *id, const struct cma_addr *a)
 		id->dev_index = SIB_CM_NO_DEVICE;
 		return ret;
 	}
-	if (id->src.family == CMA_AF_IB && !id->src.sid)
-		id->src.sid = (uint64_t)id->ps << 16 | id->src.port;
+	if (id->src.family == CMA_AF_IB) {
+		/* the bound port goes into the ServiceID's low 16 bits, under
+		 * the port space's bits (cma_bind_port: (sid & mask) | port,
+		 * mask all ones), so that rdma_get_local_addr names the port
+		 * an ephemeral bind took (libfabric's fi_getname) */
+		uint64_t sid = id->src.sid & id->src.sid_mask & ~0xffffull;
+
+		if (!sid)
+			sid = (uint64_t)id->ps << 16;
+		id->src.sid = sid | id->src.port;
+		id->src.sid_mask = ~0ull;
+	}
 	id->state = CMA_ADDR_BOUND;
 	return 0;
 }

@@ -244,13 +244,31 @@ static void on_sidr_rep(struct sib_cma_id *id, const struct sib_cm_event *ev)
 	}
 }
 
+/* A passive id's request is answered (accepted, rejected, or ended by the
+ * peer): its listener's backlog frees. */
+static void listener_done(struct sib_cma_id *id)
+{
+	if (id->listener && id->listener->pending)
+		id->listener->pending--;
+	id->listener = NULL;
+}
+
+/* A REJ: REJECTED on an id in the handshake, the passive one too while its
+ * CONNECT_REQUEST waits for rdma_accept (the peer died after its REQ), and
+ * an active one that sent its RTU when the passive side went before the
+ * RTU reached it (its REP_SENT id sends a REJ; the IB CM passes a REJ on
+ * in ESTABLISHED, cm.c cm_rej_handler): the kernel's cma_ib_handler
+ * reports them all in RDMA_CM_CONNECT.  A later ACCEPT is EINVAL. */
 static void on_rej(struct sib_cma_id *id, const struct sib_cm_event *ev)
 {
 	struct sib_ctl_cm_event *e;
 
 	if (id->state != CMA_CONNECT && id->state != CMA_ACCEPTED &&
-	    id->state != CMA_CONN_RESPONSE)
+	    id->state != CMA_CONN_RESPONSE && id->state != CMA_REQ_RCVD &&
+	    id->state != CMA_ESTABLISHED)
 		return;
+	if (id->state == CMA_REQ_RCVD)
+		listener_done(id);
 	id->state = CMA_DONE;
 	id->cma->ctr.rejected++;
 	if ((e = cma_post(id, SIB_CMA_EV_REJECTED, ev->u.rej.reason)))
@@ -596,13 +614,6 @@ int sib_cma_connect(struct sib_cma_id *id, const struct sib_cm_conn *conn, const
 	id->state = CMA_CONNECT;
 	cma->ctr.connects++;
 	return 0;
-}
-
-static void listener_done(struct sib_cma_id *id)
-{
-	if (id->listener && id->listener->pending)
-		id->listener->pending--;
-	id->listener = NULL;
 }
 
 int sib_cma_accept(struct sib_cma_id *id, const struct sib_cm_conn *conn, const uint8_t *pdata,

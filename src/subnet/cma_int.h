@@ -24,6 +24,7 @@ struct cma_addr {
 	uint8_t ip[16];               /* IPv4 in ip[0..3]; IPv6 or AF_IB GID */
 	uint16_t pkey;                /* AF_IB */
 	uint64_t sid;                 /* AF_IB ServiceID */
+	uint64_t sid_mask;            /* AF_IB sib_sid_mask as given */
 };
 
 /* An id's state (linux enum rdma_cm_state, with the CM's part split). */

@@ -15,6 +15,14 @@
 #   ucmatose       ucmatose -b 127.0.0.1 -c 2 / -s 127.0.0.1 -c 2 -C 100
 #   ucmatose_migrate  ucmatose -b -m (rdma_migrate_id) / -s -a 18 (ACK timeout)
 #   pyverbs_cmid   a pyverbs CMID server and client (rdmacm_cmid.py, synchronous ids)
+#   pyverbs_async, pyverbs_reject, pyverbs_udp, pyverbs_extqp, pyverbs_mcast
+#                  the other rdmacm_cmid.py cases (event channel, reject, the
+#                  UDP port space, an external QP, multicast); each CASE_dev
+#                  with the server on 127.1.0.1 (softib0), the client on
+#                  127.1.1.1 (softib1)
+#   fault_server_dies, fault_client_dies_req, fault_client_dies_rep (and _dev)
+#                  a peer SIGKILLed mid-handshake: the survivor sees the
+#                  connection end, never hangs; softibd comes back to 0 ids
 #   rdma_server    rdma_server / rdma_client ("end 0")
 #   udaddy         udaddy -b / -s (SIDR, UD)
 #   send_bw        ib_send_bw -R -d softib0
@@ -78,6 +86,8 @@ check_pair() {
 	[ "$src" = 0 ] || { show; fail "server exited $src"; }
 }
 
+# pyverbs' CMEvent has no status: softibd's trace shows the one it wrote
+case $case in pyverbs_reject*) export SOFTIBD_CM_TRACE=1 ;; esac
 start_daemon
 S=$SIB_TMP/server.out
 C=$SIB_TMP/client.out
@@ -143,12 +153,101 @@ ucmatose_migrate)
 	grep -q 'return status 0' "$C" || { show; fail "client: no 'return status 0'"; }
 	grep -q 'return status 0' "$S" || { show; fail "server: no 'return status 0'"; }
 	;;
-pyverbs_cmid)
+pyverbs_*)
+	# pyverbs CMID programs (rdmacm_cmid.py): pyverbs_cmid is the
+	# synchronous case, pyverbs_CASE another; _dev: server on softib0's
+	# 127.1.0.1, client from softib1's 127.1.1.1.  The client starts once
+	# the server says "ready"; afterwards softibd holds no id.
+	name=${case#pyverbs_}
+	# On 127.0.0.1 the server's listener is synchronous: pyverbs'
+	# CMID.bind_addr needs the device a bind attaches, and a loopback
+	# bind attaches none (Linux: cma_any_addr); on a port's address it
+	# is on an event channel (rdmacm_cmid.py Listener).
+	addrs=()
+	cdev=softib0
+	lis=sync
+	case $name in
+	*_dev) name=${name%_dev}; addrs=(127.1.0.1 127.1.1.1); cdev=softib1; lis=async ;;
+	esac
+	[ "$name" = cmid ] && name=sync
 	py=$(dirname "$0")/rdmacm_cmid.py
-	run_pair 60 "$S" "/usr/bin/python3 $py s 7600" "$C" /usr/bin/python3 "$py" c 7600
+	port=$(free_port) || fail "no free port"
+	client timeout 60 /usr/bin/python3 "$py" s "$name" "$port" "${addrs[@]}" >"$S" 2>&1 &
+	srv=$!
+	SIB_PIDS+=("$srv")
+	wait_until 20 grep -q '^ready' "$S" || { show; fail "the server did not get ready"; }
+	client timeout 60 /usr/bin/python3 "$py" c "$name" "$port" "${addrs[@]}" >"$C" 2>&1
+	crc=$?
 	check_pair
-	grep -q "server got b'hello'" "$S" || { show; fail "server: no \"server got b'hello'\""; }
-	grep -q 'client sent' "$C" || { show; fail "client: no 'client sent'"; }
+	want() { # FILE REGEX
+		grep -Eq "$2" "$1" || { show; fail "no '$2' in $(basename "$1")"; }
+	}
+	want "$S" '^server dev softib0$'
+	want "$C" "^client dev $cdev\$"
+	want "$S" '^server done$'
+	want "$C" '^client done$'
+	[ "$name" = sync ] || [ "$name" = mcast ] || want "$S" "^server listener $lis\$"
+	case $name in
+	sync)	want "$S" "^server got b'hello'"; want "$C" '^client sent$' ;;
+	async)	[ $lis = sync ] || want "$S" "^server request data b'async-req' 56$"
+		want "$C" "^client reply data b'async-rep' 196$"
+		want "$S" "^server got b'ping!'"; want "$C" "^client got b'pong!'"
+		want "$C" '^client disconnected$'; want "$S" '^server disconnected$' ;;
+	reject)	want "$C" "^client rejected with b'go away' 148$"
+		# REJECTED (8) with status 28, the consumer's reject (IBA 12.6.7.2)
+		want "$SIB_TMP/softibd.log" ' event 8 status 28 id ' 
+		want "$C" '^client sync connect refused$'
+		want "$S" '^server rejected 2$' ;;
+	udp)	[ $lis = sync ] || want "$S" "^server request data b'sidr-req' 180$"
+		want "$C" "^client ud qpn 0x[0-9a-f]+ qkey 0x1234567 reply data 136$"
+		want "$S" "^server got b'ping!' from QPN"; want "$C" "^client got b'pong!'" ;;
+	extqp)	want "$S" "^server got b'ext-qp' on external QP 0x"
+		want "$C" '^client sent on external QP 0x'; want "$S" '^server disconnected$' ;;
+	mcast)	want "$S" "^server got b'mcast' from the group$"
+		want "$C" '^client sent to the group$'
+		want "$S" '^server left$'; want "$C" '^client left$' ;;
+	esac
+	wait_until 10 sh -c "\"$SIB_BIN/softib\" status | grep -q '^ucma ids=0 '" ||
+		{ show; fail "softibd still holds ucma ids"; }
+	;;
+fault_*)
+	# A peer that dies mid-handshake (rdmacm_cmid.py server_dies,
+	# client_dies_req, client_dies_rep: SIGKILL with a CONNECT_REQUEST not
+	# accepted, after sending the REQ, after the REP before the RTU): the
+	# survivor sees the end of the connection (REJECTED, UNREACHABLE,
+	# CONNECT_ERROR or DISCONNECTED) within its bounded wait, and softibd's
+	# ucma and rdma_cm lines come back to zero ids.  The server listens on
+	# softib0's 127.1.0.1 (an event channel: pyverbs' bind_addr needs a
+	# port's address); _dev: the client on softib1.
+	name=${case#fault_}
+	addrs=(127.1.0.1)
+	case $name in
+	*_dev) name=${name%_dev}; addrs=(127.1.0.1 127.1.1.1) ;;
+	esac
+	py=$(dirname "$0")/rdmacm_cmid.py
+	port=$(free_port) || fail "no free port"
+	client timeout 60 /usr/bin/python3 "$py" s "$name" "$port" "${addrs[@]}" >"$S" 2>&1 &
+	srv=$!
+	SIB_PIDS+=("$srv")
+	wait_until 20 grep -q '^ready' "$S" || { show; fail "the server did not get ready"; }
+	client timeout 60 /usr/bin/python3 "$py" c "$name" "$port" "${addrs[@]}" >"$C" 2>&1
+	crc=$?
+	wait_server 30
+	if [ "$name" = server_dies ]; then
+		dead=$src; live=$crc; lout=$C; dout=$S
+	else
+		dead=$crc; live=$src; lout=$S; dout=$C
+	fi
+	[ "$dead" = 137 ] || { show; fail "the dying side exited $dead, not by SIGKILL"; }
+	grep -q ' dies ' "$dout" || { show; fail "the dying side did not get to its point"; }
+	[ "$live" = 0 ] || { show; fail "the survivor exited $live"; }
+	grep -Eq ' saw RDMA_CM_EVENT_(REJECTED|UNREACHABLE|CONNECT_ERROR|DISCONNECTED)$' "$lout" ||
+		{ show; fail "the survivor saw no end of the connection"; }
+	for line in ucma rdma_cm; do
+		wait_until 10 sh -c "\"$SIB_BIN/softib\" status | grep -q '^$line ids=0 '" ||
+			{ show; fail "softibd's $line line still has ids"; }
+	done
+	cat "$S"
 	;;
 rdma_server)
 	run_pair 60 "$S" "rdma_server -s 127.0.0.1" "$C" rdma_client -s 127.0.0.1

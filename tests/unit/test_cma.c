@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <cmocka.h>
 
@@ -504,6 +505,91 @@ static void test_connect_accept(void **state)
 	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), -EINVAL);
 }
 
+/* AF_IB (libfabric's verbs provider when no IPoIB interface is seen:
+ * vrb_get_sib): a listener bound to a GID with ServiceID "port space IB,
+ * port 0" under a mask takes an ephemeral port, and its address (what
+ * rdma_get_local_addr and fi_getname give) names that port in the
+ * ServiceID (the kernel's cma_bind_port: (sid & mask) | port, mask all
+ * ones).  A client resolving to that address reaches the listener; it
+ * was rejected with reason 8 (no such ServiceID) when the port stayed 0. */
+static void sib_ib(uint8_t out[48], const uint8_t gid[16], uint64_t sid, uint64_t mask)
+{
+	uint16_t fam = 27; /* AF_IB */
+
+	memset(out, 0, 48);
+	memcpy(out, &fam, 2);
+	out[2] = 0xff, out[3] = 0xff; /* P_Key */
+	memcpy(out + 8, gid, 16);
+	for (int i = 0; i < 8; i++) {
+		out[24 + i] = (uint8_t)(sid >> (56 - 8 * i));
+		out[32 + i] = (uint8_t)(mask >> (56 - 8 * i));
+	}
+}
+
+static uint64_t be64_at(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void test_af_ib_ephemeral(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *g = new_id(f, 2, 0x90, SIB_CMA_PS_TCP);
+	struct sib_ctl_cm q;
+	uint8_t gid[16], a[48];
+
+	assert_int_equal(bind4(g, "127.1.0.1", 0), 0);
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(g, &q);
+	memcpy(gid, q.sgid, 16);
+	/* the listener: PS_IB, port 0 under libfabric's mask */
+	struct sib_cma_id *l = new_id(f, 2, 0x91, SIB_CMA_PS_IB);
+	sib_ib(a, gid, (uint64_t)SIB_CMA_PS_IB << 16, ~0ull);
+	assert_int_equal(CALL(sib_cma_bind(l, a, sizeof(a))), 0);
+	assert_int_equal(CALL(sib_cma_listen(l, 8)), 0);
+	memset(&q, 0, sizeof(q));
+	sib_cma_query(l, &q);
+	uint64_t sid = be64_at(q.src_addr + 24);
+	assert_int_equal(sid >> 16, SIB_CMA_PS_IB);
+	assert_int_not_equal(sid & 0xffff, 0);
+	assert_int_equal(be64_at(q.src_addr + 32), ~0ull);
+	assert_memory_equal(q.src_addr + 8, gid, 16);
+	/* a second such bind takes another port */
+	struct sib_cma_id *l2 = new_id(f, 2, 0x92, SIB_CMA_PS_IB);
+	assert_int_equal(CALL(sib_cma_bind(l2, a, sizeof(a))), 0);
+	struct sib_ctl_cm q2;
+	memset(&q2, 0, sizeof(q2));
+	sib_cma_query(l2, &q2);
+	assert_int_not_equal(be64_at(q2.src_addr + 24), sid);
+	/* a ServiceID with a port but a zero mask: port 0 (cma_port masks it) */
+	struct sib_cma_id *l3 = new_id(f, 2, 0x93, SIB_CMA_PS_IB);
+	sib_ib(a, gid, (uint64_t)SIB_CMA_PS_IB << 16 | (sid & 0xffff), 0);
+	assert_int_equal(CALL(sib_cma_bind(l3, a, sizeof(a))), 0);
+	memset(&q2, 0, sizeof(q2));
+	sib_cma_query(l3, &q2);
+	assert_int_not_equal(be64_at(q2.src_addr + 24), sid);
+	/* the client, from softib1, to the listener's own address */
+	struct sib_cma_id *c = new_id(f, 1, 0x94, SIB_CMA_PS_IB);
+	assert_int_equal(CALL(sib_cma_resolve_addr(c, NULL, 0, q.src_addr, 48, 2000)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_ADDR_RESOLVED));
+	assert_int_equal(CALL(sib_cma_resolve_route(c, 2000)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_ROUTE_RESOLVED));
+	struct sib_cm_conn cc = conn_of(0x333);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, (const uint8_t *)"ib", 2)), 0);
+	run(f);
+	assert_null(ev_of(c, SIB_CMA_EV_REJECTED));
+	struct rec *r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST);
+	assert_non_null(r);
+	assert_int_equal(r->ev.listen_uid, 0x91);
+	assert_memory_equal(r->ev.pdata, "ib", 2);
+}
+
 /* rdma_notify(IBV_EVENT_COMM_EST): the passive side established without
  * the RTU (its QP got a packet first). */
 static void test_notify(void **state)
@@ -757,6 +843,116 @@ static void test_destroy_in_handshake(void **state)
 	run(f);
 	assert_true(nevs > before);
 	assert_non_null(ev_of(s, SIB_CMA_EV_REJECTED));
+
+	/* the active side goes right after its REQ, the passive side has its
+	 * CONNECT_REQUEST and has not accepted: REJECTED there too (it waited
+	 * forever), ACCEPT is EINVAL, and the listener's backlog frees */
+	struct sib_cma_id *l1 = listener(f, 2, SIB_CMA_PS_TCP, "127.1.0.1", 7501);
+	assert_int_equal(CALL(sib_cma_listen(l1, 1)), 0); /* backlog 1 */
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7501);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	s = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST)->id;
+	assert_ptr_equal(sib_cma_id_listener(s), l1);
+	sib_cma_destroy_id(c);
+	run(f);
+	assert_non_null(r = ev_of(s, SIB_CMA_EV_REJECTED));
+	assert_null(sib_cma_id_listener(s));
+	assert_int_equal(CALL(sib_cma_accept(s, &cc, NULL, 0)), -EINVAL);
+	c = resolved(f, 1, SIB_CMA_PS_TCP, NULL, "127.1.0.1", 7501);
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+	run(f);
+	assert_null(ev_of(c, SIB_CMA_EV_REJECTED)); /* not REJ 28: the backlog is free */
+	assert_ptr_not_equal(ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST)->id, s);
+}
+
+/* Randomized, replayable with CMA_DEATH_SEED=N: a client (owner 1) and a
+ * server (owner 2: the listener and its new ids) connect; one of them dies
+ * (sib_cma_destroy_owner, what softibd does when a process's connection
+ * closes) at a random step of the handshake or after it.  The model: every
+ * id of the survivor that saw the connection start ends with exactly one of
+ * REJECTED, UNREACHABLE, DISCONNECTED (or, the client dying before its REQ
+ * left, nothing at all), never stays waiting, once the CM's timers ran;
+ * an ACCEPT after that end is EINVAL; the survivor's ids, then the CM's,
+ * go back to zero. */
+static bool terminal(uint32_t t)
+{
+	return t == SIB_CMA_EV_REJECTED || t == SIB_CMA_EV_UNREACHABLE ||
+	       t == SIB_CMA_EV_DISCONNECTED;
+}
+
+static unsigned int count_terminal(struct sib_cma_id *id)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < nevs; i++)
+		n += evs[i].id == id && terminal(evs[i].ev.event);
+	return n;
+}
+
+static void test_death_random(void **state)
+{
+	struct fx *f = *state;
+	const char *env = getenv("CMA_DEATH_SEED");
+	unsigned int seed = env ? (unsigned int)strtoul(env, NULL, 0) : (unsigned int)time(NULL);
+
+	printf("test_death_random: CMA_DEATH_SEED=%u\n", seed);
+	srandom(seed);
+	for (int round = 0; round < 200; round++) {
+		struct sib_cm_conn cc = conn_of(0x100 + round), sc = conn_of(0x900 + round);
+		struct sib_cma_id *c, *s = NULL;
+		struct rec *r;
+		int step = (int)(random() % 6), victim;
+
+		nevs = 0;
+		listener(f, 2, SIB_CMA_PS_TCP, "127.1.0.1", (uint16_t)(7600 + round % 50));
+		c = resolved(f, 1, SIB_CMA_PS_TCP, (random() & 1) ? "127.1.1.1" : NULL, "127.1.0.1",
+			     (uint16_t)(7600 + round % 50));
+		assert_int_equal(CALL(sib_cma_connect(c, &cc, NULL, 0)), 0);
+		/* steps: 0 REQ sent; 1 CONNECT_REQUEST seen; 2 ACCEPT sent (REP);
+		 * 3 CONNECT_RESPONSE seen; 4 RTU sent; 5 ESTABLISHED both */
+		for (int k = 1; k <= step; k++) {
+			if (k == 1 || k == 3 || k == 5)
+				run(f);
+			if (k == 1) {
+				assert_non_null(r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST));
+				s = r->id;
+			} else if (k == 2) {
+				assert_int_equal(CALL(sib_cma_accept(s, &sc, NULL, 0)), 0);
+			} else if (k == 4) {
+				assert_int_equal(CALL(sib_cma_accept(c, &cc, NULL, 0)), 0);
+			}
+		}
+		victim = s && (random() & 1) ? 2 : 1;
+		sib_cma_destroy_owner(f->cma, (uint64_t)victim);
+		for (int t = 0; t < 400; t++) { /* the CM's timers: REQ, REP, DREQ retries */
+			run(f);
+			now_ns += 100000000ull;
+			sib_cma_tick(f->cma, now_ns);
+		}
+		run(f);
+		if (count_terminal(c) != 1 && victim == 2) {
+			printf("round %d step %d victim %d nevs %u\n", round, step, victim, nevs);
+			for (unsigned int i = 0; i < nevs; i++)
+				printf("  ev %u id %s\n", evs[i].ev.event, evs[i].id == c ? "c" : "?");
+		}
+		if (victim == 2) {
+			assert_int_equal(count_terminal(c), 1);
+		} else if (!s && (s = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST) ?
+					   ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST)->id : NULL)) {
+			/* the REQ reached the server before the client went */
+			assert_int_equal(count_terminal(s), 1);
+		} else if (s) {
+			assert_int_equal(count_terminal(s), 1);
+			assert_int_equal(CALL(sib_cma_accept(s, &sc, NULL, 0)), -EINVAL);
+		}
+		sib_cma_destroy_owner(f->cma, (uint64_t)(3 - victim));
+		assert_int_equal(sib_cma_counters(f->cma)->ids, 0);
+	}
+	for (int t = 0; t < 400; t++) {
+		now_ns += 100000000ull;
+		sib_cma_tick(f->cma, now_ns);
+	}
 }
 
 static void test_owner_cleanup(void **state)
@@ -1142,11 +1338,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_accept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disconnect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_notify, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_af_ib_ephemeral, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reject, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listener_match, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sidr, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_destroy_in_handshake, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_cleanup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_death_random, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unreachable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_node_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dreq_timeout, setup, teardown),

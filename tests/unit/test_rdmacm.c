@@ -9,6 +9,7 @@
  * (bind, a listener, destroy), rdma_get_src_port, the ECE trio, rsockets'
  * ENOSYS.
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -27,6 +28,7 @@
 
 #include <arpa/inet.h>
 #include <cmocka.h>
+#include <infiniband/ib.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
@@ -172,6 +174,54 @@ static void test_getaddrinfo(void **state)
 	assert_int_equal(rdma_getaddrinfo("::1", "18515", &hints, &res), 0);
 	assert_int_equal(res->ai_family, AF_INET6);
 	assert_int_equal(res->ai_dst_len, sizeof(struct sockaddr_in6));
+	rdma_freeaddrinfo(res);
+
+	/* no node, no service: the hints as they are, with their source
+	 * (libfabric's verbs provider opening an rxm domain on its address) */
+	struct sockaddr_in src = { .sin_family = AF_INET, .sin_port = htons(4791) };
+	src.sin_addr.s_addr = htonl(0x7f010001);
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_flags = RAI_PASSIVE;
+	hints.ai_family = AF_INET;
+	hints.ai_port_space = RDMA_PS_TCP;
+	hints.ai_src_addr = (struct sockaddr *)&src;
+	hints.ai_src_len = sizeof(src);
+	res = NULL;
+	assert_int_equal(rdma_getaddrinfo(NULL, NULL, &hints, &res), 0);
+	assert_int_equal(res->ai_flags, RAI_PASSIVE);
+	assert_int_equal(res->ai_family, AF_INET);
+	assert_int_equal(res->ai_port_space, RDMA_PS_TCP);
+	assert_int_equal(res->ai_src_len, sizeof(src));
+	assert_memory_equal(res->ai_src_addr, &src, sizeof(src));
+	assert_null(res->ai_dst_addr);
+	rdma_freeaddrinfo(res);
+	/* an active answer keeps the hints' source beside its destination */
+	hints.ai_flags = RAI_NUMERICHOST;
+	res = NULL;
+	assert_int_equal(rdma_getaddrinfo("127.1.0.1", "7471", &hints, &res), 0);
+	assert_int_equal(res->ai_flags, 0);
+	assert_non_null(res->ai_dst_addr);
+	assert_memory_equal(res->ai_src_addr, &src, sizeof(src));
+	rdma_freeaddrinfo(res);
+	/* nothing at all: EINVAL */
+	errno = 0;
+	assert_int_equal(rdma_getaddrinfo(NULL, NULL, NULL, &res), -1);
+	assert_int_equal(errno, EINVAL);
+	/* RAI_FAMILY with AF_IB and a numeric IPv6 address: a sockaddr_ib */
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_flags = RAI_FAMILY | RAI_NUMERICHOST;
+	hints.ai_family = AF_IB;
+	hints.ai_port_space = RDMA_PS_IB;
+	res = NULL;
+	assert_int_equal(rdma_getaddrinfo("fe80::5eed:0:0:11", "7471", &hints, &res), 0);
+	assert_int_equal(res->ai_family, AF_IB);
+	assert_int_equal(res->ai_dst_len, sizeof(struct sockaddr_ib));
+	struct sockaddr_ib *ib = (struct sockaddr_ib *)res->ai_dst_addr;
+	assert_int_equal(ib->sib_family, AF_IB);
+	assert_int_equal(be16toh(ib->sib_pkey), 0xFFFF);
+	assert_true(be64toh(ib->sib_sid) == ((uint64_t)RDMA_PS_IB << 16 | 7471));
+	assert_true(be64toh(ib->sib_sid_mask) == (RDMA_IB_IP_PS_MASK | RDMA_IB_IP_PORT_MASK));
+	assert_int_equal(ib->sib_addr.sib_raw[0], 0xfe);
 	rdma_freeaddrinfo(res);
 
 	/* getaddrinfo's own errors come back as its EAI codes */
@@ -399,6 +449,32 @@ static void test_destroy_waits_for_ack(void **state)
 	rdma_destroy_event_channel(ch);
 }
 
+/* rdma_resolve_addr without a source: after ADDR_RESOLVED the id's source
+ * is the address the caller's IP routing picks (Linux fills it from the
+ * route: 127.0.0.1 for a 127/8 destination), never the wildcard, and the
+ * device is the destination's port (softib0 for 127.1.0.1); a routed
+ * address no port owns does not fail the resolution. */
+static void test_resolve_routed_src(void **state)
+{
+	struct rdma_cm_id *id;
+	struct sockaddr_in dst = { .sin_family = AF_INET, .sin_port = htons(7471) };
+	const struct sockaddr_in *src;
+
+	(void)state;
+	if (!have_cm())
+		skip();
+	assert_int_equal(rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP), 0);
+	dst.sin_addr.s_addr = htonl(0x7f010001); /* softib0 port 1 */
+	assert_int_equal(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000), 0);
+	src = (const struct sockaddr_in *)rdma_get_local_addr(id);
+	assert_int_equal(src->sin_family, AF_INET);
+	assert_int_equal(ntohl(src->sin_addr.s_addr), 0x7f000001);
+	assert_int_not_equal(src->sin_port, 0);
+	assert_non_null(id->verbs);
+	assert_string_equal(ibv_get_device_name(id->verbs->device), "softib0");
+	assert_int_equal(rdma_destroy_id(id), 0);
+}
+
 /* softibd's events are input like any other: a channel that carries short
  * messages, a wrong magic or op, private data longer than its buffer, an
  * unknown event type or an id nobody has gets each one dropped, never a
@@ -471,6 +547,7 @@ int main(void)
 		cmocka_unit_test(test_channel_destroyed_before_read),
 		cmocka_unit_test(test_destroy_waits_for_ack),
 		cmocka_unit_test(test_ids),
+		cmocka_unit_test(test_resolve_routed_src),
 	};
 	int rc = cmocka_run_group_tests_name("rdmacm_local", local, NULL, NULL);
 

@@ -544,7 +544,8 @@ void sibd_ucma_status(struct sibd *d, FILE *f)
 		(unsigned long long)u->ctr.chans_closed);
 	fprintf(f, "rdma_cm ids=%llu created=%llu destroyed=%llu events=%llu route_queries=%llu "
 		"route_answers=%llu route_timeouts=%llu connects=%llu accepts=%llu rejects=%llu "
-		"rejected=%llu established=%llu disconnects=%llu unreachable=%llu req_dropped=%llu\n",
+		"rejected=%llu established=%llu disconnects=%llu unreachable=%llu req_dropped=%llu "
+		"listening=%u\n",
 		(unsigned long long)k->ids, (unsigned long long)k->created,
 		(unsigned long long)k->destroyed, (unsigned long long)k->events,
 		(unsigned long long)k->route_queries, (unsigned long long)k->route_answers,
@@ -552,7 +553,7 @@ void sibd_ucma_status(struct sibd *d, FILE *f)
 		(unsigned long long)k->accepts, (unsigned long long)k->rejects_sent,
 		(unsigned long long)k->rejected, (unsigned long long)k->established,
 		(unsigned long long)k->disconnects, (unsigned long long)k->unreachable,
-		(unsigned long long)k->req_dropped);
+		(unsigned long long)k->req_dropped, sib_cma_listening(u->cma));
 	fprintf(f, "rdma_cm_mcast joins=%llu joined=%llu errors=%llu timeouts=%llu leaves=%llu "
 		"bad_answers=%llu\n", (unsigned long long)k->mc_joins,
 		(unsigned long long)k->mc_joined, (unsigned long long)k->mc_errors,

@@ -425,6 +425,15 @@ const struct sib_cma_counters *sib_cma_counters(const struct sib_cma *cma)
 	return &cma->ctr;
 }
 
+unsigned int sib_cma_listening(const struct sib_cma *cma)
+{
+	unsigned int n = 0;
+
+	for (const struct sib_cma_id *id = cma->ids; id; id = id->next)
+		n += id->state == CMA_LISTEN;
+	return n;
+}
+
 /* ---- ids ---- */
 
 struct sib_cma_id *cma_id_alloc(struct sib_cma *cma, uint64_t owner, uint64_t uid, uint32_t ps,

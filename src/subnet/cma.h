@@ -119,6 +119,9 @@ void sib_cma_delete(struct sib_cma *cma);
 /* Seed the random numbers (ephemeral ports, PSNs); tests replay with it. */
 void sib_cma_seed(struct sib_cma *cma, uint64_t seed);
 const struct sib_cma_counters *sib_cma_counters(const struct sib_cma *cma);
+/* Live ids in LISTEN now (`softib status` rdma_cm listening=; tests wait
+ * on it for a server to be ready). */
+unsigned int sib_cma_listening(const struct sib_cma *cma);
 
 /* Deliver queued events (the CM's first: sib_cm_dispatch). */
 void sib_cma_dispatch(struct sib_cma *cma);

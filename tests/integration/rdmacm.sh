@@ -39,13 +39,19 @@ case=${1:?usage: rdmacm.sh CASE}
 # listen yet (its output says REJECTED or refused) is run again, at most 50
 # times 0.2 s apart.  Sets crc (the client's exit code) and srv (the
 # server's PID, still to be waited for).
+# listening: softibd's ids in LISTEN now; wait_listen N: until N (10 s).
+listening() { status | sed -n 's/^rdma_cm .* listening=\([0-9]*\).*/\1/p'; }
+listen_ge() { [ "$(listening)" -ge "$1" ]; }
+wait_listen() { wait_until 10 listen_ge "$1"; }
+
 run_pair() {
-	local t=$1 sout=$2 scmd=$3 cout=$4; shift 4
+	local t=$1 sout=$2 scmd=$3 cout=$4 l0; shift 4
+	l0=$(listening)
 	# shellcheck disable=SC2086
 	client timeout "$t" $scmd >"$sout" 2>&1 &
 	srv=$!
 	SIB_PIDS+=("$srv")
-	sleep 0.2
+	wait_listen $((l0 + 1)) || true # then the retries below say what is wrong
 	for _ in $(seq 50); do
 		client timeout "$t" "$@" >"$cout" 2>&1
 		crc=$?
@@ -104,10 +110,11 @@ rping_two)
 	# one shared slot (listening_cb->child_cm_id), so two requests that come
 	# together are a race in rping: the second client starts once the first
 	# is connected (it pings 500 times, the second 20).
+	l0=$(listening)
 	client timeout 60 rping -s -P -a 127.0.0.1 -v >"$S" 2>&1 &
 	srv=$!
 	SIB_PIDS+=("$srv")
-	sleep 0.3
+	wait_listen $((l0 + 1)) || { show; fail "rping -s -P does not listen"; }
 	client timeout 60 rping -c -a 127.0.0.1 -C 500 -v -V >"$C.1" 2>&1 &
 	c1=$!
 	SIB_PIDS+=("$c1")

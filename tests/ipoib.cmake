@@ -23,3 +23,10 @@ if(TARGET sib_ipoib AND TARGET softib AND TARGET softibd)
   sib_itest(ipoib_netns_opensm ipoib_netns.sh external)
   set_tests_properties(ipoib_netns_opensm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 240)
 endif()
+if(TARGET sib_ipoib AND TARGET softib AND TARGET softibd)
+  # Connected mode (RFC 4755) in two network namespaces: ping, 100 MB over TCP
+  # checked by SHA-256, CM REQ/REP/RTU decoded by tshark; then one side in
+  # datagram mode: UD between them, ICMP too-big (root, /dev/net/tun: else 77).
+  sib_itest(ipoib_cm ipoib_cm.sh)
+  set_tests_properties(ipoib_cm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endif()

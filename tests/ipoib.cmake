@@ -12,6 +12,14 @@ if(TARGET sib_ipoib AND TARGET softibd)
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c LIBS sib_ipoib)
   target_compile_definitions(test_ipoib_ep PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
   add_dependencies(test_ipoib_ep softibd)
+  # Connected mode without a TUN (no root): RC connections both ways, hostile
+  # peers through librdmacm (bad private data, no RTU, too-long messages),
+  # a randomized run against a model (SIB_IPOIB_CM_SEED replays one).
+  sib_unit_test(test_ipoib_cm SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_ipoib_cm.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c LIBS sib_ipoib)
+  target_compile_definitions(test_ipoib_cm PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+  add_dependencies(test_ipoib_cm softibd)
+  set_tests_properties(test_ipoib_cm PROPERTIES TIMEOUT 180)
 endif()
 if(TARGET sib_ipoib AND TARGET softib AND TARGET softibd)
   # Two network namespaces, `softib ipoib DEV 1 up --tun ib0` in each: ping

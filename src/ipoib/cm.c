@@ -80,7 +80,10 @@ static int make_queues(struct ipoib_ep *ep)
 	if (!cm->cch)
 		return -errno;
 	fcntl(cm->cch->fd, F_SETFL, fcntl(cm->cch->fd, F_GETFL) | O_NONBLOCK);
-	cm->cq = ibv_create_cq(ep->ctx, IPOIB_CM_SRQ_RING + IPOIB_CM_TX_RING + 1, NULL, cm->cch, 0);
+	/* room for the flushes of a destroyed connection's sends beside a full
+	 * pool and SRQ */
+	cm->cq = ibv_create_cq(ep->ctx, 2 * (IPOIB_CM_SRQ_RING + IPOIB_CM_TX_RING) + 1, NULL,
+			       cm->cch, 0);
 	if (!cm->cq || ibv_req_notify_cq(cm->cq, 0))
 		return -errno;
 	cm->srq = ibv_create_srq(ep->pd, &sa);

@@ -11,7 +11,8 @@
  * counted) and the endpoint goes on; and a randomized run (seed from
  * SIB_IPOIB_CM_SEED, printed) of datagrams of random sizes both ways, idle
  * teardowns and hostile REQs, checked against a model: every datagram
- * delivered once, in order, intact; no QP beyond the live connections.
+ * delivered once, in order, intact; no QP beyond the live connections; a
+ * neighbour with the RC flag that takes no connection: UD, ICMP too-big.
  * No root needed.
  */
 #include <errno.h>
@@ -447,6 +448,44 @@ static void test_random(void **state)
 	got_a.n = got_b.n = 0;
 }
 
+/* A neighbour with the RC flag that takes no connection (B's connected mode
+ * closed, its address unchanged): the REQ is rejected, A falls back to UD
+ * (the waiting datagram goes that way), and a datagram over the UD MTU gets
+ * an ICMP "fragmentation needed" back to A's IP stack. */
+static void test_fallback(void **state)
+{
+	uint64_t fb = a.cm.st.fallbacks;
+
+	(void)state;
+	ipoib_cm_tick(&a, now_ms() + IPOIB_CM_TX_IDLE_MS + 1);	/* A's TX connections go */
+	pump_for(100);
+	ipoib_cm_close(&b);
+	assert_int_equal(b.hw.flags, IPOIB_FLAGS_RC);
+	got_a.n = got_b.n = 0;
+	ipv4(big, 1500, a.ip, b.ip, 4);
+	assert_int_equal(ipoib_ep_send_ip(&a, big, 1500, now_ms()), 0);
+	assert_true(pump_until(&got_b.n, 1, 10000));
+	assert_true(got_b.hash[0] == fnv(big, 1500));
+	assert_int_equal(a.cm.st.fallbacks, fb + 1);
+	assert_int_equal(stray_qps(&a), 0);
+	/* UD while the fallback lasts; too big for it: ICMP back */
+	ipv4(big, 3000, a.ip, b.ip, 5);
+	big[6] = 0x40;	/* DF */
+	assert_int_equal(ipoib_ep_send_ip(&a, big, 3000, now_ms()), -EMSGSIZE);
+	assert_int_equal(got_a.n, 1);
+	assert_int_equal(got_a.len[0], 20 + 8 + 28);
+	assert_int_equal(got_b.n, 1);
+	/* B's connected mode again: after the retry time A connects */
+	assert_int_equal(ipoib_cm_open(&b), 0);
+	ipoib_cm_tick(&a, now_ms() + IPOIB_CM_RETRY_MS + 1);
+	uint64_t conns = a.cm.st.tx_conns;
+	ipv4(big, 3000, a.ip, b.ip, 6);
+	assert_int_equal(ipoib_ep_send_ip(&a, big, 3000, now_ms()), 0);
+	assert_true(pump_until(&got_b.n, 2, 10000));
+	assert_true(got_b.hash[1] == fnv(big, 3000));
+	assert_int_equal(a.cm.st.tx_conns, conns + 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -455,6 +494,7 @@ int main(void)
 		cmocka_unit_test(test_no_rtu),
 		cmocka_unit_test(test_oversize),
 		cmocka_unit_test(test_random),
+		cmocka_unit_test(test_fallback),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

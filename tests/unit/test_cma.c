@@ -9,7 +9,8 @@
  * RTU, reject, no listener, disconnect both ways, TimeWait, SIDR,
  * rdma_init_qp_attr's values, destroy during a handshake, owner cleanup,
  * REQs lost until UNREACHABLE, a route query nobody answers; multicast
- * joins through the SA (MGIDs, MFTs, leave, destroy, SA error, timeout).
+ * joins through the SA (MGIDs, MFTs, leave, destroy, SA error, timeout);
+ * AF_IB ids on a whole ServiceID outside rdma_cm's ranges (IPoIB-CM's).
  */
 #include <arpa/inet.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
  * or garbage private data are rejected, a peer that never sends the RTU leaves
  * no QP once the deadline passed, a peer that sends a message larger than the
  * receive buffers gets its connection torn down (a local length error here,
- * counted) and the endpoint goes on; and a randomized run (seed from
+ * counted) and the endpoint goes on, a peer that goes away leaves no QP; and a randomized run (seed from
  * SIB_IPOIB_CM_SEED, printed) of datagrams of random sizes both ways, idle
  * teardowns and hostile REQs, checked against a model: every datagram
  * delivered once, in order, intact; no QP beyond the live connections; a
@@ -378,6 +378,32 @@ static void test_oversize(void **state)
 	assert_true(got_b.hash[0] == fnv(big, 1000));
 }
 
+/* A peer that goes away while connected (its id destroyed without a
+ * disconnect, as when its process dies: the CM sends the DREQ): the RX
+ * connection and its QP go. */
+static void test_peer_gone(void **state)
+{
+	struct ipoib_cm_data d = { .qpn = 0x79, .mtu = IPOIB_CM_BUF_SIZE };
+	uint8_t pd[8];
+	uint64_t live = ipoib_cm_live_qps(&b), gone = b.cm.st.teardowns;
+	struct peer p;
+
+	(void)state;
+	ipoib_cm_data_encode(&d, pd);
+	peer_open(&p, &b);
+	assert_int_equal(peer_connect(&p, pd, 8), 0);
+	assert_int_equal(peer_event(&p, 5000, NULL, NULL), RDMA_CM_EVENT_ESTABLISHED);
+	pump_for(100);
+	assert_int_equal(ipoib_cm_live_qps(&b), live + 1);
+	peer_close(&p);
+	uint64_t end = now_ms() + 10000;
+	while (ipoib_cm_live_qps(&b) != live && now_ms() < end)
+		pump_once();
+	assert_int_equal(ipoib_cm_live_qps(&b), live);
+	assert_int_equal(b.cm.st.teardowns, gone + 1);
+	assert_int_equal(stray_qps(&b), 0);
+}
+
 /* ---- randomized, against a model ---- */
 
 static uint64_t rnd_state;
@@ -493,6 +519,7 @@ int main(void)
 		cmocka_unit_test(test_bad_requests),
 		cmocka_unit_test(test_no_rtu),
 		cmocka_unit_test(test_oversize),
+		cmocka_unit_test(test_peer_gone),
 		cmocka_unit_test(test_random),
 		cmocka_unit_test(test_fallback),
 	};

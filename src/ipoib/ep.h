@@ -9,6 +9,8 @@
  * neighbour discovery with the IPoIB link-layer option (RFC 4391 §5)
  * answered and asked; IP datagrams sent to a neighbour's QPN through an AH
  * made from a PathRecord, broadcast and multicast to the broadcast group.
+ * Connected mode (RFC 4755, cm.h) when ipoib_cm_open is called: unicast to
+ * neighbours with the RC flag over RC connections, the rest as above.
  */
 #ifndef SOFTIB_IPOIB_EP_H
 #define SOFTIB_IPOIB_EP_H

@@ -36,5 +36,7 @@ if(TARGET sib_ipoib AND TARGET softib AND TARGET softibd)
   # checked by SHA-256, CM REQ/REP/RTU decoded by tshark; then one side in
   # datagram mode: UD between them, ICMP too-big (root, /dev/net/tun: else 77).
   sib_itest(ipoib_cm ipoib_cm.sh)
-  set_tests_properties(ipoib_cm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+  # The same under OpenSM (softibd --sm external).
+  sib_itest(ipoib_cm_opensm ipoib_cm.sh external)
+  set_tests_properties(ipoib_cm ipoib_cm_opensm PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endif()

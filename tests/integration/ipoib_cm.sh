@@ -12,8 +12,11 @@
 # over UD (no RC flag in its address), ping both ways, a 3000-byte ping
 # answered after the ICMP "fragmentation needed" lowered the path MTU, 10 MB
 # over TCP checked by SHA-256.
+# Usage: ipoib_cm.sh [builtin|external]: the built-in SM's SA (default), or
+# OpenSM's (softibd --sm external: its PathRecords for the rdma_cm's routes).
 # Exit 77 without root, /dev/net/tun or `ip netns`.
 . "$(dirname "$0")/mgmt_lib.sh"
+mode=${1:-builtin}
 [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
 [ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun"; exit 77; }
 command -v ip >/dev/null || { echo "SKIP: no ip (iproute2)"; exit 77; }
@@ -30,11 +33,17 @@ ipoib_cleanup() {
 trap ipoib_cleanup EXIT
 inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
 
-start_daemon
+if [ "$mode" = external ]; then
+	need_umad
+	mgmt_start "" external
+	opensm_start
+else
+	start_daemon
+fi
 SOFTIB=("$SIB_BIN/softib")
 
 CAP=$SIB_TMP/cm.pcap
-"${SOFTIB[@]}" capture -w "$CAP" -d softib0 -p 1 -c 400 2>"$SIB_TMP/cap.err" &
+"${SOFTIB[@]}" capture -w "$CAP" -d softib0 -p 1 -c 1000 2>"$SIB_TMP/cap.err" &
 cap=$!
 SIB_PIDS+=("$cap")
 wait_until 10 grep -q capturing "$SIB_TMP/cap.err" || fail "softib capture: $(cat "$SIB_TMP/cap.err")"

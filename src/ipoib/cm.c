@@ -596,6 +596,29 @@ void ipoib_cm_tick(struct ipoib_ep *ep, uint64_t now)
 	}
 }
 
+void ipoib_cm_forget(struct ipoib_ep *ep, const struct ipoib_hwaddr *peer)
+{
+	struct ipoib_cm_conn *c = tx_find(&ep->cm, peer);
+
+	if (!c)
+		return;
+	if (c->state == IPOIB_CM_FAILED)
+		memset(c, 0, sizeof(*c));
+	else
+		conn_destroy(ep, c);
+}
+
+void ipoib_cm_flush(struct ipoib_ep *ep)
+{
+	for (int i = 0; i < IPOIB_CM_MAX_TX; i++) {
+		if (ep->cm.tx[i].state == IPOIB_CM_FAILED)
+			memset(&ep->cm.tx[i], 0, sizeof(ep->cm.tx[i]));
+		conn_destroy(ep, &ep->cm.tx[i]);
+	}
+	for (int i = 0; i < IPOIB_CM_MAX_RX; i++)
+		conn_destroy(ep, &ep->cm.rx[i]);
+}
+
 uint64_t ipoib_cm_live_qps(const struct ipoib_ep *ep)
 {
 	return ep->cm.st.qps_created - ep->cm.st.qps_destroyed;

@@ -124,6 +124,12 @@ int ipoib_cm_send(struct ipoib_ep *ep, const struct ipoib_hwaddr *peer, uint16_t
 /* Timers: connections not ESTABLISHED in time, idle ones, failed TX
  * connections to try again.  Call at least every second. */
 void ipoib_cm_tick(struct ipoib_ep *ep, uint64_t now_ms);
+/* Destroy the TX connection to peer (its path changed: the next datagram
+ * connects again), or end its fallback to UD. */
+void ipoib_cm_forget(struct ipoib_ep *ep, const struct ipoib_hwaddr *peer);
+/* Destroy every connection, both ways (our port's LID or P_Key changed: the
+ * kernel's flush on a port event). */
+void ipoib_cm_flush(struct ipoib_ep *ep);
 /* RC QPs that exist now (created - destroyed). */
 uint64_t ipoib_cm_live_qps(const struct ipoib_ep *ep);
 

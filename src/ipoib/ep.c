@@ -407,12 +407,19 @@ static bool own_ip4(const struct ipoib_ep *ep, uint32_t ip)
 	return false;
 }
 
-/* A neighbour heard from LID slid: an AH made for another LID is stale (its
- * port's LID changed), so the next datagram asks for the path again. */
+/* A neighbour heard from LID slid: an AH made for another LID, or an RC
+ * connection made on a path to it, is stale (its port's LID changed), so the
+ * next datagram asks for the path again (and connects again). */
 static void check_path(struct ipoib_ep *ep, struct neigh *n, uint16_t slid)
 {
-	if (n && n->ah && n->dlid != slid)
-		neigh_forget_ah(&ep->neigh, n);
+	if (!n || !slid)
+		return;
+	if (n->dlid && n->dlid != slid) {
+		if (n->ah)
+			neigh_forget_ah(&ep->neigh, n);
+		ipoib_cm_forget(ep, &n->hw);
+	}
+	n->dlid = slid;
 }
 
 static void handle_arp(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint16_t slid,
@@ -826,6 +833,7 @@ static void rejoin(struct ipoib_ep *ep)
 	ep->rejoin = false;
 	ep->st.rejoins++;
 	ep->lid = pa.lid;
+	ipoib_cm_flush(ep);	/* connections on paths from our old LID */
 	neigh_fini(&ep->neigh);
 	if (neigh_init(&ep->neigh, IPOIB_NEIGH_MAX, IPOIB_NEIGH_TTL_MS, release_ah, ep))
 		abort();	/* 256 entries: no memory at all */

@@ -125,6 +125,11 @@ qpn_b=$(sed -n 's/.*connected mode, QPN 0x\([0-9a-f]*\),.*/\1/p' "$SIB_TMP/softi
 ping_ok "$NSA" -c 3 10.78.0.2
 ping_ok "$NSB" -c 3 10.78.0.1
 ping_ok "$NSA" -c 2 -s 30000 10.78.0.2	# one 30028-byte RC message each way
+# IPv6 (ND over UD, the datagrams over the same RC connections)
+inns "$NSA" ip -6 addr add fd78::1/64 dev ib0 nodad || fail "ip -6 addr add"
+inns "$NSB" ip -6 addr add fd78::2/64 dev ib0 nodad || fail "ip -6 addr add"
+ping_ok "$NSA" -6 -c 3 fd78::2
+ping_ok "$NSB" -6 -c 3 -s 20000 fd78::1
 tcp_check "$MB"
 
 kill -INT "$cap" 2>/dev/null
@@ -140,6 +145,18 @@ grep -iq "ServiceID: 0x1000000000$(printf %06x $((16#$qpn_b)))" "$SIB_TMP/req.tx
 tshark -r "$CAP" -Y 'infiniband.bth.opcode == 4 || infiniband.bth.opcode == 0' -V 2>/dev/null |
 	grep -q "Internet Protocol Version 4" || fail "tshark shows no IPv4 over RC SENDs"
 
+# A's LID changes (built-in SM: under OpenSM softib0's port is the SM's):
+# connections on the old path fail and are made again on the new one
+if [ "$mode" != external ]; then
+	"${SOFTIB[@]}" port softib0 1 lid 77 || fail "port lid"
+	wait_until 20 grep -q "rejoined.*LID 0x004d" "$SIB_TMP/softib0.log" ||
+		fail "no rejoin after the LID change: $(cat "$SIB_TMP/softib0.log")"
+	timeout 60 ip netns exec "$NSB" ping -c 5 -W 5 10.78.0.1 >"$SIB_TMP/ping.out" 2>&1 ||
+		fail "ping B->A after A's LID changed: $(cat "$SIB_TMP/ping.out") $(cat "$SIB_TMP"/softib*.log)"
+	timeout 60 ip netns exec "$NSA" ping -c 5 -W 5 -s 20000 10.78.0.2 >"$SIB_TMP/ping.out" 2>&1 ||
+		fail "ping A->B after A's LID changed: $(cat "$SIB_TMP/ping.out")"
+	grep -E "received" "$SIB_TMP/ping.out"
+fi
 down "$NSA" softib0
 down "$NSB" softib1
 for d in softib0 softib1; do

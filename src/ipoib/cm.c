@@ -409,6 +409,7 @@ static void conn_event(struct ipoib_ep *ep, struct ipoib_cm_conn *c, enum rdma_c
 			struct rdma_conn_param p = {
 				.private_data = out, .private_data_len = sizeof(out),
 				.retry_count = 7, .rnr_retry_count = 7, .qp_num = c->qp->qp_num,
+				.srq = 1,	/* no receive queue of its own, as ipoib_cm's */
 			};
 
 			ipoib_cm_data_encode(&mine, out);

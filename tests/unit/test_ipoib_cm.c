@@ -8,7 +8,8 @@
  * or garbage private data are rejected, a peer that never sends the RTU leaves
  * no QP once the deadline passed, a peer that sends a message larger than the
  * receive buffers gets its connection torn down (a local length error here,
- * counted) and the endpoint goes on, a peer that goes away leaves no QP; and a randomized run (seed from
+ * counted) and the endpoint goes on, a peer that goes away leaves no QP; a
+ * neighbour heard from a new LID loses its connection, a port event all; and a randomized run (seed from
  * SIB_IPOIB_CM_SEED, printed) of datagrams of random sizes both ways, idle
  * teardowns and hostile REQs, checked against a model: every datagram
  * delivered once, in order, intact; no QP beyond the live connections; a
@@ -404,6 +405,47 @@ static void test_peer_gone(void **state)
 	assert_int_equal(stray_qps(&b), 0);
 }
 
+/* A neighbour heard from another LID (its port's LID changed: the ARP that
+ * announces it) loses its TX connection, made on the old path; a port event
+ * of our own (ipoib_cm_flush) takes every connection.  The next datagram
+ * connects again.  (The LID change itself: ipoib_cm.sh, which needs root.) */
+static void test_moved_peer(void **state)
+{
+	uint8_t frame[IPOIB_ENCAP_LEN + IPOIB_ARP_LEN];
+	struct ipoib_arp arp = { .op = ARP_OP_REQUEST, .sha = a.hw, .spa = a.ip, .tpa = b.ip };
+	uint64_t conns = b.cm.st.tx_conns;
+
+	(void)state;
+	got_a.n = 0;
+	ipv4(big, 5000, b.ip, a.ip, 8);
+	assert_int_equal(ipoib_ep_send_ip(&b, big, 5000, now_ms()), 0);
+	assert_true(pump_until(&got_a.n, 1, 10000));
+	conns = b.cm.st.tx_conns;
+	/* A announces itself from LID 0x99 */
+	ipoib_hdr_encode(ETH_P_ARP_, frame);
+	ipoib_arp_encode(&arp, frame + IPOIB_ENCAP_LEN);
+	ipoib_ep_rx_frame(&b, frame, sizeof(frame), 0x99, now_ms());
+	for (int i = 0; i < IPOIB_CM_MAX_TX; i++)
+		assert_int_not_equal(b.cm.tx[i].state, IPOIB_CM_UP);
+	/* and from its real LID again: the path changes back, a new connection */
+	ipoib_ep_rx_frame(&b, frame, sizeof(frame), a.lid, now_ms());
+	ipv4(big, 5000, b.ip, a.ip, 9);
+	assert_int_equal(ipoib_ep_send_ip(&b, big, 5000, now_ms()), 0);
+	assert_true(pump_until(&got_a.n, 2, 10000));
+	assert_true(got_a.hash[1] == fnv(big, 5000));
+	assert_int_equal(b.cm.st.tx_conns, conns + 1);
+	/* our own port event: every connection goes, both ways */
+	ipoib_cm_flush(&b);
+	assert_int_equal(ipoib_cm_live_qps(&b), 0);
+	ipv4(big, 5000, b.ip, a.ip, 10);
+	assert_int_equal(ipoib_ep_send_ip(&b, big, 5000, now_ms()), 0);
+	assert_true(pump_until(&got_a.n, 3, 10000));
+	assert_int_equal(b.cm.st.tx_conns, conns + 2);
+	pump_for(100);
+	assert_int_equal(stray_qps(&a), 0);
+	assert_int_equal(stray_qps(&b), 0);
+}
+
 /* ---- randomized, against a model ---- */
 
 static uint64_t rnd_state;
@@ -520,6 +562,7 @@ int main(void)
 		cmocka_unit_test(test_no_rtu),
 		cmocka_unit_test(test_oversize),
 		cmocka_unit_test(test_peer_gone),
+		cmocka_unit_test(test_moved_peer),
 		cmocka_unit_test(test_random),
 		cmocka_unit_test(test_fallback),
 	};

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # IPoIB against veth, in one run (issue 16 "Performance"; docs/ipoib.md):
-# two network namespaces joined by `softib ipoib` (datagram mode, MTU 2044)
-# and two joined by a veth pair (MTU 2044 too),
+# two network namespaces joined by `softib ipoib` in datagram mode (MTU 2044),
+# two joined by `softib ipoib --mode connected` (MTU 65520, RC connections
+# through the CM) and two joined by a veth pair at each MTU,
 # each measured the same way: `ping -c 20 -i 0.05` (avg RTT) and a python3
 # TCP stream of MB megabytes (sendall of 64 KiB zeros, recv 64 KiB, bytes
 # counted), MB/s as the receiver saw them.  Needs root.  Usage: bench/ipoib_tcp.sh [BUILD_DIR] [MB]
@@ -16,7 +17,7 @@ tmp=$(mktemp -d /tmp/softib-bench.XXXXXX)
 export SOFTIB_SOCKET=$tmp/softib.sock SOFTIB_NO_AUTOSTART=1
 export LD_LIBRARY_PATH=$build/lib
 tag=$$
-ns=(ibA$tag ibB$tag veA$tag veB$tag)
+ns=(ibA$tag ibB$tag veA$tag veB$tag cmA$tag cmB$tag vfA$tag vfB$tag)
 cleanup() {
 	set +e	# a stopped program's status must not end the cleanup (set -e)
 	for p in "${pids[@]}"; do stop "$p"; done
@@ -34,13 +35,23 @@ pids+=($!)
 ip netns exec "${ns[1]}" "$build/bin/softib" ipoib softib1 1 up --tun ib0 --addr 10.78.0.2/24 \
 	>"$tmp/b.log" 2>&1 &
 pids+=($!)
-wait_for 20 grep -q " up on " "$tmp/a.log"
-wait_for 20 grep -q " up on " "$tmp/b.log"
-ip link add ve0 netns "${ns[2]}" type veth peer name ve1 netns "${ns[3]}"
-ip -n "${ns[2]}" addr add 10.79.0.1/24 dev ve0
-ip -n "${ns[3]}" addr add 10.79.0.2/24 dev ve1
-ip -n "${ns[2]}" link set ve0 mtu 2044 up
-ip -n "${ns[3]}" link set ve1 mtu 2044 up
+# connected mode between the default fabric's two other CAs
+ip netns exec "${ns[4]}" "$build/bin/softib" ipoib softib2 1 up --tun ib0 --addr 10.80.0.1/24 \
+	--mode connected >"$tmp/c.log" 2>&1 &
+pids+=($!)
+ip netns exec "${ns[5]}" "$build/bin/softib" ipoib softib3 1 up --tun ib0 --addr 10.80.0.2/24 \
+	--mode connected >"$tmp/d.log" 2>&1 &
+pids+=($!)
+for l in a b c d; do wait_for 20 grep -q " up on " "$tmp/$l.log"; done
+vpair() { # NS0 NS1 NET MTU
+	ip link add ve0 netns "$1" type veth peer name ve1 netns "$2"
+	ip -n "$1" addr add "$3.1/24" dev ve0
+	ip -n "$2" addr add "$3.2/24" dev ve1
+	ip -n "$1" link set ve0 mtu "$4" up
+	ip -n "$2" link set ve1 mtu "$4" up
+}
+vpair "${ns[2]}" "${ns[3]}" 10.79.0 2044
+vpair "${ns[6]}" "${ns[7]}" 10.81.0 65520
 
 cat >"$tmp/tcp.py" <<'PY'
 import socket, sys, time
@@ -69,8 +80,10 @@ measure() { # NS_SERVER NS_CLIENT ADDR
 	ip netns exec "$2" timeout 120 python3 "$tmp/tcp.py" send "$3" "$mb"
 	wait "$r"
 	out=$(tail -1 "$tmp/r.out")
-	printf '%-22s %10s %12s\n' "$4" "$rtt" "$out"
+	printf '%-24s %10s %12s\n' "$4" "$rtt" "$out"
 }
-printf '%-22s %10s %12s\n' link "RTT ms" "TCP MB/s"
+printf '%-24s %10s %12s\n' link "RTT ms" "TCP MB/s"
 measure "${ns[1]}" "${ns[0]}" 10.78.0.2 "softib ipoib (2044)"
+measure "${ns[5]}" "${ns[4]}" 10.80.0.2 "softib ipoib cm (65520)"
 measure "${ns[3]}" "${ns[2]}" 10.79.0.2 "veth (2044)"
+measure "${ns[7]}" "${ns[6]}" 10.81.0.2 "veth (65520)"

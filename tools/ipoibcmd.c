@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * `softib ipoib DEV PORT up --tun NAME [--addr A.B.C.D/P] [--daemon]` and
+ * `softib ipoib DEV PORT up --tun NAME [--addr A.B.C.D/P] [--mode connected|datagram]
+ * [--daemon]` and
  * `softib ipoib DEV PORT down` (docs/ipoib.md): the argument parsing; the
  * bridge itself is src/ipoib (a ULP on the public verbs and umad APIs).
  */
@@ -14,8 +15,12 @@
 static int usage(void)
 {
 	fputs("softib ipoib: usage: softib ipoib DEV PORT up --tun NAME [--addr A.B.C.D/P] "
-	      "[--daemon] [--wait SECONDS]\n"
-	      "                    softib ipoib DEV PORT down\n", stderr);
+	      "[--mode datagram|connected] [--daemon] [--wait SECONDS]\n"
+	      "                    softib ipoib DEV PORT down\n"
+	      "  --mode datagram   RFC 4391 over the UD QP, MTU 2044 (the default, as the kernel's)\n"
+	      "  --mode connected  RFC 4755: RC connections through the CM to neighbours that\n"
+	      "                    support them, MTU 65520; UD for the others and multicast\n",
+	      stderr);
 	return 2;
 }
 
@@ -45,6 +50,10 @@ int sib_tool_ipoib(const char *path, int argc, char **argv)
 			o.addr = argv[++i];
 		else if (!strcmp(argv[i], "--wait") && i + 1 < argc)
 			o.wait_ms = atoi(argv[++i]) * 1000;
+		else if (!strcmp(argv[i], "--mode") && i + 1 < argc && !strcmp(argv[i + 1], "connected"))
+			o.connected = true, i++;
+		else if (!strcmp(argv[i], "--mode") && i + 1 < argc && !strcmp(argv[i + 1], "datagram"))
+			o.connected = false, i++;
 		else if (!strcmp(argv[i], "--daemon"))
 			o.daemon = true;
 		else

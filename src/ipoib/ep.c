@@ -229,6 +229,7 @@ int ipoib_ep_open(struct ipoib_ep *ep, const char *dev, int port, int wait_ms)
 	fcntl(ep->ctx->async_fd, F_SETFL, fcntl(ep->ctx->async_fd, F_GETFL) | O_NONBLOCK);
 	if (ibv_req_notify_cq(ep->cq, 0))
 		return -errno;
+	ep->if_mtu = ep->mtu;
 	ep->hw = (struct ipoib_hwaddr){ .qpn = ep->qp->qp_num };
 	memcpy(ep->hw.gid, ep->gid, 16);
 	return 0;
@@ -239,6 +240,7 @@ void ipoib_ep_close(struct ipoib_ep *ep)
 	struct ibv_port_attr pa;
 	union ibv_gid g;
 
+	ipoib_cm_close(ep);
 	neigh_fini(&ep->neigh);
 	if (ep->qp)
 		ipoib_mc_leave_all(ep);
@@ -371,22 +373,28 @@ static struct ibv_ah *neigh_ah(struct ipoib_ep *ep, struct neigh *n)
 	return n->ah;
 }
 
-/* A neighbour became VALID: send what waited for it. */
+static int send_valid(struct ipoib_ep *ep, struct neigh *n, uint16_t et, const uint8_t *pkt,
+		      size_t len, uint64_t now);
+
+/* A neighbour became VALID: send what waited for it (n may go meanwhile:
+ * no path). */
 static void flush_queue(struct ipoib_ep *ep, struct neigh *n)
 {
-	struct ibv_ah *ah = n->qn ? neigh_ah(ep, n) : NULL;
+	struct neigh_pkt q[NEIGH_QLEN];
+	unsigned int qn = n->qn;
 
-	for (unsigned int i = 0; i < n->qn; i++) {
-		const uint8_t *d = n->q[i].data;
+	memcpy(q, n->q, sizeof(q));
+	n->qn = 0;
+	for (unsigned int i = 0; i < qn; i++) {
+		const uint8_t *d = q[i].data;
 		uint16_t et = (d[0] >> 4) == 6 ? ETH_P_IPV6_ : ETH_P_IPV4;
 
-		if (ah)
-			send_frame(ep, et, d, n->q[i].len, ah, n->hw.qpn);
+		if (n->state == NEIGH_VALID)
+			send_valid(ep, n, et, d, q[i].len, ep->now);
 		else
 			ep->st.tx_dropped++;
-		free(n->q[i].data);
+		free(q[i].data);
 	}
-	n->qn = 0;
 }
 
 static bool own_ip4(const struct ipoib_ep *ep, uint32_t ip)
@@ -399,12 +407,19 @@ static bool own_ip4(const struct ipoib_ep *ep, uint32_t ip)
 	return false;
 }
 
-/* A neighbour heard from LID slid: an AH made for another LID is stale (its
- * port's LID changed), so the next datagram asks for the path again. */
+/* A neighbour heard from LID slid: an AH made for another LID, or an RC
+ * connection made on a path to it, is stale (its port's LID changed), so the
+ * next datagram asks for the path again (and connects again). */
 static void check_path(struct ipoib_ep *ep, struct neigh *n, uint16_t slid)
 {
-	if (n && n->ah && n->dlid != slid)
-		neigh_forget_ah(&ep->neigh, n);
+	if (!n || !slid)
+		return;
+	if (n->dlid && n->dlid != slid) {
+		if (n->ah)
+			neigh_forget_ah(&ep->neigh, n);
+		ipoib_cm_forget(ep, &n->hw);
+	}
+	n->dlid = slid;
 }
 
 static void handle_arp(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint16_t slid,
@@ -532,19 +547,15 @@ static bool handle_nd(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint16_
 	return true;
 }
 
-static void handle_recv(struct ipoib_ep *ep, const struct ibv_wc *wc, uint64_t now)
+void ipoib_ep_rx_frame(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint16_t slid,
+		       uint64_t now)
 {
-	uint32_t i = (uint32_t)wc->wr_id;
-	const uint8_t *p = rx_buf(ep, i) + IPOIB_GRH_LEN;
-	size_t len = wc->byte_len >= IPOIB_GRH_LEN ? wc->byte_len - IPOIB_GRH_LEN : 0;
 	int et = ipoib_hdr_decode(p, len);
 
-	if (wc->src_qp == ep->qp->qp_num && wc->slid == ep->lid) {
-		/* our own multicast, looped back */
-	} else if (et == ETH_P_ARP_) {
-		handle_arp(ep, p + IPOIB_ENCAP_LEN, len - IPOIB_ENCAP_LEN, wc->slid, now);
+	if (et == ETH_P_ARP_) {
+		handle_arp(ep, p + IPOIB_ENCAP_LEN, len - IPOIB_ENCAP_LEN, slid, now);
 	} else if (et == ETH_P_IPV6_ && handle_nd(ep, p + IPOIB_ENCAP_LEN,
-						  len - IPOIB_ENCAP_LEN, wc->slid, now)) {
+						  len - IPOIB_ENCAP_LEN, slid, now)) {
 		/* neighbour discovery: ours, not the kernel's (the TUN has no
 		 * link-layer address) */
 	} else if ((et == ETH_P_IPV4 || et == ETH_P_IPV6_) && len > IPOIB_ENCAP_LEN &&
@@ -555,6 +566,19 @@ static void handle_recv(struct ipoib_ep *ep, const struct ibv_wc *wc, uint64_t n
 			ep->deliver(ep->deliver_arg, p + IPOIB_ENCAP_LEN, len - IPOIB_ENCAP_LEN);
 	} else {
 		ep->st.rx_dropped++;
+	}
+}
+
+static void handle_recv(struct ipoib_ep *ep, const struct ibv_wc *wc, uint64_t now)
+{
+	uint32_t i = (uint32_t)wc->wr_id;
+	const uint8_t *p = rx_buf(ep, i) + IPOIB_GRH_LEN;
+	size_t len = wc->byte_len >= IPOIB_GRH_LEN ? wc->byte_len - IPOIB_GRH_LEN : 0;
+
+	if (wc->src_qp == ep->qp->qp_num && wc->slid == ep->lid) {
+		/* our own multicast, looped back */
+	} else {
+		ipoib_ep_rx_frame(ep, p, len, wc->slid, now);
 	}
 	if (post_recv(ep, i))
 		ep->st.rx_errors++;
@@ -606,7 +630,7 @@ bool ipoib_ep_can_send(struct ipoib_ep *ep)
 {
 	if (!ep->tx_nfree)	/* receives found here are handled at the last time we were told */
 		drain(ep, ep->now);
-	return ep->tx_nfree > 0;
+	return ep->tx_nfree > 0 && ipoib_cm_can_send(ep);
 }
 
 static bool is_v4(const uint8_t ip[16])
@@ -636,21 +660,60 @@ static void probe(struct ipoib_ep *ep, struct neigh *n, uint64_t now)
 	send_nd(ep, &ns, ep->bcast_ah, IPOIB_BCAST_QPN);
 }
 
+void ipoib_ep_too_big(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, unsigned int mtu)
+{
+	uint8_t icmp[IPOIB_TOO_BIG_MAX];
+	size_t n = ipoib_icmp_too_big(pkt, len, mtu, icmp);
+
+	if (n && ep->deliver)
+		ep->deliver(ep->deliver_arg, icmp, n);
+}
+
+/* Larger than the UD MTU (connected mode's interface MTU is larger): an
+ * ICMP too-big back, the datagram dropped. */
+static int ud_too_big(struct ipoib_ep *ep, const uint8_t *pkt, size_t len)
+{
+	ep->st.tx_dropped++;
+	ep->cm.st.too_big++;
+	ipoib_ep_too_big(ep, pkt, len, ep->mtu);
+	return -EMSGSIZE;
+}
+
+/* A datagram to the VALID neighbour n: over its RC connection (connected
+ * mode, the neighbour has IPOIB_FLAGS_RC), else over UD. */
+static int send_valid(struct ipoib_ep *ep, struct neigh *n, uint16_t et, const uint8_t *pkt,
+		      size_t len, uint64_t now)
+{
+	struct ibv_ah *ah;
+
+	if (ep->cm.enabled && (n->hw.flags & IPOIB_FLAGS_RC)) {
+		int ret = ipoib_cm_send(ep, &n->hw, et, pkt, len, now);
+
+		if (ret != -ENOTCONN) {
+			if (ret && ret != -EMSGSIZE)
+				ep->st.tx_dropped++;
+			return ret;
+		}
+		/* no connection to be had now: UD */
+	}
+	if (len > ep->mtu)
+		return ud_too_big(ep, pkt, len);
+	ah = neigh_ah(ep, n);
+	if (ah)
+		return send_frame(ep, et, pkt, len, ah, n->hw.qpn);
+	ep->st.tx_dropped++;
+	return -EHOSTUNREACH;
+}
+
 /* A unicast datagram to neighbour ip: at once if resolved, else queued
  * behind a probe. */
 static int send_unicast(struct ipoib_ep *ep, const uint8_t ip[16], uint16_t et,
 			const uint8_t *pkt, size_t len, uint64_t now)
 {
 	struct neigh *n = neigh_get_incomplete(&ep->neigh, ip, now);
-	struct ibv_ah *ah;
 
-	if (n->state == NEIGH_VALID) {
-		ah = neigh_ah(ep, n);
-		if (ah)
-			return send_frame(ep, et, pkt, len, ah, n->hw.qpn);
-		ep->st.tx_dropped++;
-		return -EHOSTUNREACH;
-	}
+	if (n->state == NEIGH_VALID)
+		return send_valid(ep, n, et, pkt, len, now);
 	if (neigh_enqueue(&ep->neigh, n, pkt, len))
 		return -ENOMEM;
 	if (!n->probes)
@@ -675,7 +738,7 @@ int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64
 	uint32_t dst;
 
 	ep->now = now;
-	if (len < 20 || len > ep->mtu) {
+	if (len < 20 || len > ep->if_mtu) {
 		ep->st.tx_dropped++;
 		return -EMSGSIZE;
 	}
@@ -685,7 +748,8 @@ int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64
 			return -EINVAL;
 		}
 		if (pkt[24] == 0xFF)
-			return send_frame(ep, ETH_P_IPV6_, pkt, len, ep->bcast_ah, IPOIB_BCAST_QPN);
+			return len > ep->mtu ? ud_too_big(ep, pkt, len) :
+			       send_frame(ep, ETH_P_IPV6_, pkt, len, ep->bcast_ah, IPOIB_BCAST_QPN);
 		return send_unicast(ep, pkt + 24, ETH_P_IPV6_, pkt, len, now);
 	}
 	if (pkt[0] >> 4 != 4) {
@@ -693,6 +757,8 @@ int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64
 		return -EPROTONOSUPPORT;
 	}
 	dst = (uint32_t)pkt[16] << 24 | (uint32_t)pkt[17] << 16 | (uint32_t)pkt[18] << 8 | pkt[19];
+	if (len > ep->mtu && ((dst >> 28) == 0xE || ipv4_bcast(ep, dst)))
+		return ud_too_big(ep, pkt, len);
 	if ((dst >> 28) == 0xE && (ah = ipoib_mc_sender(ep, dst, now)))
 		return send_frame(ep, ETH_P_IPV4, pkt, len, ah, IPOIB_BCAST_QPN);
 	if (ipv4_bcast(ep, dst))
@@ -767,6 +833,7 @@ static void rejoin(struct ipoib_ep *ep)
 	ep->rejoin = false;
 	ep->st.rejoins++;
 	ep->lid = pa.lid;
+	ipoib_cm_flush(ep);	/* connections on paths from our old LID */
 	neigh_fini(&ep->neigh);
 	if (neigh_init(&ep->neigh, IPOIB_NEIGH_MAX, IPOIB_NEIGH_TTL_MS, release_ah, ep))
 		abort();	/* 256 entries: no memory at all */
@@ -812,6 +879,8 @@ void ipoib_ep_tick(struct ipoib_ep *ep, uint64_t now)
 		ep->ip6_read = now;
 	}
 	neigh_expire(&ep->neigh, now);
+	if (ep->cm.enabled)
+		ipoib_cm_tick(ep, now);
 	for (size_t i = 0; i < ep->neigh.cap; i++) {
 		struct neigh *n = &ep->neigh.e[i];
 

@@ -9,6 +9,8 @@
  * neighbour discovery with the IPoIB link-layer option (RFC 4391 §5)
  * answered and asked; IP datagrams sent to a neighbour's QPN through an AH
  * made from a PathRecord, broadcast and multicast to the broadcast group.
+ * Connected mode (RFC 4755, cm.h) when ipoib_cm_open is called: unicast to
+ * neighbours with the RC flag over RC connections, the rest as above.
  */
 #ifndef SOFTIB_IPOIB_EP_H
 #define SOFTIB_IPOIB_EP_H
@@ -19,6 +21,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "ipoib/cm.h"
 #include "ipoib/neigh.h"
 #include "ipoib/sa.h"
 #include "ipoib/wire.h"
@@ -75,7 +78,8 @@ struct ipoib_ep {
 	uint32_t qkey;
 	uint16_t mlid;
 	uint8_t mc_sl;
-	unsigned int mtu;		/* IPoIB MTU: group MTU - 4 */
+	unsigned int mtu;		/* IPoIB MTU of UD: group MTU - 4 */
+	unsigned int if_mtu;		/* the interface's: mtu, or IPOIB_CM_MTU in connected mode */
 	struct ipoib_mcm bcast_rec;	/* the broadcast group's record from the SA */
 	struct ibv_ah *bcast_ah;
 	struct ipoib_mc mc[IPOIB_MC_MAX];
@@ -96,6 +100,7 @@ struct ipoib_ep {
 	void (*deliver)(void *arg, const uint8_t *pkt, size_t len);
 	void *deliver_arg;
 	struct ipoib_stats st;
+	struct ipoib_cm cm;		/* connected mode (cm.h), when enabled */
 };
 
 /* Open dev/port (waiting up to wait_ms for the port to be ACTIVE), create the
@@ -116,6 +121,15 @@ bool ipoib_ep_can_send(struct ipoib_ep *ep);
  * neighbour (ARP or ND, and a PathRecord, first if needed; the packet waits) or the
  * broadcast group. 0, or -errno when dropped (counted). */
 int ipoib_ep_send_ip(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, uint64_t now_ms);
+/* A frame received (UD after its GRH, or an RC connection): the 4-byte
+ * header then ARP, IPv4 or IPv6; handled as the UD path does (ARP and ND
+ * answered, IP delivered), malformed frames dropped and counted. */
+void ipoib_ep_rx_frame(struct ipoib_ep *ep, const uint8_t *p, size_t len, uint16_t slid,
+		       uint64_t now_ms);
+/* The IP datagram pkt is larger than mtu on its way: an ICMP "fragmentation
+ * needed" / ICMPv6 "packet too big" with mtu goes to deliver (the kernel's
+ * ipoib_cm_skb_too_long), so that the IP stack lowers its path MTU. */
+void ipoib_ep_too_big(struct ipoib_ep *ep, const uint8_t *pkt, size_t len, unsigned int mtu);
 /* The device's async event fd (non-blocking). */
 int ipoib_ep_async_fd(const struct ipoib_ep *ep);
 /* Read the device's async events: a PORT_ACTIVE, LID_CHANGE, SM_CHANGE,

@@ -18,6 +18,7 @@ struct sib_ipoib_opts {
 	const char *addr;	/* A.B.C.D/P, or NULL */
 	bool daemon;		/* detach once up */
 	int wait_ms;		/* for the port to be ACTIVE */
+	bool connected;		/* --mode connected (RFC 4755); default datagram */
 };
 
 /* Bring the interface up and run the bridge: returns the exit status (0 after

@@ -30,7 +30,8 @@ struct neigh {
 	uint8_t ip[16];			/* IPv6, or IPv4-mapped (neigh_v4) */
 	struct ipoib_hwaddr hw;		/* VALID only */
 	void *ah;			/* the caller's address handle, or NULL */
-	uint16_t dlid;			/* the LID the AH leads to (the caller's) */
+	uint16_t dlid;			/* the LID the AH leads to, or the neighbour was
+					 * last heard from (the caller's) */
 	uint64_t expires;		/* ms: VALID: end of life; INCOMPLETE: next probe */
 	uint64_t born;			/* ms: for eviction of the oldest */
 	unsigned int probes;		/* ARP requests sent while INCOMPLETE */

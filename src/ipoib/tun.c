@@ -5,7 +5,8 @@
  * interface's address, MTU (the endpoint's: group MTU - 4) and IFF_UP with
  * libnl-route-3, then moves datagrams both ways from one ppoll on the TUN fd
  * and the CQ's completion channel (the TUN is polled only while a send slot
- * is free; the device's async events for port changes; a 250 ms tick for ARP retries and expiry; no busy loop).  A pid
+ * is free; the device's async events for port changes; in connected mode
+ * the rdma_cm event channel and the RC CQ's completion channel too; a 250 ms tick for ARP retries and expiry; no busy loop).  A pid
  * file in softib's runtime dir lets `down` stop it.
  */
 #include <arpa/inet.h>
@@ -170,14 +171,16 @@ static int loop(struct ipoib_ep *ep, int tfd)
 		return 1;
 	sigemptyset(&none);
 	while (!stop_flag) {
-		struct pollfd pf[3] = {
+		struct pollfd pf[5] = {
 			{ .fd = ipoib_ep_fd(ep), .events = POLLIN },
 			{ .fd = tfd, .events = ipoib_ep_can_send(ep) ? POLLIN : 0 },
 			{ .fd = ipoib_ep_async_fd(ep), .events = POLLIN },
+			{ .fd = ipoib_cm_event_fd(ep), .events = POLLIN },	/* -1: ignored */
+			{ .fd = ipoib_cm_comp_fd(ep), .events = POLLIN },
 		};
 		struct timespec to = { 0, 250 * 1000 * 1000 };
 		uint64_t t;
-		int n = ppoll(pf, 3, &to, &none);
+		int n = ppoll(pf, 5, &to, &none);
 
 		if (n < 0 && errno != EINTR) {
 			perror("softib ipoib: ppoll");
@@ -185,11 +188,14 @@ static int loop(struct ipoib_ep *ep, int tfd)
 			return 1;
 		}
 		t = now_ms();
-		if (n > 0 && pf[0].revents && ipoib_ep_poll(ep, t) < 0) {
+		if (n > 0 && ((pf[0].revents && ipoib_ep_poll(ep, t) < 0) ||
+			      (pf[4].revents && ipoib_cm_poll(ep, t) < 0))) {
 			fprintf(stderr, "softib ipoib: the CQ failed\n");
 			free(buf);
 			return 1;
 		}
+		if (n > 0 && pf[3].revents)
+			ipoib_cm_events(ep, t);
 		if (n > 0 && (pf[1].revents & POLLIN))
 			from_tun(ep, tfd, buf, cap);
 		if (n > 0 && pf[2].revents) {
@@ -279,6 +285,22 @@ static void print_stats(const struct ipoib_ep *ep, const char *tun)
 		(unsigned long long)s->path_queries, (unsigned long long)s->path_errors,
 		(unsigned long long)s->mc_joins, (unsigned long long)s->mc_join_errors,
 		(unsigned long long)s->port_events, (unsigned long long)s->rejoins);
+	if (ep->cm.st.qps_created || ep->if_mtu == IPOIB_CM_MTU) {
+		const struct ipoib_cm_stats *c = &ep->cm.st;
+
+		fprintf(stderr, "softib ipoib: %s connected mode: cm connections tx %llu rx %llu, "
+			"fallbacks %llu, rejected %llu, rc rx %llu packets %llu bytes, rc tx %llu "
+			"packets %llu bytes, errors rx %llu tx %llu, teardowns %llu (timeouts %llu), "
+			"too big %llu, qps %llu live\n", tun,
+			(unsigned long long)c->tx_conns, (unsigned long long)c->rx_conns,
+			(unsigned long long)c->fallbacks, (unsigned long long)c->rejected,
+			(unsigned long long)c->rx_packets, (unsigned long long)c->rx_bytes,
+			(unsigned long long)c->tx_packets, (unsigned long long)c->tx_bytes,
+			(unsigned long long)c->rx_errors, (unsigned long long)c->tx_errors,
+			(unsigned long long)c->teardowns, (unsigned long long)c->timeouts,
+			(unsigned long long)c->too_big,
+			(unsigned long long)ipoib_cm_live_qps(ep));
+	}
 }
 
 int sib_ipoib_up(const struct sib_ipoib_opts *o)
@@ -307,17 +329,22 @@ int sib_ipoib_up(const struct sib_ipoib_opts *o)
 	}
 	if (ipoib_ep_open(&ep, o->dev, o->port, o->wait_ms) < 0)
 		goto out;
+	if (o->connected && ipoib_cm_open(&ep) < 0)
+		goto out;
 	ep.deliver = to_tun;
 	snprintf(ep.ifname, sizeof(ep.ifname), "%s", o->tun);
 	ep.deliver_arg = &tfd;
-	if (link_config(o->tun, o->addr, ep.mtu, &ep.ip, &ep.prefix_mask) < 0)
+	if (link_config(o->tun, o->addr, ep.if_mtu, &ep.ip, &ep.prefix_mask) < 0)
 		goto out;
 	if (write_pid(pidf) < 0)
 		fprintf(stderr, "softib ipoib: pid file %s: %s\n", pidf, strerror(errno));
-	fprintf(stderr, "softib ipoib: %s up on %s port %d: QPN 0x%06x, MTU %u, Q_Key 0x%08x, "
-		"MLID 0x%04x\n", o->tun, o->dev, o->port, ep.qp->qp_num, ep.mtu, ep.qkey, ep.mlid);
+	fprintf(stderr, "softib ipoib: %s up on %s port %d: %s mode, QPN 0x%06x, MTU %u, "
+		"Q_Key 0x%08x, MLID 0x%04x\n", o->tun, o->dev, o->port,
+		ep.cm.enabled ? "connected" : "datagram", ep.qp->qp_num, ep.if_mtu, ep.qkey,
+		ep.mlid);
 	report_up(&report, 0);
 	ret = loop(&ep, tfd);
+	ipoib_cm_close(&ep);	/* first: its counters say every QP went */
 	print_stats(&ep, o->tun);
 	unlink(pidf);
 out:

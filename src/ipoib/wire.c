@@ -325,3 +325,95 @@ int ipoib_nd_decode(const uint8_t *pkt, size_t len, struct ipoib_nd *nd)
 		return -EINVAL;		/* a multicast target */
 	return nd_options(m + 24, plen - 24, nd);
 }
+
+/* ---- connected mode (RFC 4755) ---- */
+
+uint64_t ipoib_cm_service_id(uint32_t qpn)
+{
+	return IPOIB_CM_IETF_ID | (qpn & IPOIB_QPN_MASK);
+}
+
+void ipoib_cm_data_encode(const struct ipoib_cm_data *d, uint8_t out[IPOIB_CM_DATA_LEN])
+{
+	put32(out, d->qpn);
+	put32(out + 4, d->mtu);
+}
+
+int ipoib_cm_data_decode(const uint8_t *in, size_t len, struct ipoib_cm_data *d)
+{
+	if (!in || len < IPOIB_CM_DATA_LEN)
+		return -EINVAL;
+	d->qpn = get32(in);
+	d->mtu = get32(in + 4);
+	if (!d->qpn || d->qpn >= IPOIB_BCAST_QPN || d->mtu <= IPOIB_ENCAP_LEN + 68)
+		return -EINVAL;
+	return 0;
+}
+
+unsigned int ipoib_cm_peer_mtu(uint32_t buf_size)
+{
+	if (buf_size > IPOIB_CM_BUF_SIZE)
+		buf_size = IPOIB_CM_BUF_SIZE;
+	return buf_size > IPOIB_ENCAP_LEN ? buf_size - IPOIB_ENCAP_LEN : 0;
+}
+
+/* The Internet checksum of len bytes (RFC 1071). */
+static uint16_t inet_csum(const uint8_t *p, size_t len)
+{
+	uint32_t s = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2)
+		s += (uint32_t)p[i] << 8 | p[i + 1];
+	if (len & 1)
+		s += (uint32_t)p[len - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+size_t ipoib_icmp_too_big(const uint8_t *pkt, size_t len, unsigned int mtu,
+			  uint8_t out[IPOIB_TOO_BIG_MAX])
+{
+	size_t quote;
+
+	if (len >= 20 && pkt[0] >> 4 == 4) {
+		size_t ihl = (size_t)(pkt[0] & 0xf) * 4;
+
+		if (ihl < 20 || ihl > len || (get16(pkt + 6) & 0x1fff) ||
+		    (pkt[9] == 1 && (ihl == len || (pkt[ihl] != 0 && pkt[ihl] != 8))))
+			return 0;	/* no ICMP about an ICMP error or a fragment (RFC 1122 3.2.2) */
+		quote = ihl + 8 < len ? ihl + 8 : len;
+		memset(out, 0, 28);
+		out[0] = 0x45;
+		put16(out + 2, (uint16_t)(28 + quote));
+		out[8] = 64;
+		out[9] = 1;
+		memcpy(out + 12, pkt + 16, 4);	/* from the destination */
+		memcpy(out + 16, pkt + 12, 4);
+		put16(out + 10, inet_csum(out, 20));
+		out[20] = 3;			/* destination unreachable */
+		out[21] = 4;			/* fragmentation needed (RFC 1191) */
+		put16(out + 26, (uint16_t)mtu);
+		memcpy(out + 28, pkt, quote);
+		put16(out + 22, inet_csum(out + 20, 8 + quote));
+		return 28 + quote;
+	}
+	if (len >= 40 && pkt[0] >> 4 == 6) {
+		if (pkt[6] == 58 && len > 40 && pkt[40] < 128)
+			return 0;	/* no error about an ICMPv6 error (RFC 4443 2.4) */
+		quote = len < IPOIB_TOO_BIG_MAX - 48 ? len : IPOIB_TOO_BIG_MAX - 48;
+		memset(out, 0, 48);
+		out[0] = 0x60;
+		put16(out + 4, (uint16_t)(8 + quote));
+		out[6] = 58;
+		out[7] = 64;
+		memcpy(out + 8, pkt + 24, 16);
+		memcpy(out + 24, pkt + 8, 16);
+		out[40] = 2;			/* packet too big (RFC 4443 3.2) */
+		put32(out + 44, mtu);
+		memcpy(out + 48, pkt, quote);
+		put16(out + 42, ipoib_icmp6_csum(out + 8, out + 24, out + 40, 8 + quote));
+		return 48 + quote;
+	}
+	return 0;
+}

@@ -103,6 +103,42 @@ uint16_t ipoib_icmp6_csum(const uint8_t src[16], const uint8_t dst[16],
 /* The solicited-node multicast address of target: ff02::1:ffXX:XXXX. */
 void ipoib_solicited_node(const uint8_t target[16], uint8_t out[16]);
 
+/* ---- IPoIB connected mode (RFC 4755; the kernel's ipoib_cm.c) ----------- */
+#define IPOIB_CM_IETF_ID	0x1000000000000000ull	/* ServiceID | the UD QPN */
+#define IPOIB_CM_MTU		65520			/* the interface's MTU */
+#define IPOIB_CM_BUF_SIZE	(IPOIB_CM_MTU + IPOIB_ENCAP_LEN) /* a receive buffer */
+#define IPOIB_CM_DATA_LEN	8
+
+/* The REQ's and REP's private data (the kernel's struct ipoib_cm_data:
+ * __be32 qpn, __be32 mtu): the sender's UD QPN and the size of its
+ * receive buffers in bytes (IPOIB_CM_BUF_SIZE, the 4-byte header included). */
+struct ipoib_cm_data {
+	uint32_t qpn;
+	uint32_t mtu;
+};
+
+/* 0x1000000000000000 | qpn: the ServiceID a connected-mode endpoint whose UD
+ * QPN is qpn listens on (IPOIB_CM_IETF_ID). */
+uint64_t ipoib_cm_service_id(uint32_t qpn);
+void ipoib_cm_data_encode(const struct ipoib_cm_data *d, uint8_t out[IPOIB_CM_DATA_LEN]);
+/* Decode the first 8 bytes of a REQ's or REP's private data: 0, or -EINVAL
+ * when in is NULL or short, the QPN is 0 or 0xFFFFFF, or the buffer size is
+ * too small for the smallest IPv4 datagram (68 bytes) and the header (the
+ * caller rejects the REQ, or tears down the connection). */
+int ipoib_cm_data_decode(const uint8_t *in, size_t len, struct ipoib_cm_data *d);
+/* The largest IP datagram to send to a peer whose buffers are buf_size bytes
+ * (at most IPOIB_CM_MTU). */
+unsigned int ipoib_cm_peer_mtu(uint32_t buf_size);
+
+/* An ICMP "fragmentation needed" (RFC 792/1191: type 3 code 4 with the
+ * next-hop MTU) or ICMPv6 "packet too big" (RFC 4443 3.2) for an IP datagram
+ * too large for the UD path (the kernel's ipoib_cm_skb_too_long), addressed
+ * to its source from its destination, quoting its start: its length, or 0
+ * when none is due (no ICMP about ICMP errors or fragments, not IP). */
+#define IPOIB_TOO_BIG_MAX	1280
+size_t ipoib_icmp_too_big(const uint8_t *pkt, size_t len, unsigned int mtu,
+			  uint8_t out[IPOIB_TOO_BIG_MAX]);
+
 /* ---- SA MADs (IBA 13.4.2 common header, 15.2.1 SA header) ---------------- */
 #define SA_MAD_LEN		256
 #define SA_DATA_OFF		56

@@ -598,12 +598,30 @@ uint32_t sib_cma_id_dev(const struct sib_cma_id *id)
 
 /* ---- binding (linux cma.c cma_get_port, cma_check_port) ---- */
 
-static struct cma_bucket *bucket_find(struct sib_cma *cma, uint32_t ps, uint16_t port)
+static struct cma_bucket *bucket_find(struct sib_cma *cma, uint32_t ps, uint16_t port,
+				      uint64_t sid)
 {
 	for (struct cma_bucket *b = cma->buckets; b; b = b->next)
-		if (b->ps == ps && b->port == port)
+		if (b->ps == ps && b->port == port && b->sid == sid)
 			return b;
 	return NULL;
+}
+
+/* The ServiceID of an AF_IB id in RDMA_PS_IB that lies outside rdma_cm's
+ * own range (ps << 16) | port, e.g. IPoIB-CM's 0x1000000000000000 | QPN: the
+ * id's bucket is that ServiceID alone and its CM listener listens on it.
+ * The kernel's cma_get_port refuses such an id (cma_select_ib_ps finds no
+ * port space: EPROTONOSUPPORT); softib takes it, as ib_ucm once let user
+ * space listen on any ServiceID (docs/rdmacm.md "AF_IB ServiceIDs").  0 for
+ * every other id. */
+static uint64_t cma_raw_sid(const struct sib_cma_id *id)
+{
+	const struct cma_addr *a = &id->src;
+
+	if (a->family != CMA_AF_IB || id->ps != SIB_CMA_PS_IB || !a->sid ||
+	    a->sid >> 16 == id->ps)
+		return 0;
+	return a->sid;
 }
 
 void cma_bucket_join(struct cma_bucket *b, struct sib_cma_id *id)
@@ -644,14 +662,15 @@ static int bind_port(struct sib_cma_id *id)
 	struct sib_cma *cma = id->cma;
 	struct cma_bucket *b;
 	uint32_t range = SIB_CMA_EPHEMERAL_HI - SIB_CMA_EPHEMERAL_LO + 1;
+	uint64_t sid = cma_raw_sid(id);
 
-	if (id->src.port == 0) { /* ephemeral: a random start, the first free */
+	if (id->src.port == 0 && !sid) { /* ephemeral: a random start, the first free */
 		uint32_t start = cma_random(cma) % range;
 
 		for (uint32_t i = 0; i < range; i++) {
 			uint16_t port = (uint16_t)(SIB_CMA_EPHEMERAL_LO + (start + i) % range);
 
-			if (!bucket_find(cma, id->ps, port)) {
+			if (!bucket_find(cma, id->ps, port, 0)) {
 				id->src.port = port;
 				break;
 			}
@@ -659,7 +678,7 @@ static int bind_port(struct sib_cma_id *id)
 		if (id->src.port == 0)
 			return -EADDRNOTAVAIL;
 	}
-	b = bucket_find(cma, id->ps, id->src.port);
+	b = bucket_find(cma, id->ps, id->src.port, sid);
 	if (b) {
 		int ret = check_port(b, id, id->reuseaddr);
 
@@ -671,6 +690,7 @@ static int bind_port(struct sib_cma_id *id)
 		b->cma = cma;
 		b->ps = id->ps;
 		b->port = id->src.port;
+		b->sid = sid;
 		b->next = cma->buckets;
 		cma->buckets = b;
 	}

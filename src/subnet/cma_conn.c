@@ -511,7 +511,7 @@ int cma_conn_listen(struct cma_bucket *b)
 	if (!(b->cm = sib_cm_id_new(cma->sn, n, 1, listen_handler, b)))
 		return -ENOMEM;
 	b->cm_node = n;
-	ret = sib_cm_listen(b->cm, (uint64_t)b->ps << 16 | b->port, ~0ull);
+	ret = sib_cm_listen(b->cm, b->sid ? b->sid : (uint64_t)b->ps << 16 | b->port, ~0ull);
 	if (ret) {
 		sib_cm_id_destroy(b->cm);
 		b->cm = NULL;

@@ -51,6 +51,7 @@ struct cma_bucket {
 	struct sib_cma *cma;
 	uint32_t ps;
 	uint16_t port;
+	uint64_t sid;                 /* an AF_IB ServiceID outside (ps << 16) | port (cma_raw_sid), else 0 */
 	struct sib_cma_id *owners;    /* through sib_cma_id.bnext */
 	struct sib_cm_id *cm;         /* the CM listener of its ServiceID, while one listens */
 	const struct sib_fab_node *cm_node; /* the CA it was made on */

@@ -9,7 +9,8 @@
  * RTU, reject, no listener, disconnect both ways, TimeWait, SIDR,
  * rdma_init_qp_attr's values, destroy during a handshake, owner cleanup,
  * REQs lost until UNREACHABLE, a route query nobody answers; multicast
- * joins through the SA (MGIDs, MFTs, leave, destroy, SA error, timeout).
+ * joins through the SA (MGIDs, MFTs, leave, destroy, SA error, timeout);
+ * AF_IB ids on a whole ServiceID outside rdma_cm's ranges (IPoIB-CM's).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1326,6 +1327,143 @@ static void test_mcast_hostile_sa(void **state)
 	assert_int_equal(nevs, n);
 }
 
+
+/* ---- AF_IB ServiceIDs outside rdma_cm's ranges (IPoIB-CM's) ---- */
+
+static void gid_of(const struct sib_fab_node *n, uint8_t gid[16])
+{
+	uint64_t pre = n->mgmt->port[1].pi.gid_prefix, guid = n->ports[1].guid;
+
+	for (int i = 0; i < 8; i++) {
+		gid[i] = (uint8_t)(pre >> (56 - 8 * i));
+		gid[8 + i] = (uint8_t)(guid >> (56 - 8 * i));
+	}
+}
+
+/* A sockaddr_ib (48 bytes): family 27, P_Key, GID, ServiceID, mask all ones. */
+static void sib_addr(uint8_t out[48], const uint8_t gid[16], uint64_t sid)
+{
+	uint16_t fam = 27;
+
+	memset(out, 0, 48);
+	memcpy(out, &fam, 2);
+	out[2] = out[3] = 0xff;
+	memcpy(out + 8, gid, 16);
+	for (int i = 0; i < 8; i++) {
+		out[24 + i] = (uint8_t)(sid >> (56 - 8 * i));
+		out[32 + i] = sid ? 0xff : 0;
+	}
+}
+
+static uint64_t raw_req_sid;
+static uint8_t raw_req_pdata[92];
+
+static int raw_listener(struct sib_cm_id *cm, const struct sib_cm_event *ev, void *ctx)
+{
+	(void)cm;
+	(void)ctx;
+	if (ev->type != SIB_CM_REQ_RECEIVED)
+		return 0;
+	raw_req_sid = ev->u.req.service_id;
+	memcpy(raw_req_pdata, ev->pdata, ev->pdata_len < 92 ? ev->pdata_len : 92);
+	return 1; /* REJ */
+}
+
+/* An AF_IB RC id of owner on softib1 connects to sid at softib0's GID with
+ * pdata: resolved and REQ sent. */
+static struct sib_cma_id *ib_connect(struct fx *f, uint64_t owner, uint64_t sid,
+				     const uint8_t *pdata, uint32_t len)
+{
+	struct sib_cma_id *c = new_id(f, owner, 0xC0 + owner, SIB_CMA_PS_IB);
+	uint8_t g0[16], g1[16], s[48], d[48];
+	struct sib_cm_conn cc = conn_of(0x330 + (uint32_t)owner); /* a QPN per REQ (else stale) */
+
+	gid_of(cas[0], g0);
+	gid_of(cas[1], g1);
+	sib_addr(s, g1, 0);
+	sib_addr(d, g0, sid);
+	assert_int_equal(CALL(sib_cma_resolve_addr(c, s, 48, d, 48, 2000)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_ADDR_RESOLVED));
+	assert_int_equal(CALL(sib_cma_resolve_route(c, 2000)), 0);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_ROUTE_RESOLVED));
+	assert_int_equal(CALL(sib_cma_connect(c, &cc, pdata, len)), 0);
+	run(f);
+	return c;
+}
+
+/* IPoIB-CM through the rdma_cm: an AF_IB listener in RDMA_PS_IB on the whole
+ * ServiceID 0x1000000000000000 | QPN (no CMA header: the 8-byte private data
+ * raw both ways), a REQ on the wire with exactly that ServiceID, and
+ * rdma_cm's own AF_IB range ((0x013F << 16) | port) as before, beside it on
+ * the same low 16 bits. */
+static void test_af_ib_raw_sid(void **state)
+{
+	struct fx *f = *state;
+	const uint64_t sid = 0x1000000000000000ull | 0x4d0123;
+	const uint8_t req[8] = { 0, 0x12, 0x34, 0x56, 0, 0, 0xff, 0xf0 };
+	const uint8_t rep[8] = { 0, 0x4d, 0x01, 0x23, 0, 0, 0xff, 0xf0 };
+	struct sib_cma_id *l = new_id(f, 2, 0x102, SIB_CMA_PS_IB), *l2, *c, *s;
+	struct sib_cm_conn sc = conn_of(0x444);
+	uint8_t g0[16], a[48];
+	struct rec *r;
+
+	gid_of(cas[0], g0);
+	sib_addr(a, g0, sid);
+	assert_int_equal(CALL(sib_cma_bind(l, a, 48)), 0);
+	assert_int_equal(CALL(sib_cma_listen(l, 8)), 0);
+	/* rdma_cm's own range on port 0x0123 is another bucket: no conflict */
+	l2 = new_id(f, 2, 0x103, SIB_CMA_PS_IB);
+	sib_addr(a, g0, (uint64_t)SIB_CMA_PS_IB << 16 | 0x0123);
+	assert_int_equal(CALL(sib_cma_bind(l2, a, 48)), 0);
+	assert_int_equal(CALL(sib_cma_listen(l2, 8)), 0);
+	/* the same raw ServiceID and GID again: in use */
+	struct sib_cma_id *dup = new_id(f, 3, 0x104, SIB_CMA_PS_IB);
+	sib_addr(a, g0, sid);
+	assert_int_equal(CALL(sib_cma_bind(dup, a, 48)), -EADDRINUSE);
+
+	c = ib_connect(f, 1, sid, req, sizeof(req));
+	r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST);
+	assert_non_null(r);
+	assert_int_equal(r->ev.listen_uid, 0x102);
+	assert_int_equal(r->ev.pdata_len, 92); /* the REQ's whole field, no header */
+	assert_memory_equal(r->ev.pdata, req, 8);
+	assert_int_equal(r->ev.conn.qp_num, 0x331);
+	s = r->id;
+	assert_int_equal(CALL(sib_cma_accept(s, &sc, rep, sizeof(rep))), 0);
+	run(f);
+	r = ev_of(c, SIB_CMA_EV_CONNECT_RESPONSE);
+	assert_non_null(r);
+	assert_memory_equal(r->ev.pdata, rep, 8);
+	assert_int_equal(r->ev.conn.qp_num, 0x444);
+	assert_int_equal(CALL(sib_cma_accept(c, &(struct sib_cm_conn){ .qp_num = 0x331, .qp_type = IBV_QPT_RC }, NULL, 0)), 0);
+	run(f);
+	assert_non_null(ev_of(s, SIB_CMA_EV_ESTABLISHED));
+
+	/* rdma_cm's own AF_IB range: listened on (0x013F << 16) | 0x0123 as before */
+	nevs = 0;
+	c = ib_connect(f, 4, (uint64_t)SIB_CMA_PS_IB << 16 | 0x0123, req, sizeof(req));
+	r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST);
+	assert_non_null(r);
+	assert_int_equal(r->ev.listen_uid, 0x103);
+	assert_memory_equal(r->ev.pdata, req, 8);
+
+	/* on the wire: a CM listener of its own on another raw ServiceID sees
+	 * the REQ's ServiceID and private data exactly as IPoIB-CM's */
+	struct sib_cm_id *raw = sib_cm_id_new(f->sn, cas[0], 1, raw_listener, NULL);
+	assert_non_null(raw);
+	assert_int_equal(sib_cm_listen(raw, sid + 1, ~0ull), 0);
+	nevs = 0;
+	c = ib_connect(f, 5, sid + 1, req, sizeof(req));
+	assert_int_equal(raw_req_sid, sid + 1);
+	assert_memory_equal(raw_req_pdata, req, 8);
+	assert_memory_equal(raw_req_pdata + 8, (uint8_t[84]){ 0 }, 84);
+	run(f);
+	assert_non_null(ev_of(c, SIB_CMA_EV_REJECTED));
+	sib_cm_id_destroy(raw);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1352,6 +1490,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mcast_join_leave, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_hostile_sa, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_af_ib_raw_sid, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

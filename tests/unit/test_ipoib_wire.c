@@ -8,7 +8,8 @@
  * at their IBA offsets (15.2.5.16/17) inside an SA MAD, and the neighbour
  * table's bound (oldest evicted), IPv6 NS/NA with the IPoIB link-layer
  * option (RFC 4391 §5) and its checksum, expiry, per-entry queue bound and AH
- * release.
+ * release; connected mode's ServiceID and private data (RFC 4755) and the
+ * ICMP too-big answers.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -346,6 +347,125 @@ static void test_neigh_expiry_queue(void **state)
 	assert_int_equal(neigh_init(&t, 0, 1, NULL, NULL), -EINVAL);
 }
 
+/* Connected mode (RFC 4755, the kernel's ipoib_cm.c): the ServiceID, the
+ * REQ/REP private data (ipoib_cm_data: __be32 qpn, __be32 mtu) as the bytes
+ * the kernel sends, the refused ones, and the peer's MTU. */
+static void test_cm_data(void **state)
+{
+	static const uint8_t want[8] = { 0, 0, 0, 3, 0, 0, 0xff, 0xf4 };	/* QPN 3, 65524 */
+	struct ipoib_cm_data d = { .qpn = 3, .mtu = IPOIB_CM_BUF_SIZE }, e;
+	uint8_t out[8], bad[8];
+
+	(void)state;
+	assert_int_equal(IPOIB_CM_MTU, 65520);
+	assert_true(ipoib_cm_service_id(0x000203) == 0x1000000000000203ull);
+	assert_true(ipoib_cm_service_id(0xff000203) == 0x1000000000000203ull);	/* 24 bits */
+	ipoib_cm_data_encode(&d, out);
+	assert_memory_equal(out, want, 8);
+	assert_int_equal(ipoib_cm_data_decode(out, 8, &e), 0);
+	assert_int_equal(e.qpn, 3);
+	assert_int_equal(e.mtu, 65524);
+	/* the whole REQ field (92 bytes) is fine: only the first 8 count */
+	uint8_t req[92] = { 0 };
+	memcpy(req, want, 8);
+	req[50] = 0xAA;
+	assert_int_equal(ipoib_cm_data_decode(req, sizeof(req), &e), 0);
+	/* short, none, QPN 0 or the broadcast QPN, a buffer too small */
+	assert_int_equal(ipoib_cm_data_decode(out, 7, &e), -EINVAL);
+	assert_int_equal(ipoib_cm_data_decode(NULL, 8, &e), -EINVAL);
+	memcpy(bad, want, 8);
+	bad[3] = 0;
+	assert_int_equal(ipoib_cm_data_decode(bad, 8, &e), -EINVAL);
+	memcpy(bad, "\x00\xff\xff\xff\x00\x00\xff\xf4", 8);
+	assert_int_equal(ipoib_cm_data_decode(bad, 8, &e), -EINVAL);
+	memcpy(bad, "\x01\x00\x00\x03\x00\x00\xff\xf4", 8);	/* above 24 bits */
+	assert_int_equal(ipoib_cm_data_decode(bad, 8, &e), -EINVAL);
+	memcpy(bad, "\x00\x00\x00\x03\x00\x00\x00\x48", 8);	/* 72 = 4 + 68 */
+	assert_int_equal(ipoib_cm_data_decode(bad, 8, &e), -EINVAL);
+	memcpy(bad, "\x00\x00\x00\x03\x00\x00\x00\x49", 8);
+	assert_int_equal(ipoib_cm_data_decode(bad, 8, &e), 0);
+	/* the peer's MTU: its buffers - 4, at most 65520 */
+	assert_int_equal(ipoib_cm_peer_mtu(65524), 65520);
+	assert_int_equal(ipoib_cm_peer_mtu(0xffffffff), 65520);
+	assert_int_equal(ipoib_cm_peer_mtu(2048), 2044);
+	assert_int_equal(ipoib_cm_peer_mtu(4), 0);
+}
+
+static uint16_t csum(const uint8_t *p, size_t len)
+{
+	uint32_t s = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2)
+		s += (uint32_t)p[i] << 8 | p[i + 1];
+	if (len & 1)
+		s += (uint32_t)p[len - 1] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)s;
+}
+
+/* ICMP "fragmentation needed" (RFC 1191) and ICMPv6 "packet too big" (RFC
+ * 4443) for a datagram over the UD MTU: from its destination to its source,
+ * the MTU, checksums right, the start of the datagram quoted; none about an
+ * ICMP error or a fragment. */
+static void test_too_big(void **state)
+{
+	uint8_t pkt[3000] = { 0x45, 0, 0x0b, 0xb8, 0, 0, 0x40, 0, 64, 6, 0, 0,
+			      10, 78, 0, 1, 10, 78, 0, 2 }, out[IPOIB_TOO_BIG_MAX];
+	size_t n;
+
+	(void)state;
+	n = ipoib_icmp_too_big(pkt, sizeof(pkt), 2044, out);
+	assert_int_equal(n, 20 + 8 + 28);
+	assert_int_equal(out[0], 0x45);
+	assert_int_equal(out[2] << 8 | out[3], n);
+	assert_int_equal(out[9], 1);
+	assert_memory_equal(out + 12, pkt + 16, 4);	/* from 10.78.0.2 */
+	assert_memory_equal(out + 16, pkt + 12, 4);	/* to 10.78.0.1 */
+	assert_int_equal(csum(out, 20), 0xffff);
+	assert_int_equal(out[20], 3);
+	assert_int_equal(out[21], 4);
+	assert_int_equal(out[26] << 8 | out[27], 2044);
+	assert_int_equal(csum(out + 20, n - 20), 0xffff);
+	assert_memory_equal(out + 28, pkt, 28);
+	/* an echo request gets one; an ICMP error or a later fragment none */
+	pkt[9] = 1;
+	pkt[20] = 8;
+	assert_int_equal(ipoib_icmp_too_big(pkt, sizeof(pkt), 2044, out), 56);
+	pkt[20] = 3;
+	assert_int_equal(ipoib_icmp_too_big(pkt, sizeof(pkt), 2044, out), 0);
+	pkt[9] = 6;
+	pkt[7] = 0x10;
+	assert_int_equal(ipoib_icmp_too_big(pkt, sizeof(pkt), 2044, out), 0);
+	pkt[0] = 0x44;	/* IHL 16: malformed */
+	pkt[7] = 0;
+	assert_int_equal(ipoib_icmp_too_big(pkt, sizeof(pkt), 2044, out), 0);
+	assert_int_equal(ipoib_icmp_too_big(pkt, 10, 2044, out), 0);
+
+	/* IPv6: fd77::1 -> fd77::2, UDP */
+	uint8_t p6[3000] = { 0x60, 0, 0, 0, 0x0b, 0x90, 17, 64 };
+	p6[8] = p6[24] = 0xfd;
+	p6[9] = p6[25] = 0x77;
+	p6[23] = 1;
+	p6[39] = 2;
+	n = ipoib_icmp_too_big(p6, sizeof(p6), 2044, out);
+	assert_int_equal(n, IPOIB_TOO_BIG_MAX);	/* at most the IPv6 minimum MTU */
+	assert_int_equal(out[0] >> 4, 6);
+	assert_int_equal(out[4] << 8 | out[5], n - 40);
+	assert_int_equal(out[6], 58);
+	assert_memory_equal(out + 8, p6 + 24, 16);
+	assert_memory_equal(out + 24, p6 + 8, 16);
+	assert_int_equal(out[40], 2);
+	assert_int_equal(out[44] << 24 | out[45] << 16 | out[46] << 8 | out[47], 2044);
+	assert_int_equal(ipoib_icmp6_csum(out + 8, out + 24, out + 40, n - 40), 0);
+	assert_memory_equal(out + 48, p6, n - 48);
+	p6[6] = 58;
+	p6[40] = 1;	/* an ICMPv6 error: none */
+	assert_int_equal(ipoib_icmp_too_big(p6, sizeof(p6), 2044, out), 0);
+	p6[40] = 128;	/* an echo request: one */
+	assert_int_equal(ipoib_icmp_too_big(p6, sizeof(p6), 2044, out), IPOIB_TOO_BIG_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -358,6 +478,8 @@ int main(void)
 		cmocka_unit_test(test_decoders_hostile),
 		cmocka_unit_test(test_neigh_bound),
 		cmocka_unit_test(test_neigh_expiry_queue),
+		cmocka_unit_test(test_cm_data),
+		cmocka_unit_test(test_too_big),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -810,6 +810,10 @@ void ipoib_ep_async(struct ipoib_ep *ep)
 				ep->st.port_events++;
 			}
 			break;
+		case IBV_EVENT_DEVICE_FATAL: /* softibd gone: the kernel's ipoib
+					      * goes with its device */
+			ep->fatal = true;
+			break;
 		default:
 			break;
 		}

@@ -86,6 +86,7 @@ struct ipoib_ep {
 	unsigned int nmc;
 	bool joined, attached;
 	bool rejoin;			/* a port event asked for a flush and rejoin */
+	bool fatal;			/* IBV_EVENT_DEVICE_FATAL: the device is gone */
 	uint64_t now;			/* ms: the last time a caller gave us */
 	struct ipoib_sa sa;
 	struct neigh_table neigh;
@@ -136,7 +137,8 @@ int ipoib_ep_async_fd(const struct ipoib_ep *ep);
  * CLIENT_REREGISTER or PKEY_CHANGE of our port asks for a flush and rejoin
  * (the kernel's ipoib_event -> ipoib_flush_dev: paths forgotten, the
  * broadcast and IPv4 groups joined again), done by the next tick once the
- * port is ACTIVE. */
+ * port is ACTIVE.  DEVICE_FATAL (softibd gone) sets ep->fatal: the bridge
+ * stops, as the kernel's ipoib interface goes with its device. */
 void ipoib_ep_async(struct ipoib_ep *ep);
 /* Timers: ARP/ND retries, neighbour expiry, re-reading the interface's IPv6
  * addresses (each second).  Call at least every second. */

@@ -201,6 +201,12 @@ static int loop(struct ipoib_ep *ep, int tfd)
 		if (n > 0 && pf[2].revents) {
 			ipoib_ep_async(ep);
 			next_tick = 0;	/* a rejoin at once */
+			if (ep->fatal) {
+				fprintf(stderr, "softib ipoib: the device is gone (softibd stopped?): "
+					"the interface goes with it\n");
+				free(buf);
+				return 1;
+			}
 		}
 		if (t >= next_tick) {
 			ipoib_ep_tick(ep, t);

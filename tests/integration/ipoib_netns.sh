@@ -220,4 +220,13 @@ if command -v setpriv >/dev/null; then
 	[ $rc = 1 ] && grep -q CAP_NET_ADMIN "$SIB_TMP/nocap.out" ||
 		fail "without CAP_NET_ADMIN: rc $rc: $(cat "$SIB_TMP/nocap.out")"
 fi
+
+# softibd dies: a running bridge stops with its device (DEVICE_FATAL), as the
+# kernel's interface goes with its HCA; it must not run on, forwarding nothing.
+up "$NSA" softib0 10.77.0.1/24
+wait_until 20 grep -q " up on " "$SIB_TMP/softib0.log" ||
+	fail "softib0 did not come up again: $(cat "$SIB_TMP/softib0.log")"
+kill -KILL "$SIB_DAEMON_PID"
+wait_until 15 bash -c "! kill -0 $pid_softib0 2>/dev/null" || fail "the bridge outlived softibd"
+grep -q "the device is gone" "$SIB_TMP/softib0.log" || fail "bridge exit: $(cat "$SIB_TMP/softib0.log")"
 echo PASS

@@ -17,21 +17,8 @@
 # Exit 77 without root, /dev/net/tun or `ip netns`.
 . "$(dirname "$0")/mgmt_lib.sh"
 mode=${1:-builtin}
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
-[ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: no ip (iproute2)"; exit 77; }
 MB=${SIB_IPOIB_MB:-100}
-NSA=sibA$$_$RANDOM
-NSB=sibB$$_$RANDOM
-ip netns add "$NSA" 2>/dev/null || { echo "SKIP: cannot make network namespaces"; exit 77; }
-ip netns add "$NSB" || { ip netns del "$NSA"; fail "ip netns add $NSB"; }
-ipoib_cleanup() {
-	sib_cleanup
-	ip netns del "$NSA" 2>/dev/null
-	ip netns del "$NSB" 2>/dev/null
-}
-trap ipoib_cleanup EXIT
-inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+netns_pair sib
 
 if [ "$mode" = external ]; then
 	need_umad
@@ -43,10 +30,7 @@ fi
 SOFTIB=("$SIB_BIN/softib")
 
 CAP=$SIB_TMP/cm.pcap
-"${SOFTIB[@]}" capture -w "$CAP" -d softib0 -p 1 -c 1000 2>"$SIB_TMP/cap.err" &
-cap=$!
-SIB_PIDS+=("$cap")
-wait_until 10 grep -q capturing "$SIB_TMP/cap.err" || fail "softib capture: $(cat "$SIB_TMP/cap.err")"
+capture_start "$CAP" softib0 1000
 
 up() { # NS DEV ADDR MODE
 	ip netns exec "$1" env LD_PRELOAD="$SIB_PRELOAD" "${SOFTIB[@]}" ipoib "$2" 1 up --tun ib0 \

@@ -15,23 +15,8 @@
 # Exit 77 without root, /dev/net/tun or `ip netns`.
 . "$(dirname "$0")/mgmt_lib.sh"
 mode=${1:-builtin}
-[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
-[ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun"; exit 77; }
-command -v ip >/dev/null || { echo "SKIP: no ip (iproute2)"; exit 77; }
 MB=${SIB_IPOIB_MB:-100}
-NSA=sibA$$_$RANDOM
-NSB=sibB$$_$RANDOM
-ip netns add "$NSA" 2>/dev/null || { echo "SKIP: cannot make network namespaces"; exit 77; }
-ip netns add "$NSB" || { ip netns del "$NSA"; fail "ip netns add $NSB"; }
-ipoib_cleanup() {
-	sib_cleanup
-	ip netns del "$NSA" 2>/dev/null
-	ip netns del "$NSB" 2>/dev/null
-}
-trap ipoib_cleanup EXIT
-# Foreground only: a function sent to the background is a subshell, whose
-# PID is not the program's (stopping it would orphan the program).
-inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+netns_pair sib
 
 if [ "$mode" = external ]; then
 	need_umad
@@ -44,10 +29,7 @@ SOFTIB=("$SIB_BIN/softib")
 
 # Capture softib0's port from the start (ARP, then IPv4 and IPv6 pings).
 CAP=$SIB_TMP/ipoib.pcap
-"${SOFTIB[@]}" capture -w "$CAP" -d softib0 -p 1 -c 2000 2>"$SIB_TMP/cap.err" &
-cap=$!
-SIB_PIDS+=("$cap")
-wait_until 10 grep -q capturing "$SIB_TMP/cap.err" || fail "softib capture: $(cat "$SIB_TMP/cap.err")"
+capture_start "$CAP" softib0 2000
 
 up() { # NS DEV ADDR
 	ip netns exec "$1" env LD_PRELOAD="$SIB_PRELOAD" "${SOFTIB[@]}" ipoib "$2" 1 up --tun ib0 \

@@ -120,3 +120,35 @@ start_server() {
 	done
 	fail "server did not listen: $(cat "$out")"
 }
+
+# netns_pair TAG: two fresh network namespaces, $NSA and $NSB (named
+# TAG{A,B}PID_RANDOM), deleted at exit after sib_cleanup.  Exits 77 (skip)
+# without root, /dev/net/tun, ip(8) or the right to make namespaces.
+netns_pair() {
+	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
+	[ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun"; exit 77; }
+	command -v ip >/dev/null || { echo "SKIP: no ip (iproute2)"; exit 77; }
+	NSA=${1}A$$_$RANDOM
+	NSB=${1}B$$_$RANDOM
+	ip netns add "$NSA" 2>/dev/null || { echo "SKIP: cannot make network namespaces"; exit 77; }
+	ip netns add "$NSB" || { ip netns del "$NSA"; fail "ip netns add $NSB"; }
+	trap netns_cleanup EXIT
+}
+netns_cleanup() {
+	sib_cleanup
+	ip netns del "$NSA" 2>/dev/null
+	ip netns del "$NSB" 2>/dev/null
+}
+# inns NS CMD...: CMD in namespace NS.  Foreground only: a function sent to
+# the background is a subshell, whose PID is not the program's (stopping it
+# would orphan the program).
+inns() { local ns=$1; shift; ip netns exec "$ns" "$@"; }
+
+# capture_start FILE DEV COUNT: `softib capture` of DEV port 1 into FILE (at
+# most COUNT packets) in the background, once it says it is capturing.
+capture_start() {
+	"$SIB_BIN/softib" capture -w "$1" -d "$2" -p 1 -c "$3" 2>"$SIB_TMP/cap.err" &
+	cap=$!
+	SIB_PIDS+=("$cap")
+	wait_until 10 grep -q capturing "$SIB_TMP/cap.err" || fail "softib capture: $(cat "$SIB_TMP/cap.err")"
+}

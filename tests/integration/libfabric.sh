@@ -92,19 +92,7 @@ msg)
 	expect_line msg 64k 50
 	;;
 rdm)
-	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root (network namespaces)"; exit 77; }
-	[ -c /dev/net/tun ] || { echo "SKIP: no /dev/net/tun"; exit 77; }
-	command -v ip >/dev/null || { echo "SKIP: no ip (iproute2)"; exit 77; }
-	NSA=sibfA$$_$RANDOM
-	NSB=sibfB$$_$RANDOM
-	ip netns add "$NSA" 2>/dev/null || { echo "SKIP: cannot make network namespaces"; exit 77; }
-	ip netns add "$NSB" || { ip netns del "$NSA"; fail "ip netns add $NSB"; }
-	fabric_cleanup() {
-		sib_cleanup
-		ip netns del "$NSA" 2>/dev/null
-		ip netns del "$NSB" 2>/dev/null
-	}
-	trap fabric_cleanup EXIT
+	netns_pair sibf
 	start_daemon --ip softib0:1=10.77.0.1/24 --ip softib1:1=10.77.0.2/24
 	up() { # NS DEV ADDR
 		ip netns exec "$1" env LD_PRELOAD="$SIB_PRELOAD" "$SIB_BIN/softib" ipoib "$2" 1 up \

@@ -694,7 +694,7 @@ int rs_drain_sends(struct rsocket *rs, int timeout_ms)
 {
 	uint64_t end = rs_now_ms() + (uint64_t)timeout_ms;
 
-	while (rs->state == RS_CONNECTED && (rs->sq_outstanding || rs->fin_pending)) {
+	while (rs->state == RS_CONNECTED && !rs->disconnected && (rs->sq_outstanding || rs->fin_pending)) {
 		if (rs_now_ms() >= end)
 			return rs_set_err(ETIMEDOUT);
 		rs_wait(rs, (int)(end - rs_now_ms()));

@@ -402,7 +402,8 @@ RDMACM_EXPORT int rconnect(int socket, const struct sockaddr *addr, socklen_t ad
 			break;
 		}
 		rs->state = RS_RESOLVING_ADDR;
-		r = connect_wait(rs);
+		/* nonblocking: the outcome through rpoll and SO_ERROR, as TCP's */
+		r = rs->nonblock ? rs_set_err(EINPROGRESS) : connect_wait(rs);
 		break;
 	case RS_RESOLVING_ADDR:
 	case RS_RESOLVING_ROUTE:

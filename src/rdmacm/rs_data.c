@@ -598,7 +598,7 @@ static int write_error(const struct rsocket *rs)
 
 /* The core of rsend/rwrite/rsendmsg: bytes queued, or -1/errno (EAGAIN
  * when nonblocking and nothing fits, EPIPE after shutdown, ECONNRESET). */
-ssize_t rs_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt, int flags)
+static ssize_t sendv_core(struct rsocket *rs, const struct iovec *iov, int iovcnt, int flags)
 {
 	size_t total = 0, done = 0, n;
 	bool nb = rs->nonblock || (flags & MSG_DONTWAIT);
@@ -627,6 +627,21 @@ ssize_t rs_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt, int fl
 		done += n;
 	}
 	return (ssize_t)done;
+}
+
+/*
+ * The core of rsend/rwrite/rsendmsg (above).  On the way back to the
+ * application the CQ is armed: the program may now spin on its own memory
+ * (riostream) or sleep elsewhere, and softib's engine thread, told so,
+ * carries our sends and the peer's writes instead of napping
+ * (docs/transport.md "The engine").
+ */
+ssize_t rs_sendv(struct rsocket *rs, const struct iovec *iov, int iovcnt, int flags)
+{
+	ssize_t r = sendv_core(rs, iov, iovcnt, flags);
+
+	rs_arm(rs);
+	return r;
 }
 
 /* The core of rrecv/rread/rrecvmsg: bytes, 0 at EOF, or -1/errno. */
@@ -853,6 +868,7 @@ RDMACM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t o
 			continue;
 		done += n;
 	}
+	rs_arm(rs);   /* the caller may spin on memory next: see rs_sendv */
 	rs_put(rs);
 	return done ? done : (count ? (size_t)-1 : 0);
 }

@@ -20,6 +20,14 @@
 #   send_bw        ib_send_bw -R -d softib0
 #   send_bw_ud     ib_send_bw -R -c UD -d softib0 (the UDP port space: SIDR)
 #   write_lat      ib_write_lat -R -d softib0
+#   rstream        rstream's default run (every size, latency and bandwidth,
+#                  nonblocking): rsockets (docs/rdmacm.md "rsockets")
+#   rstream_b      rstream -T b -T v (blocking, data verified), four sizes
+#   rstream_nb     rstream -T n -T v, 64 KiB
+#   rstream_async  rstream -T a -T v (rpoll), 1 MB
+#   riostream      riostream -T v (riomap/riowrite), 4 KiB
+#   riostream_b    riostream -T b -T v, 100 KB
+#   riostream_async riostream -T a -T v, 64 KiB
 . "$(dirname "$0")/lib.sh"
 case=${1:?usage: rdmacm.sh CASE}
 
@@ -76,6 +84,19 @@ check_pair() {
 	[ "$crc" = 0 ] || { show; fail "client exited $crc"; }
 	wait_server 20
 	[ "$src" = 0 ] || { show; fail "server exited $src"; }
+}
+
+# rs_pair SECONDS TOOL ARGS...: TOOL's server and client (-s 127.0.0.1) on
+# a fresh port with ARGS; both must exit 0 and the client print a result
+# line (name bytes xfers ...).
+rs_pair() {
+	local t=$1 tool=$2 port; shift 2
+	port=$(free_port) || fail "no free port"
+	run_pair "$t" "$S" "$tool -p $port $*" "$C" "$tool" -s 127.0.0.1 -p "$port" "$@"
+	check_pair
+	grep -Eq '^[0-9a-z_.]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? ' "$C" || { show; fail "$tool: no result line"; }
+	grep -q 'verification failed' "$C" "$S" && { show; fail "$tool: data verification failed"; }
+	cat "$C"
 }
 
 start_daemon
@@ -192,6 +213,30 @@ send_bw|send_bw_ud|write_lat)
 		grep -Eq 'Connection type : UD' "$C" && grep -Eq 'rdma_cm QPs[[:space:]]*: ON' "$C" ||
 			{ show; fail "not UD QPs through rdma_cm"; }
 	fi
+	;;
+rstream)
+	rs_pair 280 rstream
+	grep -q '^64_lat ' "$C" && grep -q '^1m_bw ' "$C" || { show; fail "rstream: not every size ran"; }
+	;;
+rstream_b)
+	for sz in 1 4096 100000 1000000; do
+		rs_pair 120 rstream -T b -T v -S "$sz" -C 50
+	done
+	;;
+rstream_nb)
+	rs_pair 120 rstream -T n -T v -S 65536 -C 500
+	;;
+rstream_async)
+	rs_pair 120 rstream -T a -T v -S 1000000 -C 50
+	;;
+riostream)
+	rs_pair 120 riostream -T v -S 4096 -C 20 -I 10
+	;;
+riostream_b)
+	rs_pair 120 riostream -T b -T v -S 100000 -C 20 -I 5
+	;;
+riostream_async)
+	rs_pair 120 riostream -T a -T v -S 65536 -C 20 -I 5
 	;;
 *)
 	fail "unknown case $case"

@@ -501,7 +501,10 @@ static uint64_t sbuf_free(const struct rsocket *rs)
 /* Can one byte of data go now (credits, ring, SQ, send ring)? */
 bool rs_can_send(const struct rsocket *rs)
 {
+	/* a window announcement still owed goes first: RC order makes it
+	 * reach the peer before the data that may tell it to riowrite */
 	return rs->state == RS_CONNECTED && !rs->shut_wr && !rs->fin_sent && !rs->fin_pending &&
+	       !rs->iomap_pending &&
 	       rs->sent - rs->peer_consumed < rs->peer_rbuf_size &&
 	       msg_credits(rs) > RS_CTRL_RESERVE && sq_room(rs, 1) && sbuf_free(rs) > 0;
 }
@@ -769,8 +772,14 @@ RDMACM_EXPORT int riounmap(int socket, void *buf, size_t len)
 
 		if (!m->used || m->buf != buf || m->len != len)
 			continue;
+		/* the peer must hear of it before the MR goes (its writes would
+		 * then fail and break the connection): wait for a credit, bounded */
+		uint64_t end = rs_now_ms() + RS_CLOSE_DRAIN_MS;
+
 		rs_progress(rs);
-		(void)send_ctrl(rs, RS_CTRL_IOUNMAP, (uint16_t)i, NULL);
+		while (rs->state == RS_CONNECTED && m->announced &&
+		       send_ctrl(rs, RS_CTRL_IOUNMAP, (uint16_t)i, NULL) && rs_now_ms() < end)
+			rs_wait(rs, 10);
 		ibv_dereg_mr(m->mr);
 		memset(m, 0, sizeof(*m));
 		rs_put(rs);

@@ -219,7 +219,9 @@ rstream)
 	grep -q '^64_lat ' "$C" && grep -q '^1m_bw ' "$C" || { show; fail "rstream: not every size ran"; }
 	;;
 rstream_b)
-	for sz in 1 4096 100000 1000000; do
+	# not -S below 16: rstream's sync message is 16 bytes from a buffer
+	# of -S bytes (an overflow of rstream's own, which ASan reports)
+	for sz in 16 4096 100000 1000000; do
 		rs_pair 120 rstream -T b -T v -S "$sz" -C 50
 	done
 	;;

@@ -609,8 +609,8 @@ static ssize_t sendv_core(struct rsocket *rs, const struct iovec *iov, int iovcn
 
 	for (i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
-	if (rs->state < RS_CONNECTED)
-		return rs_set_err(ENOTCONN);
+	if (rs->state < RS_CONNECTED && rs_connecting(rs, nb))
+		return -1;
 	while (done < total || !total) {
 		rs_progress(rs);
 		e = write_error(rs);
@@ -656,8 +656,8 @@ ssize_t rs_recvv(struct rsocket *rs, const struct iovec *iov, int iovcnt, int fl
 
 	for (i = 0; i < iovcnt; i++)
 		total += iov[i].iov_len;
-	if (rs->state < RS_CONNECTED)
-		return rs_set_err(ENOTCONN);
+	if (rs->state < RS_CONNECTED && rs_connecting(rs, nb))
+		return -1;
 	while (done < total) {
 		uint64_t avail, off, n, first;
 

@@ -199,6 +199,7 @@ void rs_put(struct rsocket *rs);
 int rs_set_err(int e);                       /* errno = e, -1 */
 int rs_cm_progress(struct rsocket *rs);      /* handle queued cm events: 0 or -1 */
 bool rs_lookup_exists(int fd);
+int rs_connecting(struct rsocket *rs, bool nonblock); /* 0 connected, or -1/errno */
 
 /* rs_data.c */
 int rs_create_resources(struct rsocket *rs);  /* PD, CQ, QP attrs, rings: 0 or -1/errno */

@@ -365,6 +365,26 @@ int rs_cm_progress(struct rsocket *rs)
 }
 
 /* Blocking sockets wait for the connection; others return EINPROGRESS. */
+static int connect_wait(struct rsocket *rs);
+
+/* A stream call on a socket still connecting (rconnect nonblocking):
+ * progress it; 0 once connected, else -1 with EAGAIN (nonblocking),
+ * the connection's error, or ENOTCONN when it is not connecting. */
+int rs_connecting(struct rsocket *rs, bool nonblock)
+{
+	bool nb = rs->nonblock;
+	int r;
+
+	if (rs->state < RS_RESOLVING_ADDR || rs->state > RS_CONNECTING)
+		return rs_set_err(ENOTCONN);
+	rs->nonblock = nonblock;
+	r = connect_wait(rs);
+	rs->nonblock = nb;
+	if (r && errno == EINPROGRESS)
+		errno = EAGAIN;
+	return r;
+}
+
 static int connect_wait(struct rsocket *rs)
 {
 	for (;;) {

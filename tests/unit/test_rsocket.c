@@ -302,6 +302,47 @@ static void test_nonblocking_poll(void **state)
 	assert_int_equal(rclose(s), 0);
 }
 
+/* A nonblocking rconnect: EINPROGRESS; stream calls meanwhile EAGAIN
+ * (not ENOTCONN); then POLLOUT, SO_ERROR 0, and data flows. */
+static void test_nonblocking_connect(void **state)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct acc a = { .fd = -1 };
+	pthread_t t;
+	uint16_t port;
+	socklen_t len = sizeof(int);
+	int c, v = -1;
+	char b[8];
+	ssize_t r;
+
+	(void)state;
+	a.l = listener(&port, NULL, 0);
+	assert_int_equal(pthread_create(&t, NULL, accept_thread, &a), 0);
+	c = rsocket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+	assert_true(c >= 0);
+	sin.sin_port = htons(port);
+	errno = 0;
+	assert_int_equal(rconnect(c, (struct sockaddr *)&sin, sizeof(sin)), -1);
+	assert_int_equal(errno, EINPROGRESS);
+	errno = 0;
+	assert_int_equal(rconnect(c, (struct sockaddr *)&sin, sizeof(sin)), -1);
+	assert_int_equal(errno, EALREADY);
+	r = rrecv(c, b, sizeof(b), 0);
+	assert_int_equal(r, -1);
+	assert_int_equal(errno, EAGAIN);
+	assert_int_equal(poll1(c, POLLOUT, WAIT_MS), POLLOUT);
+	assert_int_equal(rgetsockopt(c, SOL_SOCKET, SO_ERROR, &v, &len), 0);
+	assert_int_equal(v, 0);
+	pthread_join(t, NULL);
+	assert_true(a.fd >= 0);
+	assert_int_equal(rsend(c, "12345", 5, 0), 5);
+	assert_int_equal(rrecv(a.fd, b, 5, MSG_WAITALL), 5);
+	assert_memory_equal(b, "12345", 5);
+	assert_int_equal(rclose(c), 0);
+	assert_int_equal(rclose(a.fd), 0);
+	assert_int_equal(rclose(a.l), 0);
+}
+
 static void test_options(void **state)
 {
 	int fd = rsocket(AF_INET, SOCK_STREAM, 0), v;
@@ -733,6 +774,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_nonblocking_connect),
 		cmocka_unit_test(test_connect_send_recv),
 		cmocka_unit_test(test_eof_after_close),
 		cmocka_unit_test(test_nonblocking_poll),

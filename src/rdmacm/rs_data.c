@@ -838,10 +838,17 @@ static size_t iowrite_chunk(struct rsocket *rs, const struct rs_iomap *w, const 
 	return n;
 }
 
+/*
+ * man riowrite: bytes written (up to the window's end), or (size_t)-1 with
+ * errno EINVAL (no window of the peer's there), EAGAIN, EPIPE, ECONNRESET.
+ * When there is room the source is copied (inline or into the send ring)
+ * before anything drives softib's progress: riostream passes the window it
+ * spins on as the source.
+ */
 RDMACM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t offset, int flags)
 {
 	struct rsocket *rs = rs_get(socket);
-	bool nb;
+	bool nb, looked = false;
 	size_t done = 0, n;
 	int e;
 
@@ -850,8 +857,8 @@ RDMACM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t o
 	nb = rs->nonblock || (flags & MSG_DONTWAIT);
 	while (done < count) {
 		const struct rs_iomap *w;
+		bool room;
 
-		rs_progress(rs);
 		e = write_error(rs);
 		if (!e && offset < 0)
 			e = EINVAL;
@@ -860,23 +867,32 @@ RDMACM_EXPORT size_t riowrite(int socket, const void *buf, size_t count, off_t o
 			break;
 		}
 		w = find_window(rs, (uint64_t)offset + done);
-		if (!w) {
-			errno = EINVAL;
-			break;
-		}
-		if (!sq_room(rs, 1) || (!sbuf_free(rs) && count - done > rs->inline_size)) {
+		room = sq_room(rs, 1) && (sbuf_free(rs) || count - done <= rs->inline_size);
+		if (!w || !room) {
+			if (!looked) {  /* completions, the peer's window announcements */
+				rs_progress(rs);
+				looked = true;
+				continue;
+			}
+			if (!w) {
+				errno = EINVAL;
+				break;
+			}
 			if (nb) {
 				errno = EAGAIN;
 				break;
 			}
 			rs_wait(rs, -1);
+			rs_progress(rs);
 			continue;
 		}
+		looked = false;
 		n = iowrite_chunk(rs, w, (const uint8_t *)buf + done, count - done, (uint64_t)offset + done);
 		if (!n && rs->state != RS_CONNECTED)
 			continue;
 		done += n;
 	}
+	rs_progress(rs);
 	rs_arm(rs);   /* the caller may spin on memory next: see rs_sendv */
 	rs_put(rs);
 	return done ? done : (count ? (size_t)-1 : 0);

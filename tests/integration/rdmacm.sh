@@ -23,7 +23,7 @@
 #   rstream        rstream's default run (every size, latency and bandwidth,
 #                  nonblocking): rsockets (docs/rdmacm.md "rsockets")
 #   rstream_b      rstream -T b -T v (blocking, data verified), four sizes
-#   rstream_nb     rstream -T n -T v, 64 KiB
+#   rstream_nb     rstream -T n -T v, 64 KiB, the server bound (-b 127.0.0.1)
 #   rstream_async  rstream -T a -T v (rpoll), 1 MB
 #   riostream      riostream -T v (riomap/riowrite), 4 KiB
 #   riostream_b    riostream -T b -T v, 100 KB
@@ -86,13 +86,13 @@ check_pair() {
 	[ "$src" = 0 ] || { show; fail "server exited $src"; }
 }
 
-# rs_pair SECONDS TOOL ARGS...: TOOL's server and client (-s 127.0.0.1) on
-# a fresh port with ARGS; both must exit 0 and the client print a result
-# line (name bytes xfers ...).
+# rs_pair SECONDS TOOL ARGS...: TOOL's server (-b $RS_BIND when set) and
+# client (-s 127.0.0.1) on a fresh port with ARGS; both must exit 0 and the
+# client print a result line (name bytes xfers ...).
 rs_pair() {
 	local t=$1 tool=$2 port; shift 2
 	port=$(free_port) || fail "no free port"
-	run_pair "$t" "$S" "$tool -p $port $*" "$C" "$tool" -s 127.0.0.1 -p "$port" "$@"
+	run_pair "$t" "$S" "$tool ${RS_BIND:+-b $RS_BIND} -p $port $*" "$C" "$tool" -s 127.0.0.1 -p "$port" "$@"
 	check_pair
 	grep -Eq '^[0-9a-z_.]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? ' "$C" || { show; fail "$tool: no result line"; }
 	grep -q 'verification failed' "$C" "$S" && { show; fail "$tool: data verification failed"; }
@@ -226,7 +226,7 @@ rstream_b)
 	done
 	;;
 rstream_nb)
-	rs_pair 120 rstream -T n -T v -S 65536 -C 500
+	RS_BIND=127.0.0.1 rs_pair 120 rstream -T n -T v -S 65536 -C 500
 	;;
 rstream_async)
 	rs_pair 120 rstream -T a -T v -S 1000000 -C 50

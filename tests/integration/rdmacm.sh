@@ -36,7 +36,8 @@ case=${1:?usage: rdmacm.sh CASE}
 
 # run_pair TIMEOUT SERVER_OUT "SERVER CMD" CLIENT_OUT CLIENT CMD...: start
 # the server, then the client; a client refused because the server does not
-# listen yet (its output says REJECTED or refused) is run again, at most 50
+# listen yet (its output says REJECTED or refused, or rstream's rpoll
+# failed on the refused nonblocking connect) is run again, at most 50
 # times 0.2 s apart.  Sets crc (the client's exit code) and srv (the
 # server's PID, still to be waited for).
 run_pair() {
@@ -51,7 +52,9 @@ run_pair() {
 		crc=$?
 		[ "$crc" = 0 ] && return 0
 		alive "$srv" || return 0
-		grep -Eqi 'REJECTED|refused|UNREACHABLE' "$cout" || return 0
+		# rstream/riostream refused while connecting nonblocking: POLLERR,
+		# then perror("rpoll") with rconnect's EINPROGRESS
+		grep -Eqi 'REJECTED|refused|UNREACHABLE|rpoll: Operation now in progress' "$cout" || return 0
 		sleep 0.2
 	done
 }

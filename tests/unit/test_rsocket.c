@@ -626,7 +626,8 @@ static void raw_close(struct raw *r)
 
 /* kind 0: an immediate longer than the ring; 1: a credit for bytes never
  * sent; 2: a riomap window in a slot beyond the table; 3: an unknown
- * control op; 4: a control message of the wrong size. */
+ * control op; 4: a control message of the wrong size; 5: more receive
+ * WQEs granted than its RQ holds; 6: data after FIN. */
 static void hostile_case(int kind)
 {
 	struct raw r = { 0 };
@@ -660,11 +661,36 @@ static void hostile_case(int kind)
 		}
 		if (kind == 3)
 			c.op = 77;
+		if (kind == 5)
+			c.granted = htobe32(17);
+		if (kind == 6)
+			c.op = RS_CTRL_FIN;
 		memcpy(r.buf, &c, sizeof(c));
 		sge.length = kind == 4 ? 7 : sizeof(c);
 		wr.opcode = IBV_WR_SEND;
 	}
 	raw_post(&r, &wr);
+	if (kind == 6) {
+		/* the FIN alone is fine: EOF; then one byte of data after it */
+		assert_int_equal(rrecv(a.fd, x, sizeof(x), 0), 0);
+		memset(&wr, 0, sizeof(wr));
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		sge.length = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.imm_data = htobe32(1);
+		wr.wr.rdma.remote_addr = be64toh(r.peer.rbuf_addr);
+		wr.wr.rdma.rkey = be32toh(r.peer.rbuf_rkey);
+		raw_post(&r, &wr);
+		assert_true(poll1(a.fd, POLLERR, WAIT_MS) & POLLERR);
+		errno = 0;
+		assert_int_equal(rsend(a.fd, "x", 1, 0), -1);
+		assert_int_equal(errno, ECONNRESET);
+		assert_int_equal(rclose(a.fd), 0);
+		assert_int_equal(rclose(a.l), 0);
+		raw_close(&r);
+		return;
+	}
 	errno = 0;
 	assert_int_equal(rrecv(a.fd, x, sizeof(x), 0), -1);
 	assert_int_equal(errno, ECONNRESET);
@@ -677,7 +703,7 @@ static void hostile_case(int kind)
 static void test_hostile_peer(void **state)
 {
 	(void)state;
-	for (int k = 0; k < 5; k++)
+	for (int k = 0; k < 7; k++)
 		hostile_case(k);
 }
 

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
 # The drop-in librdmacm.so.1 (src/rdmacm/, docs/rdmacm.md):
+#   test_rsocket         rsockets end to end in one process (RS_SEED);
 #   test_rdmacm          layouts, rdma_event_str, ENODEV without a device,
 #                        rdma_getaddrinfo, devices, channels and ids against
 #                        a private softibd (no connection partner);
@@ -17,6 +18,16 @@ sib_unit_test(test_rdmacm SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_rdmacm.c
   LIBS rdmacm ibverbs Threads::Threads)
 target_compile_definitions(test_rdmacm PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
 add_dependencies(test_rdmacm softibd)
+# rsockets (docs/rdmacm.md "rsockets"): both ends in one process, a raw
+# rdma_cm peer that breaks the wire protocol, and a randomized stream test
+# (RS_SEED replays it).
+sib_unit_test(test_rsocket SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_rsocket.c
+  ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c
+  LIBS rdmacm ibverbs Threads::Threads)
+target_include_directories(test_rsocket PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_compile_definitions(test_rsocket PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
+add_dependencies(test_rsocket softibd)
+set_tests_properties(test_rsocket PROPERTIES TIMEOUT 120)
 
 find_program(SIB_RDMACM_OBJDUMP objdump REQUIRED)
 find_program(SIB_RDMACM_READELF readelf REQUIRED)
@@ -45,6 +56,14 @@ if(SIB_RPING)
   set_tests_properties(rdmacm_mckey rdmacm_mckey_opensm PROPERTIES SKIP_RETURN_CODE 77)
 else()
   message(STATUS "rdmacm integration tests skipped: no rping (Debian rdmacm-utils)")
+endif()
+# rsockets: Debian's rstream and riostream, unmodified (rdmacm-utils)
+find_program(SIB_RSTREAM rstream)
+if(SIB_RSTREAM)
+  foreach(c rstream rstream_b rstream_nb rstream_async riostream riostream_b riostream_async)
+    sib_itest(rdmacm_${c} rdmacm.sh ${c})
+  endforeach()
+  set_tests_properties(rdmacm_rstream PROPERTIES TIMEOUT 300)
 endif()
 find_program(SIB_IB_SEND_BW ib_send_bw)
 if(SIB_IB_SEND_BW)

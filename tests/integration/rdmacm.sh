@@ -28,6 +28,14 @@
 #   send_bw        ib_send_bw -R -d softib0
 #   send_bw_ud     ib_send_bw -R -c UD -d softib0 (the UDP port space: SIDR)
 #   write_lat      ib_write_lat -R -d softib0
+#   rstream        rstream's default run (every size, latency and bandwidth,
+#                  nonblocking): rsockets (docs/rdmacm.md "rsockets")
+#   rstream_b      rstream -T b -T v (blocking, data verified), four sizes
+#   rstream_nb     rstream -T n -T v, 64 KiB, the server bound (-b 127.0.0.1)
+#   rstream_async  rstream -T a -T v (rpoll), 1 MB
+#   riostream      riostream -T v (riomap/riowrite), 4 KiB
+#   riostream_b    riostream -T b -T v, 100 KB
+#   riostream_async riostream -T a -T v, 64 KiB
 . "$(dirname "$0")/lib.sh"
 case=${1:?usage: rdmacm.sh CASE}
 
@@ -36,7 +44,8 @@ case=${1:?usage: rdmacm.sh CASE}
 
 # run_pair TIMEOUT SERVER_OUT "SERVER CMD" CLIENT_OUT CLIENT CMD...: start
 # the server, then the client; a client refused because the server does not
-# listen yet (its output says REJECTED or refused) is run again, at most 50
+# listen yet (its output says REJECTED or refused, or rstream's rpoll
+# failed on the refused nonblocking connect) is run again, at most 50
 # times 0.2 s apart.  Sets crc (the client's exit code) and srv (the
 # server's PID, still to be waited for).
 # listening: softibd's ids in LISTEN now; wait_listen N: until N (10 s).
@@ -57,7 +66,9 @@ run_pair() {
 		crc=$?
 		[ "$crc" = 0 ] && return 0
 		alive "$srv" || return 0
-		grep -Eqi 'REJECTED|refused|UNREACHABLE' "$cout" || return 0
+		# rstream/riostream refused while connecting nonblocking: POLLERR,
+		# then perror("rpoll") with rconnect's EINPROGRESS
+		grep -Eqi 'REJECTED|refused|UNREACHABLE|rpoll: Operation now in progress' "$cout" || return 0
 		sleep 0.2
 	done
 }
@@ -94,6 +105,19 @@ check_pair() {
 
 # pyverbs' CMEvent has no status: softibd's trace shows the one it wrote
 case $case in pyverbs_reject*) export SOFTIBD_CM_TRACE=1 ;; esac
+# rs_pair SECONDS TOOL ARGS...: TOOL's server (-b $RS_BIND when set) and
+# client (-s 127.0.0.1) on a fresh port with ARGS; both must exit 0 and the
+# client print a result line (name bytes xfers ...).
+rs_pair() {
+	local t=$1 tool=$2 port; shift 2
+	port=$(free_port) || fail "no free port"
+	run_pair "$t" "$S" "$tool ${RS_BIND:+-b $RS_BIND} -p $port $*" "$C" "$tool" -s 127.0.0.1 -p "$port" "$@"
+	check_pair
+	grep -Eq '^[0-9a-z_.]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? ' "$C" || { show; fail "$tool: no result line"; }
+	grep -q 'verification failed' "$C" "$S" && { show; fail "$tool: data verification failed"; }
+	cat "$C"
+}
+
 start_daemon
 S=$SIB_TMP/server.out
 C=$SIB_TMP/client.out
@@ -298,6 +322,32 @@ send_bw|send_bw_ud|write_lat)
 		grep -Eq 'Connection type : UD' "$C" && grep -Eq 'rdma_cm QPs[[:space:]]*: ON' "$C" ||
 			{ show; fail "not UD QPs through rdma_cm"; }
 	fi
+	;;
+rstream)
+	rs_pair 280 rstream
+	grep -q '^64_lat ' "$C" && grep -q '^1m_bw ' "$C" || { show; fail "rstream: not every size ran"; }
+	;;
+rstream_b)
+	# not -S below 16: rstream's sync message is 16 bytes from a buffer
+	# of -S bytes (an overflow of rstream's own, which ASan reports)
+	for sz in 16 4096 100000 1000000; do
+		rs_pair 120 rstream -T b -T v -S "$sz" -C 50
+	done
+	;;
+rstream_nb)
+	RS_BIND=127.0.0.1 rs_pair 120 rstream -T n -T v -S 65536 -C 500
+	;;
+rstream_async)
+	rs_pair 120 rstream -T a -T v -S 1000000 -C 50
+	;;
+riostream)
+	rs_pair 120 riostream -T v -S 4096 -C 20 -I 10
+	;;
+riostream_b)
+	rs_pair 120 riostream -T b -T v -S 100000 -C 20 -I 5
+	;;
+riostream_async)
+	rs_pair 120 riostream -T a -T v -S 65536 -C 20 -I 5
 	;;
 *)
 	fail "unknown case $case"

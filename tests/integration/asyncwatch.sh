@@ -10,22 +10,28 @@ client timeout 60 ibv_asyncwatch -d softib2 >"$out" 2>&1 &
 SIB_PIDS+=($!)
 wait_until 10 grep -q 'async event FD' "$out" || fail "asyncwatch did not start: $(cat "$out")"
 
-# expect N EVENT: the Nth event line is EVENT on port 1.
+# expect EVENT CMD...: CMD gives one more EVENT on port 1 than before.  The
+# built-in SM sweeps after a port's trap and may set a hand-made LID or SM
+# LID back, so SM_CHANGE and LID_CHANGE may come more often than asked for:
+# each step counts its own event, not the position of a line.
+count() { grep -c "event_type $1 ([0-9]*), port 1\$" "$out"; }
+count_ge() { [ "$(count "$1")" -ge "$2" ]; }
 expect() {
-	wait_until 10 sh -c "grep 'event_type' '$out' | sed -n '$1p' | grep -q '$2 ([0-9]*), port 1\$'" ||
-		fail "event $1 is not $2: $(cat "$out")"
+	local ev=$1 n
+	shift
+	n=$(($(count "$ev") + 1))
+	"$@" || fail "$*"
+	wait_until 10 count_ge "$ev" "$n" || fail "no further $ev after '$*': $(cat "$out")"
 }
-softib port softib2 1 down || fail "port down"
-expect 1 IBV_EVENT_PORT_ERR
-softib port softib2 1 up || fail "port up"
-expect 2 IBV_EVENT_PORT_ACTIVE
-softib port softib2 1 lid 77 || fail "lid"
-expect 3 IBV_EVENT_LID_CHANGE
-softib port softib2 1 smlid 3 || fail "smlid"
-expect 4 IBV_EVENT_SM_CHANGE
-# Another device's change is not this context's.
+expect IBV_EVENT_PORT_ERR softib port softib2 1 down
+expect IBV_EVENT_PORT_ACTIVE softib port softib2 1 up
+expect IBV_EVENT_LID_CHANGE softib port softib2 1 lid 77
+expect IBV_EVENT_SM_CHANGE softib port softib2 1 smlid 3
+# Another device's change is not this context's: softib1's port going down
+# gives softib2 no PORT_ERR or PORT_ACTIVE (a sweep may give it SM_CHANGE).
 softib port softib1 1 down || fail "softib1 down"
 sleep 0.3
-[ "$(grep -c event_type "$out")" = 4 ] || fail "events of another device: $(cat "$out")"
+[ "$(count IBV_EVENT_PORT_ERR)" = 1 ] && [ "$(count IBV_EVENT_PORT_ACTIVE)" = 1 ] ||
+	fail "events of another device: $(cat "$out")"
 cat "$out"
 echo PASS

@@ -708,6 +708,14 @@ static int bind_addr(struct sib_cma_id *id, const struct cma_addr *a)
 	if (a->family == CMA_AF_IB && a->sid && (uint32_t)(a->sid >> 16 & 0xffff) != id->ps &&
 	    id->ps != SIB_CMA_PS_IB)
 		return -EINVAL;
+	/* An RDMA_PS_IB id on a ServiceID of the TCP or UDP port space
+	 * (RDMA_IB_IP_PS_TCP/UDP | port): the kernel's cma_select_ib_ps moves
+	 * it into that space, where it meets that space's binds.  softib
+	 * refuses it instead: taken as a raw ServiceID (below) it would listen
+	 * beside that space's owner of the port and take its REQs. */
+	if (a->family == CMA_AF_IB && id->ps == SIB_CMA_PS_IB &&
+	    ((a->sid >> 16) == SIB_CMA_PS_TCP || (a->sid >> 16) == SIB_CMA_PS_UDP))
+		return -EPROTONOSUPPORT;
 	/* a port's own address attaches its device; other loopback
 	 * addresses and the wildcard attach none (cma_bind_loopback later) */
 	if (!cma_addr_any(a)) {

@@ -1422,6 +1422,13 @@ static void test_af_ib_raw_sid(void **state)
 	struct sib_cma_id *dup = new_id(f, 3, 0x104, SIB_CMA_PS_IB);
 	sib_addr(a, g0, sid);
 	assert_int_equal(CALL(sib_cma_bind(dup, a, 48)), -EADDRINUSE);
+	/* a ServiceID of the TCP or UDP space (port 7471) is not raw: it would
+	 * listen beside that space's owner of the port and take its REQs
+	 * (found by a hostile review); refused */
+	sib_addr(a, g0, (uint64_t)SIB_CMA_PS_TCP << 16 | 7471);
+	assert_int_equal(CALL(sib_cma_bind(dup, a, 48)), -EPROTONOSUPPORT);
+	sib_addr(a, g0, (uint64_t)SIB_CMA_PS_UDP << 16 | 7471);
+	assert_int_equal(CALL(sib_cma_bind(dup, a, 48)), -EPROTONOSUPPORT);
 
 	c = ib_connect(f, 1, sid, req, sizeof(req));
 	r = ev_of(NULL, SIB_CMA_EV_CONNECT_REQUEST);

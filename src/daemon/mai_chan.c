@@ -414,7 +414,11 @@ static void chan_send(struct sibd *d, struct chan *ch, mai_mad_t *m, uint32_t ti
 		oob_wrap(d, ch, m);
 		return;
 	}
-	if (m->type == MAI_TYPE_RAW && !ch->priv) {
+	/* RAW needs privilege, and so does the CM's class: softibd's CM owns
+	 * class 0x07 on every CA port as the kernel's ib_cm does (behind a
+	 * root-only umad); a forged REQ, REJ or DREQ from another process
+	 * would tear down connections it is no party to (docs/threat-model.md). */
+	if ((m->type == MAI_TYPE_RAW || m->mgmt_class == MAD_MGMT_CLASS_CM) && !ch->priv) {
 		sib_subnet_mad_count(d->sn, SIB_MAD_EV_NOT_PRIV, 1);
 		return;
 	}
@@ -728,6 +732,10 @@ int sibd_cmd_mai_filter(struct sibd *d, struct sibd_client *c, struct sib_ctl_ms
 	if (mf->op != SIB_MAI_FILTER_CREATE || mf->len > sizeof(mf->fstream) ||
 	    mai_rfstream(mf->fstream, mf->len, &f) < 0)
 		return -EINVAL;
+	/* Without privilege a filter names its class, and not the CM's: the
+	 * CM MADs of other processes' connections are nobody else's to read. */
+	if (!ch->priv && (!(f.match & MAI_M_CLASS) || f.mgmt_class == MAD_MGMT_CLASS_CM))
+		return -EACCES;
 	if (ch->nfilt >= SIBD_MAI_FILTERS_MAX)
 		return -ENOMEM;
 	if ((f.flags & MAI_F_EXCLUSIVE) && template_taken(d->mai, ch, &f))

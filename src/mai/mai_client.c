@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/ctl.h"
+#include "iba/mad.h"
 #include "softib/mai.h"
 
 #define REQ_TRAILER 8 /* mai_send_req: timeout_ms, retries, big-endian u32 each */
@@ -225,7 +226,9 @@ static int send_msg(int chan, const mai_mad_t *m, bool req, uint32_t timeout_ms,
 		return ret;
 	if (mai_mad_check(m) || m->type == MAI_TYPE_TIMEOUT || m->qp != qp)
 		return -EINVAL;
-	if (m->type == MAI_TYPE_RAW && !priv)
+	/* RAW and the CM's class need privilege (softibd drops them too) */
+	if ((m->type == MAI_TYPE_RAW || (m->type == MAI_TYPE_MAD && m->mgmt_class == MAD_MGMT_CLASS_CM)) &&
+	    !priv)
 		return -EPERM;
 	n = mai_mmstream(m, buf, sizeof(buf));
 	if (n < 0)

@@ -117,6 +117,22 @@ static int unpriv(void)
 	      "Get nobody takes: GetResp 0x000C (%d, method %#x, status %#x)", ret, r.method,
 	      r.status);
 
+	/* the CM's class (0x07) is softibd's CM's: neither sent nor read
+	 * without privilege, and no filter may leave the class open */
+	mad(&m, 1, 0x07, 0x03, 0x0010);
+	ret = mai_send(a, &m);
+	CHECK(ret == -EPERM, "a CM MAD refused: %d", ret);
+	memset(&f, 0, sizeof(f));
+	f.match = MAI_M_CLASS;
+	f.mgmt_class = 0x07;
+	ret = mai_filter_create(b, &f);
+	CHECK(ret == -EACCES, "a CM filter refused: %d", ret);
+	memset(&f, 0, sizeof(f));
+	f.match = MAI_M_PORT;
+	f.port = 1;
+	ret = mai_filter_create(b, &f);
+	CHECK(ret == -EACCES, "a filter of every class refused: %d", ret);
+
 	memset(&f, 0, sizeof(f));
 	f.match = MAI_M_CLASS;
 	f.mgmt_class = 0x32;

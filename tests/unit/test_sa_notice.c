@@ -638,6 +638,56 @@ static void test_trap_storm(void **state)
 	assert_int_equal(db->ctr.traps_suppressed, 4);
 }
 
+/* Hostile traps: 3,000 Trap(Notice) SMPs at the SM's port with random
+ * contents and IssuerLIDs (the real ones often), time passing now and
+ * then: each is forwarded, suppressed, kept back (129-131) or dropped (no
+ * port), never a crash; the aging table stays bounded. */
+static void test_trap_hostile(void **state)
+{
+	struct fx *f = *state;
+	struct sa_db *db = sa_db(f->sn);
+	const char *env = getenv("SIB_SEED");
+	unsigned int seed = env ? (unsigned int)strtoul(env, NULL, 0) : (unsigned int)time(NULL);
+	uint64_t held = 0, before;
+	uint8_t ii[36];
+
+	print_message("test_trap_hostile: SIB_SEED=%u\n", seed);
+	srand(seed);
+	ii_make(ii, 0xFFFF, 1, 0);
+	assert_int_equal(ask(f, f->cas[0], MAD_METHOD_SET, II_ATTR, 0, ii, 36), 0);
+	before = db->ctr.traps_forwarded + db->ctr.traps_suppressed + db->ctr.traps_dropped;
+	for (int i = 0; i < 3000; i++) {
+		uint8_t req[MAD_SIZE], resp[MAD_SIZE], *nt = req + MAD_SMP_DATA_OFFS;
+		uint16_t trap = rand() % 2 ? (uint16_t)(128 + rand() % 20) : (uint16_t)rand();
+
+		memset(req, 0, sizeof(req));
+		req[0] = MAD_BASE_VERSION;
+		req[1] = MAD_MGMT_CLASS_SUBN_LID_ROUTED;
+		req[2] = MAD_SMP_CLASS_VERSION;
+		req[3] = MAD_METHOD_TRAP;
+		put(req + 16, MAD_ATTR_NOTICE, 2);
+		for (unsigned int k = 0; k < MAD_SMP_DATA_SIZE; k++)
+			nt[k] = (uint8_t)(rand() % 4 ? 0 : rand());
+		nt[0] = (uint8_t)(rand() % 3 ? 0x80 | (rand() % 5) : rand());
+		put(nt + 4, trap, 2);
+		put(nt + 6, rand() % 2 ? lid_of(f->cas[(unsigned int)rand() % f->n]) :
+					 (uint16_t)(rand() % 3 ? rand() % 64 : rand()), 2);
+		held += (nt[0] & 0x80) && trap >= 129 && trap <= 131;
+		nreps = 0;
+		assert_int_equal(sib_sma_process(f->sn, f->sn->sm.node, f->sn->sm.port, req, resp), 1);
+		assert_int_equal(resp[3], MAD_METHOD_TRAP_REPRESS);
+		if (rand() % 100 == 0)
+			tick(f, (uint64_t)(rand() % 7000) * MS);
+		assert_true(db->ntrap_age <= 1024);
+	}
+	/* every trap accounted for (129-131 not suppressed are kept back) */
+	assert_true(db->ctr.traps_forwarded + db->ctr.traps_suppressed + db->ctr.traps_dropped - before +
+		    held >= 3000);
+	assert_true(db->ctr.traps_forwarded + db->ctr.traps_suppressed + db->ctr.traps_dropped - before <=
+		    3000);
+	assert_int_equal(ask(f, f->cas[0], MAD_METHOD_GETTABLE, IIR_ATTR, 0, NULL, 0), 0);
+}
+
 /* An MCMemberRecord join of n (FullMember) to mgid, creating it. */
 static uint16_t mc_join(struct fx *f, struct sib_fab_node *n, const uint8_t *mgid, uint8_t *out)
 {
@@ -1131,6 +1181,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_trap128_forwarded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap144_forwarded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap_storm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_trap_hostile, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_port_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_ca_removed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sa_hostile, setup, teardown),

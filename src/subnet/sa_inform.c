@@ -28,11 +28,16 @@
  *    its ReportResp arrives, at most 3 times more (OpenSM's
  *    transaction_timeout and transaction_retries defaults); then it is
  *    given up (counted).
+ *  - Traps the SMAs send the SM (128, 144, ...; osm_trap_rcv.c): forwarded
+ *    to the matching subscriptions with IssuerGID filled in, 129-131 kept
+ *    back, repeats of one trap from one LID suppressed after 11 within
+ *    5 s of each other (OpenSM's trap aging) until quiet 5 s (sib_sa_trap).
  *  - A port that leaves the subnet loses its subscriptions (OpenSM with
  *    drop_event_subscriptions; its default keeps them but sends nothing
  *    to a port it cannot find).
  * Single-threaded; bounded: SA_SUB_MAX subscriptions (0x0100 past it),
- * SA_REP_MAX Reports in flight (the oldest is given up).
+ * SA_REP_MAX Reports in flight (the oldest is given up), SA_TRAP_AGE_MAX
+ * trap sources x contents aged (the one quiet soonest is forgotten).
  */
 #include <stdlib.h>
 #include <string.h>

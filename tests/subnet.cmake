@@ -48,7 +48,8 @@ if(TARGET sib_subnet)
 endif()
 
 # The built-in SA's ServiceRecords (leases on the test's clock), InformInfo
-# and the Reports of traps 64-67 (retries, ReportResp), members of ports
+# and the Reports of traps 64-67 and of the SMAs' traps forwarded (128, 144;
+# repeats suppressed as OpenSM does) (retries, ReportResp), members of ports
 # gone leaving their groups, and a randomized model check (SIB_SEED=N).
 if(TARGET sib_subnet)
   sib_unit_test(test_sa_notice

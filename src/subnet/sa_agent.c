@@ -548,9 +548,15 @@ static bool end_ok(struct sa_req *q, const struct sib_fab_node *n, uint8_t pn, b
 	return true;
 }
 
-/* Every path of every (source, destination) pair the mask allows, one per
- * pair (LMC 0: NumbPath more than 1 finds no other); the record's fields
- * other than the ends and the selectors are matched after it is built. */
+/*
+ * Every path of every (source, destination) pair the mask allows, one per
+ * pair: the built-in SM gives every port LMC 0, one LID, so there is one
+ * path per pair whatever NumbPath asks, as under OpenSM at LMC 0
+ * (osm_sa_path_record.c: a GetTable with NumbPath in the mask returns up
+ * to NumbPath, its low 7 bits, per pair, NumbPath 0 none; a Get takes
+ * NumbPath 1, the IBA 1.2 erratum).  The record's fields other than the
+ * ends and the selectors are matched after it is built.
+ */
 static void path_records(struct sa_req *q)
 {
 	const struct sib_fabric *f = &q->sn->fab;
@@ -563,7 +569,12 @@ static void path_records(struct sa_req *q)
 			sa_comp_mask(q->l, "MTUSelector") | sa_comp_mask(q->l, "RateSelector") |
 			sa_comp_mask(q->l, "PacketLifeTimeSelector");
 	uint8_t rec[64];
+	struct sa_path_record w;
 
+	sa_path_record_decode(&w, q->wire + MAD_SA_HDR_SIZE);
+	if (q->sa.hdr.method == MAD_METHOD_GETTABLE &&
+	    (q->sa.comp_mask & sa_comp_mask(q->l, "NumbPath")) && !(w.numb_path & 0x7F))
+		return;
 	for (unsigned int i = 0; i < f->n_nodes; i++)
 		for (unsigned int sp = 0; sp <= f->nodes[i]->num_ports; sp++) {
 			if (!end_ok(q, f->nodes[i], (uint8_t)sp, true))

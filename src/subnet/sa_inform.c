@@ -28,11 +28,16 @@
  *    its ReportResp arrives, at most 3 times more (OpenSM's
  *    transaction_timeout and transaction_retries defaults); then it is
  *    given up (counted).
+ *  - Traps the SMAs send the SM (128, 144, ...; osm_trap_rcv.c): forwarded
+ *    to the matching subscriptions with IssuerGID filled in, 129-131 kept
+ *    back, repeats of one trap from one LID suppressed after 11 within
+ *    5 s of each other (OpenSM's trap aging) until quiet 5 s (sib_sa_trap).
  *  - A port that leaves the subnet loses its subscriptions (OpenSM with
  *    drop_event_subscriptions; its default keeps them but sends nothing
  *    to a port it cannot find).
  * Single-threaded; bounded: SA_SUB_MAX subscriptions (0x0100 past it),
- * SA_REP_MAX Reports in flight (the oldest is given up).
+ * SA_REP_MAX Reports in flight (the oldest is given up), SA_TRAP_AGE_MAX
+ * trap sources x contents aged (the one quiet soonest is forgotten).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +55,9 @@
 #define REPORT_RETRIES		3		/* OpenSM transaction_retries */
 #define REPORT_TID_BASE		0x02DAB000u	/* OpenSM's first Report TID */
 #define GSI_QKEY		0x80010000u
+#define SA_TRAP_AGE_MAX		1024		/* trap sources x contents tracked */
+#define SA_TRAP_QUIET_NS	5000000000ull	/* OSM_DEFAULT_TRAP_SUPRESSION_TIMEOUT 5 s */
+#define SA_TRAP_REPEATS		11		/* forwarded before suppression */
 
 struct sa_sub {
 	struct sa_sub *next;
@@ -371,11 +379,33 @@ static bool sub_may(struct sib_subnet *sn, const struct sa_sub *s, uint16_t trap
 	if (trap == SA_TRAP_MGID_CREATED || trap == SA_TRAP_MGID_DELETED)
 		return sa_has_pkey(d, dp, pkey, &full);
 	if (!sa_port_by_guid(sn, sa_be_get(gid + 8, 8), &src, &sp))
-		return true;
+		return trap == SA_TRAP_GID_IN || trap == SA_TRAP_GID_OUT;
 	if (sa_share_pkey(src, sp, d, dp))
 		return true;
 	*drop = be16(s->ii + 16) != 0xFFFF;
 	return false;
+}
+
+/* Report notice n to every subscription that wants it and may see it
+ * (src: the GID of the port it is about; pkey: 66/67's group's). */
+static void notify(struct sib_subnet *sn, struct sa_db *db, const uint8_t *n, const uint8_t *src,
+		   uint16_t pkey)
+{
+	uint16_t trap = (n[0] & 0x80) ? be16(n + 4) : 0;
+
+	for (struct sa_sub **l = &db->sub, *s; (s = *l);) {
+		bool drop = false;
+
+		if (sub_wants(s->ii, n) && sub_may(sn, s, trap, src, pkey, &drop))
+			report(sn, db, s, n);
+		if (drop) {
+			*l = s->next;
+			db->nsub--;
+			free(s);
+			continue;
+		}
+		l = &s->next;
+	}
 }
 
 void sa_notice(struct sib_subnet *sn, uint16_t trap, const uint8_t gid[16], uint16_t pkey)
@@ -394,19 +424,96 @@ void sa_notice(struct sib_subnet *sn, uint16_t trap, const uint8_t gid[16], uint
 	n[7] = (uint8_t)sm_lid(sn);
 	memcpy(n + 16, gid, 16);			/* DataDetails: GIDADDR */
 	sa_port_gid(sn->sm.node, sn->sm.port, n + 64);	/* IssuerGID: the SM's */
-	for (struct sa_sub **l = &db->sub, *s; (s = *l);) {
-		bool drop = false;
+	notify(sn, db, n, gid, pkey);
+}
 
-		if (sub_wants(s->ii, n) && sub_may(sn, s, trap, gid, pkey, &drop))
-			report(sn, db, s, n);
-		if (drop) {
-			*l = s->next;
-			db->nsub--;
-			free(s);
+/* ---- traps the SMAs send: forwarded (OpenSM's osm_trap_rcv.c) ---- */
+
+/* One trap source and content seen lately: OpenSM's trap aging tracker. */
+struct sa_trap_age {
+	uint16_t lid;				/* the trap's source */
+	uint8_t notice[MAD_SMP_DATA_SIZE];	/* as it came */
+	uint32_t count;				/* seen since it was last quiet */
+	uint64_t expires;			/* quiet from then (SA clock) */
+};
+
+/* The aging entry of (lid, notice) at db->now_ns: made or refreshed
+ * (count 1 when new or quiet since its expiry); NULL without memory. */
+static struct sa_trap_age *trap_age(struct sa_db *db, uint16_t lid, const uint8_t *notice)
+{
+	struct sa_trap_age *v = db->trap_age, *e = NULL;
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < db->ntrap_age; i++) {	/* drop the quiet ones */
+		if (v[i].expires <= db->now_ns)
 			continue;
-		}
-		l = &s->next;
+		v[k++] = v[i];
 	}
+	db->ntrap_age = k;
+	for (unsigned int i = 0; i < k && !e; i++)
+		if (v[i].lid == lid && !memcmp(v[i].notice, notice, MAD_SMP_DATA_SIZE))
+			e = &v[i];
+	if (!e) {
+		if (!v && !(v = db->trap_age = calloc(SA_TRAP_AGE_MAX, sizeof(*v))))
+			return NULL;
+		if (k == SA_TRAP_AGE_MAX) {	/* full: the one quiet soonest goes */
+			unsigned int o = 0;
+
+			for (unsigned int i = 1; i < k; i++)
+				if (v[i].expires < v[o].expires)
+					o = i;
+			v[o] = v[--k];
+		}
+		e = &v[k++];
+		db->ntrap_age = k;
+		memset(e, 0, sizeof(*e));
+		e->lid = lid;
+		memcpy(e->notice, notice, MAD_SMP_DATA_SIZE);
+	}
+	if (e->count < UINT32_MAX)
+		e->count++;
+	e->expires = db->now_ns + SA_TRAP_QUIET_NS;
+	return e;
+}
+
+/*
+ * A Trap(Notice) SMP (mad: 256 bytes) the built-in SM's port took (sma.c
+ * answered it with TrapRepress).  As OpenSM: the same trap from the same
+ * LID more than 11 times, each within 5 s of the last, is not forwarded
+ * (nor swept on) until it has been quiet 5 s; traps 129-131 are not
+ * forwarded; the rest go, with IssuerGID set to the GID of the port
+ * owning IssuerLID (none: dropped), to every matching subscription whose
+ * port shares a partition with that port.  The source is IssuerLID: the
+ * SMA here sends no LRH SLID that differs from it.
+ */
+void sib_sa_trap(struct sib_subnet *sn, const uint8_t *mad)
+{
+	const uint8_t *nt = mad + MAD_SMP_DATA_OFFS;
+	struct sa_db *db = sn->sm_external ? NULL : sa_db(sn);
+	uint16_t lid = be16(nt + 6), trap = be16(nt + 4);
+	struct sa_trap_age *e;
+	struct sib_fab_node *n;
+	uint8_t pn, notice[NOTICE_SIZE];
+
+	if (!db)
+		return;
+	e = trap_age(db, lid, nt);
+	if (e && e->count > SA_TRAP_REPEATS) {
+		db->ctr.traps_suppressed++;
+		return;
+	}
+	if ((nt[0] & 0x80) && trap >= 129 && trap <= 131)
+		return;	/* OpenSM marks the port unhealthy instead */
+	if (!sa_port_by_lid(sn, lid, &n, &pn)) {
+		db->ctr.traps_dropped++;
+		return;
+	}
+	db->ctr.traps_forwarded++;
+	memset(notice, 0, sizeof(notice));
+	memcpy(notice, nt, MAD_SMP_DATA_SIZE);
+	sa_port_gid(n, pn, notice + 64);	/* IssuerGID (IBA 13.4.8.2) */
+	if (db->sub && sn->sm.node)
+		notify(sn, db, notice, notice + 64, 0);
 }
 
 void sib_sa_report_resp(struct sib_subnet *sn, const mai_mad_t *m)
@@ -461,11 +568,11 @@ uint64_t sib_sa_tick(struct sib_subnet *sn, uint64_t now_ns)
 	if (!db)
 		return 0;
 	db->now_ns = now_ns;
-	if (sn->sma.sm_traps != db->sm_traps) {
+	if (sn->sma.sm_traps - db->ctr.traps_suppressed != db->sm_traps) {
 		/* a trap (128: a link went down or up) reached the SM since the
-		 * last tick: it sweeps, as OpenSM does on one (outside the
-		 * trap's call chain: here) */
-		db->sm_traps = sn->sma.sm_traps;
+		 * last tick, not suppressed: it sweeps, as OpenSM does on one
+		 * (outside the trap's call chain: here) */
+		db->sm_traps = sn->sma.sm_traps - db->ctr.traps_suppressed;
 		if (!sn->sm_external && !sn->sm_sweeping)
 			sib_sm_sweep(sn);
 	}
@@ -654,5 +761,7 @@ void sa_inform_free(struct sa_db *db)
 	}
 	free(db->in_service);
 	db->in_service = NULL;
-	db->nsub = db->nrep = db->nin = 0;
+	free(db->trap_age);
+	db->trap_age = NULL;
+	db->nsub = db->nrep = db->nin = db->ntrap_age = 0;
 }

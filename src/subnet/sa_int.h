@@ -74,6 +74,7 @@ uint16_t sa_mcmember(struct sa_req *q);
 struct sa_svc;
 struct sa_sub;
 struct sa_report;
+struct sa_trap_age;
 
 /* Counters of the SA's records and Reports (tests; docs/subnet.md). */
 struct sa_db_counters {
@@ -84,6 +85,9 @@ struct sa_db_counters {
 	uint64_t report_resp_dropped;	/* a ReportResp for no Report in flight */
 	uint64_t leases_expired;	/* ServiceRecords whose lease ran out */
 	uint64_t subs_dropped;		/* subscriptions of a port that left */
+	uint64_t traps_forwarded;	/* SMA traps reported to subscribers */
+	uint64_t traps_suppressed;	/* repeats within OpenSM's aging window */
+	uint64_t traps_dropped;		/* IssuerLID of no port */
 };
 
 /*
@@ -104,7 +108,9 @@ struct sa_db {
 	void *in_service;		/* sa_inform.c's: GUIDs and LinkDowned counts */
 	unsigned int nin;
 	bool swept;			/* in_service holds a sweep's set */
-	uint64_t sm_traps;		/* sib_sma_counters.sm_traps at the last tick */
+	uint64_t sm_traps;		/* sm_traps - traps_suppressed at the last tick */
+	struct sa_trap_age *trap_age;	/* sa_inform.c's trap aging (SA_TRAP_AGE_MAX) */
+	unsigned int ntrap_age;
 	struct sa_db_counters ctr;
 };
 
@@ -147,6 +153,11 @@ void sa_notice(struct sib_subnet *sn, uint16_t trap, const uint8_t gid[16], uint
  * ports gone): true if a group's members changed (MFTs to reprogram);
  * a ReportResp that came back to the SM's channel. */
 bool sib_sa_sweep(struct sib_subnet *sn);
+/* sma.c's hook: the built-in SM's port took a Trap(Notice) SMP (mad: 256
+ * bytes), answered with TrapRepress: forwarded to the InformInfo
+ * subscribers as OpenSM's trap receiver does (sa_inform.c; repeats
+ * suppressed, 129-131 kept back). */
+void sib_sa_trap(struct sib_subnet *sn, const uint8_t *mad);
 void sib_sa_report_resp(struct sib_subnet *sn, const mai_mad_t *m);
 /* Memberships of ports no longer in the fabric (a CA removed since the
  * last sweep) go, before MFTs are computed from them (no MFT is sent). */

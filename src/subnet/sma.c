@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/sib_shm.h" /* SIB_PKEY_TBL_LEN: what verbs shows */
+#include "subnet/sa_int.h" /* sib_sa_trap */
 #include "subnet/sma.h"
 #include "subnet/subnet_int.h"
 #include "softib/mai.h"
@@ -858,6 +859,7 @@ int sib_sma_process(struct sib_subnet *sn, struct sib_fab_node *n, uint8_t in_po
 		}
 		sn->sma.sm_traps++;
 		sn->sm_act_count++;
+		sib_sa_trap(sn, req); /* to the InformInfo subscribers */
 		return reply(resp, req, NULL, MAD_STATUS_SUCCESS); /* -> TrapRepress */
 	}
 	if (h.base_version != MAD_BASE_VERSION || h.class_version != MAD_SMP_CLASS_VERSION) {

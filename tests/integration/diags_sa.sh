@@ -7,7 +7,9 @@
 # creates) and the IsSM ports.  The tables span
 # several MADs, so the counts show that RMPP delivered them whole.
 # ServiceRecords and an InformInfo subscription a umad client set, and a
-# Report of trap 64 (sa_records.sh: the built-in SA is held to the same).
+# Report of trap 64, a Report of a switch's trap 128 OpenSM forwards, and
+# PathRecords with NumbPath 4 and 0 (sa_records.sh: the built-in SA is
+# held to the same).
 . "$(dirname "$0")/mgmt_lib.sh"
 . "$(dirname "$0")/sa_records.sh"
 need_tool saquery infiniband-diags

@@ -11,7 +11,8 @@
 # SwitchInfoRecords, GUIDInfoRecords, MCMemberRecords (the IPoIB broadcast
 # group); ServiceRecords and an InformInfo subscription a umad client set
 # (sa_client), printed as under OpenSM (diags_sa.sh checks the same), and
-# a Report of trap 64 when a port comes back.  A record the SA does not
+# a Report of trap 64 when a port comes back, one of the switch's trap
+# 128 forwarded, PathRecords with NumbPath 4 and 0 as OpenSM answers them.  A record the SA does not
 # serve (LFTRecord) answers "MAD Method/Attribute combination is not
 # supported".
 # Usage: diags_sa_builtin.sh [TOPOLOGY]

@@ -10,7 +10,12 @@
  *       trap TRAP (0xFFFF: all) from every port (LIDRangeBegin 0xFFFF)
  *   sa_client CA PORT ii-wait TRAP SECONDS   subscribe, print "ready", wait
  *       at most SECONDS for a Report(Notice) of TRAP, answer it with
- *       ReportResp, print "report trap N gid G", unsubscribe
+ *       ReportResp, print "report trap N gid G" (64-67: DataDetails' GID)
+ *       or "report trap N issuer_lid L issuer_gid G" (the SMAs' traps
+ *       the SM forwards), unsubscribe
+ *   sa_client CA PORT pr-numb SLID DLID NUMBPATH   GetTable(PathRecord)
+ *       by SLID, DLID and NumbPath: print "paths N" (the records of one
+ *       segment: at LMC 0 there is at most one per pair)
  * Prints "status 0xNNNN" for each Set/Delete answer; exits 0 when the SA
  * answered 0 (and ii-wait got its Report), 1 otherwise, 77 without umad.
  * Test code: every wait bounded.
@@ -150,8 +155,14 @@ static int wait_report(uint16_t trap, int seconds)
 		m[3] = 0x86; /* ReportResp: the same MAD back */
 		umad_set_addr(u, ntohs(u->addr.lid), ntohl(u->addr.qpn), 0, GSI_QKEY);
 		umad_send(fd, agent, u, 256, 0, 0);
-		inet_ntop(AF_INET6, m + HDR + 16, gid, sizeof(gid));
-		printf("report trap %u gid %s\n", (unsigned int)get(m + HDR + 4, 2), gid);
+		if (get(m + HDR + 4, 2) >= 64 && get(m + HDR + 4, 2) <= 67) {
+			inet_ntop(AF_INET6, m + HDR + 16, gid, sizeof(gid));
+			printf("report trap %u gid %s\n", (unsigned int)get(m + HDR + 4, 2), gid);
+		} else {
+			inet_ntop(AF_INET6, m + HDR + 64, gid, sizeof(gid));
+			printf("report trap %u issuer_lid %u issuer_gid %s\n",
+			       (unsigned int)get(m + HDR + 4, 2), (unsigned int)get(m + HDR + 6, 2), gid);
+		}
 		if (get(m + HDR + 4, 2) == trap)
 			return 0;
 	}
@@ -184,6 +195,33 @@ static int subscribe(int argc, char **argv, int wait)
 	return ret ? 1 : 0;
 }
 
+/* GetTable(PathRecord) SLID DLID NumbPath: the records of the answer's
+ * first segment (RMPP PayloadLength less the SA header, by
+ * AttributeOffset). */
+static int path_numb(int argc, char **argv)
+{
+	uint8_t m[256], r[256];
+	uint32_t paylen;
+	unsigned int off;
+
+	if (argc < 7)
+		return 2;
+	sa_hdr(m, 0x12, 0x0035, 0x5a0004, 0x10 | 0x20 | 0x1000); /* DLID SLID NumbPath */
+	put(m + HDR + 40, strtoul(argv[5], NULL, 0), 2);	/* DLID */
+	put(m + HDR + 42, strtoul(argv[4], NULL, 0), 2);	/* SLID */
+	m[HDR + 49] = (uint8_t)(strtoul(argv[6], NULL, 0) & 0x7F);
+	if (sa_send(m, r)) {
+		printf("no answer\n");
+		return 1;
+	}
+	if (status_of(r))
+		return 1;
+	paylen = (uint32_t)get(r + 32, 4);
+	off = (unsigned int)get(r + 44, 2) * 8;
+	printf("paths %u\n", off && paylen > 20 ? (paylen - 20) / off : 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	long methods[16 / sizeof(long)] = { 0 };
@@ -192,7 +230,7 @@ int main(int argc, char **argv)
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 4) {
-		fprintf(stderr, "usage: sa_client CA PORT sr-set|sr-delete|ii-sub|ii-wait ...\n");
+		fprintf(stderr, "usage: sa_client CA PORT sr-set|sr-delete|ii-sub|ii-wait|pr-numb ...\n");
 		return 2;
 	}
 	if (umad_init() < 0 || umad_get_port(argv[1], atoi(argv[2]), &port) < 0) {
@@ -217,6 +255,8 @@ int main(int argc, char **argv)
 		ret = subscribe(argc, argv, 0);
 	else if (!strcmp(argv[3], "ii-wait"))
 		ret = subscribe(argc, argv, 1);
+	else if (!strcmp(argv[3], "pr-numb"))
+		ret = path_numb(argc, argv);
 	else
 		ret = 2;
 	umad_unregister(fd, agent);

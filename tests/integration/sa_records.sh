@@ -4,7 +4,9 @@
 # way under the built-in SM's SA (diags_sa_builtin.sh) and OpenSM's
 # (diags_sa.sh): ServiceRecords registered, listed, one deleted;
 # an InformInfo subscription listed as InformInfoRecord; a Report of trap 64
-# delivered when a port goes down and comes back.  Sourced after
+# delivered when a port goes down and comes back, and one of the switch's
+# trap 128 (its link state changed) forwarded by the SM; PathRecords by
+# SLID/DLID with NumbPath 4 and 0 (LMC 0: one path, none).  Sourced after
 # mgmt_lib.sh, with the fabric up.
 
 # gid_of DEV: port 1's GID as saquery prints it (fe80::...).
@@ -16,7 +18,7 @@ gid_of() {
 # sa_records_check A B C SM: three CAs with port 1 ACTIVE, none the SM's;
 # SM builtin or opensm.
 sa_records_check() {
-	local a=$1 b=$2 c=$3 sm=$4 cl="$SIB_BIN/sa_client" wp lid
+	local a=$1 b=$2 c=$3 sm=$4 cl="$SIB_BIN/sa_client" wp wp2 lid
 	[ -x "$cl" ] || fail "no $cl"
 
 	run sra "$cl" "$a" 1 sr-set 0x1000000000000abc softib-test 0xFFFFFFFF
@@ -62,6 +64,11 @@ sa_records_check() {
 	wp=$!
 	SIB_PIDS+=("$wp")
 	wait_until 10 grep -q '^ready$' "$SIB_TMP/wait.out" || fail "sa_client ii-wait: $(cat "$SIB_TMP/wait.out")"
+	# and of the switch's trap 128 as b's link goes down (the SM forwards it)
+	client timeout 40 "$cl" "$a" 1 ii-wait 128 30 >"$SIB_TMP/wait128.out" 2>&1 &
+	wp2=$!
+	SIB_PIDS+=("$wp2")
+	wait_until 10 grep -q '^ready$' "$SIB_TMP/wait128.out" || fail "sa_client ii-wait 128: $(cat "$SIB_TMP/wait128.out")"
 	lid=$(lid_of "$b")
 	"$SIB_BIN/softib" port "$b" 1 down || fail "softib port $b 1 down"
 	if [ "$sm" = opensm ]; then
@@ -72,4 +79,12 @@ sa_records_check() {
 	"$SIB_BIN/softib" port "$b" 1 up || fail "softib port $b 1 up"
 	wait "$wp" || fail "no Report of trap 64: $(cat "$SIB_TMP/wait.out")"
 	want wait "^report trap 64 gid $(gid_of "$b")\$"
+	wait "$wp2" || fail "no Report of trap 128: $(cat "$SIB_TMP/wait128.out")"
+	want wait128 '^report trap 128 issuer_lid [1-9][0-9]* issuer_gid fe80::'
+
+	# NumbPath at LMC 0: 4 asked, one path; 0 asked, none (as OpenSM)
+	run pr4 "$cl" "$a" 1 pr-numb "$(lid_of "$a")" "$(lid_of "$c")" 4
+	want pr4 '^paths 1$'
+	run pr0 "$cl" "$a" 1 pr-numb "$(lid_of "$a")" "$(lid_of "$c")" 0
+	want pr0 '^paths 0$'
 }

@@ -343,6 +343,38 @@ static void test_path_records(void **state)
 	assert_int_equal(pr.rate, 7);
 	assert_int_equal(pr.pkey, 0xFFFF);
 	assert_int_equal(pr.sgid[15], (uint8_t)f->ca->ports[1].guid);
+	/* NumbPath as OpenSM takes it at LMC 0: 4 (saquery -p / a multi-path
+	 * client) still one path; 0 in a GetTable none (status 0); a Get
+	 * takes NumbPath 1 */
+	want.numb_path = 4;
+	sa_path_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GETTABLE, SA_ATTR_PATH_RECORD,
+	    sa_comp_mask(l, "SLID") | sa_comp_mask(l, "DLID") | sa_comp_mask(l, "NumbPath"), rec,
+	    sizeof(rec));
+	assert_int_equal(status_of(f), 0);
+	assert_int_equal(nrec(f), 1);
+	want.numb_path = 0; /* Reversible 1 beside it */
+	sa_path_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GETTABLE, SA_ATTR_PATH_RECORD,
+	    sa_comp_mask(l, "SLID") | sa_comp_mask(l, "DLID") | sa_comp_mask(l, "NumbPath"), rec,
+	    sizeof(rec));
+	assert_int_equal(status_of(f), 0);
+	assert_int_equal(nrec(f), 0);
+	want.numb_path = 0;
+	want.reversible = 0;
+	sa_path_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GETTABLE, SA_ATTR_PATH_RECORD, sa_comp_mask(l, "NumbPath"), rec,
+	    sizeof(rec));
+	assert_int_equal(nrec(f), 0);
+	ask(f, MAD_METHOD_GET, SA_ATTR_PATH_RECORD,
+	    sa_comp_mask(l, "SLID") | sa_comp_mask(l, "DLID") | sa_comp_mask(l, "NumbPath"), rec,
+	    sizeof(rec));
+	assert_int_equal(status_of(f), 0);
+	want.numb_path = 127;
+	sa_path_record_encode(&want, rec);
+	ask(f, MAD_METHOD_GETTABLE, SA_ATTR_PATH_RECORD, sa_comp_mask(l, "NumbPath"), rec,
+	    sizeof(rec));
+	assert_int_equal(nrec(f), 25);
 	/* by GIDs: the same path */
 	memset(&want, 0, sizeof(want));
 	memcpy(want.sgid, pr.sgid, 16);

@@ -598,6 +598,9 @@ void sib_sa_status(struct sib_subnet *sn, struct sib_sa_status *st)
 	st->report_resp_dropped = db->ctr.report_resp_dropped;
 	st->leases_expired = db->ctr.leases_expired;
 	st->subs_dropped = db->ctr.subs_dropped;
+	st->traps_forwarded = db->ctr.traps_forwarded;
+	st->traps_suppressed = db->ctr.traps_suppressed;
+	st->traps_dropped = db->ctr.traps_dropped;
 }
 
 /* ---- the sweep: ports in and out of service ---- */

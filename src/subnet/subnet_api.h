@@ -181,6 +181,9 @@ struct sib_sa_status {
 	uint64_t report_resp_dropped;   /* ReportResps for no Report in flight */
 	uint64_t leases_expired;        /* ServiceRecords whose lease ran out */
 	uint64_t subs_dropped;          /* subscriptions of a port that left */
+	uint64_t traps_forwarded;       /* SMA traps reported to subscribers */
+	uint64_t traps_suppressed;      /* repeats within OpenSM's aging window */
+	uint64_t traps_dropped;         /* IssuerLID of no port */
 };
 void sib_sa_status(struct sib_subnet *sn, struct sib_sa_status *st);
 

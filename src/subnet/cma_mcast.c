@@ -182,14 +182,45 @@ static void mc_drop_events(struct sib_cma_id *id, const struct cma_mc *mc)
 	}
 }
 
-/* mc goes: a Delete if it may be a member (joined, or a join in flight
- * whose MGID is known), its events dropped. */
+static const uint8_t zero_gid[16];
+
+/* May mc be a member at the SA (joined, or a join in flight whose MGID is
+ * known)? */
+static bool mc_member(const struct cma_mc *mc)
+{
+	return mc->joined || (mc->pending && memcmp(mc->mgid, zero_gid, 16));
+}
+
+/* The JoinState bits the other ids on id's port hold in mc's group: the
+ * SA knows one membership per port (PortGID), shared by every process on
+ * it, as the kernel's multicast.c keeps one per port and group. */
+static uint8_t mc_port_bits(const struct sib_cma_id *id, const struct cma_mc *mc)
+{
+	uint8_t bits = 0;
+
+	for (const struct sib_cma_id *o = id->cma->ids; o; o = o->next) {
+		if (o->node != id->node || o->port != id->port)
+			continue;
+		for (const struct cma_mc *x = o->mcs; x; x = x->next)
+			if (x != mc && mc_member(x) && !memcmp(x->mgid, mc->mgid, 16))
+				bits |= x->join_state;
+	}
+	return bits;
+}
+
+/* mc goes: a Delete of the JoinState bits no other id on the port still
+ * holds (none if every bit is held: another process's membership stays),
+ * its events dropped. */
 static void mc_free(struct sib_cma_id *id, struct cma_mc *mc, bool send)
 {
-	static const uint8_t zero[16];
+	if (send && id->node && mc_member(mc)) {
+		uint8_t leave = (uint8_t)(mc->join_state & ~mc_port_bits(id, mc));
 
-	if (send && id->node && (mc->joined || (mc->pending && memcmp(mc->mgid, zero, 16))))
-		(void)mc_send(id, mc, false);
+		if (leave) {
+			mc->join_state = leave;
+			(void)mc_send(id, mc, false);
+		}
+	}
 	mc_drop_events(id, mc);
 	id->nmcs--;
 	free(mc);

@@ -44,6 +44,8 @@ wait "$rcv"
 rrc=$?
 [ "$rrc" = 0 ] || { show; fail "receiver exited $rrc"; }
 grep -q 'data transfers complete' "$S" || { show; fail "receiver: no 'data transfers complete'"; }
-status | grep -q '^rdma_cm_mcast joins=2 joined=2 .*leaves=2' ||
-	{ show; fail "softibd: not two joins and two leaves"; }
+# Both bound to 127.0.0.1, both on one port: the SA holds one membership
+# for the port, and only the last of the two to go sends its Delete.
+status | grep -q '^rdma_cm_mcast joins=2 joined=2 .*leaves=1 ' ||
+	{ show; fail "softibd: not two joins and one leave"; }
 echo PASS

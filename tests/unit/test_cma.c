@@ -1220,6 +1220,47 @@ static void test_mcast_join_leave(void **state)
 	sib_cma_destroy_id(m);
 }
 
+/* Two processes on one port in one group (found by a hostile review: one
+ * leaving cut the other out): the SA knows one membership per port, so a
+ * leave sends a Delete only of the JoinState bits no other id on the port
+ * still holds, as the kernel's multicast.c counts members per port. */
+static void test_mcast_port_shared(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *a = mc_id(f, 1, 0, SIB_CMA_PS_UDP);
+	struct sib_cma_id *b = mc_id(f, 2, 0, SIB_CMA_PS_UDP);
+	struct sib_cma_id *s = mc_id(f, 3, 0, SIB_CMA_PS_UDP);
+	struct sockaddr_in g = sin4("239.7.7.7", 0);
+	uint64_t leaves0 = sib_cma_counters(f->cma)->mc_leaves;
+	struct rec *r;
+	uint16_t mlid;
+
+	assert_int_equal(CALL(sib_cma_join_mcast(a, 1, &g, sizeof(g), 0)), 0);
+	run(f);
+	assert_non_null(r = ev_of(a, SIB_CMA_EV_MULTICAST_JOIN));
+	mlid = r->ev.ah.dlid;
+	assert_int_equal(CALL(sib_cma_join_mcast(b, 2, &g, sizeof(g), 0)), 0);
+	assert_int_equal(CALL(sib_cma_join_mcast(s, 3, &g, sizeof(g), 1)), 0); /* send-only */
+	run(f);
+	assert_non_null(ev_of(b, SIB_CMA_EV_MULTICAST_JOIN));
+	assert_non_null(ev_of(s, SIB_CMA_EV_MULTICAST_JOIN));
+	assert_true(mc_reaches(f, 1, mlid, 0));
+	/* a leaves: b still holds the full membership, nothing is sent */
+	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g))), 0);
+	run(f);
+	assert_int_equal(sib_cma_counters(f->cma)->mc_leaves, leaves0);
+	assert_true(mc_reaches(f, 1, mlid, 0));
+	/* b's owner goes: the full bit leaves, the send-only member stays */
+	sib_cma_destroy_owner(f->cma, 2);
+	run(f);
+	assert_int_equal(sib_cma_counters(f->cma)->mc_leaves, leaves0 + 1);
+	assert_false(mc_reaches(f, 1, mlid, 0));
+	/* the last one: its send-only bit */
+	sib_cma_destroy_id(s);
+	assert_int_equal(sib_cma_counters(f->cma)->mc_leaves, leaves0 + 2);
+	sib_cma_destroy_id(a);
+}
+
 static void test_mcast_errors(void **state)
 {
 	struct fx *f = *state;
@@ -1495,6 +1536,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dreq_timeout, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_mgid, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_join_leave, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mcast_port_shared, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mcast_hostile_sa, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_af_ib_raw_sid, setup, teardown),

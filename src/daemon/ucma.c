@@ -175,6 +175,28 @@ static void chan_forget(struct ucma_chan *ch, const struct ucma_id *id)
 	}
 }
 
+/* Forget the multicast events of id's group cookie in ch's queue (a leave:
+ * the kernel's ucma_cleanup_mc_events), so that join/leave loops on a
+ * channel nobody reads do not grow softibd. */
+static void chan_forget_mc(struct ucma_chan *ch, const struct ucma_id *id, uint64_t cookie)
+{
+	struct ucma_out **pp = &ch->head, *o;
+
+	ch->tail = NULL;
+	while ((o = *pp)) {
+		if (o->id == id && o->ev.listen_uid == cookie &&
+		    (o->ev.event == SIB_CMA_EV_MULTICAST_JOIN ||
+		     o->ev.event == SIB_CMA_EV_MULTICAST_ERROR)) {
+			*pp = o->next;
+			ch->qlen--;
+			free(o);
+			continue;
+		}
+		ch->tail = o;
+		pp = &o->next;
+	}
+}
+
 static void id_free(struct sibd *d, struct ucma_id *id)
 {
 	struct sibd_ucma *u = d->ucma;
@@ -707,6 +729,23 @@ static int cmd_migrate(struct sibd *d, struct sibd_client *c, struct ucma_id *id
 	return 0;
 }
 
+/* Does cmd queue an event of its own (its answer comes as one)? */
+static bool makes_event(uint32_t cmd)
+{
+	switch (cmd) {
+	case SIB_CM_CMD_RESOLVE_ADDR:
+	case SIB_CM_CMD_RESOLVE_ROUTE:
+	case SIB_CM_CMD_CONNECT:
+	case SIB_CM_CMD_ACCEPT:
+	case SIB_CM_CMD_REJECT:
+	case SIB_CM_CMD_DISCONNECT:
+	case SIB_CM_CMD_JOIN_MCAST:
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* The commands on an id. */
 static int cmd_on_id(struct sibd *d, struct sibd_client *c, struct sib_ctl_cm *cm)
 {
@@ -720,6 +759,11 @@ static int cmd_on_id(struct sibd *d, struct sibd_client *c, struct sib_ctl_cm *c
 	if (cm->pdata_len > SIB_CM_PDATA_MAX || cm->src_len > SIB_CM_ADDR_LEN ||
 	    cm->dst_len > SIB_CM_ADDR_LEN)
 		return -EINVAL;
+	/* A channel whose reader let SIBD_UCMA_QUEUE_MAX events pile up takes
+	 * no command that would queue another: softibd's memory is everyone's
+	 * (the kernel queues without bound, charged to the process). */
+	if (id->chan && id->chan->qlen >= SIBD_UCMA_QUEUE_MAX && makes_event(cm->cmd))
+		return -ENOBUFS;
 	switch (cm->cmd) {
 	case SIB_CM_CMD_DESTROY_ID:
 		cm->events_reported = id_destroy(d, id);
@@ -770,9 +814,17 @@ static int cmd_on_id(struct sibd *d, struct sibd_client *c, struct sib_ctl_cm *c
 		return cmd_migrate(d, c, id, cm);
 	case SIB_CM_CMD_JOIN_MCAST: /* uid: the group's cookie (the kernel's ucma) */
 		return sib_cma_join_mcast(k, cm->uid, cm->dst_addr, cm->dst_len, cm->join_flags);
-	case SIB_CM_CMD_LEAVE_MCAST:
+	case SIB_CM_CMD_LEAVE_MCAST: {
+		uint64_t cookie;
+
 		cm->events_reported = 0; /* the library counts none per group */
-		return sib_cma_leave_mcast(k, cm->dst_addr, cm->dst_len);
+		if ((ret = sib_cma_mcast_cookie(k, cm->dst_addr, cm->dst_len, &cookie)))
+			return ret;
+		ret = sib_cma_leave_mcast(k, cm->dst_addr, cm->dst_len);
+		if (!ret && id->chan)
+			chan_forget_mc(id->chan, id, cookie);
+		return ret;
+	}
 	default:
 		return -EINVAL;
 	}

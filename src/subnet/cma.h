@@ -234,6 +234,10 @@ int sib_cma_join_mcast(struct sib_cma_id *id, uint64_t cookie, const void *addr,
  * (not waited for), the group's queued events dropped.  -EADDRNOTAVAIL
  * (not joined). */
 int sib_cma_leave_mcast(struct sib_cma_id *id, const void *addr, uint32_t len);
+/* The cookie (JOIN_MCAST's uid, the events' listen_uid) of id's group at
+ * addr, for the host to drop that group's events it still holds on a
+ * leave (the kernel's ucma_cleanup_mc_events).  0 or -EADDRNOTAVAIL. */
+int sib_cma_mcast_cookie(struct sib_cma_id *id, const void *addr, uint32_t len, uint64_t *cookie);
 
 /* The MAD router: an SA answer for the cma's channel (SIB_MAD_CHAN_CMA)
  * arrived at (n, port).  Only stored; handled in dispatch. */

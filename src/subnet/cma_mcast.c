@@ -237,6 +237,16 @@ int sib_cma_leave_mcast(struct sib_cma_id *id, const void *addr, uint32_t len)
 	return 0;
 }
 
+int sib_cma_mcast_cookie(struct sib_cma_id *id, const void *addr, uint32_t len, uint64_t *cookie)
+{
+	struct cma_mc *mc, **pp;
+
+	if (len < 2 || len > SIB_CM_ADDR_LEN || !(mc = mc_find(id, addr, len, &pp)))
+		return -EADDRNOTAVAIL;
+	*cookie = mc->cookie;
+	return 0;
+}
+
 void cma_mc_destroy(struct sib_cma_id *id, bool send)
 {
 	struct cma_mc *mc;

@@ -28,6 +28,8 @@
 
 #include "common/ctl.h"
 #include "common/sib_ctl_cm.h"
+#include "daemon/ucma.h"
+#include "subnet/cma.h"
 #include "daemon_fixture.h"
 #include "status_text.h"
 
@@ -794,6 +796,74 @@ static void test_multicast(void **state)
 	free(st);
 }
 
+/* A UD id that joins and leaves in a loop on a channel it never reads
+ * (hostile review: softibd grew by ~400 bytes an event, without bound): a
+ * leave drops its group's queued events, and a channel with
+ * SIBD_UCMA_QUEUE_MAX events waiting takes no command that makes another
+ * (ENOBUFS); reading them lets it go on. */
+static void test_event_flood(void **state)
+{
+	enum { LOOPS = 3000, IDS = 24 };
+	struct sib_ctl_msg m;
+	uint32_t chan, id[IDS];
+	int fd, ch, ret = 0;
+	unsigned int joins = 0;
+	char *st;
+
+	(void)state;
+	wait_no_ids();
+	fd = hello_conn();
+	ch = chan_open(fd, &chan);
+	for (unsigned int i = 0; i < IDS; i++) {
+		memset(&m, 0, sizeof(m));
+		m.u.cm.channel = chan;
+		m.u.cm.uid = 0x900 + i;
+		m.u.cm.ps = 0x0111; /* RDMA_PS_UDP */
+		m.u.cm.qp_type = IBV_QPT_UD;
+		assert_int_equal(cm(fd, &m, SIB_CM_CMD_CREATE_ID, NULL), 0);
+		id[i] = m.u.cm.id;
+		memset(&m, 0, sizeof(m));
+		m.u.cm.id = id[i];
+		put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "127.1.0.1", 0);
+		assert_int_equal(cm(fd, &m, SIB_CM_CMD_BIND, NULL), 0);
+	}
+	for (unsigned int i = 0; i < LOOPS; i++) {
+		memset(&m, 0, sizeof(m));
+		m.u.cm.id = id[0];
+		m.u.cm.uid = 0xABC;
+		put_sin(m.u.cm.dst_addr, &m.u.cm.dst_len, "224.1.1.2", 0);
+		assert_int_equal(cm(fd, &m, SIB_CM_CMD_JOIN_MCAST, NULL), 0);
+		assert_int_equal(cm(fd, &m, SIB_CM_CMD_LEAVE_MCAST, NULL), 0);
+	}
+	st = status_text();
+	assert_true(field(st, "ucma ", "events_queued") < 16);
+	free(st);
+	/* joins that stay: the queue fills to its bound, then ENOBUFS */
+	for (unsigned int i = 0; i < IDS && !ret; i++)
+		for (unsigned int g = 0; g < SIB_CMA_MC_MAX && !ret; g++) {
+			char ip[32];
+
+			snprintf(ip, sizeof(ip), "239.2.%u.%u", i, g + 1);
+			memset(&m, 0, sizeof(m));
+			m.u.cm.id = id[i];
+			m.u.cm.uid = g;
+			put_sin(m.u.cm.dst_addr, &m.u.cm.dst_len, ip, 0);
+			ret = cm(fd, &m, SIB_CM_CMD_JOIN_MCAST, NULL);
+			joins += !ret;
+		}
+	assert_int_equal(ret, ENOBUFS);
+	st = status_text();
+	assert_true(field(st, "ucma ", "events_queued") <= SIBD_UCMA_QUEUE_MAX);
+	free(st);
+	assert_true(joins >= SIBD_UCMA_QUEUE_MAX - 64); /* the socket holds some too */
+	for (unsigned int i = 0; i < joins; i++)
+		(void)expect(ch, 12 /* MULTICAST_JOIN */);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_JOIN_MCAST, NULL), 0); /* room again */
+	close(ch);
+	close(fd);
+	wait_no_ids();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -805,6 +875,7 @@ int main(void)
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_ip_option),
 		cmocka_unit_test(test_multicast),
+		cmocka_unit_test(test_event_flood),
 		cmocka_unit_test(test_channel_queue),
 		cmocka_unit_test(test_cycles),
 		cmocka_unit_test(test_fuzz),

@@ -50,6 +50,9 @@
 #define IIR_SIZE		64
 #define NOTICE_SIZE		80
 #define SA_SUB_MAX		4096
+/* Subscriptions one requesting port may hold (OpenSM has no bound; 4,096
+ * from one process made each notice 4,096 Reports: hostile review). */
+#define SA_SUB_PER_PORT		64
 #define SA_REP_MAX		4096
 #define REPORT_TIMEOUT_NS	200000000ull	/* OpenSM transaction_timeout 200 ms */
 #define REPORT_RETRIES		3		/* OpenSM transaction_retries */
@@ -67,7 +70,7 @@ struct sa_sub {
 };
 
 struct sa_report {
-	struct sa_report *next;
+	struct sa_report *next, *prev;	/* newest first; db->rep_oldest the last */
 	uint8_t mad[MAD_SIZE];
 	uint64_t tid;
 	uint16_t dlid;
@@ -201,7 +204,12 @@ static uint16_t inform_set(struct sa_req *q, struct sa_db *db)
 		if (!access_ok(q, ii, rn, rp))
 			return refuse(q, true);
 		if (!l) {
-			if (db->nsub >= SA_SUB_MAX || !(s = calloc(1, sizeof(*s)))) {
+			unsigned int mine = 0;
+
+			for (const struct sa_sub *o = db->sub; o; o = o->next)
+				mine += o->lid == q->req_lid;
+			if (db->nsub >= SA_SUB_MAX || mine >= SA_SUB_PER_PORT ||
+			    !(s = calloc(1, sizeof(*s)))) {
 				q->echo = true;
 				memcpy(q->echo_data, ii, MAD_SA_DATA_SIZE);
 				q->echo_data[23] = 0;
@@ -298,6 +306,22 @@ static void report_send(struct sib_subnet *sn, const struct sa_report *r)
 	sib_mad_send(sn, sn->sm.node, sn->sm.port, &m);
 }
 
+/* Take r out of db's Reports (O(1): a notice to every subscriber gives up
+ * the oldest once per Report when the table is full). */
+static void rep_unlink(struct sa_db *db, struct sa_report *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		db->rep = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	else
+		db->rep_oldest = r->prev;
+	db->nrep--;
+	free(r);
+}
+
 /* Queue and send Report(notice) to the subscription's address. */
 static void report(struct sib_subnet *sn, struct sa_db *db, const struct sa_sub *s,
 		   const uint8_t *notice)
@@ -305,14 +329,8 @@ static void report(struct sib_subnet *sn, struct sa_db *db, const struct sa_sub 
 	struct mad_sa h;
 	struct sa_report *r;
 
-	if (db->nrep >= SA_REP_MAX) { /* give the oldest up */
-		struct sa_report **l = &db->rep;
-
-		while ((*l)->next)
-			l = &(*l)->next;
-		free(*l);
-		*l = NULL;
-		db->nrep--;
+	if (db->nrep >= SA_REP_MAX && db->rep_oldest) { /* give the oldest up */
+		rep_unlink(db, db->rep_oldest);
 		db->ctr.reports_lost++;
 	}
 	if (!(r = calloc(1, sizeof(*r))))
@@ -334,6 +352,10 @@ static void report(struct sib_subnet *sn, struct sa_db *db, const struct sa_sub 
 	r->dlid = s->lid;
 	r->sends = 1;
 	r->next = db->rep;
+	if (db->rep)
+		db->rep->prev = r;
+	else
+		db->rep_oldest = r;
 	db->rep = r;
 	db->nrep++;
 	db->ctr.reports_sent++;
@@ -520,12 +542,10 @@ void sib_sa_report_resp(struct sib_subnet *sn, const mai_mad_t *m)
 {
 	struct sa_db *db = sn->mcg ? sa_db(sn) : NULL;
 
-	for (struct sa_report **l = db ? &db->rep : NULL, *r; l && (r = *l); l = &r->next)
+	for (struct sa_report *r = db ? db->rep : NULL; r; r = r->next)
 		if (r->tid == m->tid && r->dlid == m->lrh.slid) {
-			*l = r->next;
-			db->nrep--;
+			rep_unlink(db, r);
 			db->ctr.reports_acked++;
-			free(r);
 			return;
 		}
 	if (db)
@@ -537,15 +557,14 @@ static uint64_t report_tick(struct sib_subnet *sn, struct sa_db *db)
 {
 	uint64_t next = 0;
 
-	for (struct sa_report **l = &db->rep, *r; (r = *l);) {
+	for (struct sa_report *r = db->rep, *nx; r; r = nx) {
+		nx = r->next;
 		if (!r->deadline) {
 			r->deadline = db->now_ns + REPORT_TIMEOUT_NS;
 		} else if (r->deadline <= db->now_ns) {
 			if (r->sends > REPORT_RETRIES) {
-				*l = r->next;
-				db->nrep--;
+				rep_unlink(db, r);
 				db->ctr.reports_lost++;
-				free(r);
 				continue;
 			}
 			r->sends++;
@@ -555,7 +574,6 @@ static uint64_t report_tick(struct sib_subnet *sn, struct sa_db *db)
 		}
 		if (!next || r->deadline < next)
 			next = r->deadline;
-		l = &r->next;
 	}
 	return next;
 }
@@ -766,5 +784,6 @@ void sa_inform_free(struct sa_db *db)
 	db->in_service = NULL;
 	free(db->trap_age);
 	db->trap_age = NULL;
+	db->rep_oldest = NULL;
 	db->nsub = db->nrep = db->nin = db->ntrap_age = 0;
 }

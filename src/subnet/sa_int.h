@@ -102,7 +102,8 @@ struct sa_db {
 	unsigned int nsvc;
 	struct sa_sub *sub;		/* newest first */
 	unsigned int nsub;
-	struct sa_report *rep;
+	struct sa_report *rep;		/* newest first */
+	struct sa_report *rep_oldest;	/* the list's last */
 	unsigned int nrep;
 	uint32_t report_tid;		/* low 32 bits of the last Report's TID */
 	void *in_service;		/* sa_inform.c's: GUIDs and LinkDowned counts */

@@ -36,6 +36,9 @@
 #define SR_PKEY_OFF		24
 #define SR_LEASE_INFINITE	0xFFFFFFFFu
 #define SA_SVC_MAX		4096
+/* Records one requesting port may hold (OpenSM has no bound; here one
+ * process filling the table locked every other port out: 0x0100). */
+#define SA_SVC_PER_PORT		256
 #define SR_BIT_ID		(1ull << 0)
 #define SR_BIT_GID		(1ull << 1)
 #define SR_BIT_PKEY		(1ull << 2)
@@ -47,6 +50,7 @@ struct sa_svc {
 	uint8_t rec[SR_SIZE];	/* wire form, as registered */
 	bool armed;		/* expires is set (a lease starts at the next tick) */
 	uint64_t expires;	/* the SA clock's ns; 0 with armed: infinite */
+	uint16_t owner_lid;	/* the requester's LID that registered it */
 };
 
 /* The layout answers need (the record's size; fields are matched here). */
@@ -154,8 +158,13 @@ static uint16_t sr_set(struct sa_req *q, struct sa_db *db, uint8_t *w)
 		memset(w + SR_LEASE_OFF, 0xFF, 4);
 	s = by_rid(db, w, NULL);
 	if (!s) {
-		if (db->nsvc >= SA_SVC_MAX || !(s = calloc(1, sizeof(*s))))
+		unsigned int mine = 0;
+
+		for (const struct sa_svc *o = db->svc; o; o = o->next)
+			mine += o->owner_lid == q->req_lid;
+		if (db->nsvc >= SA_SVC_MAX || mine >= SA_SVC_PER_PORT || !(s = calloc(1, sizeof(*s))))
 			return MAD_SA_STATUS_NO_RESOURCES;
+		s->owner_lid = q->req_lid;
 		s->next = db->svc;
 		db->svc = s;
 		db->nsvc++;

@@ -446,6 +446,34 @@ static void test_inform_info(void **state)
 
 /* A link down: the switch's trap 128 reaches the SM, which sweeps at the
  * next tick (as OpenSM on a trap): trap 65 without waiting for a link up. */
+/* One requesting port holds at most 64 subscriptions and 256
+ * ServiceRecords (0x0100 past them); another port still gets its own (a
+ * hostile review filled both tables from one process: every notice then
+ * made 4,096 Reports and no other port could register). */
+static void test_sa_caps(void **state)
+{
+	struct fx *f = *state;
+	struct sib_fab_node *a = f->cas[0], *b = f->cas[1];
+	uint8_t ii[36], r[SR_SIZE];
+
+	for (unsigned int i = 0; i < 64; i++) {
+		ii_make(ii, (uint16_t)(1000 + i), 1, 0);
+		assert_int_equal(ask(f, a, MAD_METHOD_SET, II_ATTR, 0, ii, 36), 0);
+	}
+	ii_make(ii, 2000, 1, 0);
+	assert_int_equal(ask(f, a, MAD_METHOD_SET, II_ATTR, 0, ii, 36), 0x0100);
+	assert_int_equal(ask(f, b, MAD_METHOD_SET, II_ATTR, 0, ii, 36), 0);
+	ii_make(ii, 1000, 1, 0); /* the same one again: replaced, no new room needed */
+	assert_int_equal(ask(f, a, MAD_METHOD_SET, II_ATTR, 0, ii, 36), 0);
+	for (unsigned int i = 0; i < 256; i++) {
+		sr_make(r, 0x10000 + i, a, 0xFFFFFFFF, "cap");
+		assert_int_equal(ask(f, a, MAD_METHOD_SET, SR_ATTR, SR_ID | SR_GID | SR_NAME, r, SR_SIZE), 0);
+	}
+	sr_make(r, 0x20000, a, 0xFFFFFFFF, "cap");
+	assert_int_equal(ask(f, a, MAD_METHOD_SET, SR_ATTR, SR_ID | SR_GID | SR_NAME, r, SR_SIZE), 0x0100);
+	assert_int_equal(ask(f, b, MAD_METHOD_SET, SR_ATTR, SR_ID | SR_GID | SR_NAME, r, SR_SIZE), 0);
+}
+
 static void test_trap_sweeps(void **state)
 {
 	struct fx *f = *state;
@@ -1177,6 +1205,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_service_record, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inform_info, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sa_caps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap_sweeps, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap128_forwarded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_trap144_forwarded, setup, teardown),

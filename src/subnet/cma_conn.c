@@ -324,7 +324,13 @@ static int conn_handler(struct sib_cm_id *cm, const struct sib_cm_event *ev, voi
 		break;
 	case SIB_CM_DREP_RECEIVED:
 	case SIB_CM_DREQ_ERROR: /* no DREP: DISCONNECTED -ETIMEDOUT (cma_ib_handler) */
-		if (id->state == CMA_DISCONNECT && !id->dreq_rcvd) {
+		/* after our rdma_disconnect, or a DREQ the CM sent by itself
+		 * (a stale connection, IBA 12.9.8.3.1): cma_ib_handler moves a
+		 * connected id to DISCONNECT either way and reports it once */
+		if ((id->state == CMA_DISCONNECT && !id->dreq_rcvd) || id->state == CMA_ESTABLISHED ||
+		    id->state == CMA_CONN_RESPONSE || id->state == CMA_ACCEPTED) {
+			if (id->state != CMA_DISCONNECT)
+				id->cma->ctr.disconnects++;
 			id->state = CMA_DONE;
 			cma_post(id, SIB_CMA_EV_DISCONNECTED,
 				 ev->type == SIB_CM_DREQ_ERROR ? -ETIMEDOUT : 0);

@@ -593,6 +593,30 @@ static void test_af_ib_ephemeral(void **state)
 
 /* rdma_notify(IBV_EVENT_COMM_EST): the passive side established without
  * the RTU (its QP got a packet first). */
+/* A REQ from a QPN that already has a connection here: the new one is
+ * rejected as stale and the CM disconnects the old one (IBA 12.9.8.3.1);
+ * both of the old ids hear DISCONNECTED (the server's only had TIMEWAIT_EXIT
+ * before: hostile review). */
+static void test_stale_disconnects(void **state)
+{
+	struct fx *f = *state;
+	struct sib_cma_id *c, *s, *c2;
+	struct sib_cm_conn cc = conn_of(0x111);
+
+	connect_pair(f, 7480, &c, &s);
+	c2 = resolved(f, 3, SIB_CMA_PS_TCP, "127.1.1.1", "127.1.0.1", 7480);
+	assert_int_equal(CALL(sib_cma_connect(c2, &cc, (const uint8_t *)"again", 5)), 0);
+	run(f);
+	assert_non_null(ev_of(c2, SIB_CMA_EV_REJECTED));
+	assert_non_null(ev_of(c, SIB_CMA_EV_DISCONNECTED));
+	assert_null(ev_of(s, SIB_CMA_EV_DISCONNECTED));
+	/* the old client answers as programs do (rdma_disconnect: the DREP) */
+	assert_int_equal(CALL(sib_cma_disconnect(c)), 0);
+	run(f);
+	assert_non_null(ev_of(s, SIB_CMA_EV_DISCONNECTED));
+	assert_int_equal(CALL(sib_cma_disconnect(s)), -EINVAL); /* already over */
+}
+
 static void test_notify(void **state)
 {
 	struct fx *f = *state;
@@ -1524,6 +1548,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_connect_accept, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_disconnect, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_notify, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_disconnects, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_af_ib_ephemeral, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reject, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_listener_match, setup, teardown),

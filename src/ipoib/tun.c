@@ -309,6 +309,37 @@ static void print_stats(const struct ipoib_ep *ep, const char *tun)
 	}
 }
 
+/* The live bridge named by pid file pidf: its pid, 0 if none (no file, or
+ * a process that is gone or is not softib's). */
+static int bridge_pid(const char *pidf)
+{
+	char comm[64] = "", path[64];
+	FILE *f = fopen(pidf, "r");
+	int pid = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &pid) != 1 || pid <= 0)
+		pid = 0;
+	fclose(f);
+	if (!pid)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "r");
+	if (!f || !fgets(comm, sizeof(comm), f) || strncmp(comm, "softib", 6))
+		pid = 0;
+	if (f)
+		fclose(f);
+	return pid;
+}
+
+/* Remove pidf if it still names this process (another bridge's is not ours). */
+static void unlink_own_pid(const char *pidf)
+{
+	if (bridge_pid(pidf) == (int)getpid())
+		unlink(pidf);
+}
+
 int sib_ipoib_up(const struct sib_ipoib_opts *o)
 {
 	static struct ipoib_ep ep;
@@ -319,6 +350,14 @@ int sib_ipoib_up(const struct sib_ipoib_opts *o)
 
 	if (pid_path(o->dev, o->port, pidf, sizeof(pidf)) < 0)
 		return 1;
+	/* one bridge per port, as one ib0 per port: a second would take the
+	 * first's pid file and leave it impossible to stop with `down` */
+	if (bridge_pid(pidf) > 0) {
+		fprintf(stderr, "softib ipoib: %s port %d already has an interface (pid %d, %s); "
+			"`softib ipoib %s %d down` first\n", o->dev, o->port, bridge_pid(pidf), pidf,
+			o->dev, o->port);
+		return 1;
+	}
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
@@ -352,7 +391,7 @@ int sib_ipoib_up(const struct sib_ipoib_opts *o)
 	ret = loop(&ep, tfd);
 	ipoib_cm_close(&ep);	/* first: its counters say every QP went */
 	print_stats(&ep, o->tun);
-	unlink(pidf);
+	unlink_own_pid(pidf);
 out:
 	report_up(&report, 1);
 	ipoib_ep_close(&ep);
@@ -362,30 +401,20 @@ out:
 
 int sib_ipoib_down(const char *dev, int port)
 {
-	char pidf[512], comm[64] = "", path[64];
-	FILE *f;
-	int pid = 0;
+	char pidf[512];
+	int pid;
 
 	if (pid_path(dev, port, pidf, sizeof(pidf)) < 0)
 		return 1;
-	f = fopen(pidf, "r");
-	if (!f || fscanf(f, "%d", &pid) != 1 || pid <= 0) {
-		if (f)
-			fclose(f);
+	if (access(pidf, F_OK) < 0) {
 		fprintf(stderr, "softib ipoib: no interface up on %s port %d (%s)\n", dev, port, pidf);
 		return 1;
 	}
-	fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/comm", pid);
-	f = fopen(path, "r");
-	if (!f || !fgets(comm, sizeof(comm), f) || strncmp(comm, "softib", 6)) {
-		if (f)
-			fclose(f);
-		fprintf(stderr, "softib ipoib: stale pid file %s (process %d is gone)\n", pidf, pid);
+	if (!(pid = bridge_pid(pidf))) {
+		fprintf(stderr, "softib ipoib: stale pid file %s (its process is gone)\n", pidf);
 		unlink(pidf);
 		return 1;
 	}
-	fclose(f);
 	if (kill(pid, SIGTERM) < 0) {
 		perror("softib ipoib: kill");
 		return 1;

@@ -46,6 +46,14 @@ timeout 60 ip netns exec "$NSB" env LD_PRELOAD="$SIB_PRELOAD" "${SOFTIB[@]}" ipo
 pid_softib1=$(cat "$SIB_TMP/ipoib-softib1-1.pid") || fail "no pid file for softib1"
 SIB_PIDS+=("$pid_softib1")
 alive "$pid_softib1" || fail "the softib1 bridge is not running"
+# One bridge per port: a second `up` on softib1 port 1 is refused, and the
+# first keeps its pid file (a newcomer's second bridge once took it).
+inns "$NSA" env LD_PRELOAD="$SIB_PRELOAD" "${SOFTIB[@]}" ipoib softib1 1 up --tun ib7 \
+	--addr 10.77.7.1/24 >"$SIB_TMP/dup.out" 2>&1
+rc=$?
+[ $rc = 1 ] && grep -q "already has an interface" "$SIB_TMP/dup.out" ||
+	fail "a second bridge on softib1 port 1: rc $rc: $(cat "$SIB_TMP/dup.out")"
+[ "$(cat "$SIB_TMP/ipoib-softib1-1.pid")" = "$pid_softib1" ] || fail "the pid file changed"
 wait_until 20 grep -q " up on " "$SIB_TMP/softib0.log" ||
 	fail "softib0 did not come up: $(cat "$SIB_TMP/softib0.log")"
 cat "$SIB_TMP/softib0.log" "$SIB_TMP/softib1.log"
@@ -205,6 +213,8 @@ fi
 
 # softibd dies: a running bridge stops with its device (DEVICE_FATAL), as the
 # kernel's interface goes with its HCA; it must not run on, forwarding nothing.
+# (a fresh log first: the old one's " up on " must not count for the new bridge)
+rm -f "$SIB_TMP/softib0.log"
 up "$NSA" softib0 10.77.0.1/24
 wait_until 20 grep -q " up on " "$SIB_TMP/softib0.log" ||
 	fail "softib0 did not come up again: $(cat "$SIB_TMP/softib0.log")"

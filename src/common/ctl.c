@@ -73,6 +73,27 @@ static bool nobody_listens(int err)
 	return err == -ENOENT || err == -ECONNREFUSED;
 }
 
+/* The caller's uid as the parent user namespace sees it: inside `unshare
+ * -r` getuid() is 0, but softibd and its /tmp/softib-UID directory are
+ * the user's outside (/proc/self/uid_map: "inside outside count" lines).
+ * getuid() when there is no map or it says nothing of us. */
+static unsigned int outside_uid(void)
+{
+	unsigned long in, out, cnt;
+	unsigned int uid = (unsigned int)getuid();
+	FILE *f = fopen("/proc/self/uid_map", "re");
+
+	if (!f)
+		return uid;
+	while (fscanf(f, "%lu %lu %lu", &in, &out, &cnt) == 3)
+		if (uid >= in && uid - in < cnt) {
+			uid = (unsigned int)(out + (uid - in));
+			break;
+		}
+	fclose(f);
+	return uid;
+}
+
 int sib_ctl_default_path(char *buf, size_t len)
 {
 	const char *env = getenv("SOFTIB_SOCKET");
@@ -83,7 +104,7 @@ int sib_ctl_default_path(char *buf, size_t len)
 	else if ((env = getenv("XDG_RUNTIME_DIR")) && *env)
 		n = snprintf(buf, len, "%s/softib.sock", env);
 	else
-		n = snprintf(buf, len, "/tmp/softib-%u/softib.sock", (unsigned int)getuid());
+		n = snprintf(buf, len, "/tmp/softib-%u/softib.sock", outside_uid());
 	if (n < 0 || (size_t)n >= len || (size_t)n >= SUN_PATH_MAX)
 		return -ENAMETOOLONG;
 	return 0;

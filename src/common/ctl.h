@@ -19,7 +19,9 @@
 
 /*
  * The control socket path: $SOFTIB_SOCKET if set and non-empty, else
- * $XDG_RUNTIME_DIR/softib.sock, else /tmp/softib-<uid>/softib.sock.
+ * $XDG_RUNTIME_DIR/softib.sock, else /tmp/softib-<uid>/softib.sock (uid: the
+ * caller's outside its user namespace, from /proc/self/uid_map, so that
+ * `unshare -r` finds the user's softibd).
  * Returns 0, or -ENAMETOOLONG if it does not fit buf or a sockaddr_un.
  */
 int sib_ctl_default_path(char *buf, size_t len);

@@ -83,6 +83,16 @@ dpid=$(as_user "$U" timeout 10 "$SIB_BIN/softib" status | sed -n 's/^softibd pid
 dpid=${dpid%% *}
 [ "$(stat -c %u "/proc/$dpid")" = "$U" ] || fail "softibd $dpid does not run as uid $U"
 
+# The same daemon from inside `unshare -r` (uid 0 there): the default path
+# is the user's outside uid's (a newcomer's `unshare -rn softib ipoib` looked
+# in /tmp/softib-0).  Skipped where user namespaces are not allowed.
+if as_user "$U" unshare -r true 2>/dev/null; then
+	in=$(as_user "$U" unshare -r "$SIB_BIN/softib" status 2>&1 | sed -n 's/^softibd pid=\([0-9]*\) .*/\1/p')
+	[ "$in" = "$dpid" ] || fail "inside unshare -r: not softibd $dpid: $(as_user "$U" unshare -r "$SIB_BIN/softib" status 2>&1 | head -3)"
+else
+	echo "note: no user namespaces here; the unshare -r case is not run"
+fi
+
 # 2. ibv_devinfo
 out=$(as_user "$U" timeout 30 ibv_devinfo -d softib0) || fail "ibv_devinfo exited $?"
 echo "$out" | grep -q "PORT_ACTIVE" || fail "ibv_devinfo: no active port: $out"

@@ -29,8 +29,8 @@
 #include "ipoib/neigh.h"
 #include "ipoib/wire.h"
 
-#define IPOIB_CM_SRQ_RING	64	/* receive buffers, shared by RX connections */
-#define IPOIB_CM_TX_RING	64	/* send buffers, shared by TX connections */
+#define IPOIB_CM_SRQ_RING	32	/* receive buffers, shared by RX connections */
+#define IPOIB_CM_TX_RING	32	/* send buffers, shared by TX connections */
 #define IPOIB_CM_MAX_TX		32	/* TX connections (neighbours beyond: UD) */
 #define IPOIB_CM_MAX_RX		32	/* RX connections (REQs beyond: rejected) */
 #define IPOIB_CM_QLEN		8	/* datagrams waiting per connecting TX */

@@ -18,7 +18,7 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
     sib_verbs_test(${t})
   endforeach()
   add_test(NAME test_verbs_write_poll_packets COMMAND test_verbs_write_poll)
-  set_tests_properties(test_verbs_write_poll_packets PROPERTIES TIMEOUT 120 LABELS unit
+  set_tests_properties(test_verbs_write_poll_packets PROPERTIES TIMEOUT 300 LABELS unit
     ENVIRONMENT "SOFTIB_DIRECT=0")
 
   sib_itest(verbs_ibv_devices ibv_devices.sh)

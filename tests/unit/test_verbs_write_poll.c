@@ -25,7 +25,8 @@
 #include "verbs_harness.h"
 
 #define WAIT_MS 20000u
-#define ROUNDS  1500u
+#define ROUNDS  1500u                 /* 64 bytes: glibc's double store */
+#define ROUNDS_OTHER 300u
 
 struct side {
 	struct end *self, *peer;
@@ -133,6 +134,7 @@ fail:
 
 static void run(uint32_t off, uint32_t len, bool inl)
 {
+	uint32_t rounds = len == 64 ? ROUNDS : ROUNDS_OTHER;
 	struct pair p;
 	struct side s[2] = {
 		{ .self = &p.e[0], .peer = &p.e[1], .odd = false },
@@ -146,7 +148,7 @@ static void run(uint32_t off, uint32_t len, bool inl)
 		s[i].off = off;
 		s[i].len = len;
 		s[i].inl = inl;
-		s[i].rounds = ROUNDS;
+		s[i].rounds = rounds;
 		memset(s[i].self->buf + off, 0x5a, len);
 		s[i].self->buf[off + len - 1] = 0xff; /* riostream: *poll_byte = -1 */
 	}
@@ -161,7 +163,7 @@ static void run(uint32_t off, uint32_t len, bool inl)
 	for (int i = 0; i < 2; i++) {
 		for (uint32_t k = 0; k + 1 < len; k++)
 			assert_int_equal(p.e[i].buf[off + k], 0x5a);
-		assert_int_equal(p.e[i].buf[off + len - 1], (uint8_t)(2 * (ROUNDS - 1) + 1));
+		assert_int_equal(p.e[i].buf[off + len - 1], (uint8_t)(2 * (rounds - 1) + 1));
 	}
 	pair_close(&p);
 }

@@ -12,8 +12,10 @@ if(TARGET ibverbs AND TARGET softibd)
     ${CMAKE_CURRENT_SOURCE_DIR}/traffic/gen.c
     ${CMAKE_CURRENT_SOURCE_DIR}/traffic/check.c
     ${CMAKE_CURRENT_SOURCE_DIR}/traffic/episode.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/traffic/echo.c
     ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c)
-  target_link_libraries(test_traffic PRIVATE ibverbs)
+  find_package(Threads REQUIRED)
+  target_link_libraries(test_traffic PRIVATE ibverbs Threads::Threads)
   target_compile_definitions(test_traffic PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>")
   add_dependencies(test_traffic softibd)
   foreach(t rc uc ud xrc srq)

@@ -10,10 +10,16 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   # test_verbs_conform_api: issue 14's CQ cleaning on RESET/destroy, wr_complete, cmd_fd.
   # test_verbs_nosyscall: issue 15, a first packet to a new peer makes no round trip (seccomp).
   # test_verbs_hostile: issue 15, a same-uid process can neither snoop nor stall a connection.
+  # test_verbs_write_poll: issue 16, riostream's pattern (one window both the peer's WRITE
+  # target and the local source, the last byte watched by a spinning thread); again on
+  # the packet path only (SOFTIB_DIRECT=0).
   foreach(t test_verbs test_verbs_conform test_verbs_mix test_verbs_conform_api test_verbs_nosyscall
-          test_verbs_hostile)
+          test_verbs_hostile test_verbs_write_poll)
     sib_verbs_test(${t})
   endforeach()
+  add_test(NAME test_verbs_write_poll_packets COMMAND test_verbs_write_poll)
+  set_tests_properties(test_verbs_write_poll_packets PROPERTIES TIMEOUT 300 LABELS unit
+    ENVIRONMENT "SOFTIB_DIRECT=0")
 
   sib_itest(verbs_ibv_devices ibv_devices.sh)
   sib_itest(verbs_no_daemon no_daemon.sh)

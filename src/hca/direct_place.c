@@ -179,7 +179,7 @@ static bool dx_place(struct sib_qp *qp, struct sib_swqe *w, bool read)
 			st = sib_sge_copy_in(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
 					     (uint32_t)done, at + done, (uint32_t)n);
 		else if (w->inline_data)
-			memcpy(at + done, (const uint8_t *)w->inline_data + done, n);
+			sib_place(at + done, (const uint8_t *)w->inline_data + done, n);
 		else
 			st = sib_sge_copy_out(ctx, qp->ibv.qp_base.pd->handle, w->sge, w->num_sge,
 					      (uint32_t)done, at + done, (uint32_t)n);

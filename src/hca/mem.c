@@ -65,10 +65,12 @@ static enum ibv_wc_status sge_copy(struct sib_context *ctx, uint32_t pd, const s
 		local = mr->range;
 		local.iova = (uintptr_t)mr->ibv.addr;
 		ok = mr->ibv.lkey == sge[i].lkey && sib_mr_check(&local, pd, addr, n, need) == SIB_KEY_OK;
+		/* The application's memory (to_sge), or a peer's (direct
+		 * placement, direct_place.c): each byte once (sib_place). */
 		if (ok && buf && to_sge)
-			memcpy((uint8_t *)(uintptr_t)addr, buf, n);
+			sib_place((uint8_t *)(uintptr_t)addr, buf, n);
 		else if (ok && buf)
-			memcpy(buf, (const uint8_t *)(uintptr_t)addr, n);
+			sib_place(buf, (const uint8_t *)(uintptr_t)addr, n);
 		sib_objtab_put(&ctx->mrs, h);
 		if (!ok)
 			return IBV_WC_LOC_PROT_ERR;

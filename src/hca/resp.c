@@ -440,7 +440,7 @@ static enum resp_state do_write(struct resp_pass *p)
 		goto last;
 	}
 	if (pkt->paylen)
-		memcpy(sib_mr_ptr(qp->resp.mr, qp->resp.va), pkt->payload, pkt->paylen);
+		sib_place(sib_mr_ptr(qp->resp.mr, qp->resp.va), pkt->payload, pkt->paylen);
 	qp->resp.va += pkt->paylen;
 	qp->resp.remaining -= pkt->paylen;
 	qp->resp.offset += pkt->paylen;

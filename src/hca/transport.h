@@ -16,6 +16,7 @@
 #include <infiniband/verbs.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 struct sib_mr;
 
@@ -225,6 +226,42 @@ enum ibv_wc_status sib_sge_copy_in(struct sib_context *ctx, uint32_t pd, const s
 static inline uint8_t *sib_mr_ptr(const struct sib_mr *mr, uint64_t va)
 {
 	return (uint8_t *)mr->ibv.addr + (va - mr->range.iova);
+}
+
+/* An 8-byte word that may alias anything (sib_place's stores). */
+typedef uint64_t __attribute__((may_alias)) sib_place_word;
+
+/*
+ * Place n bytes of a message into memory the application owns and may be
+ * watching (RDMA WRITE and SEND payload, READ responses, direct placement):
+ * every byte is stored exactly once, in ascending address order, as an
+ * HCA's DMA writes it.  Programs that spin on the last byte of a WRITE
+ * target and then write that byte themselves (perftest's ib_write_lat,
+ * rdma-core's riostream, which also sends the same buffer back) depend on
+ * it.  libc's memcpy gives neither: glibc copies 16..64 bytes with two
+ * vector stores that overlap (for 64 bytes with AVX-512, the same 64
+ * bytes twice), so the second store undoes a store the watcher made after
+ * it saw the first one (docs/transport.md "Placing data").  Aligned
+ * 8-byte words in between, each one relaxed atomic store (the compiler
+ * may neither merge, repeat nor turn the loop into a memcpy call).
+ */
+static inline void sib_place(void *dst, const void *src, size_t n)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	while (n && ((uintptr_t)d & 7)) {
+		__atomic_store_n(d++, *s++, __ATOMIC_RELAXED);
+		n--;
+	}
+	for (; n >= 8; n -= 8, d += 8, s += 8) {
+		uint64_t w;
+
+		memcpy(&w, s, 8);
+		__atomic_store_n((sib_place_word *)(void *)d, w, __ATOMIC_RELAXED);
+	}
+	while (n--)
+		__atomic_store_n(d++, *s++, __ATOMIC_RELAXED);
 }
 
 /* Complete the oldest send WQE (sq_tail) with `status`; a CQE is written

@@ -36,6 +36,9 @@
 #   riostream      riostream -T v (riomap/riowrite), 4 KiB
 #   riostream_b    riostream -T b -T v, 100 KB
 #   riostream_async riostream -T a -T v, 64 KiB
+#   riostream_small riostream -S 64 -C 1 -I 2000: each side spins on the last
+#                  byte of one 64-byte window that is also its source (issue
+#                  16: a marker undone by the placing memcpy hung it)
 . "$(dirname "$0")/lib.sh"
 case=${1:?usage: rdmacm.sh CASE}
 
@@ -352,6 +355,9 @@ riostream_b)
 	;;
 riostream_async)
 	rs_pair 120 riostream -T a -T v -S 65536 -C 20 -I 5
+	;;
+riostream_small)
+	rs_pair 120 riostream -S 64 -C 1 -I 2000
 	;;
 *)
 	fail "unknown case $case"

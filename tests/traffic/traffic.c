@@ -497,6 +497,8 @@ int main(int argc, char **argv)
 	t0 = tr_now_ms();
 	tr_world_open(&w);
 	run(&w);
+	if (w.o.transports & TR_T_RC)
+		tr_echo_run(&w);
 	report(&w, t0);
 	tr_world_close(&w);
 	if (own_daemon)

@@ -18,6 +18,9 @@
  *            per send queue, receive completions per (source, receive
  *            queue) in order, every byte scattered, canaries around it,
  *            target regions whenever their writer is idle;
+ *   echo.c   riostream's pattern, after the streams: one window per side
+ *            both the peer's WRITE target and the local source, watched
+ *            by a spinning thread (issue 16);
  *   traffic.c the driver: options, seeds, the loop that interleaves posting,
  *            receive refills, polling patterns and CQ events, and the
  *            report.
@@ -333,6 +336,12 @@ void tr_slot_release(struct tr_rq *q, uint32_t slot);
 bool tr_episode_wc(struct tr_world *w, const struct ibv_wc *wc);
 /* Check the endpoint's target region against the model (writer idle). */
 void tr_ep_check_target(struct tr_world *w, struct tr_ep *ep);
+
+/* echo.c: riostream's pattern (a window both WRITE target and source, its
+ * last byte watched by a spinning thread), ECHO_TRIALS RC pairs of its own
+ * on the world's first two contexts; fails the run on a stall or a byte
+ * seen before its marker. */
+void tr_echo_run(struct tr_world *w);
 
 /* traffic.c: print what failed, the seed and how to replay, and exit 1. */
 _Noreturn void tr_fail(const struct tr_world *w, const char *fmt, ...)

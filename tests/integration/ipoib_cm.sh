@@ -55,47 +55,7 @@ ping_ok() { # NS ARGS...
 	grep -E "rtt" "$SIB_TMP/ping.out"
 }
 
-cat >"$SIB_TMP/tcp.py" <<'PY'
-import hashlib, socket, sys, time
-mode, mb = sys.argv[1], int(sys.argv[2])
-if mode == "recv":
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("10.78.0.2", 5001)); s.listen(1); s.settimeout(60)
-    print("listening", flush=True)
-    c, _ = s.accept(); c.settimeout(60)
-    h, n, t0 = hashlib.sha256(), 0, time.time()
-    while True:
-        b = c.recv(1 << 16)
-        if not b: break
-        h.update(b); n += len(b)
-    dt = time.time() - t0
-    print(n, h.hexdigest(), "%.1f MB/s" % (n / dt / 1e6), flush=True)
-else:
-    import random
-    rnd = random.Random(16); chunk = bytes(rnd.getrandbits(8) for _ in range(1 << 16))
-    h, n = hashlib.sha256(), 0
-    c = socket.create_connection(("10.78.0.2", 5001), timeout=60)
-    for i in range(mb * 16):
-        b = chunk[i % 7:] + chunk[:i % 7]
-        c.sendall(b); h.update(b); n += len(b)
-    c.shutdown(socket.SHUT_WR); c.recv(1); c.close()
-    print(n, h.hexdigest(), flush=True)
-PY
-tcp_check() { # MB
-	ip netns exec "$NSB" timeout 150 python3 "$SIB_TMP/tcp.py" recv "$1" >"$SIB_TMP/recv.out" 2>&1 &
-	local rcv=$!
-	SIB_PIDS+=("$rcv")
-	wait_until 10 grep -qs listening "$SIB_TMP/recv.out" || fail "receiver: $(cat "$SIB_TMP/recv.out")"
-	inns "$NSA" timeout 150 python3 "$SIB_TMP/tcp.py" send "$1" >"$SIB_TMP/send.out" 2>&1 ||
-		fail "sender: $(cat "$SIB_TMP/send.out") $(cat "$SIB_TMP/recv.out") $(cat "$SIB_TMP"/softib*.log)"
-	wait "$rcv" || fail "receiver: $(cat "$SIB_TMP/recv.out")"
-	local sent got
-	sent=$(cut -d' ' -f1,2 "$SIB_TMP/send.out")
-	got=$(tail -1 "$SIB_TMP/recv.out" | cut -d' ' -f1,2)
-	echo "sent: $sent"
-	echo "recv: $(tail -1 "$SIB_TMP/recv.out")"
-	[ "$sent" = "$got" ] && [ "${sent%% *}" = $(($1 * 1048576)) ] || fail "TCP data differ: $sent vs $got"
-}
+tcp_cm() { tcp_check "$NSB" "$NSA" 10.78.0.2 "$1" 150 "$SIB_TMP"/softib*.log; }
 
 # ---- both sides connected ----
 up "$NSA" softib0 10.78.0.1/24 connected
@@ -114,7 +74,7 @@ inns "$NSA" ip -6 addr add fd78::1/64 dev ib0 nodad || fail "ip -6 addr add"
 inns "$NSB" ip -6 addr add fd78::2/64 dev ib0 nodad || fail "ip -6 addr add"
 ping_ok "$NSA" -6 -c 3 fd78::2
 ping_ok "$NSB" -6 -c 3 -s 20000 fd78::1
-tcp_check "$MB"
+tcp_cm "$MB"
 
 kill -INT "$cap" 2>/dev/null
 wait_until 10 bash -c "! kill -0 $cap 2>/dev/null" || fail "softib capture did not stop"
@@ -162,7 +122,7 @@ ping_ok "$NSB" -c 3 10.78.0.1
 timeout 40 ip netns exec "$NSA" ping -W 5 -c 4 -i 0.5 -s 3000 10.78.0.2 >"$SIB_TMP/ping.out" 2>&1
 cat "$SIB_TMP/ping.out"
 grep -Eq "[1-9] received" "$SIB_TMP/ping.out" || fail "no answer to a 3000-byte ping over UD"
-tcp_check 10
+tcp_cm 10
 down "$NSA" softib0
 down "$NSB" softib1
 grep "connected mode:" "$SIB_TMP/softib0.log"

@@ -130,44 +130,7 @@ grep -Eq "ff12:401b:ffff::f01:203[[:space:]]+239.1.2.3" "$SIB_TMP/mc.dgids" ||
 	fail "no datagram to the group's MGID"
 
 # 100 MB over TCP, SHA-256 of what was sent against what arrived.
-cat >"$SIB_TMP/tcp.py" <<'PY'
-import hashlib, socket, sys, time
-mode, mb = sys.argv[1], int(sys.argv[2])
-if mode == "recv":
-    s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind(("10.77.0.2", 5001)); s.listen(1); s.settimeout(60)
-    print("listening", flush=True)
-    c, _ = s.accept(); c.settimeout(60)
-    h, n, t0 = hashlib.sha256(), 0, time.time()
-    while True:
-        b = c.recv(1 << 16)
-        if not b: break
-        h.update(b); n += len(b)
-    dt = time.time() - t0
-    print(n, h.hexdigest(), "%.1f MB/s" % (n / dt / 1e6), flush=True)
-else:
-    import random
-    rnd = random.Random(16); chunk = bytes(rnd.getrandbits(8) for _ in range(1 << 16))
-    h, n = hashlib.sha256(), 0
-    c = socket.create_connection(("10.77.0.2", 5001), timeout=60)
-    for i in range(mb * 16):
-        b = chunk[i % 7:] + chunk[:i % 7]
-        c.sendall(b); h.update(b); n += len(b)
-    c.shutdown(socket.SHUT_WR); c.recv(1); c.close()
-    print(n, h.hexdigest(), flush=True)
-PY
-ip netns exec "$NSB" timeout 120 python3 "$SIB_TMP/tcp.py" recv "$MB" >"$SIB_TMP/recv.out" 2>&1 &
-rcv=$!
-SIB_PIDS+=("$rcv")
-wait_until 10 grep -qs listening "$SIB_TMP/recv.out" || fail "receiver: $(cat "$SIB_TMP/recv.out")"
-inns "$NSA" timeout 120 python3 "$SIB_TMP/tcp.py" send "$MB" >"$SIB_TMP/send.out" 2>&1 ||
-	fail "sender: $(cat "$SIB_TMP/send.out") $(cat "$SIB_TMP/recv.out")"
-wait "$rcv" || fail "receiver: $(cat "$SIB_TMP/recv.out")"
-sent=$(cut -d' ' -f1,2 "$SIB_TMP/send.out")
-got=$(tail -1 "$SIB_TMP/recv.out" | cut -d' ' -f1,2)
-echo "sent: $sent"
-echo "recv: $(tail -1 "$SIB_TMP/recv.out")"
-[ "$sent" = "$got" ] && [ "${sent%% *}" = $((MB * 1048576)) ] || fail "TCP data differ: $sent vs $got"
+tcp_check "$NSB" "$NSA" 10.77.0.2 "$MB" 120
 
 # Port events (the kernel's ipoib_flush_dev): softib0's port goes down and
 # up, then changes its LID; its bridge rejoins the broadcast group each time

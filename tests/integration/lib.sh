@@ -160,3 +160,25 @@ capture_start() {
 perftest_unmeasured() {
 	grep -q "Can't produce a report" "$@" 2>/dev/null
 }
+
+# tcp_check NS_RECV NS_SEND ADDR MB SECONDS [CONTEXT...]: MB MiB over TCP from
+# namespace NS_SEND to ADDR in NS_RECV (tcp_sha.py), each side bounded by
+# SECONDS; the byte count and SHA-256 of what was sent must be what arrived.
+# CONTEXT (files) is shown on a failure.
+tcp_check() {
+	local nr=$1 ns=$2 addr=$3 mb=$4 t=$5 py rcv sent got
+	shift 5
+	py=$(dirname "${BASH_SOURCE[0]}")/tcp_sha.py
+	ip netns exec "$nr" timeout "$t" python3 "$py" recv "$addr" "$mb" >"$SIB_TMP/recv.out" 2>&1 &
+	rcv=$!
+	SIB_PIDS+=("$rcv")
+	wait_until 10 grep -qs listening "$SIB_TMP/recv.out" || fail "receiver: $(cat "$SIB_TMP/recv.out")"
+	ip netns exec "$ns" timeout "$t" python3 "$py" send "$addr" "$mb" >"$SIB_TMP/send.out" 2>&1 ||
+		fail "sender: $(cat "$SIB_TMP/send.out") $(cat "$SIB_TMP/recv.out") $(cat "$@" 2>/dev/null)"
+	wait "$rcv" || fail "receiver: $(cat "$SIB_TMP/recv.out")"
+	sent=$(cut -d' ' -f1,2 "$SIB_TMP/send.out")
+	got=$(tail -1 "$SIB_TMP/recv.out" | cut -d' ' -f1,2)
+	echo "sent: $sent"
+	echo "recv: $(tail -1 "$SIB_TMP/recv.out")"
+	[ "$sent" = "$got" ] && [ "${sent%% *}" = $((mb * 1048576)) ] || fail "TCP data differ: $sent vs $got"
+}

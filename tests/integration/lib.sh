@@ -153,6 +153,24 @@ capture_start() {
 	wait_until 10 grep -q capturing "$SIB_TMP/cap.err" || fail "softib capture: $(cat "$SIB_TMP/cap.err")"
 }
 
+# pair_try DEV_A DEV_B TOOL ARGS...: TOOL's server on DEV_A and client on
+# DEV_B (to 127.0.0.1), 500 iterations, each side bounded by 60 s; sets crc
+# and src (their exit codes), the output in $SIB_TMP/{server,client}.out.
+# A perftest pair that could not measure its clock goes again, at most 3 times.
+pair_try() {
+	local a=$1 b=$2 tool=$3 try
+	shift 3
+	for try in 1 2 3; do
+		start_server "$SIB_TMP/server.out" timeout 60 "$tool" -d "$a" -p PORT -n 500 "$@"
+		client timeout 60 "$tool" -d "$b" -p "$port" -n 500 "$@" 127.0.0.1 >"$SIB_TMP/client.out" 2>&1
+		crc=$?
+		wait "$srv"
+		src=$?
+		perftest_unmeasured "$SIB_TMP/client.out" "$SIB_TMP/server.out" || break
+		echo "try $try: perftest could not measure its clock (a loaded machine); again"
+	done
+}
+
 # perftest_unmeasured FILE...: did perftest give up on its own clock ("Can't
 # produce a report": its CPU-frequency sampling found r^2 < 0.9, which a
 # loaded machine causes)?  Its exchange then fails on the other side too;

@@ -116,12 +116,12 @@ static void sa_status(struct sibd *d, FILE *f)
 		"reports_resent=%llu reports_lost=%llu reports_acked=%llu report_resp_dropped=%llu "
 		"leases_expired=%llu subs_dropped=%llu traps_forwarded=%llu traps_suppressed=%llu "
 		"traps_dropped=%llu\n", s.services, s.subscriptions,
-		s.reports_pending, (unsigned long long)s.reports_sent,
-		(unsigned long long)s.reports_resent, (unsigned long long)s.reports_lost,
-		(unsigned long long)s.reports_acked, (unsigned long long)s.report_resp_dropped,
-		(unsigned long long)s.leases_expired, (unsigned long long)s.subs_dropped,
-		(unsigned long long)s.traps_forwarded, (unsigned long long)s.traps_suppressed,
-		(unsigned long long)s.traps_dropped);
+		s.reports_pending, (unsigned long long)s.ctr.reports_sent,
+		(unsigned long long)s.ctr.reports_resent, (unsigned long long)s.ctr.reports_lost,
+		(unsigned long long)s.ctr.reports_acked, (unsigned long long)s.ctr.report_resp_dropped,
+		(unsigned long long)s.ctr.leases_expired, (unsigned long long)s.ctr.subs_dropped,
+		(unsigned long long)s.ctr.traps_forwarded, (unsigned long long)s.ctr.traps_suppressed,
+		(unsigned long long)s.ctr.traps_dropped);
 }
 
 int sibd_status_text(struct sibd *d, char **text, size_t *len)

@@ -609,16 +609,7 @@ void sib_sa_status(struct sib_subnet *sn, struct sib_sa_status *st)
 	st->services = db->nsvc;
 	st->subscriptions = db->nsub;
 	st->reports_pending = db->nrep;
-	st->reports_sent = db->ctr.reports_sent;
-	st->reports_resent = db->ctr.reports_resent;
-	st->reports_lost = db->ctr.reports_lost;
-	st->reports_acked = db->ctr.reports_acked;
-	st->report_resp_dropped = db->ctr.report_resp_dropped;
-	st->leases_expired = db->ctr.leases_expired;
-	st->subs_dropped = db->ctr.subs_dropped;
-	st->traps_forwarded = db->ctr.traps_forwarded;
-	st->traps_suppressed = db->ctr.traps_suppressed;
-	st->traps_dropped = db->ctr.traps_dropped;
+	st->ctr = db->ctr;
 }
 
 /* ---- the sweep: ports in and out of service ---- */

@@ -76,20 +76,6 @@ struct sa_sub;
 struct sa_report;
 struct sa_trap_age;
 
-/* Counters of the SA's records and Reports (tests; docs/subnet.md). */
-struct sa_db_counters {
-	uint64_t reports_sent;		/* Report(Notice) MADs, first sends */
-	uint64_t reports_resent;	/* retries of unanswered ones */
-	uint64_t reports_lost;		/* given up after the last retry */
-	uint64_t reports_acked;		/* ReportResp taken */
-	uint64_t report_resp_dropped;	/* a ReportResp for no Report in flight */
-	uint64_t leases_expired;	/* ServiceRecords whose lease ran out */
-	uint64_t subs_dropped;		/* subscriptions of a port that left */
-	uint64_t traps_forwarded;	/* SMA traps reported to subscribers */
-	uint64_t traps_suppressed;	/* repeats within OpenSM's aging window */
-	uint64_t traps_dropped;		/* IssuerLID of no port */
-};
-
 /*
  * What the SA keeps besides the groups, hung off them (sa_mcast.c made
  * it; freed with them): ServiceRecords, InformInfo subscriptions, Reports
@@ -112,7 +98,7 @@ struct sa_db {
 	uint64_t sm_traps;		/* sm_traps - traps_suppressed at the last tick */
 	struct sa_trap_age *trap_age;	/* sa_inform.c's trap aging (SA_TRAP_AGE_MAX) */
 	unsigned int ntrap_age;
-	struct sa_db_counters ctr;
+	struct sib_sa_counters ctr;	/* subnet_api.h */
 };
 
 /* The SA's records of sn (made on first use; NULL without memory). */

@@ -170,20 +170,28 @@ int sib_subnet_mcast_lookup(const struct sib_subnet *sn, const struct sib_fab_no
  * here, as OpenSM sweeps on one (traps 64/65, members of ports gone). */
 uint64_t sib_sa_tick(struct sib_subnet *sn, uint64_t now_ns);
 
-/* The built-in SA's records and Reports now (`softib status` "sa" line;
- * docs/subnet.md "The SA"): counts of live objects, then counters since
- * start.  All 0 before the SA's first use. */
+/* The built-in SA's counters since start (sa_inform.c, sa_service.c keep
+ * them; `softib status` "sa" line; docs/subnet.md "The SA"). */
+struct sib_sa_counters {
+	uint64_t reports_sent;		/* Report(Notice) MADs, first sends */
+	uint64_t reports_resent;	/* retries of unanswered ones */
+	uint64_t reports_lost;		/* given up after the last retry */
+	uint64_t reports_acked;		/* ReportResp taken */
+	uint64_t report_resp_dropped;	/* a ReportResp for no Report in flight */
+	uint64_t leases_expired;	/* ServiceRecords whose lease ran out */
+	uint64_t subs_dropped;		/* subscriptions of a port that left */
+	uint64_t traps_forwarded;	/* SMA traps reported to subscribers */
+	uint64_t traps_suppressed;	/* repeats within OpenSM's aging window */
+	uint64_t traps_dropped;		/* IssuerLID of no port */
+};
+
+/* The built-in SA's records and Reports now: counts of live objects, and
+ * the counters.  All 0 before the SA's first use. */
 struct sib_sa_status {
 	unsigned int services;          /* ServiceRecords registered */
 	unsigned int subscriptions;     /* InformInfo subscriptions */
 	unsigned int reports_pending;   /* Reports waiting for their ReportResp */
-	uint64_t reports_sent, reports_resent, reports_lost, reports_acked;
-	uint64_t report_resp_dropped;   /* ReportResps for no Report in flight */
-	uint64_t leases_expired;        /* ServiceRecords whose lease ran out */
-	uint64_t subs_dropped;          /* subscriptions of a port that left */
-	uint64_t traps_forwarded;       /* SMA traps reported to subscribers */
-	uint64_t traps_suppressed;      /* repeats within OpenSM's aging window */
-	uint64_t traps_dropped;         /* IssuerLID of no port */
+	struct sib_sa_counters ctr;
 };
 void sib_sa_status(struct sib_subnet *sn, struct sib_sa_status *st);
 

@@ -818,9 +818,7 @@ static int cmd_on_id(struct sibd *d, struct sibd_client *c, struct sib_ctl_cm *c
 		uint64_t cookie;
 
 		cm->events_reported = 0; /* the library counts none per group */
-		if ((ret = sib_cma_mcast_cookie(k, cm->dst_addr, cm->dst_len, &cookie)))
-			return ret;
-		ret = sib_cma_leave_mcast(k, cm->dst_addr, cm->dst_len);
+		ret = sib_cma_leave_mcast(k, cm->dst_addr, cm->dst_len, &cookie);
 		if (!ret && id->chan)
 			chan_forget_mc(id->chan, id, cookie);
 		return ret;

@@ -231,13 +231,11 @@ int sib_cma_set_option(struct sib_cma_id *id, uint32_t level, uint32_t optname,
 int sib_cma_join_mcast(struct sib_cma_id *id, uint64_t cookie, const void *addr, uint32_t len,
 		       uint32_t join_flags);
 /* LEAVE_MCAST: rdma_leave_multicast: a SubnAdmDelete of the membership
- * (not waited for), the group's queued events dropped.  -EADDRNOTAVAIL
- * (not joined). */
-int sib_cma_leave_mcast(struct sib_cma_id *id, const void *addr, uint32_t len);
-/* The cookie (JOIN_MCAST's uid, the events' listen_uid) of id's group at
- * addr, for the host to drop that group's events it still holds on a
- * leave (the kernel's ucma_cleanup_mc_events).  0 or -EADDRNOTAVAIL. */
-int sib_cma_mcast_cookie(struct sib_cma_id *id, const void *addr, uint32_t len, uint64_t *cookie);
+ * (not waited for), the group's queued events dropped; *cookie (if not
+ * NULL) gets the group's cookie (JOIN_MCAST's uid, the events' listen_uid)
+ * for the host to drop the events it still holds (the kernel's
+ * ucma_cleanup_mc_events).  -EADDRNOTAVAIL (not joined). */
+int sib_cma_leave_mcast(struct sib_cma_id *id, const void *addr, uint32_t len, uint64_t *cookie);
 
 /* The MAD router: an SA answer for the cma's channel (SIB_MAD_CHAN_CMA)
  * arrived at (n, port).  Only stored; handled in dispatch. */

@@ -226,24 +226,16 @@ static void mc_free(struct sib_cma_id *id, struct cma_mc *mc, bool send)
 	free(mc);
 }
 
-int sib_cma_leave_mcast(struct sib_cma_id *id, const void *addr, uint32_t len)
+int sib_cma_leave_mcast(struct sib_cma_id *id, const void *addr, uint32_t len, uint64_t *cookie)
 {
 	struct cma_mc *mc, **pp;
 
 	if (len < 2 || len > SIB_CM_ADDR_LEN || !(mc = mc_find(id, addr, len, &pp)))
 		return -EADDRNOTAVAIL;
+	if (cookie)
+		*cookie = mc->cookie;
 	*pp = mc->next;
 	mc_free(id, mc, true);
-	return 0;
-}
-
-int sib_cma_mcast_cookie(struct sib_cma_id *id, const void *addr, uint32_t len, uint64_t *cookie)
-{
-	struct cma_mc *mc, **pp;
-
-	if (len < 2 || len > SIB_CM_ADDR_LEN || !(mc = mc_find(id, addr, len, &pp)))
-		return -EADDRNOTAVAIL;
-	*cookie = mc->cookie;
 	return 0;
 }
 

@@ -1180,7 +1180,7 @@ static void test_mcast_mgid(void **state)
 	struct sib_cma_id *nb = new_id(f, 1, 0x701, SIB_CMA_PS_UDP);
 	ud_ids = false;
 	assert_int_equal(CALL(sib_cma_join_mcast(nb, 0xA6, &a2, sizeof(a2), 0)), -EINVAL);
-	assert_int_equal(CALL(sib_cma_leave_mcast(u, &a2, sizeof(a2))), -EADDRNOTAVAIL);
+	assert_int_equal(CALL(sib_cma_leave_mcast(u, &a2, sizeof(a2), NULL)), -EADDRNOTAVAIL);
 }
 
 static void test_mcast_join_leave(void **state)
@@ -1208,11 +1208,11 @@ static void test_mcast_join_leave(void **state)
 	assert_true(mc_reaches(f, 1, mlid, 0));
 	assert_false(mc_reaches(f, 0, mlid, 1));
 	/* leave: a Delete, the member goes from the MFTs */
-	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g))), 0);
+	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g), NULL)), 0);
 	run(f);
 	assert_int_equal(sib_cma_counters(f->cma)->mc_leaves, 1);
 	assert_false(mc_reaches(f, 1, mlid, 0));
-	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g))), -EADDRNOTAVAIL);
+	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g), NULL)), -EADDRNOTAVAIL);
 	/* join again, then destroying the id leaves */
 	assert_int_equal(CALL(sib_cma_join_mcast(a, 3, &g, sizeof(g), 0)), 0);
 	run(f);
@@ -1270,7 +1270,7 @@ static void test_mcast_port_shared(void **state)
 	assert_non_null(ev_of(s, SIB_CMA_EV_MULTICAST_JOIN));
 	assert_true(mc_reaches(f, 1, mlid, 0));
 	/* a leaves: b still holds the full membership, nothing is sent */
-	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g))), 0);
+	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g), NULL)), 0);
 	run(f);
 	assert_int_equal(sib_cma_counters(f->cma)->mc_leaves, leaves0);
 	assert_true(mc_reaches(f, 1, mlid, 0));
@@ -1326,7 +1326,7 @@ static void test_mcast_errors(void **state)
 	assert_int_equal(sib_cma_counters(f->cma)->mc_timeouts, 1);
 	cas[1]->mgmt->port[1].pi.master_sm_lid = sm;
 	/* it can be left and joined again */
-	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g))), 0);
+	assert_int_equal(CALL(sib_cma_leave_mcast(a, &g, sizeof(g), NULL)), 0);
 	assert_int_equal(CALL(sib_cma_join_mcast(a, 4, &g, sizeof(g), 0)), 0);
 	run(f);
 	assert_non_null(r = ev_of(a, SIB_CMA_EV_MULTICAST_JOIN));

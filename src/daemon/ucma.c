@@ -157,36 +157,19 @@ static int chan_push(struct sibd_ucma *u, struct ucma_chan *ch, struct ucma_id *
 	return 0;
 }
 
-/* Forget id in ch's queue: its events go unsent (ucma_cleanup_events). */
-static void chan_forget(struct ucma_chan *ch, const struct ucma_id *id)
+/* Forget id's events in ch's queue, unsent: all of them (mc NULL: the
+ * kernel's ucma_cleanup_events), or those of its multicast group *mc (a
+ * leave: ucma_cleanup_mc_events, so that join/leave loops on a channel
+ * nobody reads do not grow softibd). */
+static void chan_forget(struct ucma_chan *ch, const struct ucma_id *id, const uint64_t *mc)
 {
 	struct ucma_out **pp = &ch->head, *o;
 
 	ch->tail = NULL;
 	while ((o = *pp)) {
-		if (o->id == id) {
-			*pp = o->next;
-			ch->qlen--;
-			free(o);
-			continue;
-		}
-		ch->tail = o;
-		pp = &o->next;
-	}
-}
-
-/* Forget the multicast events of id's group cookie in ch's queue (a leave:
- * the kernel's ucma_cleanup_mc_events), so that join/leave loops on a
- * channel nobody reads do not grow softibd. */
-static void chan_forget_mc(struct ucma_chan *ch, const struct ucma_id *id, uint64_t cookie)
-{
-	struct ucma_out **pp = &ch->head, *o;
-
-	ch->tail = NULL;
-	while ((o = *pp)) {
-		if (o->id == id && o->ev.listen_uid == cookie &&
-		    (o->ev.event == SIB_CMA_EV_MULTICAST_JOIN ||
-		     o->ev.event == SIB_CMA_EV_MULTICAST_ERROR)) {
+		if (o->id == id && (!mc || (o->ev.listen_uid == *mc &&
+					    (o->ev.event == SIB_CMA_EV_MULTICAST_JOIN ||
+					     o->ev.event == SIB_CMA_EV_MULTICAST_ERROR)))) {
 			*pp = o->next;
 			ch->qlen--;
 			free(o);
@@ -202,7 +185,7 @@ static void id_free(struct sibd *d, struct ucma_id *id)
 	struct sibd_ucma *u = d->ucma;
 
 	if (id->chan)
-		chan_forget(id->chan, id);
+		chan_forget(id->chan, id, NULL);
 	sib_ht_remove(&u->ids, id->handle);
 	u->nids--;
 	free(id);
@@ -820,7 +803,7 @@ static int cmd_on_id(struct sibd *d, struct sibd_client *c, struct sib_ctl_cm *c
 		cm->events_reported = 0; /* the library counts none per group */
 		ret = sib_cma_leave_mcast(k, cm->dst_addr, cm->dst_len, &cookie);
 		if (!ret && id->chan)
-			chan_forget_mc(id->chan, id, cookie);
+			chan_forget(id->chan, id, &cookie);
 		return ret;
 	}
 	default:

@@ -2,7 +2,8 @@
 /*
  * The softib command: talks to a running softibd over its control socket
  * (status, stop; device add|remove and port down|up in softib_dev.c;
- * capture and fault in linkcmd.c).  Never starts a daemon: asking a
+ * capture and fault in linkcmd.c; run in runcmd.c, the one command that
+ * starts a daemon, through the verbs library).  Otherwise never starts a daemon: asking a
  * stopped daemon for its status must not start one.  Single-threaded; no
  * state beyond one socket (capture: plus its ring and file; ipoib: the
  * bridge of src/ipoib, ipoibcmd.c).
@@ -16,10 +17,13 @@
 #ifdef SOFTIB_HAVE_IPOIB
 #include "ipoibcmd.h"
 #endif
+#ifdef SOFTIB_HAVE_RUN
+#include "runcmd.h"
+#endif
 
 static const char usage[] =
 "Usage: softib [--socket PATH] COMMAND\n"
-"Talk to the softib fabric daemon (softibd).\n"
+"Talk to the softib fabric daemon (softibd), or run a program on softib.\n"
 "\n"
 "Commands:\n"
 "  status          print the daemon's status report: devices, ports, clients,\n"
@@ -66,6 +70,11 @@ static const char usage[] =
 "                  namespace (root, or `unshare -rn`; docs/ipoib.md)\n"
 "  ipoib DEV PORT down\n"
 "                  stop the interface of DEV PORT\n"
+"  run [--check] [--view auto|namespace|preload] [--net] [--ucx DEV:PORT] [--] CMD...\n"
+"                  run CMD with softib as the machine's RDMA stack: softib's\n"
+"                  libraries, softibd started if needed, and a live system view\n"
+"                  (/dev/infiniband, /sys/class/infiniband...) in a private mount\n"
+"                  namespace or through an interposer; `softib run --help`\n"
 "\n"
 "Options:\n"
 "  -s, --socket PATH  control socket (default: $SOFTIB_SOCKET, else\n"
@@ -93,10 +102,18 @@ int main(int argc, char **argv)
 			path = argv[i] + 9;
 		} else if (!nargs && argv[i][0] != '-' &&
 			   (!strcmp(argv[i], "capture") || !strcmp(argv[i], "fault") ||
-			    !strcmp(argv[i], "ipoib"))) {
-			/* capture, fault and ipoib take the rest of the line. */
-			if (!strcmp(argv[i], "ipoib")) {
+			    !strcmp(argv[i], "ipoib") || !strcmp(argv[i], "run"))) {
+			/* capture, fault, ipoib and run take the rest of the line. */
+			if (!strcmp(argv[i], "ipoib") || !strcmp(argv[i], "run")) {
+#ifdef SOFTIB_HAVE_RUN
+				if (!strcmp(argv[i], "run"))
+					return sib_tool_run(path, argc - i - 1, argv + i + 1);
+#endif
 #ifdef SOFTIB_HAVE_IPOIB
+				if (!strcmp(argv[i], "run")) {
+					fputs("softib: built without run (needs the system view)\n", stderr);
+					return 1;
+				}
 				return sib_tool_ipoib(path, argc - i - 1, argv + i + 1);
 #else
 				fputs("softib: built without ipoib (libnl-route-3)\n", stderr);
@@ -121,7 +138,8 @@ int main(int argc, char **argv)
 	return sib_ctl_tool(path, !strcmp(cmd, "stop"), "softib");
 
 bad_usage:
-	fputs("softib: expected a command: status, stop, device, port, capture, fault or ipoib.  "
+	fputs("softib: expected a command: status, stop, device, port, capture, fault, ipoib "
+	      "or run.  "
 	      "Try 'softib --help'.\n", stderr);
 	return 2;
 }

@@ -1,0 +1,122 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# `softib run` (docs/clients.md "softib run"): unmodified programs that
+# look for /dev/infiniband and /sys/class/infiniband find softib's devices
+# there, as root (the mount-namespace view) and as a fresh unprivileged uid
+# with env -i and no namespace rights (the interposer), run_lib.sh.
+# Usage: softib_run.sh CASE MODE   (MODE root|user)
+#   check   --check names the path the mode must take; exit statuses
+#   view    every device's uverbs, umad and rdma_cm nodes are character
+#           devices, the classes list the devices; ibstatus (a sh script
+#           reading sysfs) and ibstat on the *system's* libibumad (which
+#           reads sysfs, not softibd) print what ibv_devinfo says
+#   live    a port taken down outside shows in the view at once, and back up
+# Needs root (77 otherwise); every wait is bounded; processes stop by PID.
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/run_lib.sh"
+set -o pipefail
+case=${1:?usage: softib_run.sh CASE MODE}
+mode=${2:?usage: softib_run.sh CASE MODE}
+run_setup "$mode"
+OUT=$SIB_TMP/out
+
+case $case in
+check)
+	# RUN ends in "run --quiet --": the same prefix with --check instead
+	chk=("${RUN[@]:0:${#RUN[@]}-2}" --check)
+	"${chk[@]}" >"$OUT" 2>&1 || fail "--check exited $?: $(cat "$OUT")"
+	cat "$OUT"
+	if [ "$mode" = root ]; then
+		grep -q '^namespace: root' "$OUT" || fail "root: --check did not pick the namespace"
+	else
+		grep -q '^preload: no mount namespace here (unshare(CLONE_NEWUSER|CLONE_NEWNS): Operation not permitted)' "$OUT" ||
+			fail "user without namespaces: --check did not pick preload, or not say why"
+	fi
+	rc=0; "${RUN[@]}" sh -c 'exit 7' || rc=$?
+	[ "$rc" = 7 ] || fail "CMD's exit status 7 came back as $rc"
+	rc=0; "${RUN[@]}" /nonexistent/cmd 2>"$OUT" || rc=$?
+	[ "$rc" = 127 ] || fail "a missing CMD gave $rc, not 127"
+	grep -q 'softib run: /nonexistent/cmd: No such file or directory' "$OUT" || fail "no message: $(cat "$OUT")"
+	rc=0; "${RUN[@]}" sh -c 'kill -TERM $$' || rc=$?
+	[ "$rc" = 143 ] || fail "CMD killed by SIGTERM gave $rc, not 143"
+	;;
+view)
+	umad=$(ldconfig -p | awk '/libibumad\.so\.3 .*x86-64|libibumad\.so\.3 \(libc6,x86-64/ { print $NF; exit }')
+	[ -n "$umad" ] && [ -r "$umad" ] || umad=$(ldconfig -p | awk '/libibumad\.so\.3 / { print $NF; exit }')
+	[ -n "$umad" ] || fail "no system libibumad.so.3 (Debian libibumad3)"
+	"${RUN[@]}" bash -c '
+		set -e
+		echo "classes: $(ls /sys/class/infiniband | tr "\n" " ")"
+		for v in /sys/class/infiniband_verbs/uverbs*; do
+			n=${v##*/}
+			test -c "/dev/infiniband/$n" && test -r "/dev/infiniband/$n" -a -w "/dev/infiniband/$n"
+			echo "verbs: $n $(cat "$v/ibdev") abi $(cat "$v/abi_version")"
+		done
+		for m in /sys/class/infiniband_mad/umad*; do
+			test -c "/dev/infiniband/${m##*/}"
+			echo "mad: ${m##*/} $(cat "$m/ibdev") $(cat "$m/port")"
+		done
+		test -c /dev/infiniband/rdma_cm
+		echo "rdma_cm abi $(cat /sys/class/misc/rdma_cm/abi_version)"
+		test -e /dev/null -a -e /dev/pts -a -e /dev/shm
+		ibstatus
+		echo "== ibstat"
+		LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}'"$umad"' ibstat
+		echo "== devinfo"
+		ibv_devinfo -v
+	' >"$OUT" 2>&1 || fail "the view script exited $?: $(cat "$OUT")"
+	sed -n '1,/^== ibstat/p' "$OUT"
+	grep -q '^classes: softib0 softib1 softib2 softib3 $' "$OUT" || fail "the class does not list softib0..3"
+	[ "$(grep -c '^verbs: uverbs[0-9] softib[0-3] abi 6$' "$OUT")" = 4 ] || fail "not 4 uverbs nodes"
+	[ "$(grep -c '^mad: umad[0-9] softib[0-3] 1$' "$OUT")" = 4 ] || fail "not 4 umad nodes"
+	grep -q '^rdma_cm abi 4$' "$OUT" || fail "rdma_cm abi_version"
+	# each device: ibstatus and ibstat print what ibv_devinfo -v says
+	for d in 0 1 2 3; do
+		dev=softib$d
+		info=$(sed -n "/^== devinfo/,\$p" "$OUT" | sed -n "/hca_id:\t$dev\$/,/^hca_id/p")
+		lid=$(echo "$info" | awk '/port_lid:/ { print $2; exit }')
+		smlid=$(echo "$info" | awk '/sm_lid:/ { print $2; exit }')
+		gid=$(echo "$info" | awk '/GID\[ *0\]:/ { print $NF; exit }')
+		[ -n "$lid" ] && [ -n "$gid" ] || fail "$dev: no LID or GID in ibv_devinfo -v"
+		st=$(sed -n "/^Infiniband device '$dev' port 1 status:/,/^\$/p" "$OUT")
+		[ -n "$st" ] || fail "ibstatus printed no $dev"
+		echo "$st" | grep -Eq "base lid:[[:space:]]+$(printf '0x%x' "$lid")\$" || fail "ibstatus $dev: base lid is not $lid: $st"
+		echo "$st" | grep -Eq "sm lid:[[:space:]]+$(printf '0x%x' "$smlid")\$" || fail "ibstatus $dev: sm lid is not $smlid"
+		echo "$st" | grep -Eq "default gid:[[:space:]]+$gid\$" || fail "ibstatus $dev: default gid is not $gid: $st"
+		echo "$st" | grep -Eq 'state:[[:space:]]+4: ACTIVE$' || fail "ibstatus $dev: not ACTIVE"
+		echo "$st" | grep -Eq 'link_layer:[[:space:]]+InfiniBand$' || fail "ibstatus $dev: link layer"
+		ca=$(sed -n "/^CA '$dev'/,/^CA /p" "$OUT")
+		[ -n "$ca" ] || fail "ibstat (system libibumad) printed no CA $dev"
+		echo "$ca" | grep -q "Base lid: $lid\$" || fail "ibstat $dev: Base lid is not $lid: $ca"
+		echo "$ca" | grep -q "State: Active" || fail "ibstat $dev: not Active"
+	done
+	echo "ibstatus, ibstat (system libibumad $umad) and ibv_devinfo agree on 4 devices"
+	;;
+live)
+	"${RUN[@]}" bash -c '
+		f=/sys/class/infiniband/softib1/ports/1/state
+		echo "before: $(cat $f)"
+		for _ in $(seq 400); do
+			s=$(cat $f)
+			case $s in *ACTIVE) sleep 0.05 ;; *) echo "after: $s"; exit 0 ;; esac
+		done
+		exit 1
+	' >"$OUT" 2>&1 &
+	pid=$!
+	SIB_PIDS+=("$pid")
+	wait_until 20 grep -q '^before:' "$OUT" || fail "the view script did not start: $(cat "$OUT")"
+	run_admin port softib1 1 down || fail "softib port softib1 1 down failed"
+	rc=0
+	for _ in $(seq 300); do alive "$pid" || break; sleep 0.1; done
+	wait "$pid" || rc=$?
+	run_admin port softib1 1 up || fail "softib port softib1 1 up failed"
+	cat "$OUT"
+	[ "$rc" = 0 ] || fail "the view did not show the port going down (exit $rc)"
+	grep -q '^before: 4: ACTIVE$' "$OUT" || fail "the port was not ACTIVE first"
+	grep -q '^after: 1: DOWN$' "$OUT" || fail "the port did not show DOWN"
+	;;
+*)
+	fail "unknown case $case"
+	;;
+esac
+echo PASS

@@ -1,0 +1,501 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `softib run [OPTIONS] -- CMD ARGS...` (docs/clients.md "softib run"):
+ * runs CMD, and its children, with softib as the machine's RDMA stack:
+ * softib's libraries first on LD_LIBRARY_PATH, the daemon started (the
+ * verbs library autostarts it, before any namespace is entered, so that it
+ * lives in the caller's), and a system view, /dev/infiniband and the RDMA
+ * classes of /sys/class, written live by src/sysview under a directory of
+ * softib's runtime dir.  The view reaches CMD one of two ways:
+ *   namespace  a private mount namespace (runns.c): as root, or where an
+ *              unprivileged user namespace can be made;
+ *   preload    the interposer libsoftib_view.so (src/preload) in
+ *              LD_PRELOAD, with SOFTIB_VIEW naming the view: anywhere, for
+ *              dynamically linked programs.
+ * `--check` says which one "auto" picks and why.  This process stays CMD's
+ * parent: it keeps the view live (port events, once a second for the rest),
+ * forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT, removes the view when CMD
+ * exits and exits with CMD's status.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+#include "common/ctl.h"
+#include "ipoib/ipoib.h"
+#include "sysview/sysview.h"
+#include "runcmd.h"
+
+enum run_view { VIEW_AUTO, VIEW_NAMESPACE, VIEW_PRELOAD };
+
+struct run_opts {
+	enum run_view view;
+	bool check;
+	bool net;
+	bool quiet;
+	const char *ucx;	/* --ucx DEV:PORT */
+	char **cmd;
+};
+
+#define RUN_MAX_NETDEVS 32
+
+/* One IPoIB interface of --net: its bridge runs in a child. */
+struct run_netdev {
+	char dev[IBV_SYSFS_NAME_MAX];
+	uint8_t port;
+	char ifname[IFNAMSIZ];
+	char addr[INET_ADDRSTRLEN + 4];
+	pid_t pid;
+};
+
+static int run_usage(FILE *f)
+{
+	fputs("Usage: softib run [--check] [--view auto|namespace|preload] [--net] [--ucx DEV:PORT]\n"
+	      "                  [--quiet] [--] CMD [ARGS...]\n"
+	      "Run CMD with softib as the machine's RDMA stack: softib's libibverbs, libibumad\n"
+	      "and librdmacm first on LD_LIBRARY_PATH, softibd started if needed, and a live\n"
+	      "system view: /dev/infiniband/{uverbsN,umadN,issmN,rdma_cm} as character devices\n"
+	      "and /sys/class/infiniband{,_verbs,_mad}, /sys/class/misc/rdma_cm as the kernel's.\n"
+	      "\n"
+	      "  --view namespace  a private mount namespace (root, or a user namespace)\n"
+	      "  --view preload    an interposer (libsoftib_view.so in LD_PRELOAD): no privilege\n"
+	      "                    needed; dynamically linked programs only\n"
+	      "  --view auto       namespace where it can be made, else preload (the default)\n"
+	      "  --check           say which view auto picks here and why, then exit\n"
+	      "  --net             a private network namespace (with --view namespace) in which\n"
+	      "                    each CA port has its IPoIB interface ibN with the address\n"
+	      "                    rdma_cm knows it by (127.1.<dev>.<port>)\n"
+	      "  --ucx DEV:PORT    UCX_NET_DEVICES=DEV:PORT\n"
+	      "  --quiet           no line on stderr saying which view is used\n"
+	      "Also sets, unless already set: OMPI_MCA_pml_ucx_devices=any (Open MPI's pml ucx\n"
+	      "keys its default on mlx* drivers) and OMPI_MCA_btl_openib_allow_ib=1.\n"
+	      "Exit status: CMD's (128+N if killed by signal N); 1 if softib run failed, 2 on\n"
+	      "usage errors.\n", f);
+	return f == stdout ? 0 : 2;
+}
+
+static int parse(int argc, char **argv, struct run_opts *o)
+{
+	int i;
+
+	for (i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "--")) {
+			i++;
+			break;
+		} else if (!strcmp(a, "--check")) {
+			o->check = true;
+		} else if (!strcmp(a, "--net")) {
+			o->net = true;
+		} else if (!strcmp(a, "--quiet") || !strcmp(a, "-q")) {
+			o->quiet = true;
+		} else if (!strcmp(a, "--ucx") && i + 1 < argc) {
+			o->ucx = argv[++i];
+		} else if (!strcmp(a, "--view") && i + 1 < argc) {
+			a = argv[++i];
+			if (!strcmp(a, "auto"))
+				o->view = VIEW_AUTO;
+			else if (!strcmp(a, "namespace"))
+				o->view = VIEW_NAMESPACE;
+			else if (!strcmp(a, "preload"))
+				o->view = VIEW_PRELOAD;
+			else
+				return -1;
+		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			return 1;
+		} else if (a[0] == '-') {
+			return -1;
+		} else {
+			break;
+		}
+	}
+	o->cmd = argv + i;
+	if (o->check)
+		return 0;
+	if (i >= argc)
+		return -1;
+	if (o->ucx && !strchr(o->ucx, ':'))
+		return -1;
+	return 0;
+}
+
+/* softib's lib directory: ../lib beside this program (build/bin/softib ->
+ * build/lib), where libibverbs.so.1 must be.  0 or -ENOENT. */
+static int lib_dir(char *buf, size_t len)
+{
+	char exe[PATH_MAX], probe[PATH_MAX + 32];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = '\0';
+	if ((size_t)snprintf(buf, len, "%s/../lib", dirname(dirname(exe))) >= len)
+		return -ENAMETOOLONG;
+	snprintf(probe, sizeof(probe), "%s/libibverbs.so.1", buf);
+	if (access(probe, R_OK))
+		return -ENOENT;
+	if (!realpath(buf, exe))
+		return -errno;
+	snprintf(buf, len, "%s", exe);
+	return 0;
+}
+
+/* VAR=value:old, or old:value with append (value alone when VAR is
+ * unset or empty). */
+static int env_add(const char *var, const char *value, bool append)
+{
+	const char *old = getenv(var);
+	char *s;
+	int ret;
+
+	if (!old || !*old)
+		return setenv(var, value, 1);
+	if (asprintf(&s, "%s:%s", append ? old : value, append ? value : old) < 0)
+		return -1;
+	ret = setenv(var, s, 1);
+	free(s);
+	return ret;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	remove(path);
+	return 0;
+}
+
+/* Views left by a softib run that was killed: view-<pid> with no process. */
+static void remove_stale(const char *rundir)
+{
+	char path[PATH_MAX];
+	DIR *d = opendir(rundir);
+	struct dirent *e;
+	int pid;
+
+	while (d && (e = readdir(d))) {
+		if (sscanf(e->d_name, "view-%d", &pid) != 1 || pid <= 0 ||
+		    (kill(pid, 0) == 0 || errno != ESRCH))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", rundir, e->d_name);
+		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	}
+	if (d)
+		closedir(d);
+}
+
+/* The view's root: <softib's runtime dir>/view-<pid>, made empty. */
+static int view_root(char *buf, size_t len)
+{
+	char sock[PATH_MAX], *dir;
+	int ret;
+
+	if ((ret = sib_ctl_default_path(sock, sizeof(sock))))
+		return ret;
+	dir = dirname(sock);
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	remove_stale(dir);
+	if ((size_t)snprintf(buf, len, "%s/view-%d", dir, (int)getpid()) >= len)
+		return -ENAMETOOLONG;
+	nftw(buf, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return mkdir(buf, 0755) ? -errno : 0;
+}
+
+/* Every CA port and its rdma_cm address 127.1.<dev>.<port>, found by
+ * binding it (the daemon's table decides; a port without one is left out). */
+static int find_ports(struct run_netdev *nd, int max)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	int n = 0;
+
+	if (!ch)
+		return -errno;
+	for (int d = 0; d < 64 && n < max; d++)
+		for (int p = 1; p <= 2 && n < max; p++) {
+			struct sockaddr_in a = { .sin_family = AF_INET };
+			struct rdma_cm_id *id;
+			char ip[INET_ADDRSTRLEN];
+
+			snprintf(ip, sizeof(ip), "127.1.%d.%d", d, p);
+			inet_pton(AF_INET, ip, &a.sin_addr);
+			if (rdma_create_id(ch, &id, NULL, RDMA_PS_TCP))
+				break;
+			if (!rdma_bind_addr(id, (struct sockaddr *)&a) && id->verbs) {
+				snprintf(nd[n].dev, sizeof(nd[n].dev), "%s",
+					 ibv_get_device_name(id->verbs->device));
+				nd[n].port = id->port_num ? id->port_num : (uint8_t)p;
+				snprintf(nd[n].ifname, sizeof(nd[n].ifname), "ib%d", n);
+				snprintf(nd[n].addr, sizeof(nd[n].addr), "%s/16", ip);
+				n++;
+			}
+			rdma_destroy_id(id);
+		}
+	rdma_destroy_event_channel(ch);
+	return n;
+}
+
+/* lo up in the new network namespace (127.0.0.1 for TCP side channels). */
+static int lo_up(void)
+{
+	struct ifreq ifr = { .ifr_name = "lo" };
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), ret = 0;
+
+	if (s < 0)
+		return -errno;
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) == 0) {
+		ifr.ifr_flags |= IFF_UP;
+		if (ioctl(s, SIOCSIFFLAGS, &ifr))
+			ret = -errno;
+	} else {
+		ret = -errno;
+	}
+	close(s);
+	return ret;
+}
+
+/* --net: a bridge per port, in a child that keeps this process's
+ * capabilities in the namespace (no exec); waits until each interface is
+ * up (its address set) or its bridge died, at most 20 s. */
+static int net_up(struct sib_sysview *v, struct run_netdev *nd, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct sib_ipoib_opts o = {
+			.dev = nd[i].dev, .port = nd[i].port, .tun = nd[i].ifname,
+			.addr = nd[i].addr, .wait_ms = 10000,
+		};
+
+		fflush(NULL);
+		nd[i].pid = fork();
+		if (nd[i].pid < 0)
+			return -errno;
+		if (nd[i].pid == 0) {
+			int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+			if (fd >= 0) /* its "up on" line is not CMD's output */
+				dup2(fd, STDOUT_FILENO);
+			signal(SIGTERM, SIG_DFL);
+			_exit(sib_ipoib_up(&o));
+		}
+		sib_sysview_set_netdev(v, nd[i].dev, nd[i].port, nd[i].ifname);
+	}
+	for (int t = 0; t < 200; t++) {
+		int up = 0;
+
+		for (int i = 0; i < n; i++) {
+			unsigned int idx = if_nametoindex(nd[i].ifname);
+			struct ifreq ifr = { 0 };
+			int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+			snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", nd[i].ifname);
+			if (idx && s >= 0 && !ioctl(s, SIOCGIFADDR, &ifr))
+				up++;
+			if (s >= 0)
+				close(s);
+			if (waitpid(nd[i].pid, NULL, WNOHANG) == nd[i].pid) {
+				fprintf(stderr, "softib run: --net: the IPoIB bridge of %s port %u "
+					"exited\n", nd[i].dev, nd[i].port);
+				nd[i].pid = 0;
+				return -EIO;
+			}
+		}
+		if (up == n)
+			return 0;
+		usleep(100000);
+	}
+	fprintf(stderr, "softib run: --net: the IPoIB interfaces did not come up in 20 s\n");
+	return -ETIMEDOUT;
+}
+
+static void net_down(struct run_netdev *nd, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (nd[i].pid > 0)
+			kill(nd[i].pid, SIGTERM);
+	for (int i = 0; i < n; i++) {
+		for (int t = 0; nd[i].pid > 0 && t < 100; t++) {
+			if (waitpid(nd[i].pid, NULL, WNOHANG) == nd[i].pid)
+				nd[i].pid = 0;
+			else
+				usleep(50000);
+		}
+		if (nd[i].pid > 0) {
+			kill(nd[i].pid, SIGKILL);
+			waitpid(nd[i].pid, NULL, 0);
+		}
+	}
+}
+
+/* CMD's environment: the libraries, the interposer (preload), UCX/Open MPI. */
+static int set_env(const struct run_opts *o, const char *libdir, const char *root, bool preload)
+{
+	char so[PATH_MAX + 32];
+
+	if (env_add("LD_LIBRARY_PATH", libdir, false))
+		return -errno;
+	if (preload) {
+		snprintf(so, sizeof(so), "%s/libsoftib_view.so", libdir);
+		if (access(so, R_OK)) {
+			fprintf(stderr, "softib run: %s: %s\n", so, strerror(errno));
+			return -ENOENT;
+		}
+		/* after what is there: a sanitizer's runtime must stay first,
+		 * and its interceptors then reach ours as the next definition */
+		if (env_add("LD_PRELOAD", so, true) || setenv("SOFTIB_VIEW", root, 1))
+			return -errno;
+	} else {
+		unsetenv("SOFTIB_VIEW");
+	}
+	if (o->ucx && setenv("UCX_NET_DEVICES", o->ucx, 1))
+		return -errno;
+	setenv("OMPI_MCA_pml_ucx_devices", "any", 0);
+	setenv("OMPI_MCA_btl_openib_allow_ib", "1", 0);
+	return 0;
+}
+
+/* Run CMD and keep the view live until it exits; returns its status. */
+static int supervise(struct sib_sysview *v, char **cmd)
+{
+	sigset_t mask, old;
+	struct pollfd pfd[2];
+	struct signalfd_siginfo si;
+	int status = 0, sfd;
+	pid_t pid;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGHUP);
+	sigaddset(&mask, SIGQUIT);
+	sigprocmask(SIG_BLOCK, &mask, &old);
+	if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+		return 1;
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("softib run: fork");
+		return 1;
+	}
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		execvp(cmd[0], cmd);
+		fprintf(stderr, "softib run: %s: %s\n", cmd[0], strerror(errno));
+		_exit(errno == ENOENT ? 127 : 126);
+	}
+	pfd[0] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+	pfd[1] = (struct pollfd){ .fd = sib_sysview_fd(v), .events = POLLIN };
+	for (;;) {
+		int r = poll(pfd, 2, 1000);
+
+		if (r < 0 && errno != EINTR)
+			break;
+		if (r == 0 || (r > 0 && (pfd[1].revents & POLLIN)))
+			sib_sysview_refresh(v);
+		while (read(sfd, &si, sizeof(si)) == sizeof(si))
+			if (si.ssi_signo != SIGCHLD)
+				kill(pid, (int)si.ssi_signo);
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			break;
+	}
+	close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int sib_tool_run(const char *sock, int argc, char **argv)
+{
+	struct run_opts o = { .view = VIEW_AUTO };
+	struct run_netdev nd[RUN_MAX_NETDEVS];
+	char libdir[PATH_MAX], root[PATH_MAX], why[512] = "";
+	struct sib_sysview *v;
+	int ret, nnd = 0, status = 1;
+	bool ns;
+
+	if ((ret = parse(argc, argv, &o)))
+		return run_usage(ret > 0 ? stdout : stderr);
+	if (sock)
+		setenv("SOFTIB_SOCKET", sock, 1);
+	if ((ret = lib_dir(libdir, sizeof(libdir)))) {
+		fprintf(stderr, "softib run: no libibverbs.so.1 in ../lib beside this program\n");
+		return 1;
+	}
+	if ((ret = view_root(root, sizeof(root)))) {
+		fprintf(stderr, "softib run: the view's directory: %s\n", strerror(-ret));
+		return 1;
+	}
+	/* the view opens every device: the daemon starts here, outside any
+	 * namespace this process enters below */
+	if (!(v = sib_sysview_create(root))) {
+		fprintf(stderr, "softib run: the system view: %s (is softibd running or "
+			"startable? `softib status`)\n", strerror(errno));
+		rmdir(root);
+		return 1;
+	}
+	ns = o.view == VIEW_NAMESPACE;
+	if (o.view == VIEW_AUTO || o.check) {
+		ret = sib_run_ns_probe(root, o.net, why, sizeof(why));
+		ns = ret == 0;
+	}
+	if (o.check) {
+		if (ns)
+			printf("namespace: %s\n", geteuid() == 0 ?
+			       "root: a private mount namespace" :
+			       "an unprivileged user namespace with a private mount namespace");
+		else
+			printf("preload: no mount namespace here (%s); libsoftib_view.so in "
+			       "LD_PRELOAD%s\n", why, o.net ? "; --net needs the namespace" : "");
+		status = 0;
+		goto out;
+	}
+	if (o.net && !ns) {
+		fprintf(stderr, "softib run: --net needs a network namespace: root, or user "
+			"namespaces (%s)\n", why[0] ? why : "--view preload");
+		goto out;
+	}
+	if (o.net && (nnd = find_ports(nd, RUN_MAX_NETDEVS)) < 0) {
+		fprintf(stderr, "softib run: --net: rdma_cm: %s\n", strerror(-nnd));
+		nnd = 0;
+		goto out;
+	}
+	if (ns && (ret = sib_run_ns_setup(root, o.net, why, sizeof(why)))) {
+		fprintf(stderr, "softib run: namespace: %s\n", why);
+		goto out;
+	}
+	if (o.net && (lo_up() || net_up(v, nd, nnd)))
+		goto out;
+	if (set_env(&o, libdir, root, !ns))
+		goto out;
+	if (!o.quiet)
+		fprintf(stderr, "softib run: %s view%s\n", ns ? "namespace" : "preload",
+			o.net ? ", network namespace with IPoIB interfaces" : "");
+	sib_sysview_refresh(v);
+	status = supervise(v, o.cmd);
+out:
+	net_down(nd, nnd);
+	sib_sysview_destroy(v, true);
+	rmdir(root);
+	return status;
+}

@@ -10,7 +10,6 @@
  * inherited by every child and survives execve (no_new_privs is set).
  * Exits 127 if CMD cannot be run, 1 if the filter cannot be installed.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <sched.h>
 #include <seccomp.h>

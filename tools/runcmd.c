@@ -17,7 +17,6 @@
  * forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT, removes the view when CMD
  * exits and exits with CMD's status.
  */
-#define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>

@@ -12,7 +12,6 @@
  * user_namespaces(7) give the rules.  Nothing outside the namespace
  * changes.
  */
-#define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>

@@ -79,7 +79,7 @@ for i in $(seq "$runs"); do
 	r[ucx_lat_sm]+="$(ucx sm tag_lat 8 3) "
 	r[ucx_bw_softib]+="$(ucx rc_verbs,ud_verbs tag_bw 1048576 6 softib0:1 softib1:1) "
 	r[ucx_bw_sm]+="$(ucx sm tag_bw 1048576 6) "
-	r[perf_lat]+="$(perf ib_send_lat 8 6) "
+	r[perf_lat]+="$(perf ib_send_lat 8 5) "
 	r[perf_bw]+="$(perf ib_send_bw 1048576 4) "
 	set -- $(mpi --mca pml ucx -x UCX_TLS=rc_verbs,ud_verbs,self -- 8); r[mpi_lat_ucx]+="${1:-fail} "
 	set -- $(mpi --mca pml ucx -x UCX_TLS=rc_verbs,ud_verbs,self -- 1048576); r[mpi_bw_ucx]+="${2:-fail} "

@@ -11,6 +11,11 @@
 #           reading sysfs) and ibstat on the *system's* libibumad (which
 #           reads sysfs, not softibd) print what ibv_devinfo says
 #   live    a port taken down outside shows in the view at once, and back up
+#   net     (root) --net: each port's IPoIB interface is in the view
+#           (device/net/<if>) and in `ip addr`; a pyverbs CMID server and
+#           client (rdmacm_cmid.py async) find softib0's and softib1's
+#           interfaces through sysfs and their addresses through `ip -j
+#           addr`, as rdma-core's tests/base.py does, and connect on them
 # Needs root (77 otherwise); every wait is bounded; processes stop by PID.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/run_lib.sh"
@@ -114,6 +119,46 @@ live)
 	[ "$rc" = 0 ] || fail "the view did not show the port going down (exit $rc)"
 	grep -q '^before: 4: ACTIVE$' "$OUT" || fail "the port was not ACTIVE first"
 	grep -q '^after: 1: DOWN$' "$OUT" || fail "the port did not show DOWN"
+	;;
+net)
+	[ "$mode" = root ] || run_skip "--net needs a network namespace; this test runs it as root"
+	command -v ip >/dev/null || run_skip "no ip (iproute2)"
+	[ -c /dev/net/tun ] || run_skip "no /dev/net/tun"
+	py=$(cd "$(dirname "$0")" && pwd)/rdmacm_cmid.py
+	port=$(free_port) || fail "no free port"
+	cat >"$SIB_TMP/net.sh" <<NET
+set -u
+ip -br addr
+# the device's interface through sysfs, its IPv4 address through ip -j
+ifaddr() {
+	local n
+	n=\$(ls /sys/class/infiniband/\$1/device/net/) || return 1
+	echo "\$1 port 1: \$n dev_port \$(cat /sys/class/infiniband/\$1/device/net/\$n/dev_port)" >&2
+	ip -j addr show "\$n" | python3 -c 'import json, sys
+print([a["local"] for a in json.load(sys.stdin)[0]["addr_info"] if a["family"] == "inet"][0])'
+}
+a0=\$(ifaddr softib0) && a1=\$(ifaddr softib1) || exit 1
+echo "addresses \$a0 \$a1"
+timeout 60 python3 "$py" s async $port "\$a0" "\$a1" >"$SIB_TMP/s.out" 2>&1 &
+s=\$!
+for _ in \$(seq 200); do grep -q '^ready' "$SIB_TMP/s.out" && break; sleep 0.1; done
+timeout 60 python3 "$py" c async $port "\$a0" "\$a1" >"$SIB_TMP/c.out" 2>&1
+c=\$?
+wait \$s
+echo "server \$? client \$c"
+NET
+	env LD_PRELOAD="$SIB_PRELOAD" timeout 120 "$SIB_BIN/softib" run --quiet --net -- bash "$SIB_TMP/net.sh" \
+		>"$OUT" 2>&1 || fail "softib run --net exited $?: $(cat "$OUT")"
+	cat "$OUT"
+	show() { echo "--- server"; cat "$SIB_TMP/s.out"; echo "--- client"; cat "$SIB_TMP/c.out"; }
+	grep -Eq '^softib0 port 1: ib[0-9]+ dev_port 0$' "$OUT" || fail "softib0 has no interface in sysfs"
+	grep -Eq '^softib1 port 1: ib[0-9]+ dev_port 0$' "$OUT" || fail "softib1 has no interface in sysfs"
+	grep -q '^addresses 127.1.0.1 127.1.1.1$' "$OUT" || fail "the interfaces do not have rdma_cm's addresses"
+	grep -q '^server 0 client 0$' "$OUT" || { show; fail "the CMID pair failed"; }
+	grep -q '^server dev softib0$' "$SIB_TMP/s.out" || { show; fail "the server was not on softib0"; }
+	grep -q '^client dev softib1$' "$SIB_TMP/c.out" || { show; fail "the client was not on softib1"; }
+	grep -q "^client got b'pong!'" "$SIB_TMP/c.out" || { show; fail "no pong"; }
+	ip link show ib0 >/dev/null 2>&1 && fail "ib0 leaked out of the namespace"
 	;;
 *)
 	fail "unknown case $case"

@@ -13,7 +13,7 @@
 
 int main(int argc, char **argv)
 {
-	long size, iters, warm;
+	long size = 0, iters = 0, warm;
 	int rank, nranks;
 	double t0 = 0;
 	char *buf;
@@ -21,7 +21,11 @@ int main(int argc, char **argv)
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-	if (argc != 3 || nranks != 2 || (size = atol(argv[1])) < 0 || (iters = atol(argv[2])) < 1) {
+	if (argc == 3) {
+		size = atol(argv[1]);
+		iters = atol(argv[2]);
+	}
+	if (nranks != 2 || size < 0 || iters < 1) {
 		if (!rank)
 			fprintf(stderr, "usage: mpirun -np 2 mpi_lat_bw SIZE ITERS\n");
 		MPI_Abort(MPI_COMM_WORLD, 2);

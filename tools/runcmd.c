@@ -149,7 +149,7 @@ static int lib_dir(char *buf, size_t len)
 	if (n <= 0)
 		return -ENOENT;
 	exe[n] = '\0';
-	if ((size_t)snprintf(buf, len, "%s/../lib", dirname(dirname(exe))) >= len)
+	if ((size_t)snprintf(buf, len, "%s/../lib", dirname(exe)) >= len)
 		return -ENAMETOOLONG;
 	snprintf(probe, sizeof(probe), "%s/libibverbs.so.1", buf);
 	if (access(probe, R_OK))

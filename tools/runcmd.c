@@ -278,7 +278,7 @@ static int lo_up(void)
 /* --net: a bridge per port, in a child that keeps this process's
  * capabilities in the namespace (no exec); waits until each interface is
  * up (its address set) or its bridge died, at most 20 s. */
-static int net_up(struct sib_sysview *v, struct run_netdev *nd, int n)
+static int net_up(struct sib_sysview *v, struct run_netdev *nd, int n, bool quiet)
 {
 	for (int i = 0; i < n; i++) {
 		struct sib_ipoib_opts o = {
@@ -293,12 +293,14 @@ static int net_up(struct sib_sysview *v, struct run_netdev *nd, int n)
 		if (nd[i].pid == 0) {
 			int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
-			if (fd >= 0) /* its "up on" line is not CMD's output */
+			if (fd >= 0) { /* its "up on" lines are not CMD's output */
 				dup2(fd, STDOUT_FILENO);
+				if (quiet)
+					dup2(fd, STDERR_FILENO);
+			}
 			signal(SIGTERM, SIG_DFL);
 			_exit(sib_ipoib_up(&o));
 		}
-		sib_sysview_set_netdev(v, nd[i].dev, nd[i].port, nd[i].ifname);
 	}
 	for (int t = 0; t < 200; t++) {
 		int up = 0;
@@ -320,8 +322,11 @@ static int net_up(struct sib_sysview *v, struct run_netdev *nd, int n)
 				return -EIO;
 			}
 		}
-		if (up == n)
+		if (up == n) { /* the view's device/net/<if> with its ifindex, mtu, ... */
+			for (int i = 0; i < n; i++)
+				sib_sysview_set_netdev(v, nd[i].dev, nd[i].port, nd[i].ifname);
 			return 0;
+		}
 		usleep(100000);
 	}
 	fprintf(stderr, "softib run: --net: the IPoIB interfaces did not come up in 20 s\n");
@@ -483,7 +488,7 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 		fprintf(stderr, "softib run: namespace: %s\n", why);
 		goto out;
 	}
-	if (o.net && (lo_up() || net_up(v, nd, nnd)))
+	if (o.net && (lo_up() || net_up(v, nd, nnd, o.quiet)))
 		goto out;
 	if (set_env(&o, libdir, root, !ns))
 		goto out;

@@ -186,6 +186,32 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return 0;
 }
 
+/* Remove the view's directory and everything in it. */
+static void remove_tree(const char *root)
+{
+	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Start softibd (the verbs library autostarts it) from a child, so that
+ * this process stays single-threaded until it has entered its
+ * namespaces.  A daemon that cannot start shows later, when the view
+ * opens the devices. */
+static void start_daemon(void)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	if ((pid = fork()) == 0) {
+		struct ibv_device **l = ibv_get_device_list(NULL);
+
+		if (l)
+			ibv_free_device_list(l);
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+}
+
 /* Views left by a softib run that was killed: view-<pid> with no process. */
 static void remove_stale(const char *rundir)
 {
@@ -208,7 +234,12 @@ static void remove_stale(const char *rundir)
 /* The view's root: <softib's runtime dir>/view-<pid>, made empty. */
 static int view_root(char *buf, size_t len)
 {
-	char sock[PATH_MAX], *dir;
+	static const char *const dirs[] = {
+		"/sys", "/sys/class", "/sys/class/infiniband", "/sys/class/infiniband_verbs",
+		"/sys/class/infiniband_mad", "/sys/class/infiniband_ucma", "/sys/class/misc",
+		"/sys/class/misc/rdma_cm", "/dev", "/dev/infiniband",
+	};
+	char sock[PATH_MAX], sub[PATH_MAX + 64], *dir;
 	int ret;
 
 	if ((ret = sib_ctl_default_path(sock, sizeof(sock))))
@@ -220,7 +251,16 @@ static int view_root(char *buf, size_t len)
 	if ((size_t)snprintf(buf, len, "%s/view-%d", dir, (int)getpid()) >= len)
 		return -ENAMETOOLONG;
 	nftw(buf, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	return mkdir(buf, 0755) ? -errno : 0;
+	if (mkdir(buf, 0755))
+		return -errno;
+	/* what the namespace binds must exist before the view writes it */
+	for (unsigned int i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if ((size_t)snprintf(sub, sizeof(sub), "%s%s", buf, dirs[i]) >= sizeof(sub))
+			return -ENAMETOOLONG;
+		if (mkdir(sub, 0755) && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
 }
 
 /* Every CA port and its rdma_cm address 127.1.<dev>.<port>, found by
@@ -434,7 +474,7 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 	struct run_opts o = { .view = VIEW_AUTO };
 	struct run_netdev nd[RUN_MAX_NETDEVS];
 	char libdir[PATH_MAX], root[PATH_MAX], why[512] = "";
-	struct sib_sysview *v;
+	struct sib_sysview *v = NULL;
 	int ret, nnd = 0, status = 1;
 	bool ns;
 
@@ -450,14 +490,11 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 		fprintf(stderr, "softib run: the view's directory: %s\n", strerror(-ret));
 		return 1;
 	}
-	/* the view opens every device: the daemon starts here, outside any
-	 * namespace this process enters below */
-	if (!(v = sib_sysview_create(root))) {
-		fprintf(stderr, "softib run: the system view: %s (is softibd running or "
-			"startable? `softib status`)\n", strerror(errno));
-		rmdir(root);
-		return 1;
-	}
+	/* softibd starts outside any namespace this process enters, and
+	 * unshare(CLONE_NEWUSER) needs a single-threaded caller: so the
+	 * daemon is started from a child, and the view (whose devices come
+	 * with the library's threads) is made after the namespaces */
+	start_daemon();
 	ns = o.view == VIEW_NAMESPACE;
 	if (o.view == VIEW_AUTO || o.check) {
 		ret = sib_run_ns_probe(root, o.net, why, sizeof(why));
@@ -471,21 +508,29 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 		else
 			printf("preload: no mount namespace here (%s); libsoftib_view.so in "
 			       "LD_PRELOAD%s\n", why, o.net ? "; --net needs the namespace" : "");
-		status = 0;
-		goto out;
+		remove_tree(root);
+		return 0;
 	}
 	if (o.net && !ns) {
 		fprintf(stderr, "softib run: --net needs a network namespace: root, or user "
 			"namespaces (%s)\n", why[0] ? why : "--view preload");
-		goto out;
+		remove_tree(root);
+		return 1;
+	}
+	if (ns && (ret = sib_run_ns_setup(root, o.net, why, sizeof(why)))) {
+		fprintf(stderr, "softib run: namespace: %s\n", why);
+		remove_tree(root);
+		return 1;
+	}
+	if (!(v = sib_sysview_create(root))) {
+		fprintf(stderr, "softib run: the system view: %s (is softibd running or "
+			"startable? `softib status`)\n", strerror(errno));
+		remove_tree(root);
+		return 1;
 	}
 	if (o.net && (nnd = find_ports(nd, RUN_MAX_NETDEVS)) < 0) {
 		fprintf(stderr, "softib run: --net: rdma_cm: %s\n", strerror(-nnd));
 		nnd = 0;
-		goto out;
-	}
-	if (ns && (ret = sib_run_ns_setup(root, o.net, why, sizeof(why)))) {
-		fprintf(stderr, "softib run: namespace: %s\n", why);
 		goto out;
 	}
 	if (o.net && (lo_up() || net_up(v, nd, nnd, o.quiet)))
@@ -500,6 +545,6 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 out:
 	net_down(nd, nnd);
 	sib_sysview_destroy(v, true);
-	rmdir(root);
+	remove_tree(root);
 	return status;
 }

@@ -413,6 +413,34 @@ int sibd_cmd_ipaddr(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m
 	return 0;
 }
 
+/* The topology's caip= addresses of every CA (fabric.h) into the table.
+ * 0, or the first error (logged). */
+static int add_topology_ips(struct sibd *d, struct sib_cma *cma)
+{
+	uint8_t sa[SIB_CM_ADDR_LEN];
+	char text[INET6_ADDRSTRLEN];
+
+	for (uint32_t i = 0; i < d->num_devices && i < SIB_MAX_DEVICES; i++) {
+		const struct sib_fab_node *n = d->dev_node[i];
+
+		if (!sibd_dev_present(d, i) || !n)
+			continue;
+		for (unsigned int k = 0; k < n->n_ips; k++) {
+			const struct sib_fab_ip *ip = &n->ips[k];
+			uint32_t len = ip_sockaddr(ip->family, ip->addr, sa);
+			int ret = sib_cma_addr_add(cma, i, ip->port, sa, len, ip->prefix);
+
+			if (ret) {
+				inet_ntop(ip->family, ip->addr, text, sizeof(text));
+				sibd_log("topology: caip=%u:%s/%u of %s: %s", ip->port, text,
+					 ip->prefix, d->devs[i].name, strerror(-ret));
+				return ret;
+			}
+		}
+	}
+	return 0;
+}
+
 int sibd_ucma_init(struct sibd *d)
 {
 	struct sibd_ucma *u = calloc(1, sizeof(*u));
@@ -432,11 +460,13 @@ int sibd_ucma_init(struct sibd *d)
 	sib_cma_seed(u->cma, host_now(NULL) ^ (uint64_t)getpid() << 32);
 	u->trace = getenv("SOFTIBD_CM_TRACE") != NULL;
 	d->ucma = u;
-	for (unsigned int i = 0; i < d->ncm_ips; i++) {
-		int ret = add_ip(d, u->cma, d->cm_ips[i]);
+	for (unsigned int i = 0; i <= d->ncm_ips; i++) {
+		int ret = i == d->ncm_ips ? add_topology_ips(d, u->cma) :
+			  add_ip(d, u->cma, d->cm_ips[i]);
 
 		if (ret) {
-			sibd_log("--ip %s: %s", d->cm_ips[i], strerror(-ret));
+			if (i < d->ncm_ips)
+				sibd_log("--ip %s: %s", d->cm_ips[i], strerror(-ret));
 			d->ucma = NULL;
 			sib_cma_delete(u->cma);
 			close(u->ep_fd);

@@ -14,6 +14,8 @@
 #            network namespace puts 10.9.1.1/24 in the table while it runs
 #            and deletes it at `down`; an address added before `up` stays
 #            (root and /dev/net/tun, else 77)
+#   topology caip= lines in the topology file (docs/topology.md): softib1
+#            port 1 has their addresses from the start
 . "$(dirname "$0")/lib.sh"
 case=${1:?usage: rdmacm_ipaddr.sh CASE}
 SOFTIB=("$SIB_BIN/softib")
@@ -98,6 +100,29 @@ up_addr)
 	has 10.9.1.1/24 && fail "10.9.1.1/24 still listed after down"
 	"${SOFTIB[@]}" ipoib softib1 1 addrs | grep -qx 10.9.2.1/24 ||
 		fail "10.9.2.1/24 (added before up) went with the bridge"
+	;;
+topology)
+	# caip= lines give softib1 port 1 two addresses at start
+	topo=$SIB_TMP/caip.topo
+	cat >"$topo" <<-'EOF'
+	Switch	4 "S-5eed000000000100"
+	[1]	"H-5eed000000000010"[1]
+	[2]	"H-5eed000000000020"[1]
+
+	Ca	1 "H-5eed000000000010"
+	[1]	"S-5eed000000000100"[1]
+
+	caip=1:10.9.3.1/24
+	caip=1:2001:db8::3/64
+	Ca	1 "H-5eed000000000020"
+	[1]	"S-5eed000000000100"[2]
+	EOF
+	SIB_TOPOLOGY=$topo start_daemon
+	"${SOFTIB[@]}" ipoib softib1 1 addrs >"$SIB_TMP/addrs" || fail "addrs"
+	cat "$SIB_TMP/addrs"
+	[ "$(sed -n 3,4p "$SIB_TMP/addrs" | tr '\n' ' ')" = "10.9.3.1/24 2001:db8::3/64 " ] ||
+		fail "softib1 port 1 lacks the topology's addresses"
+	status | grep -qx 'rdma_cm_addr softib1:1 10.9.3.1/24' || fail "status: $(status | grep rdma_cm)"
 	;;
 *)
 	fail "unknown case $case"

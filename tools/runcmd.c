@@ -287,7 +287,7 @@ static int find_ports(struct run_netdev *nd, int max)
 					 ibv_get_device_name(id->verbs->device));
 				nd[n].port = id->port_num ? id->port_num : (uint8_t)p;
 				snprintf(nd[n].ifname, sizeof(nd[n].ifname), "ib%d", n);
-				snprintf(nd[n].addr, sizeof(nd[n].addr), "%s/16", ip);
+				snprintf(nd[n].addr, sizeof(nd[n].addr), "%s/8", ip); /* as softibd lists it */
 				n++;
 			}
 			rdma_destroy_id(id);

@@ -120,8 +120,9 @@ static int write_atomic(struct sv_tree *t, const char *path, const char *val)
 
 	if (rc)
 		return rc;
-	unlinkat(t->root_fd, tmp, 0);
 	fd = openat(t->root_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0 && errno == EEXIST && !unlinkat(t->root_fd, tmp, 0)) /* a crashed run's */
+		fd = openat(t->root_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
 	if (fd < 0)
 		return -errno;
 	while (off < len) {
@@ -152,8 +153,8 @@ static int link_atomic(struct sv_tree *t, const char *path, const char *target)
 
 	if (rc)
 		return rc;
-	unlinkat(t->root_fd, tmp, 0);
-	if (symlinkat(target, t->root_fd, tmp))
+	if (symlinkat(target, t->root_fd, tmp) &&
+	    (errno != EEXIST || unlinkat(t->root_fd, tmp, 0) || symlinkat(target, t->root_fd, tmp)))
 		return -errno;
 	if (renameat(t->root_fd, tmp, t->root_fd, path)) {
 		rc = -errno;

@@ -22,3 +22,9 @@ if(TARGET sib_sysview AND TARGET softibd AND TARGET softib)
   add_dependencies(sysview_tree softibd softib)
   set_tests_properties(sysview_ibstatus PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()
+if(TARGET sib_sysview)
+  # The node store alone against a model in randomized passes (writes,
+  # kind swaps, keeps, sweeps; SIB_SYSVIEW_SEED=N replays one run).
+  sib_unit_test(test_sysview_tree SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_sysview_tree.c
+    LIBS sib_sysview)
+endif()

@@ -58,19 +58,32 @@ static int rehash(struct sv_tree *t, size_t cap)
 	return 0;
 }
 
+/* The node of path (len bytes of it), or NULL. */
+static struct sv_node *find(struct sv_tree *t, const char *path, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	if (!t->hash_cap)
+		return NULL;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)path[i]) * 16777619u;
+	for (size_t j = h & (t->hash_cap - 1); t->hash[j]; j = (j + 1) & (t->hash_cap - 1)) {
+		struct sv_node *nd = &t->nodes[t->hash[j] - 1];
+
+		if (!strncmp(nd->path, path, len) && nd->path[len] == '\0')
+			return nd;
+	}
+	return NULL;
+}
+
 /* The node of path, made (not live yet) if new; NULL: ENOMEM. */
 static struct sv_node *node_of(struct sv_tree *t, const char *path, enum sv_kind kind)
 {
+	struct sv_node *found = find(t, path, strlen(path));
 	size_t j;
 
-	if (t->hash_cap) {
-		for (j = hash_of(path) & (t->hash_cap - 1); t->hash[j]; j = (j + 1) & (t->hash_cap - 1)) {
-			struct sv_node *nd = &t->nodes[t->hash[j] - 1];
-
-			if (!strcmp(nd->path, path))
-				return nd;
-		}
-	}
+	if (found)
+		return found;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
 		struct sv_node *n = realloc(t->nodes, cap * sizeof(*n));
@@ -281,11 +294,29 @@ static void unmake(struct sv_tree *t, struct sv_node *nd)
 	nd->val = NULL;
 }
 
+/* Remove what the pass did not touch, children first; a directory that
+ * holds something the pass touched or kept stays with it (the caller
+ * wrote a file in it without writing the directory again). */
 int sv_pass_end(struct sv_tree *t)
 {
-	for (size_t i = t->n; i-- > 0;)
-		if (t->nodes[i].live && t->nodes[i].gen != t->gen)
-			unmake(t, &t->nodes[i]);
+	for (size_t i = t->n; i-- > 0;) {
+		struct sv_node *nd = &t->nodes[i];
+		const char *slash;
+
+		if (!nd->live)
+			continue;
+		if (nd->gen != t->gen) {
+			unmake(t, nd);
+			continue;
+		}
+		slash = strrchr(nd->path, '/');
+		if (slash) {
+			struct sv_node *parent = find(t, nd->path, (size_t)(slash - nd->path));
+
+			if (parent)
+				parent->gen = t->gen;
+		}
+	}
 	return t->err;
 }
 

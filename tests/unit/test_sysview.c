@@ -419,7 +419,17 @@ static void test_live(void **state)
 	assert_non_null(v);
 	snprintf(path, sizeof(path), "%s/lid", pd);
 	assert_true(readf(old_lid, sizeof(old_lid), "%s", path) > 0);
+	/* Nothing pending, then the LID_CHANGE makes the fd readable. */
+	struct pollfd p = { .fd = sib_sysview_fd(v), .events = POLLIN };
+
+	assert_int_equal(poll(&p, 1, 0), 0);
 	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib1", 1, SIB_PORT_LID, 0x77), 0);
+	assert_int_equal(poll(&p, 1, WAIT_MS), 1);
+	assert_true(p.revents & POLLIN);
+	assert_int_equal(sib_sysview_refresh(v), 0);
+	check_file("0x77\n", "%s", path);
+	/* The refresh consumed it. */
+	assert_int_equal(poll(&p, 1, 0), 0);
 	wait_file(v, "0x77\n", path);
 	assert_int_equal(admin(SIB_CTL_PORT_SET, "softib1", 1, SIB_PORT_SM_LID, 9), 0);
 	snprintf(path, sizeof(path), "%s/sm_lid", pd);

@@ -8,7 +8,9 @@
 # what ibv_devinfo -v says through softib's libibverbs; a port taken down
 # and up with `softib port` shows within a deadline; the port's IPoIB
 # interface is listed under device/net as rdma-core's tests/base.py lists
-# it; on SIGTERM the driver removes the whole tree.  77 without ibstatus
+# it; as root, ibstat through the system's own libibumad, in a mount
+# namespace with the view over /sys/class, prints what it prints through
+# softib's; on SIGTERM the driver removes the whole tree.  77 without ibstatus
 # (infiniband-diags) or ibv_devinfo (ibverbs-utils).
 . "$(dirname "$0")/lib.sh"
 
@@ -85,6 +87,24 @@ for d in $devs; do
 done
 echo "ibstatus over the view: $(sh "$SIB_TMP/ibstatus" | grep -c '^Infiniband device') ports, as ibv_devinfo -v"
 
+# The system's own libibumad (rdma-core's, not softib's) reads sysfs at a
+# fixed path: in a mount namespace with the view over /sys/class (root
+# only), ibstat through it prints what ibstat through softib's libibumad
+# (answered by softibd) prints.
+sys_ibstat() {
+	unshare -m sh -c "mount --bind '$ROOT/sys/class' /sys/class && exec env -u LD_LIBRARY_PATH -u LD_PRELOAD ibstat" \
+		>"$SIB_TMP/sys_ibstat" 2>&1
+}
+if command -v ibstat >/dev/null && [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
+	sys_ibstat || fail "system ibstat over the view: $(cat "$SIB_TMP/sys_ibstat")"
+	client ibstat >"$SIB_TMP/our_ibstat" 2>&1 || fail "ibstat: $(cat "$SIB_TMP/our_ibstat")"
+	diff "$SIB_TMP/our_ibstat" "$SIB_TMP/sys_ibstat" ||
+		fail "the system's ibstat over the view differs from softib's"
+	echo "system ibstat (rdma-core's libibumad) over the view: $(grep -c '^CA ' "$SIB_TMP/sys_ibstat") CAs, as softib's"
+else
+	echo "system ibstat over the view: skipped (needs root and unshare -m)"
+fi
+
 # Live: a port down, then up again.
 "$SIB_BIN/softib" port softib1 1 down >/dev/null || fail "softib port down"
 wait_until 10 grep -q '^1: DOWN' "$ROOT/sys/class/infiniband/softib1/ports/1/state" ||
@@ -115,8 +135,8 @@ pq=$(client timeout 20 perfquery -x -C softib0 -P 1 | sed -n 's/^PortXmitPkts:\.
 echo "port_xmit_packets $before -> $seen (perfquery then: $pq)"
 
 kill -TERM "$tree"
-for _ in $(seq 100); do alive "$tree" || break; sleep 0.1; done
-alive "$tree" && fail "sysview_tree did not stop"
+for _ in $(seq 100); do alive "$tree" 2>/dev/null || break; sleep 0.1; done
+alive "$tree" 2>/dev/null && fail "sysview_tree did not stop"
 wait "$tree" || fail "sysview_tree exit $?: $(cat "$SIB_TMP/tree.err")"
 [ -z "$(ls -A "$ROOT")" ] || fail "left behind: $(ls -A "$ROOT")"
 echo "PASS: sysview"

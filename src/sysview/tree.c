@@ -5,7 +5,9 @@
  * order so that removal goes children first.  A file is rewritten only when
  * its value changed, through a dot-named temporary in the same directory
  * renamed over it, so a reader sees the old value or the new one, whole.
- * Every call works relative to root's fd (openat, mkdirat, renameat).
+ * Every call works relative to root's fd (openat, mkdirat, renameat), and
+ * only inside directories the view made itself: a symlink someone put in
+ * their place is never followed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -183,6 +185,18 @@ static int vpath(char *out, const char *fmt, va_list ap)
 	return n < 0 || n >= SV_PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
+/* Is path's directory one the view made (never someone's symlink)? */
+static bool parent_ours(struct sv_tree *t, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	struct sv_node *p;
+
+	if (!slash)
+		return true; /* root itself */
+	p = find(t, path, (size_t)(slash - path));
+	return p && p->live && p->kind == SV_DIR;
+}
+
 int sv_dir(struct sv_tree *t, const char *fmt, ...)
 {
 	char path[SV_PATH_MAX];
@@ -195,14 +209,23 @@ int sv_dir(struct sv_tree *t, const char *fmt, ...)
 	va_end(ap);
 	if (rc)
 		return fail(t, rc);
+	if (!parent_ours(t, path))
+		return fail(t, -ENOENT);
 	nd = node_of(t, path, SV_DIR);
 	if (!nd)
 		return fail(t, -ENOMEM);
 	nd->gen = t->gen;
 	if (nd->live)
 		return 0;
-	if (mkdirat(t->root_fd, path, 0755) && errno != EEXIST)
-		return fail(t, -errno);
+	if (mkdirat(t->root_fd, path, 0755)) {
+		struct stat st;
+
+		if (errno != EEXIST)
+			return fail(t, -errno);
+		/* Someone else's symlink or file there: never write through it. */
+		if (fstatat(t->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
+			return fail(t, -ENOTDIR);
+	}
 	/* sysfs's mode whatever the umask (a mount point's too). */
 	if (fchmodat(t->root_fd, path, 0755, 0))
 		return fail(t, -errno);
@@ -214,9 +237,13 @@ int sv_dir(struct sv_tree *t, const char *fmt, ...)
 /* A file or a symlink: rewritten when its value, or kind, changed. */
 static int put(struct sv_tree *t, enum sv_kind kind, const char *val, const char *path)
 {
-	struct sv_node *nd = node_of(t, path, kind);
+	struct sv_node *nd;
 	char *copy;
 	int rc;
+
+	if (!parent_ours(t, path))
+		return fail(t, -ENOENT);
+	nd = node_of(t, path, kind);
 
 	if (!nd)
 		return fail(t, -ENOMEM);

@@ -276,7 +276,25 @@ static void test_tree_errors(void **state)
 	assert_int_equal(sv_file(&t, "x\n", "nodir/f"), -ENOENT);
 	assert_int_equal(sv_dir(&t, "d"), 0);
 	assert_int_equal(sv_file(&t, "x\n", "d/f"), 0);
+	/* A symlink where a directory goes is not followed. */
+	char link[128], other[128], victim[160];
+	struct stat st;
+
+	snprintf(link, sizeof(link), "%s/evil", root);
+	snprintf(other, sizeof(other), "%s/other", root);
+	snprintf(victim, sizeof(victim), "%s/f", other);
+	assert_int_equal(mkdir(other, 0700), 0);
+	assert_int_equal(symlink("other", link), 0);
+	assert_int_equal(sv_dir(&t, "evil"), -ENOTDIR);
+	assert_int_equal(sv_file(&t, "x\n", "evil/f"), -ENOENT);
+	assert_int_equal(sv_link(&t, "/dev/null", "evil/l"), -ENOENT);
+	assert_int_equal(sv_dir(&t, "evil/d"), -ENOENT);
+	assert_int_equal(lstat(victim, &st), -1);
+	assert_int_equal(stat(other, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700); /* not chmod'ed through the link */
 	assert_int_equal(sv_pass_end(&t), -ENAMETOOLONG); /* the pass's first error */
+	assert_int_equal(unlink(link), 0);
+	assert_int_equal(rmdir(other), 0);
 	sv_tree_fini(&t, true);
 	assert_int_equal(rmdir(root), 0);
 }

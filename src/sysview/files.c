@@ -67,7 +67,7 @@ int sv_write_globals(struct sib_sysview *v)
 	sv_dir(t, CLS "/misc");
 	sv_dir(t, CLS "/misc/rdma_cm");
 	filef(t, CLS "/misc/rdma_cm/abi_version", "%d\n", RDMA_USER_CM_ABI_VERSION);
-	filef(t, CLS "/misc/rdma_cm/dev", "%s\n", v->dev_null);
+	sv_file(t, v->dev_null, CLS "/misc/rdma_cm/dev");
 	sv_dir(t, CLS "/infiniband_ucma");
 	filef(t, CLS "/infiniband_ucma/abi_version", "%d\n", RDMA_USER_CM_ABI_VERSION);
 	sv_dir(t, "sys/bus");

@@ -22,21 +22,24 @@
 #include "sysview/sysview.h"
 #include "sysview/sysview_int.h"
 
-/* local_cpus: every configured CPU, in the kernel's cpumask format
- * (32-bit hex words, most significant first, comma-separated). */
+/* local_cpus: every configured CPU, as the kernel prints a cpumask ("%*pb":
+ * 32-bit hex words, most significant first, comma-separated, the first one
+ * only as wide as its bits need: "3" for 2 CPUs, "ffffffff,ffffffff" for 64). */
 static void all_cpus(char *out, size_t size)
 {
 	long n = sysconf(_SC_NPROCESSORS_CONF);
-	int words = n > 0 ? (int)((n + 31) / 32) : 1;
+	int words;
 	size_t off = 0;
 
 	if (n <= 0)
 		n = 1;
-	for (int w = words - 1; w >= 0 && off + 10 < size; w--) {
+	words = (int)((n + 31) / 32);
+	for (int w = words - 1; w >= 0 && off + 12 < size; w--) {
 		long bits = n - (long)w * 32;
 		uint32_t mask = bits >= 32 ? 0xffffffffu : (uint32_t)((1ull << bits) - 1);
+		int width = w == words - 1 ? (int)((bits >= 32 ? 32 : bits) + 3) / 4 : 8;
 
-		off += (size_t)snprintf(out + off, size - off, "%08x%s", mask, w ? "," : "\n");
+		off += (size_t)snprintf(out + off, size - off, "%0*x%s", width, mask, w ? "," : "\n");
 	}
 }
 

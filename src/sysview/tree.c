@@ -5,7 +5,9 @@
  * order so that removal goes children first.  A file is rewritten only when
  * its value changed, through a dot-named temporary in the same directory
  * renamed over it, so a reader sees the old value or the new one, whole.
- * Every call works relative to root's fd (openat, mkdirat, renameat).
+ * Every call works relative to root's fd (openat, mkdirat, renameat), and
+ * only inside directories the view made itself: a symlink someone put in
+ * their place is never followed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,19 +60,32 @@ static int rehash(struct sv_tree *t, size_t cap)
 	return 0;
 }
 
+/* The node of path (len bytes of it), or NULL. */
+static struct sv_node *find(struct sv_tree *t, const char *path, size_t len)
+{
+	uint32_t h = 2166136261u;
+
+	if (!t->hash_cap)
+		return NULL;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (uint8_t)path[i]) * 16777619u;
+	for (size_t j = h & (t->hash_cap - 1); t->hash[j]; j = (j + 1) & (t->hash_cap - 1)) {
+		struct sv_node *nd = &t->nodes[t->hash[j] - 1];
+
+		if (!strncmp(nd->path, path, len) && nd->path[len] == '\0')
+			return nd;
+	}
+	return NULL;
+}
+
 /* The node of path, made (not live yet) if new; NULL: ENOMEM. */
 static struct sv_node *node_of(struct sv_tree *t, const char *path, enum sv_kind kind)
 {
+	struct sv_node *found = find(t, path, strlen(path));
 	size_t j;
 
-	if (t->hash_cap) {
-		for (j = hash_of(path) & (t->hash_cap - 1); t->hash[j]; j = (j + 1) & (t->hash_cap - 1)) {
-			struct sv_node *nd = &t->nodes[t->hash[j] - 1];
-
-			if (!strcmp(nd->path, path))
-				return nd;
-		}
-	}
+	if (found)
+		return found;
 	if (t->n == t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 256;
 		struct sv_node *n = realloc(t->nodes, cap * sizeof(*n));
@@ -120,8 +135,9 @@ static int write_atomic(struct sv_tree *t, const char *path, const char *val)
 
 	if (rc)
 		return rc;
-	unlinkat(t->root_fd, tmp, 0);
 	fd = openat(t->root_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
+	if (fd < 0 && errno == EEXIST && !unlinkat(t->root_fd, tmp, 0)) /* a crashed run's */
+		fd = openat(t->root_fd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0444);
 	if (fd < 0)
 		return -errno;
 	while (off < len) {
@@ -152,8 +168,8 @@ static int link_atomic(struct sv_tree *t, const char *path, const char *target)
 
 	if (rc)
 		return rc;
-	unlinkat(t->root_fd, tmp, 0);
-	if (symlinkat(target, t->root_fd, tmp))
+	if (symlinkat(target, t->root_fd, tmp) &&
+	    (errno != EEXIST || unlinkat(t->root_fd, tmp, 0) || symlinkat(target, t->root_fd, tmp)))
 		return -errno;
 	if (renameat(t->root_fd, tmp, t->root_fd, path)) {
 		rc = -errno;
@@ -169,6 +185,18 @@ static int vpath(char *out, const char *fmt, va_list ap)
 	return n < 0 || n >= SV_PATH_MAX ? -ENAMETOOLONG : 0;
 }
 
+/* Is path's directory one the view made (never someone's symlink)? */
+static bool parent_ours(struct sv_tree *t, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	struct sv_node *p;
+
+	if (!slash)
+		return true; /* root itself */
+	p = find(t, path, (size_t)(slash - path));
+	return p && p->live && p->kind == SV_DIR;
+}
+
 int sv_dir(struct sv_tree *t, const char *fmt, ...)
 {
 	char path[SV_PATH_MAX];
@@ -181,14 +209,23 @@ int sv_dir(struct sv_tree *t, const char *fmt, ...)
 	va_end(ap);
 	if (rc)
 		return fail(t, rc);
+	if (!parent_ours(t, path))
+		return fail(t, -ENOENT);
 	nd = node_of(t, path, SV_DIR);
 	if (!nd)
 		return fail(t, -ENOMEM);
 	nd->gen = t->gen;
 	if (nd->live)
 		return 0;
-	if (mkdirat(t->root_fd, path, 0755) && errno != EEXIST)
-		return fail(t, -errno);
+	if (mkdirat(t->root_fd, path, 0755)) {
+		struct stat st;
+
+		if (errno != EEXIST)
+			return fail(t, -errno);
+		/* Someone else's symlink or file there: never write through it. */
+		if (fstatat(t->root_fd, path, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode))
+			return fail(t, -ENOTDIR);
+	}
 	/* sysfs's mode whatever the umask (a mount point's too). */
 	if (fchmodat(t->root_fd, path, 0755, 0))
 		return fail(t, -errno);
@@ -200,9 +237,13 @@ int sv_dir(struct sv_tree *t, const char *fmt, ...)
 /* A file or a symlink: rewritten when its value, or kind, changed. */
 static int put(struct sv_tree *t, enum sv_kind kind, const char *val, const char *path)
 {
-	struct sv_node *nd = node_of(t, path, kind);
+	struct sv_node *nd;
 	char *copy;
 	int rc;
+
+	if (!parent_ours(t, path))
+		return fail(t, -ENOENT);
+	nd = node_of(t, path, kind);
 
 	if (!nd)
 		return fail(t, -ENOMEM);
@@ -280,11 +321,29 @@ static void unmake(struct sv_tree *t, struct sv_node *nd)
 	nd->val = NULL;
 }
 
+/* Remove what the pass did not touch, children first; a directory that
+ * holds something the pass touched or kept stays with it (the caller
+ * wrote a file in it without writing the directory again). */
 int sv_pass_end(struct sv_tree *t)
 {
-	for (size_t i = t->n; i-- > 0;)
-		if (t->nodes[i].live && t->nodes[i].gen != t->gen)
-			unmake(t, &t->nodes[i]);
+	for (size_t i = t->n; i-- > 0;) {
+		struct sv_node *nd = &t->nodes[i];
+		const char *slash;
+
+		if (!nd->live)
+			continue;
+		if (nd->gen != t->gen) {
+			unmake(t, nd);
+			continue;
+		}
+		slash = strrchr(nd->path, '/');
+		if (slash) {
+			struct sv_node *parent = find(t, nd->path, (size_t)(slash - nd->path));
+
+			if (parent)
+				parent->gen = t->gen;
+		}
+	}
 	return t->err;
 }
 

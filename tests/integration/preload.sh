@@ -3,7 +3,8 @@
 # libsoftib_view.so (src/preload, docs/clients.md "The interposer") under
 # unmodified programs: dash and bash (`cd /sys/class/infiniband && echo *`,
 # `[ -r ]`, `test -c`), cat, ls -l, stat, readlink, find, python3 (os.listdir,
-# open, os.path.realpath, os.stat, os.getcwd) and /usr/sbin/ibstatus, on a
+# open, os.path.realpath, os.stat, os.getcwd), /usr/sbin/ibstatus and ibstat
+# (the system's libibumad), on a
 # fake tree (softib0, one port) this test makes; each must show the tree's
 # values.  No daemon, no root.  The library is not sanitized in either build,
 # and neither are these programs: no ASan runtime is preloaded here.
@@ -16,7 +17,16 @@ V=$SIB_TMP/view
 P=$V/sys/class/infiniband/softib0/ports/1
 mkdir -p "$P/gids" "$P/pkeys" "$V/dev/infiniband" "$V/sys/class/infiniband_verbs/uverbs0" \
 	"$V/sys/class/misc/rdma_cm" "$V/sys/devices/softib0"
-echo "1: CA" >"$V/sys/class/infiniband/softib0/node_type"
+D=$V/sys/class/infiniband/softib0
+echo "1: CA" >"$D/node_type"
+echo 5eed:0000:0000:0001 >"$D/node_guid"
+echo 5eed:0000:0000:0001 >"$D/sys_image_guid"
+echo 1.0.0 >"$D/fw_ver"
+echo 0 >"$D/hw_rev"
+echo softib >"$D/hca_type"
+echo 0 >"$P/lid_mask_count"
+echo 0 >"$P/sm_sl"
+echo 0x02510868 >"$P/cap_mask"
 echo "4: ACTIVE" >"$P/state"
 echo "5: LinkUp" >"$P/phys_state"
 echo "100 Gb/sec (4X EDR)" >"$P/rate"
@@ -41,6 +51,7 @@ expect() {
 
 for sh in /bin/dash bash; do
 	command -v "$sh" >/dev/null || continue
+	expect "$sh echo /abs/*" /sys/class/infiniband/softib0/ports/1 "$(run "$sh" -c 'echo /sys/class/infiniband/*/ports/*')"
 	expect "$sh cd; echo *" softib0 "$(run "$sh" -c 'cd /sys/class/infiniband && echo *')"
 	expect "$sh cd; pwd -P" /sys/class/infiniband/softib0/ports "$(run "$sh" -c 'cd /sys/class/infiniband/softib0/ports && pwd -P')"
 	expect "$sh [ -r ]" yes "$(run "$sh" -c '[ -r /sys/class/infiniband/softib0/ports/1/state ] && echo yes')"
@@ -51,7 +62,7 @@ for sh in /bin/dash bash; do
 done
 expect "cat" "4: ACTIVE" "$(run cat /sys/class/infiniband/softib0/ports/1/state)"
 expect "cat relative" "softib0" "$(run sh -c 'cd /sys/class && cat infiniband_verbs/uverbs0/ibdev')"
-expect "ls" "gids lid link_layer phys_state pkeys rate sm_lid state" "$(run ls /sys/class/infiniband/softib0/ports/1 | tr '\n' ' ' | sed 's/ $//')"
+expect "ls" "cap_mask gids lid lid_mask_count link_layer phys_state pkeys rate sm_lid sm_sl state" "$(run ls /sys/class/infiniband/softib0/ports/1 | tr '\n' ' ' | sed 's/ $//')"
 out=$(run ls -l /sys/class/infiniband/softib0/ports/1/state /dev/infiniband)
 expect "ls -l" "uverbs0 -> /dev/null" "$(grep -o 'uverbs0 -> /dev/null' <<<"$out")"
 expect "stat" "symbolic link" "$(run stat -c %F /dev/infiniband/uverbs0)"
@@ -99,5 +110,17 @@ if [ -x /usr/sbin/ibstatus ]; then
 	echo "ok: ibstatus softib0:1"
 else
 	echo "skip: no /usr/sbin/ibstatus (Debian infiniband-diags)"
+fi
+# ibstat: the system's libibumad (LD_LIBRARY_PATH unset) reads the view.
+if [ -x /usr/sbin/ibstat ]; then
+	out=$(run /usr/sbin/ibstat)
+	for want in "CA 'softib0'" "CA type: softib" "Firmware version: 1.0.0" \
+		"Node GUID: 0x5eed000000000001" "State: Active" "Physical state: LinkUp" \
+		"Base lid: 7" "SM lid: 1" "Capability mask: 0x02510868" "Link layer: InfiniBand"; do
+		grep -qF "$want" <<<"$out" || fail "ibstat: no [$want] in: $out"
+	done
+	echo "ok: ibstat (system libibumad)"
+else
+	echo "skip: no /usr/sbin/ibstat (Debian infiniband-diags)"
 fi
 echo PASS

@@ -21,6 +21,11 @@ if(TARGET softib_view)
     "nm -u \"$1\" | grep -q __open_2 && nm -u \"$1\" | grep -q __readlink_chk && nm -u \"$1\" | grep -q __getcwd_chk && nm -u \"$1\" | grep -q __realpath_chk"
     sh $<TARGET_FILE:test_preload_fortify>)
   set_tests_properties(test_preload_fortify_calls PROPERTIES TIMEOUT 30 LABELS unit)
+  # The statx way of the other ports (no __xstat family there).
+  add_dependencies(test_preload softib_view_statx)
+  add_test(NAME test_preload_statx COMMAND test_preload $<TARGET_FILE:softib_view_statx>)
+  set_tests_properties(test_preload_statx PROPERTIES TIMEOUT 60 LABELS unit
+    ENVIRONMENT SIB_PRELOAD_NO_XSTAT=1)
   # Unmodified dash, bash, coreutils, find, python3 and ibstatus in the view.
   sib_itest(preload_shell preload.sh)
   set_tests_properties(preload_shell PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)

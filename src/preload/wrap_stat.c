@@ -20,8 +20,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#if (defined(__x86_64__) && !defined(__ILP32__)) || defined(__aarch64__)
-#define SIB_KERNEL_STAT 1 /* the kernel's struct stat is glibc's stat and stat64 */
+#if ((defined(__x86_64__) && !defined(__ILP32__)) || defined(__aarch64__)) && !defined(SIB_VIEW_STATX)
+#define SIB_KERNEL_STAT 1 /* the kernel's struct stat is glibc's stat and stat64 (SIB_VIEW_STATX: the statx way, to test it here) */
 #endif
 
 #ifdef SIB_KERNEL_STAT

@@ -26,6 +26,11 @@ if(TARGET softib_view)
   add_test(NAME test_preload_statx COMMAND test_preload $<TARGET_FILE:softib_view_statx>)
   set_tests_properties(test_preload_statx PROPERTIES TIMEOUT 60 LABELS unit
     ENVIRONMENT SIB_PRELOAD_NO_XSTAT=1)
+  # Never sanitized, in the ASan build too: it loads into unsanitized programs.
+  add_test(NAME preload_unsanitized COMMAND sh -c
+    "! nm -D \"$1\" | grep -q -E '__(a|ub)san_' && ! ldd \"$1\" | grep -q -E 'lib(a|ub)san'"
+    sh $<TARGET_FILE:softib_view>)
+  set_tests_properties(preload_unsanitized PROPERTIES TIMEOUT 30 LABELS unit)
   # Unmodified dash, bash, coreutils, find, python3 and ibstatus in the view.
   sib_itest(preload_shell preload.sh)
   set_tests_properties(preload_shell PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)

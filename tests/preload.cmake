@@ -34,4 +34,9 @@ if(TARGET softib_view)
   # Unmodified dash, bash, coreutils, find, python3 and ibstatus in the view.
   sib_itest(preload_shell preload.sh)
   set_tests_properties(preload_shell PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+  if(TARGET ibverbs AND TARGET softibd)
+    # ucx_info -d lists softib's devices through the interposer, no root.
+    sib_itest(preload_ucx_info preload_ucx.sh)
+    set_tests_properties(preload_ucx_info PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+  endif()
 endif()

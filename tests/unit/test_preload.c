@@ -34,8 +34,11 @@ ssize_t __readlink_chk(const char *path, char *buf, size_t len, size_t buflen);
 ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t len, size_t buflen);
 char *__realpath_chk(const char *path, char *resolved, size_t resolvedlen);
 char *__getcwd_chk(char *buf, size_t size, size_t buflen);
-#if defined(__x86_64__) && !defined(__ILP32__)
-/* glibc 2.33+ keeps these for old binaries only: reach the compat versions. */
+#if defined(__x86_64__) && !defined(__ILP32__) && !defined(__SANITIZE_ADDRESS__)
+/* glibc 2.33+ keeps these for old binaries only: reach the compat versions.
+ * Not in the ASan build: libasan defines them unversioned, and the link then
+ * leaves empty PLT relocations that the loader refuses; the plain and
+ * fortified builds call them. */
 int old_xstat(int, const char *, struct stat *);
 int old_lxstat(int, const char *, struct stat *);
 int old_xstat64(int, const char *, struct stat64 *);

@@ -4,7 +4,7 @@
 # unmodified programs: dash and bash (`cd /sys/class/infiniband && echo *`,
 # `[ -r ]`, `test -c`), cat, ls -l, stat, readlink, find, python3 (os.listdir,
 # open, os.path.realpath, os.stat, os.getcwd), /usr/sbin/ibstatus and ibstat
-# (the system's libibumad), on a
+# (the system's libibumad), also as uid 65534 with `env -i` when root, on a
 # fake tree (softib0, one port) this test makes; each must show the tree's
 # values.  No daemon, no root.  The library is not sanitized in either build,
 # and neither are these programs: no ASan runtime is preloaded here.
@@ -111,6 +111,19 @@ if [ -x /usr/sbin/ibstatus ]; then
 else
 	echo "skip: no /usr/sbin/ibstatus (Debian infiniband-diags)"
 fi
+# As an ordinary user with a bare environment (setpriv, env -i), as in a
+# container: only LD_PRELOAD and SOFTIB_VIEW carry the view (root only).
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	chmod 755 "$SIB_TMP"
+	got=$(timeout 30 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+		env -i PATH=/usr/bin:/bin LD_PRELOAD="$LIB" SOFTIB_VIEW="$V" \
+		sh -c 'id -u; cd /sys/class/infiniband && echo *; cat softib0/ports/1/state; test -c /dev/infiniband/uverbs0 && test -r /dev/infiniband/uverbs0 && test -w /dev/infiniband/uverbs0 && echo rw' \
+		2>"$SIB_TMP/err" | tr '\n' '|')
+	expect "uid 65534, env -i" "65534|softib0|4: ACTIVE|rw|" "$got"
+else
+	echo "skip: not root or no setpriv (the ordinary-user run)"
+fi
+
 # ibstat: the system's libibumad (LD_LIBRARY_PATH unset) reads the view.
 if [ -x /usr/sbin/ibstat ]; then
 	out=$(run /usr/sbin/ibstat)

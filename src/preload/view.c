@@ -229,8 +229,9 @@ const char *sib_view_path(int dirfd, const char *path, char *out)
 	if (rootlen == 0 || path == NULL || path[0] == 0)
 		return path;
 	if (path[0] == '/') {
+		/* quick: neither /s..., /d..., //, /. nor a ".." that could lead there */
 		char c = path[1];
-		if (c != 's' && c != 'd' && c != '/' && c != '.')
+		if (c != 's' && c != 'd' && c != '/' && c != '.' && strstr(path, "/..") == NULL)
 			return path;
 		size_t n = strlen(path);
 		if (n >= PATH_MAX)

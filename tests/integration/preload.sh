@@ -6,7 +6,7 @@
 # open, os.path.realpath, os.stat, os.getcwd), /usr/sbin/ibstatus and ibstat
 # (the system's libibumad), also as uid 65534 with `env -i` when root, on a
 # fake tree (softib0, one port) this test makes; each must show the tree's
-# values.  No daemon, no root.  The library is not sanitized in either build,
+# values.  No daemon; root is not needed.  The library is not sanitized in either build,
 # and neither are these programs: no ASan runtime is preloaded here.
 . "$(dirname "$0")/lib.sh"
 set -o pipefail

@@ -501,8 +501,10 @@ static void check_threads(void)
 }
 
 /* The model of the rewrite: PATH's lexical normal form under ROOT when it
- * names a mapped path, else PATH itself; into OUT. */
-static void model(const char *path, char *out)
+ * names a mapped path; else, when PATH was made from a directory INSIDE the
+ * view, its normal form (the system's path it leads to); else PATH itself.
+ * Into OUT. */
+static void model(const char *path, int inside, char *out)
 {
 	static const char *const mapped[] = { "/sys/class/infiniband", "/sys/class/infiniband_verbs",
 		"/sys/class/infiniband_mad", "/sys/class/infiniband_ucma", "/sys/class/misc/rdma_cm",
@@ -533,11 +535,15 @@ static void model(const char *path, char *out)
 			return;
 		}
 	}
-	snprintf(out, PATH_MAX, "%s", path);
+	if (inside)
+		snprintf(out, PATH_MAX, "%s%s", norm, dir_end && n > 0 ? "/" : "");
+	else
+		snprintf(out, PATH_MAX, "%s", path);
 }
 
-/* Random spellings, absolute and relative to /: stat through the interposer
- * must answer what the kernel answers for the model's path. */
+/* Random spellings, absolute and relative to a random cwd (in the view,
+ * towards it, away from it): stat through the interposer must answer what the
+ * kernel answers for the model's path. */
 static void check_random(void)
 {
 	static const char *const words[] = { "sys", "class", "infiniband", "softib0", "ports", "1",
@@ -546,29 +552,37 @@ static void check_random(void)
 	const char *env = getenv("SIB_PRELOAD_SEED");
 	unsigned seed = env != NULL ? (unsigned)strtoul(env, NULL, 0) : (unsigned)time(NULL) ^ (unsigned)getpid();
 	printf("test_preload: random paths, SIB_PRELOAD_SEED=%u\n", seed);
+	static const char *const cwds[] = { "/", "/sys", "/sys/class", "/sys/class/misc", "/dev",
+		"/usr", "/sys/class/infiniband", "/sys/class/infiniband/softib0/ports", "/dev/infiniband",
+		"/sys/class/misc/rdma_cm" };
 	srand(seed);
-	CHECK(chdir("/") == 0);
 	int bad = 0;
 	for (int it = 0; it < 10000 && bad < 5; it++) {
-		char path[512] = "", exp[PATH_MAX];
+		char path[512] = "", full[600], exp[PATH_MAX];
+		const char *cwd = cwds[rand() % (sizeof(cwds) / sizeof(cwds[0]))];
+		CHECK(chdir(cwd) == 0);
 		int k = 1 + rand() % 8;
 		for (int i = 0; i < k; i++) {
 			strcat(path, "/");
 			strcat(path, words[rand() % (sizeof(words) / sizeof(words[0]))]);
 		}
-		const char *q = rand() % 4 == 0 ? path + 1 : path; /* relative to / */
+		const char *q = rand() % 2 == 0 ? path + 1 : path; /* relative to cwd */
 		if (*q == 0)
 			continue;
-		model(path, exp);
-		/* a relative q outside the view resolves from / as path does */
+		/* a relative q is cwd/q; whether cwd is in the view decides the rest */
+		int rel = q[0] != '/';
+		int inside = rel && ((strncmp(cwd, "/sys/class/", 11) == 0 && strcmp(cwd, "/sys/class/misc") != 0)
+			|| strcmp(cwd, "/dev/infiniband") == 0);
+		snprintf(full, sizeof(full), "%s/%s", cwd, q);
+		model(rel ? full : q, inside, exp);
 		struct stat a, b;
 		errno = 0;
 		int ra = stat(q, &a), ea = errno;
 		errno = 0;
 		int rb = (int)syscall(SYS_newfstatat, AT_FDCWD, exp, &b, 0), eb = errno;
 		if (ra != rb || (ra == 0 && (a.st_ino != b.st_ino || a.st_dev != b.st_dev)) || (ra != 0 && ea != eb)) {
-			fprintf(stderr, "FAIL random: stat(\"%s\") = %d/%d, model %s = %d/%d (seed %u)\n",
-				q, ra, ea, exp, rb, eb, seed);
+			fprintf(stderr, "FAIL random: in %s stat(\"%s\") = %d/%d, model %s = %d/%d (seed %u)\n",
+				cwd, q, ra, ea, exp, rb, eb, seed);
 			bad++;
 		}
 	}

@@ -580,6 +580,17 @@ static void check_random(void)
 		int ra = stat(q, &a), ea = errno;
 		errno = 0;
 		int rb = (int)syscall(SYS_newfstatat, AT_FDCWD, exp, &b, 0), eb = errno;
+		/* the same from a directory fd of cwd (openat's way) */
+		struct stat c;
+		int dfd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		errno = 0;
+		int rc = fstatat(dfd, q, &c, 0), ec = errno;
+		close(dfd);
+		if (rc != ra || (rc == 0 && c.st_ino != a.st_ino) || (rc != 0 && ec != ea)) {
+			fprintf(stderr, "FAIL random: in %s fstatat(fd, \"%s\") = %d/%d, stat = %d/%d (seed %u)\n",
+				cwd, q, rc, ec, ra, ea, seed);
+			bad++;
+		}
 		if (ra != rb || (ra == 0 && (a.st_ino != b.st_ino || a.st_dev != b.st_dev)) || (ra != 0 && ea != eb)) {
 			fprintf(stderr, "FAIL random: in %s stat(\"%s\") = %d/%d, model %s = %d/%d (seed %u)\n",
 				cwd, q, ra, ea, exp, rb, eb, seed);

@@ -39,4 +39,10 @@ if(TARGET softib_view)
     sib_itest(preload_ucx_info preload_ucx.sh)
     set_tests_properties(preload_ucx_info PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
   endif()
+  if(TARGET sib_sysview AND TARGET softibd AND TARGET softib)  # sysview_tree: tests/sysview.cmake
+    # Over the live system view: unmodified ibstatus, the system's ibstat,
+    # python3, ucx_info, a port down and up (what softib run does, no root).
+    sib_itest(preload_sysview preload_sysview.sh)
+    set_tests_properties(preload_sysview PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 180)
+  endif()
 endif()

@@ -9,7 +9,9 @@
 #         SOFTIB_*, no XDG_RUNTIME_DIR), no capabilities, and no way to
 #         make a namespace (no_userns: a seccomp filter like Docker's
 #         default profile), RLIMIT_MEMLOCK unlimited as `docker run --ulimit
-#         memlock=-1` gives it; so softib run takes its interposer path,
+#         memlock=-1` gives it (where this test may not raise it, without
+#         CAP_SYS_RESOURCE, SOFTIB_MEMLOCK=0: README "Limits", the other
+#         way a container user has); so softib run takes its interposer path,
 #         and the library autostarts the uid's own softibd on the default
 #         socket (/tmp/softib-<uid>), stopped and removed at exit.
 # Both need root (to be root, or to become another uid): else exit 77.
@@ -28,10 +30,14 @@ run_cleanup() {
 }
 
 as_run_user() {
-	prlimit --memlock=unlimited:unlimited \
-		setpriv --reuid="$SIB_RUN_UID" --regid="$SIB_RUN_UID" --clear-groups \
+	local lim=(prlimit --memlock=unlimited:unlimited) mem=()
+	if ! prlimit --memlock=unlimited:unlimited true 2>/dev/null; then
+		lim=()
+		mem=(SOFTIB_MEMLOCK=0)
+	fi
+	"${lim[@]}" setpriv --reuid="$SIB_RUN_UID" --regid="$SIB_RUN_UID" --clear-groups \
 		--inh-caps=-all --bounding-set=-all \
-		env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/ \
+		env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/ "${mem[@]}" \
 		${SIB_PRELOAD:+LD_PRELOAD=$SIB_PRELOAD ASAN_OPTIONS=$ASAN_OPTIONS} "$@"
 }
 

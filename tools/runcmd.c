@@ -21,7 +21,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <libgen.h>
 #include <net/if.h>
 #include <poll.h>
@@ -29,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -177,19 +177,108 @@ static int env_add(const char *var, const char *value, bool append)
 	return ret;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+/* Remove name, a file or a directory tree, under the directory open as
+ * dfd, never following a symbolic link (O_NOFOLLOW, unlinkat): a tree
+ * someone changes meanwhile cannot send it elsewhere.  depth bounds it. */
+static void rm_at(int dfd, const char *name, int depth)
 {
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	remove(path);
-	return 0;
+	int fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	struct dirent *e;
+	DIR *d;
+
+	if (fd < 0) {
+		unlinkat(dfd, name, 0);
+		return;
+	}
+	if (depth > 0 && (d = fdopendir(fd))) {
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				rm_at(dirfd(d), e->d_name, depth - 1);
+		closedir(d);
+	} else {
+		close(fd);
+	}
+	unlinkat(dfd, name, AT_REMOVEDIR);
 }
 
-/* Remove the view's directory and everything in it. */
-static void remove_tree(const char *root)
+/* The views' directory, open: softib-views in softib's runtime dir (the
+ * socket's), both checked as softibd checks its socket directory
+ * (softibd.c private_dir): a directory, not a symbolic link, ours, not
+ * writable by group or others.  Made if missing.  fd, or -1 with a
+ * message. */
+static int open_views_dir(char *path, size_t len)
 {
-	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	char sock[PATH_MAX], *dir;
+	const char *step[2];
+	int fd = AT_FDCWD, nfd;
+
+	if (sib_ctl_default_path(sock, sizeof(sock))) {
+		fprintf(stderr, "softib run: the socket path is too long\n");
+		return -1;
+	}
+	dir = dirname(sock);
+	step[0] = dir;
+	step[1] = "softib-views";
+	for (int i = 0; i < 2; i++) {
+		struct stat st;
+
+		if (mkdirat(fd, step[i], i ? 0711 : 0700) && errno != EEXIST) {
+			fprintf(stderr, "softib run: %s/%s: %s\n", dir, i ? step[1] : "",
+				strerror(errno));
+			goto bad;
+		}
+		nfd = openat(fd, step[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0 || fstat(nfd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+			fprintf(stderr, "softib run: refusing %s%s%s: %s\n", dir, i ? "/" : "",
+				i ? step[1] : "", nfd < 0 ? strerror(errno) :
+				st.st_uid != geteuid() ? "not owned by us" :
+				"writable by group or others");
+			if (nfd >= 0)
+				close(nfd);
+			goto bad;
+		}
+		if (fd != AT_FDCWD)
+			close(fd);
+		fd = nfd;
+	}
+	snprintf(path, len, "%s/softib-views", dir);
+	return fd;
+bad:
+	if (fd != AT_FDCWD)
+		close(fd);
+	return -1;
+}
+
+/* Views left by a softib run that was killed, with every process it
+ * started: view-<pid> whose view-<pid>.lock nobody holds (each run holds
+ * it, and so do CMD and its children, who inherit it). */
+static void remove_stale(int vfd)
+{
+	char lock[64];
+	struct dirent *e;
+	int pid, n, lfd, dfd = dup(vfd);
+	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+
+	while (d && (e = readdir(d))) {
+		n = 0;
+		if (sscanf(e->d_name, "view-%d%n", &pid, &n) != 1 || pid <= 0 ||
+		    e->d_name[n] != '\0')
+			continue;
+		snprintf(lock, sizeof(lock), "view-%d.lock", pid);
+		lfd = openat(vfd, lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB)) {
+			close(lfd); /* held: a live run */
+			continue;
+		}
+		rm_at(vfd, e->d_name, 16);
+		unlinkat(vfd, lock, 0);
+		if (lfd >= 0)
+			close(lfd);
+	}
+	if (d)
+		closedir(d);
+	else if (dfd >= 0)
+		close(dfd);
 }
 
 /* Start softibd (the verbs library autostarts it) from a child, so that
@@ -212,55 +301,60 @@ static void start_daemon(void)
 		waitpid(pid, NULL, 0);
 }
 
-/* Views left by a softib run that was killed: view-<pid> with no process. */
-static void remove_stale(const char *rundir)
-{
-	char path[PATH_MAX];
-	DIR *d = opendir(rundir);
-	struct dirent *e;
-	int pid;
-
-	while (d && (e = readdir(d))) {
-		if (sscanf(e->d_name, "view-%d", &pid) != 1 || pid <= 0 ||
-		    (kill(pid, 0) == 0 || errno != ESRCH))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", rundir, e->d_name);
-		nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	}
-	if (d)
-		closedir(d);
-}
-
-/* The view's root: <softib's runtime dir>/view-<pid>, made empty. */
-static int view_root(char *buf, size_t len)
+/* The view's root: softib-views/view-<pid> in softib's runtime dir, made
+ * empty with the directories the namespace binds, and its lock taken
+ * (*lock_fd, inherited by CMD on purpose).  *views_fd: the views'
+ * directory.  0 or -1 with a message. */
+static int view_root(char *buf, size_t len, int *views_fd, int *lock_fd)
 {
 	static const char *const dirs[] = {
-		"/sys", "/sys/class", "/sys/class/infiniband", "/sys/class/infiniband_verbs",
-		"/sys/class/infiniband_mad", "/sys/class/infiniband_ucma", "/sys/class/misc",
-		"/sys/class/misc/rdma_cm", "/dev", "/dev/infiniband",
+		"sys", "sys/class", "sys/class/infiniband", "sys/class/infiniband_verbs",
+		"sys/class/infiniband_mad", "sys/class/infiniband_ucma", "sys/class/misc",
+		"sys/class/misc/rdma_cm", "dev", "dev/infiniband",
 	};
-	char sock[PATH_MAX], sub[PATH_MAX + 64], *dir;
-	int ret;
+	char views[PATH_MAX], name[64], sub[128];
+	int vfd;
 
-	if ((ret = sib_ctl_default_path(sock, sizeof(sock))))
-		return ret;
-	dir = dirname(sock);
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
-	remove_stale(dir);
-	if ((size_t)snprintf(buf, len, "%s/view-%d", dir, (int)getpid()) >= len)
-		return -ENAMETOOLONG;
-	nftw(buf, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-	if (mkdir(buf, 0755))
-		return -errno;
-	/* what the namespace binds must exist before the view writes it */
-	for (unsigned int i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		if ((size_t)snprintf(sub, sizeof(sub), "%s%s", buf, dirs[i]) >= sizeof(sub))
-			return -ENAMETOOLONG;
-		if (mkdir(sub, 0755) && errno != EEXIST)
-			return -errno;
+	if ((vfd = open_views_dir(views, sizeof(views))) < 0)
+		return -1;
+	remove_stale(vfd);
+	snprintf(name, sizeof(name), "view-%d", (int)getpid());
+	snprintf(sub, sizeof(sub), "%s.lock", name);
+	*lock_fd = openat(vfd, sub, O_RDWR | O_CREAT | O_NOFOLLOW, 0600); /* no CLOEXEC */
+	if (*lock_fd < 0 || flock(*lock_fd, LOCK_EX | LOCK_NB)) {
+		fprintf(stderr, "softib run: %s/%s: %s\n", views, sub, strerror(errno));
+		goto bad;
 	}
+	rm_at(vfd, name, 16);
+	if ((size_t)snprintf(buf, len, "%s/%s", views, name) >= len || mkdirat(vfd, name, 0755))
+		goto bad_dir;
+	for (unsigned int i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(sub, sizeof(sub), "%s/%s", name, dirs[i]);
+		if (mkdirat(vfd, sub, 0755) && errno != EEXIST)
+			goto bad_dir;
+	}
+	*views_fd = vfd;
 	return 0;
+bad_dir:
+	fprintf(stderr, "softib run: %s/%s: %s\n", views, name, strerror(errno));
+bad:
+	if (*lock_fd >= 0)
+		close(*lock_fd);
+	close(vfd);
+	return -1;
+}
+
+/* Remove this run's view and its lock. */
+static void view_remove(int vfd, int lock_fd)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "view-%d", (int)getpid());
+	rm_at(vfd, name, 16);
+	strcat(name, ".lock");
+	unlinkat(vfd, name, 0);
+	close(lock_fd);
+	close(vfd);
 }
 
 /* Every CA port and its rdma_cm address 127.1.<dev>.<port>, found by
@@ -475,7 +569,7 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 	struct run_netdev nd[RUN_MAX_NETDEVS];
 	char libdir[PATH_MAX], root[PATH_MAX], why[512] = "";
 	struct sib_sysview *v = NULL;
-	int ret, nnd = 0, status = 1;
+	int ret, nnd = 0, status = 1, views_fd = -1, lock_fd = -1;
 	bool ns;
 
 	if ((ret = parse(argc, argv, &o)))
@@ -486,10 +580,8 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 		fprintf(stderr, "softib run: no libibverbs.so.1 in ../lib beside this program\n");
 		return 1;
 	}
-	if ((ret = view_root(root, sizeof(root)))) {
-		fprintf(stderr, "softib run: the view's directory: %s\n", strerror(-ret));
+	if (view_root(root, sizeof(root), &views_fd, &lock_fd))
 		return 1;
-	}
 	/* softibd starts outside any namespace this process enters, and
 	 * unshare(CLONE_NEWUSER) needs a single-threaded caller: so the
 	 * daemon is started from a child, and the view (whose devices come
@@ -508,24 +600,24 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 		else
 			printf("preload: no mount namespace here (%s); libsoftib_view.so in "
 			       "LD_PRELOAD%s\n", why, o.net ? "; --net needs the namespace" : "");
-		remove_tree(root);
+		view_remove(views_fd, lock_fd);
 		return 0;
 	}
 	if (o.net && !ns) {
 		fprintf(stderr, "softib run: --net needs a network namespace: root, or user "
 			"namespaces (%s)\n", why[0] ? why : "--view preload");
-		remove_tree(root);
+		view_remove(views_fd, lock_fd);
 		return 1;
 	}
 	if (ns && (ret = sib_run_ns_setup(root, o.net, why, sizeof(why)))) {
 		fprintf(stderr, "softib run: namespace: %s\n", why);
-		remove_tree(root);
+		view_remove(views_fd, lock_fd);
 		return 1;
 	}
 	if (!(v = sib_sysview_create(root))) {
 		fprintf(stderr, "softib run: the system view: %s (is softibd running or "
 			"startable? `softib status`)\n", strerror(errno));
-		remove_tree(root);
+		view_remove(views_fd, lock_fd);
 		return 1;
 	}
 	if (o.net && (nnd = find_ports(nd, RUN_MAX_NETDEVS)) < 0) {
@@ -545,6 +637,6 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 out:
 	net_down(nd, nnd);
 	sib_sysview_destroy(v, true);
-	remove_tree(root);
+	view_remove(views_fd, lock_fd);
 	return status;
 }

@@ -11,6 +11,11 @@
 #           reading sysfs) and ibstat on the *system's* libibumad (which
 #           reads sysfs, not softibd) print what ibv_devinfo says
 #   live    a port taken down outside shows in the view at once, and back up
+#   views   (root) where views live: a socket directory that others can
+#           write is refused; a stale view (its lock free) is removed, a
+#           live one (lock held) is not, a symbolic link planted as a stale
+#           view is removed without following it, and nothing beside the
+#           socket that only looks like a view (view-1_photos) is touched
 #   net     (root) --net: each port's IPoIB interface is in the view
 #           (device/net/<if>) and in `ip addr`; a pyverbs CMID server and
 #           client (rdmacm_cmid.py async) find softib0's and softib1's
@@ -123,6 +128,37 @@ live)
 	[ "$rc" = 0 ] || fail "the view did not show the port going down (exit $rc)"
 	grep -q '^before: 4: ACTIVE$' "$OUT" || fail "the port was not ACTIVE first"
 	grep -q '^after: 1: DOWN$' "$OUT" || fail "the port did not show DOWN"
+	;;
+views)
+	[ "$mode" = root ] || run_skip "this case plants files as root"
+	V=$SIB_TMP/softib-views
+	mkdir -p "$SIB_TMP/bad" "$SIB_TMP/victim"
+	chmod 0777 "$SIB_TMP/bad"
+	rc=0
+	"$SIB_BIN/softib" --socket "$SIB_TMP/bad/s.sock" run -- true 2>"$OUT" || rc=$?
+	[ "$rc" = 1 ] || fail "a socket directory others can write was used (exit $rc)"
+	grep -q "refusing $SIB_TMP/bad: writable by group or others" "$OUT" || fail "no reason: $(cat "$OUT")"
+	mkdir -p "$SIB_TMP/view-4000001_photos" && echo keep >"$SIB_TMP/view-2024-report"
+	"${RUN[@]}" true || fail "the first run failed"
+	[ -d "$V" ] && [ "$(stat -c %a "$V")" = 711 ] || fail "$V: $(stat -c '%a %U' "$V")"
+	mkdir -p "$V/view-999999/sys" "$V/view-999997/dev" && echo x >"$V/view-999999/sys/f"
+	echo keep >"$SIB_TMP/victim/file"
+	ln -s "$SIB_TMP/victim" "$V/view-999998"
+	: >"$V/view-999997.lock"
+	flock "$V/view-999997.lock" sleep 30 &
+	holder=$!
+	SIB_PIDS+=("$holder")
+	wait_until 5 sh -c "! flock -n '$V/view-999997.lock' true" || fail "the lock was not taken"
+	"${RUN[@]}" sh -c 'ls /sys/class/infiniband >/dev/null' || fail "the second run failed"
+	[ -e "$V/view-999999" ] && fail "a stale view was left"
+	[ -L "$V/view-999998" ] && fail "a planted link was left"
+	[ -f "$SIB_TMP/victim/file" ] || fail "the cleanup followed a symbolic link"
+	[ -d "$V/view-999997" ] || fail "a live view (its lock held) was removed"
+	[ -d "$SIB_TMP/view-4000001_photos" ] && [ -f "$SIB_TMP/view-2024-report" ] ||
+		fail "a file beside the socket was removed"
+	kill "$holder"
+	[ "$(ls "$V" | grep -cv '^view-99999[7]')" = 0 ] || fail "this run left its view: $(ls "$V")"
+	echo "views: refused, removed, kept as they should be"
 	;;
 net)
 	[ "$mode" = root ] || run_skip "--net needs a network namespace; this test runs it as root"

@@ -122,6 +122,8 @@ static int put_back(int fd, const char *name, const char *dst)
 
 /* Is name replaced by the view in directory dir ("/dev", "/sys/class",
  * "/sys/class/misc")? */
+static bool net_ns; /* sib_run_ns_setup's net: /sys/class/net comes from a fresh sysfs */
+
 static bool replaced(const char *dir, const char *name)
 {
 	static const char *const sys_class[] = {
@@ -132,6 +134,8 @@ static bool replaced(const char *dir, const char *name)
 		return !strcmp(name, "infiniband");
 	if (!strcmp(dir, "/sys/class/misc"))
 		return !strcmp(name, "rdma_cm");
+	if (net_ns && !strcmp(name, "net"))
+		return true;
 	for (unsigned int i = 0; sys_class[i]; i++)
 		if (!strcmp(name, sys_class[i]))
 			return true;
@@ -216,6 +220,45 @@ static int rebuild_misc(const char *root, char *why, size_t len)
 	return bind_view(root, "/sys/class/misc/rdma_cm", why, len);
 }
 
+/*
+ * The network namespace's own interfaces in sysfs: a sysfs mounted in it
+ * shows them (sysfs tags the net class by the mounter's namespace), so
+ * one is mounted on a scratch directory of the /dev tmpfs and its
+ * class/net and devices/virtual/net (where class/net's links point) are
+ * bound over the originals, then the scratch mount goes.  The rest of
+ * /sys stays the original, its submounts (cgroup, ...) included.
+ */
+static int net_sysfs(char *why, size_t len)
+{
+	static const char scratch[] = "/dev/.softib-sysfs";
+	static const char *const sub[][2] = {
+		{ "/dev/.softib-sysfs/class/net", "/sys/class/net" },
+		{ "/dev/.softib-sysfs/devices/virtual/net", "/sys/devices/virtual/net" },
+	};
+	int err = 0;
+
+	if (mkdir(scratch, 0700) ||
+	    mount("sysfs", scratch, "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL)) {
+		err = -errno;
+		snprintf(why, len, "mount -t sysfs in the network namespace: %s", strerror(-err));
+		rmdir(scratch);
+		return err;
+	}
+	for (unsigned int i = 0; i < 2 && !err; i++) {
+		if (mkdir(sub[i][1], 0755) && errno != EEXIST) {
+			err = -errno;
+			snprintf(why, len, "mkdir %s: %s", sub[i][1], strerror(-err));
+		} else if (mount(sub[i][0], sub[i][1], NULL, MS_BIND, NULL)) {
+			err = -errno;
+			snprintf(why, len, "mount --bind %s %s: %s", sub[i][0], sub[i][1],
+				 strerror(-err));
+		}
+	}
+	umount2(scratch, MNT_DETACH);
+	rmdir(scratch);
+	return err;
+}
+
 int sib_run_ns_setup(const char *root, bool net, char *why, size_t len)
 {
 	static const char *const views[] = {
@@ -225,8 +268,10 @@ int sib_run_ns_setup(const char *root, bool net, char *why, size_t len)
 	int misc = open("/sys/class/misc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	int err;
 
+	net_ns = net;
 	if ((err = enter_ns(net, why, len)) || (err = cover("/dev", why, len)) ||
-	    (err = cover("/sys/class", why, len)) || (err = rebuild_misc(root, why, len)))
+	    (err = cover("/sys/class", why, len)) || (err = rebuild_misc(root, why, len)) ||
+	    (net && (err = net_sysfs(why, len))))
 		goto out;
 	if (misc >= 0) { /* the original misc entries, linked back */
 		DIR *d = fdopendir(dup(misc));

@@ -178,6 +178,8 @@ ifaddr() {
 print([a["local"] for a in json.load(sys.stdin)[0]["addr_info"] if a["family"] == "inet"][0])'
 }
 a0=\$(ifaddr softib0) && a1=\$(ifaddr softib1) || exit 1
+# sysfs of this network namespace: the view's ifindex is the interface's
+echo "ifindex \$(cat /sys/class/infiniband/softib1/device/net/*/ifindex) \$(cat /sys/class/net/\$(ls /sys/class/infiniband/softib1/device/net/)/ifindex)"
 echo "addresses \$a0 \$a1"
 timeout 60 /usr/bin/python3 "$py" s async $port "\$a0" "\$a1" >"$SIB_TMP/s.out" 2>&1 &
 s=\$!
@@ -194,6 +196,7 @@ NET
 	grep -Eq '^softib0 port 1: ib[0-9]+ dev_port 0$' "$OUT" || fail "softib0 has no interface in sysfs"
 	grep -Eq '^softib1 port 1: ib[0-9]+ dev_port 0$' "$OUT" || fail "softib1 has no interface in sysfs"
 	grep -q '^addresses 127.1.0.1 127.1.1.1$' "$OUT" || fail "the interfaces do not have rdma_cm's addresses"
+	grep -Eq '^ifindex ([0-9]+) \1$' "$OUT" || fail "the view's ifindex is not the namespace's"
 	grep -q '^server 0 client 0$' "$OUT" || { show; fail "the CMID pair failed"; }
 	grep -q '^server dev softib0$' "$SIB_TMP/s.out" || { show; fail "the server was not on softib0"; }
 	grep -q '^client dev softib1$' "$SIB_TMP/c.out" || { show; fail "the client was not on softib1"; }

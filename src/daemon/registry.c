@@ -49,7 +49,7 @@ static int check_name(struct sib_ctl_dev_cmd *c)
 {
 	size_t i, n = strnlen(c->name, sizeof(c->name));
 
-	if (n == 0 || n == sizeof(c->name))
+	if (n == 0 || n == sizeof(c->name) || c->name[0] == '.') /* ".", "..", hidden */
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		char ch = c->name[i];

@@ -215,6 +215,20 @@ bool cma_addr_owner(struct sib_cma *cma, const struct cma_addr *a, uint32_t *dev
 	return false;
 }
 
+/* Not a unicast address a port may be given: 127.1.0.0/16 (the ports'
+ * defaults, 127.1.d.p, for devices present or added later), IPv4
+ * multicast and the limited broadcast, IPv6 multicast and IPv4-mapped
+ * IPv6 (another spelling of an IPv4 address). */
+static bool addr_reserved(const struct cma_addr *a)
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (a->family == CMA_AF_INET)
+		return (a->ip[0] == 127 && a->ip[1] == 1) || (a->ip[0] & 0xf0) == 0xe0 ||
+		       (a->ip[0] == 255 && a->ip[1] == 255 && a->ip[2] == 255 && a->ip[3] == 255);
+	return a->ip[0] == 0xff || !memcmp(a->ip, v4mapped, sizeof(v4mapped));
+}
+
 int sib_cma_addr_add(struct sib_cma *cma, uint32_t dev_index, uint8_t port, const void *addr,
 		     uint32_t len, uint8_t prefix)
 {
@@ -224,8 +238,8 @@ int sib_cma_addr_add(struct sib_cma *cma, uint32_t dev_index, uint8_t port, cons
 	uint8_t p;
 
 	if (cma_addr_decode(addr, len, &a) || a.family == CMA_AF_IB || port == 0 ||
-	    port > SIB_MAX_PORTS || prefix > (a.family == CMA_AF_INET ? 32 : 128) ||
-	    cma_addr_any(&a) || dev_index >= SIB_MAX_DEVICES)
+	    port > SIB_MAX_PORTS || prefix == 0 || prefix > (a.family == CMA_AF_INET ? 32 : 128) ||
+	    cma_addr_any(&a) || dev_index >= SIB_MAX_DEVICES || addr_reserved(&a))
 		return -EINVAL;
 	if (cma_addr_owner(cma, &a, &d, &p))
 		return -EEXIST;

@@ -211,6 +211,24 @@ static void test_add_del_errors(void **state)
 	assert_int_equal(del4(f, 0, 1, "10.9.0.1", SIB_CMA_PREFIX_ANY), 0);
 	/* now softib1 may take it */
 	assert_int_equal(add4(f, 1, 1, "10.9.0.1", 16), 0);
+	/* not a unicast address a port may get (hostile review): the default
+	 * range of devices that come later, multicast, broadcast, prefix 0 */
+	assert_int_equal(add4(f, 0, 1, "127.1.5.1", 8), -EINVAL);
+	assert_int_equal(add4(f, 0, 1, "127.1.1.1", 32), -EINVAL);
+	assert_int_equal(add4(f, 0, 1, "224.0.0.1", 32), -EINVAL);
+	assert_int_equal(add4(f, 0, 1, "239.1.2.3", 32), -EINVAL);
+	assert_int_equal(add4(f, 0, 1, "255.255.255.255", 32), -EINVAL);
+	assert_int_equal(add4(f, 0, 1, "10.9.9.9", 0), -EINVAL);
+	assert_int_equal(add4(f, 0, 1, "127.2.0.1", 8), 0); /* other loopback addresses: fine */
+	struct sockaddr_in6 m = { .sin6_family = AF_INET6 };
+	inet_pton(AF_INET6, "::ffff:127.1.1.1", &m.sin6_addr);
+	assert_int_equal(sib_cma_addr_add(f->cma, 0, 1, &m, sizeof(m), 128), -EINVAL);
+	inet_pton(AF_INET6, "::ffff:10.1.1.1", &m.sin6_addr);
+	assert_int_equal(sib_cma_addr_add(f->cma, 0, 1, &m, sizeof(m), 128), -EINVAL);
+	inet_pton(AF_INET6, "ff02::1", &m.sin6_addr);
+	assert_int_equal(sib_cma_addr_add(f->cma, 0, 1, &m, sizeof(m), 128), -EINVAL);
+	inet_pton(AF_INET6, "fd00::1", &m.sin6_addr);
+	assert_int_equal(sib_cma_addr_add(f->cma, 0, 1, &m, sizeof(m), 64), 0);
 }
 
 static void test_ipv6(void **state)

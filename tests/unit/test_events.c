@@ -427,6 +427,11 @@ static void test_device_add_remove(void **state)
 	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "hp0", 0, 0, 0), 0);
 	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "hp0", 0, 0, 0), EEXIST);
 	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "bad name", 0, 0, 0), EINVAL);
+	/* names that cannot be a directory of their own, or hidden: the system
+	 * view makes sys/class/infiniband/<name> (hostile review of issue 17) */
+	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, ".", 0, 0, 0), EINVAL);
+	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, "..", 0, 0, 0), EINVAL);
+	assert_int_equal(admin(SIB_CTL_DEVICE_ADD, ".hidden", 0, 0, 0), EINVAL);
 
 	/* Listed now, with a LID of its own and its port ACTIVE; traffic works. */
 	pair_open(&a, "softib0", &h, "hp0");

@@ -14,7 +14,8 @@
  *              dynamically linked programs.
  * `--check` says which one "auto" picks and why.  This process stays CMD's
  * parent: it keeps the view live (port events, once a second for the rest),
- * forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT, removes the view when CMD
+ * forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM and
+ * SIGWINCH, removes the view when CMD
  * exits and exits with CMD's status.
  */
 #include <arpa/inet.h>
@@ -57,6 +58,24 @@ struct run_opts {
 };
 
 #define RUN_MAX_NETDEVS 32
+
+/* The signals softib run forwards to CMD (and SIGCHLD), blocked in every
+ * thread from the start (the verbs library's threads inherit the mask, so
+ * none of them takes one), read from a signalfd; run_oldmask is the
+ * caller's mask, which every child gets back. */
+static sigset_t run_signals, run_oldmask;
+
+static void block_signals(void)
+{
+	static const int sigs[] = {
+		SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGWINCH,
+	};
+
+	sigemptyset(&run_signals);
+	for (unsigned int i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		sigaddset(&run_signals, sigs[i]);
+	sigprocmask(SIG_BLOCK, &run_signals, &run_oldmask);
+}
 
 /* One IPoIB interface of --net: its bridge runs in a child. */
 struct run_netdev {
@@ -291,7 +310,10 @@ static void start_daemon(void)
 
 	fflush(NULL);
 	if ((pid = fork()) == 0) {
-		struct ibv_device **l = ibv_get_device_list(NULL);
+		struct ibv_device **l;
+
+		sigprocmask(SIG_SETMASK, &run_oldmask, NULL); /* the daemon's own */
+		l = ibv_get_device_list(NULL);
 
 		if (l)
 			ibv_free_device_list(l);
@@ -433,6 +455,7 @@ static int net_up(struct sib_sysview *v, struct run_netdev *nd, int n, bool quie
 					dup2(fd, STDERR_FILENO);
 			}
 			signal(SIGTERM, SIG_DFL);
+			sigprocmask(SIG_SETMASK, &run_oldmask, NULL);
 			_exit(sib_ipoib_up(&o));
 		}
 	}
@@ -516,20 +539,12 @@ static int set_env(const struct run_opts *o, const char *libdir, const char *roo
 /* Run CMD and keep the view live until it exits; returns its status. */
 static int supervise(struct sib_sysview *v, char **cmd)
 {
-	sigset_t mask, old;
 	struct pollfd pfd[2];
 	struct signalfd_siginfo si;
 	int status = 0, sfd;
 	pid_t pid;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGCHLD);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGHUP);
-	sigaddset(&mask, SIGQUIT);
-	sigprocmask(SIG_BLOCK, &mask, &old);
-	if ((sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
+	if ((sfd = signalfd(-1, &run_signals, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
 		return 1;
 	fflush(NULL);
 	pid = fork();
@@ -538,7 +553,7 @@ static int supervise(struct sib_sysview *v, char **cmd)
 		return 1;
 	}
 	if (pid == 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
+		sigprocmask(SIG_SETMASK, &run_oldmask, NULL);
 		execvp(cmd[0], cmd);
 		fprintf(stderr, "softib run: %s: %s\n", cmd[0], strerror(errno));
 		_exit(errno == ENOENT ? 127 : 126);
@@ -559,7 +574,6 @@ static int supervise(struct sib_sysview *v, char **cmd)
 			break;
 	}
 	close(sfd);
-	sigprocmask(SIG_SETMASK, &old, NULL);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -576,6 +590,7 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 		return run_usage(ret > 0 ? stdout : stderr);
 	if (sock)
 		setenv("SOFTIB_SOCKET", sock, 1);
+	block_signals();
 	if ((ret = lib_dir(libdir, sizeof(libdir)))) {
 		fprintf(stderr, "softib run: no libibverbs.so.1 in ../lib beside this program\n");
 		return 1;

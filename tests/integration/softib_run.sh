@@ -49,6 +49,12 @@ check)
 	grep -q 'softib run: /nonexistent/cmd: No such file or directory' "$OUT" || fail "no message: $(cat "$OUT")"
 	rc=0; "${RUN[@]}" sh -c 'kill -TERM $$' || rc=$?
 	[ "$rc" = 143 ] || fail "CMD killed by SIGTERM gave $rc, not 143"
+	# a signal to softib run (CMD's parent) reaches CMD, SIGUSR1 too, and
+	# softib run, whose library threads must not take it, stays
+	rc=0
+	"${RUN[@]}" sh -c 'trap "echo got USR1; exit 5" USR1; kill -USR1 $PPID
+		for i in $(seq 200); do sleep 0.1; done; exit 9' >"$OUT" 2>&1 || rc=$?
+	[ "$rc" = 5 ] && grep -q 'got USR1' "$OUT" || fail "SIGUSR1 was not forwarded (exit $rc): $(cat "$OUT")"
 	;;
 view)
 	umad=$(ldconfig -p | awk '/libibumad\.so\.3 .*x86-64|libibumad\.so\.3 \(libc6,x86-64/ { print $NF; exit }')

@@ -129,6 +129,7 @@ unsigned long sib_dx_max_map_count;
 pthread_mutex_t sib_dx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sib_dx_region *dx_regions;
 struct sib_dx *sib_dx_ctxs;            /* contexts with an export table */
+struct sib_dx *sib_dx_all;             /* every context (direct_int.h) */
 unsigned int sib_dx_fork_gen;          /* MRs inherited by a fork child are not ours */
 pthread_once_t sib_dx_once = PTHREAD_ONCE_INIT;
 
@@ -359,6 +360,9 @@ static void dx_child(void)
 		r = next;
 	}
 	dx_regions = NULL;
+	/* The parent's engines are not in the child (no thread of them is),
+	 * and a progress_lock held at fork stays held here: none to hold off. */
+	sib_dx_all = NULL;
 	sib_dx_fork_gen++;
 	if (dx_fork_pipe[1] >= 0) {
 		close(dx_fork_pipe[0]);
@@ -373,6 +377,49 @@ static void dx_child(void)
 void sib_dx_init_once(void)
 {
 	(void)pthread_atfork(dx_prepare, dx_parent, dx_child);
+}
+
+/* How long a registration tries to hold every engine off before it gives
+ * the MR no direct path instead (a thread that never lets go). */
+#define DX_HOLD_WAIT_NS 1000000000ull
+
+/*
+ * Hold every engine of the process off its memory (sib_dx_lock held):
+ * each context's progress_lock, so that no receive, READ response, atomic
+ * result or direct READ is written into pages while they are copied onto a
+ * memfd and the memfd mapped over them (a store between the copy and the
+ * MAP_FIXED would be lost: Open MPI's btl openib registers the next
+ * pipeline fragment while the engine places the previous one, whose last
+ * page the new MR covers).  trylock, all or none, again after a short
+ * sleep: no order among the locks is assumed.  false after
+ * DX_HOLD_WAIT_NS (a thread of ours holding one: then no pages move).
+ */
+static bool engines_hold(void)
+{
+	uint64_t deadline = sib_now_ns() + DX_HOLD_WAIT_NS;
+
+	for (;;) {
+		struct sib_dx *dx, *held;
+
+		for (dx = sib_dx_all; dx; dx = dx->next_all)
+			if (pthread_mutex_trylock(dx->progress))
+				break;
+		if (!dx)
+			return true;
+		for (held = sib_dx_all; held != dx; held = held->next_all)
+			pthread_mutex_unlock(held->progress);
+		if (sib_now_ns() > deadline)
+			return false;
+		struct timespec ts = { 0, 20000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void engines_release(void)
+{
+	for (struct sib_dx *dx = sib_dx_all; dx; dx = dx->next_all)
+		pthread_mutex_unlock(dx->progress);
 }
 
 /*
@@ -416,18 +463,26 @@ struct sib_dx_region *sib_dx_region_get(uintptr_t s, uintptr_t e)
 		goto err;
 	if (ftruncate(fd, (off_t)len) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) || fstat(fd, &st))
 		goto err_fd;
-	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (tmp == MAP_FAILED)
-		goto err_fd;
-	copy_touched(tmp, s, len, (size_t)sysconf(_SC_PAGESIZE));
-	munmap(tmp, len);
 	/* softibd keeps the fd (DX_PUT) before the pages move: without it
 	 * peers could not map them, so no direct path either */
 	next_id = next_id % 0x7fffffffu + 1; /* 1 .. INT32_MAX: the entry's fd */
 	x.id = next_id;
 	if (!sib_host || !sib_host->dx || sib_host->dx(SIB_CTL_DX_PUT, &x, fd, NULL))
 		goto err_fd;
-	if (mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED || !engines_hold()) {
+		if (tmp != MAP_FAILED)
+			munmap(tmp, len);
+		region_drop_fd(x.id);
+		goto err_fd;
+	}
+	/* from the copy to the MAP_FIXED no engine of ours writes here */
+	copy_touched(tmp, s, len, (size_t)sysconf(_SC_PAGESIZE));
+	munmap(tmp, len);
+	void *at = mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+
+	engines_release();
+	if (at == MAP_FAILED) {
 		region_drop_fd(x.id);
 		goto err_fd;
 	}

@@ -50,8 +50,10 @@ endif()
 # What UCX found, reproduced through the verbs API alone.
 # test_verbs_inline0: inline SENDs with zero-length pieces at address NULL.
 # test_verbs_qpstate: ibv_qp.state follows modify/query only, as in rdma-core.
+# test_verbs_regmove: receives placed while reg_mr moves their pages onto a
+#   memfd (Open MPI btl openib's pipeline fragments; SOFTIB_REGMOVE_SEED).
 if(TARGET ibverbs AND TARGET softibd)
-  foreach(t test_verbs_inline0 test_verbs_qpstate)
+  foreach(t test_verbs_inline0 test_verbs_qpstate test_verbs_regmove)
     sib_verbs_test(${t})
   endforeach()
 endif()

@@ -74,6 +74,10 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   sib_itest(openib_mpi_pingpong_ppqp openib_mpi.sh -q P,128,256,192,128:P,65536,256,192,128
     ${sib_mpi_prog})
   set_tests_properties(openib_mpi_pingpong_ppqp PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+  # The RDMA pipeline protocol: each fragment registered while the previous
+  # one lands (what test_verbs_regmove reproduces).
+  sib_itest(openib_mpi_pingpong_pipeline openib_mpi.sh -m mpi_leave_pinned=0 ${sib_mpi_prog})
+  set_tests_properties(openib_mpi_pingpong_pipeline PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
   sib_itest(openib_mpi_allreduce openib_mpi.sh -n 4 ${sib_mpi_allreduce})
   set_tests_properties(openib_mpi_allreduce PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
 endif()

@@ -12,20 +12,23 @@
 # rdma-core's does.  Proof that softib carried it: each used port's
 # PortXmitPkts (perfquery, through softib's libibumad) grew, or without
 # perfquery softibd's count of pair rings made.  No root needed.
-# Usage: openib_mpi.sh [-n NP] [-q RECEIVE_QUEUES] PROGRAM [ARGS...]
+# Usage: openib_mpi.sh [-n NP] [-q RECEIVE_QUEUES] [-m NAME=VALUE]... PROGRAM [ARGS...]
+#   -m: one more MCA parameter (e.g. mpi_leave_pinned=0: the RDMA pipeline
+#   protocol, which registers and deregisters each fragment)
 #   (PROGRAM "none": skip)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ucx_lib.sh"
 set -o pipefail   # lib.sh sets -u; every failure is checked (fail)
-np=2 rq=
+np=2 rq= mca=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	-n) np=$2; shift 2 ;;
 	-q) rq=$2; shift 2 ;;
+	-m) mca+=(--mca "${2%%=*}" "${2#*=}"); shift 2 ;;
 	*) break ;;
 	esac
 done
-[ $# -ge 1 ] || fail "usage: openib_mpi.sh [-n NP] [-q RECEIVE_QUEUES] PROGRAM [ARGS...]"
+[ $# -ge 1 ] || fail "usage: openib_mpi.sh [-n NP] [-q RECEIVE_QUEUES] [-m NAME=VALUE]... PROGRAM [ARGS...]"
 [ "$1" != none ] || skip "the MPI program was not built (no MPI found by CMake: Debian libopenmpi-dev)"
 command -v mpirun >/dev/null || skip "no mpirun (Debian package openmpi-bin)"
 ompi_info --param btl openib 2>/dev/null | grep -q 'MCA btl: openib' ||
@@ -62,6 +65,7 @@ done
 opts=(--mca pml ob1 --mca btl openib,self --mca btl_openib_allow_ib 1
 	--mca btl_openib_warn_no_device_params_found 0 --mca btl_openib_warn_default_gid_prefix 0)
 [ -z "$rq" ] || opts+=(--mca btl_openib_receive_queues "$rq")
+opts+=("${mca[@]}")
 # Open MPI's session directory goes with the test's.
 export TMPDIR=$SIB_TMP
 root=()

@@ -390,29 +390,35 @@ void sib_dx_init_once(void)
  * memfd and the memfd mapped over them (a store between the copy and the
  * MAP_FIXED would be lost: Open MPI's btl openib registers the next
  * pipeline fragment while the engine places the previous one, whose last
- * page the new MR covers).  trylock, all or none, again after a short
- * sleep: no order among the locks is assumed.  false after
- * DX_HOLD_WAIT_NS (a thread of ours holding one: then no pages move).
+ * page the new MR covers).  No order among the locks is assumed: the one
+ * that was busy is waited for (timed) while holding none of the others,
+ * the rest are tried; all or none.  false after DX_HOLD_WAIT_NS (a thread
+ * holding one that long: then no pages move, the MR goes by packets).
  */
 static bool engines_hold(void)
 {
 	uint64_t deadline = sib_now_ns() + DX_HOLD_WAIT_NS;
+	struct timespec until;
+	struct sib_dx *busy = NULL, *dx, *held;
 
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(DX_HOLD_WAIT_NS / 1000000000ull);
 	for (;;) {
-		struct sib_dx *dx, *held;
-
+		if (busy && pthread_mutex_timedlock(busy->progress, &until))
+			return false;
 		for (dx = sib_dx_all; dx; dx = dx->next_all)
-			if (pthread_mutex_trylock(dx->progress))
+			if (dx != busy && pthread_mutex_trylock(dx->progress))
 				break;
 		if (!dx)
 			return true;
 		for (held = sib_dx_all; held != dx; held = held->next_all)
-			pthread_mutex_unlock(held->progress);
+			if (held != busy)
+				pthread_mutex_unlock(held->progress);
+		if (busy)
+			pthread_mutex_unlock(busy->progress);
+		busy = dx;
 		if (sib_now_ns() > deadline)
 			return false;
-		struct timespec ts = { 0, 20000 };
-
-		nanosleep(&ts, NULL);
 	}
 }
 

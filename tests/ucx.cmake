@@ -92,3 +92,15 @@ if(TARGET ibverbs AND TARGET softibd)
     sib_verbs_test(${t})
   endforeach()
 endif()
+
+# test_verbs_dlclose: libibverbs.so.1 dlclose'd with a context open (Open
+# MPI's btl openib at MPI_Finalize): the library stays mapped (-z nodelete),
+# its engine threads keep running.  dlopen()s the built library itself.
+if(TARGET ibverbs AND TARGET softibd)
+  sib_unit_test(test_verbs_dlclose SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_verbs_dlclose.c
+    ${CMAKE_CURRENT_SOURCE_DIR}/unit/daemon_fixture.c LIBS ${CMAKE_DL_LIBS})
+  target_include_directories(test_verbs_dlclose PRIVATE ${IBVERBS_INCLUDE_DIR})
+  target_compile_definitions(test_verbs_dlclose PRIVATE SOFTIBD_PATH="$<TARGET_FILE:softibd>"
+    LIBIBVERBS_PATH="$<TARGET_FILE:ibverbs>")
+  add_dependencies(test_verbs_dlclose softibd ibverbs)
+endif()

@@ -155,33 +155,51 @@ static unsigned long map_max(void)
 	return sib_dx_max_map_count;
 }
 
+/* len bytes at address src into dst, copied by the kernel (pread of
+ * /proc/self/mem, fd mem) when it can: the pages registered are whole
+ * pages around the MR, which may hold memory the application freed or
+ * never had (malloc's free chunks, a sanitizer's redzones around the
+ * buffer: Open MPI's registration cache registers page-aligned ranges),
+ * which a sanitizer's memcpy would refuse to read. */
+static void copy_mem(int mem, uint8_t *dst, uintptr_t src, size_t len)
+{
+	if (mem < 0 || pread(mem, dst, len, (off_t)src) != (ssize_t)len)
+		memcpy(dst, (void *)src, len);
+}
+
 /* Copy the pages of [s, s + len) that hold data into dst: the pages the
  * process has touched (present or swapped, /proc/self/pagemap), so that a
  * sparse buffer does not become a full one.  Everything if pagemap cannot
- * be read. */
+ * be read.  Runs of such pages go in one copy_mem. */
 static void copy_touched(uint8_t *dst, uintptr_t s, size_t len, size_t page)
 {
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	int mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
 	uint64_t ent[512];
 
-	if (fd < 0) {
-		memcpy(dst, (void *)s, len);
-		return;
-	}
 	for (size_t off = 0; off < len;) {
 		size_t n = (len - off) / page < 512 ? (len - off) / page : 512;
-		ssize_t r = pread(fd, ent, n * 8, (off_t)((s + off) / page * 8));
+		ssize_t r = fd < 0 ? -1 : pread(fd, ent, n * 8, (off_t)((s + off) / page * 8));
 
 		if (r != (ssize_t)(n * 8)) {
-			memcpy(dst + off, (void *)(s + off), len - off);
+			copy_mem(mem, dst + off, s + off, len - off);
 			break;
 		}
-		for (size_t i = 0; i < n; i++)
-			if (ent[i] & (3ull << 62)) /* present or swapped */
-				memcpy(dst + off + i * page, (void *)(s + off + i * page), page);
+		for (size_t i = 0, j; i < n; i = j) {
+			if (!(ent[i] & (3ull << 62))) { /* neither present nor swapped */
+				j = i + 1;
+				continue;
+			}
+			for (j = i + 1; j < n && (ent[j] & (3ull << 62)); j++)
+				;
+			copy_mem(mem, dst + off + i * page, s + off + i * page, (j - i) * page);
+		}
 		off += n * page;
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+	if (mem >= 0)
+		close(mem);
 }
 
 /* softibd's fd of region id goes (DX_PUT drop): its memory with it. */

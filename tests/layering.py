@@ -19,6 +19,10 @@ from docs/architecture.md, then checks every folder of the matrix:
             declares (it can name no other: see the includes).
   matrix    the matrix has no circle, names only its own rows, and every
             folder of src/ with C files has a row; every exception is needed.
+A row whose role starts with "interposer" (src/preload: an LD_PRELOAD
+library that defines libc's own names) defines, for the other folders,
+only the symbols the system does not: their calls of open or stat are the
+system's.
 Prints one line per violation ("VIOLATION <file>: ...") and exits 1, or a
 summary per folder and exits 0; exits 2 when it cannot read the matrix or
 its inputs.  No output is cached: each run reads the tree and the objects.
@@ -84,6 +88,8 @@ def parse_matrix(doc):
         if not uses and r[1].strip().lower() not in ("nothing", "-", "none"):
             die("%s: row %s: 'may use' lists `folders` or says nothing" % (doc, names[0]))
         matrix[names[0].rstrip("/")] = {u.rstrip("/") for u in uses}
+        if len(r) > 2 and r[2].strip().lower().startswith("interposer"):
+            INTERPOSERS.add(names[0].rstrip("/"))
     if not matrix:
         die("%s: the allowed matrix has no rows" % doc)
     for f, uses in matrix.items():
@@ -145,6 +151,7 @@ class Tree:
 
 
 EXC = {}
+INTERPOSERS = set()  # folders whose definitions of system symbols do not count
 USED = set()  # (file, folder) pairs an exception was needed for
 
 
@@ -253,13 +260,13 @@ def check_symbols(tree, objs, binaries, bad):
     folders it may use and the system."""
     paths = [o for _, _, o in objs]
     defined = {}
+    system = system_symbols(binaries)
     defs = nm_objects(paths, "-g", "--defined-only")
     for folder, _, o in objs:
         for line in defs[o]:
             f = line.split()
-            if len(f) == 3:
+            if len(f) == 3 and not (folder in INTERPOSERS and f[2] in system):
                 defined.setdefault(f[2], set()).add(folder)
-    system = system_symbols(binaries)
     undef = nm_objects(paths, "-u")
     for folder, rel, o in objs:
         for line in undef[o]:

@@ -83,3 +83,12 @@ if(TARGET sib_subnet)
     SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cma.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/fake_subnet_host.c
     LIBS sib_subnet sib_mai sib_iba)
 endif()
+
+# The rdma_cm's address table at run time (issue 16 item 4): add, delete,
+# list, flush, errors as `ip addr`, bind after delete, connections and
+# listeners surviving a delete, randomized against a model (CMA_ADDR_SEED).
+if(TARGET sib_subnet)
+  sib_unit_test(test_cma_addr
+    SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/unit/test_cma_addr.c ${CMAKE_CURRENT_SOURCE_DIR}/unit/fake_subnet_host.c
+    LIBS sib_subnet sib_mai sib_iba)
+endif()

@@ -17,6 +17,8 @@ static int usage(void)
 	fputs("softib ipoib: usage: softib ipoib DEV PORT up --tun NAME [--addr A.B.C.D/P] "
 	      "[--mode datagram|connected] [--daemon] [--wait SECONDS]\n"
 	      "                    softib ipoib DEV PORT down\n"
+	      "                    softib ipoib DEV PORT add|del ADDR[/PREFIX]\n"
+	      "                    softib ipoib DEV PORT addrs\n"
 	      "  --mode datagram   RFC 4391 over the UD QP, MTU 2044 (the default, as the kernel's)\n"
 	      "  --mode connected  RFC 4755: RC connections through the CM to neighbours that\n"
 	      "                    support them, MTU 65520; UD for the others and multicast\n",

@@ -66,6 +66,16 @@ static const char usage[] =
 "                  namespace (root, or `unshare -rn`; docs/ipoib.md)\n"
 "  ipoib DEV PORT down\n"
 "                  stop the interface of DEV PORT\n"
+"  ipoib DEV PORT add|del ADDR[/PREFIX]\n"
+"                  add or delete an IPv4 or IPv6 address of the port in\n"
+"                  softibd's rdma_cm table (no TUN, no root): rdma_cm programs\n"
+"                  bind and resolve it at once; without /PREFIX add takes /32\n"
+"                  (/128) and del any; ids bound to a deleted address keep it,\n"
+"                  new binds fail (EADDRNOTAVAIL), as `ip addr del`\n"
+"  ipoib DEV PORT addrs\n"
+"                  the port's addresses, one ADDR/PREFIX a line: 127.1.d.p/8\n"
+"                  and the GID's IPv6 address/64 (the defaults), then the added\n"
+"                  ones\n"
 "\n"
 "Options:\n"
 "  -s, --socket PATH  control socket (default: $SOFTIB_SOCKET, else\n"
@@ -95,6 +105,10 @@ int main(int argc, char **argv)
 			   (!strcmp(argv[i], "capture") || !strcmp(argv[i], "fault") ||
 			    !strcmp(argv[i], "ipoib"))) {
 			/* capture, fault and ipoib take the rest of the line. */
+			if (!strcmp(argv[i], "ipoib") && argc - i > 3 &&
+			    (!strcmp(argv[i + 3], "add") || !strcmp(argv[i + 3], "del") ||
+			     !strcmp(argv[i + 3], "addrs")))
+				return sib_tool_ipaddr(path, argc - i - 1, argv + i + 1, "softib");
 			if (!strcmp(argv[i], "ipoib")) {
 #ifdef SOFTIB_HAVE_IPOIB
 				return sib_tool_ipoib(path, argc - i - 1, argv + i + 1);

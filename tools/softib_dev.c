@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * `softib device add|remove NAME`, `softib port DEV PORT down|up|lid|smlid`: the
- * device registry commands of softibd (docs/events.md).  One request and
+ * device registry commands of softibd (docs/events.md); `softib ipoib DEV
+ * PORT add|del ADDR[/PREFIX]` and `addrs`: a CA port's IP addresses in
+ * softibd's rdma_cm table (IPADDR, docs/rdmacm.md "Addresses").  One request and
  * one reply on a fresh connection; never starts a daemon.  Single-threaded.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -122,5 +125,66 @@ usage:
 	fprintf(stderr, "%s: expected 'device add|remove NAME' or"
 		" 'port DEV PORT down|up|lid LID|smlid LID'."
 		"  Try '%s --help'.\n", prog, prog);
+	return 2;
+}
+
+/* What IPADDR's errno means, as `ip addr` says it. */
+static const char *ipaddr_why(uint32_t op, int err)
+{
+	switch (err) {
+	case EEXIST: return "address already assigned (to this or another port)";
+	case EADDRNOTAVAIL: return "the port has no such address";
+	case EPERM: return "a default address (127.1.d.p, the GID's) cannot be deleted";
+	case ENODEV: return "no such device";
+	case ENOSPC: return "softibd's address table is full";
+	case EINVAL: return op == SIB_IPADDR_GET ? "bad port number" :
+			    "bad port number, address or prefix length";
+	default: return strerror(err);
+	}
+}
+
+int sib_tool_ipaddr(const char *path, int argc, char *const *argv, const char *prog)
+{
+	struct sib_ctl_ipaddr ia;
+	char text[INET6_ADDRSTRLEN];
+	int ret;
+
+	memset(&ia, 0, sizeof(ia));
+	if (argc < 3 || strlen(argv[0]) >= sizeof(ia.dev) ||
+	    number(argv[1], 1, 254, &ia.port, "port number", prog))
+		goto usage;
+	strcpy(ia.dev, argv[0]);
+	if (argc == 3 && !strcmp(argv[2], "addrs")) {
+		ia.op = SIB_IPADDR_GET;
+		for (ia.index = 0;; ia.index++) {
+			uint32_t index = ia.index;
+
+			ret = sib_ctl_ipaddr_call(path, &ia, prog);
+			if (ret == ENOENT)
+				return 0;
+			if (ret)
+				goto failed;
+			inet_ntop(ia.family, ia.addr, text, sizeof(text));
+			printf("%s/%u\n", text, ia.prefix);
+			ia.index = index;
+		}
+	}
+	if (argc != 4 || (strcmp(argv[2], "add") && strcmp(argv[2], "del")))
+		goto usage;
+	ia.op = argv[2][0] == 'a' ? SIB_IPADDR_ADD : SIB_IPADDR_DEL;
+	if (sib_ctl_ipaddr_parse(argv[3], ia.op == SIB_IPADDR_DEL, &ia)) {
+		fprintf(stderr, "%s: not an address[/prefix length]: %s\n", prog, argv[3]);
+		return 2;
+	}
+	ret = sib_ctl_ipaddr_call(path, &ia, prog);
+	if (!ret)
+		return 0;
+failed:
+	if (ret > 0)
+		fprintf(stderr, "%s: %s port %u: %s\n", prog, ia.dev, ia.port, ipaddr_why(ia.op, ret));
+	return 1;
+usage:
+	fprintf(stderr, "%s: expected 'ipoib DEV PORT add|del ADDR[/PREFIX]' or "
+		"'ipoib DEV PORT addrs'.  Try '%s --help'.\n", prog, prog);
 	return 2;
 }

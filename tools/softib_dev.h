@@ -13,4 +13,12 @@
  */
 int sib_tool_admin(const char *path, int argc, const char *const *argv, const char *prog);
 
+/*
+ * Run `ipoib DEV PORT add|del ADDR[/PREFIX]` or `ipoib DEV PORT addrs` (argv:
+ * the words after "ipoib"): a CA port's IP addresses in softibd's rdma_cm
+ * table (IPADDR; addrs prints one ADDR/PREFIX per line, the defaults
+ * first).  Same exit statuses as sib_tool_admin.
+ */
+int sib_tool_ipaddr(const char *path, int argc, char *const *argv, const char *prog);
+
 #endif

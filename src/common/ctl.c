@@ -6,6 +6,7 @@
  * every fd, every child reaped, every wait bounded.  No locks; the sequence
  * counter is atomic and callers serialize per fd.
  */
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -65,6 +67,7 @@ static const uint16_t ctl_body_len[SIB_CTL_OP_MAX] = {
 	[SIB_CTL_DX_GET] = sizeof(struct sib_ctl_dx),
 	[SIB_CTL_CM] = sizeof(struct sib_ctl_cm),
 	[SIB_CTL_CM_EVENT] = sizeof(struct sib_ctl_cm_event),
+	[SIB_CTL_IPADDR] = sizeof(struct sib_ctl_ipaddr),
 };
 
 /* What connect() says when no daemon serves the path. */
@@ -576,4 +579,56 @@ int sib_ctl_open_why(bool allow_autostart, char *why, size_t len)
 				       "not answer within %d ms", exe, path, SIB_CTL_AUTOSTART_MS);
 		sleep_ms(10);
 	}
+}
+
+int sib_ctl_ipaddr_parse(const char *s, bool del, struct sib_ctl_ipaddr *ia)
+{
+	char buf[INET6_ADDRSTRLEN + 8], *slash, *end;
+	unsigned long prefix;
+	int fam;
+
+	if (strlen(s) >= sizeof(buf))
+		return -EINVAL;
+	strcpy(buf, s);
+	if ((slash = strchr(buf, '/')))
+		*slash++ = '\0';
+	fam = strchr(buf, ':') ? AF_INET6 : AF_INET;
+	memset(ia->addr, 0, sizeof(ia->addr));
+	if (inet_pton(fam, buf, ia->addr) != 1)
+		return -EINVAL;
+	ia->family = (uint16_t)fam;
+	ia->prefix = del ? SIB_IPADDR_PREFIX_ANY : (fam == AF_INET ? 32 : 128);
+	if (slash) {
+		errno = 0;
+		prefix = strtoul(slash, &end, 10);
+		if (errno || end == slash || *end || *slash == '-' || *slash == '+' ||
+		    prefix > (fam == AF_INET ? 32u : 128u))
+			return -EINVAL;
+		ia->prefix = (uint8_t)prefix;
+	}
+	return 0;
+}
+
+int sib_ctl_ipaddr_call(const char *path, struct sib_ctl_ipaddr *ia, const char *prog)
+{
+	struct timeval tv = { .tv_sec = 10 };
+	struct sib_ctl_msg m;
+	int fd, ret;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_IPADDR;
+	m.u.ipaddr = *ia;
+	fd = sib_ctl_tool_connect(path, prog);
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ret = sib_ctl_call(fd, &m, NULL);
+	close(fd);
+	if (ret) {
+		fprintf(stderr, "%s: %s\n", prog, strerror(-ret));
+		return -1;
+	}
+	if (!m.hdr.status)
+		*ia = m.u.ipaddr;
+	return m.hdr.status;
 }

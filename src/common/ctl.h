@@ -112,4 +112,18 @@ int sib_ctl_tool_connect(const char *path, const char *prog);
  */
 int sib_ctl_tool(const char *path, bool stop, const char *prog);
 
+/*
+ * "ADDR[/PREFIX]" (IPv4 dotted or IPv6) into ia's family, addr and prefix
+ * (IPADDR, sib_ctl.h).  Without /PREFIX: 32 or 128, as `ip addr add`; for
+ * a delete (del) SIB_IPADDR_PREFIX_ANY, as `ip addr del`.  0 or -EINVAL.
+ */
+int sib_ctl_ipaddr_parse(const char *s, bool del, struct sib_ctl_ipaddr *ia);
+/*
+ * One IPADDR round trip on a fresh tool connection (sib_ctl_tool_connect:
+ * path NULL is the default socket; 10 s reply timeout).  Returns 0 (ia
+ * holds the reply), softibd's positive errno, or -1 after a message on
+ * stderr prefixed with prog (no daemon, a transport error).
+ */
+int sib_ctl_ipaddr_call(const char *path, struct sib_ctl_ipaddr *ia, const char *prog);
+
 #endif

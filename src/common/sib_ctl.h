@@ -63,6 +63,7 @@ enum sib_ctl_op {
 	SIB_CTL_DX_GET,        /* direct placement: a peer's memfd, for a QP that talks to it */
 	SIB_CTL_CM,            /* an rdma_cm command (sib_ctl_cm.h, daemon/ucma.c) */
 	SIB_CTL_CM_EVENT,      /* daemon -> an rdma_cm event channel, unsolicited */
+	SIB_CTL_IPADDR,        /* add, delete, list a CA port's IP addresses (`softib ipoib ... add`) */
 	SIB_CTL_OP_MAX,
 };
 
@@ -407,6 +408,39 @@ struct sib_ctl_dx {
 	uint32_t qpn;         /* in (GET): a QP of the owner's context */
 };
 
+/*
+ * IPADDR (daemon/ucma.c, docs/rdmacm.md "Addresses"): the IP addresses of
+ * CA port (dev, port) in the rdma_cm's table, as `ip addr add|del|show`
+ * (linux devinet.c / addrconf.c) would map them.  No HELLO needed and no
+ * privilege: softibd is per-uid, every client of it may (as PORT_SET;
+ * docs/threat-model.md).
+ * - ADD: family/addr/prefix.  EEXIST (some port has it), EINVAL (name,
+ *   port, family, prefix > 32/128, the wildcard), ENOSPC (SIB_CMA_ADDRS_MAX).
+ * - DEL: likewise, prefix SIB_IPADDR_PREFIX_ANY = whatever it has.
+ *   EADDRNOTAVAIL (the port has no such address), EPERM (a default
+ *   address: 127.1.d.p or the GID's).  Ids bound to it stay.
+ * - GET: the index-th address of the port (0 127.1.d.p/8, 1 the GID's/64,
+ *   then the added ones): family, addr, prefix, flags; ENOENT past the last.
+ * ENODEV: no such device.
+ */
+enum sib_ipaddr_op {
+	SIB_IPADDR_ADD = 1,
+	SIB_IPADDR_DEL,
+	SIB_IPADDR_GET,
+};
+#define SIB_IPADDR_PREFIX_ANY 0xffu /* DEL: any prefix length */
+#define SIB_IPADDR_F_DEFAULT  0x1u  /* GET: a default address, not deletable */
+struct sib_ctl_ipaddr {
+	char dev[64];         /* in: verbs device name, NUL-terminated */
+	uint32_t port;        /* in: 1-based CA port */
+	uint32_t op;          /* in: enum sib_ipaddr_op */
+	uint32_t index;       /* in (GET) */
+	uint16_t family;      /* in (ADD, DEL), out (GET): AF_INET 2, AF_INET6 10 */
+	uint8_t prefix;       /* in (ADD, DEL), out (GET): prefix length */
+	uint8_t flags;        /* out (GET): SIB_IPADDR_F_* */
+	uint8_t addr[16];     /* in / out: network order, IPv4 in addr[0..3] */
+};
+
 #define SIB_CTL_TEXT_MAX 3072
 
 struct sib_ctl_text {
@@ -437,6 +471,7 @@ struct sib_ctl_msg {
 		struct sib_ctl_dx dx;
 		struct sib_ctl_cm cm;
 		struct sib_ctl_cm_event cm_event;
+		struct sib_ctl_ipaddr ipaddr;
 		uint32_t handle;
 	} u;
 };
@@ -450,6 +485,7 @@ _Static_assert(sizeof(struct sib_ctl_mai_open) == 84, "ctl mai_open is ABI");
 _Static_assert(sizeof(struct sib_ctl_mai_filter) == 136, "ctl mai_filter is ABI");
 _Static_assert(sizeof(struct sib_mgmt_port) == 104, "mgmt port is ABI");
 _Static_assert(sizeof(struct sib_ctl_dx) == 32, "ctl dx is ABI");
+_Static_assert(sizeof(struct sib_ctl_ipaddr) == 96, "ctl ipaddr is ABI");
 _Static_assert(sizeof(struct sib_ctl_route) == 24 + 8 * SIB_CTL_ROUTE_MASK_WORDS, "ctl route is ABI");
 
 #endif

@@ -551,6 +551,7 @@ static const struct sibd_cmd {
 	[SIB_CTL_DX_PUT] = { sibd_cmd_dx_put, true },           /* dx.c */
 	[SIB_CTL_DX_GET] = { sibd_cmd_dx_get, true },
 	[SIB_CTL_CM] = { sibd_cmd_cm, true },                   /* ucma.c */
+	[SIB_CTL_IPADDR] = { sibd_cmd_ipaddr, false },          /* ucma.c */
 };
 
 /*

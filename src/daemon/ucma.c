@@ -314,15 +314,39 @@ static const struct sib_cma_host cma_host = {
 
 /* ---- life ---- */
 
+/* Index of the present device called name (NUL within 64 bytes), or -1. */
+static int dev_by_name(const struct sibd *d, const char *name)
+{
+	if (!memchr(name, '\0', 64))
+		return -1;
+	for (uint32_t i = 0; i < d->num_devices && i < SIB_MAX_DEVICES; i++)
+		if (sibd_dev_present(d, i) && !strcmp(d->devs[i].name, name))
+			return (int)i;
+	return -1;
+}
+
+/* sockaddr_in/in6 bytes of (family, addr) into sa: its length, 0 for
+ * another family. */
+static uint32_t ip_sockaddr(uint16_t fam, const uint8_t addr[16], uint8_t sa[SIB_CM_ADDR_LEN])
+{
+	memset(sa, 0, SIB_CM_ADDR_LEN);
+	if (fam != AF_INET && fam != AF_INET6)
+		return 0;
+	memcpy(sa, &fam, 2);
+	memcpy(sa + (fam == AF_INET ? 4 : 8), addr, fam == AF_INET ? 4 : 16);
+	return fam == AF_INET ? 16 : 28;
+}
+
 /* --ip DEV:PORT=ADDR[/PREFIX]: one more address of a CA port.  0 or
  * -EINVAL (syntax, no such device or port), -EEXIST, -ENOSPC. */
 static int add_ip(struct sibd *d, struct sib_cma *cma, const char *spec)
 {
 	char dev[64], addr[64], *slash;
 	unsigned int port, prefix;
-	uint8_t sa[SIB_CM_ADDR_LEN] = { 0 };
+	uint8_t ip[16], sa[SIB_CM_ADDR_LEN];
+	uint32_t len;
 	uint16_t fam;
-	int n = 0;
+	int n = 0, i;
 
 	if (sscanf(spec, "%63[^:]:%u=%63s%n", dev, &port, addr, &n) != 3 || spec[n] != '\0' ||
 	    port == 0 || port > 255)
@@ -332,19 +356,89 @@ static int add_ip(struct sibd *d, struct sib_cma *cma, const char *spec)
 		*slash++ = '\0';
 	fam = strchr(addr, ':') ? AF_INET6 : AF_INET;
 	prefix = fam == AF_INET ? 32 : 128;
-	if (slash && (sscanf(slash, "%u%n", &prefix, &n) != 1 || slash[n] != '\0'))
+	if (slash && (sscanf(slash, "%u%n", &prefix, &n) != 1 || slash[n] != '\0' || prefix > 128))
 		return -EINVAL;
-	memcpy(sa, &fam, 2);
-	if (inet_pton(fam, addr, sa + (fam == AF_INET ? 4 : 8)) != 1)
+	if (inet_pton(fam, addr, ip) != 1 || (i = dev_by_name(d, dev)) < 0 ||
+	    port > d->dev_node[i]->num_ports)
 		return -EINVAL;
-	for (uint32_t i = 0; i < d->num_devices && i < SIB_MAX_DEVICES; i++)
-		if (sibd_dev_present(d, i) && !strcmp(d->devs[i].name, dev)) {
-			if (port > d->dev_node[i]->num_ports)
-				return -EINVAL;
-			return sib_cma_addr_add(cma, i, (uint8_t)port, sa,
-						fam == AF_INET ? 16 : 28, (uint8_t)prefix);
+	len = ip_sockaddr(fam, ip, sa);
+	return sib_cma_addr_add(cma, (uint32_t)i, (uint8_t)port, sa, len, (uint8_t)prefix);
+}
+
+/*
+ * IPADDR (sib_ctl.h): add, delete or list an address of a CA port in the
+ * rdma_cm's table.  Every client may (softibd is per-uid; as PORT_SET).
+ */
+int sibd_cmd_ipaddr(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd)
+{
+	struct sib_ctl_ipaddr *ia = &m->u.ipaddr;
+	struct sib_cma_addr_info info;
+	uint8_t sa[SIB_CM_ADDR_LEN];
+	char text[INET6_ADDRSTRLEN];
+	uint32_t len;
+	int idx, ret;
+
+	(void)pass_fd;
+	if (!d->ucma)
+		return -EOPNOTSUPP;
+	if ((idx = dev_by_name(d, ia->dev)) < 0)
+		return memchr(ia->dev, '\0', sizeof(ia->dev)) ? -ENODEV : -EINVAL;
+	if (ia->port == 0 || ia->port > d->dev_node[idx]->num_ports)
+		return -EINVAL;
+	if (ia->op == SIB_IPADDR_GET) {
+		ret = sib_cma_addr_get(d->ucma->cma, (uint32_t)idx, (uint8_t)ia->port, ia->index,
+				       &info);
+		if (ret)
+			return ret;
+		ia->family = info.family == 2 ? AF_INET : AF_INET6;
+		ia->prefix = info.prefix;
+		ia->flags = info.is_default ? SIB_IPADDR_F_DEFAULT : 0;
+		memcpy(ia->addr, info.addr, 16);
+		return 0;
+	}
+	if ((ia->op != SIB_IPADDR_ADD && ia->op != SIB_IPADDR_DEL) ||
+	    !(len = ip_sockaddr(ia->family, ia->addr, sa)))
+		return -EINVAL;
+	if (ia->op == SIB_IPADDR_ADD)
+		ret = sib_cma_addr_add(d->ucma->cma, (uint32_t)idx, (uint8_t)ia->port, sa, len,
+				       ia->prefix);
+	else
+		ret = sib_cma_addr_del(d->ucma->cma, (uint32_t)idx, (uint8_t)ia->port, sa, len,
+				       ia->prefix);
+	if (ret)
+		return ret;
+	inet_ntop(ia->family, ia->addr, text, sizeof(text));
+	sibd_log("%s port %u: address %s/%u %s (pid %d)", ia->dev, ia->port, text, ia->prefix,
+		 ia->op == SIB_IPADDR_ADD ? "added" : "deleted", (int)c->pid);
+	return 0;
+}
+
+/* The topology's caip= addresses of every CA (fabric.h) into the table.
+ * 0, or the first error (logged). */
+static int add_topology_ips(struct sibd *d, struct sib_cma *cma)
+{
+	uint8_t sa[SIB_CM_ADDR_LEN];
+	char text[INET6_ADDRSTRLEN];
+
+	for (uint32_t i = 0; i < d->num_devices && i < SIB_MAX_DEVICES; i++) {
+		const struct sib_fab_node *n = d->dev_node[i];
+
+		if (!sibd_dev_present(d, i) || !n)
+			continue;
+		for (unsigned int k = 0; k < n->n_ips; k++) {
+			const struct sib_fab_ip *ip = &n->ips[k];
+			uint32_t len = ip_sockaddr(ip->family, ip->addr, sa);
+			int ret = sib_cma_addr_add(cma, i, ip->port, sa, len, ip->prefix);
+
+			if (ret) {
+				inet_ntop(ip->family, ip->addr, text, sizeof(text));
+				sibd_log("topology: caip=%u:%s/%u of %s: %s", ip->port, text,
+					 ip->prefix, d->devs[i].name, strerror(-ret));
+				return ret;
+			}
 		}
-	return -EINVAL;
+	}
+	return 0;
 }
 
 int sibd_ucma_init(struct sibd *d)
@@ -366,11 +460,13 @@ int sibd_ucma_init(struct sibd *d)
 	sib_cma_seed(u->cma, host_now(NULL) ^ (uint64_t)getpid() << 32);
 	u->trace = getenv("SOFTIBD_CM_TRACE") != NULL;
 	d->ucma = u;
-	for (unsigned int i = 0; i < d->ncm_ips; i++) {
-		int ret = add_ip(d, u->cma, d->cm_ips[i]);
+	for (unsigned int i = 0; i <= d->ncm_ips; i++) {
+		int ret = i == d->ncm_ips ? add_topology_ips(d, u->cma) :
+			  add_ip(d, u->cma, d->cm_ips[i]);
 
 		if (ret) {
-			sibd_log("--ip %s: %s", d->cm_ips[i], strerror(-ret));
+			if (i < d->ncm_ips)
+				sibd_log("--ip %s: %s", d->cm_ips[i], strerror(-ret));
 			d->ucma = NULL;
 			sib_cma_delete(u->cma);
 			close(u->ep_fd);
@@ -476,6 +572,7 @@ void sibd_ucma_device_gone(struct sibd *d, uint32_t dev_index)
 	if (!d->ucma || dev_index >= SIB_MAX_DEVICES || !d->dev_node[dev_index])
 		return;
 	sib_cma_node_gone(d->ucma->cma, d->dev_node[dev_index]);
+	sib_cma_addr_flush(d->ucma->cma, dev_index); /* a netdev's addresses go with it */
 	sibd_ucma_dispatch(d);
 }
 
@@ -528,6 +625,27 @@ uint32_t sibd_ucma_chans_of(const struct sibd *d, const struct sibd_proc *p)
 	return n;
 }
 
+/* "rdma_cm_addrs added=N" and one "rdma_cm_addr DEV:PORT ADDR/PREFIX" line
+ * per address added (--ip, IPADDR; not the defaults). */
+static void ucma_status_addrs(struct sibd *d, FILE *f)
+{
+	struct sib_cma_addr_info info;
+	char text[INET6_ADDRSTRLEN];
+
+	fprintf(f, "rdma_cm_addrs added=%u\n", sib_cma_addr_count(d->ucma->cma));
+	for (uint32_t i = 0; i < d->num_devices && i < SIB_MAX_DEVICES; i++) {
+		if (!sibd_dev_present(d, i))
+			continue;
+		for (uint8_t p = 1; p <= d->dev_node[i]->num_ports; p++)
+			for (uint32_t k = 2; !sib_cma_addr_get(d->ucma->cma, i, p, k, &info); k++) {
+				inet_ntop(info.family == 2 ? AF_INET : AF_INET6, info.addr, text,
+					  sizeof(text));
+				fprintf(f, "rdma_cm_addr %s:%u %s/%u\n", d->devs[i].name, p, text,
+					info.prefix);
+			}
+	}
+}
+
 void sibd_ucma_status(struct sibd *d, FILE *f)
 {
 	const struct sibd_ucma *u = d->ucma;
@@ -564,6 +682,7 @@ void sibd_ucma_status(struct sibd *d, FILE *f)
 		(unsigned long long)k->mc_joined, (unsigned long long)k->mc_errors,
 		(unsigned long long)k->mc_timeouts, (unsigned long long)k->mc_leaves,
 		(unsigned long long)k->mc_bad_answers);
+	ucma_status_addrs(d, f);
 }
 
 /* ---- commands ---- */

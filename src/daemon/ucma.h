@@ -46,6 +46,9 @@ void sibd_ucma_device_gone(struct sibd *d, uint32_t dev_index);
 void sibd_ucma_client_gone(struct sibd *d, struct sibd_client *c);
 /* The SIB_CTL_CM command. */
 int sibd_cmd_cm(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
+/* The IPADDR command (sib_ctl.h): a CA port's IP addresses in the
+ * rdma_cm's table. */
+int sibd_cmd_ipaddr(struct sibd *d, struct sibd_client *c, struct sib_ctl_msg *m, int *pass_fd);
 /* Budget counts of process p (all if NULL): ids, channels. */
 uint32_t sibd_ucma_ids_of(const struct sibd *d, const struct sibd_proc *p);
 uint32_t sibd_ucma_chans_of(const struct sibd *d, const struct sibd_proc *p);

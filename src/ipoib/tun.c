@@ -333,6 +333,35 @@ static int bridge_pid(const char *pidf)
 	return pid;
 }
 
+/* --addr A/P into softibd's rdma_cm table for port (dev, port) while the
+ * bridge runs, so that rdma_cm programs bind and resolve it (IPADDR,
+ * docs/ipoib.md): true if we added it (delete it at stop); already there
+ * (EEXIST) or refused: false, the bridge runs on (a warning if refused). */
+static bool table_add(const struct sib_ipoib_opts *o)
+{
+	struct sib_ctl_ipaddr ia = { .port = (uint32_t)o->port, .op = SIB_IPADDR_ADD };
+	int ret;
+
+	if (!o->addr || sib_ctl_ipaddr_parse(o->addr, false, &ia))
+		return false;
+	snprintf(ia.dev, sizeof(ia.dev), "%s", o->dev);
+	ret = sib_ctl_ipaddr_call(NULL, &ia, "softib ipoib");
+	if (ret > 0 && ret != EEXIST)
+		fprintf(stderr, "softib ipoib: %s not added to softibd's rdma_cm table: %s\n",
+			o->addr, strerror(ret));
+	return ret == 0;
+}
+
+static void table_del(const struct sib_ipoib_opts *o)
+{
+	struct sib_ctl_ipaddr ia = { .port = (uint32_t)o->port, .op = SIB_IPADDR_DEL };
+
+	if (sib_ctl_ipaddr_parse(o->addr, false, &ia))
+		return;
+	snprintf(ia.dev, sizeof(ia.dev), "%s", o->dev);
+	sib_ctl_ipaddr_call(NULL, &ia, "softib ipoib"); /* gone already (a `del`): fine */
+}
+
 /* Remove pidf if it still names this process (another bridge's is not ours). */
 static void unlink_own_pid(const char *pidf)
 {
@@ -347,6 +376,7 @@ int sib_ipoib_up(const struct sib_ipoib_opts *o)
 	char pidf[512];
 	sigset_t block;
 	int tfd, report = -1, ret = 1;
+	bool added;
 
 	if (pid_path(o->dev, o->port, pidf, sizeof(pidf)) < 0)
 		return 1;
@@ -387,8 +417,11 @@ int sib_ipoib_up(const struct sib_ipoib_opts *o)
 		"Q_Key 0x%08x, MLID 0x%04x\n", o->tun, o->dev, o->port,
 		ep.cm.enabled ? "connected" : "datagram", ep.qp->qp_num, ep.if_mtu, ep.qkey,
 		ep.mlid);
+	added = table_add(o);
 	report_up(&report, 0);
 	ret = loop(&ep, tfd);
+	if (added)
+		table_del(o);
 	ipoib_cm_close(&ep);	/* first: its counters say every QP went */
 	print_stats(&ep, o->tun);
 	unlink_own_pid(pidf);

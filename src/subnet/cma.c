@@ -240,6 +240,105 @@ int sib_cma_addr_add(struct sib_cma *cma, uint32_t dev_index, uint8_t port, cons
 	return 0;
 }
 
+/* Is a the default address of (d, p): 127.1.d.p or the IPv6 address equal
+ * to its GID 0? */
+static bool default_addr(struct sib_cma *cma, uint32_t d, uint8_t p, const struct cma_addr *a)
+{
+	struct sib_fab_node *n;
+	uint8_t gid[16];
+	uint32_t gen;
+
+	if (a->family == CMA_AF_INET)
+		return ((uint32_t)a->ip[0] << 24 | a->ip[1] << 16 | a->ip[2] << 8 | a->ip[3]) ==
+		       sib_cma_default_ip4(d, p);
+	if (!(n = cma->host->device(cma->host_ctx, d, &gen)) || !n->mgmt || p > n->num_ports)
+		return false;
+	cma_port_gid(n, p, gid);
+	return !memcmp(gid, a->ip, 16);
+}
+
+int sib_cma_addr_del(struct sib_cma *cma, uint32_t dev_index, uint8_t port, const void *addr,
+		     uint32_t len, uint8_t prefix)
+{
+	struct cma_addr a;
+
+	if (cma_addr_decode(addr, len, &a) || a.family == CMA_AF_IB || port == 0 ||
+	    port > SIB_MAX_PORTS || cma_addr_any(&a) || dev_index >= SIB_MAX_DEVICES ||
+	    (prefix != SIB_CMA_PREFIX_ANY && prefix > (a.family == CMA_AF_INET ? 32 : 128)))
+		return -EINVAL;
+	if (default_addr(cma, dev_index, port, &a))
+		return -EPERM;
+	for (uint32_t i = 0; i < cma->nips; i++) {
+		struct cma_ip *ip = &cma->ips[i];
+
+		if (ip->dev_index != dev_index || ip->port != port || ip->family != a.family ||
+		    memcmp(ip->ip, a.ip, a.family == CMA_AF_INET ? 4 : 16) ||
+		    (prefix != SIB_CMA_PREFIX_ANY && prefix != ip->prefix))
+			continue;
+		/* ids bound to it keep it (their connections, listeners): as
+		 * an address removed from a netdev, only new binds fail */
+		memmove(ip, ip + 1, (cma->nips - i - 1) * sizeof(*ip));
+		cma->nips--;
+		return 0;
+	}
+	return -EADDRNOTAVAIL;
+}
+
+void sib_cma_addr_flush(struct sib_cma *cma, uint32_t dev_index)
+{
+	uint32_t j = 0;
+
+	for (uint32_t i = 0; i < cma->nips; i++)
+		if (cma->ips[i].dev_index != dev_index)
+			cma->ips[j++] = cma->ips[i];
+	cma->nips = j;
+}
+
+int sib_cma_addr_get(struct sib_cma *cma, uint32_t dev_index, uint8_t port, uint32_t index,
+		     struct sib_cma_addr_info *out)
+{
+	struct sib_fab_node *n;
+	uint32_t gen, k = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (dev_index >= SIB_MAX_DEVICES || !(n = cma->host->device(cma->host_ctx, dev_index, &gen)) ||
+	    !n->mgmt || port == 0 || port > n->num_ports)
+		return -EINVAL;
+	if (index == 0) { /* 127.1.d.p in 127.0.0.0/8 */
+		uint32_t v = sib_cma_default_ip4(dev_index, port);
+
+		out->family = CMA_AF_INET;
+		out->prefix = 8;
+		out->is_default = true;
+		for (int b = 0; b < 4; b++)
+			out->addr[b] = (uint8_t)(v >> (24 - 8 * b));
+		return 0;
+	}
+	if (index == 1) { /* GID 0: fe80::/64 + the port GUID (link-local as the GID prefix) */
+		out->family = CMA_AF_INET6;
+		out->prefix = 64;
+		out->is_default = true;
+		cma_port_gid(n, port, out->addr);
+		return 0;
+	}
+	for (uint32_t i = 0; i < cma->nips; i++) {
+		const struct cma_ip *ip = &cma->ips[i];
+
+		if (ip->dev_index != dev_index || ip->port != port || k++ != index - 2)
+			continue;
+		out->family = ip->family;
+		out->prefix = ip->prefix;
+		memcpy(out->addr, ip->ip, 16);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+uint32_t sib_cma_addr_count(const struct sib_cma *cma)
+{
+	return cma->nips;
+}
+
 void cma_attach(struct sib_cma_id *id, uint32_t dev, uint32_t gen, struct sib_fab_node *n,
 		uint8_t port)
 {

@@ -17,11 +17,11 @@
  *   host calls sib_cma_dispatch after every command it ran and every MAD it
  *   routed, and sib_cma_tick with the time (route query timeouts; the CM's
  *   timers run in sib_cm_tick, which sib_cma_tick calls).
- * - Addresses (issue 16 item 4, research §4 option 1, for now a static
- *   table): CA port p of the verbs device with index d has 127.1.d.p and
- *   the IPv6 address equal to its GID 0 (fe80::GUID), plus what
- *   sib_cma_addr_add added.  127.0.0.1, any 127/8 address no port owns,
- *   ::1 and the wildcard are "loopback": they resolve to the first ACTIVE
+ * - Addresses (issue 16 item 4, research §4 option 1, a table): CA port
+ *   p of the verbs device with index d has 127.1.d.p and the IPv6 address
+ *   equal to its GID 0 (fe80::GUID), plus what sib_cma_addr_add added
+ *   (softibd's --ip, `softib ipoib DEV PORT add`; sib_cma_addr_del
+ *   deletes those).  127.0.0.1, any 127/8 address no port owns, ::1 and the wildcard are "loopback": they resolve to the first ACTIVE
  *   CA port (GID index 0, P_Key index 0, DGID = SGID), as the kernel's
  *   cma_bind_loopback.  Real ARP over IPoIB comes later.
  *
@@ -136,6 +136,35 @@ uint64_t sib_cma_tick(struct sib_cma *cma, uint64_t now_ns);
  * -ENOSPC (SIB_CMA_ADDRS_MAX). */
 int sib_cma_addr_add(struct sib_cma *cma, uint32_t dev_index, uint8_t port, const void *addr,
 		     uint32_t len, uint8_t prefix);
+/* Delete address addr (sockaddr bytes) with prefix (SIB_CMA_PREFIX_ANY:
+ * any, as `ip addr del` without a length) from CA port (dev_index, port),
+ * as `ip addr del` (linux devinet.c inet_rtm_deladdr): 0, -EINVAL (family,
+ * prefix, port), -EPERM (a default address: 127.1.d.p or the GID's; they
+ * live as long as the port), -EADDRNOTAVAIL (the port has no such address
+ * with that prefix).  Ids bound to it keep it: their connections and
+ * listeners stay, as sockets on an address removed from a Linux netdev;
+ * new binds to it fail with -EADDRNOTAVAIL (docs/rdmacm.md "Addresses"). */
+#define SIB_CMA_PREFIX_ANY 0xffu
+int sib_cma_addr_del(struct sib_cma *cma, uint32_t dev_index, uint8_t port, const void *addr,
+		     uint32_t len, uint8_t prefix);
+/* Drop every address added to device dev_index (it is unregistered: a
+ * netdev's addresses go with it). */
+void sib_cma_addr_flush(struct sib_cma *cma, uint32_t dev_index);
+/* One address of a CA port (sib_cma_addr_get). */
+struct sib_cma_addr_info {
+	uint16_t family;              /* AF_INET 2 or AF_INET6 10 */
+	uint8_t prefix;               /* prefix length */
+	bool is_default;              /* 127.1.d.p or the GID's: not deletable */
+	uint8_t addr[16];             /* IPv4 in addr[0..3], network order */
+};
+/* The index-th address of CA port (dev_index, port) of a present device:
+ * 0 is 127.1.d.p/8, 1 the GID 0's IPv6 address/64, then the added ones in
+ * the order they were added.  0, -EINVAL (no such device or port),
+ * -ENOENT (past the last). */
+int sib_cma_addr_get(struct sib_cma *cma, uint32_t dev_index, uint8_t port, uint32_t index,
+		     struct sib_cma_addr_info *out);
+/* Addresses added, every port together (`softib status`). */
+uint32_t sib_cma_addr_count(const struct sib_cma *cma);
 /* The default IPv4 address of (dev_index, port): 127.1.d.p in host order. */
 uint32_t sib_cma_default_ip4(uint32_t dev_index, uint8_t port);
 

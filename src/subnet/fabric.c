@@ -9,6 +9,7 @@
  */
 #include "subnet/fabric.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -97,6 +98,9 @@ struct parser {
 	bool have_vendor, have_device;
 	uint32_t vendor_id, device_id;
 	struct pending sysimg, swguid, caguid;
+	struct sib_fab_ip ips[SIB_FAB_MAX_NODE_IPS]; /* caip= lines for the next node */
+	unsigned int n_ips;
+	unsigned long ips_line;       /* the first of them, 0 = none */
 };
 
 static int perr_at(struct parser *ps, unsigned long line, const char *fmt, ...)
@@ -317,6 +321,8 @@ static void pending_clear(struct parser *ps)
 	memset(&ps->sysimg, 0, sizeof(ps->sysimg));
 	memset(&ps->swguid, 0, sizeof(ps->swguid));
 	memset(&ps->caguid, 0, sizeof(ps->caguid));
+	ps->n_ips = 0;
+	ps->ips_line = 0;
 }
 
 static int grow_nodes(struct parser *ps)
@@ -493,6 +499,20 @@ static int parse_node(struct parser *ps, const char *s, enum sib_node_type type)
 	if (!n)
 		return -1;
 	init_node(ps, n, type, guid, id, nports, desc, sizeof(desc), has_desc);
+	if (ps->n_ips) {
+		if (type != SIB_NODE_CA)
+			return perr(ps, "caip= on line %lu does not belong to a Switch",
+				    ps->ips_line);
+		for (unsigned int i = 0; i < ps->n_ips; i++)
+			if (ps->ips[i].port > nports)
+				return perr(ps, "caip= on line %lu names port %u of a %lu-port Ca",
+					    ps->ips_line, ps->ips[i].port, nports);
+		n->ips = malloc(ps->n_ips * sizeof(*n->ips));
+		if (!n->ips)
+			return perr(ps, "out of memory");
+		memcpy(n->ips, ps->ips, ps->n_ips * sizeof(*n->ips));
+		n->n_ips = (uint8_t)ps->n_ips;
+	}
 	pending_clear(ps);
 	ps->cur = n;
 	return 0;
@@ -587,6 +607,50 @@ static bool word_is(const char *word, size_t wlen, const char *kw)
 	return strlen(kw) == wlen && !memcmp(word, kw, wlen);
 }
 
+/* caip=PORT:ADDR[/PREFIX]: an IP address of port PORT of the next node, a
+ * CA (IPv4 or IPv6; no /PREFIX: 32 or 128).  Repeatable. */
+static int parse_caip(struct parser *ps, const char *s)
+{
+	struct sib_fab_ip *ip;
+	char addr[64];
+	unsigned long port, prefix;
+	size_t len;
+
+	s = skip_ws(s);
+	if (*s != '=')
+		return perr(ps, "expected '=' after caip");
+	s = skip_ws(s + 1);
+	if (parse_dec(&s, SIB_FAB_MAX_NODE_PORTS, &port) || !port || *s++ != ':')
+		return perr(ps, "caip= wants PORT:ADDR[/PREFIX]");
+	len = strcspn(s, "/ \t#");
+	if (!len || len >= sizeof(addr))
+		return perr(ps, "caip= wants PORT:ADDR[/PREFIX]");
+	if (ps->n_ips == SIB_FAB_MAX_NODE_IPS)
+		return perr(ps, "more than %d caip= lines for one node", SIB_FAB_MAX_NODE_IPS);
+	ip = &ps->ips[ps->n_ips];
+	memset(ip, 0, sizeof(*ip));
+	memcpy(addr, s, len);
+	addr[len] = 0;
+	s += len;
+	ip->family = memchr(addr, ':', len) ? AF_INET6 : AF_INET;
+	if (inet_pton(ip->family, addr, ip->addr) != 1)
+		return perr(ps, "caip=: not an IPv4 or IPv6 address: %s", addr);
+	prefix = ip->family == AF_INET ? 32 : 128;
+	if (*s == '/') {
+		s++;
+		if (parse_dec(&s, ip->family == AF_INET ? 32 : 128, &prefix))
+			return perr(ps, "caip=: bad prefix length");
+	}
+	s = skip_ws(s);
+	if (*s && *s != '#')
+		return perr(ps, "unexpected text after caip=");
+	ip->port = (uint8_t)port;
+	ip->prefix = (uint8_t)prefix;
+	if (!ps->n_ips++)
+		ps->ips_line = ps->line;
+	return 0;
+}
+
 /* vendid=, devid=, sysimgguid=, switchguid=0x..[(port0)], caguid= */
 static int parse_directive(struct parser *ps, const char *word, size_t wlen,
 			   const char *s)
@@ -675,6 +739,8 @@ static int parse_line(struct parser *ps, const char *buf, const char *text_line)
 	    word_is(word, wlen, "sysimgguid") || word_is(word, wlen, "switchguid") ||
 	    word_is(word, wlen, "caguid"))
 		return parse_directive(ps, word, wlen, s);
+	if (word_is(word, wlen, "caip"))
+		return parse_caip(ps, s);
 	/* ibnetdiscover -g grouping lines carry nothing the model needs. */
 	if ((word_is(word, wlen, "Chassis") && (*s == ' ' || *s == '\t')) ||
 	    (word_is(word, wlen, "Hostname") && *s == ':') ||
@@ -884,14 +950,18 @@ int sib_fabric_parse(struct sib_fabric *f, const char *text, const char *origin,
 			goto out;
 		p = nl ? nl + 1 : end;
 	}
-	if (ps.sysimg.line || ps.swguid.line || ps.caguid.line) {
+	if (ps.sysimg.line || ps.swguid.line || ps.caguid.line || ps.ips_line) {
 		unsigned long l = ps.sysimg.line;
+
+		if (ps.ips_line > l)
+			l = ps.ips_line;
 
 		if (ps.swguid.line > l)
 			l = ps.swguid.line;
 		if (ps.caguid.line > l)
 			l = ps.caguid.line;
-		perr_at(&ps, l, "GUID directive not followed by a node");
+		perr_at(&ps, l, l == ps.ips_line ? "caip= not followed by a node" :
+			"GUID directive not followed by a node");
 		goto out;
 	}
 	if (!f->n_nodes) {
@@ -1025,6 +1095,7 @@ void sib_fabric_free(struct sib_fabric *f)
 	if (!f)
 		return;
 	for (i = 0; i < f->n_nodes; i++) {
+		free(f->nodes[i]->ips);
 		free(f->nodes[i]->ports);
 		free(f->nodes[i]);
 	}
@@ -1056,6 +1127,13 @@ int sib_fabric_write(const struct sib_fabric *f, FILE *out)
 			fprintf(out, "Switch\t%u \"%s\"\t\t# \"%s\" base port 0 lid %u lmc %u\n",
 				n->num_ports, n->id, n->desc, n->ports[0].lid, n->ports[0].lmc);
 		} else {
+			for (unsigned int k = 0; k < n->n_ips; k++) {
+				char text[INET6_ADDRSTRLEN];
+
+				inet_ntop(n->ips[k].family, n->ips[k].addr, text, sizeof(text));
+				fprintf(out, "caip=%u:%s/%u\n", n->ips[k].port, text,
+					n->ips[k].prefix);
+			}
 			fprintf(out, "%s0x%016" PRIx64 "\n", guid_directive(n), n->node_guid);
 			fprintf(out, "Ca\t%u \"%s\"\t\t# \"%s\"\n", n->num_ports, n->id, n->desc);
 		}

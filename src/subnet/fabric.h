@@ -46,6 +46,16 @@ struct sib_fab_port {
 	uint8_t lmc;
 };
 
+/* An IP address the topology gives a CA port (a `caip=` line,
+ * docs/topology.md); softibd puts it in the rdma_cm's table (cma.h). */
+#define SIB_FAB_MAX_NODE_IPS     16        /* caip= lines per CA */
+struct sib_fab_ip {
+	uint8_t port;                /* 1..num_ports */
+	uint8_t prefix;              /* prefix length, <= 32 (IPv4) or 128 */
+	uint16_t family;             /* AF_INET or AF_INET6 */
+	uint8_t addr[16];            /* network order; IPv4 in addr[0..3] */
+};
+
 struct sib_fab_node {
 	enum sib_node_type type;
 	uint64_t node_guid;
@@ -58,6 +68,8 @@ struct sib_fab_node {
 	uint8_t num_ports;
 	struct sib_fab_port *ports;  /* num_ports + 1 entries; [0] is port 0 */
 	struct sib_node_mgmt *mgmt;  /* sib_subnet_init(); the parser leaves it NULL */
+	struct sib_fab_ip *ips;      /* CAs: caip= addresses, n_ips of them (NULL: none) */
+	uint8_t n_ips;
 };
 
 struct sib_fabric {

@@ -503,7 +503,61 @@ static const struct err_case err_cases[] = {
 	{ "Ca 1 \"a\"\n\nsysimgguid=0x10\n",
 	  "t.topo:3: GUID directive not followed by a node" },
 	{ "caguid=0xffffffffffffffff\nCa 2 \"a\"\n", "t.topo:2: port GUIDs" },
+	{ "caip=1:10.0.0.1/24\nSwitch 2 \"s\"\n",
+	  "t.topo:2: caip= on line 1 does not belong to a Switch" },
+	{ "caip=3:10.0.0.1\nCa 2 \"a\"\n", "t.topo:2: caip= on line 1 names port 3 of a 2-port Ca" },
+	{ "caip=0:10.0.0.1\nCa 2 \"a\"\n", "t.topo:1: caip= wants PORT:ADDR[/PREFIX]" },
+	{ "caip=1 10.0.0.1\nCa 2 \"a\"\n", "t.topo:1: caip= wants PORT:ADDR[/PREFIX]" },
+	{ "caip 1:10.0.0.1\nCa 2 \"a\"\n", "t.topo:1: expected '=' after caip" },
+	{ "caip=1:10.0.0.300\nCa 2 \"a\"\n", "t.topo:1: caip=: not an IPv4 or IPv6 address" },
+	{ "caip=1:10.0.0.1/33\nCa 2 \"a\"\n", "t.topo:1: caip=: bad prefix length" },
+	{ "caip=1:fe80::1/129\nCa 2 \"a\"\n", "t.topo:1: caip=: bad prefix length" },
+	{ "caip=1:10.0.0.1/8 x\nCa 2 \"a\"\n", "t.topo:1: unexpected text after caip=" },
+	{ "Ca 1 \"a\"\n\ncaip=1:10.0.0.1\n", "t.topo:3: caip= not followed by a node" },
 };
+
+/* caip= lines (docs/topology.md): the next CA's port addresses, through the
+ * writer and back. */
+static void test_caip(void **state)
+{
+	static const char text[] =
+		"caip=1:10.9.0.1/24\n"
+		"caip=2:2001:db8::5/64   # a comment\n"
+		"caip=1:10.9.0.2\n"
+		"Ca 2 \"a\"\n"
+		"[1] \"b\"[1]\n"
+		"\n"
+		"Ca 1 \"b\"\n"
+		"[1] \"a\"[1]\n";
+	const uint8_t a1[4] = { 10, 9, 0, 1 };
+	struct sib_fabric f, g;
+	char *t;
+
+	(void)state;
+	f = parse_ok(text);
+	assert_int_equal(f.nodes[0]->n_ips, 3);
+	assert_int_equal(f.nodes[1]->n_ips, 0);
+	assert_null(f.nodes[1]->ips);
+	assert_int_equal(f.nodes[0]->ips[0].port, 1);
+	assert_int_equal(f.nodes[0]->ips[0].prefix, 24);
+	assert_int_equal(f.nodes[0]->ips[0].family, 2);
+	assert_memory_equal(f.nodes[0]->ips[0].addr, a1, 4);
+	assert_int_equal(f.nodes[0]->ips[1].port, 2);
+	assert_int_equal(f.nodes[0]->ips[1].family, 10);
+	assert_int_equal(f.nodes[0]->ips[1].prefix, 64);
+	assert_int_equal(f.nodes[0]->ips[1].addr[15], 5);
+	assert_int_equal(f.nodes[0]->ips[2].prefix, 32);
+	t = write_str(&f);
+	assert_non_null(strstr(t, "caip=1:10.9.0.1/24\ncaip=2:2001:db8::5/64\ncaip=1:10.9.0.2/32\n"
+				  "caguid="));
+	g = parse_ok(t);
+	assert_int_equal(g.nodes[0]->n_ips, 3);
+	assert_memory_equal(g.nodes[0]->ips, f.nodes[0]->ips, 3 * sizeof(*f.nodes[0]->ips));
+	round_trip(&f);
+	free(t);
+	sib_fabric_free(&g);
+	sib_fabric_free(&f);
+}
 
 static void test_errors(void **state)
 {
@@ -735,6 +789,7 @@ int main(void)
 		cmocka_unit_test(test_one_sided_and_defaults),
 		cmocka_unit_test(test_crlf_and_no_trailing_newline),
 		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_caip),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_long_line_and_limits),
 		cmocka_unit_test(test_load_file_errors),

@@ -731,6 +731,143 @@ static void test_ip_option(void **state)
 	close(fd);
 }
 
+/* One IPADDR round trip on fd: the reply's status; *io in and out. */
+static int ipaddr(int fd, struct sib_ctl_ipaddr *io)
+{
+	struct sib_ctl_msg m;
+
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_IPADDR;
+	m.u.ipaddr = *io;
+	assert_int_equal(sib_ctl_call(fd, &m, NULL), 0);
+	if (!m.hdr.status)
+		*io = m.u.ipaddr;
+	return m.hdr.status;
+}
+
+static struct sib_ctl_ipaddr ia4(const char *dev, uint32_t port, uint32_t op, const char *ip,
+				 uint8_t prefix)
+{
+	struct sib_ctl_ipaddr a = { .port = port, .op = op, .family = AF_INET, .prefix = prefix };
+
+	snprintf(a.dev, sizeof(a.dev), "%s", dev);
+	assert_int_equal(inet_pton(AF_INET, ip, a.addr), 1);
+	return a;
+}
+
+/* IPADDR (sib_ctl.h): add, list, delete on a connection without HELLO; a
+ * bind after the delete fails; hostile fields get errors and change
+ * nothing; a removed device's addresses go. */
+static void test_ipaddr(void **state)
+{
+	struct sib_ctl_ipaddr a;
+	struct sib_ctl_msg m;
+	uint32_t chan, id;
+	int fd, fd0, ch;
+	long n0;
+	char *st;
+
+	(void)state;
+	st = status_text();
+	n0 = field(st, "rdma_cm_addrs ", "added"); /* --ip's */
+	free(st);
+	assert_true(n0 >= 0);
+	fd0 = sib_ctl_connect(daemon_socket());
+	assert_true(fd0 >= 0);
+	a = ia4("softib1", 1, SIB_IPADDR_ADD, "10.7.5.1", 24);
+	assert_int_equal(ipaddr(fd0, &a), 0);
+	assert_int_equal(ipaddr(fd0, &a), EEXIST);
+	a = ia4("softib1", 1, SIB_IPADDR_GET, "0.0.0.0", 0);
+	a.index = 2;
+	assert_int_equal(ipaddr(fd0, &a), 0);
+	assert_int_equal(a.family, AF_INET);
+	assert_int_equal(a.prefix, 24);
+	assert_int_equal(a.flags, 0);
+	assert_int_equal(a.addr[2], 5);
+	a.index = 0;
+	assert_int_equal(ipaddr(fd0, &a), 0);
+	assert_int_equal(a.flags, SIB_IPADDR_F_DEFAULT);
+	assert_int_equal(a.addr[0], 127);
+	a.index = 3;
+	assert_int_equal(ipaddr(fd0, &a), ENOENT);
+	/* it binds through the rdma_cm */
+	fd = hello_conn();
+	ch = chan_open(fd, &chan);
+	assert_int_equal(create_id(fd, chan, 1, &id), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "10.7.5.1", 7100);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_BIND, NULL), 0);
+	assert_int_equal(m.u.cm.dev_index, 1);
+	/* hostile and wrong fields */
+	a = ia4("softib1", 1, SIB_IPADDR_ADD, "10.7.5.2", 24);
+	memset(a.dev, 'A', sizeof(a.dev));
+	assert_int_equal(ipaddr(fd0, &a), EINVAL);
+	a = ia4("nosuch", 1, SIB_IPADDR_ADD, "10.7.5.2", 24);
+	assert_int_equal(ipaddr(fd0, &a), ENODEV);
+	a = ia4("softib1", 0, SIB_IPADDR_ADD, "10.7.5.2", 24);
+	assert_int_equal(ipaddr(fd0, &a), EINVAL);
+	a = ia4("softib1", 9, SIB_IPADDR_GET, "10.7.5.2", 24);
+	assert_int_equal(ipaddr(fd0, &a), EINVAL);
+	a = ia4("softib1", 1, 99, "10.7.5.2", 24);
+	assert_int_equal(ipaddr(fd0, &a), EINVAL);
+	a = ia4("softib1", 1, SIB_IPADDR_ADD, "10.7.5.2", 24);
+	a.family = 99;
+	assert_int_equal(ipaddr(fd0, &a), EINVAL);
+	a = ia4("softib1", 1, SIB_IPADDR_ADD, "10.7.5.2", 200);
+	assert_int_equal(ipaddr(fd0, &a), EINVAL);
+	a = ia4("softib1", 1, SIB_IPADDR_ADD, "0.0.0.0", 24);
+	assert_int_equal(ipaddr(fd0, &a), EINVAL);
+	a = ia4("softib1", 1, SIB_IPADDR_DEL, "127.1.1.1", SIB_IPADDR_PREFIX_ANY);
+	assert_int_equal(ipaddr(fd0, &a), EPERM);
+	a = ia4("softib2", 1, SIB_IPADDR_DEL, "10.7.5.1", SIB_IPADDR_PREFIX_ANY);
+	assert_int_equal(ipaddr(fd0, &a), EADDRNOTAVAIL);
+	memset(&m, 0, sizeof(m)); /* a header only: too short */
+	m.hdr.op = SIB_CTL_IPADDR;
+	m.hdr.magic = SIB_CTL_MAGIC;
+	assert_int_equal(send(fd0, &m, sizeof(m.hdr), 0), (ssize_t)sizeof(m.hdr));
+	assert_true(sib_ctl_recv(fd0, &m, NULL) > 0);
+	assert_int_equal(m.hdr.status, EINVAL);
+	st = status_text();
+	assert_int_equal(field(st, "rdma_cm_addrs ", "added"), n0 + 1);
+	assert_non_null(strstr(st, "rdma_cm_addr softib1:1 10.7.5.1/24\n"));
+	free(st);
+	/* delete: the bound id keeps it, a new bind fails */
+	a = ia4("softib1", 1, SIB_IPADDR_DEL, "10.7.5.1", 24);
+	assert_int_equal(ipaddr(fd0, &a), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_QUERY, NULL), 0);
+	assert_int_equal(m.u.cm.dev_index, 1);
+	assert_int_equal(create_id(fd, chan, 2, &id), 0);
+	memset(&m, 0, sizeof(m));
+	m.u.cm.id = id;
+	put_sin(m.u.cm.src_addr, &m.u.cm.src_len, "10.7.5.1", 7101);
+	assert_int_equal(cm(fd, &m, SIB_CM_CMD_BIND, NULL), EADDRNOTAVAIL);
+	/* a removed device's addresses go with it */
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_DEVICE_ADD;
+	strcpy(m.u.dev.name, "iptest");
+	assert_int_equal(sib_ctl_call(fd0, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	a = ia4("iptest", 1, SIB_IPADDR_ADD, "10.7.6.1", 24);
+	assert_int_equal(ipaddr(fd0, &a), 0);
+	st = status_text();
+	assert_int_equal(field(st, "rdma_cm_addrs ", "added"), n0 + 1);
+	free(st);
+	memset(&m, 0, sizeof(m));
+	m.hdr.op = SIB_CTL_DEVICE_REMOVE;
+	strcpy(m.u.dev.name, "iptest");
+	assert_int_equal(sib_ctl_call(fd0, &m, NULL), 0);
+	assert_int_equal(m.hdr.status, 0);
+	st = status_text();
+	assert_int_equal(field(st, "rdma_cm_addrs ", "added"), n0);
+	free(st);
+	close(ch);
+	close(fd);
+	close(fd0);
+}
+
 static int start(void **state)
 {
 	static const char *const args[] = {
@@ -874,6 +1011,7 @@ int main(void)
 		cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_garbage),
 		cmocka_unit_test(test_ip_option),
+		cmocka_unit_test(test_ipaddr),
 		cmocka_unit_test(test_multicast),
 		cmocka_unit_test(test_event_flood),
 		cmocka_unit_test(test_channel_queue),

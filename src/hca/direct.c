@@ -88,9 +88,14 @@ int sib_dx_ctx_init(struct sib_context *ctx)
 	if (!dx)
 		return ENOMEM;
 	ctx->dx = dx;
+	pthread_once(&sib_dx_once, sib_dx_init_once);
+	dx->progress = &ctx->progress_lock;
+	pthread_mutex_lock(&sib_dx_lock);
+	dx->next_all = sib_dx_all;
+	sib_dx_all = dx;
+	pthread_mutex_unlock(&sib_dx_lock);
 	if ((v && !strcmp(v, "0")) || !sib_host || !sib_host->dx)
 		return 0; /* off, or no broker to keep our memfds */
-	pthread_once(&sib_dx_once, sib_dx_init_once);
 	snprintf(name, sizeof(name), "softib-dx-%u-%u", ctx->inbox_idx, ctx->inbox_gen);
 	fd = dx_memfd(name, SIB_DX_BYTES, &m);
 	if (fd < 0)
@@ -135,6 +140,14 @@ void sib_dx_ctx_fini(struct sib_context *ctx)
 		sib_dx_peer_drop(&dx->peers[i]);
 	for (unsigned int i = 0; i < DX_MAPS; i++)
 		sib_dx_map_drop(&dx->maps[i]);
+	pthread_mutex_lock(&sib_dx_lock);
+	for (struct sib_dx **pp = &sib_dx_all; *pp; pp = &(*pp)->next_all) {
+		if (*pp == dx) {
+			*pp = dx->next_all;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&sib_dx_lock);
 	if (dx->tab) {
 		struct sib_dx **pp;
 

@@ -61,6 +61,10 @@ struct sib_dx_region {
 
 extern pthread_mutex_t sib_dx_lock;      /* the registry and sib_dx_ctxs */
 extern struct sib_dx *sib_dx_ctxs;       /* contexts with an export table */
+/* Every context of the process, direct placement on or off: their engines
+ * write the process's memory (receives, READ responses, atomics), so a
+ * registration moving pages holds them all off (sib_dx_region_get). */
+extern struct sib_dx *sib_dx_all;
 extern unsigned int sib_dx_fork_gen;     /* MRs inherited by a fork child are not ours */
 extern pthread_once_t sib_dx_once;
 
@@ -113,6 +117,8 @@ struct sib_dx {
 	struct sib_dx_peer peers[DX_PEERS];
 	struct sib_dx_map maps[DX_MAPS];
 	struct sib_dx *next;           /* sib_dx_ctxs, under sib_dx_lock */
+	pthread_mutex_t *progress;     /* the context's progress_lock */
+	struct sib_dx *next_all;       /* sib_dx_all, under sib_dx_lock */
 };
 
 /* ---- the peer cache (direct_peer.c; the engine's, progress_lock) ---- */

@@ -129,6 +129,7 @@ unsigned long sib_dx_max_map_count;
 pthread_mutex_t sib_dx_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sib_dx_region *dx_regions;
 struct sib_dx *sib_dx_ctxs;            /* contexts with an export table */
+struct sib_dx *sib_dx_all;             /* every context (direct_int.h) */
 unsigned int sib_dx_fork_gen;          /* MRs inherited by a fork child are not ours */
 pthread_once_t sib_dx_once = PTHREAD_ONCE_INIT;
 
@@ -154,33 +155,51 @@ static unsigned long map_max(void)
 	return sib_dx_max_map_count;
 }
 
+/* len bytes at address src into dst, copied by the kernel (pread of
+ * /proc/self/mem, fd mem) when it can: the pages registered are whole
+ * pages around the MR, which may hold memory the application freed or
+ * never had (malloc's free chunks, a sanitizer's redzones around the
+ * buffer: Open MPI's registration cache registers page-aligned ranges),
+ * which a sanitizer's memcpy would refuse to read. */
+static void copy_mem(int mem, uint8_t *dst, uintptr_t src, size_t len)
+{
+	if (mem < 0 || pread(mem, dst, len, (off_t)src) != (ssize_t)len)
+		memcpy(dst, (void *)src, len);
+}
+
 /* Copy the pages of [s, s + len) that hold data into dst: the pages the
  * process has touched (present or swapped, /proc/self/pagemap), so that a
  * sparse buffer does not become a full one.  Everything if pagemap cannot
- * be read. */
+ * be read.  Runs of such pages go in one copy_mem. */
 static void copy_touched(uint8_t *dst, uintptr_t s, size_t len, size_t page)
 {
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	int mem = open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
 	uint64_t ent[512];
 
-	if (fd < 0) {
-		memcpy(dst, (void *)s, len);
-		return;
-	}
 	for (size_t off = 0; off < len;) {
 		size_t n = (len - off) / page < 512 ? (len - off) / page : 512;
-		ssize_t r = pread(fd, ent, n * 8, (off_t)((s + off) / page * 8));
+		ssize_t r = fd < 0 ? -1 : pread(fd, ent, n * 8, (off_t)((s + off) / page * 8));
 
 		if (r != (ssize_t)(n * 8)) {
-			memcpy(dst + off, (void *)(s + off), len - off);
+			copy_mem(mem, dst + off, s + off, len - off);
 			break;
 		}
-		for (size_t i = 0; i < n; i++)
-			if (ent[i] & (3ull << 62)) /* present or swapped */
-				memcpy(dst + off + i * page, (void *)(s + off + i * page), page);
+		for (size_t i = 0, j; i < n; i = j) {
+			if (!(ent[i] & (3ull << 62))) { /* neither present nor swapped */
+				j = i + 1;
+				continue;
+			}
+			for (j = i + 1; j < n && (ent[j] & (3ull << 62)); j++)
+				;
+			copy_mem(mem, dst + off + i * page, s + off + i * page, (j - i) * page);
+		}
 		off += n * page;
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
+	if (mem >= 0)
+		close(mem);
 }
 
 /* softibd's fd of region id goes (DX_PUT drop): its memory with it. */
@@ -359,6 +378,9 @@ static void dx_child(void)
 		r = next;
 	}
 	dx_regions = NULL;
+	/* The parent's engines are not in the child (no thread of them is),
+	 * and a progress_lock held at fork stays held here: none to hold off. */
+	sib_dx_all = NULL;
 	sib_dx_fork_gen++;
 	if (dx_fork_pipe[1] >= 0) {
 		close(dx_fork_pipe[0]);
@@ -373,6 +395,55 @@ static void dx_child(void)
 void sib_dx_init_once(void)
 {
 	(void)pthread_atfork(dx_prepare, dx_parent, dx_child);
+}
+
+/* How long a registration tries to hold every engine off before it gives
+ * the MR no direct path instead (a thread that never lets go). */
+#define DX_HOLD_WAIT_NS 1000000000ull
+
+/*
+ * Hold every engine of the process off its memory (sib_dx_lock held):
+ * each context's progress_lock, so that no receive, READ response, atomic
+ * result or direct READ is written into pages while they are copied onto a
+ * memfd and the memfd mapped over them (a store between the copy and the
+ * MAP_FIXED would be lost: Open MPI's btl openib registers the next
+ * pipeline fragment while the engine places the previous one, whose last
+ * page the new MR covers).  No order among the locks is assumed: the one
+ * that was busy is waited for (timed) while holding none of the others,
+ * the rest are tried; all or none.  false after DX_HOLD_WAIT_NS (a thread
+ * holding one that long: then no pages move, the MR goes by packets).
+ */
+static bool engines_hold(void)
+{
+	uint64_t deadline = sib_now_ns() + DX_HOLD_WAIT_NS;
+	struct timespec until;
+	struct sib_dx *busy = NULL, *dx, *held;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(DX_HOLD_WAIT_NS / 1000000000ull);
+	for (;;) {
+		if (busy && pthread_mutex_timedlock(busy->progress, &until))
+			return false;
+		for (dx = sib_dx_all; dx; dx = dx->next_all)
+			if (dx != busy && pthread_mutex_trylock(dx->progress))
+				break;
+		if (!dx)
+			return true;
+		for (held = sib_dx_all; held != dx; held = held->next_all)
+			if (held != busy)
+				pthread_mutex_unlock(held->progress);
+		if (busy)
+			pthread_mutex_unlock(busy->progress);
+		busy = dx;
+		if (sib_now_ns() > deadline)
+			return false;
+	}
+}
+
+static void engines_release(void)
+{
+	for (struct sib_dx *dx = sib_dx_all; dx; dx = dx->next_all)
+		pthread_mutex_unlock(dx->progress);
 }
 
 /*
@@ -416,18 +487,26 @@ struct sib_dx_region *sib_dx_region_get(uintptr_t s, uintptr_t e)
 		goto err;
 	if (ftruncate(fd, (off_t)len) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) || fstat(fd, &st))
 		goto err_fd;
-	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (tmp == MAP_FAILED)
-		goto err_fd;
-	copy_touched(tmp, s, len, (size_t)sysconf(_SC_PAGESIZE));
-	munmap(tmp, len);
 	/* softibd keeps the fd (DX_PUT) before the pages move: without it
 	 * peers could not map them, so no direct path either */
 	next_id = next_id % 0x7fffffffu + 1; /* 1 .. INT32_MAX: the entry's fd */
 	x.id = next_id;
 	if (!sib_host || !sib_host->dx || sib_host->dx(SIB_CTL_DX_PUT, &x, fd, NULL))
 		goto err_fd;
-	if (mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+	tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED || !engines_hold()) {
+		if (tmp != MAP_FAILED)
+			munmap(tmp, len);
+		region_drop_fd(x.id);
+		goto err_fd;
+	}
+	/* from the copy to the MAP_FIXED no engine of ours writes here */
+	copy_touched(tmp, s, len, (size_t)sysconf(_SC_PAGESIZE));
+	munmap(tmp, len);
+	void *at = mmap((void *)s, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+
+	engines_release();
+	if (at == MAP_FAILED) {
 		region_drop_fd(x.id);
 		goto err_fd;
 	}

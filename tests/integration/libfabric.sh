@@ -10,6 +10,11 @@
 #         libfabric skips loopback interfaces, so with no IPoIB interface
 #         the verbs provider names each port by its GID (AF_IB, RDMA_PS_IB:
 #         vrb_get_sib); no root needed.
+#   dgram fi_info -p verbs lists the msg, rdm and dgram domains of every
+#         device; fi_pingpong -p verbs -e dgram (UD QPs through the verbs
+#         provider's dgram domain "softibN-dgram"), control connection on
+#         127.0.0.1: dgram names ports by GID and needs no IP address, so
+#         no namespace and no root.  Messages up to the 4096-byte MTU.
 #   rdm   fi_pingpong -p "verbs;ofi_rxm" -e rdm (and -e msg) between two
 #         network namespaces, each with an IPoIB interface (softib ipoib
 #         ... up --tun ib0) whose address softibd gives the port (--ip):
@@ -90,6 +95,26 @@ msg)
 	expect_line msg 1m 10
 	pingpong "msg 64 KiB x 50, data checked" "" "" 127.0.0.1 "" "" -p verbs -e msg -I 50 -S 65536 -c
 	expect_line msg 64k 50
+	;;
+dgram)
+	start_daemon
+	client timeout 30 fi_info -p verbs >"$SIB_TMP/fi_info.out" 2>&1 ||
+		{ cat "$SIB_TMP/fi_info.out"; fail "fi_info -p verbs failed"; }
+	for t in FI_EP_MSG FI_EP_RDM FI_EP_DGRAM; do
+		grep -q "type: $t\$" "$SIB_TMP/fi_info.out" || { cat "$SIB_TMP/fi_info.out"; fail "fi_info: no $t"; }
+	done
+	for d in softib0 softib1; do
+		grep -q "domain: $d\$" "$SIB_TMP/fi_info.out" || fail "fi_info: no domain $d"
+		grep -q "domain: $d-dgram\$" "$SIB_TMP/fi_info.out" || fail "fi_info: no domain $d-dgram"
+	done
+	grep -q 'FI_PROTO_IB_UD' "$SIB_TMP/fi_info.out" || fail "fi_info: no FI_PROTO_IB_UD"
+	pingpong "dgram 64 B x 100" "" "" 127.0.0.1 "" "" -p verbs -e dgram -I 100 -S 64
+	expect_line dgram 64 100
+	pingpong "dgram 4 KiB x 500, softib0 <- softib1, data checked" "" "" 127.0.0.1 \
+		"-d softib0-dgram" "-d softib1-dgram" -p verbs -e dgram -I 500 -S 4096 -c
+	expect_line dgram 4k 500
+	pingpong "dgram all sizes x 10, data checked" "" "" 127.0.0.1 "" "" -p verbs -e dgram -I 10 -S all -c
+	expect_line dgram 4k 10
 	;;
 rdm)
 	netns_pair sibf

@@ -305,6 +305,14 @@ static void run(struct tr_world *w)
 		} else {
 			read_events(w);
 		}
+		/* late registration over a queue's slots while messages to it
+		 * are on their way (posted, not yet received) */
+		if (!(iter % 32)) {
+			struct tr_rq *q = &w->rq[tr_rng_below(&r, (uint32_t)w->nrq)];
+
+			if (q->reserved >= 2 && tr_rng_pct(&r, 20))
+				tr_rq_late_reg(w, q);
+		}
 		if (iter % 256)
 			continue;
 		check_owed_events(w);
@@ -316,6 +324,7 @@ static void run(struct tr_world *w)
 				tr_episode_step(w, &w->ep[i], &r);
 		if (tr_rng_pct(&r, 10))
 			tr_ep_check_target(w, &w->ep[tr_rng_below(&r, (uint32_t)w->nep)]);
+
 		if (all_done(w))
 			break;
 		now = tr_now_ms();
@@ -462,6 +471,7 @@ static void report(const struct tr_world *w, uint64_t t0)
 	       (unsigned long long)linv);
 	printf(", %llu error episodes (%llu flushes polled before RESET)", (unsigned long long)w->episodes,
 	       (unsigned long long)flushed);
+	printf(", %llu late registrations", (unsigned long long)w->late_regs);
 	printf(", %.2f s\n", (double)(tr_now_ms() - t0) / 1000.0);
 	for (int op = 0; w->o.verbose && op < 16; op++) {
 		uint64_t n = 0;

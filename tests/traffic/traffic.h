@@ -161,6 +161,14 @@ struct tr_rq {
 	 * before the slot does, and the last SGE of a WQE runs past it; only
 	 * the bytes a message writes are checked (rxe, hardware; issue 14) */
 	struct ibv_mr **slot_mr;
+	/* late registration: some queues with slot MRs have their slots in
+	 * pages of their own, outside the context's memory, registered for
+	 * local write only; at a random moment of the run an MR with remote
+	 * write goes over them, which moves them onto a memfd (direct
+	 * placement, docs/transport.md) while receives land there */
+	uint8_t *late_map;             /* that mapping, or NULL */
+	size_t late_len;
+	struct ibv_mr *late_mr;        /* the MR over it, once registered */
 	struct tr_rwqe *rwqe;          /* by slot */
 	uint32_t posted;               /* WQEs posted and not completed */
 	uint32_t reserved;             /* of those, promised to messages already posted */
@@ -290,7 +298,7 @@ struct tr_world {
 	struct tr_rq rq[TR_MAX_RQ];
 	int nrq;
 	uint64_t completions, bytes_checked, messages, events, rnr_episodes;
-	uint64_t extra_wrs, episodes;
+	uint64_t extra_wrs, episodes, late_regs;
 	uint64_t last_progress_ms;
 };
 
@@ -304,6 +312,9 @@ struct tr_ep *tr_ep_by_qpn(struct tr_world *w, uint32_t qpn);
 struct tr_ep *tr_ep_by_tgt_qpn(struct tr_world *w, uint32_t qpn);
 /* The L_Key of one of the context's MRs (drawn from r). */
 uint32_t tr_lkey(struct tr_world *w, int ctx, struct tr_rng *r);
+/* Late registration: the MR with remote write over q's own slot pages
+ * (nothing if q has none or has it already). */
+void tr_rq_late_reg(struct tr_world *w, struct tr_rq *q);
 
 /* gen.c */
 /* Post the endpoint's next WRs if it can now: true if it posted. */

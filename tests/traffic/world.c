@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "traffic.h"
 
@@ -141,10 +142,24 @@ static struct tr_rq *rq_new(struct tr_world *w, int c, struct tr_rng *r, uint32_
 	q->cap = cap;
 	/* Room for the SGEs' gaps and a tail beyond the capacity. */
 	q->slot_size = (cap + 64u * TR_MAX_SGE + 256u + 63u) & ~63u;
-	q->slots = mem_take(w, c, (size_t)q->depth * q->slot_size);
 	q->rwqe = calloc(q->depth, sizeof(*q->rwqe));
 	tr_rng_seed(&q->rng, w->o.seed, 0x100 + (uint64_t)q->id);
-	if (tr_rng_pct(r, 40)) {
+	bool own_mrs = tr_rng_pct(r, 40);
+	struct tr_rng lr; /* its own stream: the other draws stay those of older seeds */
+
+	tr_rng_seed(&lr, w->o.seed, 0x300 + (uint64_t)q->id);
+	if (own_mrs && tr_rng_pct(&lr, 50)) {
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+		q->late_len = ((size_t)q->depth * q->slot_size + page - 1) & ~(page - 1);
+		q->late_map = mmap(NULL, q->late_len, PROT_READ | PROT_WRITE,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		CHECK(q->late_map != MAP_FAILED, "mmap: %s", strerror(errno));
+		q->slots = q->late_map;
+	} else {
+		q->slots = mem_take(w, c, (size_t)q->depth * q->slot_size);
+	}
+	if (own_mrs) {
 		q->slot_mr = calloc(q->depth, sizeof(*q->slot_mr));
 		for (uint32_t i = 0; i < q->depth; i++) {
 			q->slot_mr[i] = ibv_reg_mr(w->ctx[c].pd, q->slots + (size_t)i * q->slot_size,
@@ -492,6 +507,16 @@ void tr_world_open(struct tr_world *w)
 	}
 }
 
+void tr_rq_late_reg(struct tr_world *w, struct tr_rq *q)
+{
+	if (!q->late_map || q->late_mr)
+		return;
+	q->late_mr = ibv_reg_mr(w->ctx[q->ctx].pd, q->late_map, q->late_len,
+				IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(q->late_mr, "ibv_reg_mr(late): %s", strerror(errno));
+	w->late_regs++;
+}
+
 void tr_pair_reconnect(struct tr_world *w, struct tr_ep *a, struct tr_ep *b, struct tr_rng *r)
 {
 	uint32_t psn_a = tr_rng_next(r) & 0xffffff, psn_b = tr_rng_next(r) & 0xffffff;
@@ -543,6 +568,10 @@ void tr_world_close(struct tr_world *w)
 		for (uint32_t s = 0; q->slot_mr && s < q->depth; s++)
 			CHECK(!ibv_dereg_mr(q->slot_mr[s]), "ibv_dereg_mr(slot)");
 		free(q->slot_mr);
+		if (q->late_mr)
+			CHECK(!ibv_dereg_mr(q->late_mr), "ibv_dereg_mr(late)");
+		if (q->late_map)
+			munmap(q->late_map, q->late_len);
 		for (int s = 0; s < TR_MAX_EP; s++) {
 			for (struct tr_msg *m = q->from[s].head, *n; m; m = n) {
 				n = m->next;

@@ -3,12 +3,14 @@
 # ucx_perftest (Debian ucx-utils) and an MPI ping-pong that checks every
 # byte (tests/integration/mpi_pingpong.c, Open MPI's mpicc) run over
 # pml ucx, each with UCX_TLS allowing only softib's verbs transports.  UCX
-# uses a device only when /dev/infiniband/<dev_name> is a character device:
-# the tests make that view in a private mount namespace
-# (tests/integration/uverbs_view.sh), so they need root and skip (77)
-# without it, or without ucx-utils or Open MPI (.ci/deps installs both).
+# uses a device only when /dev/infiniband/<dev_name> is a character device,
+# and Open MPI's btl openib wants /sys/class/infiniband: the tests run the
+# clients under `softib run` (run_lib.sh), as root (its mount namespace)
+# and, the *_user tests, as a fresh uid with env -i and no namespaces (its
+# interposer); they need root for either and skip (77) without it, or
+# without ucx-utils or Open MPI (.ci/deps installs both).
 if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
-  # The devices' dev_name as the library reports it, for uverbs_view.sh.
+  # The devices' dev_name as the library reports it (the tests' checks).
   add_executable(ibv_devnames ${CMAKE_CURRENT_SOURCE_DIR}/integration/ibv_devnames.c)
   target_include_directories(ibv_devnames PRIVATE ${IBVERBS_INCLUDE_DIR})
   target_link_libraries(ibv_devnames PRIVATE ibverbs)
@@ -80,6 +82,29 @@ if(TARGET ibverbs AND TARGET softibd AND TARGET softib)
   set_tests_properties(openib_mpi_pingpong_pipeline PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
   sib_itest(openib_mpi_allreduce openib_mpi.sh -n 4 ${sib_mpi_allreduce})
   set_tests_properties(openib_mpi_allreduce PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120)
+
+  # The same clients as a fresh unprivileged uid with env -i, no
+  # capabilities and no namespaces (SIB_RUN_MODE=user, run_lib.sh):
+  # softib run's interposer path, as in a default Docker container.
+  macro(sib_user_itest name)
+    sib_itest(${name} ${ARGN})
+    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 120
+      ENVIRONMENT "${SIB_ITEST_ENV};SIB_RUN_MODE=user")
+  endmacro()
+  sib_user_itest(ucx_info_devices_user ucx_info.sh)
+  sib_user_itest(ucx_perftest_rc_verbs_ud_verbs_tag_bw_65536_user ucx_perftest.sh
+    rc_verbs,ud_verbs tag_bw 65536)
+  sib_user_itest(ucx_perftest_ud_verbs_tag_lat_8_user ucx_perftest.sh ud_verbs tag_lat 8)
+  sib_user_itest(ucx_perftest_rc_verbs_ud_verbs_ucp_put_bw_4096_user ucx_perftest.sh
+    rc_verbs,ud_verbs ucp_put_bw 4096)
+  sib_user_itest(ucx_perftest_rc_verbs_ud_verbs_ucp_get_8_user ucx_perftest.sh
+    rc_verbs,ud_verbs ucp_get 8)
+  sib_user_itest(ucx_mpi_pingpong_rc_verbs_ud_verbs_user ucx_mpi.sh rc_verbs,ud_verbs
+    ${sib_mpi_prog})
+  sib_user_itest(ucx_mpi_allreduce_rc_verbs_ud_verbs_user ucx_mpi.sh -n 4 rc_verbs,ud_verbs
+    ${sib_mpi_allreduce})
+  sib_user_itest(openib_mpi_pingpong_user openib_mpi.sh ${sib_mpi_prog})
+  sib_user_itest(openib_mpi_allreduce_user openib_mpi.sh -n 4 ${sib_mpi_allreduce})
 endif()
 
 # What UCX found, reproduced through the verbs API alone.

@@ -5,13 +5,14 @@
 # softib (issue 17): the UDCM connection manager (UD QPs), SRQs (the
 # default receive queues) or per-peer QPs (-q), eager RDMA and RDMA
 # put/get.  Rank N uses softib(N mod the number of devices) port 1 only
-# (btl_openib_if_include per app context).  btl openib needs no
-# /dev/infiniband node, only a non-empty $(ibv_get_sysfs_path)/class/infiniband
-# (opal_common_verbs_check_basics): a directory per device in a temp tree,
-# named by SYSFS_PATH, which softib's ibv_get_sysfs_path honours as
-# rdma-core's does.  Proof that softib carried it: each used port's
-# PortXmitPkts (perfquery, through softib's libibumad) grew, or without
-# perfquery softibd's count of pair rings made.  No root needed.
+# (btl_openib_if_include per app context).  btl openib needs a non-empty
+# /sys/class/infiniband (opal_common_verbs_check_basics): mpirun runs
+# under `softib run` (run_lib.sh), as root or, with SIB_RUN_MODE=user, as
+# a fresh uid with no namespaces (the interposer).  (Without softib run,
+# SYSFS_PATH naming a tree with class/infiniband/<dev> also does: softib's
+# ibv_get_sysfs_path honours it as rdma-core's does.)  Proof that softib
+# carried it: each used port's PortXmitPkts (perfquery, through softib's
+# libibumad) grew, or without perfquery softibd's count of pair rings made.
 # Usage: openib_mpi.sh [-n NP] [-q RECEIVE_QUEUES] [-m NAME=VALUE]... PROGRAM [ARGS...]
 #   -m: one more MCA parameter (e.g. mpi_leave_pinned=0: the RDMA pipeline
 #   protocol, which registers and deregisters each fragment)
@@ -33,17 +34,17 @@ done
 command -v mpirun >/dev/null || skip "no mpirun (Debian package openmpi-bin)"
 client ompi_info --param btl openib 2>/dev/null | grep -q 'MCA btl: openib' ||
 	skip "this Open MPI has no btl openib (gone in Open MPI 5)"
-start_daemon
-mapfile -t devs < <(client "$SIB_BIN/ibv_devnames" | cut -d' ' -f1)
+ucx_view_setup
+mapfile -t devs < <(run_client "$SIB_BIN/ibv_devnames" | cut -d' ' -f1)
 [ ${#devs[@]} -gt 0 ] || fail "ibv_devnames listed no device"
-for d in "${devs[@]}"; do mkdir -p "$SIB_TMP/sysfs/class/infiniband/$d"; done
 
 # xmit_pkts DEV: the port's PortXmitPkts, or softibd's pair rings made.
 xmit_pkts() {
-	if command -v perfquery >/dev/null; then
-		client timeout 10 perfquery -C "$1" -P 1 | sed -n 's/^PortXmitPkts:\.*//p'
+	# perfquery needs umad's privilege, as on a host (/dev/infiniband/umadN is root's)
+	if command -v perfquery >/dev/null && [ "$SIB_RUN_MODE" = root ]; then
+		run_client timeout 10 perfquery -C "$1" -P 1 | sed -n 's/^PortXmitPkts:\.*//p'
 	else
-		status | sed -n 's/^pairs made=\([0-9]*\) .*/\1/p'
+		run_admin status | sed -n 's/^pairs made=\([0-9]*\) .*/\1/p'
 	fi
 }
 declare -A before
@@ -52,11 +53,13 @@ for ((i = 0; i < np; i++)); do
 	before[$d]=$(xmit_pkts "$d") || fail "perfquery -C $d failed"
 done
 
-xs=(-x SYSFS_PATH="$SIB_TMP/sysfs" -x LD_LIBRARY_PATH -x SOFTIB_SOCKET -x SOFTIB_NO_AUTOSTART
-	-x SOFTIB_MEMLOCK)
+# /sys/class/infiniband comes from softib run's view (btl openib wants it
+# non-empty); btl_openib_allow_ib is softib run's default, set here too
+xs=(-x LD_LIBRARY_PATH -x SOFTIB_MEMLOCK)
+[ "$SIB_RUN_MODE" = root ] && xs+=(-x SOFTIB_SOCKET -x SOFTIB_NO_AUTOSTART)
 mca=()
 if [ -n "$SIB_PRELOAD" ]; then
-	xs+=(-x LD_PRELOAD="$SIB_PRELOAD" -x ASAN_OPTIONS)
+	[ "$SIB_RUN_MODE" = root ] && xs+=(-x LD_PRELOAD="$SIB_PRELOAD" -x ASAN_OPTIONS)
 	# Under ASan every rank died at exit, after its data was checked, with
 	# a SEGV in mca_btl_openib.so's deregistration function once that
 	# component was unloaded (Open MPI's registration cache calling it from
@@ -74,12 +77,12 @@ opts=(--mca pml ob1 --mca btl openib,self --mca btl_openib_allow_ib 1
 [ -z "$rq" ] || opts+=(--mca btl_openib_receive_queues "$rq")
 opts+=("${mca[@]}" "${more[@]}")
 # Open MPI's session directory goes with the test's.
-export TMPDIR=$SIB_TMP
+[ "$SIB_RUN_MODE" = root ] && export TMPDIR=$SIB_TMP
 root=()
 [ "$(id -u)" != 0 ] || root=(--allow-run-as-root)
 rc=0
 # Open MPI's own out-of-band channel stays on loopback.
-timeout 100 mpirun "${root[@]}" --oversubscribe --bind-to none --mca oob_tcp_if_include lo \
+timeout 100 "${VIEW_BARE[@]}" mpirun "${root[@]}" --oversubscribe --bind-to none --mca oob_tcp_if_include lo \
 	"${opts[@]}" "${apps[@]}" >"$SIB_TMP/mpi.out" 2>&1 || rc=$?
 cat "$SIB_TMP/mpi.out"
 [ "$rc" = 0 ] || fail "mpirun exited $rc"

@@ -15,7 +15,11 @@
 #         and the library autostarts the uid's own softibd on the default
 #         socket (/tmp/softib-<uid>), stopped and removed at exit.
 # Both need root (to be root, or to become another uid): else exit 77.
-# as_run_user CMD...: CMD as that uid, in the same environment (user mode).
+# as_run_user CMD...: CMD as that uid, in the same environment (user mode:
+# run_user.sh, which passes the clients' UCX_*, OMPI_* and FI_* settings).
+# run_client CMD...: CMD in RUN's setting (the daemon RUN's programs use).
+
+SIB_RUN_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 run_skip() {
 	echo "SKIP: $*"
@@ -30,25 +34,19 @@ run_cleanup() {
 }
 
 as_run_user() {
-	local lim=(prlimit --memlock=unlimited:unlimited) mem=()
-	if ! prlimit --memlock=unlimited:unlimited true 2>/dev/null; then
-		lim=()
-		mem=(SOFTIB_MEMLOCK=0)
-	fi
-	"${lim[@]}" setpriv --reuid="$SIB_RUN_UID" --regid="$SIB_RUN_UID" --clear-groups \
-		--inh-caps=-all --bounding-set=-all \
-		env -i PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin HOME=/ "${mem[@]}" \
-		${SIB_PRELOAD:+LD_PRELOAD=$SIB_PRELOAD ASAN_OPTIONS=$ASAN_OPTIONS} "$@"
+	bash "$SIB_RUN_HERE/run_user.sh" "$SIB_RUN_UID" "$@"
 }
 
 run_setup() {
 	local mode=$1 u
 	shift
+	export SIB_RUN_MODE=$mode
 	[ "$(id -u)" = 0 ] || run_skip "needs root (softib run as root, or as another uid)"
 	case $mode in
 	root)
 		start_daemon "$@"
 		RUN=(env LD_PRELOAD="$SIB_PRELOAD" "$SIB_BIN/softib" run --quiet --)
+		RUN_BARE=("$SIB_BIN/softib" run --quiet --)
 		;;
 	user)
 		command -v setpriv >/dev/null && command -v prlimit >/dev/null ||
@@ -59,15 +57,21 @@ run_setup() {
 			getent passwd "$u" >/dev/null || [ -e "/tmp/softib-$u" ] || break
 		done
 		SIB_RUN_UID=$u
+		export SIB_PRELOAD
 		trap 'run_cleanup; sib_cleanup' EXIT
 		as_run_user test -x "$SIB_BIN/softib" -a -r "$SIB_LIB/libibverbs.so.1" ||
 			run_skip "uid $u cannot read the build tree $SIB_BIN"
-		RUN=(as_run_user "$SIB_BIN/no_userns" "$SIB_BIN/softib" run --quiet --)
+		RUN=(bash "$SIB_RUN_HERE/run_user.sh" "$u" "$SIB_BIN/no_userns" "$SIB_BIN/softib" run --quiet --)
+		RUN_BARE=("${RUN[@]}")
 		;;
 	*)
 		fail "run_setup: unknown mode $mode"
 		;;
 	esac
+}
+
+run_client() {
+	"${RUN[@]}" "$@"
 }
 
 # run_admin ARGS...: the softib command (status, port, ...) against the

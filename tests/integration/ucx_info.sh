@@ -9,7 +9,7 @@
 set -o pipefail   # lib.sh sets -u; every failure is checked (fail)
 command -v ucx_info >/dev/null || skip "no ucx_info (Debian package ucx-utils)"
 ucx_view_setup
-devs=$(client "$SIB_BIN/ibv_devnames" | awk '{ print $1 }')
+devs=$(run_client "$SIB_BIN/ibv_devnames" | awk '{ print $1 }')
 timeout 30 "${VIEW[@]}" ucx_info -d >"$SIB_TMP/info.out" 2>&1 || { cat "$SIB_TMP/info.out"; fail "ucx_info -d in the view failed"; }
 # "tl dev" pairs, e.g. "rc_verbs softib0:1".
 awk '/^# +Transport:/ { tl = $3 } /^# +Device:/ { print tl, $3 }' "$SIB_TMP/info.out" >"$SIB_TMP/pairs"

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: MIT
-# Helpers for the UCX and Open MPI tests, sourced after lib.sh: the
-# uverbs view (uverbs_view.sh) around a command, and the check that UCX
-# really used softib.  The tests run as root (the view needs a mount
-# namespace); elsewhere they exit 77 (skip).
+# Helpers for the UCX and Open MPI tests, sourced after lib.sh: `softib
+# run` around a command (run_lib.sh), and the check that UCX really used
+# softib.  The tests need root (to be root, or to become another uid);
+# elsewhere they exit 77 (skip).
 
 SIB_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$SIB_HERE/run_lib.sh"
 
 # UCX's memory pools and registration cache pin more than a container's
 # default 8 MiB RLIMIT_MEMLOCK: without CAP_IPC_LOCK (docker's root lacks
@@ -19,18 +20,15 @@ skip() {
 	exit 77
 }
 
-# ucx_view_setup: start the private softibd, and set VIEW to the command
-# prefix that runs a program in the uverbs view of its devices.  The
-# prefix's own tools (bash, unshare, mount) run without the ASan runtime;
-# what follows it gets it through `env LD_PRELOAD=$SIB_PRELOAD`.
+# ucx_view_setup [SOFTIBD_ARGS...]: VIEW, the prefix that runs a program
+# under `softib run` (run_lib.sh) in the mode SIB_RUN_MODE names (root,
+# the default: softib run's mount namespace against a private softibd;
+# user: a fresh uid with env -i and no namespaces, softib run's
+# interposer), VIEW_BARE the same without the ASan runtime for mpirun.
 ucx_view_setup() {
-	local names=() n
-	[ "$(id -u)" = 0 ] || skip "needs root (a mount namespace for /dev/infiniband)"
-	unshare -m --propagation private true 2>/dev/null || skip "unshare -m failed"
-	start_daemon "$@"
-	while read -r _ n; do names+=(-d "$n"); done < <(client "$SIB_BIN/ibv_devnames")
-	[ ${#names[@]} -gt 0 ] || fail "ibv_devnames listed no device"
-	VIEW=(bash "$SIB_HERE/uverbs_view.sh" "${names[@]}" -- env LD_PRELOAD="$SIB_PRELOAD")
+	run_setup "${SIB_RUN_MODE:-root}" "$@"
+	VIEW=("${RUN[@]}")
+	VIEW_BARE=("${RUN_BARE[@]}")
 }
 
 # check_lanes FILE TLS DEVPATTERN: FILE holds UCX's info log (UCX_LOG_LEVEL=info);
@@ -53,6 +51,10 @@ check_lanes() {
 
 # check_released: every object of every process the test ran is gone.
 check_released() {
-	wait_until 5 sh -c "\"$SIB_BIN/softib\" status | grep -Eq '^totals devices=0 pd=0 mr=0 cq=0 qp=0 srq=0 ah=0 '" ||
-		fail "resources left: $(status)"
+	local _
+	for _ in $(seq 100); do
+		run_admin status | grep -Eq '^totals devices=0 pd=0 mr=0 cq=0 qp=0 srq=0 ah=0 ' && return 0
+		sleep 0.05
+	done
+	fail "resources left: $(run_admin status)"
 }

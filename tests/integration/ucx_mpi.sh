@@ -25,16 +25,17 @@ case $1 in
 		skip "no mpi4py (Debian package python3-mpi4py)" ;;
 esac
 ucx_view_setup
-# The view without its `env LD_PRELOAD=...` tail: mpirun itself runs
-# without the ASan runtime, the ranks get it with -x.
-VIEW_BARE=("${VIEW[@]:0:${#VIEW[@]}-2}")
-xs=(-x UCX_TLS="$tls" -x UCX_LOG_LEVEL=info -x LD_LIBRARY_PATH -x SOFTIB_SOCKET -x SOFTIB_NO_AUTOSTART)
-if [ -n "$SIB_PRELOAD" ]; then
-	xs+=(-x LD_PRELOAD="$SIB_PRELOAD" -x ASAN_OPTIONS)
+# As root mpirun itself runs without the ASan runtime (VIEW_BARE), the
+# ranks get it with -x; as a user (softib run's interposer) mpirun has it
+# and the interposer after it, and the ranks inherit both.
+xs=(-x UCX_TLS="$tls" -x UCX_LOG_LEVEL=info -x LD_LIBRARY_PATH)
+if [ "$SIB_RUN_MODE" = root ]; then
+	xs+=(-x SOFTIB_SOCKET -x SOFTIB_NO_AUTOSTART)
+	[ -z "$SIB_PRELOAD" ] || xs+=(-x LD_PRELOAD="$SIB_PRELOAD" -x ASAN_OPTIONS)
+	# Open MPI's session directory goes with the test's.
+	export TMPDIR=$SIB_TMP
 fi
-# Open MPI's session directory goes with the test's.
-export TMPDIR=$SIB_TMP
-ndev=$(client "$SIB_BIN/ibv_devnames" | wc -l)
+ndev=$(run_client "$SIB_BIN/ibv_devnames" | wc -l)
 apps=()
 for ((i = 0; i < np; i++)); do
 	[ "$i" = 0 ] || apps+=(:)

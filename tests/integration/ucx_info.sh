@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # Unmodified `ucx_info -d` (Debian ucx-utils) in the uverbs view
-# (uverbs_view.sh): every softib device is a UCX memory domain whose port 1
+# (softib run): every softib device is a UCX memory domain whose port 1
 # offers rc_verbs and ud_verbs.  Outside the view UCX lists none of them
 # (it needs /dev/infiniband/<dev_name>).  Needs root (exit 77 otherwise).
 . "$(dirname "$0")/lib.sh"

@@ -6,7 +6,7 @@
 # rank), UCX_TLS allowing only the given verbs transports and pml ucx
 # forced (its device check reads a driver link in sysfs that softib has
 # not, so pml_ucx_devices/tls say "any").  Both ranks' UCX logs must show
-# every endpoint lane on softib.  Needs root (uverbs_view.sh).
+# every endpoint lane on softib.  Runs under softib run (run_lib.sh): root, or SIB_RUN_MODE=user.
 # With -n NP (mpi_allreduce.c), NP ranks, rank N on softib(N mod the
 # number of devices):1; every rank's log must show its endpoints.
 # Usage: ucx_mpi.sh [-n NP] TLS PROGRAM [ARGS...]   (PROGRAM "none": skip)

@@ -4,7 +4,7 @@
 # softib0:1, the client on softib1:1 (UCX_NET_DEVICES), with UCX_TLS
 # allowing only the given verbs transports, so UCX cannot fall back to
 # tcp or shared memory; both logs must show every endpoint lane on softib
-# with those transports.  Needs root (the uverbs view, uverbs_view.sh).
+# with those transports.  Runs under softib run (run_lib.sh): root, or SIB_RUN_MODE=user.
 # Usage: ucx_perftest.sh TLS TEST SIZE [ITERS]
 #   e.g. ucx_perftest.sh rc_verbs,ud_verbs tag_bw 65536
 # Each side is bounded by a 60 s timeout.

@@ -381,18 +381,25 @@ const char *sib_view_target(int dirfd, const char *path, char *out, int *cls)
 	}
 	if (path[0] == '/' || path[0] == 0 || !sib_view_on())
 		return p;
-	/* relative, left alone: in the view when its base is */
+	/* relative, left alone: in the view when its base is (a base that only
+	 * leads towards it, ROOT itself for one, is the tree's writer's) */
+	const char *root;
+	size_t rootlen = view_root(&root);
 	int e = errno;
 	size_t b = base_dir(dirfd, out);
 	errno = e;
+	size_t virt = b == 0 ? 0 : sib_view_unmap(out);
 	size_t n = strlen(path);
-	if (b == 0 || b + 1 + n >= PATH_MAX)
+	if (virt == b || virt + 1 + n >= PATH_MAX)
 		return p;
-	out[b] = '/';
-	memcpy(out + b + 1, path, n + 1);
-	normalise(out);
+	out[virt] = '/';
+	memcpy(out + virt + 1, path, n + 1);
+	n = normalise(out);
+	if (!mapped_n(out, n) || rootlen + n >= PATH_MAX)
+		return p;
+	prefix_root(out, n, root, rootlen);
 	*cls = sib_view_class(out);
-	return *cls != SIB_VIEW_NONE ? out : p;
+	return out;
 }
 
 int sib_view_devnode(const char *real)

@@ -431,7 +431,7 @@ int sib_view_devnode_at(int dirfd, const char *path, const char *p, char *scratc
 {
 	if (p != path)
 		return sib_view_devnode(p);
-	if (path[0] == '/' || !sib_view_on())
+	if (path[0] == '/' || path[0] == 0 || !sib_view_on())
 		return 0;
 	int e = errno;
 	size_t b = base_dir(dirfd, scratch);

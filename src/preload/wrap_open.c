@@ -119,7 +119,8 @@ static __attribute__((noinline)) int view_openat_slow(int dirfd, const char *pat
 	int cls = SIB_VIEW_NONE;
 	/* only a call that would write or create needs to know where a
 	 * relative path left alone is (a getcwd more) */
-	int change = (flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE)) != O_RDONLY;
+	int change = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)) != 0 ||
+		(flags & O_TMPFILE) == O_TMPFILE;
 	const char *p = change ? sib_view_target(dirfd, path, buf, &cls) : sib_view_path(dirfd, path, buf);
 	if (p == NULL || (cls != SIB_VIEW_NONE && view_open_guard(buf, cls, &flags) != 0))
 		return -1;

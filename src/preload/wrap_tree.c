@@ -109,13 +109,13 @@ static __attribute__((noinline)) int view_unlinkat(int dirfd, const char *path, 
 		return -1;
 	if (cls == SIB_VIEW_NONE)
 		return (int)syscall(SYS_unlinkat, dirfd, p, flags);
+	if (flags & ~AT_REMOVEDIR) {
+		errno = EINVAL; /* before the lookup, as the kernel */
+		return -1;
+	}
 	int w = what(buf);
 	if (w < 0)
 		return -1;
-	if (flags & ~AT_REMOVEDIR) {
-		errno = EINVAL;
-		return -1;
-	}
 	if ((flags & AT_REMOVEDIR) && w == 0) {
 		errno = ENOTDIR;
 		return -1;

@@ -42,6 +42,9 @@ static size_t sib_rootlen;
 static char sib_rootc[PATH_MAX];
 static size_t sib_rootclen;
 static int sib_state; /* 0 unread, 1 being read, 2 read */
+/* The walk's scratch for reading ROOT: used once, by the one thread that
+ * reads it (so no stack for it in a call that comes first on a small stack). */
+static char sib_scratch[2][PATH_MAX];
 
 long sib_sys_getcwd(char *buf, size_t size)
 {
@@ -89,15 +92,21 @@ static size_t normalise(char *buf)
 	return w;
 }
 
-/* Whether the normalised absolute path P is a mapped path or below one. */
-static int mapped(const char *p)
+/* Which mapped path the normalised absolute path P (LEN bytes, not
+ * necessarily NUL-terminated) is or is below: its index + 1, or 0. */
+static int mapped_n(const char *p, size_t len)
 {
 	for (size_t i = 0; i < SIB_NMAPPED; i++) {
 		size_t n = strlen(sib_mapped[i]);
-		if (strncmp(p, sib_mapped[i], n) == 0 && (p[n] == 0 || p[n] == '/'))
-			return 1;
+		if (len >= n && memcmp(p, sib_mapped[i], n) == 0 && (len == n || p[n] == '/'))
+			return (int)i + 1;
 	}
 	return 0;
+}
+
+static int mapped(const char *p)
+{
+	return mapped_n(p, strlen(p));
 }
 
 /* Read SOFTIB_VIEW into sib_root and sib_rootc (once; the constructor does
@@ -116,7 +125,7 @@ static void view_read(void)
 	if (n <= 1)
 		return; /* "/": the view is the system itself */
 	int e = errno;
-	if (sib_realpath_walk(sib_root, sib_rootc) == 0)
+	if (sib_realpath_walk(sib_root, sib_rootc, sib_scratch[0], sib_scratch[1]) == 0)
 		sib_rootclen = strlen(sib_rootc);
 	errno = e;
 	sib_rootlen = n;
@@ -221,43 +230,219 @@ static const char *prefix_root(char *out, size_t len, const char *root, size_t r
 	return out;
 }
 
+/* Whether ROOT/POS (POS: BUF's first W bytes, a mapped path) is a directory
+ * the kernel can step through: ROOT opened, then "POS/" looked up from it.
+ * BUF[W] and BUF[W + 1] are bytes of the source the walk has consumed (the
+ * "/" and the first "." of the ".." being applied), free to write.  0, or -1
+ * with the kernel's errno (ENOENT, ENOTDIR, EACCES, ELOOP). */
+static int view_dir_ok(char *buf, size_t w, const char *root)
+{
+	buf[w] = '/';
+	buf[w + 1] = 0;
+	int rfd = (int)syscall(SYS_openat, AT_FDCWD, root, O_PATH | O_DIRECTORY | O_CLOEXEC, 0);
+	if (rfd < 0)
+		return -1;
+	long r = syscall(SYS_faccessat, rfd, buf + 1, F_OK);
+	int e = errno;
+	syscall(SYS_close, rfd);
+	errno = e;
+	return r == 0 ? 0 : -1;
+}
+
+/*
+ * The walk of sib_view_path, in place over BUF (an absolute path): lexical,
+ * as normalise(), except that a ".." applied to a position inside the view
+ * first checks that the view has that directory, as the kernel requires of
+ * every component it steps back from ("nosuch/.." is ENOENT, "file/.." is
+ * ENOTDIR).  VERIFIED: BUF's first VERIFIED bytes name a directory that
+ * exists (the cwd), 0 for none.  *LEN: the normal form's length; *PASSED:
+ * whether some prefix of the path was in the view.  0, or -1 with errno.
+ */
+static int view_walk(char *buf, size_t verified, const char *root, size_t *len, int *passed)
+{
+	size_t r = 0, w = 0, n0 = strlen(buf);
+	int ok = verified > 0; /* the position is known to exist */
+	int dir_end = n0 > 1 && (buf[n0 - 1] == '/' ||
+		(buf[n0 - 1] == '.' && buf[n0 - 2] == '/') ||
+		(n0 > 2 && buf[n0 - 1] == '.' && buf[n0 - 2] == '.' && buf[n0 - 3] == '/'));
+
+	while (buf[r]) {
+		while (buf[r] == '/')
+			r++;
+		size_t s = r;
+		while (buf[r] && buf[r] != '/')
+			r++;
+		size_t n = r - s;
+		if (n == 0 || (n == 1 && buf[s] == '.'))
+			continue;
+		if (n == 2 && buf[s] == '.' && buf[s + 1] == '.') {
+			if (mapped_n(buf, w)) {
+				*passed = 1;
+				if (!ok && view_dir_ok(buf, w, root) != 0)
+					return -1;
+				ok = 1;
+			}
+			while (w > 0 && buf[--w] != '/')
+				;
+			continue;
+		}
+		buf[w++] = '/';
+		memmove(buf + w, buf + s, n);
+		w += n;
+		if (r >= verified)
+			ok = 0;
+		if (mapped_n(buf, w))
+			*passed = 1;
+	}
+	if (w == 0)
+		buf[w++] = '/';
+	else if (dir_end)
+		buf[w++] = '/';
+	buf[w] = 0;
+	*len = w;
+	return 0;
+}
+
 const char *sib_view_path(int dirfd, const char *path, char *out)
 {
 	const char *root;
 	size_t rootlen = view_root(&root);
+	size_t n, verified = 0;
+	int passed = 0;
 
-	if (rootlen == 0 || path == NULL || path[0] == 0)
+	if (path == NULL) {
+		errno = EFAULT; /* the kernel's answer to a NULL path */
+		return NULL;
+	}
+	if (rootlen == 0 || path[0] == 0)
 		return path;
 	if (path[0] == '/') {
 		/* quick: neither /s..., /d..., //, /. nor a ".." that could lead there */
 		char c = path[1];
 		if (c != 's' && c != 'd' && c != '/' && c != '.' && strstr(path, "/..") == NULL)
 			return path;
-		size_t n = strlen(path);
+		n = strlen(path);
 		if (n >= PATH_MAX)
 			return path; /* the kernel says ENAMETOOLONG itself */
 		memcpy(out, path, n + 1);
-		n = normalise(out);
-		return mapped(out) ? prefix_root(out, n, root, rootlen) : path;
+	} else {
+		if (!needs_base(path))
+			return path;
+		int e = errno;
+		size_t b = base_dir(dirfd, out);
+		errno = e;
+		if (b == 0)
+			return path;
+		size_t virt = sib_view_unmap(out);
+		passed = virt != b; /* the base is in the view */
+		n = strlen(path);
+		if (virt + 1 + n >= PATH_MAX)
+			return path;
+		out[virt] = '/';
+		memcpy(out + virt + 1, path, n + 1);
+		verified = virt + 1;
 	}
-	if (!needs_base(path))
-		return path;
+	if (view_walk(out, verified, root, &n, &passed) != 0)
+		return NULL;
+	if (mapped_n(out, n))
+		return prefix_root(out, n, root, rootlen);
+	/* through the view and out of it: the normal form, which the kernel
+	 * resolves on the system as it would the same spelling on a host */
+	return passed ? out : path;
+}
+
+int sib_view_class(const char *p)
+{
+	const char *roots[2] = { sib_root, sib_rootc };
+	size_t lens[2] = { sib_rootlen, sib_rootclen };
+
+	if (!sib_view_on())
+		return SIB_VIEW_NONE;
+	for (int i = 0; i < 2; i++) {
+		if (lens[i] == 0 || strncmp(p, roots[i], lens[i]) != 0 || p[lens[i]] != '/')
+			continue;
+		int m = mapped(p + lens[i]);
+		if (m == 0)
+			return SIB_VIEW_NONE;
+		return strcmp(sib_mapped[m - 1], "/dev/infiniband") == 0 ? SIB_VIEW_DEV : SIB_VIEW_SYS;
+	}
+	return SIB_VIEW_NONE;
+}
+
+const char *sib_view_target(int dirfd, const char *path, char *out, int *cls)
+{
+	const char *p = sib_view_path(dirfd, path, out);
+	*cls = SIB_VIEW_NONE;
+	if (p == NULL)
+		return NULL;
+	if (p == out) {
+		*cls = sib_view_class(out);
+		return p;
+	}
+	if (path[0] == '/' || path[0] == 0 || !sib_view_on())
+		return p;
+	/* relative, left alone: in the view when its base is (a base that only
+	 * leads towards it, ROOT itself for one, is the tree's writer's) */
+	const char *root;
+	size_t rootlen = view_root(&root);
 	int e = errno;
 	size_t b = base_dir(dirfd, out);
 	errno = e;
-	if (b == 0)
-		return path;
-	size_t virt = sib_view_unmap(out);
-	int inside = virt != b;
+	size_t virt = b == 0 ? 0 : sib_view_unmap(out);
 	size_t n = strlen(path);
-	if (virt + 1 + n >= PATH_MAX)
-		return path;
+	if (virt == b || virt + 1 + n >= PATH_MAX)
+		return p;
 	out[virt] = '/';
 	memcpy(out + virt + 1, path, n + 1);
 	n = normalise(out);
-	if (mapped(out))
-		return prefix_root(out, n, root, rootlen);
-	return inside ? out : path;
+	if (!mapped_n(out, n) || rootlen + n >= PATH_MAX)
+		return p;
+	prefix_root(out, n, root, rootlen);
+	*cls = sib_view_class(out);
+	return out;
+}
+
+int sib_view_devnode(const char *real)
+{
+	static const char dev[] = "/dev/infiniband/";
+	const char *roots[2] = { sib_root, sib_rootc };
+	size_t lens[2] = { sib_rootlen, sib_rootclen };
+	char link[16];
+
+	if (!sib_view_on())
+		return 0;
+	for (int i = 0; i < 2; i++) {
+		const char *q = real + lens[i];
+		if (lens[i] == 0 || strncmp(real, roots[i], lens[i]) != 0 ||
+		    strncmp(q, dev, sizeof(dev) - 1) != 0)
+			continue;
+		q += sizeof(dev) - 1;
+		if (*q == 0 || *q == '/' || strchr(q, '/') != NULL)
+			return 0;
+		int e = errno;
+		long l = sib_sys_readlinkat(AT_FDCWD, real, link, sizeof(link));
+		errno = e;
+		return l == 9 && memcmp(link, "/dev/null", 9) == 0;
+	}
+	return 0;
+}
+
+int sib_view_devnode_at(int dirfd, const char *path, const char *p, char *scratch)
+{
+	if (p != path)
+		return sib_view_devnode(p);
+	if (path[0] == '/' || path[0] == 0 || !sib_view_on())
+		return 0;
+	int e = errno;
+	size_t b = base_dir(dirfd, scratch);
+	errno = e;
+	size_t n = strlen(path);
+	if (b == 0 || b + 1 + n >= PATH_MAX)
+		return 0;
+	scratch[b] = '/';
+	memcpy(scratch + b + 1, path, n + 1);
+	normalise(scratch);
+	return sib_view_devnode(scratch);
 }
 
 size_t sib_view_unmap(char *buf)

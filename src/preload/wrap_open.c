@@ -39,13 +39,99 @@ static int wants_mode(int flags)
 	return (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
 }
 
-static int view_openat(int dirfd, const char *path, int flags, mode_t mode)
+/* Whether the real path P exists (links followed): 0, or -1 with errno;
+ * *DIR: whether it is a directory ("P/" found too). */
+static int exists(char *p, int *dir)
+{
+	long r = syscall(SYS_faccessat, AT_FDCWD, p, F_OK);
+	if (r != 0)
+		return -1;
+	size_t n = strlen(p);
+	*dir = 1;
+	if (n + 1 < PATH_MAX && p[n - 1] != '/') {
+		int e = errno;
+		p[n] = '/', p[n + 1] = 0;
+		*dir = syscall(SYS_faccessat, AT_FDCWD, p, F_OK) == 0;
+		p[n] = 0;
+		errno = e;
+	}
+	return 0;
+}
+
+/*
+ * An open of the view path P (rewritten, PATH_MAX bytes) that would write
+ * or create: refused as sysfs and /dev refuse an ordinary user (fs/namei.c
+ * do_open and may_open, kernfs_fop_open, vfs_create): EEXIST for
+ * O_CREAT|O_EXCL of what exists, EISDIR for a directory opened to write or
+ * create, EOPNOTSUPP for O_TMPFILE (sysfs has no tmpfile), EACCES for the
+ * rest; ENOENT or ENOTDIR when the path or its directory is not there.
+ * The view's /dev/infiniband nodes open read-write (they are /dev/null).
+ * 0 to go on (O_CREAT then dropped from *FLAGS), -1 with errno.
+ */
+static int view_open_guard(char *p, int cls, int *flags)
+{
+	int f = *flags, dir = 0;
+	int tmpf = (f & O_TMPFILE) == O_TMPFILE, creat = (f & O_CREAT) != 0;
+	int wr = (f & O_ACCMODE) != O_RDONLY || (f & O_TRUNC) != 0;
+
+	if (cls == SIB_VIEW_NONE || (!creat && !tmpf && (!wr || cls == SIB_VIEW_DEV)))
+		return 0;
+	if (exists(p, &dir) == 0) {
+		if (creat && (f & O_EXCL)) {
+			errno = EEXIST;
+			return -1;
+		}
+		if (tmpf) {
+			errno = !dir ? ENOTDIR : cls == SIB_VIEW_SYS ? EOPNOTSUPP : EACCES;
+			return -1;
+		}
+		if (dir && (creat || wr)) {
+			errno = EISDIR;
+			return -1;
+		}
+		if (wr && cls == SIB_VIEW_SYS) {
+			errno = EACCES;
+			return -1;
+		}
+		*flags = f & ~O_CREAT;
+		return 0;
+	}
+	if (errno != ENOENT || !creat)
+		return -1;
+	/* O_CREAT of a name that is not there: EACCES when its directory is */
+	char *slash = strrchr(p, '/');
+	size_t n = strlen(p);
+	if (p[n - 1] == '/') {
+		errno = EISDIR;
+		return -1;
+	}
+	*slash = 0;
+	long r = syscall(SYS_faccessat, AT_FDCWD, slash == p ? "/" : p, F_OK);
+	*slash = '/';
+	if (r == 0)
+		errno = EACCES;
+	return -1;
+}
+
+static __attribute__((noinline)) int view_openat_slow(int dirfd, const char *path, int flags, mode_t mode)
 {
 	char buf[PATH_MAX];
-	const char *p = sib_view_path(dirfd, path, buf);
-	if (p == NULL)
+	int cls = SIB_VIEW_NONE;
+	/* only a call that would write or create needs to know where a
+	 * relative path left alone is (a getcwd more) */
+	int change = (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC)) != 0 ||
+		(flags & O_TMPFILE) == O_TMPFILE;
+	const char *p = change ? sib_view_target(dirfd, path, buf, &cls) : sib_view_path(dirfd, path, buf);
+	if (p == NULL || (cls != SIB_VIEW_NONE && view_open_guard(buf, cls, &flags) != 0))
 		return -1;
 	return (int)syscall(SYS_openat, dirfd, p, flags, mode);
+}
+
+static int view_openat(int dirfd, const char *path, int flags, mode_t mode)
+{
+	if (!sib_view_on())
+		return (int)syscall(SYS_openat, dirfd, path, flags, mode);
+	return view_openat_slow(dirfd, path, flags, mode);
 }
 
 #define SIB_MODE_ARG(flags, mode) do { \
@@ -148,11 +234,12 @@ static int fopen_flags(const char *mode)
 	return flags;
 }
 
-/* A stream on the view path P (already rewritten). */
-static FILE *view_fopen(const char *p, const char *mode, int large)
+/* A stream on the path P by the openat system call; CLS: what
+ * sib_view_target said of P (a PATH_MAX buffer then), for view_open_guard. */
+static FILE *view_fopen(char *p, const char *mode, int large, int cls)
 {
 	int flags = fopen_flags(mode);
-	if (flags < 0)
+	if (flags < 0 || (cls != SIB_VIEW_NONE && view_open_guard(p, cls, &flags) != 0))
 		return NULL;
 	int fd = (int)syscall(SYS_openat, AT_FDCWD, p, flags | (large ? O_LARGEFILE : 0), 0666);
 	if (fd < 0)
@@ -166,37 +253,48 @@ static FILE *view_fopen(const char *p, const char *mode, int large)
 	return f;
 }
 
-SIB_WRAP FILE *fopen(const char *path, const char *mode)
+/* fopen and fopen64 through the view; SELF: PATH itself is to be opened by
+ * glibc (outside the view), told by *SELF = 1. */
+static __attribute__((noinline)) FILE *view_fopen_slow(const char *path, const char *mode, int large, int *self)
 {
 	char buf[PATH_MAX];
-	const char *p = sib_view_path(AT_FDCWD, path, buf);
+	int cls = SIB_VIEW_NONE;
+	int change = mode[0] != 'r' || strchr(mode, '+') != NULL;
+	const char *p = change ? sib_view_target(AT_FDCWD, path, buf, &cls) : sib_view_path(AT_FDCWD, path, buf);
 	if (p == NULL)
 		return NULL;
-	return p == path ? _IO_fopen(path, mode) : view_fopen(p, mode, 0);
+	if (p == path) {
+		*self = 1;
+		return NULL;
+	}
+	return view_fopen(buf, mode, large, cls);
+}
+
+SIB_WRAP FILE *fopen(const char *path, const char *mode)
+{
+	int self = !sib_view_on();
+	FILE *f = self ? NULL : view_fopen_slow(path, mode, 0, &self);
+	return self ? _IO_fopen(path, mode) : f;
 }
 
 SIB_WRAP FILE *fopen64(const char *path, const char *mode)
 {
-	char buf[PATH_MAX];
-	const char *p = sib_view_path(AT_FDCWD, path, buf);
-	if (p == NULL)
-		return NULL;
+	int self = !sib_view_on();
+	FILE *f = self ? NULL : view_fopen_slow(path, mode, 1, &self);
+	if (!self)
+		return f;
 #if defined(__LP64__)
-	if (p == path)
-		return _IO_fopen(path, mode); /* fopen64 is fopen here */
+	return _IO_fopen(path, mode); /* fopen64 is fopen here */
+#else
+	return view_fopen((char *)path, mode, 1, SIB_VIEW_NONE);
 #endif
-	return view_fopen(p, mode, 1);
 }
 
 /* opendir as glibc's (sysdeps/unix/sysv/linux/opendir.c): O_RDONLY,
  * O_NDELAY, O_DIRECTORY, O_LARGEFILE, O_CLOEXEC, then the stream. */
 static DIR *view_opendirat(int dirfd, const char *path)
 {
-	char buf[PATH_MAX];
-	const char *p = sib_view_path(dirfd, path, buf);
-	if (p == NULL)
-		return NULL;
-	int fd = (int)syscall(SYS_openat, dirfd, p,
+	int fd = view_openat(dirfd, path,
 		O_RDONLY | O_NDELAY | O_DIRECTORY | O_LARGEFILE | O_CLOEXEC, 0);
 	if (fd < 0)
 		return NULL;

@@ -61,9 +61,8 @@ static int splice_link(char *link, size_t n, const char *rest, char *buf)
 	return 0;
 }
 
-int sib_realpath_walk(const char *path, char *out)
+int sib_realpath_walk(const char *path, char *out, char *rest, char *link)
 {
-	char rest[PATH_MAX], link[PATH_MAX];
 	size_t o, len = strlen(path);
 	int links = 0, dir_end = len > 0 && path[len - 1] == '/';
 
@@ -75,8 +74,8 @@ int sib_realpath_walk(const char *path, char *out)
 		errno = ENAMETOOLONG;
 		return -1;
 	}
-	memcpy(rest, path, len + 1);
-	if (path[0] == '/') {
+	memmove(rest, path, len + 1);
+	if (rest[0] == '/') {
 		out[0] = '/', out[1] = 0, o = 1;
 	} else {
 		if (sib_sys_getcwd(out, PATH_MAX) < 0)
@@ -113,6 +112,8 @@ int sib_realpath_walk(const char *path, char *out)
 				return -1;
 			continue; /* not a link; a later component or ENOTDIR tells */
 		}
+		if (sib_view_devnode(out))
+			continue; /* a device node of the view */
 		if (++links > SIB_MAXLINKS) {
 			errno = ELOOP;
 			return -1;
@@ -145,23 +146,40 @@ int sib_realpath_walk(const char *path, char *out)
 	return 0;
 }
 
-static ssize_t view_readlinkat(int dirfd, const char *path, char *buf, size_t size)
+/* readlinkat through the view, one PATH_MAX buffer: the rewritten path is
+ * read into the buffer that holds it (the kernel copies a path in before it
+ * writes the answer out).  An absolute answer naming ROOT/<view path> is
+ * given back virtual; a device node of the view is no link (EINVAL). */
+static __attribute__((noinline)) ssize_t view_readlinkat_slow(int dirfd, const char *path, char *buf, size_t size)
 {
-	char pbuf[PATH_MAX], tmp[PATH_MAX];
-	const char *p = sib_view_path(dirfd, path, pbuf);
+	char tmp[PATH_MAX];
+	const char *p = sib_view_path(dirfd, path, tmp);
 	if (p == NULL)
 		return -1;
-	if (p == path || size == 0)
+	if (size == 0 || (p == path && path[0] == '/'))
 		return sib_sys_readlinkat(dirfd, p, buf, size);
+	int dev = p != path && sib_view_devnode(p);
 	long n = sib_sys_readlinkat(dirfd, p, tmp, PATH_MAX - 1);
 	if (n < 0)
 		return -1;
 	tmp[n] = 0;
-	size_t len = tmp[0] == '/' ? sib_view_unmap(tmp) : (size_t)n;
+	if (n == 9 && memcmp(tmp, "/dev/null", 9) == 0 &&
+	    (dev || (p == path && sib_view_devnode_at(dirfd, path, path, tmp)))) {
+		errno = EINVAL;
+		return -1;
+	}
+	size_t len = p != path && tmp[0] == '/' ? sib_view_unmap(tmp) : (size_t)n;
 	if (len > size)
 		len = size;
 	memcpy(buf, tmp, len);
 	return (ssize_t)len;
+}
+
+static ssize_t view_readlinkat(int dirfd, const char *path, char *buf, size_t size)
+{
+	if (!sib_view_on())
+		return sib_sys_readlinkat(dirfd, path, buf, size);
+	return view_readlinkat_slow(dirfd, path, buf, size);
 }
 
 SIB_WRAP ssize_t readlink(const char *path, char *buf, size_t size)
@@ -188,23 +206,32 @@ SIB_WRAP ssize_t __readlinkat_chk(int dirfd, const char *path, char *buf, size_t
 	return view_readlinkat(dirfd, path, buf, len);
 }
 
+/* realpath(3) through the view: the walk's three PATH_MAX buffers on the
+ * heap, as glibc's realpath keeps its own (a thread's small stack holds no
+ * 12 KiB); ENOMEM when there is none. */
 static char *view_realpath(const char *path, char *resolved)
 {
-	char pbuf[PATH_MAX], tmp[PATH_MAX];
 	if (path == NULL) {
 		errno = EINVAL;
 		return NULL;
 	}
-	const char *p = sib_view_path(AT_FDCWD, path, pbuf);
-	if (p == NULL || sib_realpath_walk(p, tmp) != 0)
+	char *s = malloc(3 * (size_t)PATH_MAX);
+	if (s == NULL)
 		return NULL;
-	size_t len = sib_view_unmap(tmp);
-	if (resolved == NULL) {
-		resolved = malloc(len + 1);
-		if (resolved == NULL)
-			return NULL;
+	char *pbuf = s, *link = s + PATH_MAX, *out = s + 2 * PATH_MAX;
+	const char *p = sib_view_path(AT_FDCWD, path, pbuf);
+	if (p == NULL || sib_realpath_walk(p, out, pbuf, link) != 0) {
+		int e = errno;
+		free(s);
+		errno = e;
+		return NULL;
 	}
-	memcpy(resolved, tmp, len + 1);
+	size_t len = sib_view_unmap(out);
+	if (resolved == NULL)
+		resolved = malloc(len + 1);
+	if (resolved != NULL)
+		memcpy(resolved, out, len + 1);
+	free(s);
 	return resolved;
 }
 
@@ -225,11 +252,16 @@ SIB_WRAP char *canonicalize_file_name(const char *path)
 	return view_realpath(path, NULL);
 }
 
-SIB_WRAP int chdir(const char *path)
+static __attribute__((noinline)) int view_chdir(const char *path)
 {
 	char buf[PATH_MAX];
 	const char *p = sib_view_path(AT_FDCWD, path, buf);
 	return p == NULL ? -1 : (int)syscall(SYS_chdir, p);
+}
+
+SIB_WRAP int chdir(const char *path)
+{
+	return sib_view_on() ? view_chdir(path) : (int)syscall(SYS_chdir, path);
 }
 
 /* getcwd(3) (glibc sysdeps/unix/sysv/linux/getcwd.c): BUF of SIZE, or one

@@ -71,19 +71,28 @@ SIB_FROM_STATX(sys_fstatat, stat)
 SIB_FROM_STATX(sys_fstatat64, stat64)
 #endif
 
-static int view_fstatat(int dirfd, const char *path, struct stat *st, int flags)
-{
-	char buf[PATH_MAX];
-	const char *p = sib_view_path(dirfd, path, buf);
-	return p == NULL ? -1 : sys_fstatat(dirfd, p, st, flags);
+/* One body per struct: the path rewritten (one PATH_MAX buffer, in a
+ * function of its own so that a call with the view off never has it on the
+ * stack); a lstat of a device node of the view (a link to /dev/null in the
+ * tree) answers /dev/null's stat, as a host's lstat of the node would. */
+#define SIB_VIEW_FSTATAT(NAME, STAT, SYS) \
+static __attribute__((noinline)) int NAME##_slow(int dirfd, const char *path, struct STAT *st, int flags) \
+{ \
+	char buf[PATH_MAX]; \
+	const char *p = sib_view_path(dirfd, path, buf); \
+	if (p == NULL || SYS(dirfd, p, st, flags) != 0) \
+		return -1; \
+	if ((flags & AT_SYMLINK_NOFOLLOW) && S_ISLNK(st->st_mode) && \
+	    sib_view_devnode_at(dirfd, path, p, buf)) \
+		return SYS(dirfd, p, st, flags & ~AT_SYMLINK_NOFOLLOW); \
+	return 0; \
+} \
+static int NAME(int dirfd, const char *path, struct STAT *st, int flags) \
+{ \
+	return sib_view_on() ? NAME##_slow(dirfd, path, st, flags) : SYS(dirfd, path, st, flags); \
 }
-
-static int view_fstatat64(int dirfd, const char *path, struct stat64 *st, int flags)
-{
-	char buf[PATH_MAX];
-	const char *p = sib_view_path(dirfd, path, buf);
-	return p == NULL ? -1 : sys_fstatat64(dirfd, p, st, flags);
-}
+SIB_VIEW_FSTATAT(view_fstatat, stat, sys_fstatat)
+SIB_VIEW_FSTATAT(view_fstatat64, stat64, sys_fstatat64)
 
 SIB_WRAP int stat(const char *path, struct stat *st)
 {
@@ -116,11 +125,23 @@ SIB_WRAP int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags
 }
 
 #ifdef SYS_statx
-SIB_WRAP int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx)
+static __attribute__((noinline)) int view_statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx)
 {
 	char buf[PATH_MAX];
 	const char *p = sib_view_path(dirfd, path, buf);
-	return p == NULL ? -1 : (int)syscall(SYS_statx, dirfd, p, flags, mask, stx);
+	if (p == NULL || syscall(SYS_statx, dirfd, p, flags, mask, stx) != 0)
+		return -1;
+	if ((flags & AT_SYMLINK_NOFOLLOW) && (stx->stx_mask & STATX_TYPE) && S_ISLNK(stx->stx_mode) &&
+	    sib_view_devnode_at(dirfd, path, p, buf))
+		return (int)syscall(SYS_statx, dirfd, p, flags & ~AT_SYMLINK_NOFOLLOW, mask, stx);
+	return 0;
+}
+
+SIB_WRAP int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx)
+{
+	if (!sib_view_on())
+		return (int)syscall(SYS_statx, dirfd, path, flags, mask, stx);
+	return view_statx(dirfd, path, flags, mask, stx);
 }
 #endif
 
@@ -196,12 +217,8 @@ static int access_fallback(int dirfd, const char *p, int mode, int flags)
 	return -1;
 }
 
-static int view_faccessat(int dirfd, const char *path, int mode, int flags)
+static int sys_faccessat(int dirfd, const char *p, int mode, int flags)
 {
-	char buf[PATH_MAX];
-	const char *p = sib_view_path(dirfd, path, buf);
-	if (p == NULL)
-		return -1;
 	if (flags == 0)
 		return (int)syscall(SYS_faccessat, dirfd, p, mode);
 #ifdef SYS_faccessat2
@@ -212,6 +229,20 @@ static int view_faccessat(int dirfd, const char *path, int mode, int flags)
 	errno = e;
 #endif
 	return access_fallback(dirfd, p, mode, flags);
+}
+
+static __attribute__((noinline)) int view_faccessat_slow(int dirfd, const char *path, int mode, int flags)
+{
+	char buf[PATH_MAX];
+	const char *p = sib_view_path(dirfd, path, buf);
+	return p == NULL ? -1 : sys_faccessat(dirfd, p, mode, flags);
+}
+
+static int view_faccessat(int dirfd, const char *path, int mode, int flags)
+{
+	if (!sib_view_on())
+		return sys_faccessat(dirfd, path, mode, flags);
+	return view_faccessat_slow(dirfd, path, mode, flags);
 }
 
 SIB_WRAP int access(const char *path, int mode)
@@ -236,13 +267,20 @@ SIB_WRAP int eaccess(const char *path, int mode)
 
 /* The extended attributes a lookup reads (ls -l asks lgetxattr for the
  * security label and the ACL of each entry). */
-static ssize_t view_xattr(long nr, const char *path, const char *name, void *val, size_t size)
+static __attribute__((noinline)) ssize_t view_xattr_slow(long nr, const char *path, const char *name, void *val, size_t size)
 {
 	char buf[PATH_MAX];
 	const char *p = sib_view_path(AT_FDCWD, path, buf);
 	if (p == NULL)
 		return -1;
 	return name != NULL ? syscall(nr, p, name, val, size) : syscall(nr, p, val, size);
+}
+
+static ssize_t view_xattr(long nr, const char *path, const char *name, void *val, size_t size)
+{
+	if (!sib_view_on())
+		return name != NULL ? syscall(nr, path, name, val, size) : syscall(nr, path, val, size);
+	return view_xattr_slow(nr, path, name, val, size);
 }
 
 SIB_WRAP ssize_t getxattr(const char *path, const char *name, void *val, size_t size)

@@ -63,11 +63,25 @@ done
 expect "cat" "4: ACTIVE" "$(run cat /sys/class/infiniband/softib0/ports/1/state)"
 expect "cat relative" "softib0" "$(run sh -c 'cd /sys/class && cat infiniband_verbs/uverbs0/ibdev')"
 expect "ls" "cap_mask gids lid lid_mask_count link_layer phys_state pkeys rate sm_lid sm_sl state" "$(run ls /sys/class/infiniband/softib0/ports/1 | tr '\n' ' ' | sed 's/ $//')"
-out=$(run ls -l /sys/class/infiniband/softib0/ports/1/state /dev/infiniband)
-expect "ls -l" "uverbs0 -> /dev/null" "$(grep -o 'uverbs0 -> /dev/null' <<<"$out")"
-expect "stat" "symbolic link" "$(run stat -c %F /dev/infiniband/uverbs0)"
+# the device nodes are character devices, as on a host (the tree's links
+# to /dev/null are not shown), and ".." of a view directory is the system's
+out=$(run ls -la /sys/class/infiniband/softib0/ports/1/state /dev/infiniband/)
+expect "ls -la" "c uverbs0|d ..|" "$(awk '$NF == "uverbs0" || $NF == ".." { print substr($1, 1, 1), $NF }' <<<"$out" | LC_ALL=C sort | tr '\n' '|')"
+expect "stat" "character special file" "$(run stat -c %F /dev/infiniband/uverbs0)"
 expect "stat -L" "character special file" "$(run stat -L -c %F /dev/infiniband/uverbs0)"
-expect "readlink" /dev/null "$(run readlink /dev/infiniband/uverbs0)"
+expect "readlink" "" "$(run sh -c 'readlink /dev/infiniband/uverbs0 || echo -n')"
+expect "find -L -type c" /dev/infiniband/uverbs0 "$(run find -L /dev/infiniband -type c)"
+expect "stat .." "directory directory" "$(run stat -c %F /sys/class/infiniband/.. /dev/infiniband/.. | tr '\n' ' ' | sed 's/ $//')"
+expect "ls ../null" /dev/infiniband/../null "$(run ls /dev/infiniband/../null)"
+expect "stat nosuch/.." "No such file or directory" "$(run sh -c 'stat /dev/infiniband/nosuch/.. 2>&1 >/dev/null | grep -o "No such file or directory"')"
+# nothing writes the view (sysfs: EACCES for a user, EPERM for root)
+run sh -c 'echo x >/sys/class/infiniband/softib0/ports/1/state' && fail "write into the view worked"
+run touch /sys/class/infiniband/new && fail "touch in the view worked"
+run mkdir /dev/infiniband/d && fail "mkdir in the view worked"
+run rm -rf /sys/class/infiniband/softib0 && fail "rm -rf of the view worked"
+run mv /sys/class/infiniband/softib0 /sys/class/infiniband/x && fail "mv in the view worked"
+: >"$SIB_TMP/err"
+expect "view unchanged" "4: ACTIVE|uverbs0|softib0|" "$({ cat "$P/state"; ls "$V/sys/class/infiniband" "$V/dev/infiniband"; } | grep -v -e '^/' -e '^$' | tr '\n' '|')"
 expect "readlink -f" /sys/class/infiniband/softib0/ports/1/state \
 	"$(run readlink -f /sys/class/infiniband/softib0/ports/../ports/1/state)"
 expect "find" "/sys/class/infiniband/softib0/ports/1/state" "$(run find /sys/class/infiniband/ -name state)"

@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -212,16 +213,13 @@ static void check_open(void)
 	int fd = open(UVERBS, O_RDWR);
 	CHECK(fd >= 0);
 	close(fd);
-	int c = creat("/sys/class/infiniband/softib0/made", m);
-	CHECK(c >= 0);
-	close(c);
+	/* sysfs makes no files: creat is refused, the tree unchanged */
+	CHECK_ERR(creat("/sys/class/infiniband/softib0/made", m) < 0, EACCES);
 	snprintf(p, sizeof(p), "%s/sys/class/infiniband/softib0/made", root);
-	CHECK(raw_ino(p) != 0);
-	c = creat64("/sys/class/infiniband/softib0/made64", m);
-	CHECK(c >= 0);
-	close(c);
+	CHECK(raw_ino(p) == 0);
+	CHECK_ERR(creat64("/sys/class/infiniband/softib0/made64", m) < 0, EACCES);
 	snprintf(p, sizeof(p), "%s/sys/class/infiniband/softib0/made64", root);
-	CHECK(raw_ino(p) != 0);
+	CHECK(raw_ino(p) == 0);
 	CHECK_ERR(open("/sys/class/infiniband/nosuch", O_RDONLY) < 0, ENOENT);
 	CHECK_ERR(open("/dev/infiniband/nosuch", rd) < 0, ENOENT);
 	CHECK_ERR(__open_2("/sys/class/infiniband/softib0/nosuch", O_RDONLY) < 0, ENOENT);
@@ -265,10 +263,9 @@ static void check_streams(void)
 	CHECK(f != NULL && fgets(line, sizeof(line), f) != NULL && strcmp(line, "1: CA\n") == 0);
 	if (f != NULL)
 		fclose(f);
-	f = fopen("/sys/class/infiniband/softib0/made", "w+");
-	CHECK(f != NULL && fputs("x", f) >= 0);
-	if (f != NULL)
-		fclose(f);
+	CHECK_ERR(fopen("/sys/class/infiniband/softib0/made", "w+") == NULL, EACCES);
+	CHECK_ERR(fopen(STATE, "a") == NULL, EACCES);
+	CHECK_ERR(fopen64(STATE, "r+") == NULL, EACCES);
 	CHECK_ERR(fopen("/sys/class/infiniband/nosuch", "r") == NULL, ENOENT);
 	CHECK_ERR(fopen(STATE, "z") == NULL, EINVAL);
 	f = fopen("/proc/self/status", "r");
@@ -312,10 +309,16 @@ static void check_stat(void)
 
 	CHECK(stat(UVERBS, &st) == 0 && S_ISCHR(st.st_mode));
 	CHECK(stat64(UVERBS, &st64) == 0 && S_ISCHR(st64.st_mode));
-	CHECK(lstat(UVERBS, &st) == 0 && S_ISLNK(st.st_mode));
-	CHECK(lstat64(UVERBS, &st64) == 0 && S_ISLNK(st64.st_mode));
+	/* a device node of the view: lstat says so too (its link to /dev/null
+	 * in the tree is not shown), as on a host */
+	CHECK(lstat(UVERBS, &st) == 0 && S_ISCHR(st.st_mode) && st.st_ino == raw_ino("/dev/null"));
+	CHECK(lstat64(UVERBS, &st64) == 0 && S_ISCHR(st64.st_mode));
 	CHECK(fstatat(AT_FDCWD, UVERBS, &st, 0) == 0 && S_ISCHR(st.st_mode));
-	CHECK(fstatat(AT_FDCWD, UVERBS, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode));
+	CHECK(fstatat(AT_FDCWD, UVERBS, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode));
+	CHECK(statx(AT_FDCWD, UVERBS, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) == 0 && S_ISCHR(sx.stx_mode));
+	CHECK(lstat("/dev/infiniband/rdma_cm", &st) == 0 && S_ISCHR(st.st_mode));
+	/* a link of the view that is no device node stays a link */
+	CHECK(lstat("/sys/class/infiniband/softib0/device", &st) == 0 && S_ISLNK(st.st_mode));
 	CHECK(fstatat64(AT_FDCWD, "/sys/class/infiniband/softib0", &st64, 0) == 0 && S_ISDIR(st64.st_mode));
 	CHECK(statx(AT_FDCWD, UVERBS, 0, STATX_TYPE, &sx) == 0 && S_ISCHR(sx.stx_mode));
 	CHECK(stat(STATE, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 10);
@@ -330,11 +333,11 @@ static void check_stat(void)
 	/* the library built the statx way (SIB_PRELOAD_NO_XSTAT) defines none of them */
 	if (getenv("SIB_PRELOAD_NO_XSTAT") == NULL) {
 		CHECK(old_xstat(1, UVERBS, &st) == 0 && S_ISCHR(st.st_mode));
-		CHECK(old_lxstat(1, UVERBS, &st) == 0 && S_ISLNK(st.st_mode));
+		CHECK(old_lxstat(1, UVERBS, &st) == 0 && S_ISCHR(st.st_mode));
 		CHECK(old_xstat64(1, UVERBS, &st64) == 0 && S_ISCHR(st64.st_mode));
-		CHECK(old_lxstat64(1, UVERBS, &st64) == 0 && S_ISLNK(st64.st_mode));
+		CHECK(old_lxstat64(1, UVERBS, &st64) == 0 && S_ISCHR(st64.st_mode));
 		CHECK(old_fxstatat(1, AT_FDCWD, UVERBS, &st, 0) == 0 && S_ISCHR(st.st_mode));
-		CHECK(old_fxstatat64(1, AT_FDCWD, UVERBS, &st64, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st64.st_mode));
+		CHECK(old_fxstatat64(1, AT_FDCWD, UVERBS, &st64, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st64.st_mode));
 		CHECK_ERR(old_xstat(1, "/dev/infiniband/nosuch", &st) != 0, ENOENT);
 	}
 #endif
@@ -356,16 +359,14 @@ static void check_paths(void)
 	char buf[PATH_MAX], small[4], exp[PATH_MAX + 64];
 	ssize_t n;
 
-	n = readlink(UVERBS, buf, sizeof(buf)); /* __readlink_chk when fortified */
-	CHECK(n == 9 && memcmp(buf, "/dev/null", 9) == 0);
-	n = readlinkat(AT_FDCWD, UVERBS, buf, sizeof(buf));
-	CHECK(n == 9 && memcmp(buf, "/dev/null", 9) == 0);
-	n = __readlink_chk(UVERBS, buf, sizeof(buf), sizeof(buf));
-	CHECK(n == 9 && memcmp(buf, "/dev/null", 9) == 0);
-	n = __readlinkat_chk(AT_FDCWD, UVERBS, buf, sizeof(buf), sizeof(buf));
-	CHECK(n == 9 && memcmp(buf, "/dev/null", 9) == 0);
-	n = readlink(UVERBS, small, sizeof(small));
-	CHECK(n == 4 && memcmp(small, "/dev", 4) == 0);
+	/* a device node is no link (EINVAL), as on a host */
+	CHECK_ERR(readlink(UVERBS, buf, sizeof(buf)) < 0, EINVAL); /* __readlink_chk when fortified */
+	CHECK_ERR(readlinkat(AT_FDCWD, UVERBS, buf, sizeof(buf)) < 0, EINVAL);
+	CHECK_ERR(__readlink_chk(UVERBS, buf, sizeof(buf), sizeof(buf)) < 0, EINVAL);
+	CHECK_ERR(__readlinkat_chk(AT_FDCWD, UVERBS, buf, sizeof(buf), sizeof(buf)) < 0, EINVAL);
+	CHECK_ERR(readlink(UVERBS, small, sizeof(small)) < 0, EINVAL);
+	n = readlink("/sys/class/infiniband/softib0/device", small, sizeof(small));
+	CHECK(n == 4 && memcmp(small, "../.", 4) == 0);
 	n = readlink("/sys/class/infiniband/softib0/device", buf, sizeof(buf));
 	CHECK(n == 24 && memcmp(buf, "../../../devices/softib0", 24) == 0);
 	CHECK_ERR(readlink("/dev/infiniband/nosuch", buf, sizeof(buf)) < 0, ENOENT);
@@ -375,7 +376,7 @@ static void check_paths(void)
 		&& strcmp(buf, STATE) == 0);
 	CHECK(__realpath_chk("//sys/class/infiniband/./softib0", buf, sizeof(buf)) != NULL
 		&& strcmp(buf, "/sys/class/infiniband/softib0") == 0);
-	CHECK(realpath(UVERBS, buf) != NULL && strcmp(buf, "/dev/null") == 0);
+	CHECK(realpath(UVERBS, buf) != NULL && strcmp(buf, UVERBS) == 0);
 	char *r = canonicalize_file_name("/sys/class/infiniband/softib0/ports/1");
 	CHECK(r != NULL && strcmp(r, "/sys/class/infiniband/softib0/ports/1") == 0);
 	free(r);
@@ -452,6 +453,259 @@ static void check_cwd(void)
 	close(dfd);
 }
 
+/* ".." out of a directory of the view: the system's parent, as on a host;
+ * ".." after a name the view does not have: the kernel's ENOENT/ENOTDIR
+ * (issue 17 review: "ls -la /dev/infiniband/" could not access "..") */
+static void check_dotdot(void)
+{
+	struct stat st;
+	char buf[PATH_MAX];
+
+	CHECK(stat("/dev/infiniband/..", &st) == 0 && st.st_ino == raw_ino("/dev"));
+	CHECK(stat("/dev/infiniband/../", &st) == 0 && st.st_ino == raw_ino("/dev"));
+	CHECK(lstat("/sys/class/infiniband/..", &st) == 0 && st.st_ino == raw_ino("/sys/class"));
+	CHECK(stat("/dev/infiniband/../null", &st) == 0 && st.st_ino == raw_ino("/dev/null"));
+	CHECK(access("/sys/class/misc/rdma_cm/../..", F_OK) == 0);
+	CHECK(is_state(open("/dev/infiniband/../../sys/class/infiniband/softib0/ports/1/state", O_RDONLY)));
+	CHECK(is_state(open("/sys/class/infiniband/softib0/ports/../../../infiniband/softib0/ports/1/state", O_RDONLY)));
+	CHECK_ERR(stat("/dev/infiniband/nosuch/..", &st) != 0, ENOENT);
+	CHECK_ERR(stat("/dev/infiniband/nosuch/../uverbs0", &st) != 0, ENOENT);
+	CHECK_ERR(stat("/dev/infiniband/x/../x/../uverbs0", &st) != 0, ENOENT);
+	CHECK_ERR(open("/sys/class/infiniband/softib0/nosuch/../node_type", O_RDONLY) < 0, ENOENT);
+	CHECK_ERR(stat(STATE "/..", &st) != 0, ENOTDIR);
+	CHECK_ERR(access("/dev/infiniband/uverbs0/..", F_OK) != 0, ENOTDIR);
+	DIR *d = opendir("/dev/infiniband/..");
+	int seen = 0;
+	struct dirent *e;
+	while (d != NULL && (e = readdir(d)) != NULL)
+		seen += strcmp(e->d_name, "null") == 0;
+	CHECK(d != NULL && seen == 1);
+	if (d != NULL)
+		closedir(d);
+	CHECK(realpath("/dev/infiniband/../null", buf) != NULL && strcmp(buf, "/dev/null") == 0);
+	CHECK_ERR(realpath("/dev/infiniband/nosuch/..", buf) == NULL, ENOENT);
+	/* relative, from inside the view */
+	CHECK(chdir("/dev/infiniband") == 0);
+	CHECK(stat("..", &st) == 0 && st.st_ino == raw_ino("/dev"));
+	CHECK(stat("../null", &st) == 0 && st.st_ino == raw_ino("/dev/null"));
+	CHECK_ERR(stat("nosuch/..", &st) != 0, ENOENT);
+	CHECK_ERR(stat("uverbs0/../uverbs0", &st) != 0, ENOTDIR);
+	CHECK(chdir("/") == 0);
+}
+
+/* A NULL path: EFAULT, as the kernel answers (view on or off). */
+static void check_null(void)
+{
+#ifndef __SANITIZE_ADDRESS__ /* ASan's interceptors (readlink...) read the path first: the plain and fortified builds check */
+	/* through pointers: the declarations' nonnull would have UBSan stop the
+	 * call the test makes on purpose */
+	int (*volatile op)(const char *, int, ...) = open;
+	int (*volatile opat)(int, const char *, int, ...) = openat;
+	int (*volatile st_)(const char *, struct stat *) = stat;
+	int (*volatile lst)(const char *, struct stat *) = lstat;
+	int (*volatile acc)(const char *, int) = access;
+	ssize_t (*volatile rl)(const char *, char *, size_t) = readlink;
+	int (*volatile cd)(const char *) = chdir;
+	int (*volatile md)(const char *, mode_t) = mkdir;
+	int (*volatile ul)(const char *) = unlink;
+	struct stat st;
+	char buf[16];
+	CHECK_ERR(op(NULL, O_RDONLY) < 0, EFAULT);
+	CHECK_ERR(opat(AT_FDCWD, NULL, O_RDONLY) < 0, EFAULT);
+	CHECK_ERR(st_(NULL, &st) != 0, EFAULT);
+	CHECK_ERR(lst(NULL, &st) != 0, EFAULT);
+	CHECK_ERR(acc(NULL, F_OK) != 0, EFAULT);
+	CHECK_ERR(rl(NULL, buf, sizeof(buf)) < 0, EFAULT);
+	CHECK_ERR(cd(NULL) != 0, EFAULT);
+	CHECK_ERR(md(NULL, 0755) != 0, EFAULT);
+	CHECK_ERR(ul(NULL) != 0, EFAULT);
+#endif
+}
+
+/* Nothing writes the view: opens for writing or creating, mkdir, unlink,
+ * rmdir and rename fail as on sysfs, and the tree stays as it was. */
+static void check_writes(void)
+{
+	int no = geteuid() == 0 ? EPERM : EACCES; /* sysfs: no such operation for root */
+	char p[PATH_MAX];
+	volatile int wr = O_WRONLY;
+
+	CHECK_ERR(open(STATE, O_WRONLY) < 0, EACCES);
+	CHECK_ERR(open(STATE, wr) < 0, EACCES); /* __open_2 when fortified */
+	CHECK_ERR(open(STATE, O_RDWR) < 0, EACCES);
+	CHECK_ERR(open(STATE, O_RDONLY | O_TRUNC) < 0, EACCES);
+	CHECK_ERR(openat(AT_FDCWD, STATE, O_WRONLY | O_CREAT, 0644) < 0, EACCES);
+	CHECK_ERR(open(STATE, O_WRONLY | O_CREAT | O_EXCL, 0644) < 0, EEXIST);
+	CHECK_ERR(open("/sys/class/infiniband/softib0", O_WRONLY) < 0, EISDIR);
+	CHECK_ERR(open("/sys/class/infiniband/new", O_WRONLY | O_CREAT, 0644) < 0, EACCES);
+	CHECK_ERR(open("/sys/class/infiniband/nodir/new", O_WRONLY | O_CREAT, 0644) < 0, ENOENT);
+	CHECK_ERR(open("/sys/class/infiniband", O_TMPFILE | O_WRONLY, 0600) < 0, EOPNOTSUPP);
+	CHECK_ERR(creat("/dev/infiniband/new", 0644) < 0, EACCES);
+	CHECK(is_state(open(STATE, O_RDONLY | O_CREAT, 0644))); /* what exists opens read-only */
+	int fd = open(UVERBS, O_RDWR | O_TRUNC); /* the device opens read-write */
+	CHECK(fd >= 0 && write(fd, "x", 1) == 1);
+	if (fd >= 0)
+		close(fd);
+	CHECK_ERR(mkdir("/sys/class/infiniband/newdir", 0755) != 0, no);
+	CHECK_ERR(mkdirat(AT_FDCWD, "/dev/infiniband/newdir", 0755) != 0, no);
+	CHECK_ERR(mkdir("/sys/class/infiniband/softib0", 0755) != 0, EEXIST);
+	CHECK_ERR(mkdir("/sys/class/infiniband/nodir/x", 0755) != 0, ENOENT);
+	CHECK_ERR(unlink(STATE) != 0, no);
+	CHECK_ERR(unlink(UVERBS) != 0, no);
+	CHECK_ERR(unlinkat(AT_FDCWD, "/sys/class/infiniband/softib0/device", 0) != 0, no);
+	CHECK_ERR(unlink("/sys/class/infiniband/nosuch") != 0, ENOENT);
+	CHECK_ERR(unlink("/sys/class/infiniband/softib0") != 0, EISDIR);
+	CHECK_ERR(rmdir("/sys/class/infiniband/softib0/ports/1") != 0, no);
+	CHECK_ERR(unlinkat(AT_FDCWD, "/dev/infiniband", AT_REMOVEDIR) != 0, no);
+	CHECK_ERR(rmdir(STATE) != 0, ENOTDIR);
+	CHECK_ERR(rename(STATE, "/sys/class/infiniband/softib0/ports/1/x") != 0, no);
+	CHECK_ERR(renameat(AT_FDCWD, UVERBS, AT_FDCWD, "/dev/infiniband/uverbs9") != 0, no);
+	CHECK_ERR(rename("/sys/class/infiniband/nosuch", "/sys/class/infiniband/x") != 0, ENOENT);
+	CHECK_ERR(rename(STATE, "/tmp/sib_preload_never") != 0, EXDEV);
+	CHECK_ERR(rename("/proc/self/status", "/dev/infiniband/x") != 0, EXDEV);
+	CHECK(chdir("/sys/class/infiniband/softib0") == 0);
+	CHECK_ERR(unlink("node_type") != 0, no); /* relative, in the view */
+	CHECK_ERR(mkdir("ports/2", 0755) != 0, no);
+	CHECK(chdir("/") == 0);
+	snprintf(p, sizeof(p), "%s/" STATE, root);
+	CHECK(raw_ino(p) != 0);
+	snprintf(p, sizeof(p), "%s/" UVERBS, root);
+	char l[16];
+	CHECK(syscall(SYS_readlinkat, AT_FDCWD, p, l, sizeof(l)) == 9);
+	snprintf(p, sizeof(p), "%s/sys/class/infiniband/newdir", root);
+	CHECK(raw_ino(p) == 0);
+	/* the tree's writer (src/sysview: relative to ROOT's fd) is not refused */
+	int rfd = open(root, O_RDONLY | O_DIRECTORY);
+	CHECK(rfd >= 0 && mkdirat(rfd, "sys/class/infiniband/w", 0755) == 0);
+	fd = openat(rfd, "sys/class/infiniband/w/.f", O_WRONLY | O_CREAT | O_EXCL, 0444);
+	CHECK(fd >= 0 && write(fd, "1\n", 2) == 2);
+	if (fd >= 0)
+		close(fd);
+	CHECK(renameat(rfd, "sys/class/infiniband/w/.f", rfd, "sys/class/infiniband/w/f") == 0);
+	CHECK(strcmp(fd_text(open("/sys/class/infiniband/w/f", O_RDONLY)), "1\n") == 0);
+	CHECK(unlinkat(rfd, "sys/class/infiniband/w/f", 0) == 0);
+	CHECK(unlinkat(rfd, "sys/class/infiniband/w", AT_REMOVEDIR) == 0);
+	close(rfd);
+	/* outside the view they work */
+	char tmp[PATH_MAX];
+	snprintf(tmp, sizeof(tmp), "%s.dir", root);
+	CHECK(mkdir(tmp, 0755) == 0 && rmdir(tmp) == 0);
+}
+
+/* The device nodes from a directory fd or the cwd inside /dev/infiniband
+ * (find's and ls's way): character devices, not links. */
+static void check_devnode_rel(void)
+{
+	struct stat st;
+	struct statx sx;
+	char buf[64];
+	int dfd = open("/dev/infiniband", O_RDONLY | O_DIRECTORY);
+	CHECK(dfd >= 0);
+	CHECK(fstatat(dfd, "uverbs0", &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISCHR(st.st_mode));
+	CHECK(statx(dfd, "rdma_cm", AT_SYMLINK_NOFOLLOW, STATX_TYPE, &sx) == 0 && S_ISCHR(sx.stx_mode));
+	CHECK_ERR(readlinkat(dfd, "uverbs0", buf, sizeof(buf)) < 0, EINVAL);
+	close(dfd);
+	CHECK(chdir("/dev/infiniband") == 0);
+	CHECK(lstat("uverbs0", &st) == 0 && S_ISCHR(st.st_mode));
+	CHECK(lstat("./uverbs0", &st) == 0 && S_ISCHR(st.st_mode));
+	CHECK_ERR(readlink("uverbs0", buf, sizeof(buf)) < 0, EINVAL);
+	CHECK(chdir("/sys/class/infiniband/softib0") == 0);
+	CHECK(lstat("device", &st) == 0 && S_ISLNK(st.st_mode));
+	CHECK(readlink("device", buf, sizeof(buf)) == 24);
+	CHECK(chdir("/") == 0);
+}
+
+/* Every wrapper from a thread with a 16 KiB stack (glibc's PTHREAD_STACK_MIN
+ * on x86_64): one PATH_MAX buffer per call at most (issue 17 review: realpath
+ * kept four and crashed such a thread, view on or off).  In a child, so that
+ * a crash is a failure with a name. */
+static void *small_main(void *arg)
+{
+	char buf[256], *r;
+	struct stat st;
+	struct stat64 st64;
+	struct statx sx;
+	struct dirent **list;
+	long bad = 0;
+	int fd;
+
+	bad += (r = realpath("/usr/bin/../lib", NULL)) == NULL;
+	free(r);
+	bad += (r = realpath(STATE, NULL)) == NULL && arg != NULL;
+	free(r);
+	bad += (r = canonicalize_file_name("/dev/infiniband/../null")) == NULL && arg != NULL;
+	free(r);
+	fd = open(STATE, O_RDONLY);
+	bad += fd < 0 && arg != NULL;
+	if (fd >= 0)
+		close(fd);
+	fd = openat(AT_FDCWD, "/dev/infiniband/../null", O_RDONLY);
+	bad += fd < 0 && arg != NULL;
+	if (fd >= 0)
+		close(fd);
+	FILE *f = fopen("/proc/self/status", "r");
+	bad += f == NULL;
+	if (f != NULL)
+		fclose(f);
+	f = fopen64(STATE, "r");
+	if (f != NULL)
+		fclose(f);
+	DIR *d = opendir("/sys/class/infiniband");
+	if (d != NULL)
+		closedir(d);
+	int n = scandir("/dev/infiniband", &list, NULL, alphasort);
+	while (n > 0)
+		free(list[--n]);
+	if (n == 0)
+		free(list);
+	bad += stat("/dev/infiniband/../null", &st) != 0 && arg != NULL;
+	bad += lstat64(UVERBS, &st64) != 0 && arg != NULL;
+	bad += fstatat(AT_FDCWD, "/sys/class/infiniband/..", &st, 0) != 0 && arg != NULL;
+	bad += statx(AT_FDCWD, "/dev/infiniband/..", 0, STATX_TYPE, &sx) != 0 && arg != NULL;
+	bad += access("/sys/class/infiniband/..", F_OK) != 0 && arg != NULL;
+	bad += faccessat(AT_FDCWD, "/dev/infiniband/../null", R_OK, AT_EACCESS) != 0 && arg != NULL;
+	bad += readlink(UVERBS, buf, sizeof(buf)) < -1;
+	bad += readlinkat(AT_FDCWD, "/sys/class/infiniband/softib0/device", buf, sizeof(buf)) < -1;
+	lgetxattr("/dev/infiniband/../null", "security.selinux", buf, sizeof(buf));
+	mkdir("/sys/class/infiniband/x", 0755);
+	unlink("/sys/class/infiniband/x");
+	rmdir("/sys/class/infiniband/x");
+	rename("/sys/class/infiniband/x", "/dev/infiniband/../../tmp/x");
+	bad += chdir(arg != NULL ? "/dev/infiniband/.." : "/dev") != 0;
+	bad += getcwd(buf, sizeof(buf)) == NULL;
+	r = get_current_dir_name();
+	bad += r == NULL;
+	free(r);
+	bad += chdir("/") != 0;
+	return (void *)bad;
+}
+
+static void check_small_stack(int on)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		pthread_attr_t at;
+		pthread_t t;
+		void *bad = (void *)1;
+#ifdef __SANITIZE_ADDRESS__
+		size_t sz = 65536; /* ASan's frames are larger; the plain builds check 16 KiB */
+#else
+		size_t sz = 16384;
+#endif
+		pthread_attr_init(&at);
+		pthread_attr_setstacksize(&at, sz);
+		if (pthread_create(&t, &at, small_main, on ? (void *)1 : NULL) != 0)
+			_exit(3);
+		pthread_join(t, &bad);
+		_exit(bad != NULL ? 4 : 0);
+	}
+	int st = 0;
+	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "FAIL small stack: status %#x (a signal: the stack overflowed)\n", st);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 /* A child made by fork and exec sees the view too (the environment). */
 static void check_exec(void)
 {
@@ -500,45 +754,69 @@ static void check_threads(void)
 	}
 }
 
-/* The model of the rewrite: PATH's lexical normal form under ROOT when it
- * names a mapped path; else, when PATH was made from a directory INSIDE the
- * view, its normal form (the system's path it leads to); else PATH itself.
- * Into OUT. */
-static void model(const char *path, int inside, char *out)
+/* The mapped path PATH names or is below, as the library lists them. */
+static int model_mapped(const char *norm)
 {
 	static const char *const mapped[] = { "/sys/class/infiniband", "/sys/class/infiniband_verbs",
 		"/sys/class/infiniband_mad", "/sys/class/infiniband_ucma", "/sys/class/misc/rdma_cm",
 		"/dev/infiniband" };
-	char comps[32][32], norm[PATH_MAX] = "";
-	int n = 0;
+	for (size_t i = 0; i < sizeof(mapped) / sizeof(mapped[0]); i++) {
+		size_t m = strlen(mapped[i]);
+		if (strncmp(norm, mapped[i], m) == 0 && (norm[m] == 0 || norm[m] == '/'))
+			return 1;
+	}
+	return 0;
+}
+
+/* The model of the rewrite of the absolute PATH: its components one by one;
+ * a ".." applied inside the view needs ROOT/<position> to be a directory
+ * (else that errno, returned); the lexical normal form under ROOT when it
+ * names a mapped path; else, when a prefix of it was in the view, its normal
+ * form (the system's path it leads to); else PATH itself.  Into OUT; 0 or
+ * the errno the call must fail with. */
+static int model(const char *path, char *out)
+{
+	char norm[PATH_MAX] = "/", chk[PATH_MAX + 64];
+	size_t w = 0;
+	int passed = 0;
 	const char *p = path;
 	while (*p) {
 		size_t l = strcspn(p, "/");
-		if (l == 2 && p[0] == '.' && p[1] == '.')
-			n -= n > 0;
-		else if (l > 0 && !(l == 1 && p[0] == '.') && n < 32 && l < 32)
-			memcpy(comps[n], p, l), comps[n][l] = 0, n++;
+		if (l == 2 && p[0] == '.' && p[1] == '.') {
+			if (w > 0 && model_mapped(norm)) {
+				passed = 1;
+				struct stat st;
+				snprintf(chk, sizeof(chk), "%s%s", root, norm);
+				if (syscall(SYS_newfstatat, AT_FDCWD, chk, &st, 0) != 0)
+					return errno;
+				if (!S_ISDIR(st.st_mode))
+					return ENOTDIR;
+			}
+			while (w > 0 && norm[--w] != '/')
+				;
+			norm[w] = 0;
+		} else if (l > 0 && !(l == 1 && p[0] == '.')) {
+			norm[w++] = '/';
+			memcpy(norm + w, p, l);
+			w += l;
+			norm[w] = 0;
+			passed |= model_mapped(norm);
+		}
 		p += l;
 		p += *p == '/';
 	}
-	for (int i = 0; i < n; i++)
-		strcat(strcat(norm, "/"), comps[i]);
-	if (n == 0)
+	if (w == 0)
 		strcpy(norm, "/");
 	size_t len = strlen(path);
-	int dir_end = n > 0 && len > 1 && (path[len - 1] == '/' || (path[len - 1] == '.' && path[len - 2] == '/')
+	int dir_end = w > 0 && len > 1 && (path[len - 1] == '/' || (path[len - 1] == '.' && path[len - 2] == '/')
 		|| (len > 2 && strcmp(path + len - 3, "/..") == 0));
-	for (size_t i = 0; i < sizeof(mapped) / sizeof(mapped[0]); i++) {
-		size_t m = strlen(mapped[i]);
-		if (strncmp(norm, mapped[i], m) == 0 && (norm[m] == 0 || norm[m] == '/')) {
-			snprintf(out, PATH_MAX, "%s%s%s", root, norm, dir_end ? "/" : "");
-			return;
-		}
-	}
-	if (inside)
-		snprintf(out, PATH_MAX, "%s%s", norm, dir_end && n > 0 ? "/" : "");
+	if (model_mapped(norm))
+		snprintf(out, PATH_MAX, "%s%s%s", root, norm, dir_end ? "/" : "");
+	else if (passed)
+		snprintf(out, PATH_MAX, "%s%s", norm, dir_end ? "/" : "");
 	else
 		snprintf(out, PATH_MAX, "%s", path);
+	return 0;
 }
 
 /* Random spellings, absolute and relative to a random cwd (in the view,
@@ -571,15 +849,15 @@ static void check_random(void)
 			continue;
 		/* a relative q is cwd/q; whether cwd is in the view decides the rest */
 		int rel = q[0] != '/';
-		int inside = rel && ((strncmp(cwd, "/sys/class/", 11) == 0 && strcmp(cwd, "/sys/class/misc") != 0)
-			|| strcmp(cwd, "/dev/infiniband") == 0);
 		snprintf(full, sizeof(full), "%s/%s", cwd, q);
-		model(rel ? full : q, inside, exp);
+		int merr = model(rel ? full : q, exp);
+		if (rel && strcmp(exp, full) == 0)
+			snprintf(exp, sizeof(exp), "%s", q); /* left alone: relative to cwd */
 		struct stat a, b;
 		errno = 0;
 		int ra = stat(q, &a), ea = errno;
-		errno = 0;
-		int rb = (int)syscall(SYS_newfstatat, AT_FDCWD, exp, &b, 0), eb = errno;
+		errno = merr;
+		int rb = merr ? -1 : (int)syscall(SYS_newfstatat, AT_FDCWD, exp, &b, 0), eb = errno;
 		/* the same from a directory fd of cwd (openat's way) */
 		struct stat c;
 		int dfd = open(cwd, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -615,6 +893,8 @@ static void check_off(void)
 	CHECK(f != NULL);
 	if (f != NULL)
 		fclose(f);
+	check_null();
+	check_small_stack(0);
 }
 
 int main(int argc, char **argv)
@@ -632,6 +912,11 @@ int main(int argc, char **argv)
 			check_cwd();
 			check_exec();
 			check_threads();
+			check_dotdot();
+			check_null();
+			check_writes();
+			check_devnode_rel();
+			check_small_stack(1);
 			check_random();
 		}
 		printf("test_preload %s: %d failure(s)\n", argv[1], failures);

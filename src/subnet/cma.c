@@ -239,10 +239,12 @@ int sib_cma_addr_add(struct sib_cma *cma, uint32_t dev_index, uint8_t port, cons
 
 	if (cma_addr_decode(addr, len, &a) || a.family == CMA_AF_IB || port == 0 ||
 	    port > SIB_MAX_PORTS || prefix == 0 || prefix > (a.family == CMA_AF_INET ? 32 : 128) ||
-	    cma_addr_any(&a) || dev_index >= SIB_MAX_DEVICES || addr_reserved(&a))
+	    cma_addr_any(&a) || dev_index >= SIB_MAX_DEVICES)
 		return -EINVAL;
-	if (cma_addr_owner(cma, &a, &d, &p))
+	if (cma_addr_owner(cma, &a, &d, &p)) /* a default included: it exists */
 		return -EEXIST;
+	if (addr_reserved(&a))
+		return -EINVAL;
 	if (cma->nips >= SIB_CMA_ADDRS_MAX)
 		return -ENOSPC;
 	ip = &cma->ips[cma->nips++];

@@ -31,6 +31,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -92,7 +93,7 @@ static int run_usage(FILE *f)
 	      "                  [--quiet] [--] CMD [ARGS...]\n"
 	      "Run CMD with softib as the machine's RDMA stack: softib's libibverbs, libibumad\n"
 	      "and librdmacm first on LD_LIBRARY_PATH, softibd started if needed, and a live\n"
-	      "system view: /dev/infiniband/{uverbsN,umadN,issmN,rdma_cm} as character devices\n"
+	      "system view: /dev/infiniband/{uverbsN,umadN,issmN,rdma_cm} that open as devices\n"
 	      "and /sys/class/infiniband{,_verbs,_mad}, /sys/class/misc/rdma_cm as the kernel's.\n"
 	      "\n"
 	      "  --view namespace  a private mount namespace (root, or a user namespace)\n"
@@ -106,7 +107,9 @@ static int run_usage(FILE *f)
 	      "  --ucx DEV:PORT    UCX_NET_DEVICES=DEV:PORT\n"
 	      "  --quiet           no line on stderr saying which view is used\n"
 	      "Also sets, unless already set: OMPI_MCA_pml_ucx_devices=any (Open MPI's pml ucx\n"
-	      "keys its default on mlx* drivers) and OMPI_MCA_btl_openib_allow_ib=1.\n"
+	      "keys its default on mlx* drivers), OMPI_MCA_btl_openib_allow_ib=1 and btl\n"
+	      "openib's two warnings off; SOFTIB_MEMLOCK=0 when RLIMIT_MEMLOCK is finite\n"
+	      "(it says so). The /dev/infiniband nodes are links to /dev/null.\n"
 	      "Exit status: CMD's (128+N if killed by signal N); 1 if softib run failed, 2 on\n"
 	      "usage errors.\n", f);
 	return f == stdout ? 0 : 2;
@@ -130,6 +133,11 @@ static int parse(int argc, char **argv, struct run_opts *o)
 			o->quiet = true;
 		} else if (!strcmp(a, "--ucx") && i + 1 < argc) {
 			o->ucx = argv[++i];
+			if (!strchr(o->ucx, ':')) {
+				fprintf(stderr, "softib run: --ucx %s: expected DEV:PORT, e.g. softib0:1\n",
+					o->ucx);
+				return -1;
+			}
 		} else if (!strcmp(a, "--view") && i + 1 < argc) {
 			a = argv[++i];
 			if (!strcmp(a, "auto"))
@@ -138,11 +146,16 @@ static int parse(int argc, char **argv, struct run_opts *o)
 				o->view = VIEW_NAMESPACE;
 			else if (!strcmp(a, "preload"))
 				o->view = VIEW_PRELOAD;
-			else
+			else {
+				fprintf(stderr, "softib run: --view %s: expected auto, namespace or "
+					"preload\n", a);
 				return -1;
+			}
 		} else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
 			return 1;
 		} else if (a[0] == '-') {
+			fprintf(stderr, "softib run: unknown option %s%s\n", a,
+				!strcmp(a, "--ucx") || !strcmp(a, "--view") ? " (it takes a value)" : "");
 			return -1;
 		} else {
 			break;
@@ -151,10 +164,10 @@ static int parse(int argc, char **argv, struct run_opts *o)
 	o->cmd = argv + i;
 	if (o->check)
 		return 0;
-	if (i >= argc)
+	if (i >= argc) {
+		fprintf(stderr, "softib run: no command to run\n");
 		return -1;
-	if (o->ucx && !strchr(o->ucx, ':'))
-		return -1;
+	}
 	return 0;
 }
 
@@ -533,7 +546,39 @@ static int set_env(const struct run_opts *o, const char *libdir, const char *roo
 		return -errno;
 	setenv("OMPI_MCA_pml_ucx_devices", "any", 0);
 	setenv("OMPI_MCA_btl_openib_allow_ib", "1", 0);
+	/* softib's vendor ID is in no device-parameter file, and every port
+	 * has the default subnet prefix: two warnings per rank that say
+	 * nothing about softib */
+	setenv("OMPI_MCA_btl_openib_warn_no_device_params_found", "0", 0);
+	setenv("OMPI_MCA_btl_openib_warn_default_gid_prefix", "0", 0);
 	return 0;
+}
+
+/*
+ * RLIMIT_MEMLOCK: the soft limit raised to the hard one; if that is still
+ * finite (8 MiB in a default container) and SOFTIB_MEMLOCK is unset, the
+ * registration accounting goes off for CMD (SOFTIB_MEMLOCK=0): UCX and
+ * Open MPI pin tens of MiB per process, and would fail as on hardware
+ * (README "Limits").  Said once on stderr unless quiet.
+ */
+static void memlock(bool quiet)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_MEMLOCK, &rl))
+		return;
+	if (rl.rlim_cur != rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_MEMLOCK, &rl);
+	}
+	if (rl.rlim_max == RLIM_INFINITY || getenv("SOFTIB_MEMLOCK"))
+		return;
+	setenv("SOFTIB_MEMLOCK", "0", 1);
+	if (!quiet)
+		fprintf(stderr, "softib run: RLIMIT_MEMLOCK is %llu KiB: SOFTIB_MEMLOCK=0, registered "
+			"memory is not counted against it (SOFTIB_MEMLOCK=1 keeps the limit; "
+			"docker run --ulimit memlock=-1 lifts it)\n",
+			(unsigned long long)rl.rlim_max / 1024);
 }
 
 /* Run CMD and keep the view live until it exits; returns its status. */
@@ -635,6 +680,19 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 		view_remove(views_fd, lock_fd);
 		return 1;
 	}
+	{ /* a view with no device helps nobody: say why instead */
+		int n = 0;
+		struct ibv_device **l = ibv_get_device_list(&n);
+
+		if (l)
+			ibv_free_device_list(l);
+		if (n <= 0) {
+			fprintf(stderr, "softib run: no softib device: softibd is not running and "
+				"could not be started (`softib status`; SOFTIB_NO_AUTOSTART, "
+				"SOFTIB_SOCKET)\n");
+			goto out;
+		}
+	}
 	if (o.net && (nnd = find_ports(nd, RUN_MAX_NETDEVS)) < 0) {
 		fprintf(stderr, "softib run: --net: rdma_cm: %s\n", strerror(-nnd));
 		nnd = 0;
@@ -644,6 +702,7 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 		goto out;
 	if (set_env(&o, libdir, root, !ns))
 		goto out;
+	memlock(o.quiet);
 	if (!o.quiet)
 		fprintf(stderr, "softib run: %s view%s\n", ns ? "namespace" : "preload",
 			o.net ? ", network namespace with IPoIB interfaces" : "");

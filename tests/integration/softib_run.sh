@@ -42,6 +42,18 @@ check)
 		grep -q '^preload: no mount namespace here (unshare(CLONE_NEWUSER|CLONE_NEWNS): Operation not permitted)' "$OUT" ||
 			fail "user without namespaces: --check did not pick preload, or not say why"
 	fi
+	# clear errors: a bad option, no daemon
+	rc=0; "$SIB_BIN/softib" run --bogus -- true 2>"$OUT" || rc=$?
+	[ "$rc" = 2 ] && grep -q '^softib run: unknown option --bogus$' "$OUT" || fail "--bogus: $rc $(cat "$OUT")"
+	rc=0; "$SIB_BIN/softib" run --view foo -- true 2>"$OUT" || rc=$?
+	[ "$rc" = 2 ] && grep -q 'softib run: --view foo: expected auto, namespace or preload' "$OUT" ||
+		fail "--view foo: $rc $(cat "$OUT")"
+	if [ "$mode" = root ]; then
+		rc=0
+		SOFTIB_SOCKET=$SIB_TMP/none/s.sock "$SIB_BIN/softib" run -- true 2>"$OUT" || rc=$?
+		[ "$rc" = 1 ] && grep -q 'softib run: no softib device' "$OUT" ||
+			fail "no daemon: exit $rc, $(cat "$OUT")"
+	fi
 	rc=0; "${RUN[@]}" sh -c 'exit 7' || rc=$?
 	[ "$rc" = 7 ] || fail "CMD's exit status 7 came back as $rc"
 	rc=0; "${RUN[@]}" /nonexistent/cmd 2>"$OUT" || rc=$?

@@ -16,6 +16,9 @@
 #           live one (lock held) is not, a symbolic link planted as a stale
 #           view is removed without following it, and nothing beside the
 #           socket that only looks like a view (view-1_photos) is touched
+#   fabric  libfabric's verbs provider under softib run: fi_info lists
+#           softib's MSG and DGRAM domains, fi_pingpong -e msg and -e dgram
+#           (data checked, -c) between two processes of one softib run
 #   net     (root) --net: each port's IPoIB interface is in the view
 #           (device/net/<if>) and in `ip addr`; a pyverbs CMID server and
 #           client (rdmacm_cmid.py async) find softib0's and softib1's
@@ -146,6 +149,34 @@ live)
 	[ "$rc" = 0 ] || fail "the view did not show the port going down (exit $rc)"
 	grep -q '^before: 4: ACTIVE$' "$OUT" || fail "the port was not ACTIVE first"
 	grep -q '^after: 1: DOWN$' "$OUT" || fail "the port did not show DOWN"
+	;;
+fabric)
+	command -v fi_pingpong >/dev/null || run_skip "no fi_pingpong (Debian libfabric-bin)"
+	port=$(free_port) || fail "no free port"
+	"${RUN[@]}" bash -c '
+		fi_info -p verbs | grep -E "^ +domain:" | sort -u
+		pp() { # NAME SERVER_ARGS CLIENT_ARGS
+			local s c
+			timeout 60 fi_pingpong -B '"$port"' $2 -I 100 -S 4096 -c >/dev/null 2>&1 &
+			s=$!
+			for _ in $(seq 50); do
+				timeout 60 fi_pingpong -P '"$port"' $3 -I 100 -S 4096 -c 127.0.0.1 >c.out 2>&1
+				c=$?
+				grep -q "failed to connect\|connection refused" c.out || break
+				sleep 0.2
+			done
+			wait $s
+			echo "$1 server $? client $c: $(grep -E "^4k +100 +=100 " c.out | head -1)"
+		}
+		cd "$(mktemp -d)"
+		pp msg "-p verbs -e msg" "-p verbs -e msg"
+		pp dgram "-p verbs -e dgram -d softib0-dgram" "-p verbs -e dgram -d softib1-dgram"
+	' >"$OUT" 2>&1 || fail "the fabric script exited $?: $(cat "$OUT")"
+	cat "$OUT"
+	grep -q 'domain: softib0$' "$OUT" || fail "fi_info: no MSG domain softib0"
+	grep -q 'domain: softib1-dgram$' "$OUT" || fail "fi_info: no DGRAM domain softib1-dgram"
+	grep -Eq '^msg server 0 client 0: 4k +100 +=100 ' "$OUT" || fail "fi_pingpong -e msg"
+	grep -Eq '^dgram server 0 client 0: 4k +100 +=100 ' "$OUT" || fail "fi_pingpong -e dgram"
 	;;
 views)
 	[ "$mode" = root ] || run_skip "this case plants files as root"

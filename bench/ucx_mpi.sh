@@ -40,10 +40,10 @@ median() { sort -g | sed -n "$(((runs + 1) / 2))p"; }
 ucx() {
 	local p s
 	p=$(port)
-	UCX_TLS=$1 ${5:+UCX_NET_DEVICES=$5} timeout 60 "${RUN[@]}" ucx_perftest -p "$p" >"$tmp/us.out" 2>&1 &
+	env UCX_TLS="$1" ${5:+UCX_NET_DEVICES=$5} timeout 60 "${RUN[@]}" ucx_perftest -p "$p" >"$tmp/us.out" 2>&1 &
 	s=$!
 	sleep 0.5
-	UCX_TLS=$1 ${6:+UCX_NET_DEVICES=$6} timeout 60 "${RUN[@]}" ucx_perftest 127.0.0.1 -p "$p" \
+	env UCX_TLS="$1" ${6:+UCX_NET_DEVICES=$6} timeout 60 "${RUN[@]}" ucx_perftest 127.0.0.1 -p "$p" \
 		-t "$2" -s "$3" -n $(( $3 > 65536 ? 2000 : 20000 )) >"$tmp/uc.out" 2>&1
 	wait "$s"
 	awk -v c="$4" '/^Final:/ {v = $c} END {print (v == "" ? "fail" : v)}' "$tmp/uc.out"

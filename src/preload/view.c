@@ -56,15 +56,22 @@ long sib_sys_readlinkat(int dirfd, const char *path, char *buf, size_t size)
 	return syscall(SYS_readlinkat, dirfd, path, buf, size);
 }
 
+/* Does the path of len bytes end so that the kernel wants a directory:
+ * in "/", "/." or "/.."? */
+static int ends_as_dir(const char *buf, size_t len)
+{
+	return len > 1 && (buf[len - 1] == '/' || (buf[len - 1] == '.' && buf[len - 2] == '/') ||
+			   (len > 2 && buf[len - 1] == '.' && buf[len - 2] == '.' &&
+			    buf[len - 3] == '/'));
+}
+
 /* Lexical normalisation of the absolute path BUF, in place: "//" and "/./"
  * collapse, ".." drops the component before it (never above "/"), a trailing
  * "/", "/." or "/.." keeps one "/" (the kernel then wants a directory). */
 static size_t normalise(char *buf)
 {
 	size_t r = 0, w = 0, len = strlen(buf);
-	int dir_end = len > 1 && (buf[len - 1] == '/' ||
-		(buf[len - 1] == '.' && buf[len - 2] == '/') ||
-		(len > 2 && buf[len - 1] == '.' && buf[len - 2] == '.' && buf[len - 3] == '/'));
+	int dir_end = ends_as_dir(buf, len);
 
 	while (buf[r]) {
 		while (buf[r] == '/')
@@ -262,9 +269,7 @@ static int view_walk(char *buf, size_t verified, const char *root, size_t *len, 
 {
 	size_t r = 0, w = 0, n0 = strlen(buf);
 	int ok = verified > 0; /* the position is known to exist */
-	int dir_end = n0 > 1 && (buf[n0 - 1] == '/' ||
-		(buf[n0 - 1] == '.' && buf[n0 - 2] == '/') ||
-		(n0 > 2 && buf[n0 - 1] == '.' && buf[n0 - 2] == '.' && buf[n0 - 3] == '/'));
+	int dir_end = ends_as_dir(buf, n0);
 
 	while (buf[r]) {
 		while (buf[r] == '/')

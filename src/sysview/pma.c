@@ -46,15 +46,19 @@ struct counter {
 	uint16_t bit;    /* offset in the attribute */
 };
 
+/* The error counters of PortCounters, in both sets below (sysfs.c). */
+#define PC_ERROR_COUNTERS \
+	{ "symbol_error", 0, 16, 32 }, { "link_error_recovery", 0, 8, 48 }, \
+	{ "link_downed", 0, 8, 56 }, { "port_rcv_errors", 0, 16, 64 }, \
+	{ "port_rcv_remote_physical_errors", 0, 16, 80 }, \
+	{ "port_rcv_switch_relay_errors", 0, 16, 96 }, { "port_xmit_discards", 0, 16, 112 }, \
+	{ "port_xmit_constraint_errors", 0, 8, 128 }, { "port_rcv_constraint_errors", 0, 8, 136 }, \
+	{ "local_link_integrity_errors", 0, 4, 152 }, \
+	{ "excessive_buffer_overrun_errors", 0, 4, 156 }, { "VL15_dropped", 0, 16, 176 }
+
 /* sysfs.c pma_attrs (no PortCountersExtended) ... */
 static const struct counter pc_set[] = {
-	{ "symbol_error", 0, 16, 32 }, { "link_error_recovery", 0, 8, 48 },
-	{ "link_downed", 0, 8, 56 }, { "port_rcv_errors", 0, 16, 64 },
-	{ "port_rcv_remote_physical_errors", 0, 16, 80 },
-	{ "port_rcv_switch_relay_errors", 0, 16, 96 }, { "port_xmit_discards", 0, 16, 112 },
-	{ "port_xmit_constraint_errors", 0, 8, 128 }, { "port_rcv_constraint_errors", 0, 8, 136 },
-	{ "local_link_integrity_errors", 0, 4, 152 },
-	{ "excessive_buffer_overrun_errors", 0, 4, 156 }, { "VL15_dropped", 0, 16, 176 },
+	PC_ERROR_COUNTERS,
 	{ "port_xmit_data", 0, 32, 192 }, { "port_rcv_data", 0, 32, 224 },
 	{ "port_xmit_packets", 0, 32, 256 }, { "port_rcv_packets", 0, 32, 288 },
 	{ "port_xmit_wait", 0, 32, 320 },
@@ -62,13 +66,7 @@ static const struct counter pc_set[] = {
 
 /* ... and pma_attrs_ext (ClassPortInfo says PortCountersExtended). */
 static const struct counter pcx_set[] = {
-	{ "symbol_error", 0, 16, 32 }, { "link_error_recovery", 0, 8, 48 },
-	{ "link_downed", 0, 8, 56 }, { "port_rcv_errors", 0, 16, 64 },
-	{ "port_rcv_remote_physical_errors", 0, 16, 80 },
-	{ "port_rcv_switch_relay_errors", 0, 16, 96 }, { "port_xmit_discards", 0, 16, 112 },
-	{ "port_xmit_constraint_errors", 0, 8, 128 }, { "port_rcv_constraint_errors", 0, 8, 136 },
-	{ "local_link_integrity_errors", 0, 4, 152 },
-	{ "excessive_buffer_overrun_errors", 0, 4, 156 }, { "VL15_dropped", 0, 16, 176 },
+	PC_ERROR_COUNTERS,
 	{ "port_xmit_data", 1, 64, 64 }, { "port_rcv_data", 1, 64, 128 },
 	{ "port_xmit_packets", 1, 64, 192 }, { "port_xmit_wait", 0, 32, 320 },
 	{ "port_rcv_packets", 1, 64, 256 }, { "unicast_rcv_packets", 1, 64, 384 },

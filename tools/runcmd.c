@@ -66,6 +66,9 @@ struct run_opts {
  * caller's mask, which every child gets back. */
 static sigset_t run_signals, run_oldmask;
 
+/* This run's view's name in the views' directory (view_root). */
+static char run_view[64];
+
 static void block_signals(void)
 {
 	static const int sigs[] = {
@@ -281,6 +284,30 @@ bad:
 	return -1;
 }
 
+/* A view's name: view-<pid>, or view-<pid>-<k> when another run with the
+ * same pid (in another pid namespace) holds view-<pid>; suffix ".lock"
+ * for its lock. */
+static void view_name(char *buf, size_t len, int pid, int k, const char *suffix)
+{
+	if (k)
+		snprintf(buf, len, "view-%d-%d%s", pid, k, suffix);
+	else
+		snprintf(buf, len, "view-%d%s", pid, suffix);
+}
+
+/* The pid and k of a view's directory name exactly (nothing else
+ * matches, a lock file neither): 0, or -1. */
+static int view_name_parse(const char *name, int *pid, int *k)
+{
+	char canon[64];
+
+	*k = 0;
+	if (sscanf(name, "view-%d-%d", pid, k) < 1 || *pid <= 0 || *k < 0)
+		return -1;
+	view_name(canon, sizeof(canon), *pid, *k, ""); /* "view-+1", "view-1x": no */
+	return strcmp(canon, name) ? -1 : 0;
+}
+
 /* Views left by a softib run that was killed, with every process it
  * started: view-<pid> whose view-<pid>.lock nobody holds (each run holds
  * it, and so do CMD and its children, who inherit it). */
@@ -288,15 +315,13 @@ static void remove_stale(int vfd)
 {
 	char lock[64];
 	struct dirent *e;
-	int pid, n, lfd, dfd = dup(vfd);
+	int pid, k, lfd, dfd = dup(vfd);
 	DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
 
 	while (d && (e = readdir(d))) {
-		n = 0;
-		if (sscanf(e->d_name, "view-%d%n", &pid, &n) != 1 || pid <= 0 ||
-		    e->d_name[n] != '\0')
+		if (view_name_parse(e->d_name, &pid, &k))
 			continue;
-		snprintf(lock, sizeof(lock), "view-%d.lock", pid);
+		view_name(lock, sizeof(lock), pid, k, ".lock");
 		lfd = openat(vfd, lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (lfd >= 0 && flock(lfd, LOCK_EX | LOCK_NB)) {
 			close(lfd); /* held: a live run */
@@ -350,16 +375,28 @@ static int view_root(char *buf, size_t len, int *views_fd, int *lock_fd)
 	char views[PATH_MAX], name[64], sub[128];
 	int vfd;
 
+	*lock_fd = -1;
 	if ((vfd = open_views_dir(views, sizeof(views))) < 0)
 		return -1;
 	remove_stale(vfd);
-	snprintf(name, sizeof(name), "view-%d", (int)getpid());
-	snprintf(sub, sizeof(sub), "%s.lock", name);
-	*lock_fd = openat(vfd, sub, O_RDWR | O_CREAT | O_NOFOLLOW, 0600); /* no CLOEXEC */
-	if (*lock_fd < 0 || flock(*lock_fd, LOCK_EX | LOCK_NB)) {
+	*lock_fd = -1;
+	for (int k = 0; k < 16 && *lock_fd < 0; k++) {
+		view_name(name, sizeof(name), (int)getpid(), k, "");
+		view_name(sub, sizeof(sub), (int)getpid(), k, ".lock");
+		*lock_fd = openat(vfd, sub, O_RDWR | O_CREAT | O_NOFOLLOW, 0600); /* no CLOEXEC */
+		if (*lock_fd < 0)
+			break;
+		if (flock(*lock_fd, LOCK_EX | LOCK_NB)) { /* a run of the same pid elsewhere */
+			close(*lock_fd);
+			*lock_fd = -1;
+			errno = EAGAIN;
+		}
+	}
+	if (*lock_fd < 0) {
 		fprintf(stderr, "softib run: %s/%s: %s\n", views, sub, strerror(errno));
 		goto bad;
 	}
+	snprintf(run_view, sizeof(run_view), "%s", name);
 	rm_at(vfd, name, 16);
 	if ((size_t)snprintf(buf, len, "%s/%s", views, name) >= len || mkdirat(vfd, name, 0755))
 		goto bad_dir;
@@ -379,17 +416,49 @@ bad:
 	return -1;
 }
 
-/* Remove this run's view and its lock. */
-static void view_remove(int vfd, int lock_fd)
+/* Do processes CMD left behind still hold this run's lock (inherited)?
+ * Closes ours.  *fd: the lock reopened and taken when nobody holds it
+ * (for view_remove), else -1. */
+static bool view_in_use(int vfd, int lock_fd, int *fd)
 {
-	char name[64];
+	char lock[80];
 
-	snprintf(name, sizeof(name), "view-%d", (int)getpid());
-	rm_at(vfd, name, 16);
-	strcat(name, ".lock");
-	unlinkat(vfd, name, 0);
-	close(lock_fd);
+	snprintf(lock, sizeof(lock), "%s.lock", run_view);
+	if (lock_fd >= 0)
+		close(lock_fd);
+	*fd = openat(vfd, lock, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (*fd >= 0 && flock(*fd, LOCK_EX | LOCK_NB)) {
+		close(*fd);
+		*fd = -1;
+		return true;
+	}
+	return false;
+}
+
+/* Remove this run's view and its lock unless keep (processes CMD left
+ * behind hold the lock: the view stays, no longer kept live, until a
+ * later run finds the lock free). */
+static void view_remove(int vfd, bool keep, int fd)
+{
+	char lock[80];
+
+	snprintf(lock, sizeof(lock), "%s.lock", run_view);
+	if (!keep) {
+		rm_at(vfd, run_view, 16);
+		unlinkat(vfd, lock, 0);
+	}
+	if (fd >= 0)
+		close(fd);
 	close(vfd);
+}
+
+/* view_in_use, then view_remove: before CMD ran, or after the view's writer went. */
+static void view_drop(int vfd, int lock_fd)
+{
+	int fd;
+	bool keep = view_in_use(vfd, lock_fd, &fd);
+
+	view_remove(vfd, keep, fd);
 }
 
 /* Every CA port and its rdma_cm address 127.1.<dev>.<port>, found by
@@ -628,8 +697,8 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 	struct run_netdev nd[RUN_MAX_NETDEVS];
 	char libdir[PATH_MAX], root[PATH_MAX], why[512] = "";
 	struct sib_sysview *v = NULL;
-	int ret, nnd = 0, status = 1, views_fd = -1, lock_fd = -1;
-	bool ns;
+	int ret, nnd = 0, status = 1, views_fd = -1, lock_fd = -1, fd = -1;
+	bool ns, keep;
 
 	if ((ret = parse(argc, argv, &o)))
 		return run_usage(ret > 0 ? stdout : stderr);
@@ -660,24 +729,24 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 		else
 			printf("preload: no mount namespace here (%s); libsoftib_view.so in "
 			       "LD_PRELOAD%s\n", why, o.net ? "; --net needs the namespace" : "");
-		view_remove(views_fd, lock_fd);
+		view_drop(views_fd, lock_fd);
 		return 0;
 	}
 	if (o.net && !ns) {
 		fprintf(stderr, "softib run: --net needs a network namespace: root, or user "
 			"namespaces (%s)\n", why[0] ? why : "--view preload");
-		view_remove(views_fd, lock_fd);
+		view_drop(views_fd, lock_fd);
 		return 1;
 	}
 	if (ns && (ret = sib_run_ns_setup(root, o.net, why, sizeof(why)))) {
 		fprintf(stderr, "softib run: namespace: %s\n", why);
-		view_remove(views_fd, lock_fd);
+		view_drop(views_fd, lock_fd);
 		return 1;
 	}
 	if (!(v = sib_sysview_create(root))) {
 		fprintf(stderr, "softib run: the system view: %s (is softibd running or "
 			"startable? `softib status`)\n", strerror(errno));
-		view_remove(views_fd, lock_fd);
+		view_drop(views_fd, lock_fd);
 		return 1;
 	}
 	{ /* a view with no device helps nobody: say why instead */
@@ -710,7 +779,8 @@ int sib_tool_run(const char *sock, int argc, char **argv)
 	status = supervise(v, o.cmd);
 out:
 	net_down(nd, nnd);
-	sib_sysview_destroy(v, true);
-	view_remove(views_fd, lock_fd);
+	keep = view_in_use(views_fd, lock_fd, &fd);
+	sib_sysview_destroy(v, !keep);
+	view_remove(views_fd, keep, fd);
 	return status;
 }

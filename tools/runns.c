@@ -202,6 +202,14 @@ static int bind_view(const char *root, const char *path, char *why, size_t len)
 		snprintf(why, len, "mount --bind %s %s: %s", from, path, strerror(-err));
 		return err;
 	}
+	/* read-only, as sysfs is to a user (the writer, src/sysview, works
+	 * on the original tree, not through this mount) */
+	if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV,
+		  NULL)) {
+		err = -errno;
+		snprintf(why, len, "mount -o remount,bind,ro %s: %s", path, strerror(-err));
+		return err;
+	}
 	return 0;
 }
 

@@ -215,18 +215,22 @@ bool cma_addr_owner(struct sib_cma *cma, const struct cma_addr *a, uint32_t *dev
 	return false;
 }
 
-/* Not a unicast address a port may be given: 127.1.0.0/16 (the ports'
- * defaults, 127.1.d.p, for devices present or added later), IPv4
- * multicast and the limited broadcast, IPv6 multicast and IPv4-mapped
- * IPv6 (another spelling of an IPv4 address). */
+/* Not a unicast address a port may be given: 127.0.0.0/8 (loopback,
+ * which resolves to the first ACTIVE port, and 127.1.d.p, the ports'
+ * defaults, also of devices added later), 0.0.0.0/8, IPv4 multicast and
+ * the limited broadcast; IPv6 loopback, multicast, link-local (fe80::/10:
+ * a port's link-local address is its GID, also of devices added later),
+ * IPv4-mapped and IPv4-compatible (other spellings of IPv4 addresses). */
 static bool addr_reserved(const struct cma_addr *a)
 {
+	static const uint8_t zero12[12];
 	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
 
 	if (a->family == CMA_AF_INET)
-		return (a->ip[0] == 127 && a->ip[1] == 1) || (a->ip[0] & 0xf0) == 0xe0 ||
+		return a->ip[0] == 127 || a->ip[0] == 0 || (a->ip[0] & 0xf0) == 0xe0 ||
 		       (a->ip[0] == 255 && a->ip[1] == 255 && a->ip[2] == 255 && a->ip[3] == 255);
-	return a->ip[0] == 0xff || !memcmp(a->ip, v4mapped, sizeof(v4mapped));
+	return a->ip[0] == 0xff || (a->ip[0] == 0xfe && (a->ip[1] & 0xc0) == 0x80) ||
+	       !memcmp(a->ip, v4mapped, sizeof(v4mapped)) || !memcmp(a->ip, zero12, sizeof(zero12));
 }
 
 int sib_cma_addr_add(struct sib_cma *cma, uint32_t dev_index, uint8_t port, const void *addr,

@@ -133,9 +133,9 @@ uint64_t sib_cma_tick(struct sib_cma *cma, uint64_t now_ns);
 
 /* Add address addr (struct sockaddr_in/in6 bytes, len) with prefix to CA
  * port (dev_index, port): 0, -EINVAL (family, prefix 0 or too long, port;
- * not a unicast address a port may get: 127.1.0.0/16, the ports' default
- * range, multicast, 255.255.255.255, IPv4-mapped IPv6), -EEXIST, -ENOSPC
- * (SIB_CMA_ADDRS_MAX). */
+ * not a unicast address a port may get: 127/8 and 0/8, multicast,
+ * 255.255.255.255, IPv6 loopback, link-local (the ports' GIDs),
+ * IPv4-mapped or -compatible), -EEXIST, -ENOSPC (SIB_CMA_ADDRS_MAX). */
 int sib_cma_addr_add(struct sib_cma *cma, uint32_t dev_index, uint8_t port, const void *addr,
 		     uint32_t len, uint8_t prefix);
 /* Delete address addr (sockaddr bytes) with prefix (SIB_CMA_PREFIX_ANY:

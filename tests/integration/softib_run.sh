@@ -92,6 +92,10 @@ view)
 		test -c /dev/infiniband/rdma_cm
 		echo "rdma_cm abi $(cat /sys/class/misc/rdma_cm/abi_version)"
 		test -e /dev/null -a -e /dev/pts -a -e /dev/shm
+		# read-only, as sysfs and a user'"'"'s /dev are (review)
+		if touch /sys/class/infiniband/new 2>/dev/null || rm /dev/infiniband/uverbs0 2>/dev/null; then
+			echo "the view is writable"; exit 1
+		fi
 		ibstatus
 		echo "== ibstat"
 		LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}'"$umad"' ibstat
@@ -207,6 +211,22 @@ views)
 		fail "a file beside the socket was removed"
 	kill "$holder"
 	[ "$(ls "$V" | grep -cv '^view-99999[7]')" = 0 ] || fail "this run left its view: $(ls "$V")"
+	# two runs with the same pid (each pid 1 of its own pid namespace)
+	if unshare -pf true 2>/dev/null; then
+		unshare -pf "${RUN[@]}" sleep 4 &
+		first=$!
+		SIB_PIDS+=("$first")
+		wait_until 10 sh -c "ls '$V' | grep -q '^view-1$'" || fail "the first pid-1 run has no view-1"
+		unshare -pf "${RUN[@]}" sh -c 'ls /sys/class/infiniband | grep -q softib0' ||
+			fail "a second run with pid 1 failed"
+		wait "$first" || fail "the first pid-1 run failed"
+	fi
+	# a child CMD leaves behind keeps the view (it holds the lock), then it goes
+	"${RUN[@]}" sh -c '(sleep 1; ls /sys/class/infiniband | tr "\n" " "; echo) &' >"$OUT" 2>&1 ||
+		fail "the run with a lingering child failed"
+	wait_until 10 grep -q softib0 "$OUT" || fail "a child that outlived CMD lost the view: $(cat "$OUT")"
+	"${RUN[@]}" true
+	[ "$(ls "$V" | grep -cv '^view-99999[7]')" = 0 ] || fail "a view was left: $(ls "$V")"
 	echo "views: refused, removed, kept as they should be"
 	;;
 net)

@@ -219,12 +219,21 @@ static void test_add_del_errors(void **state)
 	assert_int_equal(add4(f, 0, 1, "239.1.2.3", 32), -EINVAL);
 	assert_int_equal(add4(f, 0, 1, "255.255.255.255", 32), -EINVAL);
 	assert_int_equal(add4(f, 0, 1, "10.9.9.9", 0), -EINVAL);
-	assert_int_equal(add4(f, 0, 1, "127.2.0.1", 8), 0); /* other loopback addresses: fine */
+	assert_int_equal(add4(f, 0, 1, "127.2.0.1", 8), -EINVAL); /* loopback: the first port's */
+	assert_int_equal(add4(f, 0, 1, "0.0.0.1", 32), -EINVAL);
+	assert_int_equal(add4(f, 0, 1, "169.254.1.1", 16), 0);
 	struct sockaddr_in6 m = { .sin6_family = AF_INET6 };
 	inet_pton(AF_INET6, "::ffff:127.1.1.1", &m.sin6_addr);
 	assert_int_equal(sib_cma_addr_add(f->cma, 0, 1, &m, sizeof(m), 128), -EINVAL);
 	inet_pton(AF_INET6, "::ffff:10.1.1.1", &m.sin6_addr);
 	assert_int_equal(sib_cma_addr_add(f->cma, 0, 1, &m, sizeof(m), 128), -EINVAL);
+	inet_pton(AF_INET6, "::127.1.0.1", &m.sin6_addr); /* IPv4-compatible */
+	assert_int_equal(sib_cma_addr_add(f->cma, 0, 1, &m, sizeof(m), 128), -EINVAL);
+	inet_pton(AF_INET6, "::1", &m.sin6_addr);
+	assert_int_equal(sib_cma_addr_add(f->cma, 0, 1, &m, sizeof(m), 128), -EINVAL);
+	/* the GID of a device added later (review: it bound to softib0) */
+	inet_pton(AF_INET6, "fe80::5eed:0:0:10e", &m.sin6_addr);
+	assert_int_equal(sib_cma_addr_add(f->cma, 0, 1, &m, sizeof(m), 64), -EINVAL);
 	inet_pton(AF_INET6, "ff02::1", &m.sin6_addr);
 	assert_int_equal(sib_cma_addr_add(f->cma, 0, 1, &m, sizeof(m), 128), -EINVAL);
 	inet_pton(AF_INET6, "fd00::1", &m.sin6_addr);

@@ -198,7 +198,10 @@ views)
 	echo keep >"$SIB_TMP/victim/file"
 	ln -s "$SIB_TMP/victim" "$V/view-999998"
 	: >"$V/view-999997.lock"
-	flock "$V/view-999997.lock" sleep 30 &
+	: >"$SIB_TMP/hold"
+	# a live run's lock, held until $SIB_TMP/hold goes (no child left behind
+	# that keeps the test's output open)
+	(exec 9<"$V/view-999997.lock"; flock 9; while [ -e "$SIB_TMP/hold" ]; do sleep 0.05; done) &
 	holder=$!
 	SIB_PIDS+=("$holder")
 	wait_until 5 sh -c "! flock -n '$V/view-999997.lock' true" || fail "the lock was not taken"
@@ -209,7 +212,8 @@ views)
 	[ -d "$V/view-999997" ] || fail "a live view (its lock held) was removed"
 	[ -d "$SIB_TMP/view-4000001_photos" ] && [ -f "$SIB_TMP/view-2024-report" ] ||
 		fail "a file beside the socket was removed"
-	kill "$holder"
+	rm -f "$SIB_TMP/hold"
+	wait "$holder"
 	[ "$(ls "$V" | grep -cv '^view-99999[7]')" = 0 ] || fail "this run left its view: $(ls "$V")"
 	# two runs with the same pid (each pid 1 of its own pid namespace)
 	if unshare -pf true 2>/dev/null; then

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -65,39 +66,6 @@ static int ends_as_dir(const char *buf, size_t len)
 			    buf[len - 3] == '/'));
 }
 
-/* Lexical normalisation of the absolute path BUF, in place: "//" and "/./"
- * collapse, ".." drops the component before it (never above "/"), a trailing
- * "/", "/." or "/.." keeps one "/" (the kernel then wants a directory). */
-static size_t normalise(char *buf)
-{
-	size_t r = 0, w = 0, len = strlen(buf);
-	int dir_end = ends_as_dir(buf, len);
-
-	while (buf[r]) {
-		while (buf[r] == '/')
-			r++;
-		size_t s = r;
-		while (buf[r] && buf[r] != '/')
-			r++;
-		size_t n = r - s;
-		if (n == 0 || (n == 1 && buf[s] == '.'))
-			continue;
-		if (n == 2 && buf[s] == '.' && buf[s + 1] == '.') {
-			while (w > 0 && buf[--w] != '/')
-				;
-			continue;
-		}
-		buf[w++] = '/';
-		memmove(buf + w, buf + s, n);
-		w += n;
-	}
-	if (w == 0)
-		buf[w++] = '/';
-	else if (dir_end)
-		buf[w++] = '/';
-	buf[w] = 0;
-	return w;
-}
 
 /* Which mapped path the normalised absolute path P (LEN bytes, not
  * necessarily NUL-terminated) is or is below: its index + 1, or 0. */
@@ -115,6 +83,8 @@ static int mapped(const char *p)
 {
 	return mapped_n(p, strlen(p));
 }
+
+static size_t normalise(char *buf);
 
 /* Read SOFTIB_VIEW into sib_root and sib_rootc (once; the constructor does
  * it before main, the first wrapped call otherwise). */
@@ -258,7 +228,7 @@ static int view_dir_ok(char *buf, size_t w, const char *root)
 
 /*
  * The walk of sib_view_path, in place over BUF (an absolute path): lexical,
- * as normalise(), except that a ".." applied to a position inside the view
+ * lexically, except that a ".." applied to a position inside the view
  * first checks that the view has that directory, as the kernel requires of
  * every component it steps back from ("nosuch/.." is ENOENT, "file/.." is
  * ENOTDIR).  VERIFIED: BUF's first VERIFIED bytes name a directory that
@@ -306,6 +276,20 @@ static int view_walk(char *buf, size_t verified, const char *root, size_t *len, 
 	buf[w] = 0;
 	*len = w;
 	return 0;
+}
+
+/* Lexical normalisation of the absolute path BUF, in place: "//" and "/./"
+ * collapse, ".." drops the component before it (never above "/"), a trailing
+ * "/", "/." or "/.." keeps one "/" (the kernel then wants a directory):
+ * view_walk with every position taken as existing, so that no ".." is
+ * checked against the view.  Returns the length. */
+static size_t normalise(char *buf)
+{
+	size_t len = 0;
+	int passed = 0;
+
+	view_walk(buf, SIZE_MAX, NULL, &len, &passed);
+	return len;
 }
 
 const char *sib_view_path(int dirfd, const char *path, char *out)

@@ -142,33 +142,20 @@ static bool replaced(const char *dir, const char *name)
 	return !strcmp(name, "misc"); /* rebuilt entry by entry */
 }
 
-/*
- * Cover dir with a tmpfs holding the original's entries (read through an
- * fd opened before the tmpfs hides them), except those the view
- * replaces.  0 or -errno, why filled.
- */
-static int cover(const char *dir, char *why, size_t len)
+/* Every entry of the original directory open as fd, except those the
+ * view replaces in dir, put back at dir (put_back).  0 or -errno, why
+ * filled. */
+static int put_all(int fd, const char *dir, char *why, size_t len)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), dfd, err = 0;
-	struct stat st;
+	int dfd, err = 0;
 	struct dirent *e;
 	DIR *d;
 
-	if (fd < 0) {
-		err = -errno;
-		snprintf(why, len, "%s: %s", dir, strerror(-err));
-		return err;
-	}
-	if (fstat(fd, &st) || mount("softib-view", dir, "tmpfs", MS_NOSUID, "mode=755")) {
-		err = -errno;
-		snprintf(why, len, "mount -t tmpfs over %s: %s", dir, strerror(-err));
-		close(fd);
-		return err;
-	}
 	if ((dfd = dup(fd)) < 0 || !(d = fdopendir(dfd))) {
 		err = -errno;
 		snprintf(why, len, "%s: %s", dir, strerror(-err));
-		close(fd);
+		if (dfd >= 0)
+			close(dfd);
 		return err;
 	}
 	while ((e = readdir(d))) {
@@ -180,6 +167,29 @@ static int cover(const char *dir, char *why, size_t len)
 		}
 	}
 	closedir(d);
+	return err;
+}
+
+/*
+ * Cover dir with a tmpfs holding the original's entries (read through an
+ * fd opened before the tmpfs hides them), except those the view
+ * replaces.  0 or -errno, why filled.
+ */
+static int cover(const char *dir, char *why, size_t len)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), err;
+
+	if (fd < 0) {
+		err = -errno;
+		snprintf(why, len, "%s: %s", dir, strerror(-err));
+		return err;
+	}
+	if (mount("softib-view", dir, "tmpfs", MS_NOSUID, "mode=755")) {
+		err = -errno;
+		snprintf(why, len, "mount -t tmpfs over %s: %s", dir, strerror(-err));
+	} else {
+		err = put_all(fd, dir, why, len);
+	}
 	close(fd);
 	return err;
 }
@@ -281,22 +291,9 @@ int sib_run_ns_setup(const char *root, bool net, char *why, size_t len)
 	    (err = cover("/sys/class", why, len)) || (err = rebuild_misc(root, why, len)) ||
 	    (net && (err = net_sysfs(why, len))))
 		goto out;
-	if (misc >= 0) { /* the original misc entries, linked back */
-		DIR *d = fdopendir(dup(misc));
-		struct dirent *e;
-
-		while (d && (e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
-			    strcmp(e->d_name, "rdma_cm") &&
-			    (err = put_back(misc, e->d_name, "/sys/class/misc"))) {
-				snprintf(why, len, "/sys/class/misc/%s: %s", e->d_name, strerror(-err));
-				break;
-			}
-		if (d)
-			closedir(d);
-		if (err)
-			goto out;
-	}
+	/* the original misc entries, linked back (rdma_cm is the view's) */
+	if (misc >= 0 && (err = put_all(misc, "/sys/class/misc", why, len)))
+		goto out;
 	for (unsigned int i = 0; views[i]; i++)
 		if ((err = bind_view(root, views[i], why, len)))
 			goto out;
